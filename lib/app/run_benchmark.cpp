@@ -1,0 +1,114 @@
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <thread>
+
+#include "fabricbench/app/benchmark.hpp"
+#include "fabricbench/env/environment.hpp"
+#include "fabricbench/results/csv_sink.hpp"
+#include "fabricbench/results/hdf5_sink.hpp"
+#include "fabricbench/results/terminal_table.hpp"
+
+namespace fabricbench::app {
+namespace {
+
+std::string utc_now() {
+  const auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// Runs `step` on every rank and makes every rank agree: if any rank threw Error::usage, every rank throws the
+// lowest failing rank's message, so all exit with status 2 together and rank 0 prints one line.
+template <typename Step>
+void agree(const runtime::Communicator& world, Step&& step) {
+  std::string mine;
+  try {
+    step();
+  } catch (const Error& e) {
+    if (e.status() != ExitStatus::usage) throw;
+    mine = e.what();
+  }
+  for (const auto& message : world.all_gather(mine))
+    if (!message.empty()) throw Error::usage(message);
+}
+
+}  // namespace
+
+void RunContext::progress(const std::string& line) const {
+  if (!is_root() || options.quiet) return;
+  fmt::print(stderr, "[progress] {}\n", line);
+}
+
+int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
+  runtime::MpiSession mpi(argc, argv);
+  const bool root = mpi.rank() == 0;
+  const auto world = runtime::Communicator::world();
+  const std::string program = benchmark.program();
+  std::unique_ptr<results::ResultSet> out;
+  try {
+    cli::CommandLine command_line(program, benchmark.summary(), benchmark.size_defaults(),
+                                  benchmark.check_by_default());
+    benchmark.add_options(command_line.tool_options());
+    bool go = true;
+    agree(world, [&] { go = command_line.parse(argc, argv, root); });
+    if (!go) return 0;
+    const auto placement = runtime::Placement::discover(world);
+    agree(world, [&] { benchmark.configure(command_line.values(), command_line.common(), placement); });
+    agree(world, [&] {
+      if (root) command_line.resolve_outputs();
+    });
+    const auto& options = command_line.common();
+
+    // Outputs exist only from here on, after every rank accepted the input.
+    if (root) {
+      out = std::make_unique<results::ResultSet>();
+      if (!options.quiet) out->add(std::make_unique<results::TerminalTable>());
+      out->add(std::make_unique<results::Hdf5Sink>(options.output, options.force));
+      if (!options.csv.empty()) out->add(std::make_unique<results::CsvSink>(options.csv, benchmark.table().path()));
+    }
+    runtime::Watchdog watchdog([&](const std::string& reason) {
+      if (out) {
+        fmt::print(stderr, "{}: {}\n", program, reason);
+        out->finish("failed: " + reason);
+      } else {
+        std::this_thread::sleep_for(std::chrono::seconds(1));  // let rank 0 write the status first
+      }
+    });
+    if (out) {
+      out->begin({program, FABRICBENCH_VERSION, options.command_line, utc_now(), mpi.size(), placement.hosts()});
+    }
+    env::EnvironmentCapture().gather(world, placement, benchmark.gpu(), out.get());
+    if (out) out->declare(benchmark.table());
+
+    const ExitStatus status = benchmark.run({options, world, placement, out.get(), watchdog});
+    world.barrier();
+    if (out) {
+      out->finish("complete");
+      if (!options.quiet) fmt::print("# results: {}{}\n", options.output, options.csv.empty() ? "" : " and " + options.csv);
+    }
+    return static_cast<int>(status);
+  } catch (const Error& e) {
+    if (e.status() == ExitStatus::usage) {
+      if (root) fmt::print(stderr, "{}: {}\n", program, e.what());
+      return static_cast<int>(ExitStatus::usage);
+    }
+    fmt::print(stderr, "{}: rank {}: {}\n", program, mpi.rank(), e.what());
+    if (out) out->finish(std::string("failed: ") + e.what());
+    MPI_Abort(MPI_COMM_WORLD, static_cast<int>(e.status()));
+    return static_cast<int>(e.status());
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "{}: rank {}: internal error: {}\n", program, mpi.rank(), e.what());
+    if (out) out->finish(std::string("failed: internal error: ") + e.what());
+    MPI_Abort(MPI_COMM_WORLD, static_cast<int>(ExitStatus::runtime));
+    return static_cast<int>(ExitStatus::runtime);
+  }
+}
+
+}  // namespace fabricbench::app

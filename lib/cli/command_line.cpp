@@ -1,0 +1,210 @@
+#include "fabricbench/cli/command_line.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+
+#include "fabricbench/error.hpp"
+
+namespace fabricbench::cli {
+namespace {
+
+// `-c 0` / `--check 1` as nccl-tests users type them: join a following 0/1 to the flag so that `--check`
+// alone (OSU's habit) still means "on".
+std::vector<std::string> join_check_values(int argc, char** argv) {
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if ((a == "-c" || a == "--check") && i + 1 < argc && (std::string(argv[i + 1]) == "0" || std::string(argv[i + 1]) == "1"))
+      a = "--check=" + std::string(argv[++i]);
+    args.push_back(a);
+  }
+  return args;
+}
+
+std::string quote_if_needed(const std::string& s) {
+  if (!s.empty() && s.find_first_of(" \t'\"\\$`") == std::string::npos) return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+void check_writable_path(std::string_view option, const std::string& path, bool force) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    throw Error::usage(fmt::format("{} {}: is a directory; give a file path", option, path));
+  if (fs::exists(path, ec) && !force)
+    throw Error::usage(fmt::format("{} {}: file exists; choose another path or add --force to overwrite", option, path));
+  const fs::path parent = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
+  if (!fs::is_directory(parent, ec))
+    throw Error::usage(fmt::format("{} {}: directory {} does not exist", option, path, parent.string()));
+  if (access(parent.c_str(), W_OK) != 0 || (fs::exists(path, ec) && access(path.c_str(), W_OK) != 0))
+    throw Error::usage(fmt::format("{} {}: not writable", option, path));
+}
+
+}  // namespace
+
+CommandLine::CommandLine(std::string program, std::string summary, SizeDefaults sizes, bool check_by_default)
+    : program_(std::move(program)),
+      summary_(std::move(summary)),
+      size_defaults_(sizes),
+      check_by_default_(check_by_default),
+      common_desc_("Common options"),
+      osu_desc_("Equivalents for OSU micro-benchmark habits"),
+      tool_(program_ + " options") {
+  common_desc_.add_options()
+      ("help,h", "print this help and exit")
+      ("version", "print the version and exit")
+      ("min-bytes,b", po::value<std::string>(), fmt::format("smallest message size (nccl-tests -b); default {}", format_byte_size(sizes.min_bytes)).c_str())
+      ("max-bytes,e", po::value<std::string>(), fmt::format("largest message size (nccl-tests -e); default {}", format_byte_size(sizes.max_bytes)).c_str())
+      ("step-factor,f", po::value<long long>(), fmt::format("multiply the size by this each step (nccl-tests -f); default {}", sizes.step_factor).c_str())
+      ("sizes", po::value<std::string>(), "explicit sizes '8,1K,4M' or a range 'MIN:MAX[:xFACTOR]' (instead of -b/-e/-f)")
+      ("iters,n", po::value<long long>(), "timed iterations per size (nccl-tests -n, OSU -i); default depends on the test and size")
+      ("warmup,w", po::value<long long>(), "untimed warm-up iterations per size (nccl-tests -w, OSU -x)")
+      ("check,c", po::value<int>()->implicit_value(1), fmt::format("validate received data: --check, -c 1 or -c 0; default {}", check_by_default ? 1 : 0).c_str())
+      ("output", po::value<std::string>(), "HDF5 results file; default fabricbench-<tool>-<UTC time>.h5 here")
+      ("csv", po::value<std::string>(), "also write the results table as CSV (opens in Excel)")
+      ("force", "overwrite existing --output/--csv files")
+      ("config", po::value<std::string>(), "read options from an INI file (command line wins); see configs/")
+      ("timeout", po::value<std::string>(), "fail with exit status 3 if one measurement takes longer: 60, 60s, 5m")
+      ("quiet,q", "print no table (the files are still written)");
+  osu_desc_.add_options()
+      ("osu-m,m", po::value<std::string>(), "OSU -m [MIN:]MAX: message size range")
+      ("osu-i,i", po::value<long long>(), "OSU -i N: same as --iters")
+      ("osu-x,x", po::value<long long>(), "OSU -x N: same as --warmup");
+}
+
+bool CommandLine::parse(int argc, char** argv, bool print) {
+  po::options_description all;
+  all.add(common_desc_).add(tool_).add(osu_desc_);
+  const auto args = join_check_values(argc, argv);
+  common_.command_line = quote_if_needed(program_);
+  for (const auto& a : args) common_.command_line += " " + quote_if_needed(a);
+  try {
+    po::store(po::command_line_parser(args).options(all).run(), values_);
+    if (values_.count("config")) {
+      const auto path = values_["config"].as<std::string>();
+      if (access(path.c_str(), R_OK) != 0)
+        throw Error::usage(fmt::format("--config {}: cannot read the file", path));
+      po::store(po::parse_config_file<char>(path.c_str(), all), values_);
+    }
+    po::notify(values_);
+  } catch (const po::error& e) {
+    throw Error::usage(fmt::format("{} (see {} --help)", e.what(), program_));
+  }
+  if (values_.count("help")) {
+    if (print) std::cout << summary_ << "\n\nUsage: mpirun -np N " << program_ << " [options]\n\n" << all << "\n";
+    return false;
+  }
+  if (values_.count("version")) {
+    if (print) std::cout << program_ << " " << FABRICBENCH_VERSION << "\n";
+    return false;
+  }
+  read_common();
+  return true;
+}
+
+void CommandLine::read_common() {
+  const auto& v = values_;
+  const bool has_range = v.count("min-bytes") || v.count("max-bytes") || v.count("step-factor");
+  const int size_ways = int(has_range) + int(v.count("sizes") > 0) + int(v.count("osu-m") > 0);
+  if (size_ways > 1) throw Error::usage("--sizes, -m and -b/-e/-f each give the sizes: use only one of them");
+  if (v.count("sizes")) {
+    common_.sizes = SizeList::parse(v["sizes"].as<std::string>(), "--sizes");
+  } else if (v.count("osu-m")) {
+    auto m = v["osu-m"].as<std::string>();
+    if (m.find(':') == std::string::npos) m = fmt::format("{}:{}", size_defaults_.min_bytes, m);
+    common_.sizes = SizeList::parse(m, "-m");
+  } else {
+    const auto min = v.count("min-bytes") ? parse_byte_size(v["min-bytes"].as<std::string>(), "--min-bytes") : size_defaults_.min_bytes;
+    const auto max = v.count("max-bytes") ? parse_byte_size(v["max-bytes"].as<std::string>(), "--max-bytes") : size_defaults_.max_bytes;
+    const auto factor = v.count("step-factor") ? v["step-factor"].as<long long>() : static_cast<long long>(size_defaults_.step_factor);
+    require_at_least("--step-factor", factor, 2);
+    if (min > max)
+      throw Error::usage(fmt::format("--min-bytes {} is larger than --max-bytes {}", format_byte_size(min), format_byte_size(max)));
+    common_.sizes = SizeList::geometric(min, max, static_cast<std::uint64_t>(factor));
+  }
+  if (v.count("iters") && v.count("osu-i")) throw Error::usage("--iters and -i are the same option: give one");
+  if (v.count("warmup") && v.count("osu-x")) throw Error::usage("--warmup and -x are the same option: give one");
+  for (const char* name : {"iters", "osu-i"}) {
+    if (!v.count(name)) continue;
+    const auto n = v[name].as<long long>();
+    require_at_least(std::string(name) == "iters" ? "--iters" : "-i", n, 1);
+    common_.iterations = static_cast<int>(std::min<long long>(n, 1 << 30));
+  }
+  for (const char* name : {"warmup", "osu-x"}) {
+    if (!v.count(name)) continue;
+    const auto n = v[name].as<long long>();
+    require_at_least(std::string(name) == "warmup" ? "--warmup" : "-x", n, 0);
+    common_.warmup = static_cast<int>(std::min<long long>(n, 1 << 30));
+  }
+  common_.check = check_by_default_;
+  if (v.count("check")) {
+    const int c = v["check"].as<int>();
+    if (c != 0 && c != 1) throw Error::usage(fmt::format("--check {}: allowed values are 0 and 1", c));
+    common_.check = c == 1;
+  }
+  if (v.count("output")) common_.output = v["output"].as<std::string>();
+  if (v.count("csv")) common_.csv = v["csv"].as<std::string>();
+  if (common_.output.empty() && v.count("output")) throw Error::usage("--output '': give a file path");
+  common_.force = v.count("force") > 0;
+  common_.quiet = v.count("quiet") > 0;
+  if (v.count("timeout")) common_.timeout_s = parse_duration(v["timeout"].as<std::string>(), "--timeout");
+}
+
+void CommandLine::resolve_outputs() {
+  if (common_.output.empty()) {
+    const auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+    std::string tool = program_.rfind("fabric-", 0) == 0 ? program_.substr(7) : program_;
+    common_.output = fmt::format("fabricbench-{}-{}.h5", tool, stamp);
+    for (int n = 1; std::filesystem::exists(common_.output); ++n)
+      common_.output = fmt::format("fabricbench-{}-{}-{}.h5", tool, stamp, n);
+  }
+  check_writable_path("--output", common_.output, common_.force);
+  if (!common_.csv.empty()) {
+    check_writable_path("--csv", common_.csv, common_.force);
+    if (std::filesystem::absolute(common_.csv) == std::filesystem::absolute(common_.output))
+      throw Error::usage(fmt::format("--csv {}: the same path as --output", common_.csv));
+  }
+}
+
+void require_choice(std::string_view option, const std::string& value, std::initializer_list<std::string_view> allowed) {
+  for (auto a : allowed)
+    if (value == a) return;
+  throw Error::usage(fmt::format("{} '{}': allowed values are {}", option, value, fmt::join(allowed, ", ")));
+}
+
+void require_at_least(std::string_view option, long long value, long long minimum) {
+  if (value < minimum) throw Error::usage(fmt::format("{} {}: must be at least {}", option, value, minimum));
+}
+
+double parse_duration(std::string_view text, std::string_view option) {
+  std::size_t digits = 0;
+  while (digits < text.size() && (std::isdigit(static_cast<unsigned char>(text[digits])) || text[digits] == '.')) ++digits;
+  const auto unit = text.substr(digits);
+  double scale = 0;
+  if (unit.empty() || unit == "s") scale = 1;
+  else if (unit == "m" || unit == "min") scale = 60;
+  else if (unit == "h") scale = 3600;
+  else if (unit == "ms") scale = 1e-3;
+  double value = 0;
+  try {
+    value = digits ? std::stod(std::string(text.substr(0, digits))) : -1;
+  } catch (const std::exception&) {
+    value = -1;
+  }
+  if (scale == 0 || value <= 0)
+    throw Error::usage(fmt::format("{} '{}': give a positive duration such as 30, 30s, 5m or 1h", option, text));
+  return value * scale;
+}
+
+}  // namespace fabricbench::cli

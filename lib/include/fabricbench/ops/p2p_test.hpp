@@ -1,0 +1,45 @@
+// The point-to-point tests of fabric-p2p as data: which exchange runs, how many directions its bytes count,
+// how pairs combine into one row, and OSU's iteration defaults. Adding a test is one table entry.
+#pragma once
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace fabricbench::ops {
+
+enum class Exchange {
+  ping_pong,            // leader sends, follower answers; timed on the leader per round trip
+  window,               // leader posts `window` sends, follower `window` receives, then one ack back
+  bidirectional_window  // both post `window` receives and `window` sends at once
+};
+
+enum class PairAggregate {
+  mean,  // the row is a typical pair (osu_latency, osu_bw, osu_bibw with one pair)
+  sum    // the row is the aggregate over all pairs (osu_mbw_mr)
+};
+
+struct IterationDefaults {
+  int small_iterations, large_iterations, small_warmup, large_warmup;
+  std::uint64_t large_from_bytes;  // OSU's LARGE_MESSAGE_SIZE: sizes above use the large counts
+  int iterations(std::uint64_t bytes, int requested) const {
+    return requested > 0 ? requested : bytes > large_from_bytes ? large_iterations : small_iterations;
+  }
+  int warmup(std::uint64_t bytes, int requested) const {
+    return requested >= 0 ? requested : bytes > large_from_bytes ? large_warmup : small_warmup;
+  }
+};
+
+struct P2PTest {
+  std::string_view name;
+  std::string_view description;
+  Exchange exchange;
+  int directions;
+  PairAggregate aggregate;
+  IterationDefaults defaults;
+};
+
+const std::vector<P2PTest>& p2p_tests();
+// nullptr when there is no such test.
+const P2PTest* find_p2p_test(std::string_view name);
+
+}  // namespace fabricbench::ops

@@ -1,0 +1,65 @@
+// The HDF5 results file (layout in docs/RESULTS.md). Tables are extendible compound datasets, appended row by row
+// and flushed, so a crash leaves every finished row readable; the root attribute `status` stays "running" until
+// finish() writes "complete" or "failed: <why>".
+#pragma once
+#include <hdf5.h>
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "fabricbench/results/sink.hpp"
+
+namespace fabricbench::results {
+
+inline constexpr int schema_version = 1;
+
+// One owner of an HDF5 identifier (file, group, dataset, type, space, property list, attribute).
+class H5Id {
+ public:
+  H5Id() = default;
+  explicit H5Id(hid_t id) : id_(id) {}
+  H5Id(H5Id&& o) noexcept : id_(o.id_) { o.id_ = H5I_INVALID_HID; }
+  H5Id& operator=(H5Id&& o) noexcept;
+  H5Id(const H5Id&) = delete;
+  H5Id& operator=(const H5Id&) = delete;
+  ~H5Id() { reset(); }
+  hid_t get() const { return id_; }
+  void reset();
+
+ private:
+  hid_t id_ = H5I_INVALID_HID;
+};
+
+class Hdf5Sink : public ResultSink {
+ public:
+  // Creates `path`; an existing file is an error unless `overwrite`.
+  Hdf5Sink(const std::string& path, bool overwrite);
+  ~Hdf5Sink() override;
+
+  void begin(const RunInfo& info) override;
+  void declare(const TableSpec& table) override;
+  void row(const Row& row) override;
+  void samples(const TableSpec& table, const std::vector<Sample>& samples) override;
+  void finish(const std::string& status) override;
+
+ private:
+  struct Dataset {
+    H5Id dataset;
+    H5Id type;
+    std::vector<std::size_t> offsets;  // of each column in a packed row
+    std::size_t row_size = 0;
+    hsize_t rows = 0;
+  };
+  Dataset& create_table(const std::string& path, const std::vector<Column>& columns, hsize_t chunk_rows,
+                        bool compress);
+  void append(Dataset& ds, const void* rows, hsize_t count);
+
+  std::mutex mutex_;
+  std::string path_;
+  H5Id file_;
+  std::map<std::string, Dataset> datasets_;
+};
+
+}  // namespace fabricbench::results

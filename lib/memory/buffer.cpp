@@ -1,0 +1,115 @@
+#include "fabricbench/memory/buffer.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "fabricbench/error.hpp"
+
+namespace fabricbench::memory {
+
+// Defined in cuda_memory.cpp (CUDA builds) or below (no CUDA).
+const MemoryBackend* cuda_backend(MemoryKind kind);
+std::string cuda_unavailable_reason();
+
+#ifndef FABRICBENCH_HAVE_CUDA
+const MemoryBackend* cuda_backend(MemoryKind) { return nullptr; }
+std::string cuda_unavailable_reason() { return "this build has no CUDA (configured with FABRICBENCH_CUDA=OFF or no CUDA Toolkit)"; }
+#endif
+
+namespace {
+
+void* host_allocate(std::size_t bytes) {
+  // Page-aligned like the peers' host buffers; at least one byte so a 0-byte message has a valid address.
+  void* p = nullptr;
+  if (posix_memalign(&p, 4096, bytes == 0 ? 1 : bytes) != 0)
+    throw Error::runtime(fmt::format("cannot allocate {} bytes of host memory", bytes));
+  return p;
+}
+void host_release(void* p) noexcept { std::free(p); }
+void host_copy(void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
+
+const MemoryBackend host_backend{MemoryKind::host, host_allocate, host_release, host_copy, host_copy};
+
+}  // namespace
+
+std::string_view to_string(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::host: return "host";
+    case MemoryKind::pinned: return "pinned";
+    case MemoryKind::device: return "device";
+  }
+  return "?";
+}
+
+std::string unavailable_reason(MemoryKind kind) {
+  if (kind == MemoryKind::host) return {};
+  return cuda_backend(kind) ? std::string{} : cuda_unavailable_reason();
+}
+
+MemoryKind parse_memory_kind(std::string_view text, std::string_view option) {
+  for (auto kind : {MemoryKind::host, MemoryKind::pinned, MemoryKind::device}) {
+    if (text != to_string(kind)) continue;
+    if (auto why = unavailable_reason(kind); !why.empty())
+      throw Error::usage(fmt::format("{} {}: not available here: {}; allowed here: host", option, text, why));
+    return kind;
+  }
+  throw Error::usage(fmt::format("{} '{}': allowed values are host, pinned, device", option, text));
+}
+
+const MemoryBackend& backend_for(MemoryKind kind) {
+  if (kind == MemoryKind::host) return host_backend;
+  if (const auto* b = cuda_backend(kind)) return *b;
+  throw Error::usage(fmt::format("{} memory is not available: {}", to_string(kind), cuda_unavailable_reason()));
+}
+
+Buffer::Buffer(MemoryKind kind, std::size_t bytes) : backend_(&backend_for(kind)), bytes_(bytes) {
+  data_ = backend_->allocate(bytes);
+}
+
+Buffer::Buffer(Buffer&& other) noexcept
+    : backend_(other.backend_), data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+
+Buffer& Buffer::operator=(Buffer&& other) noexcept {
+  if (this != &other) {
+    if (data_) backend_->release(data_);
+    backend_ = other.backend_;
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+Buffer::~Buffer() {
+  if (data_) backend_->release(data_);
+}
+
+void Buffer::copy_to_host(void* dst, std::size_t bytes) const { backend_->copy_to_host(dst, data_, bytes); }
+void Buffer::copy_from_host(const void* src, std::size_t bytes) { backend_->copy_from_host(data_, src, bytes); }
+
+void FillPattern::fill(Buffer& buffer, std::size_t bytes) const {
+  std::vector<std::uint8_t> host(bytes);
+  for (std::size_t i = 0; i < bytes; ++i) host[i] = byte_at(i);
+  buffer.copy_from_host(host.data(), bytes);
+}
+
+std::uint64_t FillPattern::count_wrong(const std::vector<std::uint8_t>& data, FillPattern pattern) {
+  std::uint64_t wrong = 0;
+  for (std::size_t i = 0; i < data.size(); ++i) wrong += data[i] != pattern.byte_at(i);
+  return wrong;
+}
+
+std::uint64_t FillPattern::count_wrong(const Buffer& buffer, std::size_t bytes) const {
+  std::vector<std::uint8_t> host(bytes);
+  buffer.copy_to_host(host.data(), bytes);
+  return count_wrong(host, *this);
+}
+
+void clear(Buffer& buffer, std::size_t bytes) {
+  const std::vector<std::uint8_t> zeros(bytes, 0);
+  buffer.copy_from_host(zeros.data(), bytes);
+}
+
+}  // namespace fabricbench::memory

@@ -1,0 +1,208 @@
+#include "fabricbench/results/hdf5_sink.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstring>
+#include <ctime>
+
+#include "fabricbench/error.hpp"
+
+namespace fabricbench::results {
+namespace {
+
+hid_t checked(hid_t id, const std::string& what) {
+  if (id < 0) throw Error::runtime(fmt::format("HDF5: {} failed", what));
+  return id;
+}
+void checked(herr_t rc, const std::string& what) {
+  if (rc < 0) throw Error::runtime(fmt::format("HDF5: {} failed (disk full or file not writable?)", what));
+}
+
+H5Id string_type(std::size_t width) {  // width 0: variable length
+  H5Id t(checked(H5Tcopy(H5T_C_S1), "H5Tcopy"));
+  checked(H5Tset_size(t.get(), width == 0 ? H5T_VARIABLE : width), "H5Tset_size");
+  checked(H5Tset_cset(t.get(), H5T_CSET_UTF8), "H5Tset_cset");
+  if (width) checked(H5Tset_strpad(t.get(), H5T_STR_NULLPAD), "H5Tset_strpad");
+  return t;
+}
+
+// Creates the attribute on first use, overwrites it in place afterwards (so a crash never leaves it missing).
+void write_attribute(hid_t obj, const char* name, hid_t type, const void* value) {
+  H5Id attr;
+  if (H5Aexists(obj, name) > 0) {
+    attr = H5Id(checked(H5Aopen(obj, name, H5P_DEFAULT), fmt::format("open attribute {}", name)));
+  } else {
+    H5Id space(checked(H5Screate(H5S_SCALAR), "H5Screate"));
+    attr = H5Id(checked(H5Acreate2(obj, name, type, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                        fmt::format("create attribute {}", name)));
+  }
+  checked(H5Awrite(attr.get(), type, value), fmt::format("write attribute {}", name));
+}
+void write_attribute(hid_t obj, const char* name, const std::string& value) {
+  const H5Id type = string_type(0);
+  const char* p = value.c_str();
+  write_attribute(obj, name, type.get(), &p);
+}
+void write_attribute(hid_t obj, const char* name, std::int64_t value) {
+  write_attribute(obj, name, H5T_NATIVE_INT64, &value);
+}
+
+std::string utc_now() {
+  const auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+const std::vector<Column>& sample_columns() {
+  static const std::vector<Column> columns{{"row", ColumnType::integer},
+                                           {"iteration", ColumnType::integer},
+                                           {"rank", ColumnType::integer},
+                                           {"time_us", ColumnType::real}};
+  return columns;
+}
+
+}  // namespace
+
+H5Id& H5Id::operator=(H5Id&& o) noexcept {
+  if (this != &o) {
+    reset();
+    id_ = o.id_;
+    o.id_ = H5I_INVALID_HID;
+  }
+  return *this;
+}
+
+void H5Id::reset() {
+  if (id_ >= 0 && H5Iis_valid(id_) > 0) H5Idec_ref(id_);
+  id_ = H5I_INVALID_HID;
+}
+
+Hdf5Sink::Hdf5Sink(const std::string& path, bool overwrite) : path_(path) {
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // errors become exceptions, not stack dumps on stderr
+  // Default (earliest) format: no "file is open" flag is left behind by a killed writer, so h5py opens it.
+  file_ = H5Id(H5Fcreate(path.c_str(), overwrite ? H5F_ACC_TRUNC : H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT));
+  if (file_.get() < 0) throw Error::runtime(fmt::format("cannot create HDF5 file {}", path));
+}
+
+Hdf5Sink::~Hdf5Sink() {
+  std::lock_guard lock(mutex_);
+  datasets_.clear();
+  file_.reset();
+}
+
+void Hdf5Sink::begin(const RunInfo& info) {
+  std::lock_guard lock(mutex_);
+  const hid_t root = file_.get();
+  write_attribute(root, "format", std::string("fabricbench"));
+  write_attribute(root, "schema_version", std::int64_t{schema_version});
+  write_attribute(root, "tool", info.tool);
+  write_attribute(root, "tool_version", info.tool_version);
+  write_attribute(root, "command_line", info.command_line);
+  write_attribute(root, "started_at", info.started_at);
+  write_attribute(root, "finished_at", std::string());
+  write_attribute(root, "status", std::string("running"));
+  write_attribute(root, "world_size", std::int64_t{info.world_size});
+  std::string hosts;
+  for (const auto& h : info.hosts) hosts += (hosts.empty() ? "" : ",") + h;
+  write_attribute(root, "hosts", hosts);
+  checked(H5Fflush(root, H5F_SCOPE_GLOBAL), "H5Fflush");
+}
+
+Hdf5Sink::Dataset& Hdf5Sink::create_table(const std::string& path, const std::vector<Column>& columns,
+                                          hsize_t chunk_rows, bool compress) {
+  Dataset ds;
+  std::vector<H5Id> member_types;
+  for (const auto& c : columns) {
+    ds.offsets.push_back(ds.row_size);
+    switch (c.type) {
+      case ColumnType::integer: member_types.emplace_back(H5Tcopy(H5T_STD_I64LE)); ds.row_size += 8; break;
+      case ColumnType::real: member_types.emplace_back(H5Tcopy(H5T_IEEE_F64LE)); ds.row_size += 8; break;
+      case ColumnType::text: member_types.push_back(string_type(c.width)); ds.row_size += c.width; break;
+    }
+  }
+  ds.type = H5Id(checked(H5Tcreate(H5T_COMPOUND, ds.row_size), "H5Tcreate"));
+  for (std::size_t i = 0; i < columns.size(); ++i)
+    checked(H5Tinsert(ds.type.get(), columns[i].name.c_str(), ds.offsets[i], member_types[i].get()), "H5Tinsert");
+
+  const hsize_t dims[1] = {0}, maxdims[1] = {H5S_UNLIMITED}, chunk[1] = {chunk_rows};
+  H5Id space(checked(H5Screate_simple(1, dims, maxdims), "H5Screate_simple"));
+  H5Id props(checked(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate"));
+  checked(H5Pset_chunk(props.get(), 1, chunk), "H5Pset_chunk");
+  if (compress && H5Zfilter_avail(H5Z_FILTER_DEFLATE) > 0) {
+    checked(H5Pset_shuffle(props.get()), "H5Pset_shuffle");
+    checked(H5Pset_deflate(props.get(), 1), "H5Pset_deflate");
+  }
+  H5Id link_props(checked(H5Pcreate(H5P_LINK_CREATE), "H5Pcreate"));
+  checked(H5Pset_create_intermediate_group(link_props.get(), 1), "H5Pset_create_intermediate_group");
+  ds.dataset = H5Id(checked(H5Dcreate2(file_.get(), path.c_str(), ds.type.get(), space.get(), link_props.get(),
+                                       props.get(), H5P_DEFAULT),
+                            "create dataset " + path));
+  return datasets_[path] = std::move(ds);
+}
+
+void Hdf5Sink::declare(const TableSpec& table) {
+  std::lock_guard lock(mutex_);
+  create_table(table.path(), table.columns, 64, false);
+  if (table.group == "results") create_table("/samples/" + table.name, sample_columns(), 16384, true);
+  checked(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL), "H5Fflush");
+}
+
+void Hdf5Sink::append(Dataset& ds, const void* rows, hsize_t count) {
+  const hsize_t new_size[1] = {ds.rows + count}, start[1] = {ds.rows}, n[1] = {count};
+  checked(H5Dset_extent(ds.dataset.get(), new_size), "H5Dset_extent");
+  H5Id file_space(checked(H5Dget_space(ds.dataset.get()), "H5Dget_space"));
+  checked(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, n, nullptr), "H5Sselect_hyperslab");
+  H5Id mem_space(checked(H5Screate_simple(1, n, nullptr), "H5Screate_simple"));
+  checked(H5Dwrite(ds.dataset.get(), ds.type.get(), mem_space.get(), file_space.get(), H5P_DEFAULT, rows), "H5Dwrite");
+  ds.rows += count;
+  checked(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL), "H5Fflush");
+}
+
+void Hdf5Sink::row(const Row& row) {
+  std::lock_guard lock(mutex_);
+  auto& ds = datasets_.at(row.spec().path());
+  std::vector<char> packed(ds.row_size, 0);
+  const auto& columns = row.spec().columns;
+  for (std::size_t i = 0; i < columns.size(); ++i) {
+    char* at = packed.data() + ds.offsets[i];
+    if (const auto* v = std::get_if<std::int64_t>(&row[i])) std::memcpy(at, v, 8);
+    else if (const auto* d = std::get_if<double>(&row[i])) std::memcpy(at, d, 8);
+    else {
+      const auto& s = std::get<std::string>(row[i]);
+      std::memcpy(at, s.data(), std::min(s.size(), columns[i].width));
+    }
+  }
+  append(ds, packed.data(), 1);
+}
+
+void Hdf5Sink::samples(const TableSpec& table, const std::vector<Sample>& samples) {
+  if (samples.empty()) return;
+  std::lock_guard lock(mutex_);
+  auto& ds = datasets_.at("/samples/" + table.name);
+  std::vector<char> packed(ds.row_size * samples.size());
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    char* at = packed.data() + i * ds.row_size;
+    const std::int64_t iteration = samples[i].iteration, rank = samples[i].rank;
+    std::memcpy(at + ds.offsets[0], &samples[i].row, 8);
+    std::memcpy(at + ds.offsets[1], &iteration, 8);
+    std::memcpy(at + ds.offsets[2], &rank, 8);
+    std::memcpy(at + ds.offsets[3], &samples[i].time_us, 8);
+  }
+  append(ds, packed.data(), samples.size());
+}
+
+void Hdf5Sink::finish(const std::string& status) {
+  std::lock_guard lock(mutex_);
+  if (file_.get() < 0) return;
+  write_attribute(file_.get(), "status", status);
+  write_attribute(file_.get(), "finished_at", utc_now());
+  checked(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL), "H5Fflush");
+  datasets_.clear();
+  file_.reset();
+}
+
+}  // namespace fabricbench::results

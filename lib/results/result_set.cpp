@@ -1,0 +1,32 @@
+#include "fabricbench/results/sink.hpp"
+
+namespace fabricbench::results {
+
+void ResultSet::begin(const RunInfo& info) {
+  for (auto& s : sinks_) s->begin(info);
+}
+void ResultSet::declare(const TableSpec& table) {
+  for (auto& s : sinks_) s->declare(table);
+}
+void ResultSet::section(const TableSpec& table, const std::string& title, const std::vector<TerminalColumn>& shown) {
+  for (auto& s : sinks_) s->section(table, title, shown);
+}
+void ResultSet::note(const std::string& line) {
+  for (auto& s : sinks_) s->note(line);
+}
+std::int64_t ResultSet::row(const Row& row) {
+  for (auto& s : sinks_) s->row(row);
+  const auto path = row.spec().path();
+  for (auto& [name, count] : row_counts_)
+    if (name == path) return count++;
+  row_counts_.emplace_back(path, 1);
+  return 0;
+}
+void ResultSet::samples(const TableSpec& table, const std::vector<Sample>& samples) {
+  for (auto& s : sinks_) s->samples(table, samples);
+}
+void ResultSet::finish(const std::string& status) {
+  for (auto& s : sinks_) s->finish(status);
+}
+
+}  // namespace fabricbench::results

@@ -1,0 +1,41 @@
+#include "fabricbench/runtime/placement.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "fabricbench/error.hpp"
+
+namespace fabricbench::runtime {
+
+Placement::Placement(std::vector<RankPlace> ranks, int my_rank) : ranks_(std::move(ranks)), my_rank_(my_rank) {
+  for (const auto& r : ranks_)
+    if (std::find(hosts_.begin(), hosts_.end(), r.host) == hosts_.end()) hosts_.push_back(r.host);
+}
+
+Placement Placement::discover(const Communicator& world) {
+  char name[256] = {};
+  gethostname(name, sizeof(name) - 1);
+  const Communicator local = world.split_by_host();
+  const std::string mine = fmt::format("{}\n{}\n{}", name, local.rank(), local.size());
+  const auto all = world.all_gather(mine);
+  std::vector<RankPlace> ranks;
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    const auto& s = all[r];
+    const auto a = s.find('\n');
+    const auto b = s.find('\n', a + 1);
+    ranks.push_back({static_cast<int>(r), s.substr(0, a), std::stoi(s.substr(a + 1, b - a - 1)),
+                     std::stoi(s.substr(b + 1))});
+  }
+  return Placement(std::move(ranks), world.rank());
+}
+
+RankPairs::RankPairs(int n) : world_size(n) {
+  if (n < 2 || n % 2 != 0)
+    throw Error::usage(fmt::format("this test pairs rank i with rank i+N/2 and needs an even number of ranks "
+                                   ">= 2; got {} (launch with -np 2, 4, 6, ...)",
+                                   n));
+}
+
+}  // namespace fabricbench::runtime

@@ -1,0 +1,71 @@
+#include "fabricbench/runtime/watchdog.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstring>
+
+namespace fabricbench::runtime {
+namespace {
+
+// A signal handler can only publish to lock-free state; the watchdog thread polls it.
+std::atomic<int> g_signal{0};
+extern "C" void record_signal(int sig) { g_signal.store(sig); }
+
+constexpr auto poll_interval = std::chrono::milliseconds(50);
+
+}  // namespace
+
+Watchdog::Watchdog(std::function<void(const std::string&)> on_failure) : on_failure_(std::move(on_failure)) {
+  struct sigaction sa {};
+  sa.sa_handler = record_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaction(sig, &sa, nullptr);
+  thread_ = std::thread([this] { watch(); });
+}
+
+Watchdog::~Watchdog() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void Watchdog::arm(double seconds, std::string what) {
+  std::lock_guard lock(mutex_);
+  armed_ = seconds > 0;
+  seconds_ = seconds;
+  what_ = std::move(what);
+  deadline_ = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                     std::chrono::duration<double>(seconds));
+}
+
+void Watchdog::disarm() {
+  std::lock_guard lock(mutex_);
+  armed_ = false;
+}
+
+void Watchdog::watch() {
+  std::unique_lock lock(mutex_);
+  while (!stop_) {
+    wake_.wait_for(lock, poll_interval);
+    std::string reason;
+    if (int sig = g_signal.load()) {
+      reason = fmt::format("terminated by signal {} ({})", sig, strsignal(sig));
+      if (armed_) reason += " during " + what_;
+    } else if (armed_ && std::chrono::steady_clock::now() > deadline_) {
+      reason = fmt::format("timeout: {} did not finish within {} s", what_, seconds_);
+    } else {
+      continue;
+    }
+    lock.unlock();
+    on_failure_(reason);
+    _exit(3);
+  }
+}
+
+}  // namespace fabricbench::runtime
