@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <memory>
 #include <thread>
@@ -24,6 +25,16 @@ std::string utc_now() {
   return buf;
 }
 
+// A failure while reporting a failure (a full disk) must not hide the first one.
+void finish_quietly(results::ResultSet* out, const std::string& status) {
+  if (!out) return;
+  try {
+    out->finish(status);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "also failed to record the status: {}\n", e.what());
+  }
+}
+
 // Runs `step` on every rank and makes every rank agree: if any rank threw Error::usage, every rank throws the
 // lowest failing rank's message, so all exit with status 2 together and rank 0 prints one line.
 template <typename Step>
@@ -40,6 +51,12 @@ void agree(const runtime::Communicator& world, Step&& step) {
 }
 
 }  // namespace
+
+void RunContext::measuring(std::string what) const {
+  watchdog.arm(options.timeout_s, std::move(what));
+  if (measurements++ == stall_at && world.rank() == stall_rank)
+    while (true) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
 
 void RunContext::progress(const std::string& line) const {
   if (!is_root() || options.quiet) return;
@@ -76,7 +93,7 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
     runtime::Watchdog watchdog([&](const std::string& reason) {
       if (out) {
         fmt::print(stderr, "{}: {}\n", program, reason);
-        out->finish("failed: " + reason);
+        finish_quietly(out.get(), "failed: " + reason);
       } else {
         std::this_thread::sleep_for(std::chrono::seconds(1));  // let rank 0 write the status first
       }
@@ -87,7 +104,9 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
     env::EnvironmentCapture().gather(world, placement, benchmark.gpu(), out.get());
     if (out) out->declare(benchmark.table());
 
-    const ExitStatus status = benchmark.run({options, world, placement, out.get(), watchdog});
+    RunContext context{options, world, placement, out.get(), watchdog};
+    if (const char* stall = std::getenv("FABRICBENCH_TEST_STALL")) std::sscanf(stall, "%d:%d", &context.stall_rank, &context.stall_at);
+    const ExitStatus status = benchmark.run(context);
     world.barrier();
     if (out) {
       out->finish("complete");
@@ -100,12 +119,12 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
       return static_cast<int>(ExitStatus::usage);
     }
     fmt::print(stderr, "{}: rank {}: {}\n", program, mpi.rank(), e.what());
-    if (out) out->finish(std::string("failed: ") + e.what());
+    finish_quietly(out.get(), std::string("failed: ") + e.what());
     MPI_Abort(MPI_COMM_WORLD, static_cast<int>(e.status()));
     return static_cast<int>(e.status());
   } catch (const std::exception& e) {
     fmt::print(stderr, "{}: rank {}: internal error: {}\n", program, mpi.rank(), e.what());
-    if (out) out->finish(std::string("failed: internal error: ") + e.what());
+    finish_quietly(out.get(), std::string("failed: internal error: ") + e.what());
     MPI_Abort(MPI_COMM_WORLD, static_cast<int>(ExitStatus::runtime));
     return static_cast<int>(ExitStatus::runtime);
   }

@@ -198,7 +198,9 @@ double parse_duration(std::string_view text, std::string_view option) {
   else if (unit == "ms") scale = 1e-3;
   double value = 0;
   try {
-    value = digits ? std::stod(std::string(text.substr(0, digits))) : -1;
+    std::size_t used = 0;
+    value = digits ? std::stod(std::string(text.substr(0, digits)), &used) : -1;
+    if (used != digits) value = -1;
   } catch (const std::exception&) {
     value = -1;
   }

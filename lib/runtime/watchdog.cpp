@@ -37,7 +37,7 @@ Watchdog::~Watchdog() {
 
 void Watchdog::arm(double seconds, std::string what) {
   std::lock_guard lock(mutex_);
-  armed_ = seconds > 0;
+  armed_ = true;
   seconds_ = seconds;
   what_ = std::move(what);
   deadline_ = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -57,7 +57,7 @@ void Watchdog::watch() {
     if (int sig = g_signal.load()) {
       reason = fmt::format("terminated by signal {} ({})", sig, strsignal(sig));
       if (armed_) reason += " during " + what_;
-    } else if (armed_ && std::chrono::steady_clock::now() > deadline_) {
+    } else if (armed_ && seconds_ > 0 && std::chrono::steady_clock::now() > deadline_) {
       reason = fmt::format("timeout: {} did not finish within {} s", what_, seconds_);
     } else {
       continue;

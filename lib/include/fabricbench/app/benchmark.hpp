@@ -21,8 +21,12 @@ struct RunContext {
   runtime::Watchdog& watchdog;
 
   bool is_root() const { return out != nullptr; }
+  // Test hook FABRICBENCH_TEST_STALL=RANK:K: that rank stalls forever at its K-th measurement (from 0).
+  int stall_rank = -1, stall_at = -1;
+  mutable int measurements = 0;
+
   // Arms the watchdog with --timeout for one measurement (no-op without --timeout).
-  void measuring(std::string what) const { watchdog.arm(options.timeout_s, std::move(what)); }
+  void measuring(std::string what) const;
   void measured() const { watchdog.disarm(); }
   // One line of progress on stderr (rank 0, not with --quiet).
   void progress(const std::string& line) const;

@@ -30,7 +30,7 @@ class Watchdog {
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stop_ = false;
-  bool armed_ = false;
+  bool armed_ = false;  // a step is in progress (named in a signal's report even without a deadline)
   std::chrono::steady_clock::time_point deadline_;
   double seconds_ = 0;
   std::string what_;

@@ -1,0 +1,9 @@
+"""Read fabricbench HDF5 results into pandas, and export them for Excel.
+
+    import fabricbench_analysis as fa
+    run = fa.load("fabricbench-p2p-20261121T120000Z.h5")
+    run.attrs["status"], run.tables["results/p2p"], run.tables["samples/p2p"]
+"""
+from .results import Run, load, to_excel, to_csv_dir
+
+__all__ = ["Run", "load", "to_excel", "to_csv_dir"]

@@ -1,0 +1,58 @@
+#include <gtest/gtest.h>
+
+#include "fabricbench/error.hpp"
+#include "fabricbench/ops/p2p_benchmark.hpp"
+
+using namespace fabricbench;
+
+namespace {
+
+runtime::Placement placement_of(int ranks) {
+  std::vector<runtime::RankPlace> places;
+  for (int r = 0; r < ranks; ++r) places.push_back({r, "h" + std::to_string(r % 2), r / 2, (ranks + 1) / 2});
+  return runtime::Placement(places, 0);
+}
+
+// Configures fabric-p2p as rank 0 of `ranks`; returns the usage message, "" if accepted.
+std::string configure(std::vector<std::string> args, int ranks) {
+  ops::P2PBenchmark b;
+  cli::CommandLine cl(b.program(), b.summary(), b.size_defaults(), b.check_by_default());
+  b.add_options(cl.tool_options());
+  args.insert(args.begin(), "fabric-p2p");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  try {
+    cl.parse(static_cast<int>(argv.size()), argv.data(), false);
+    b.configure(cl.values(), cl.common(), placement_of(ranks));
+    return "";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), ExitStatus::usage);
+    return e.what();
+  }
+}
+
+}  // namespace
+
+TEST(P2POptions, AcceptsEveryTestAndMemoryHost) {
+  for (const char* t : {"latency", "bw", "bibw", "mbw_mr", "all"}) EXPECT_EQ(configure({"--test", t}, 2), "") << t;
+  EXPECT_EQ(configure({"--memory", "host", "-W", "1"}, 4), "");
+}
+
+TEST(P2POptions, RejectsBadValuesNamingTheOption) {
+  EXPECT_EQ(configure({"--test", "pingpong"}, 2), "--test 'pingpong': allowed values are latency, bw, bibw, mbw_mr, all");
+  EXPECT_NE(configure({"--window", "0"}, 2).find("--window 0: must be at least 1"), std::string::npos);
+  EXPECT_NE(configure({"-W", "-3"}, 2).find("--window"), std::string::npos);
+  EXPECT_NE(configure({"--memory", "gpu"}, 2).find("--memory 'gpu': allowed values are host, pinned, device"),
+            std::string::npos);
+}
+
+TEST(P2POptions, PairingNeedsAnEvenNumberOfRanks) {
+  EXPECT_NE(configure({}, 3).find("even number of ranks"), std::string::npos);
+  EXPECT_NE(configure({}, 1).find("got 1"), std::string::npos);
+  EXPECT_EQ(configure({}, 6), "");
+}
+
+TEST(P2POptions, DeviceMemoryNeedsAGpu) {
+  if (memory::unavailable_reason(memory::MemoryKind::device).empty()) GTEST_SKIP() << "a GPU is visible here";
+  EXPECT_NE(configure({"--memory", "device"}, 2).find("--memory device: not available here"), std::string::npos);
+}

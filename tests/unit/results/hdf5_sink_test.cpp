@@ -1,0 +1,129 @@
+#include "fabricbench/results/hdf5_sink.hpp"
+
+#include <gtest/gtest.h>
+#include <hdf5.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include "fabricbench/error.hpp"
+
+using namespace fabricbench::results;
+
+namespace {
+
+std::string read_string_attribute(hid_t file, const char* name) {
+  const hid_t attr = H5Aopen(file, name, H5P_DEFAULT);
+  const hid_t type = H5Tcopy(H5T_C_S1);
+  H5Tset_size(type, H5T_VARIABLE);
+  H5Tset_cset(type, H5T_CSET_UTF8);  // HDF5 does not convert between character sets
+  char* value = nullptr;
+  H5Aread(attr, type, &value);
+  std::string out = value ? value : "";
+  H5free_memory(value);
+  H5Tclose(type);
+  H5Aclose(attr);
+  return out;
+}
+
+struct ReadRow {
+  char name[16];
+  std::int64_t bytes;
+  double time_us;
+};
+
+std::vector<ReadRow> read_rows(hid_t file, const char* path) {
+  const hid_t ds = H5Dopen2(file, path, H5P_DEFAULT);
+  const hid_t space = H5Dget_space(ds);
+  hsize_t n = 0;
+  H5Sget_simple_extent_dims(space, &n, nullptr);
+  const hid_t str = H5Tcopy(H5T_C_S1);
+  H5Tset_size(str, 16);
+  H5Tset_strpad(str, H5T_STR_NULLPAD);
+  H5Tset_cset(str, H5T_CSET_UTF8);
+  const hid_t mem = H5Tcreate(H5T_COMPOUND, sizeof(ReadRow));
+  H5Tinsert(mem, "name", HOFFSET(ReadRow, name), str);
+  H5Tinsert(mem, "bytes", HOFFSET(ReadRow, bytes), H5T_NATIVE_INT64);
+  H5Tinsert(mem, "time_us", HOFFSET(ReadRow, time_us), H5T_NATIVE_DOUBLE);
+  std::vector<ReadRow> rows(n);
+  if (n) H5Dread(ds, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data());
+  H5Tclose(mem);
+  H5Tclose(str);
+  H5Sclose(space);
+  H5Dclose(ds);
+  return rows;
+}
+
+hsize_t row_count(hid_t file, const char* path) {
+  const hid_t ds = H5Dopen2(file, path, H5P_DEFAULT);
+  const hid_t space = H5Dget_space(ds);
+  hsize_t n = 0;
+  H5Sget_simple_extent_dims(space, &n, nullptr);
+  H5Sclose(space);
+  H5Dclose(ds);
+  return n;
+}
+
+const TableSpec table{"results", "demo", {{"name", ColumnType::text, 16}, {"bytes", ColumnType::integer},
+                                          {"time_us", ColumnType::real}}};
+
+}  // namespace
+
+class Hdf5SinkTest : public ::testing::Test {
+ protected:
+  std::filesystem::path path = std::filesystem::temp_directory_path() / "fabricbench_hdf5_test.h5";
+  void SetUp() override { std::filesystem::remove(path); }
+  void TearDown() override { std::filesystem::remove(path); }
+};
+
+TEST_F(Hdf5SinkTest, WriteThenReadRoundTrip) {
+  {
+    Hdf5Sink sink(path.string(), false);
+    sink.begin({"fabric-test", "9.9", "fabric-test -n 1", "2026-11-21T00:00:00Z", 4, {"a", "b"}});
+    sink.declare(table);
+    sink.row(Row(table).set("name", std::string("first")).set("bytes", std::int64_t{8}).set("time_us", 1.25));
+    sink.row(Row(table).set("name", std::string("a-name-longer-than-16")).set("bytes", std::int64_t{1} << 40));
+    sink.samples(table, {{0, 0, 0, 1.0}, {0, 1, 0, 1.5}, {1, 0, 2, 3.0}});
+    sink.finish("complete");
+  }
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  EXPECT_EQ(read_string_attribute(f, "status"), "complete");
+  EXPECT_EQ(read_string_attribute(f, "tool"), "fabric-test");
+  EXPECT_EQ(read_string_attribute(f, "hosts"), "a,b");
+  EXPECT_FALSE(read_string_attribute(f, "finished_at").empty());
+  const auto rows = read_rows(f, "/results/demo");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(std::string(rows[0].name, strnlen(rows[0].name, 16)), "first");
+  EXPECT_EQ(rows[0].bytes, 8);
+  EXPECT_DOUBLE_EQ(rows[0].time_us, 1.25);
+  EXPECT_EQ(std::string(rows[1].name, 16), "a-name-longer-th") << "text is cut to the column width";
+  EXPECT_EQ(rows[1].bytes, std::int64_t{1} << 40);
+  EXPECT_TRUE(std::isnan(rows[1].time_us)) << "unset reals are NaN";
+  EXPECT_EQ(row_count(f, "/samples/demo"), 3u);
+  H5Fclose(f);
+}
+
+TEST_F(Hdf5SinkTest, RowsAreReadableBeforeTheRunFinishes) {
+  Hdf5Sink sink(path.string(), false);
+  sink.begin({"fabric-test", "9.9", "x", "t", 2, {"a"}});
+  sink.declare(table);
+  sink.row(Row(table).set("name", std::string("r0")));
+  sink.row(Row(table).set("name", std::string("r1")));
+  // Another reader, while the writer still has the file open (as after a crash, the data are on disk).
+  H5Pset_fapl_sec2(H5P_DEFAULT);
+  setenv("HDF5_USE_FILE_LOCKING", "FALSE", 1);
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  EXPECT_EQ(read_string_attribute(f, "status"), "running");
+  EXPECT_EQ(read_rows(f, "/results/demo").size(), 2u);
+  H5Fclose(f);
+  unsetenv("HDF5_USE_FILE_LOCKING");
+}
+
+TEST_F(Hdf5SinkTest, RefusesAnExistingFileUnlessOverwriting) {
+  { Hdf5Sink first(path.string(), false); }
+  EXPECT_THROW(Hdf5Sink refused(path.string(), false), fabricbench::Error);
+  EXPECT_NO_THROW(Hdf5Sink overwritten(path.string(), true));
+}
