@@ -1,0 +1,52 @@
+"""Helpers for the tests that launch fabricbench executables: mpirun with the transports of RIGS.md, a scratch
+directory per test, and reading results back through the analysis package."""
+import os
+import pathlib
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+import fabricbench_analysis
+
+BIN = pathlib.Path(os.environ.get("FABRICBENCH_BIN", pathlib.Path(__file__).resolve().parents[1] / "build" / "benchmarks"))
+
+TRANSPORTS = {
+    "vader": ["--mca", "btl", "self,vader"],
+    "tcp": ["--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo"],
+}
+
+
+def mpirun_command(np, exe, args, transport="vader", env_names=()):
+    cmd = ["mpirun", "-np", str(np), "--oversubscribe", "--bind-to", "none"] + TRANSPORTS[transport]
+    for name in env_names:
+        cmd += ["-x", name]
+    return cmd + [str(BIN / exe)] + [str(a) for a in args]
+
+
+class LaunchTest(unittest.TestCase):
+    """Each test runs in its own scratch directory (its cwd for the launched job)."""
+
+    def setUp(self):
+        self.dir = pathlib.Path(tempfile.mkdtemp(prefix="fabricbench-test-"))
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def env(self, **extra):
+        env = dict(os.environ)
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        env.update(extra)
+        return env
+
+    def mpirun(self, np, exe, args, transport="vader", timeout=240, env=None):
+        env = env or {}
+        cmd = ["timeout", str(timeout)] + mpirun_command(np, exe, args, transport, env.keys())
+        return subprocess.run(cmd, cwd=self.dir, env=self.env(**env), capture_output=True, text=True)
+
+    def load(self, name):
+        return fabricbench_analysis.load(self.dir / name)
+
+    def files(self):
+        return sorted(p.name for p in self.dir.iterdir())

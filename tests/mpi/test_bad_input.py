@@ -1,0 +1,70 @@
+"""Bad input: one line naming the option and what is allowed, exit status 2, and no output file."""
+import subprocess
+import unittest
+
+from fbtest import BIN, LaunchTest
+
+CASES = [
+    (["--bogus"], "--bogus"),
+    (["-b", "4Q"], "--min-bytes '4Q'"),
+    (["-e", "-1"], "--max-bytes '-1'"),
+    (["--sizes", ""], "--sizes ''"),
+    (["-b", "1M", "-e", "1K"], "larger than --max-bytes"),
+    (["-n", "0"], "--iters 0: must be at least 1"),
+    (["--window", "0"], "--window 0: must be at least 1"),
+    (["--test", "pingpong"], "allowed values are latency, bw, bibw, mbw_mr, all"),
+    (["--memory", "device"], "--memory device"),
+    (["--memory", "gpu"], "allowed values are host, pinned, device"),
+    (["--output", "/nonexistent-dir/x.h5"], "does not exist"),
+    (["--timeout", "soon"], "--timeout 'soon'"),
+]
+
+
+class BadInput(LaunchTest):
+    def assert_refused(self, result, expected):
+        ours = [l for l in result.stderr.splitlines() if l.startswith("fabric-p2p:")]
+        self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+        self.assertEqual(len(ours), 1, result.stderr)
+        self.assertIn(expected, ours[0])
+        self.assertEqual(result.stdout, "")
+
+    def test_each_bad_option_under_mpirun(self):
+        for args, expected in CASES:
+            with self.subTest(args=args):
+                r = self.mpirun(2, "fabric-p2p", args + ["--csv", "out.csv"])
+                self.assert_refused(r, expected)
+                self.assertEqual(self.files(), [], "no output file")
+
+    def test_existing_output_is_refused_unless_forced(self):
+        (self.dir / "old.h5").write_text("precious")
+        r = self.mpirun(2, "fabric-p2p", ["--output", "old.h5", "--sizes", "8", "-n", "2"])
+        self.assert_refused(r, "--output old.h5: file exists")
+        self.assertEqual((self.dir / "old.h5").read_text(), "precious")
+        r = self.mpirun(2, "fabric-p2p", ["--output", "old.h5", "--sizes", "8", "-n", "2", "--force", "-q"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.load("old.h5").attrs["status"], "complete")
+
+    def test_odd_rank_count_for_a_pairing_test(self):
+        r = self.mpirun(3, "fabric-p2p", ["--sizes", "8"])
+        self.assert_refused(r, "even number of ranks")
+        self.assertIn("got 3", r.stderr)
+        self.assertEqual(self.files(), [])
+
+    def test_without_mpirun_the_error_is_exactly_one_line(self):
+        r = subprocess.run([str(BIN / "fabric-p2p"), "--window", "0"], cwd=self.dir, env=self.env(),
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 2)
+        self.assertEqual(r.stderr.strip().splitlines(), ["fabric-p2p: --window 0: must be at least 1"])
+        self.assertEqual(self.files(), [])
+
+    def test_help_lists_the_familiar_flags(self):
+        r = subprocess.run([str(BIN / "fabric-p2p"), "--help"], cwd=self.dir, env=self.env(), capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for flag in ("--min-bytes", "-b", "--iters", "-n", "--warmup", "OSU -i", "-W", "--window", "--memory", "--csv"):
+            self.assertIn(flag, r.stdout)
+        self.assertEqual(self.files(), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
