@@ -23,7 +23,8 @@ memory::FillPattern pattern_of(int sender, std::uint64_t bytes) {
   return {static_cast<std::uint32_t>(bytes * 2654435761u) ^ static_cast<std::uint32_t>(sender * 40503u + 1)};
 }
 
-void check(int rc, const char* what) { runtime::check_mpi(rc, what); }
+using runtime::check_mpi;
+inline void check(int rc, const char* what) { check_mpi(rc, what); }
 
 }  // namespace
 
@@ -96,45 +97,57 @@ PairMeasurement P2PBenchmark::measure(const P2PTest& test, std::uint64_t bytes, 
   pattern_of(me, bytes).fill(*send_, bytes);
 
   timing::IterationTimer timer(static_cast<std::size_t>(iterations));
-  std::vector<MPI_Request> requests(static_cast<std::size_t>(2 * window_));
-  char ack = 0;
-  world.barrier();
-  for (int i = 0; i < warmup + iterations; ++i) {
-    if (i == warmup) timer.start();
-    switch (test.exchange) {
-      case Exchange::ping_pong:
-        if (leader) {
-          check(MPI_Send(sbuf, count, MPI_BYTE, peer, data_tag, comm), "MPI_Send");
-          check(MPI_Recv(rbuf, count, MPI_BYTE, peer, data_tag, comm, MPI_STATUS_IGNORE), "MPI_Recv");
-        } else {
-          check(MPI_Recv(rbuf, count, MPI_BYTE, peer, data_tag, comm, MPI_STATUS_IGNORE), "MPI_Recv");
-          check(MPI_Send(sbuf, count, MPI_BYTE, peer, data_tag, comm), "MPI_Send");
-        }
-        break;
-      case Exchange::window:
-        if (leader) {
-          for (int w = 0; w < window_; ++w)
-            check(MPI_Isend(sbuf, count, MPI_BYTE, peer, data_tag, comm, &requests[w]), "MPI_Isend");
-          check(MPI_Waitall(window_, requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
-          check(MPI_Recv(&ack, 1, MPI_BYTE, peer, ack_tag, comm, MPI_STATUS_IGNORE), "MPI_Recv");
-        } else {
-          for (int w = 0; w < window_; ++w)
-            check(MPI_Irecv(rbuf, count, MPI_BYTE, peer, data_tag, comm, &requests[w]), "MPI_Irecv");
-          check(MPI_Waitall(window_, requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
-          check(MPI_Send(&ack, 1, MPI_BYTE, peer, ack_tag, comm), "MPI_Send");
-        }
-        break;
-      case Exchange::bidirectional_window:
-        for (int w = 0; w < window_; ++w)
-          check(MPI_Irecv(rbuf, count, MPI_BYTE, peer, data_tag, comm, &requests[w]), "MPI_Irecv");
-        for (int w = 0; w < window_; ++w)
-          check(MPI_Isend(sbuf, count, MPI_BYTE, peer, data_tag, comm, &requests[window_ + w]), "MPI_Isend");
-        check(MPI_Waitall(2 * window_, requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
-        break;
+  // The exchange is chosen once, outside the timed loop: each case hands its own step to the same loop.
+  const auto timed = [&](auto&& step) {
+    world.barrier();
+    for (int i = 0; i < warmup; ++i) step();
+    timer.start();
+    for (int i = 0; i < iterations; ++i) {
+      step();
+      timer.lap();
     }
-    if (i >= warmup) timer.lap();
+    timer.stop();
+  };
+  std::vector<MPI_Request> requests(static_cast<std::size_t>(2 * window_));
+  MPI_Request* const req = requests.data();
+  const int window = window_;
+  char ack = 0;
+  switch (test.exchange) {
+    case Exchange::ping_pong:
+      if (leader)
+        timed([&] {
+          check(MPI_Send(sbuf, count, MPI_BYTE, peer, data_tag, comm), "MPI_Send");
+          check(MPI_Recv(rbuf, count, MPI_BYTE, peer, data_tag, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+        });
+      else
+        timed([&] {
+          check(MPI_Recv(rbuf, count, MPI_BYTE, peer, data_tag, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+          check(MPI_Send(sbuf, count, MPI_BYTE, peer, data_tag, comm), "MPI_Send");
+        });
+      break;
+    case Exchange::window:
+      if (leader)
+        timed([&] {
+          for (int w = 0; w < window; ++w) check(MPI_Isend(sbuf, count, MPI_BYTE, peer, data_tag, comm, &req[w]), "MPI_Isend");
+          check(MPI_Waitall(window, req, MPI_STATUSES_IGNORE), "MPI_Waitall");
+          check(MPI_Recv(&ack, 1, MPI_BYTE, peer, ack_tag, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+        });
+      else
+        timed([&] {
+          for (int w = 0; w < window; ++w) check(MPI_Irecv(rbuf, count, MPI_BYTE, peer, data_tag, comm, &req[w]), "MPI_Irecv");
+          check(MPI_Waitall(window, req, MPI_STATUSES_IGNORE), "MPI_Waitall");
+          check(MPI_Send(&ack, 1, MPI_BYTE, peer, ack_tag, comm), "MPI_Send");
+        });
+      break;
+    case Exchange::bidirectional_window:
+      timed([&] {
+        for (int w = 0; w < window; ++w) check(MPI_Irecv(rbuf, count, MPI_BYTE, peer, data_tag, comm, &req[w]), "MPI_Irecv");
+        for (int w = 0; w < window; ++w)
+          check(MPI_Isend(sbuf, count, MPI_BYTE, peer, data_tag, comm, &req[window + w]), "MPI_Isend");
+        check(MPI_Waitall(2 * window, req, MPI_STATUSES_IGNORE), "MPI_Waitall");
+      });
+      break;
   }
-  timer.stop();
   if (leader) {
     m.elapsed_s = timer.elapsed_s();
     m.laps_us = timer.laps_us();

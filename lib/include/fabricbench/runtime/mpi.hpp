@@ -9,11 +9,15 @@
 
 namespace fabricbench::runtime {
 
-// Throws Error::runtime("<what>: <MPI error string>") when rc is not MPI_SUCCESS.
-void check_mpi(int rc, std::string_view what);
+// Throws Error::runtime("<what> failed on rank R: <MPI error string>").
+[[noreturn]] void throw_mpi_error(int rc, const char* what);
+// Inline so that hot loops pay one compare; the failure path is out of line.
+inline void check_mpi(int rc, const char* what) {
+  if (__builtin_expect(rc != MPI_SUCCESS, 0)) throw_mpi_error(rc, what);
+}
 
-// Owns MPI_Init_thread/MPI_Finalize. Errors on MPI_COMM_WORLD are returned, not fatal, so they become
-// exceptions with context. Funneled: only the main thread calls MPI (the watchdog never does).
+// Owns MPI_Init/MPI_Finalize. Errors on MPI_COMM_WORLD are returned, not fatal, so they become exceptions with
+// context. Only the main thread calls MPI (the watchdog thread never does).
 class MpiSession {
  public:
   MpiSession(int& argc, char**& argv);

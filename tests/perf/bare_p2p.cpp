@@ -1,0 +1,57 @@
+// The yardstick for fabric-p2p's harness cost: a plain MPI ping-pong and a plain windowed send, written without
+// fabricbench (no timer per iteration, no buffers classes, no results). Prints one number.
+//   bare_p2p latency BYTES ITERS WARMUP          -> one-way latency in us (half the round trip)
+//   bare_p2p bw BYTES ITERS WARMUP WINDOW        -> MB/s (1e6 B/s)
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (argc < 5) {
+    if (rank == 0) std::fprintf(stderr, "usage: bare_p2p latency|bw BYTES ITERS WARMUP [WINDOW]\n");
+    MPI_Finalize();
+    return 2;
+  }
+  const bool latency = std::strcmp(argv[1], "latency") == 0;
+  const int bytes = std::atoi(argv[2]), iters = std::atoi(argv[3]), warmup = std::atoi(argv[4]);
+  const int window = argc > 5 ? std::atoi(argv[5]) : 64;
+  std::vector<char> sbuf(bytes + 1, 'a'), rbuf(bytes + 1, 0);
+  std::vector<MPI_Request> req(window);
+  char ack = 0;
+  const int peer = 1 - rank;
+  double t0 = 0;
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (int i = 0; i < warmup + iters; ++i) {
+    if (i == warmup) t0 = MPI_Wtime();
+    if (latency) {
+      if (rank == 0) {
+        MPI_Send(sbuf.data(), bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+        MPI_Recv(rbuf.data(), bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      } else {
+        MPI_Recv(rbuf.data(), bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(sbuf.data(), bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+      }
+    } else if (rank == 0) {
+      for (int w = 0; w < window; ++w) MPI_Isend(sbuf.data(), bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD, &req[w]);
+      MPI_Waitall(window, req.data(), MPI_STATUSES_IGNORE);
+      MPI_Recv(&ack, 1, MPI_BYTE, peer, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else {
+      for (int w = 0; w < window; ++w) MPI_Irecv(rbuf.data(), bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD, &req[w]);
+      MPI_Waitall(window, req.data(), MPI_STATUSES_IGNORE);
+      MPI_Send(&ack, 1, MPI_BYTE, peer, 2, MPI_COMM_WORLD);
+    }
+  }
+  const double t = MPI_Wtime() - t0;
+  if (rank == 0) {
+    if (latency) std::printf("%.4f\n", t * 1e6 / (2.0 * iters));
+    else std::printf("%.2f\n", static_cast<double>(bytes) * window * iters / t / 1e6);
+  }
+  MPI_Finalize();
+  return 0;
+}
