@@ -21,7 +21,13 @@ int main(int argc, char** argv) {
   const bool latency = std::strcmp(argv[1], "latency") == 0;
   const int bytes = std::atoi(argv[2]), iters = std::atoi(argv[3]), warmup = std::atoi(argv[4]);
   const int window = argc > 5 ? std::atoi(argv[5]) : 64;
-  std::vector<char> sbuf(bytes + 1, 'a'), rbuf(bytes + 1, 0);
+  // Page-aligned like OSU's buffers (and fabric-p2p's): a 16-byte offset from malloc cost 10-20% at 4 MiB here.
+  char* sbuf = nullptr;
+  char* rbuf = nullptr;
+  if (posix_memalign(reinterpret_cast<void**>(&sbuf), 4096, bytes + 1) || posix_memalign(reinterpret_cast<void**>(&rbuf), 4096, bytes + 1))
+    MPI_Abort(MPI_COMM_WORLD, 3);
+  std::memset(sbuf, 'a', bytes + 1);
+  std::memset(rbuf, 0, bytes + 1);
   std::vector<MPI_Request> req(window);
   char ack = 0;
   const int peer = 1 - rank;
@@ -31,18 +37,18 @@ int main(int argc, char** argv) {
     if (i == warmup) t0 = MPI_Wtime();
     if (latency) {
       if (rank == 0) {
-        MPI_Send(sbuf.data(), bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
-        MPI_Recv(rbuf.data(), bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(sbuf, bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+        MPI_Recv(rbuf, bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
       } else {
-        MPI_Recv(rbuf.data(), bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        MPI_Send(sbuf.data(), bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+        MPI_Recv(rbuf, bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(sbuf, bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
       }
     } else if (rank == 0) {
-      for (int w = 0; w < window; ++w) MPI_Isend(sbuf.data(), bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD, &req[w]);
+      for (int w = 0; w < window; ++w) MPI_Isend(sbuf, bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD, &req[w]);
       MPI_Waitall(window, req.data(), MPI_STATUSES_IGNORE);
       MPI_Recv(&ack, 1, MPI_BYTE, peer, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     } else {
-      for (int w = 0; w < window; ++w) MPI_Irecv(rbuf.data(), bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD, &req[w]);
+      for (int w = 0; w < window; ++w) MPI_Irecv(rbuf, bytes, MPI_BYTE, peer, 1, MPI_COMM_WORLD, &req[w]);
       MPI_Waitall(window, req.data(), MPI_STATUSES_IGNORE);
       MPI_Send(&ack, 1, MPI_BYTE, peer, 2, MPI_COMM_WORLD);
     }
@@ -52,6 +58,8 @@ int main(int argc, char** argv) {
     if (latency) std::printf("%.4f\n", t * 1e6 / (2.0 * iters));
     else std::printf("%.2f\n", static_cast<double>(bytes) * window * iters / t / 1e6);
   }
+  std::free(sbuf);
+  std::free(rbuf);
   MPI_Finalize();
   return 0;
 }
