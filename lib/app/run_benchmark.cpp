@@ -54,8 +54,15 @@ void agree(const runtime::Communicator& world, Step&& step) {
 
 void RunContext::measuring(std::string what) const {
   watchdog.arm(options.timeout_s, std::move(what));
-  if (measurements++ == stall_at && world.rank() == stall_rank)
+  const int step = measurements++;
+  if (step == stall_at && world.rank() == stall_rank)
     while (true) std::this_thread::sleep_for(std::chrono::seconds(1));
+  board.started(step);
+}
+
+void RunContext::measured() const {
+  board.finished(measurements - 1);
+  watchdog.disarm();
 }
 
 void RunContext::progress(const std::string& line) const {
@@ -90,10 +97,14 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
       out->add(std::make_unique<results::Hdf5Sink>(options.output, options.force));
       if (!options.csv.empty()) out->add(std::make_unique<results::CsvSink>(options.csv, benchmark.table().path()));
     }
+    runtime::ProgressBoard board(world);
     runtime::Watchdog watchdog([&](const std::string& reason) {
+      benchmark.abort();
       if (out) {
-        fmt::print(stderr, "{}: {}\n", program, reason);
-        finish_quietly(out.get(), "failed: " + reason);
+        const auto laggards = board.laggards(board.current_step());
+        const auto why = laggards.empty() ? reason : reason + "; " + laggards;
+        fmt::print(stderr, "{}: {}\n", program, why);
+        finish_quietly(out.get(), "failed: " + why);
       } else {
         std::this_thread::sleep_for(std::chrono::seconds(1));  // let rank 0 write the status first
       }
@@ -104,7 +115,7 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
     env::EnvironmentCapture().gather(world, placement, benchmark.gpu(), out.get());
     if (out) out->declare(benchmark.table());
 
-    RunContext context{options, world, placement, out.get(), watchdog};
+    RunContext context{options, world, placement, out.get(), watchdog, board};
     if (const char* stall = std::getenv("FABRICBENCH_TEST_STALL")) std::sscanf(stall, "%d:%d", &context.stall_rank, &context.stall_at);
     const ExitStatus status = benchmark.run(context);
     world.barrier();

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <utility>
 
 #include "fabricbench/error.hpp"
@@ -86,8 +87,14 @@ Buffer::~Buffer() {
   if (data_) backend_->release(data_);
 }
 
-void Buffer::copy_to_host(void* dst, std::size_t bytes) const { backend_->copy_to_host(dst, data_, bytes); }
-void Buffer::copy_from_host(const void* src, std::size_t bytes) { backend_->copy_from_host(data_, src, bytes); }
+void Buffer::copy_to_host(void* dst, std::size_t bytes, std::size_t offset) const {
+  if (offset + bytes > bytes_) throw std::logic_error("Buffer::copy_to_host past the end");
+  backend_->copy_to_host(dst, static_cast<const char*>(data_) + offset, bytes);
+}
+void Buffer::copy_from_host(const void* src, std::size_t bytes, std::size_t offset) {
+  if (offset + bytes > bytes_) throw std::logic_error("Buffer::copy_from_host past the end");
+  backend_->copy_from_host(static_cast<char*>(data_) + offset, src, bytes);
+}
 
 void FillPattern::fill(Buffer& buffer, std::size_t bytes) const {
   std::vector<std::uint8_t> host(bytes);

@@ -24,6 +24,9 @@ void TerminalTable::section(const TableSpec& table, const std::string& title,
   table_path_ = table.path();
   shown_ = shown;
   widths_.clear();
+  pending_.clear();
+  parts_ = 1;
+  for (const auto& c : shown_) parts_ = std::max(parts_, c.part + 1);
   std::string header;
   for (const auto& c : shown_) {
     widths_.push_back(std::max<std::size_t>(c.header.size(), 10));
@@ -40,9 +43,12 @@ void TerminalTable::note(const std::string& line) {
 
 void TerminalTable::row(const Row& row) {
   if (row.spec().path() != table_path_) return;
+  pending_.push_back(row);
+  if (static_cast<int>(pending_.size()) < parts_) return;
   std::string line = " ";
   for (std::size_t i = 0; i < shown_.size(); ++i)
-    line += fmt::format(" {:>{}}", format(row.get(shown_[i].column), shown_[i].precision), widths_[i]);
+    line += fmt::format(" {:>{}}", format(pending_[shown_[i].part].get(shown_[i].column), shown_[i].precision), widths_[i]);
+  pending_.clear();
   fmt::print(out_, "{}\n", line);
   std::fflush(out_);
 }

@@ -40,7 +40,8 @@ class Interrupted(LaunchTest):
                                           "--output", "stall.h5"], env={"FABRICBENCH_TEST_STALL": "1:2"})
         self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
         run = self.load("stall.h5")
-        self.assertEqual(run.attrs["status"], "failed: timeout: latency at 32 B did not finish within 2 s")
+        self.assertEqual(run.attrs["status"], "failed: timeout: latency at 32 B did not finish within 2 s; "
+                                              "ranks not finished: 0,1; not started: 1")
         self.assertEqual(list(run.tables["results/p2p"]["bytes"]), [8, 16])
         self.assertIn("did not finish", r.stderr)
 

@@ -8,6 +8,7 @@
 #include "fabricbench/error.hpp"
 #include "fabricbench/results/sink.hpp"
 #include "fabricbench/runtime/placement.hpp"
+#include "fabricbench/runtime/progress_board.hpp"
 #include "fabricbench/runtime/watchdog.hpp"
 
 namespace fabricbench::app {
@@ -19,15 +20,17 @@ struct RunContext {
   const runtime::Placement& placement;
   results::ResultSet* out;
   runtime::Watchdog& watchdog;
+  runtime::ProgressBoard& board;
 
   bool is_root() const { return out != nullptr; }
   // Test hook FABRICBENCH_TEST_STALL=RANK:K: that rank stalls forever at its K-th measurement (from 0).
   int stall_rank = -1, stall_at = -1;
   mutable int measurements = 0;
 
-  // Arms the watchdog with --timeout for one measurement (no-op without --timeout).
+  // One measurement: arms the watchdog with --timeout and tells the progress board this rank started it;
+  // measured() tells it this rank finished. Outside timed regions only.
   void measuring(std::string what) const;
-  void measured() const { watchdog.disarm(); }
+  void measured() const;
   // One line of progress on stderr (rank 0, not with --quiet).
   void progress(const std::string& line) const;
 };
@@ -48,6 +51,8 @@ class Benchmark {
   // The GPU this rank uses, or -1 (recorded in /env/ranks).
   virtual int gpu() const { return -1; }
   virtual ExitStatus run(const RunContext& context) = 0;
+  // From the watchdog thread when a step hangs: abort library communicators (NCCL) so nothing stays stuck.
+  virtual void abort() noexcept {}
 };
 
 // The whole life of an executable; returns the process exit status.

@@ -44,8 +44,8 @@ class Buffer {
   std::size_t size() const { return bytes_; }
   MemoryKind kind() const { return backend_->kind; }
 
-  void copy_to_host(void* dst, std::size_t bytes) const;
-  void copy_from_host(const void* src, std::size_t bytes);
+  void copy_to_host(void* dst, std::size_t bytes, std::size_t offset = 0) const;
+  void copy_from_host(const void* src, std::size_t bytes, std::size_t offset = 0);
 
  private:
   const MemoryBackend* backend_;

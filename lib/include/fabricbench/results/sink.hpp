@@ -19,11 +19,14 @@ struct RunInfo {
   std::vector<std::string> hosts;
 };
 
-// How a results table is shown on the terminal: which columns, with which headers and precision.
+// How a results table is shown on the terminal: which columns, with which headers and precision. `part` lets
+// one line show several consecutive rows (nccl-tests' out-of-place and in-place side by side): the value comes
+// from the part-th row of each group.
 struct TerminalColumn {
   std::string column;
   std::string header;
   int precision = 2;  // digits after the point for reals
+  int part = 0;
 };
 
 class ResultSink {

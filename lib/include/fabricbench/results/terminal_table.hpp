@@ -27,6 +27,8 @@ class TerminalTable : public ResultSink {
   std::string table_path_;
   std::vector<TerminalColumn> shown_;
   std::vector<std::size_t> widths_;
+  std::vector<Row> pending_;  // rows of the current line, until every part is there
+  int parts_ = 1;
 };
 
 }  // namespace fabricbench::results

@@ -1,0 +1,7 @@
+// fabric-coll: NCCL and MPI collectives with nccl-tests' algbw/busbw (see docs/fabric-coll.md).
+#include "fabricbench/ops/coll_benchmark.hpp"
+
+int main(int argc, char** argv) {
+  fabricbench::ops::CollBenchmark benchmark;
+  return fabricbench::app::run_benchmark(benchmark, argc, argv);
+}

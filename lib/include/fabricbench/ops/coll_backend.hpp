@@ -1,0 +1,90 @@
+// A collective back end (MPI or NCCL): owns its buffers and library handles, fills inputs, runs one operation,
+// waits, and counts wrong output elements. The timing loop itself is shared (time_case below).
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "fabricbench/ops/collective.hpp"
+#include "fabricbench/runtime/mpi.hpp"
+
+namespace fabricbench::ops {
+
+// One measured case: which operation, on what data, at which size.
+struct CollCase {
+  const CollectiveOp* op;
+  DataType dtype;
+  RedOp redop;
+  int root;
+  bool in_place;
+  CollCounts counts;
+  ElementRule rule(int nranks, int rank) const {
+    return {op->kind, redop, nranks, rank, root, counts.param, op->reduces};
+  }
+};
+
+enum class TimingMode {
+  host,      // host clock around back-to-back operations, then one wait (nccl-tests' default)
+  blocking,  // wait after every operation: per-iteration samples from the host clock
+  events,    // CUDA events around every operation (NCCL): per-iteration samples
+  graph      // the timed operations captured in one CUDA graph and launched once (NCCL)
+};
+
+struct TimingPlan {
+  TimingMode mode = TimingMode::host;
+  int warmup = 5;
+  int iterations = 20;
+  int graph_launches = 0;  // graph mode: how often the captured iterations are launched
+};
+
+struct CaseTiming {
+  double seconds_per_op = 0;   // this rank's mean time per operation
+  std::vector<double> laps_us; // per-iteration times, when the mode gives them
+};
+
+class CollBackend {
+ public:
+  virtual ~CollBackend() = default;
+  virtual std::string name() const = 0;
+  virtual bool supports(DataType t, RedOp op) const = 0;
+  // True when the library call returns only once the operation is complete (MPI).
+  virtual bool synchronous() const = 0;
+  virtual void allocate(std::size_t send_bytes, std::size_t recv_bytes) = 0;
+  // Fills this rank's input for the case and poisons the output (outside any timed region).
+  virtual void prepare(const CollCase& c) = 0;
+  virtual void launch(const CollCase& c) = 0;
+  virtual void wait() = 0;
+  // Number of output elements of this rank that differ from ElementRule::expected, after prepare+launch+wait.
+  virtual std::uint64_t count_wrong(const CollCase& c) = 0;
+  // Test hook (FABRICBENCH_TEST_FLIP_BYTE): corrupt the first byte of this rank's output before the check.
+  virtual void flip_output_byte(const CollCase& c) = 0;
+  // events/graph timing (NCCL only); the host modes use the shared loop.
+  virtual CaseTiming time_on_device(const CollCase& c, const TimingPlan& plan);
+  // Called from the watchdog thread when a step hangs: abort library communicators so that nothing stays stuck.
+  virtual void abort() noexcept {}
+};
+
+// The one timing loop: warm-up, barrier, `iterations` timed operations, mean time per op and laps.
+CaseTiming time_case(CollBackend& backend, const CollCase& c, const TimingPlan& plan, const runtime::Communicator& world);
+
+std::unique_ptr<CollBackend> make_mpi_backend(const runtime::Communicator& world, bool device_memory);
+// Null when this build has no NCCL.
+std::unique_ptr<CollBackend> make_nccl_backend(const runtime::Communicator& world, int gpu);
+
+// Host-side element check shared by back ends that can read the output on the host.
+template <typename T>
+bool element_matches(T got, const Expected& e, RedOp op, int nranks) {
+  if constexpr (std::is_integral_v<T>) {
+    return got == static_cast<T>(e.bits);
+  } else {
+    if (op == RedOp::avg)
+      return std::fabs(static_cast<double>(got) - e.real) <= 4.0 * nranks * std::numeric_limits<T>::epsilon() * 2.0;
+    return got == static_cast<T>(e.real);
+  }
+}
+
+}  // namespace fabricbench::ops

@@ -1,0 +1,61 @@
+// fabric-coll: NCCL and MPI collectives with nccl-tests' algbw/busbw. Every operation x type x reduction x root
+// x size x (out-of-place, in-place) is one case run by the shared timing loop and validated after it.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "fabricbench/app/benchmark.hpp"
+#include "fabricbench/ops/coll_backend.hpp"
+
+namespace fabricbench::ops {
+
+// How per-rank times combine into the reported time (nccl-tests -a).
+enum class RankCombine { rank0 = 0, average = 1, min = 2, max = 3 };
+double combine_rank_times(const std::vector<double>& per_rank, RankCombine how);
+
+class CollBenchmark : public app::Benchmark {
+ public:
+  CollBenchmark();
+  ~CollBenchmark() override;
+  std::string program() const override { return "fabric-coll"; }
+  std::string summary() const override;
+  cli::SizeDefaults size_defaults() const override { return {32u << 20, 32u << 20, 2}; }
+  bool check_by_default() const override { return true; }
+  void add_options(cli::po::options_description& options) override;
+  void configure(const cli::po::variables_map& values, const cli::CommonOptions& common,
+                 const runtime::Placement& placement) override;
+  const results::TableSpec& table() const override { return table_; }
+  int gpu() const override { return gpu_; }
+  ExitStatus run(const app::RunContext& context) override;
+  void abort() noexcept override;
+
+  static results::TableSpec make_table();
+
+ private:
+  struct Measured {
+    double time_us;
+    std::vector<double> rank_us;       // every rank's mean time per op (rank 0 only)
+    std::vector<double> laps_us;       // every rank's laps, rank-major (rank 0 only)
+    std::vector<int> laps_per_rank;
+    std::uint64_t wrong;
+  };
+  Measured measure(const app::RunContext& context, const CollCase& c, int warmup, int iterations);
+  results::Row make_row(const CollCase& c, const Measured& m, int iterations, int warmup, int nranks) const;
+
+  results::TableSpec table_;
+  std::vector<const CollectiveOp*> ops_;
+  std::vector<DataType> dtypes_;
+  std::vector<RedOp> redops_;
+  std::vector<int> roots_;  // empty: every rank (-r all)
+  std::vector<bool> in_place_;
+  std::string backend_name_;
+  bool device_memory_ = false;
+  TimingMode timing_ = TimingMode::host;
+  int graph_launches_ = 0;
+  RankCombine combine_ = RankCombine::average;
+  int gpu_ = -1;
+  bool flip_byte_ = false;
+  std::unique_ptr<CollBackend> backend_;
+};
+
+}  // namespace fabricbench::ops

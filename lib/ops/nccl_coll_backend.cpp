@@ -1,0 +1,242 @@
+// Collectives through NCCL: one rank per GPU, the communicator's unique id shared over MPI, every operation on
+// one stream. Fill and check run as kernels on the device (coll_kernels.cu).
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+#include <nccl.h>
+
+#include <atomic>
+#include <optional>
+
+#include "coll_kernels.hpp"
+#include "fabricbench/error.hpp"
+#include "fabricbench/memory/buffer.hpp"
+#include "fabricbench/ops/coll_backend.hpp"
+#include "fabricbench/timing/iteration_timer.hpp"
+
+namespace fabricbench::ops {
+namespace {
+
+void check_cuda(cudaError_t rc, const char* what) {
+  if (rc != cudaSuccess) throw Error::runtime(fmt::format("{} failed: {}", what, cudaGetErrorString(rc)));
+}
+void check_nccl(ncclResult_t rc, const char* what) {
+  if (rc != ncclSuccess && rc != ncclInProgress)
+    throw Error::runtime(fmt::format("{} failed: {}", what, ncclGetErrorString(rc)));
+}
+
+ncclDataType_t nccl_type(DataType t) {
+  static constexpr ncclDataType_t types[] = {ncclInt8,  ncclUint8,   ncclInt32,   ncclUint32,  ncclInt64,
+                                             ncclUint64, ncclFloat16, ncclFloat32, ncclFloat64, ncclBfloat16};
+  return types[static_cast<int>(t)];
+}
+ncclRedOp_t nccl_op(RedOp op) {
+  static constexpr ncclRedOp_t ops[] = {ncclSum, ncclProd, ncclMin, ncclMax, ncclAvg};
+  return ops[static_cast<int>(op)];
+}
+
+// Owners of CUDA objects.
+struct Stream {
+  cudaStream_t s = nullptr;
+  Stream() { check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate"); }
+  ~Stream() { cudaStreamDestroy(s); }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+};
+struct Event {
+  cudaEvent_t e = nullptr;
+  Event() { check_cuda(cudaEventCreate(&e), "cudaEventCreate"); }
+  ~Event() { if (e) cudaEventDestroy(e); }
+  Event(Event&& o) noexcept : e(o.e) { o.e = nullptr; }
+  Event(const Event&) = delete;
+};
+struct Graph {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  ~Graph() {
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+  }
+};
+
+// The NCCL communicator; destroyed normally, or aborted (from the watchdog thread) when a step hangs.
+class NcclComm {
+ public:
+  NcclComm(const runtime::Communicator& world) {
+    ncclUniqueId id{};
+    if (world.rank() == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    runtime::check_mpi(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, world.get()), "MPI_Bcast(ncclUniqueId)");
+    check_nccl(ncclCommInitRank(&comm_, world.size(), id, world.rank()), "ncclCommInitRank");
+  }
+  ~NcclComm() {
+    if (!aborted_.load()) ncclCommDestroy(comm_);
+  }
+  NcclComm(const NcclComm&) = delete;
+  NcclComm& operator=(const NcclComm&) = delete;
+  ncclComm_t get() const { return comm_; }
+  void abort() noexcept {
+    if (!aborted_.exchange(true)) ncclCommAbort(comm_);
+  }
+  void check_async() const {
+    ncclResult_t async = ncclSuccess;
+    ncclCommGetAsyncError(comm_, &async);
+    check_nccl(async, "NCCL (asynchronous error)");
+  }
+
+ private:
+  ncclComm_t comm_ = nullptr;
+  std::atomic<bool> aborted_{false};
+};
+
+class NcclCollBackend : public CollBackend {
+ public:
+  NcclCollBackend(const runtime::Communicator& world, int gpu)
+      : world_(world), rank_(world.rank()), nranks_(world.size()), comm_(world) {
+    (void)gpu;  // already current (make_nccl_backend)
+    check_cuda(cudaMalloc(&wrong_, sizeof(unsigned long long)), "cudaMalloc");
+  }
+  ~NcclCollBackend() override { cudaFree(wrong_); }
+
+  std::string name() const override { return "nccl"; }
+  bool supports(DataType, RedOp) const override { return true; }
+  bool synchronous() const override { return false; }
+
+  void allocate(std::size_t send_bytes, std::size_t recv_bytes) override {
+    send_.emplace(memory::MemoryKind::device, send_bytes);
+    recv_.emplace(memory::MemoryKind::device, recv_bytes);
+  }
+
+  void prepare(const CollCase& c) override {
+    check_cuda(cudaMemsetAsync(recv_->data(), 0xff, recv_->size(), stream_.s), "cudaMemsetAsync");
+    launch_fill(input(c), c.dtype, c.counts.send, c.rule(nranks_, rank_), rank_, stream_.s);
+    check_cuda(cudaGetLastError(), "fill kernel");
+    wait();
+  }
+
+  void launch(const CollCase& c) override {
+    const auto t = nccl_type(c.dtype);
+    const auto n = c.counts.param;
+    const auto ts = static_cast<std::size_t>(type_size(c.dtype));
+    const void* s = input(c);
+    void* r = output(c);
+    ncclComm_t comm = comm_.get();
+    cudaStream_t st = stream_.s;
+    switch (c.op->kind) {
+      case CollKind::all_reduce: check_nccl(ncclAllReduce(s, r, n, t, nccl_op(c.redop), comm, st), "ncclAllReduce"); break;
+      case CollKind::all_gather: check_nccl(ncclAllGather(s, r, n, t, comm, st), "ncclAllGather"); break;
+      case CollKind::reduce_scatter:
+        check_nccl(ncclReduceScatter(s, r, n, t, nccl_op(c.redop), comm, st), "ncclReduceScatter");
+        break;
+      case CollKind::broadcast: check_nccl(ncclBroadcast(s, r, n, t, c.root, comm, st), "ncclBroadcast"); break;
+      case CollKind::reduce: check_nccl(ncclReduce(s, r, n, t, nccl_op(c.redop), c.root, comm, st), "ncclReduce"); break;
+      case CollKind::alltoall:
+        // Grouped point-to-point, as nccl-tests does (portable to NCCL versions without ncclAlltoAll).
+        check_nccl(ncclGroupStart(), "ncclGroupStart");
+        for (int p = 0; p < nranks_; ++p) {
+          check_nccl(ncclSend(static_cast<const char*>(s) + p * n * ts, n, t, p, comm, st), "ncclSend");
+          check_nccl(ncclRecv(static_cast<char*>(r) + p * n * ts, n, t, p, comm, st), "ncclRecv");
+        }
+        check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+        break;
+      case CollKind::sendrecv:
+        check_nccl(ncclGroupStart(), "ncclGroupStart");
+        check_nccl(ncclSend(s, n, t, (rank_ + 1) % nranks_, comm, st), "ncclSend");
+        check_nccl(ncclRecv(r, n, t, (rank_ - 1 + nranks_) % nranks_, comm, st), "ncclRecv");
+        check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+        break;
+    }
+  }
+
+  void wait() override {
+    // Poll like nccl-tests, so that an asynchronous NCCL error surfaces instead of a silent hang.
+    while (true) {
+      const cudaError_t rc = cudaStreamQuery(stream_.s);
+      if (rc == cudaSuccess) return;
+      if (rc != cudaErrorNotReady) check_cuda(rc, "cudaStreamQuery");
+      comm_.check_async();
+    }
+  }
+
+  std::uint64_t count_wrong(const CollCase& c) override {
+    check_cuda(cudaMemsetAsync(wrong_, 0, sizeof(unsigned long long), stream_.s), "cudaMemsetAsync");
+    launch_check(output(c), c.dtype, c.counts.recv, c.rule(nranks_, rank_), wrong_, stream_.s);
+    check_cuda(cudaGetLastError(), "check kernel");
+    unsigned long long wrong = 0;
+    check_cuda(cudaMemcpyAsync(&wrong, wrong_, sizeof wrong, cudaMemcpyDeviceToHost, stream_.s), "cudaMemcpyAsync");
+    check_cuda(cudaStreamSynchronize(stream_.s), "cudaStreamSynchronize");
+    return wrong;
+  }
+
+  void flip_output_byte(const CollCase& c) override {
+    std::uint8_t b = 0;
+    check_cuda(cudaMemcpy(&b, output(c), 1, cudaMemcpyDeviceToHost), "cudaMemcpy");
+    b ^= 0xff;
+    check_cuda(cudaMemcpy(output(c), &b, 1, cudaMemcpyHostToDevice), "cudaMemcpy");
+  }
+
+  CaseTiming time_on_device(const CollCase& c, const TimingPlan& plan) override {
+    CaseTiming t;
+    if (plan.mode == TimingMode::events) {
+      std::vector<Event> marks(static_cast<std::size_t>(plan.iterations) + 1);
+      check_cuda(cudaEventRecord(marks[0].e, stream_.s), "cudaEventRecord");
+      for (int i = 0; i < plan.iterations; ++i) {
+        launch(c);
+        check_cuda(cudaEventRecord(marks[i + 1].e, stream_.s), "cudaEventRecord");
+      }
+      wait();
+      float total_ms = 0;
+      for (int i = 0; i < plan.iterations; ++i) {
+        float ms = 0;
+        check_cuda(cudaEventElapsedTime(&ms, marks[i].e, marks[i + 1].e), "cudaEventElapsedTime");
+        t.laps_us.push_back(ms * 1e3);
+        total_ms += ms;
+      }
+      t.seconds_per_op = total_ms * 1e-3 / plan.iterations;
+      return t;
+    }
+    Graph g;
+    check_cuda(cudaStreamBeginCapture(stream_.s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    for (int i = 0; i < plan.iterations; ++i) launch(c);
+    check_cuda(cudaStreamEndCapture(stream_.s, &g.graph), "cudaStreamEndCapture");
+    check_cuda(cudaGraphInstantiate(&g.exec, g.graph, 0), "cudaGraphInstantiate");
+    check_cuda(cudaGraphLaunch(g.exec, stream_.s), "cudaGraphLaunch");  // untimed: first launch uploads the graph
+    wait();
+    runtime::check_mpi(MPI_Barrier(world_.get()), "MPI_Barrier");
+    timing::IterationTimer timer(1);
+    timer.start();
+    for (int l = 0; l < plan.graph_launches; ++l) check_cuda(cudaGraphLaunch(g.exec, stream_.s), "cudaGraphLaunch");
+    wait();
+    timer.stop();
+    t.seconds_per_op = timer.elapsed_s() / (static_cast<double>(plan.iterations) * plan.graph_launches);
+    return t;
+  }
+
+  void abort() noexcept override { comm_.abort(); }
+
+ private:
+  // nccl-tests' placement: in place, input at recv + send_inplace_offset * rank, output at
+  // recv + recv_inplace_offset * rank.
+  void* input(const CollCase& c) {
+    const auto ts = static_cast<std::size_t>(type_size(c.dtype));
+    return c.in_place ? static_cast<char*>(recv_->data()) + c.counts.send_inplace_offset * rank_ * ts : send_->data();
+  }
+  void* output(const CollCase& c) {
+    const auto ts = static_cast<std::size_t>(type_size(c.dtype));
+    return c.in_place ? static_cast<char*>(recv_->data()) + c.counts.recv_inplace_offset * rank_ * ts : recv_->data();
+  }
+
+  const runtime::Communicator& world_;
+  int rank_, nranks_;
+  Stream stream_;
+  NcclComm comm_;
+  std::optional<memory::Buffer> send_, recv_;
+  unsigned long long* wrong_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<CollBackend> make_nccl_backend(const runtime::Communicator& world, int gpu) {
+  check_cuda(cudaSetDevice(gpu), "cudaSetDevice");
+  return std::make_unique<NcclCollBackend>(world, gpu);
+}
+
+}  // namespace fabricbench::ops
