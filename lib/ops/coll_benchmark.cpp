@@ -147,7 +147,11 @@ void CollBenchmark::configure(const cli::po::variables_map& v, const cli::Common
   cli::require_choice("--memory", mem, {"host", "device"});
   device_memory_ = mem == "device";
   if (backend_name_ == "nccl" || device_memory_) {
-    gpu_ = runtime::bind_gpu(placement.me().local_rank);  // throws usage without a GPU
+    try {
+      gpu_ = runtime::bind_gpu(placement.me().local_rank);
+    } catch (const Error& e) {
+      throw Error(e.status(), fmt::format("--backend {}{}: {}", backend_name_, device_memory_ ? " --memory device" : "", e.what()));
+    }
   }
   if (backend_name_ == "mpi") {
     if (device_memory_ && !runtime::mpi_is_cuda_aware())

@@ -1,0 +1,119 @@
+"""fabric-coll on the MPI back end under mpirun: every operation validated, the HDF5 rows consistent with
+nccl-tests' formulas, corruption and stalls detected, bad input refused."""
+import unittest
+
+from fbtest import LaunchTest
+
+FACTORS = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
+           "reduce_scatter": lambda n: (n - 1) / n, "alltoall": lambda n: (n - 1) / n,
+           "broadcast": lambda n: 1.0, "reduce": lambda n: 1.0, "sendrecv": lambda n: 1.0}
+
+
+class CollRuns(LaunchTest):
+    def check_rows(self, rows, nranks, sizes):
+        self.assertEqual(set(rows["op"]), set(FACTORS))
+        self.assertTrue((rows["wrong"] == 0).all(), rows[rows.wrong > 0])
+        self.assertTrue((rows["ranks"] == nranks).all())
+        for op, group in rows.groupby("op"):
+            for case, part in group.groupby(["dtype", "redop", "root", "in_place"]):
+                self.assertEqual(len(part), len(sizes), (op, case))
+                self.assertTrue(part["bytes"].is_monotonic_increasing, (op, case, part["bytes"]))
+            self.assertEqual(sorted(group["in_place"].unique()), [0, 1])
+            timed = group[group.bytes > 0]
+            self.assertTrue((timed["time_us"] > 0).all(), op)
+            # algbw = bytes / time; busbw = algbw x the nccl-tests factor.
+            alg = timed["bytes"] / timed["time_us"] / 1e3
+            for got, want in zip(timed["algbw_gbps"], alg):
+                self.assertAlmostEqual(got, want, delta=1e-9 + want * 1e-9)
+            for got, want in zip(timed["busbw_gbps"], timed["algbw_gbps"] * FACTORS[op](nranks)):
+                self.assertAlmostEqual(got, want, delta=1e-9 + want * 1e-9)
+            self.assertTrue((timed["time_us_rank_min"] <= timed["time_us"] + 1e-9).all())
+            self.assertTrue((timed["time_us"] <= timed["time_us_rank_max"] + 1e-9).all())
+
+    def test_every_operation_on_two_ranks_over_shared_memory(self):
+        r = self.mpirun(2, "fabric-coll", ["--op", "all", "--sizes", "8:64K:x16", "-n", "10", "-w", "2",
+                                           "--output", "c2.h5", "--csv", "c2.csv"])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        run = self.load("c2.h5")
+        self.assertEqual(run.attrs["status"], "complete")
+        rows = run.tables["results/coll"]
+        self.check_rows(rows, 2, [8, 128, 2048, 32768])
+        self.assertTrue((rows["backend"] == "mpi").all())
+        # MPI is synchronous: every iteration of every rank is a sample, and the time is the mean over ranks.
+        samples = run.tables["samples/coll"]
+        self.assertEqual(len(samples), len(rows) * 2 * 10)
+        per_rank = samples.groupby(["row", "rank"])["time_us"].mean().groupby("row").mean()
+        for index, row in rows.iterrows():
+            self.assertAlmostEqual(per_rank[index], row["time_us"], delta=row["time_us"] * 0.02 + 1e-3)
+        self.assertIn("oop_busbw_GB/s", r.stdout)
+        self.assertIn("Avg bus bandwidth", r.stdout)
+        self.assertIn("Out of bounds values : 0 OK", r.stdout)
+        self.assertTrue((self.dir / "c2.csv").read_text().startswith("op,backend,dtype"))
+
+    def test_every_operation_types_reductions_and_roots_on_four_ranks_over_tcp(self):
+        r = self.mpirun(4, "fabric-coll", ["--op", "all", "--sizes", "1K,64K", "-n", "5", "-w", "1", "-d", "int8,int64,double",
+                                           "-o", "all", "-r", "all", "--output", "c4.h5", "-q"], transport="tcp")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        rows = self.load("c4.h5").tables["results/coll"]
+        self.check_rows(rows, 4, [1024, 65536])
+        self.assertEqual(set(rows[rows.op == "broadcast"]["root"]), {0, 1, 2, 3})
+        self.assertEqual(set(rows[rows.op == "all_reduce"]["redop"]), {"sum", "prod", "min", "max"})
+        self.assertEqual(set(rows["dtype"]), {"int8", "int64", "double"})
+        self.assertEqual(set(rows[rows.op == "alltoall"]["root"]), {-1})
+
+    def test_a_corrupted_result_counts_as_wrong_and_fails_the_run(self):
+        r = self.mpirun(2, "fabric-coll", ["--op", "all_reduce,all_gather", "--sizes", "1K", "-n", "2", "--output", "bad.h5"],
+                        env={"FABRICBENCH_TEST_FLIP_BYTE": "1"})
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        rows = self.load("bad.h5").tables["results/coll"]
+        self.assertTrue((rows["wrong"] > 0).all(), rows[["op", "in_place", "wrong"]])
+        self.assertIn("FAILED", r.stdout)
+
+    def test_check_off_counts_nothing(self):
+        r = self.mpirun(2, "fabric-coll", ["--sizes", "1K", "-n", "2", "-c", "0", "--output", "off.h5", "-q"],
+                        env={"FABRICBENCH_TEST_FLIP_BYTE": "1"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue((self.load("off.h5").tables["results/coll"]["wrong"] == 0).all())
+
+    def test_a_stalled_rank_ends_the_run_with_status_3_naming_it(self):
+        r = self.mpirun(4, "fabric-coll", ["--sizes", "8,16,32", "-n", "5", "--in-place", "0", "--timeout", "2",
+                                           "--output", "stall.h5", "-q"], env={"FABRICBENCH_TEST_STALL": "2:1"})
+        self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+        run = self.load("stall.h5")
+        self.assertEqual(run.attrs["status"],
+                         "failed: timeout: all_reduce out-of-place float sum at 16 B did not finish within 2 s; "
+                         "ranks not finished: 0,1,2,3; not started: 2")
+        self.assertEqual(list(run.tables["results/coll"]["bytes"]), [8])
+
+
+class CollBadInput(LaunchTest):
+    CASES = [
+        (["--op", "allreduce"], "--op 'allreduce': allowed values are all_reduce, all_gather"),
+        (["--dtype", "float128"], "--dtype 'float128': allowed values are int8"),
+        (["--dtype", "half", "--backend", "mpi"], "--dtype half: MPI has no such type"),
+        (["--redop", "avg", "--backend", "mpi"], "--redop avg: MPI has no average"),
+        (["--redop", "xor"], "--redop 'xor': allowed values are sum, prod, min, max, avg, all"),
+        (["--root", "2"], "--root '2': allowed values are 0 to 1"),
+        (["--in-place", "maybe"], "--in-place 'maybe': allowed values are both, 0, 1"),
+        (["--blocking", "2"], "--blocking 2: allowed values are 0 and 1"),
+        (["--average", "7"], "--average 7: allowed values are 0, 1, 2, 3"),
+        (["--per-iter", "--backend", "mpi"], "--per-iter and --graph time CUDA work"),
+        (["--per-iter", "-z", "1"], "different timing modes"),
+        (["--backend", "gloo"], "--backend 'gloo': allowed values are auto, nccl, mpi"),
+        (["--backend", "nccl"], "--backend nccl"),
+        (["-n", "0"], "--iters 0: must be at least 1"),
+    ]
+
+    def test_each_bad_option(self):
+        for args, expected in self.CASES:
+            with self.subTest(args=args):
+                r = self.mpirun(2, "fabric-coll", args + ["--sizes", "1K"])
+                ours = [l for l in r.stderr.splitlines() if l.startswith("fabric-coll:")]
+                self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+                self.assertEqual(len(ours), 1, r.stderr)
+                self.assertIn(expected, ours[0])
+                self.assertEqual(self.files(), [])
+
+
+if __name__ == "__main__":
+    unittest.main()

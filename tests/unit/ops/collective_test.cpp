@@ -1,0 +1,70 @@
+#include "fabricbench/ops/collective.hpp"
+
+#include <gtest/gtest.h>
+
+#include "fabricbench/ops/coll_benchmark.hpp"
+
+using namespace fabricbench::ops;
+
+TEST(CollectiveTable, BusBandwidthFactorsAreNcclTests) {
+  EXPECT_DOUBLE_EQ(find_collective("all_reduce")->busbw_factor(4), 1.5);     // 2(n-1)/n
+  EXPECT_DOUBLE_EQ(find_collective("all_reduce")->busbw_factor(8), 1.75);
+  EXPECT_DOUBLE_EQ(find_collective("all_gather")->busbw_factor(4), 0.75);    // (n-1)/n
+  EXPECT_DOUBLE_EQ(find_collective("reduce_scatter")->busbw_factor(2), 0.5);
+  EXPECT_DOUBLE_EQ(find_collective("alltoall")->busbw_factor(8), 0.875);
+  for (const char* one : {"broadcast", "reduce", "sendrecv"}) EXPECT_DOUBLE_EQ(find_collective(one)->busbw_factor(4), 1.0);
+  EXPECT_EQ(find_collective("allreduce"), nullptr);
+  EXPECT_EQ(collectives().size(), 7u);
+}
+
+TEST(CollectiveTable, HandComputedBandwidthsPerOperation) {
+  // 1 GiB all_reduce on 4 ranks in 5 ms: algbw 214.748 GB/s, busbw x1.5 = 322.123 GB/s.
+  const auto* ar = find_collective("all_reduce");
+  const auto c = ar->counts((1ull << 30) / 4, 4);
+  const double alg = algbw_gbps(c.bytes(4), 5e-3);
+  EXPECT_NEAR(alg, 214.748364, 1e-6);
+  EXPECT_NEAR(alg * ar->busbw_factor(4), 322.122547, 1e-6);
+  // all_gather 4 GiB (total output) over 4 ranks in 16 ms: algbw 268.435 GB/s, busbw 201.327 GB/s.
+  const auto* ag = find_collective("all_gather");
+  const auto g = ag->counts((4ull << 30) / 4, 4);
+  EXPECT_EQ(g.param, (1ull << 30) / 4) << "per-rank count is a quarter";
+  EXPECT_EQ(g.bytes(4), 4ull << 30);
+  EXPECT_NEAR(algbw_gbps(g.bytes(4), 16e-3) * ag->busbw_factor(4), 201.326592, 1e-6);
+  // sendrecv 1 MiB in 10 us: 104.8576 GB/s, factor 1.
+  EXPECT_NEAR(algbw_gbps(find_collective("sendrecv")->counts(1 << 18, 2).bytes(4), 10e-6), 104.8576, 1e-9);
+}
+
+TEST(CollectiveTable, CountsRoundToWhatSplitsEvenly) {
+  const auto rs = find_collective("reduce_scatter")->counts(10, 4);  // 10 elements over 4 ranks
+  EXPECT_EQ(rs.send, 8u);
+  EXPECT_EQ(rs.recv, 2u);
+  EXPECT_EQ(rs.param, 2u);
+  EXPECT_EQ(rs.recv_inplace_offset, 2u);
+  const auto ag = find_collective("all_gather")->counts(10, 4);
+  EXPECT_EQ(ag.send, 2u);
+  EXPECT_EQ(ag.recv, 8u);
+  EXPECT_EQ(ag.send_inplace_offset, 2u);
+  const auto a2a = find_collective("alltoall")->counts(10, 4);
+  EXPECT_EQ(a2a.send, 8u);
+  EXPECT_EQ(a2a.param, 2u);
+  const auto ar = find_collective("all_reduce")->counts(10, 4);
+  EXPECT_EQ(ar.param, 10u);
+  EXPECT_EQ(ar.bytes(2), 20u);
+}
+
+TEST(CombineRankTimes, AsNcclTestsDashA) {
+  const std::vector<double> t{4, 1, 7};
+  EXPECT_DOUBLE_EQ(combine_rank_times(t, RankCombine::rank0), 4);
+  EXPECT_DOUBLE_EQ(combine_rank_times(t, RankCombine::average), 4);
+  EXPECT_DOUBLE_EQ(combine_rank_times(t, RankCombine::min), 1);
+  EXPECT_DOUBLE_EQ(combine_rank_times(t, RankCombine::max), 7);
+}
+
+TEST(TypeNames, MatchNcclTests) {
+  EXPECT_EQ(to_string(DataType::float16), "half");
+  EXPECT_EQ(to_string(DataType::bfloat16), "bfloat16");
+  EXPECT_EQ(type_size(DataType::bfloat16), 2);
+  EXPECT_EQ(type_size(DataType::uint64), 8);
+  EXPECT_EQ(to_string(RedOp::avg), "avg");
+  EXPECT_EQ(all_data_types().size(), 10u);
+}
