@@ -16,5 +16,5 @@ cmake --build --preset cpu -j "$jobs"
 
 echo "== tests: CUDA-off build, unit =="
 ctest --test-dir build-cpu -L unit --output-on-failure
-echo "== tests: all =="
-ctest --test-dir build --output-on-failure
+echo "== tests: all but the GPU label (ci/gpu-test.sh runs those) =="
+ctest --test-dir build -LE gpu --output-on-failure
