@@ -260,6 +260,13 @@ ExitStatus CollBenchmark::run(const app::RunContext& context) {
                                   timing_ == TimingMode::graph ? fmt::format(" x{}", graph_launches_) : ""));
   std::uint64_t wrong_total = 0;
   for (const auto* op : ops_) {
+    std::vector<bool> modes;
+    for (const bool ip : in_place_)
+      if (!ip || backend_->in_place_defined(op->kind)) modes.push_back(ip);
+    if (modes.size() < in_place_.size() && context.is_root())
+      context.out->note(fmt::format("{}: in place is not defined for the {} back end (its send and receive regions "
+                                    "overlap); out-of-place only", op->name, backend_name_));
+    if (modes.empty()) continue;
     double busbw_sum = 0;
     int busbw_rows = 0;
     for (const auto dtype : dtypes_) {
@@ -271,8 +278,8 @@ ExitStatus CollBenchmark::run(const app::RunContext& context) {
             std::vector<results::TerminalColumn> shown{{"bytes", "size_B", 0, 0}, {"count", "count", 0, 0},
                                                        {"dtype", "type", 0, 0},   {"redop", "redop", 0, 0},
                                                        {"root", "root", 0, 0}};
-            for (std::size_t k = 0; k < in_place_.size(); ++k) {
-              const std::string p = in_place_[k] ? "ip_" : "oop_";
+            for (std::size_t k = 0; k < modes.size(); ++k) {
+              const std::string p = modes[k] ? "ip_" : "oop_";
               const int part = static_cast<int>(k);
               shown.insert(shown.end(), {{"time_us", p + "time_us", 2, part}, {"algbw_gbps", p + "algbw_GB/s", 2, part},
                                          {"busbw_gbps", p + "busbw_GB/s", 2, part}, {"wrong", p + "#wrong", 0, part}});
@@ -280,7 +287,7 @@ ExitStatus CollBenchmark::run(const app::RunContext& context) {
             context.out->section(table_, fmt::format("{} ({} ranks, {})", op->name, nranks, backend_name_), shown);
           }
           for (const auto bytes : context.options.sizes.values()) {
-            for (const bool in_place : in_place_) {
+            for (const bool in_place : modes) {
               const CollCase c{op, dtype, redop, root, in_place, op->counts(bytes / type_size(dtype), nranks)};
               context.measuring(fmt::format("{} {} {} {} at {} B", op->name, in_place ? "in-place" : "out-of-place",
                                             to_string(dtype), op->reduces ? to_string(redop) : "none", bytes));

@@ -63,6 +63,7 @@ class MpiCollBackend : public CollBackend {
   std::string name() const override { return "mpi"; }
   bool supports(DataType t, RedOp op) const override { return mpi_type(t) != MPI_DATATYPE_NULL && mpi_op(op) != MPI_OP_NULL; }
   bool synchronous() const override { return true; }
+  bool in_place_defined(CollKind) const override { return true; }  // MPI_IN_PLACE / MPI_Sendrecv_replace
 
   void allocate(std::size_t send_bytes, std::size_t recv_bytes) override {
     // In-place MPI collectives need the whole input in the receive buffer (reduce_scatter, alltoall).

@@ -99,6 +99,9 @@ class NcclCollBackend : public CollBackend {
   std::string name() const override { return "nccl"; }
   bool supports(DataType, RedOp) const override { return true; }
   bool synchronous() const override { return false; }
+  bool in_place_defined(CollKind kind) const override {
+    return kind != CollKind::alltoall && kind != CollKind::sendrecv;
+  }
 
   void allocate(std::size_t send_bytes, std::size_t recv_bytes) override {
     send_.emplace(memory::MemoryKind::device, send_bytes);

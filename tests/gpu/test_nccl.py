@@ -37,6 +37,8 @@ class Nccl(LaunchTest):
         rows = self.assert_clean(r, run)
         self.assertEqual(len(set(rows["op"])), 7)
         self.assertEqual(sorted(rows["in_place"].unique()), [0, 1])
+        p2p_based = rows[rows.op.isin(["alltoall", "sendrecv"])]
+        self.assertTrue((p2p_based["in_place"] == 0).all(), "NCCL point-to-point is not defined in place")
         big = rows[rows.bytes == 64 << 20]
         self.assertTrue((big["busbw_gbps"] > 1).all(), big[["op", "busbw_gbps"]])
 

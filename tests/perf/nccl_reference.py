@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""fabric-coll on the GPUs of this machine against the nccl-tests reference figures in configs/baselines/.
-A benchmark run, not a test: prints the comparison table (ours / reference) and writes it to OUT/nccl_reference.md.
+"""fabric-coll on the GPUs of this machine against (1) a same-session peer run the way the reference was taken (one
+process driving every GPU: tests/perf/nccl_one_process.cpp) and (2) the nccl-tests figures in configs/baselines/.
+A benchmark run, not a test: prints the comparison table and writes it to OUT/nccl_reference.md.
 
   tests/perf/nccl_reference.py --bin DIR [--out DIR] [--baseline FILE]
 """
@@ -35,6 +36,19 @@ def run(bin_dir, out_dir, name, np, args):
     return fabricbench_analysis.load(path).tables["results/coll"]
 
 
+def peer(bin_dir, op, gpus, min_bytes, max_bytes):
+    """{bytes: (time_us, busbw)} from the one-process peer."""
+    env = dict(os.environ, NGPUS=str(gpus))
+    out = subprocess.run(["timeout", "300", str(bin_dir / "nccl_one_process"), op, str(min_bytes), str(max_bytes)],
+                         capture_output=True, text=True, env=env)
+    print(out.stdout, out.stderr, flush=True)
+    rows = {}
+    for line in out.stdout.splitlines():
+        _, _, size, us, _, busbw = line.split()
+        rows[int(size)] = (float(us), float(busbw))
+    return rows
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bin", required=True)
@@ -58,26 +72,41 @@ def main():
                                                              "--sizes", ",".join(SIZES)]))
     tables.append(run(bin_dir, out_dir, "pairs_2", 2, ["--op", "sendrecv,all_reduce", "--sizes", ",".join(SIZES)]))
 
-    lines = ["| op | GPUs | timing | size | ours busbw out-of-place (GB/s) | ours in-place | nccl-tests reference | ours / reference |",
-             "|---|---|---|---|---|---|---|---|"]
+    peers = {}
+    for op in ("all_reduce", "all_gather", "reduce_scatter", "alltoall"):
+        if n >= 4:
+            peers[(op, 4)] = peer(bin_dir, op, 4, 1 << 20, 4 << 30)
+    peers[("all_reduce", 4)].update(peer(bin_dir, "all_reduce", 4, 8, 8)) if n >= 4 else None
+    for op in ("sendrecv", "all_reduce"):
+        peers[(op, 2)] = peer(bin_dir, op, 2, 1 << 20, 4 << 30)
+
+    def fmt(v, digits=1):
+        return "-" if v is None else f"{v:.{digits}f}"
+
+    lines = ["| op | GPUs | timing | size | ours out-of-place | ours in-place | peer, one process (same session) | "
+             "ours / peer | nccl-tests reference (RIGS.md) | ours / reference |", "|---|---|---|---|---|---|---|---|---|---|"]
     for t in tables:
         for (op, ranks, timing), group in t.groupby(["op", "ranks", "timing"], sort=False):
-            section = f"{op}.{ranks}"
-            for label, size in SIZES.items():
+            section, same = f"{op}.{ranks}", peers.get((op, ranks), {})
+            small = group[(group.bytes == 8) & (group.in_place == 0)]["time_us"]
+            if not small.empty:  # 8 B: times in us (lower is better)
+                key = "time_us_8_graph" if timing == "graph" else "time_us_8"
+                want = ref.getfloat(section, key, fallback=None)
+                mine = small.iloc[0]
+                other = same.get(8, (None,))[0] if timing == "host" else None
+                lines.append(f"| {op} | {ranks} | {timing} | 8 B time (us) | {mine:.2f} | - | {fmt(other, 2)} | "
+                             f"{fmt(mine / other if other else None, 3)} | {fmt(want)} | {fmt(mine / want if want else None, 3)} |")
+            for label, size in SIZES.items():  # busbw in GB/s (higher is better)
                 oop = group[(group.bytes == size) & (group.in_place == 0)]["busbw_gbps"]
                 ip = group[(group.bytes == size) & (group.in_place == 1)]["busbw_gbps"]
                 if oop.empty:
                     continue
+                mine = oop.iloc[0]
                 want = ref.getfloat(section, label, fallback=None) if timing == "host" else None
-                ratio = f"{oop.iloc[0] / want:.3f}" if want else "-"
-                lines.append(f"| {op} | {ranks} | {timing} | {label} | {oop.iloc[0]:.1f} | {ip.iloc[0]:.1f} | "
-                             f"{want if want else '-'} | {ratio} |")
-            small = group[(group.bytes == 8) & (group.in_place == 0)]["time_us"]
-            if not small.empty:
-                key = "time_us_8_graph" if timing == "graph" else "time_us_8"
-                want = ref.getfloat(section, key, fallback=None)
-                lines.append(f"| {op} | {ranks} | {timing} | 8 B time (us) | {small.iloc[0]:.1f} | - | "
-                             f"{want if want else '-'} | {small.iloc[0] / want if want else float('nan'):.3f} |")
+                other = same.get(size, (None, None))[1] if timing == "host" else None
+                lines.append(f"| {op} | {ranks} | {timing} | {label} | {mine:.1f} | {fmt(ip.iloc[0] if not ip.empty else None)} | "
+                             f"{fmt(other)} | {fmt(mine / other if other else None, 3)} | {fmt(want)} | "
+                             f"{fmt(mine / want if want else None, 3)} |")
     text = "\n".join(lines)
     print(text)
     (out_dir / "nccl_reference.md").write_text(text + "\n")
