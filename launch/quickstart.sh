@@ -1,16 +1,29 @@
 #!/usr/bin/env bash
 # The README's main command: install (apt, when root), build, and run the default local suite on this machine:
-# fabric-p2p latency, bw and bibw on 2 ranks over shared memory. Prints the tables and the HDF5 path.
-# Usage: launch/quickstart.sh [extra fabric-p2p options]   (results go to ./results/ unless --output is given)
+#   fabric-p2p latency, bw and bibw on 2 ranks over shared memory;
+#   fabric-coll: NCCL all_reduce on every GPU where there are GPUs, else every MPI collective on 2 ranks.
+# Prints the tables and the HDF5 (and CSV) paths, under ./results/. Extra arguments go to fabric-p2p.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/ci/install-deps.sh"
 . "$root/ci/env.sh"
-if [ ! -x "$root/build/benchmarks/fabric-p2p" ] || [ "${FABRICBENCH_REBUILD:-1}" = 1 ]; then
+if [ ! -x "$root/build/benchmarks/fabric-coll" ] || [ "${FABRICBENCH_REBUILD:-1}" = 1 ]; then
   (cd "$root" && cmake --preset default >/dev/null && cmake --build --preset default -j "${FABRICBENCH_JOBS:-2}" >/dev/null)
 fi
 mkdir -p results
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
-timeout "${FABRICBENCH_TIMEOUT:-600}" mpirun -np 2 --oversubscribe --bind-to core --mca btl self,vader \
+limit=${FABRICBENCH_TIMEOUT:-600}
+timeout "$limit" mpirun -np 2 --oversubscribe --bind-to core --mca btl self,vader \
   "$root/build/benchmarks/fabric-p2p" --test all --output "results/fabricbench-p2p-$stamp.h5" \
   --csv "results/fabricbench-p2p-$stamp.csv" --timeout 120 "$@"
+echo
+gpus=$( (nvidia-smi -L 2>/dev/null || true) | grep -c '^GPU' || true)
+if [ "${gpus:-0}" -ge 1 ]; then
+  export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
+  timeout "$limit" mpirun -np "$gpus" --bind-to none "$root/build/benchmarks/fabric-coll" --backend nccl \
+    --op all_reduce -b 8 -e 1G -f 2 --output "results/fabricbench-coll-$stamp.h5" --csv "results/fabricbench-coll-$stamp.csv" --timeout 120
+else
+  timeout "$limit" mpirun -np 2 --oversubscribe --bind-to core --mca btl self,vader "$root/build/benchmarks/fabric-coll" \
+    --backend mpi --op all -b 8 -e 4M -f 8 --output "results/fabricbench-coll-$stamp.h5" \
+    --csv "results/fabricbench-coll-$stamp.csv" --timeout 120
+fi

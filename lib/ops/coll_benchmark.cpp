@@ -259,7 +259,10 @@ ExitStatus CollBenchmark::run(const app::RunContext& context) {
                                   std::array{"host clock", "blocking", "CUDA events", "CUDA graph"}[static_cast<int>(timing_)],
                                   timing_ == TimingMode::graph ? fmt::format(" x{}", graph_launches_) : ""));
   std::uint64_t wrong_total = 0;
-  for (const auto* op : ops_) {
+  for (std::size_t k = 0; k < ops_.size(); ++k) {
+    const auto* op = ops_[k];
+    context.progress(fmt::format("operation {} of {}: {} ({} sizes)", k + 1, ops_.size(), op->name,
+                                 context.options.sizes.values().size()));
     std::vector<bool> modes;
     for (const bool ip : in_place_)
       if (!ip || backend_->in_place_defined(op->kind)) modes.push_back(ip);
