@@ -16,15 +16,6 @@
 namespace fabricbench::app {
 namespace {
 
-std::string utc_now() {
-  const auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 // A failure while reporting a failure (a full disk) must not hide the first one.
 void finish_quietly(results::ResultSet* out, const std::string& status) {
   if (!out) return;
@@ -110,7 +101,7 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
       }
     });
     if (out) {
-      out->begin({program, FABRICBENCH_VERSION, options.command_line, utc_now(), mpi.size(), placement.hosts()});
+      out->begin({program, FABRICBENCH_VERSION, options.command_line, results::utc_timestamp(), mpi.size(), placement.hosts()});
     }
     env::EnvironmentCapture().gather(world, placement, benchmark.gpu(), out.get());
     if (out) out->declare(benchmark.table());

@@ -48,15 +48,6 @@ void write_attribute(hid_t obj, const char* name, std::int64_t value) {
   write_attribute(obj, name, H5T_NATIVE_INT64, &value);
 }
 
-std::string utc_now() {
-  const auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 const std::vector<Column>& sample_columns() {
   static const std::vector<Column> columns{{"row", ColumnType::integer},
                                            {"iteration", ColumnType::integer},
@@ -199,7 +190,7 @@ void Hdf5Sink::finish(const std::string& status) {
   std::lock_guard lock(mutex_);
   if (file_.get() < 0) return;
   write_attribute(file_.get(), "status", status);
-  write_attribute(file_.get(), "finished_at", utc_now());
+  write_attribute(file_.get(), "finished_at", utc_timestamp());
   checked(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL), "H5Fflush");
   datasets_.clear();
   file_.reset();

@@ -1,6 +1,18 @@
 #include "fabricbench/results/sink.hpp"
 
+#include <chrono>
+#include <ctime>
+
 namespace fabricbench::results {
+
+std::string utc_timestamp() {
+  const auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
 
 void ResultSet::begin(const RunInfo& info) {
   for (auto& s : sinks_) s->begin(info);

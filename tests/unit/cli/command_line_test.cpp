@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../argv.hpp"
 #include "fabricbench/error.hpp"
 
 using fabricbench::Error;
@@ -16,11 +17,9 @@ namespace {
 // Parses a command line with the common schema; returns the usage message ("" when accepted).
 std::string usage_error(std::vector<std::string> args, CommonOptions* out = nullptr) {
   CommandLine cl("fabric-test", "test", {1, 1024, 2}, false);
-  args.insert(args.begin(), "fabric-test");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
+  Argv argv("fabric-test", std::move(args));
   try {
-    cl.parse(static_cast<int>(argv.size()), argv.data(), false);
+    cl.parse(argv.argc(), argv.argv(), false);
     if (out) *out = cl.common();
     return "";
   } catch (const Error& e) {
@@ -99,11 +98,9 @@ TEST(CommandLine, OutputPathsAreCheckedBeforeAnythingIsWritten) {
   std::ofstream(existing) << "x";
   auto resolve = [](std::vector<std::string> args) -> std::string {
     CommandLine cl("fabric-test", "test", {1, 2, 2}, false);
-    args.insert(args.begin(), "fabric-test");
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
+    Argv argv("fabric-test", std::move(args));
     try {
-      cl.parse(static_cast<int>(argv.size()), argv.data(), false);
+      cl.parse(argv.argc(), argv.argv(), false);
       cl.resolve_outputs();
       return "";
     } catch (const Error& e) {

@@ -34,6 +34,24 @@ TEST(CollectiveTable, HandComputedBandwidthsPerOperation) {
   EXPECT_NEAR(algbw_gbps(find_collective("sendrecv")->counts(1 << 18, 2).bytes(4), 10e-6), 104.8576, 1e-9);
 }
 
+TEST(CollectiveTable, HandComputedBandwidthsForTheOtherOperations) {
+  // reduce_scatter 256 MiB (input per rank) over 8 ranks in 1 ms: algbw 268.435456, busbw x7/8 = 234.881024.
+  const auto* rs = find_collective("reduce_scatter");
+  const auto r = rs->counts((256ull << 20) / 4, 8);
+  EXPECT_EQ(r.param, (32ull << 20) / 4);
+  EXPECT_NEAR(algbw_gbps(r.bytes(4), 1e-3) * rs->busbw_factor(8), 234.881024, 1e-6);
+  // alltoall 64 MiB per rank over 4 ranks in 0.5 ms: algbw 134.217728, busbw x3/4 = 100.663296.
+  const auto* a2a = find_collective("alltoall");
+  EXPECT_NEAR(algbw_gbps(a2a->counts((64ull << 20) / 4, 4).bytes(4), 0.5e-3) * a2a->busbw_factor(4), 100.663296, 1e-6);
+  // broadcast and reduce of 1 GiB of doubles in 4 ms: algbw = busbw = 268.435456.
+  for (const char* name : {"broadcast", "reduce"}) {
+    const auto* op = find_collective(name);
+    const auto c = op->counts((1ull << 30) / 8, 4);
+    EXPECT_EQ(c.param, (1ull << 30) / 8);
+    EXPECT_NEAR(algbw_gbps(c.bytes(8), 4e-3) * op->busbw_factor(4), 268.435456, 1e-6) << name;
+  }
+}
+
 TEST(CollectiveTable, CountsRoundToWhatSplitsEvenly) {
   const auto rs = find_collective("reduce_scatter")->counts(10, 4);  // 10 elements over 4 ranks
   EXPECT_EQ(rs.send, 8u);

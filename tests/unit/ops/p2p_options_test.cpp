@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "../argv.hpp"
 #include "fabricbench/error.hpp"
 #include "fabricbench/ops/p2p_benchmark.hpp"
 
@@ -18,11 +19,9 @@ std::string configure(std::vector<std::string> args, int ranks) {
   ops::P2PBenchmark b;
   cli::CommandLine cl(b.program(), b.summary(), b.size_defaults(), b.check_by_default());
   b.add_options(cl.tool_options());
-  args.insert(args.begin(), "fabric-p2p");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
+  Argv argv("fabric-p2p", std::move(args));
   try {
-    cl.parse(static_cast<int>(argv.size()), argv.data(), false);
+    cl.parse(argv.argc(), argv.argv(), false);
     b.configure(cl.values(), cl.common(), placement_of(ranks));
     return "";
   } catch (const Error& e) {

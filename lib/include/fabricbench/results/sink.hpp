@@ -9,6 +9,9 @@
 
 namespace fabricbench::results {
 
+// Now, as ISO 8601 UTC ("2026-11-21T13:37:26Z"), for started_at/finished_at.
+std::string utc_timestamp();
+
 // What a run is, written once at its start (HDF5 root attributes, terminal header).
 struct RunInfo {
   std::string tool;          // "fabric-p2p"
