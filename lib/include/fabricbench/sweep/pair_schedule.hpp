@@ -1,0 +1,47 @@
+// Which node pairs are tested together, round by round. all-pairs: the circle method, every unordered pair exactly
+// once, no node twice in a round (N-1 rounds of N/2 pairs for even N; N rounds with one node resting for odd N).
+// quick: one round, node i with node i+N/2. shift: mpiGraph's pattern, in step d node i sends to i+d while
+// receiving from i-d. A pairs file gives the rounds explicitly ("round hostA hostB" per line).
+#pragma once
+#include <istream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fabricbench::sweep {
+
+struct HostPair {
+  int a;  // host index; a leads (and, for shift, sends to b)
+  int b;
+  bool operator==(const HostPair& o) const { return a == o.a && b == o.b; }
+};
+
+struct Round {
+  std::vector<HostPair> pairs;
+  std::vector<int> resting;  // hosts in no pair this round
+};
+
+class PairSchedule {
+ public:
+  static PairSchedule all_pairs(int hosts);
+  static PairSchedule quick(int hosts);
+  static PairSchedule shift(int hosts);
+  // Lines "round hostA hostB" ('#' starts a comment). Throws Error::usage naming `source`, the line number and what
+  // is wrong: a bad line, an unknown host, a host twice in one round, a pair of a host with itself.
+  static PairSchedule from_pairs_file(std::istream& in, const std::vector<std::string>& hosts, std::string_view source);
+
+  const std::vector<Round>& rounds() const { return rounds_; }
+  const std::string& pattern() const { return pattern_; }
+  int hosts() const { return hosts_; }
+  // A host may appear in two pairs of one round (shift: once sending, once receiving).
+  bool directed() const { return pattern_ == "shift"; }
+
+ private:
+  PairSchedule(std::string pattern, int hosts) : pattern_(std::move(pattern)), hosts_(hosts) {}
+  void add_round(std::vector<HostPair> pairs);
+  std::string pattern_;
+  int hosts_;
+  std::vector<Round> rounds_;
+};
+
+}  // namespace fabricbench::sweep

@@ -1,0 +1,98 @@
+#include "fabricbench/sweep/pair_schedule.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include "fabricbench/error.hpp"
+
+namespace fabricbench::sweep {
+
+void PairSchedule::add_round(std::vector<HostPair> pairs) {
+  Round r;
+  std::vector<bool> busy(static_cast<std::size_t>(hosts_), false);
+  for (auto& p : pairs) {
+    if (!directed() && p.a > p.b) std::swap(p.a, p.b);
+    busy[p.a] = busy[p.b] = true;
+  }
+  r.pairs = std::move(pairs);
+  for (int h = 0; h < hosts_; ++h)
+    if (!busy[h]) r.resting.push_back(h);
+  rounds_.push_back(std::move(r));
+}
+
+PairSchedule PairSchedule::all_pairs(int hosts) {
+  PairSchedule s("all-pairs", hosts);
+  if (hosts < 2) return s;
+  // Circle method on an even number of slots; with odd N the extra slot is a "bye" and its partner rests.
+  const int slots = hosts % 2 == 0 ? hosts : hosts + 1;
+  const int fixed = slots - 1;
+  for (int round = 0; round < slots - 1; ++round) {
+    std::vector<HostPair> pairs;
+    auto add = [&](int x, int y) {
+      if (x < hosts && y < hosts) pairs.push_back({x, y});
+    };
+    add(fixed, round);
+    for (int k = 1; k < slots / 2; ++k) add((round + k) % fixed, (round - k + fixed) % fixed);
+    s.add_round(std::move(pairs));
+  }
+  return s;
+}
+
+PairSchedule PairSchedule::quick(int hosts) {
+  PairSchedule s("quick", hosts);
+  std::vector<HostPair> pairs;
+  for (int i = 0; i < hosts / 2; ++i) pairs.push_back({i, i + hosts / 2});
+  if (!pairs.empty()) s.add_round(std::move(pairs));
+  return s;
+}
+
+PairSchedule PairSchedule::shift(int hosts) {
+  PairSchedule s("shift", hosts);
+  for (int d = 1; d < hosts; ++d) {
+    std::vector<HostPair> pairs;
+    for (int i = 0; i < hosts; ++i) pairs.push_back({i, (i + d) % hosts});
+    s.add_round(std::move(pairs));
+  }
+  return s;
+}
+
+PairSchedule PairSchedule::from_pairs_file(std::istream& in, const std::vector<std::string>& hosts,
+                                           std::string_view source) {
+  PairSchedule s("pairs-file", static_cast<int>(hosts.size()));
+  std::map<long, std::vector<HostPair>> rounds;
+  std::map<long, std::vector<bool>> used;
+  auto index_of = [&](const std::string& name, int line) {
+    auto it = std::find(hosts.begin(), hosts.end(), name);
+    if (it == hosts.end())
+      throw Error::usage(fmt::format("{}:{}: unknown host '{}' (not in this job's allocation)", source, line, name));
+    return static_cast<int>(it - hosts.begin());
+  };
+  std::string text;
+  for (int line = 1; std::getline(in, text); ++line) {
+    if (auto hash = text.find('#'); hash != std::string::npos) text.resize(hash);
+    std::istringstream fields(text);
+    std::string round_text, a, b, extra;
+    if (!(fields >> round_text)) continue;  // blank or comment
+    char* end = nullptr;
+    const long round = std::strtol(round_text.c_str(), &end, 10);
+    if (*end != '\0' || round < 0 || !(fields >> a >> b) || (fields >> extra))
+      throw Error::usage(fmt::format("{}:{}: expected 'ROUND HOST_A HOST_B' with ROUND a whole number >= 0", source, line));
+    const int ia = index_of(a, line), ib = index_of(b, line);
+    if (ia == ib) throw Error::usage(fmt::format("{}:{}: host '{}' paired with itself", source, line, a));
+    auto& busy = used[round];
+    busy.resize(hosts.size(), false);
+    for (int h : {ia, ib})
+      if (busy[h])
+        throw Error::usage(fmt::format("{}:{}: host '{}' appears twice in round {}", source, line, hosts[h], round));
+    busy[ia] = busy[ib] = true;
+    rounds[round].push_back({ia, ib});
+  }
+  if (rounds.empty()) throw Error::usage(fmt::format("{}: no pairs in the file", source));
+  for (auto& [round, pairs] : rounds) s.add_round(std::move(pairs));
+  return s;
+}
+
+}  // namespace fabricbench::sweep

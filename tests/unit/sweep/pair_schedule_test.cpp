@@ -1,0 +1,114 @@
+#include "fabricbench/sweep/pair_schedule.hpp"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <sstream>
+
+#include "fabricbench/error.hpp"
+
+using namespace fabricbench::sweep;
+
+namespace {
+// Every unordered pair exactly once, no host twice in a round, the resting hosts are exactly the others.
+void expect_round_robin(const PairSchedule& s, int n) {
+  std::set<std::pair<int, int>> seen;
+  for (const auto& round : s.rounds()) {
+    std::set<int> busy;
+    for (const auto& p : round.pairs) {
+      EXPECT_NE(p.a, p.b);
+      EXPECT_TRUE(busy.insert(p.a).second) << "host " << p.a << " twice in a round";
+      EXPECT_TRUE(busy.insert(p.b).second) << "host " << p.b << " twice in a round";
+      EXPECT_TRUE(seen.insert({std::min(p.a, p.b), std::max(p.a, p.b)}).second) << "pair tested twice";
+    }
+    EXPECT_EQ(busy.size() + round.resting.size(), static_cast<std::size_t>(n));
+    for (int r : round.resting) EXPECT_EQ(busy.count(r), 0u);
+  }
+  EXPECT_EQ(seen.size(), static_cast<std::size_t>(n * (n - 1) / 2)) << "every pair once";
+}
+}  // namespace
+
+TEST(AllPairs, EvenNodeCountsTakeNMinusOneRoundsOfHalfNPairs) {
+  for (int n : {2, 4, 6, 8, 16, 64}) {
+    const auto s = PairSchedule::all_pairs(n);
+    ASSERT_EQ(s.rounds().size(), static_cast<std::size_t>(n - 1)) << n;
+    for (const auto& r : s.rounds()) {
+      EXPECT_EQ(r.pairs.size(), static_cast<std::size_t>(n / 2));
+      EXPECT_TRUE(r.resting.empty());
+    }
+    expect_round_robin(s, n);
+  }
+}
+
+TEST(AllPairs, OddNodeCountsTakeNRoundsWithOneNodeResting) {
+  for (int n : {3, 5, 7, 33}) {
+    const auto s = PairSchedule::all_pairs(n);
+    ASSERT_EQ(s.rounds().size(), static_cast<std::size_t>(n)) << n;
+    std::set<int> rested;
+    for (const auto& r : s.rounds()) {
+      EXPECT_EQ(r.pairs.size(), static_cast<std::size_t>((n - 1) / 2));
+      ASSERT_EQ(r.resting.size(), 1u);
+      rested.insert(r.resting[0]);
+    }
+    EXPECT_EQ(rested.size(), static_cast<std::size_t>(n)) << "each node rests exactly once";
+    expect_round_robin(s, n);
+  }
+}
+
+TEST(Quick, OneRoundPairingIWithIPlusHalf) {
+  const auto s = PairSchedule::quick(6);
+  ASSERT_EQ(s.rounds().size(), 1u);
+  EXPECT_EQ(s.rounds()[0].pairs, (std::vector<HostPair>{{0, 3}, {1, 4}, {2, 5}}));
+  EXPECT_EQ(PairSchedule::quick(5).rounds()[0].resting, std::vector<int>{4});
+}
+
+TEST(Shift, EveryNodeSendsToNodePlusDAndReceivesFromNodeMinusD) {
+  const int n = 5;
+  const auto s = PairSchedule::shift(n);
+  ASSERT_EQ(s.rounds().size(), static_cast<std::size_t>(n - 1));
+  EXPECT_TRUE(s.directed());
+  std::set<std::pair<int, int>> directed;
+  for (std::size_t d = 0; d < s.rounds().size(); ++d) {
+    std::vector<int> sends(n, 0), receives(n, 0);
+    for (const auto& p : s.rounds()[d].pairs) {
+      EXPECT_EQ(p.b, (p.a + static_cast<int>(d) + 1) % n);
+      ++sends[p.a];
+      ++receives[p.b];
+      directed.insert({p.a, p.b});
+    }
+    for (int h = 0; h < n; ++h) EXPECT_EQ(sends[h] + receives[h], 2);
+  }
+  EXPECT_EQ(directed.size(), static_cast<std::size_t>(n * (n - 1))) << "every ordered pair once";
+}
+
+TEST(PairsFile, ReadsRoundsInOrder) {
+  std::istringstream in("# custom rounds\n1 c d\n0 a b   # first\n\n0 c d\n1 a b\n");
+  const auto s = PairSchedule::from_pairs_file(in, {"a", "b", "c", "d"}, "pairs.txt");
+  ASSERT_EQ(s.rounds().size(), 2u);
+  EXPECT_EQ(s.rounds()[0].pairs, (std::vector<HostPair>{{0, 1}, {2, 3}}));
+  EXPECT_EQ(s.rounds()[1].pairs, (std::vector<HostPair>{{2, 3}, {0, 1}}));
+}
+
+TEST(PairsFile, ErrorsNameTheLine) {
+  const std::vector<std::string> hosts{"a", "b", "c", "d"};
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"0 a b\n0 a c\n", "pairs.txt:2: host 'a' appears twice in round 0"},
+      {"0 a x\n", "pairs.txt:1: unknown host 'x'"},
+      {"0 a\n", "pairs.txt:1: expected 'ROUND HOST_A HOST_B'"},
+      {"r a b\n", "pairs.txt:1: expected"},
+      {"0 a b c\n", "pairs.txt:1: expected"},
+      {"-1 a b\n", "pairs.txt:1: expected"},
+      {"0 b b\n", "pairs.txt:1: host 'b' paired with itself"},
+      {"# nothing\n", "pairs.txt: no pairs"},
+  };
+  for (const auto& [text, message] : cases) {
+    std::istringstream in(text);
+    try {
+      PairSchedule::from_pairs_file(in, hosts, "pairs.txt");
+      FAIL() << "accepted: " << text;
+    } catch (const fabricbench::Error& e) {
+      EXPECT_EQ(e.status(), fabricbench::ExitStatus::usage);
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  }
+}
