@@ -15,16 +15,7 @@
 namespace fabricbench::ops {
 namespace {
 
-constexpr int data_tag = 1;
-constexpr int ack_tag = 2;
-
-// Every sender's pattern differs (by size and rank), so a message from the wrong peer or size fails the check.
-memory::FillPattern pattern_of(int sender, std::uint64_t bytes) {
-  return {static_cast<std::uint32_t>(bytes * 2654435761u) ^ static_cast<std::uint32_t>(sender * 40503u + 1)};
-}
-
-using runtime::check_mpi;
-inline void check(int rc, const char* what) { check_mpi(rc, what); }
+void check(int rc, const char* what) { runtime::check_mpi(rc, what); }
 
 }  // namespace
 
@@ -84,84 +75,8 @@ void P2PBenchmark::configure(const cli::po::variables_map& values, const cli::Co
 PairMeasurement P2PBenchmark::measure(const P2PTest& test, std::uint64_t bytes, int iterations, int warmup,
                                       const runtime::Communicator& world) {
   const int me = world.rank();
-  const int peer = pairs_->peer_of(me);
-  const bool leader = pairs_->leads(me);
-  const MPI_Comm comm = world.get();
-  const int count = static_cast<int>(bytes);
-  void* const sbuf = send_->data();
-  void* const rbuf = recv_->data();
-  PairMeasurement m;
-  // The data a rank receives: both directions for ping-pong and bibw, leader -> follower for window.
-  const bool receives = test.exchange != Exchange::window || !leader;
-  if (receives) memory::clear(*recv_, bytes);
-  pattern_of(me, bytes).fill(*send_, bytes);
-
-  timing::IterationTimer timer(static_cast<std::size_t>(iterations));
-  // The exchange is chosen once, outside the timed loop: each case hands its own step to the same loop.
-  const auto timed = [&](auto&& step) {
-    world.barrier();
-    for (int i = 0; i < warmup; ++i) step();
-    timer.start();
-    for (int i = 0; i < iterations; ++i) {
-      step();
-      timer.lap();
-    }
-    timer.stop();
-  };
-  std::vector<MPI_Request> requests(static_cast<std::size_t>(2 * window_));
-  MPI_Request* const req = requests.data();
-  const int window = window_;
-  char ack = 0;
-  switch (test.exchange) {
-    case Exchange::ping_pong:
-      if (leader)
-        timed([&] {
-          check(MPI_Send(sbuf, count, MPI_BYTE, peer, data_tag, comm), "MPI_Send");
-          check(MPI_Recv(rbuf, count, MPI_BYTE, peer, data_tag, comm, MPI_STATUS_IGNORE), "MPI_Recv");
-        });
-      else
-        timed([&] {
-          check(MPI_Recv(rbuf, count, MPI_BYTE, peer, data_tag, comm, MPI_STATUS_IGNORE), "MPI_Recv");
-          check(MPI_Send(sbuf, count, MPI_BYTE, peer, data_tag, comm), "MPI_Send");
-        });
-      break;
-    case Exchange::window:
-      if (leader)
-        timed([&] {
-          for (int w = 0; w < window; ++w) check(MPI_Isend(sbuf, count, MPI_BYTE, peer, data_tag, comm, &req[w]), "MPI_Isend");
-          check(MPI_Waitall(window, req, MPI_STATUSES_IGNORE), "MPI_Waitall");
-          check(MPI_Recv(&ack, 1, MPI_BYTE, peer, ack_tag, comm, MPI_STATUS_IGNORE), "MPI_Recv");
-        });
-      else
-        timed([&] {
-          for (int w = 0; w < window; ++w) check(MPI_Irecv(rbuf, count, MPI_BYTE, peer, data_tag, comm, &req[w]), "MPI_Irecv");
-          check(MPI_Waitall(window, req, MPI_STATUSES_IGNORE), "MPI_Waitall");
-          check(MPI_Send(&ack, 1, MPI_BYTE, peer, ack_tag, comm), "MPI_Send");
-        });
-      break;
-    case Exchange::bidirectional_window:
-      timed([&] {
-        for (int w = 0; w < window; ++w) check(MPI_Irecv(rbuf, count, MPI_BYTE, peer, data_tag, comm, &req[w]), "MPI_Irecv");
-        for (int w = 0; w < window; ++w)
-          check(MPI_Isend(sbuf, count, MPI_BYTE, peer, data_tag, comm, &req[window + w]), "MPI_Isend");
-        check(MPI_Waitall(2 * window, req, MPI_STATUSES_IGNORE), "MPI_Waitall");
-      });
-      break;
-  }
-  if (leader) {
-    m.elapsed_s = timer.elapsed_s();
-    m.laps_us = timer.laps_us();
-  }
-  if (receives && check_) {
-    if (flip_byte_ && bytes > 0) {
-      std::uint8_t b = 0;
-      recv_->copy_to_host(&b, 1);
-      b ^= 0xff;
-      recv_->copy_from_host(&b, 1);
-    }
-    m.wrong = pattern_of(peer, bytes).count_wrong(*recv_, bytes);
-  }
-  return m;
+  return run_exchange(test, {world.get(), me, pairs_->peer_of(me), pairs_->leads(me), *send_, *recv_, bytes, iterations,
+                             warmup, window_, check_, flip_byte_});
 }
 
 void P2PBenchmark::report(const app::RunContext& context, const P2PTest& test, std::uint64_t bytes, int iterations,

@@ -7,16 +7,10 @@
 
 #include "fabricbench/app/benchmark.hpp"
 #include "fabricbench/memory/buffer.hpp"
+#include "fabricbench/ops/p2p_exchange.hpp"
 #include "fabricbench/ops/p2p_test.hpp"
 
 namespace fabricbench::ops {
-
-// What one rank measured for one test and size.
-struct PairMeasurement {
-  double elapsed_s = 0;         // leader: steady-clock span of the timed iterations; follower: 0
-  std::vector<double> laps_us;  // leader: one per timed iteration
-  std::uint64_t wrong = 0;      // bytes that failed the check on this rank
-};
 
 class P2PBenchmark : public app::Benchmark {
  public:
