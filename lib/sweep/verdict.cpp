@@ -1,0 +1,183 @@
+#include "fabricbench/sweep/verdict.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <boost/property_tree/ini_parser.hpp>
+#include <boost/property_tree/ptree.hpp>
+#include <set>
+
+#include "fabricbench/error.hpp"
+#include "fabricbench/timing/sample_stats.hpp"
+
+namespace fabricbench::sweep {
+namespace {
+
+double number(const boost::property_tree::ptree& node, const std::string& file, const std::string& key) {
+  const auto text = node.get_value<std::string>();
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used == text.size() && v >= 0) return v;
+  } catch (const std::exception&) {
+  }
+  throw Error::usage(fmt::format("{}: {} = '{}': give a number >= 0", file, key, text));
+}
+
+}  // namespace
+
+Rules Rules::load(const std::string& path, const std::string& baseline_path) {
+  namespace pt = boost::property_tree;
+  Rules rules;
+  pt::ptree tree;
+  try {
+    pt::read_ini(path, tree);
+  } catch (const pt::ini_parser_error& e) {
+    throw Error::usage(fmt::format("--rules {}: {}", path, e.message()));
+  }
+  for (const auto& [section, keys] : tree) {
+    if (section == "attribution") {
+      for (const auto& [key, value] : keys) {
+        if (key != "bad_node_fraction")
+          throw Error::usage(fmt::format("{}: [attribution] {}: unknown key; allowed: bad_node_fraction", path, key));
+        rules.bad_node_fraction = number(value, path, "[attribution] " + key);
+      }
+      continue;
+    }
+    MetricRule r;
+    for (const auto& [key, value] : keys) {
+      const auto where = fmt::format("[{}] {}", section, key);
+      if (key == "better") {
+        const auto v = value.get_value<std::string>();
+        if (v != "higher" && v != "lower") throw Error::usage(fmt::format("{}: {} = '{}': allowed values are higher, lower", path, where, v));
+        r.higher_is_better = v == "higher";
+      } else if (key == "suspect_below_fraction_of_median") {
+        r.below_fraction_of_median = number(value, path, where);
+      } else if (key == "suspect_above_multiple_of_best") {
+        r.above_multiple_of_best = number(value, path, where);
+      } else if (key == "baseline_fraction") {
+        r.baseline_fraction = number(value, path, where);
+      } else {
+        throw Error::usage(fmt::format("{}: {}: unknown key; allowed: better, suspect_below_fraction_of_median, "
+                                       "suspect_above_multiple_of_best, baseline_fraction", path, where));
+      }
+    }
+    rules.metrics[section] = r;
+  }
+  if (!baseline_path.empty()) {
+    pt::ptree base;
+    try {
+      pt::read_ini(baseline_path, base);
+    } catch (const pt::ini_parser_error& e) {
+      throw Error::usage(fmt::format("--baseline {}: {}", baseline_path, e.message()));
+    }
+    const auto section = base.get_child_optional("baseline");
+    if (!section) throw Error::usage(fmt::format("--baseline {}: no [baseline] section", baseline_path));
+    for (const auto& [key, value] : *section) {
+      if (!rules.metrics.count(key))
+        throw Error::usage(fmt::format("{}: [baseline] {}: no rule for this metric in {}", baseline_path, key, path));
+      rules.metrics[key].baseline = number(value, baseline_path, "[baseline] " + key);
+    }
+  }
+  return rules;
+}
+
+const MetricRule& Rules::rule(const std::string& metric) const {
+  const auto it = metrics.find(metric);
+  if (it == metrics.end()) throw Error::usage(fmt::format("the rules file has no [{}] section", metric));
+  return it->second;
+}
+
+Assessment assess(const std::string& metric, const MetricRule& rule, double bad_node_fraction, int hosts,
+                  const std::vector<PairValue>& values, const std::vector<std::string>& names) {
+  // The best value of each unordered pair.
+  std::map<std::pair<int, int>, double> best;
+  for (const auto& v : values) {
+    if (std::isnan(v.value)) continue;
+    const auto key = std::minmax(v.a, v.b);
+    auto [it, fresh] = best.emplace(key, v.value);
+    if (!fresh) it->second = rule.higher_is_better ? std::max(it->second, v.value) : std::min(it->second, v.value);
+  }
+  Assessment out;
+  out.suspect.assign(values.size(), false);
+  if (best.empty()) return out;
+  std::vector<double> pair_values;
+  for (const auto& [pair, v] : best) pair_values.push_back(v);
+  const auto stats = timing::SampleStats::of(pair_values);
+  out.reference = rule.higher_is_better ? stats.median : stats.min;
+  auto is_suspect = [&](double v) {
+    if (rule.higher_is_better) {
+      if (v < rule.below_fraction_of_median * out.reference) return true;
+      return !std::isnan(rule.baseline) && v < rule.baseline * rule.baseline_fraction;
+    }
+    if (v > rule.above_multiple_of_best * out.reference) return true;
+    return !std::isnan(rule.baseline) && v > rule.baseline / rule.baseline_fraction;
+  };
+  std::set<std::pair<int, int>> suspects;
+  std::vector<int> tested(hosts, 0), bad(hosts, 0);
+  for (const auto& [pair, v] : best) {
+    ++tested[pair.first];
+    ++tested[pair.second];
+    if (!is_suspect(v)) continue;
+    suspects.insert(pair);
+    ++bad[pair.first];
+    ++bad[pair.second];
+  }
+  for (std::size_t i = 0; i < values.size(); ++i)
+    out.suspect[i] = suspects.count(std::minmax(values[i].a, values[i].b)) > 0;
+  const char* unit_word = rule.higher_is_better ? "median pair" : "best pair";
+  std::vector<bool> bad_node(hosts, false);
+  for (int h = 0; h < hosts; ++h) {
+    if (tested[h] < 2 || bad[h] < bad_node_fraction * tested[h]) continue;
+    bad_node[h] = true;
+    out.verdicts.push_back({metric, "node", h, -1,
+                            fmt::format("{}: {} of its {} pairs suspect ({} {:.4g})", names[h], bad[h], tested[h],
+                                        unit_word, out.reference)});
+  }
+  for (const auto& pair : suspects) {
+    if (bad_node[pair.first] || bad_node[pair.second]) continue;
+    const bool attributable = tested[pair.first] >= 2 && tested[pair.second] >= 2;
+    out.verdicts.push_back({metric, attributable ? "link" : "pair", pair.first, pair.second,
+                            fmt::format("{} - {}: {:.4g} against {} {:.4g}{}", names[pair.first], names[pair.second],
+                                        best[pair], unit_word, out.reference,
+                                        attributable ? "; both nodes fine with other peers"
+                                                     : "; too few other pairs to tell node from link (use --retest)")});
+  }
+  return out;
+}
+
+std::vector<Round> plan_retests(int hosts, const std::vector<HostPair>& suspects) {
+  std::set<int> in_suspect;
+  for (const auto& p : suspects) in_suspect.insert({p.a, p.b});
+  std::vector<int> good;
+  for (int h = 0; h < hosts; ++h)
+    if (!in_suspect.count(h)) good.push_back(h);
+  std::vector<HostPair> wanted;
+  std::size_t next_good = 0;
+  for (const auto& p : suspects) {
+    wanted.push_back(p);
+    for (int h : {p.a, p.b}) {
+      if (good.empty()) break;
+      wanted.push_back({h, good[next_good++ % good.size()]});
+    }
+  }
+  // Greedy packing: each pair goes into the first round where neither host is busy.
+  std::vector<Round> rounds;
+  std::vector<std::set<int>> busy;
+  for (const auto& p : wanted) {
+    std::size_t r = 0;
+    while (r < rounds.size() && (busy[r].count(p.a) || busy[r].count(p.b))) ++r;
+    if (r == rounds.size()) {
+      rounds.emplace_back();
+      busy.emplace_back();
+    }
+    rounds[r].pairs.push_back(p);
+    busy[r].insert({p.a, p.b});
+  }
+  for (std::size_t r = 0; r < rounds.size(); ++r)
+    for (int h = 0; h < hosts; ++h)
+      if (!busy[r].count(h)) rounds[r].resting.push_back(h);
+  return rounds;
+}
+
+}  // namespace fabricbench::sweep
