@@ -21,7 +21,7 @@ inline void check(int rc, const char* what) { check_mpi(rc, what); }
 }  // namespace
 
 PairMeasurement run_exchange(const P2PTest& test, const Exchanger& x) {
-  const int me = x.me, peer = x.peer;
+  const int me = x.me, peer = x.peer, from = x.from >= 0 ? x.from : x.peer;
   const bool leader = x.leader;
   const MPI_Comm comm = x.comm;
   const std::uint64_t bytes = x.bytes;
@@ -80,7 +80,7 @@ PairMeasurement run_exchange(const P2PTest& test, const Exchanger& x) {
       break;
     case Exchange::bidirectional_window:
       timed([&] {
-        for (int w = 0; w < window; ++w) check(MPI_Irecv(rbuf, count, MPI_BYTE, peer, data_tag, comm, &req[w]), "MPI_Irecv");
+        for (int w = 0; w < window; ++w) check(MPI_Irecv(rbuf, count, MPI_BYTE, from, data_tag, comm, &req[w]), "MPI_Irecv");
         for (int w = 0; w < window; ++w)
           check(MPI_Isend(sbuf, count, MPI_BYTE, peer, data_tag, comm, &req[window + w]), "MPI_Isend");
         check(MPI_Waitall(2 * window, req, MPI_STATUSES_IGNORE), "MPI_Waitall");
@@ -98,7 +98,7 @@ PairMeasurement run_exchange(const P2PTest& test, const Exchanger& x) {
       b ^= 0xff;
       x.recv.copy_from_host(&b, 1);
     }
-    m.wrong = pattern_of(peer, bytes).count_wrong(x.recv, bytes);
+    m.wrong = pattern_of(from, bytes).count_wrong(x.recv, bytes);
   }
   return m;
 }

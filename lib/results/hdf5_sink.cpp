@@ -186,6 +186,24 @@ void Hdf5Sink::samples(const TableSpec& table, const std::vector<Sample>& sample
   append(ds, packed.data(), samples.size());
 }
 
+void Hdf5Sink::matrix(const std::string& path, const std::vector<std::string>& labels,
+                      const std::vector<double>& values, const std::string& title) {
+  std::lock_guard lock(mutex_);
+  const hsize_t dims[2] = {labels.size(), labels.size()};
+  H5Id space(checked(H5Screate_simple(2, dims, nullptr), "H5Screate_simple"));
+  H5Id link_props(checked(H5Pcreate(H5P_LINK_CREATE), "H5Pcreate"));
+  checked(H5Pset_create_intermediate_group(link_props.get(), 1), "H5Pset_create_intermediate_group");
+  if (H5Lexists(file_.get(), path.c_str(), H5P_DEFAULT) > 0) checked(H5Ldelete(file_.get(), path.c_str(), H5P_DEFAULT), "H5Ldelete");
+  H5Id ds(checked(H5Dcreate2(file_.get(), path.c_str(), H5T_IEEE_F64LE, space.get(), link_props.get(), H5P_DEFAULT,
+                             H5P_DEFAULT), "create dataset " + path));
+  checked(H5Dwrite(ds.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), "H5Dwrite");
+  std::string joined;
+  for (const auto& l : labels) joined += (joined.empty() ? "" : ",") + l;
+  write_attribute(ds.get(), "hosts", joined);
+  write_attribute(ds.get(), "title", title);
+  checked(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL), "H5Fflush");
+}
+
 void Hdf5Sink::finish(const std::string& status) {
   std::lock_guard lock(mutex_);
   if (file_.get() < 0) return;

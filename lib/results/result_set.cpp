@@ -37,6 +37,10 @@ std::int64_t ResultSet::row(const Row& row) {
 void ResultSet::samples(const TableSpec& table, const std::vector<Sample>& samples) {
   for (auto& s : sinks_) s->samples(table, samples);
 }
+void ResultSet::matrix(const std::string& path, const std::vector<std::string>& labels,
+                       const std::vector<double>& values, const std::string& title) {
+  for (auto& s : sinks_) s->matrix(path, labels, values, title);
+}
 void ResultSet::finish(const std::string& status) {
   for (auto& s : sinks_) s->finish(status);
 }

@@ -53,6 +53,24 @@ void TerminalTable::row(const Row& row) {
   std::fflush(out_);
 }
 
+void TerminalTable::matrix(const std::string&, const std::vector<std::string>& labels,
+                           const std::vector<double>& values, const std::string& title) {
+  const std::size_t n = labels.size();
+  if (n > 16) return;
+  std::size_t width = 9;
+  for (const auto& l : labels) width = std::max(width, std::min<std::size_t>(l.size(), 16) + 1);
+  std::string out = fmt::format("#\n# {}\n# {:>{}}", title, "", width);
+  for (const auto& l : labels) out += fmt::format(" {:>{}}", l.substr(0, 16), width);
+  out += "\n";
+  for (std::size_t r = 0; r < n; ++r) {
+    out += fmt::format("  {:>{}}", labels[r].substr(0, 16), width);
+    for (std::size_t c = 0; c < n; ++c) out += fmt::format(" {:>{}}", format(Value{values[r * n + c]}, 1), width);
+    out += "\n";
+  }
+  fmt::print(out_, "{}", out);
+  std::fflush(out_);
+}
+
 void TerminalTable::finish(const std::string& status) {
   fmt::print(out_, "# status: {}\n", status);
   std::fflush(out_);

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 #include "fabricbench/error.hpp"
 
@@ -18,7 +20,16 @@ Placement Placement::discover(const Communicator& world) {
   char name[256] = {};
   gethostname(name, sizeof(name) - 1);
   const Communicator local = world.split_by_host();
-  const std::string mine = fmt::format("{}\n{}\n{}", name, local.rank(), local.size());
+  int local_rank = local.rank(), local_size = local.size();
+  // Test hook: FABRICBENCH_TEST_RANKS_PER_HOST=R splits one machine into hosts "node0", "node1", ... of R ranks
+  // each, so that node-level logic (fabric-sweep) can be tested without a cluster.
+  if (const char* fake = std::getenv("FABRICBENCH_TEST_RANKS_PER_HOST")) {
+    const int per = std::max(1, std::atoi(fake));
+    std::snprintf(name, sizeof name, "node%d", world.rank() / per);
+    local_rank = world.rank() % per;
+    local_size = per;
+  }
+  const std::string mine = fmt::format("{}\n{}\n{}", name, local_rank, local_size);
   const auto all = world.all_gather(mine);
   std::vector<RankPlace> ranks;
   for (std::size_t r = 0; r < all.size(); ++r) {

@@ -30,6 +30,7 @@ struct Exchanger {
   int iterations, warmup, window;
   bool check;
   bool flip_byte;  // test hook: corrupt one received byte before the check
+  int from = -1;   // bidirectional window only: receive from this rank instead of `peer` (mpiGraph's shift)
 };
 
 PairMeasurement run_exchange(const P2PTest& test, const Exchanger& exchanger);

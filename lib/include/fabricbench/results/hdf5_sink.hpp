@@ -42,6 +42,8 @@ class Hdf5Sink : public ResultSink {
   void declare(const TableSpec& table) override;
   void row(const Row& row) override;
   void samples(const TableSpec& table, const std::vector<Sample>& samples) override;
+  void matrix(const std::string& path, const std::vector<std::string>& labels, const std::vector<double>& values,
+              const std::string& title) override;
   void finish(const std::string& status) override;
 
  private:

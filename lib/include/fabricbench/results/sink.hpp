@@ -43,6 +43,9 @@ class ResultSink {
   virtual void note(const std::string& /*line*/) {}
   virtual void row(const Row& row) = 0;
   virtual void samples(const TableSpec& /*table*/, const std::vector<Sample>& /*samples*/) {}
+  // An N x N matrix (row-major, NaN where nothing was measured) with row/column labels, e.g. /sweep/matrices/p2p_bw.
+  virtual void matrix(const std::string& /*path*/, const std::vector<std::string>& /*labels*/,
+                      const std::vector<double>& /*values*/, const std::string& /*title*/) {}
   // "complete" or "failed: <why>". Must be safe to call from the watchdog thread while the main thread is
   // blocked in MPI (file sinks serialise on their own mutex).
   virtual void finish(const std::string& status) = 0;
@@ -60,6 +63,8 @@ class ResultSet {
   // Returns the index of the row in its table.
   std::int64_t row(const Row& row);
   void samples(const TableSpec& table, const std::vector<Sample>& samples);
+  void matrix(const std::string& path, const std::vector<std::string>& labels, const std::vector<double>& values,
+              const std::string& title);
   void finish(const std::string& status);
 
  private:

@@ -17,6 +17,9 @@ class TerminalTable : public ResultSink {
   void section(const TableSpec& table, const std::string& title, const std::vector<TerminalColumn>& shown) override;
   void note(const std::string& line) override;
   void row(const Row& row) override;
+  // Printed for up to 16 hosts (larger sweeps: the verdicts and worst pairs say more than a wall of numbers).
+  void matrix(const std::string& path, const std::vector<std::string>& labels, const std::vector<double>& values,
+              const std::string& title) override;
   void finish(const std::string& status) override;
 
   // One value formatted as the terminal shows it (reals with `precision` digits, NaN as "-").

@@ -1,0 +1,7 @@
+// fabric-sweep: every node pair, the bad node or link named (see docs/fabric-sweep.md).
+#include "fabricbench/sweep/sweep_benchmark.hpp"
+
+int main(int argc, char** argv) {
+  fabricbench::sweep::SweepBenchmark benchmark;
+  return fabricbench::app::run_benchmark(benchmark, argc, argv);
+}

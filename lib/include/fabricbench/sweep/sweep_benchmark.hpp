@@ -1,0 +1,81 @@
+// fabric-sweep: every node pair of the job, round by round (all pairs of a round at once, each on its own
+// communicator), with point-to-point and collective metrics reused from fabric-p2p and fabric-coll; matrices,
+// per-node medians and verdicts (bad node or bad link) from the rules in configs/sweep.ini.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fabricbench/app/benchmark.hpp"
+#include "fabricbench/memory/buffer.hpp"
+#include "fabricbench/ops/coll_backend.hpp"
+#include "fabricbench/ops/p2p_test.hpp"
+#include "fabricbench/sweep/pair_schedule.hpp"
+#include "fabricbench/sweep/verdict.hpp"
+
+namespace fabricbench::sweep {
+
+// A metric as data: which p2p test or collective it runs and over which ranks.
+struct SweepMetric {
+  std::string_view name;
+  std::string_view unit;
+  std::string_view description;
+  std::string_view p2p_test;  // "bw", "bibw", "latency"; empty for collectives
+  bool both_directions;       // measured a->b and b->a separately
+  ops::CollKind coll;         // collectives: over every rank of both nodes
+};
+const std::vector<SweepMetric>& sweep_metrics();
+
+// One measured value of one pair (what ranks send to rank 0 after each round).
+struct PairRecord {
+  std::int32_t round, a, b, metric, direction;  // direction: 0 a->b, 1 b->a, 2 both
+  std::int32_t iterations;
+  std::int64_t bytes, wrong;
+  double value, median_us, p99_us;
+};
+
+class SweepBenchmark : public app::Benchmark {
+ public:
+  SweepBenchmark();
+  std::string program() const override { return "fabric-sweep"; }
+  std::string summary() const override;
+  cli::SizeDefaults size_defaults() const override { return {4u << 20, 4u << 20, 2}; }
+  bool check_by_default() const override { return false; }
+  void add_options(cli::po::options_description& options) override;
+  void configure(const cli::po::variables_map& values, const cli::CommonOptions& common,
+                 const runtime::Placement& placement) override;
+  const results::TableSpec& table() const override { return pairs_table_; }
+  int gpu() const override { return gpu_; }
+  ExitStatus run(const app::RunContext& context) override;
+
+ private:
+  // Runs the rounds; returns (on rank 0) every record measured.
+  std::vector<PairRecord> run_rounds(const app::RunContext& context, const std::vector<Round>& rounds,
+                                     const std::string& kind, int first_round);
+  std::vector<PairRecord> measure_pair(const app::RunContext& context, const runtime::Communicator& pair,
+                                       const Round& round, int round_index, const HostPair& hosts, bool host_level);
+  std::vector<PairRecord> measure_shift(const app::RunContext& context, const Round& round, int round_index);
+  // Rank 0: merges the two ends' records of each test (value from the leader, wrong bytes from both), writes the
+  // rows, returns the merged records.
+  std::vector<PairRecord> report_records(const app::RunContext& context, const std::vector<PairRecord>& records,
+                                         const std::string& kind);
+  // Rank 0: verdicts of every metric, and the suspect pairs to re-test. With `final`: writes matrices, per-node
+  // medians and verdicts.
+  std::vector<Verdict> judge(const app::RunContext& context, const std::vector<PairRecord>& records, bool final,
+                             std::vector<HostPair>* suspects);
+
+  results::TableSpec pairs_table_, verdicts_table_, nodes_table_, schedule_table_;
+  std::optional<PairSchedule> schedule_;
+  std::vector<const SweepMetric*> metrics_;
+  std::vector<std::string> hosts_;
+  std::vector<int> host_of_rank_;
+  Rules rules_;
+  std::uint64_t bw_bytes_ = 0, lat_bytes_ = 8;
+  int window_ = 64, retest_ = 1, gpu_ = -1;
+  bool sequential_ = false;
+  std::string backend_;
+  std::optional<memory::Buffer> send_, recv_;
+};
+
+}  // namespace fabricbench::sweep

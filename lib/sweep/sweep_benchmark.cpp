@@ -1,0 +1,368 @@
+#include "fabricbench/sweep/sweep_benchmark.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "fabricbench/cli/byte_size.hpp"
+#include "fabricbench/memory/buffer.hpp"
+#include "fabricbench/ops/bandwidth.hpp"
+#include "fabricbench/ops/p2p_exchange.hpp"
+#include "fabricbench/runtime/gpu.hpp"
+#include "fabricbench/timing/sample_stats.hpp"
+
+namespace fabricbench::sweep {
+namespace {
+
+void check(int rc, const char* what) { runtime::check_mpi(rc, what); }
+
+// Waits for every rank without spinning: a resting rank, or one whose pair finished early, must not take the CPU
+// from ranks still measuring (RIGS.md: a rank spinning in MPI_Barrier halved verbs throughput on 2 vCPUs).
+void idle_barrier(const runtime::Communicator& comm) {
+  MPI_Request request;
+  check(MPI_Ibarrier(comm.get(), &request), "MPI_Ibarrier");
+  for (int done = 0;;) {
+    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done) return;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+std::string pack_rounds(const std::vector<Round>& rounds) {
+  std::string out;
+  for (const auto& r : rounds) {
+    out += "R";
+    for (const auto& p : r.pairs) out += fmt::format(" {}:{}", p.a, p.b);
+    out += "\n";
+  }
+  return out;
+}
+
+std::vector<Round> unpack_rounds(const std::string& text, int hosts) {
+  std::vector<Round> rounds;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    Round r;
+    std::istringstream fields(line.substr(1));
+    std::vector<bool> busy(hosts, false);
+    for (std::string pair; fields >> pair;) {
+      const auto colon = pair.find(':');
+      r.pairs.push_back({std::stoi(pair.substr(0, colon)), std::stoi(pair.substr(colon + 1))});
+      busy[r.pairs.back().a] = busy[r.pairs.back().b] = true;
+    }
+    for (int h = 0; h < hosts; ++h)
+      if (!busy[h]) r.resting.push_back(h);
+    rounds.push_back(std::move(r));
+  }
+  return rounds;
+}
+
+}  // namespace
+
+const std::vector<SweepMetric>& sweep_metrics() {
+  static const std::vector<SweepMetric> metrics{
+      {"p2p_bw", "MB/s", "one direction at a time, a->b then b->a (osu_bw), one rank per node", "bw", true, ops::CollKind::all_reduce},
+      {"p2p_bibw", "MB/s", "both directions at once (osu_bibw), one rank per node", "bibw", false, ops::CollKind::all_reduce},
+      {"p2p_latency", "us", "ping-pong, half the round trip (osu_latency), one rank per node", "latency", false, ops::CollKind::all_reduce},
+      {"allreduce", "GB/s", "all_reduce bus bandwidth over every rank of both nodes (NCCL on GPUs, else MPI)", "", false, ops::CollKind::all_reduce},
+      {"sendrecv", "GB/s", "sendrecv ring over every rank of both nodes (NCCL on GPUs, else MPI)", "", false, ops::CollKind::sendrecv},
+  };
+  return metrics;
+}
+
+SweepBenchmark::SweepBenchmark() {
+  using results::ColumnType;
+  pairs_table_ = {"sweep", "pairs", {{"round", ColumnType::integer}, {"kind", ColumnType::text, 8},
+                                     {"host_a", ColumnType::text, 64}, {"host_b", ColumnType::text, 64},
+                                     {"metric", ColumnType::text, 16}, {"direction", ColumnType::text, 8},
+                                     {"bytes", ColumnType::integer}, {"iterations", ColumnType::integer},
+                                     {"value", ColumnType::real}, {"unit", ColumnType::text, 8},
+                                     {"time_us_median", ColumnType::real}, {"time_us_p99", ColumnType::real},
+                                     {"wrong", ColumnType::integer}}};
+  verdicts_table_ = {"sweep", "verdicts", {{"metric", ColumnType::text, 16}, {"kind", ColumnType::text, 8},
+                                           {"host_a", ColumnType::text, 64}, {"host_b", ColumnType::text, 64},
+                                           {"reason", ColumnType::text, 256}}};
+  nodes_table_ = {"sweep", "nodes", {{"host", ColumnType::text, 64}, {"metric", ColumnType::text, 16},
+                                     {"median", ColumnType::real}, {"unit", ColumnType::text, 8},
+                                     {"pairs", ColumnType::integer}, {"suspect_pairs", ColumnType::integer}}};
+  schedule_table_ = {"sweep", "schedule", {{"round", ColumnType::integer}, {"kind", ColumnType::text, 8},
+                                           {"host_a", ColumnType::text, 64}, {"host_b", ColumnType::text, 64}}};
+}
+
+std::string SweepBenchmark::summary() const {
+  std::string s = "fabric-sweep: every node pair of the job, the pairs of each round at once; names the bad node or link.\n"
+                  "Ranks are grouped by host; -b/-e/--sizes give the bandwidth message size (the largest).\nMetrics:";
+  for (const auto& m : sweep_metrics()) s += fmt::format("\n  {:12} {}", m.name, m.description);
+  return s;
+}
+
+void SweepBenchmark::add_options(cli::po::options_description& options) {
+  namespace po = cli::po;
+  options.add_options()
+      ("pattern", po::value<std::string>()->default_value("all-pairs"), "all-pairs (circle method), quick (node i with i+N/2) or shift (mpiGraph; p2p_bw only)")
+      ("pairs-file", po::value<std::string>(), "rounds from a file, lines 'ROUND HOST_A HOST_B' (instead of --pattern)")
+      ("metric", po::value<std::string>()->default_value("p2p_bw,p2p_latency"), "p2p_bw, p2p_bibw, p2p_latency, allreduce, sendrecv (comma list)")
+      ("lat-bytes", po::value<std::string>()->default_value("8"), "message size of p2p_latency")
+      ("window,W", po::value<long long>()->default_value(64), "messages in flight for the bandwidth metrics")
+      ("retest", po::value<long long>()->default_value(1), "passes that re-test suspect pairs, also against good nodes (0: none)")
+      ("rules", po::value<std::string>()->default_value(FABRICBENCH_CONFIG_DIR "/sweep.ini"), "verdict rules (INI)")
+      ("baseline", po::value<std::string>(), "expected values (INI: [baseline] metric = value)")
+      ("backend", po::value<std::string>()->default_value("auto"), "collective metrics: nccl, mpi, or auto")
+      ("sequential", "test the pairs of a round one after another (to measure what running them at once saves)");
+}
+
+void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::CommonOptions& common,
+                               const runtime::Placement& placement) {
+  hosts_ = placement.hosts();
+  if (hosts_.size() < 2)
+    throw Error::usage(fmt::format("fabric-sweep tests pairs of nodes and this job has 1 host ({}); launch it across 2 "
+                                   "or more nodes (ranks are grouped by host name)", hosts_.front()));
+  host_of_rank_.clear();
+  for (const auto& r : placement.ranks())
+    host_of_rank_.push_back(static_cast<int>(std::find(hosts_.begin(), hosts_.end(), r.host) - hosts_.begin()));
+  const int n = static_cast<int>(hosts_.size());
+  const auto pattern = v["pattern"].as<std::string>();
+  if (v.count("pairs-file")) {
+    const auto path = v["pairs-file"].as<std::string>();
+    std::ifstream in(path);
+    if (!in) throw Error::usage(fmt::format("--pairs-file {}: cannot read the file", path));
+    schedule_ = PairSchedule::from_pairs_file(in, hosts_, path);
+  } else {
+    cli::require_choice("--pattern", pattern, {"all-pairs", "quick", "shift"});
+    schedule_ = pattern == "all-pairs" ? PairSchedule::all_pairs(n) : pattern == "quick" ? PairSchedule::quick(n)
+                                                                                         : PairSchedule::shift(n);
+  }
+  metrics_.clear();
+  std::stringstream list(v["metric"].as<std::string>());
+  for (std::string name; std::getline(list, name, ',');) {
+    const auto& all = sweep_metrics();
+    const auto it = std::find_if(all.begin(), all.end(), [&](const SweepMetric& m) { return m.name == name; });
+    if (it == all.end())
+      throw Error::usage(fmt::format("--metric '{}': allowed values are p2p_bw, p2p_bibw, p2p_latency, allreduce, sendrecv", name));
+    metrics_.push_back(&*it);
+  }
+  if (metrics_.empty()) throw Error::usage("--metric '': give at least one metric");
+  if (schedule_->directed() && (metrics_.size() != 1 || metrics_[0]->name != "p2p_bw"))
+    throw Error::usage("--pattern shift sends to one node while receiving from another: it measures --metric p2p_bw only");
+  bw_bytes_ = common.sizes.max();
+  lat_bytes_ = cli::parse_byte_size(v["lat-bytes"].as<std::string>(), "--lat-bytes");
+  const auto window = v["window"].as<long long>();
+  cli::require_at_least("--window", window, 1);
+  window_ = static_cast<int>(std::min<long long>(window, 1 << 16));
+  const auto retest = v["retest"].as<long long>();
+  cli::require_at_least("--retest", retest, 0);
+  retest_ = static_cast<int>(std::min<long long>(retest, 10));
+  rules_ = Rules::load(v["rules"].as<std::string>(), v.count("baseline") ? v["baseline"].as<std::string>() : "");
+  for (const auto* m : metrics_)
+    if (!rules_.metrics.count(std::string(m->name)))
+      throw Error::usage(fmt::format("--rules {}: no [{}] section for --metric {}", v["rules"].as<std::string>(), m->name, m->name));
+  sequential_ = v.count("sequential") > 0;
+  backend_ = v["backend"].as<std::string>();
+  cli::require_choice("--backend", backend_, {"auto", "nccl", "mpi"});
+  const bool collectives = std::any_of(metrics_.begin(), metrics_.end(), [](const SweepMetric* m) { return m->p2p_test.empty(); });
+#ifdef FABRICBENCH_HAVE_NCCL
+  if (backend_ == "auto") backend_ = memory::unavailable_reason(memory::MemoryKind::device).empty() ? "nccl" : "mpi";
+#else
+  if (backend_ == "auto") backend_ = "mpi";
+  if (backend_ == "nccl") throw Error::usage("--backend nccl: this build has no NCCL; allowed here: mpi");
+#endif
+  if (collectives && backend_ == "nccl") gpu_ = runtime::bind_gpu(placement.me().local_rank);
+}
+
+std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& context, const runtime::Communicator& pair,
+                                                     const Round&, int round_index, const HostPair& hosts,
+                                                     bool host_level) {
+  std::vector<PairRecord> out;
+  const int me = pair.rank();
+  const auto& options = context.options;
+  for (std::size_t k = 0; k < metrics_.size(); ++k) {
+    const auto& m = *metrics_[k];
+    if (m.p2p_test.empty() == host_level) continue;
+    if (host_level) {
+      const auto* test = ops::find_p2p_test(m.p2p_test);
+      const bool latency = test->exchange == ops::Exchange::ping_pong;
+      const auto bytes = latency ? lat_bytes_ : bw_bytes_;
+      const int iterations = options.iterations > 0 ? options.iterations : latency ? 1000 : 20;
+      const int warmup = options.warmup >= 0 ? options.warmup : latency ? 100 : 2;
+      for (int direction = 0; direction < (m.both_directions ? 2 : 1); ++direction) {
+        const bool leader = me == direction;
+        const auto r = ops::run_exchange(*test, {pair.get(), me, 1 - me, leader, *send_, *recv_, bytes, iterations,
+                                                 warmup, window_, options.check, false});
+        PairRecord rec{round_index, hosts.a, hosts.b, static_cast<std::int32_t>(k), m.both_directions ? direction : 2,
+                       iterations, static_cast<std::int64_t>(bytes), static_cast<std::int64_t>(r.wrong), NAN, NAN, NAN};
+        if (leader) {
+          rec.value = latency ? ops::pingpong_latency_us(r.elapsed_s, iterations)
+                              : ops::window_bandwidth_mbps(bytes, window_, iterations, test->directions, r.elapsed_s);
+          const auto stats = timing::SampleStats::of(r.laps_us);
+          rec.median_us = stats.median * (latency ? 0.5 : 1.0);
+          rec.p99_us = stats.p99 * (latency ? 0.5 : 1.0);
+        }
+        out.push_back(rec);
+      }
+      continue;
+    }
+    // Collective metrics over every rank of both nodes, through fabric-coll's back ends.
+    const auto* op = ops::find_collective(m.coll == ops::CollKind::sendrecv ? "sendrecv" : "all_reduce");
+    auto backend = backend_ == "nccl" ? ops::make_nccl_backend(pair, gpu_) : ops::make_mpi_backend(pair, false);
+    backend->allocate(bw_bytes_, bw_bytes_);
+    const ops::CollCase c{op, ops::DataType::float32, ops::RedOp::sum, 0, false, op->counts(bw_bytes_ / 4, pair.size())};
+    const int iterations = options.iterations > 0 ? options.iterations : 20;
+    const int warmup = options.warmup >= 0 ? options.warmup : 5;
+    backend->prepare(c);
+    const auto t = ops::time_case(*backend, c, {ops::TimingMode::host, warmup, iterations, 0}, pair);
+    std::uint64_t wrong = 0, wrong_sum = 0;
+    if (options.check) {
+      backend->prepare(c);
+      backend->launch(c);
+      backend->wait();
+      wrong = backend->count_wrong(c);
+    }
+    double sum = 0;
+    check(MPI_Reduce(&t.seconds_per_op, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, pair.get()), "MPI_Reduce");
+    check(MPI_Reduce(&wrong, &wrong_sum, 1, MPI_UINT64_T, MPI_SUM, 0, pair.get()), "MPI_Reduce");
+    if (me != 0) continue;
+    const double seconds = sum / pair.size();
+    const auto bytes = c.counts.bytes(4);
+    out.push_back({round_index, hosts.a, hosts.b, static_cast<std::int32_t>(k), 2, iterations,
+                   static_cast<std::int64_t>(bytes), static_cast<std::int64_t>(wrong_sum),
+                   ops::algbw_gbps(bytes, seconds) * op->busbw_factor(pair.size()), seconds * 1e6, NAN});
+  }
+  return out;
+}
+
+std::vector<PairRecord> SweepBenchmark::measure_shift(const app::RunContext& context, const Round& round,
+                                                      int round_index) {
+  const auto& world = context.world;
+  const int h = host_of_rank_[world.rank()];
+  const bool host_leader = context.placement.me().local_rank == 0;
+  const auto leaders = world.split(host_leader ? 0 : MPI_UNDEFINED, h);
+  if (leaders.empty()) return {};
+  int to = -1, from = -1;
+  for (const auto& p : round.pairs) {
+    if (p.a == h) to = p.b;
+    if (p.b == h) from = p.a;
+  }
+  const auto* test = ops::find_p2p_test("bibw");  // its exchange: receive a window while sending one
+  const auto& o = context.options;
+  const int iterations = o.iterations > 0 ? o.iterations : 20, warmup = o.warmup >= 0 ? o.warmup : 2;
+  ops::Exchanger x{leaders.get(), h, to, true, *send_, *recv_, bw_bytes_, iterations, warmup, window_, o.check, false};
+  x.from = from;
+  const auto r = ops::run_exchange(*test, x);
+  const auto stats = timing::SampleStats::of(r.laps_us);
+  return {{round_index, h, to, 0, 0, iterations, static_cast<std::int64_t>(bw_bytes_), static_cast<std::int64_t>(r.wrong),
+           ops::window_bandwidth_mbps(bw_bytes_, window_, iterations, 1, r.elapsed_s), stats.median, stats.p99}};
+}
+
+std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& context, const std::vector<Round>& rounds,
+                                                   const std::string& kind, int first_round) {
+  const auto& world = context.world;
+  const int me = world.rank(), h = host_of_rank_[me];
+  const bool host_leader = context.placement.me().local_rank == 0;
+  const bool any_p2p = std::any_of(metrics_.begin(), metrics_.end(), [](auto* m) { return !m->p2p_test.empty(); });
+  const bool any_coll = std::any_of(metrics_.begin(), metrics_.end(), [](auto* m) { return m->p2p_test.empty(); });
+  std::vector<PairRecord> all;
+  const auto start = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < rounds.size(); ++i) {
+    const auto& round = rounds[i];
+    const int index = first_round + static_cast<int>(i);
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    context.progress(fmt::format("{} round {} of {}: {} pairs, {:.1f} s elapsed{}", kind, i + 1, rounds.size(),
+                                 round.pairs.size(), elapsed,
+                                 i ? fmt::format(", about {:.1f} s left", elapsed / i * (rounds.size() - i)) : ""));
+    context.measuring(fmt::format("{} round {} ({} pairs)", kind, index, round.pairs.size()));
+    std::vector<PairRecord> mine;
+    if (schedule_->directed() && kind == "sweep") {
+      mine = measure_shift(context, round, index);
+    } else {
+      int k = -1, role = 0;
+      for (std::size_t p = 0; p < round.pairs.size(); ++p)
+        if (round.pairs[p].a == h || round.pairs[p].b == h) {
+          k = static_cast<int>(p);
+          role = round.pairs[p].a == h ? 0 : 1;
+        }
+      if (any_p2p) {  // one rank per node
+        const auto pair = world.split(k >= 0 && host_leader ? k : MPI_UNDEFINED, role);
+        if (!pair.empty()) {
+          auto r = measure_pair(context, pair, round, index, round.pairs[k], true);
+          mine.insert(mine.end(), r.begin(), r.end());
+        }
+      }
+      if (any_coll) {  // every rank of both nodes
+        const auto pair = world.split(k >= 0 ? k : MPI_UNDEFINED, role * world.size() + me);
+        if (!pair.empty()) {
+          auto r = measure_pair(context, pair, round, index, round.pairs[k], false);
+          mine.insert(mine.end(), r.begin(), r.end());
+        }
+      }
+    }
+    idle_barrier(world);
+    context.measured();
+    const auto gathered = world.gather(std::string(reinterpret_cast<const char*>(mine.data()), mine.size() * sizeof(PairRecord)), 0);
+    std::vector<PairRecord> records;
+    for (const auto& bytes : gathered) {
+      const auto* p = reinterpret_cast<const PairRecord*>(bytes.data());
+      records.insert(records.end(), p, p + bytes.size() / sizeof(PairRecord));
+    }
+    if (context.is_root()) {
+      const auto merged = report_records(context, records, kind);
+      all.insert(all.end(), merged.begin(), merged.end());
+    }
+  }
+  return all;
+}
+
+ExitStatus SweepBenchmark::run(const app::RunContext& context) {
+  const auto bytes = std::max<std::uint64_t>({bw_bytes_, lat_bytes_, 1});
+  send_.emplace(memory::MemoryKind::host, bytes);
+  recv_.emplace(memory::MemoryKind::host, bytes);
+  auto rounds = schedule_->rounds();
+  if (sequential_) {  // every pair in a round of its own
+    std::vector<Round> one_by_one;
+    for (const auto& r : rounds)
+      for (const auto& p : r.pairs) one_by_one.push_back(unpack_rounds(pack_rounds({Round{{p}, {}}}), static_cast<int>(hosts_.size()))[0]);
+    rounds = one_by_one;
+  }
+  const int n = static_cast<int>(hosts_.size());
+  if (context.is_root()) {
+    std::string metrics;
+    for (const auto* m : metrics_) metrics += (metrics.empty() ? "" : ", ") + std::string(m->name);
+    context.out->note(fmt::format("{} hosts, pattern {}{}, {} rounds; metrics: {}; bandwidth message {} B, latency {} B",
+                                  n, schedule_->pattern(), sequential_ ? " (sequential)" : "", rounds.size(), metrics,
+                                  bw_bytes_, lat_bytes_));
+    context.out->declare(schedule_table_);
+    for (std::size_t r = 0; r < rounds.size(); ++r)
+      for (const auto& p : rounds[r].pairs)
+        context.out->row(results::Row(schedule_table_).set("round", std::int64_t(r)).set("kind", std::string("sweep"))
+                             .set("host_a", hosts_[p.a]).set("host_b", hosts_[p.b]));
+    if (n <= 16)
+      context.out->section(pairs_table_, "pair tests", {{"round", "round"}, {"host_a", "host_a"}, {"host_b", "host_b"},
+                                                        {"metric", "metric"}, {"direction", "dir"}, {"value", "value", 2},
+                                                        {"unit", "unit"}, {"wrong", "#wrong"}});
+  }
+  auto records = run_rounds(context, rounds, "sweep", 0);
+  int next_round = static_cast<int>(rounds.size());
+  for (int pass = 0; pass < retest_; ++pass) {
+    std::string plan;
+    if (context.is_root()) {
+      std::vector<HostPair> suspects;
+      judge(context, records, false, &suspects);
+      if (!suspects.empty()) plan = pack_rounds(plan_retests(n, suspects));
+    }
+    plan = context.world.broadcast(plan, 0);
+    if (plan.empty()) break;
+    const auto retests = unpack_rounds(plan, n);
+    auto more = run_rounds(context, retests, "retest", next_round);
+    next_round += static_cast<int>(retests.size());
+    records.insert(records.end(), more.begin(), more.end());
+  }
+  std::int64_t verdicts = context.is_root() ? static_cast<std::int64_t>(judge(context, records, true, nullptr).size()) : 0;
+  check(MPI_Bcast(&verdicts, 1, MPI_INT64_T, 0, context.world.get()), "MPI_Bcast");
+  return verdicts > 0 ? ExitStatus::measurement_failed : ExitStatus::ok;
+}
+
+}  // namespace fabricbench::sweep
