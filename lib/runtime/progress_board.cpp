@@ -8,8 +8,17 @@ namespace fabricbench::runtime {
 
 ProgressBoard::ProgressBoard(const Communicator& world) : rank_(world.rank()), nranks_(world.size()) {
   const MPI_Aint bytes = rank_ == 0 ? static_cast<MPI_Aint>(2 * nranks_ * sizeof(std::int64_t)) : 0;
-  check_mpi(MPI_Win_allocate(bytes, sizeof(std::int64_t), MPI_INFO_NULL, world.get(), &slots_, &win_),
-            "MPI_Win_allocate");
+  // One-sided MPI is not everywhere: Open MPI 4.1 over btl/tcp between nodes has no window component. Then the
+  // board stays off on every rank (they agree), and a timeout names the step but not the ranks.
+  int ok = MPI_Win_allocate(bytes, sizeof(std::int64_t), MPI_INFO_NULL, world.get(), &slots_, &win_) == MPI_SUCCESS;
+  int all_ok = 0;
+  check_mpi(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, world.get()), "MPI_Allreduce");
+  if (!all_ok) {
+    if (ok) MPI_Win_free(&win_);  // collective over the ranks that have it; with mixed results it is left alone
+    win_ = MPI_WIN_NULL;
+    slots_ = nullptr;
+    return;
+  }
   if (rank_ == 0)
     for (int i = 0; i < 2 * nranks_; ++i) slots_[i] = 0;
   world.barrier();
@@ -24,6 +33,7 @@ ProgressBoard::~ProgressBoard() {
 }
 
 void ProgressBoard::publish(int slot, std::int64_t value) {
+  if (win_ == MPI_WIN_NULL) return;
   if (rank_ == 0) {
     __atomic_store_n(&slots_[slot], value, __ATOMIC_RELEASE);
     return;
@@ -40,7 +50,7 @@ void ProgressBoard::started(std::int64_t step) {
 void ProgressBoard::finished(std::int64_t step) { publish(nranks_ + rank_, step + 1); }
 
 std::string ProgressBoard::laggards(std::int64_t step) const {
-  if (rank_ != 0) return {};
+  if (rank_ != 0 || win_ == MPI_WIN_NULL) return {};
   std::string not_finished, not_started;
   for (int r = 0; r < nranks_; ++r) {
     const auto started = __atomic_load_n(&slots_[r], __ATOMIC_ACQUIRE);

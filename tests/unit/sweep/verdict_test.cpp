@@ -74,6 +74,16 @@ TEST(Assess, ARetestThatDoesNotConfirmClearsThePair) {
   EXPECT_TRUE(assess("p2p_bw", MetricRule{}, 0.75, 4, v, names).verdicts.empty());
 }
 
+TEST(Assess, RetestsThatAddTheBadNodesPairsDoNotHideIt) {
+  // quick pattern (0-2, 1-3) where node 3 is slow, then re-tests 1-3, 1-0 and 3-2: 3 of 5 pairs are slow, so the
+  // median pair is slow; the median node is not.
+  const std::vector<PairValue> v{{0, 2, 900}, {1, 3, 2.4}, {1, 3, 2.4}, {1, 0, 1000}, {3, 2, 2.4}, {3, 0, 2.4}};
+  const auto a = assess("p2p_bw", MetricRule{}, 0.75, 4, v, names);
+  ASSERT_EQ(a.verdicts.size(), 1u);
+  EXPECT_EQ(a.verdicts[0].kind, "node");
+  EXPECT_EQ(a.verdicts[0].a, 3);
+}
+
 TEST(Assess, OnePairPerNodeCannotTellNodeFromLink) {
   const std::vector<PairValue> quick{{0, 2, 1000}, {1, 3, 20}};
   const auto a = assess("p2p_bw", MetricRule{}, 0.75, 4, quick, names);

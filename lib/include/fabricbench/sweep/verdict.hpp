@@ -1,6 +1,6 @@
 // From pair measurements to verdicts. Rules and thresholds come from an INI file (configs/sweep.ini), not code:
-// a pair is suspect below a fraction of the median pair (bandwidth) or above a multiple of the best pair (latency),
-// or worse than a baseline; a node whose pairs are suspect in at least `bad_node_fraction` of its tests is a bad
+// a pair is suspect below a fraction of the median (bandwidth: the median over nodes of each node's median pair,
+// which one bad node cannot drag down) or above a multiple of the best pair (latency), or worse than a baseline; a node whose pairs are suspect in at least `bad_node_fraction` of its tests is a bad
 // node, and a suspect pair between two nodes that are not bad is a bad link. Re-tests pair suspects with good nodes
 // so that a node with only one pair can still be told from its link.
 #pragma once
@@ -15,7 +15,7 @@ namespace fabricbench::sweep {
 
 struct MetricRule {
   bool higher_is_better = true;
-  double below_fraction_of_median = 0.5;  // higher is better: suspect when value < fraction x median
+  double below_fraction_of_median = 0.5;  // higher is better: suspect when value < fraction x median node
   double above_multiple_of_best = 3.0;    // lower is better: suspect when value > multiple x best
   double baseline = NAN;                  // expected value (from --baseline); NaN: none
   double baseline_fraction = 0.8;         // suspect when worse than baseline by more than this fraction allows
@@ -43,7 +43,7 @@ struct Verdict {
 };
 
 struct Assessment {
-  double reference = NAN;        // the median (higher is better) or best (lower is better) pair
+  double reference = NAN;        // the median node's median pair (higher is better) or the best pair (lower)
   std::vector<bool> suspect;     // per input value
   std::vector<Verdict> verdicts;
 };

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# An emulated cluster on one machine: hosts in network + UTS namespaces on a bridge, for fabric-sweep's tests.
+# Facts from shared/RIGS.md. Every name, address and port derives from RIG (a short id) and NET (the third octet),
+# so two rigs can run side by side. Needs root.
+#
+#   netns_cluster.sh up RIG NET HOSTS        create hosts RIG-h1..RIG-hN (10.77.NET.1..N, bridge at .254)
+#   netns_cluster.sh down RIG                remove everything of RIG
+#   netns_cluster.sh shape-host RIG HOST RATE         TBF on both ends of HOST's link (e.g. 50mbit)
+#   netns_cluster.sh shape-link RIG HOST_A HOST_B RATE   HTB + u32: only traffic between A and B is slowed
+#   netns_cluster.sh mpirun RIG NP HOSTS -- ARGS...   mpirun across the hosts (rsh agent entering namespaces)
+set -euo pipefail
+cmd=${1:?usage: netns_cluster.sh up|down|shape-host|shape-link|mpirun RIG ...}
+rig=${2:?rig id}
+[[ "$rig" =~ ^[a-z][a-z0-9]{0,5}$ ]] || { echo "rig id '$rig': 1-6 lowercase letters/digits, starting with a letter" >&2; exit 2; }
+state=/run/fabricbench-rig-$rig
+
+host_index() { [[ "$1" =~ ^$rig-h([0-9]+)$ ]] || { echo "unknown host '$1' (expected $rig-hN)" >&2; exit 2; }; echo "${BASH_REMATCH[1]}"; }
+in_host() { local h=$1; shift; nsenter --net=/run/netns/"$h" --uts="$state/uts/$h" -- "$@"; }
+
+case "$cmd" in
+up)
+  net=${3:?NET (third octet)}; n=${4:?number of hosts}
+  [[ "$net" =~ ^[0-9]+$ && "$net" -le 255 && "$n" =~ ^[0-9]+$ && "$n" -ge 2 && "$n" -le 32 ]] || { echo "bad NET or HOSTS" >&2; exit 2; }
+  mkdir -p "$state/uts"
+  echo "$net" > "$state/net"
+  # A private mount so that namespace files can be bind-mounted onto files in it.
+  mountpoint -q "$state/uts" || { mount --bind "$state/uts" "$state/uts" && mount --make-private "$state/uts"; }
+  ip link add "${rig}br" type bridge
+  ip addr add "10.77.$net.254/24" dev "${rig}br"
+  ip link set "${rig}br" up
+  for i in $(seq 1 "$n"); do
+    h=$rig-h$i
+    ip netns add "$h"
+    ip link add "${rig}v$i" type veth peer name "${rig}p$i"
+    ip link set "${rig}v$i" master "${rig}br" up
+    ip link set "${rig}p$i" netns "$h"
+    ip -n "$h" link set "${rig}p$i" name eth0
+    ip -n "$h" addr add "10.77.$net.$i/24" dev eth0
+    ip -n "$h" link set eth0 up
+    ip -n "$h" link set lo up
+    touch "$state/uts/$h"
+    unshare --uts="$state/uts/$h" hostname "$h"
+    echo "10.77.$net.$i $h" >> "$state/hosts"
+  done
+  # The rsh agent Open MPI calls as "agent HOST COMMAND...": run the command inside that host's namespaces.
+  cat > "$state/agent" <<AGENT
+#!/bin/sh
+host=\$1; shift
+case "\$host" in $rig-h[0-9]*) ;; *) echo "agent: unknown host \$host" >&2; exit 1;; esac
+exec nsenter --net=/run/netns/"\$host" --uts="$state/uts/\$host" -- /bin/sh -c "\$*"
+AGENT
+  chmod +x "$state/agent"
+  ;;
+down)
+  for ns in $(ip netns list | awk '{print $1}' | grep "^$rig-h" || true); do ip netns del "$ns" || true; done
+  ip link del "${rig}br" 2>/dev/null || true
+  if [ -d "$state/uts" ]; then
+    for f in "$state"/uts/*; do [ -e "$f" ] && { umount "$f" 2>/dev/null || true; }; done
+    umount "$state/uts" 2>/dev/null || true
+  fi
+  rm -rf "$state"
+  ;;
+shape-host)
+  h=$3; rate=$4; i=$(host_index "$h")
+  tc qdisc replace dev "${rig}v$i" root tbf rate "$rate" burst 32kbit latency 50ms
+  in_host "$h" tc qdisc replace dev eth0 root tbf rate "$rate" burst 32kbit latency 50ms
+  ;;
+shape-link)
+  a=$3; b=$4; rate=$5; net=$(cat "$state/net")
+  for pair in "$a $b" "$b $a"; do
+    set -- $pair
+    peer_ip=10.77.$net.$(host_index "$2")
+    in_host "$1" tc qdisc replace dev eth0 root handle 1: htb default 10
+    in_host "$1" tc class add dev eth0 parent 1: classid 1:10 htb rate 10gbit
+    in_host "$1" tc class add dev eth0 parent 1: classid 1:20 htb rate "$rate"
+    in_host "$1" tc filter add dev eth0 protocol ip parent 1: prio 1 u32 match ip dst "$peer_ip/32" flowid 1:20
+  done
+  ;;
+mpirun)
+  np=$3; hosts=$4; shift 4; [ "${1:-}" = "--" ] && shift
+  net=$(cat "$state/net")
+  # mpi_yield_when_idle: all emulated hosts share this machine's cores. Busy-polling ranks whose two ends land on
+  # one core alternate in scheduler slices and a pair collapses to ~35 MB/s (seen here, sticky across re-tests);
+  # yielding while idle removes that. Real hosts have cores of their own.
+  exec mpirun --allow-run-as-root --oversubscribe -np "$np" --host "$hosts" --mca plm_rsh_agent "$state/agent" \
+    --mca mpi_yield_when_idle 1 \
+    --mca btl self,tcp --mca btl_tcp_if_include "10.77.$net.0/24" --mca oob_tcp_if_include "10.77.$net.0/24" \
+    --bind-to none "$@"
+  ;;
+*) echo "unknown command $cmd" >&2; exit 2 ;;
+esac

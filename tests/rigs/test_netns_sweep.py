@@ -1,0 +1,102 @@
+"""fabric-sweep on an emulated cluster (tests/rigs/netns_cluster.sh): hosts in network namespaces, Open MPI over
+TCP between them. Unshaped: no verdict. One host slowed by TBF (20 Mbit/s): that node is named. One link slowed (HTB + u32 on
+both ends): that link is named. 4 hosts and 5 (odd). Assertions are relative only: the machine is noisy.
+Needs root; says 'skipped: needs root' otherwise."""
+import os
+import pathlib
+import subprocess
+import unittest
+
+from fbtest import BIN, LaunchTest
+
+RIG_SCRIPT = pathlib.Path(__file__).resolve().parent / "netns_cluster.sh"
+RULES = pathlib.Path(__file__).resolve().parents[2] / "configs" / "rigs" / "netns-sweep.ini"
+SWEEP_ARGS = ["--sizes", "128K", "-W", "4", "-n", "4", "-w", "1", "--rules", str(RULES), "--retest", "2"]
+SLOW = "20mbit"
+
+
+def rig(*args, check=True):
+    return subprocess.run([str(RIG_SCRIPT)] + [str(a) for a in args], capture_output=True, text=True, check=check)
+
+
+@unittest.skipUnless(os.geteuid() == 0, "skipped: needs root")
+class EmulatedCluster(LaunchTest):
+    def setUp(self):
+        super().setUp()
+        self.rig = f"r{os.getpid() % 100000}"
+        self.net = 100 + os.getpid() % 100
+        rig("down", self.rig, check=False)
+
+    def tearDown(self):
+        rig("down", self.rig, check=False)
+        super().tearDown()
+
+    def hosts(self, n):
+        rig("up", self.rig, self.net, n)
+        return [f"{self.rig}-h{i}" for i in range(1, n + 1)]
+
+    def sweep(self, hosts, extra=(), name="sweep.h5"):
+        cmd = ["timeout", "300", str(RIG_SCRIPT), "mpirun", self.rig, str(len(hosts)), ",".join(hosts), "--",
+               str(BIN / "fabric-sweep"), "--output", str(self.dir / name), "-q"] + SWEEP_ARGS + list(extra)
+        result = subprocess.run(cmd, capture_output=True, text=True, env=self.env())
+        return result, (self.load(name) if (self.dir / name).exists() else None)
+
+    def verdicts(self, run):
+        v = run.tables.get("sweep/verdicts")
+        return [] if v is None else [(r.kind, r.host_a, r.host_b) for r in v.itertuples()]
+
+    def test_four_unshaped_hosts_pass_and_the_results_are_complete(self):
+        hosts = self.hosts(4)
+        r, run = self.sweep(hosts, ["--metric", "p2p_bw,p2p_latency"])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr + str(run and self.verdicts(run)))
+        self.assertEqual(run.attrs["status"], "complete")
+        self.assertEqual(run.attrs["hosts"], ",".join(hosts), "each namespace is its own host")
+        schedule = run.tables["sweep/schedule"]
+        self.assertEqual(sorted(schedule["round"].unique()), [0, 1, 2])
+        self.assertEqual(len(schedule), 6)
+        import h5py, numpy as np
+        with h5py.File(self.dir / "sweep.h5") as f:
+            bw = f["sweep/matrices/p2p_bw"][:]
+        self.assertEqual(bw.shape, (4, 4))
+        self.assertTrue(np.isnan(np.diag(bw)).all())
+        off = bw[~np.eye(4, dtype=bool)]
+        self.assertTrue((off > 0).all(), bw)
+        self.assertEqual(self.verdicts(run), [])
+
+    def test_a_slow_host_is_named(self):
+        hosts = self.hosts(4)
+        rig("shape-host", self.rig, hosts[2], SLOW)
+        r, run = self.sweep(hosts)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn(("node", hosts[2], ""), self.verdicts(run))
+        self.assertEqual({v[1] for v in self.verdicts(run) if v[0] == "node"}, {hosts[2]})
+        nodes = run.tables["sweep/nodes"]
+        bw = nodes[nodes.metric == "p2p_bw"].set_index("host")["median"]
+        self.assertLess(bw[hosts[2]] * 10, min(bw[h] for h in hosts if h != hosts[2]), "relative: far below the others")
+
+    def test_a_slow_link_is_named_not_its_hosts(self):
+        hosts = self.hosts(4)
+        rig("shape-link", self.rig, hosts[0], hosts[3], SLOW)
+        r, run = self.sweep(hosts, ["--metric", "p2p_bw"])
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertEqual(self.verdicts(run), [("link", hosts[0], hosts[3])])
+
+    def test_five_hosts_odd_count_with_a_slow_host(self):
+        hosts = self.hosts(5)
+        rig("shape-host", self.rig, hosts[1], SLOW)
+        r, run = self.sweep(hosts, ["--metric", "p2p_bw"])
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertEqual(sorted(run.tables["sweep/schedule"].query("kind == 'sweep'")["round"].unique()), [0, 1, 2, 3, 4])
+        self.assertEqual(self.verdicts(run), [("node", hosts[1], "")])
+
+    def test_quick_pattern_needs_the_retest_to_tell_node_from_link(self):
+        hosts = self.hosts(4)
+        rig("shape-host", self.rig, hosts[3], SLOW)
+        r, run = self.sweep(hosts, ["--metric", "p2p_bw", "--pattern", "quick"])
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("retest", set(run.tables["sweep/pairs"]["kind"]))
+        self.assertEqual(self.verdicts(run), [("node", hosts[3], "")])
+
+
+if __name__ == "__main__":
+    unittest.main()
