@@ -1,0 +1,106 @@
+"""fabric-sweep under mpirun on one machine split into fake hosts (FABRICBENCH_TEST_RANKS_PER_HOST): the schedule,
+tables, matrices and bad input. Verdicts on real (emulated) hosts are in rigs/test_netns_sweep.py."""
+import h5py
+import numpy as np
+
+from fbtest import LaunchTest
+
+FAKE = {"FABRICBENCH_TEST_RANKS_PER_HOST": "1"}
+
+
+class SweepStructure(LaunchTest):
+    def sweep(self, np_, args, name="s.h5", env=FAKE):
+        r = self.mpirun(np_, "fabric-sweep", ["--output", name, "-q", "--sizes", "16K", "-W", "4", "-n", "3", "-w", "1",
+                                              "--retest", "0"] + args, env=env)
+        return r, (self.load(name) if (self.dir / name).exists() else None)
+
+    def test_all_pairs_on_four_hosts_writes_schedule_pairs_matrices_and_nodes(self):
+        r, run = self.sweep(4, ["--metric", "p2p_bw,p2p_bibw,p2p_latency"])
+        self.assertIn(r.returncode, (0, 1), r.stderr)  # verdicts depend on the machine's noise; structure does not
+        self.assertEqual(run.attrs["status"], "complete")
+        self.assertEqual(run.attrs["hosts"], "node0,node1,node2,node3")
+        schedule = run.tables["sweep/schedule"]
+        self.assertEqual(len(schedule), 6)
+        pairs = {tuple(sorted(p)) for p in zip(schedule.host_a, schedule.host_b)}
+        self.assertEqual(len(pairs), 6, "every pair once")
+        rows = run.tables["sweep/pairs"]
+        self.assertEqual(len(rows[rows.metric == "p2p_bw"]), 12, "both directions of 6 pairs")
+        self.assertEqual(len(rows[rows.metric == "p2p_bibw"]), 6)
+        self.assertEqual(len(rows[rows.metric == "p2p_latency"]), 6)
+        self.assertTrue((rows["value"] > 0).all())
+        self.assertEqual(set(rows.unit), {"MB/s", "us"})
+        with h5py.File(self.dir / "s.h5") as f:
+            for metric in ("p2p_bw", "p2p_bibw", "p2p_latency"):
+                m = f[f"sweep/matrices/{metric}"][:]
+                self.assertEqual(m.shape, (4, 4))
+                self.assertTrue(np.isnan(np.diag(m)).all())
+                self.assertTrue((m[~np.eye(4, dtype=bool)] > 0).all(), metric)
+            lat = f["sweep/matrices/p2p_latency"][:]
+            self.assertTrue(np.allclose(lat, lat.T, equal_nan=True), "latency is symmetric")
+        nodes = run.tables["sweep/nodes"]
+        self.assertEqual(len(nodes), 12)
+        self.assertTrue((nodes["pairs"] == 3).all())
+
+    def test_odd_host_count_rests_one_host_per_round(self):
+        r, run = self.sweep(5, ["--metric", "p2p_latency"])
+        self.assertIn(r.returncode, (0, 1), r.stderr)
+        schedule = run.tables["sweep/schedule"]
+        self.assertEqual(sorted(schedule["round"].unique()), [0, 1, 2, 3, 4])
+        self.assertEqual(len(schedule), 10)
+
+    def test_shift_pattern_measures_every_ordered_pair(self):
+        r, run = self.sweep(4, ["--pattern", "shift", "--metric", "p2p_bw"])
+        self.assertIn(r.returncode, (0, 1), r.stderr)
+        rows = run.tables["sweep/pairs"]
+        self.assertEqual(len(rows), 12)
+        self.assertEqual(len(set(zip(rows.host_a, rows.host_b))), 12)
+
+    def test_pairs_file_and_collective_metric_over_two_ranks_per_host(self):
+        (self.dir / "pairs.txt").write_text("# two rounds\n0 node0 node1\n1 node1 node2\n1 node0 node3\n")
+        r, run = self.sweep(8, ["--pairs-file", "pairs.txt", "--metric", "allreduce,p2p_latency", "--backend", "mpi"],
+                            env={"FABRICBENCH_TEST_RANKS_PER_HOST": "2"})
+        self.assertIn(r.returncode, (0, 1), r.stderr)
+        rows = run.tables["sweep/pairs"]
+        allreduce = rows[rows.metric == "allreduce"]
+        self.assertEqual(list(zip(allreduce.host_a, allreduce.host_b)), [("node0", "node1"), ("node0", "node3"), ("node1", "node2")])
+        self.assertTrue((allreduce["unit"] == "GB/s").all())
+        self.assertTrue((allreduce["value"] > 0).all())
+        self.assertEqual(len(run.tables["env/hosts"]), 4)
+
+    def test_sequential_runs_one_pair_per_round(self):
+        r, run = self.sweep(4, ["--metric", "p2p_latency", "--sequential"])
+        self.assertIn(r.returncode, (0, 1), r.stderr)
+        self.assertEqual(len(run.tables["sweep/schedule"]["round"].unique()), 6)
+
+
+class SweepBadInput(LaunchTest):
+    CASES = [
+        (["--pattern", "ring"], "--pattern 'ring': allowed values are all-pairs, quick, shift"),
+        (["--metric", "bandwidth"], "--metric 'bandwidth': allowed values are p2p_bw"),
+        (["--pattern", "shift", "--metric", "p2p_latency"], "--pattern shift"),
+        (["--pairs-file", "/nonexistent/pairs.txt"], "--pairs-file /nonexistent/pairs.txt: cannot read"),
+        (["--retest", "-1"], "--retest -1: must be at least 0"),
+        (["--rules", "/nonexistent/rules.ini"], "--rules /nonexistent/rules.ini"),
+        (["--lat-bytes", "8Q"], "--lat-bytes '8Q'"),
+    ]
+
+    def test_each_bad_option(self):
+        for args, expected in self.CASES:
+            with self.subTest(args=args):
+                r = self.mpirun(4, "fabric-sweep", args, env=FAKE)
+                ours = [l for l in r.stderr.splitlines() if l.startswith("fabric-sweep:")]
+                self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+                self.assertEqual(len(ours), 1, r.stderr)
+                self.assertIn(expected, ours[0])
+                self.assertEqual(self.files(), [])
+
+    def test_pairs_file_errors_name_the_line(self):
+        (self.dir / "bad.txt").write_text("0 node0 node1\n0 node1 node2\n")
+        r = self.mpirun(4, "fabric-sweep", ["--pairs-file", "bad.txt"], env=FAKE)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("bad.txt:2: host 'node1' appears twice in round 0", r.stderr)
+
+    def test_one_host_is_refused(self):
+        r = self.mpirun(2, "fabric-sweep", [])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("this job has 1 host", r.stderr)
