@@ -8,6 +8,7 @@
 #   netns_cluster.sh shape-host RIG HOST RATE         TBF on both ends of HOST's link (e.g. 50mbit)
 #   netns_cluster.sh shape-link RIG HOST_A HOST_B RATE   HTB + u32: only traffic between A and B is slowed
 #   netns_cluster.sh mpirun RIG NP HOSTS -- ARGS...   mpirun across the hosts (rsh agent entering namespaces)
+#   netns_cluster.sh mpirun-opts RIG                  those mpirun options, one per line
 set -euo pipefail
 cmd=${1:?usage: netns_cluster.sh up|down|shape-host|shape-link|mpirun RIG ...}
 rig=${2:?rig id}
@@ -75,6 +76,11 @@ shape-link)
     in_host "$1" tc class add dev eth0 parent 1: classid 1:20 htb rate "$rate"
     in_host "$1" tc filter add dev eth0 protocol ip parent 1: prio 1 u32 match ip dst "$peer_ip/32" flowid 1:20
   done
+  ;;
+mpirun-opts)  # the options below, one per line (for launch/fabric-mpirun --mpirun-opt)
+  net=$(cat "$state/net")
+  printf '%s\n' --oversubscribe --mca plm_rsh_agent "$state/agent" --mca mpi_yield_when_idle 1 --mca btl self,tcp \
+    --mca btl_tcp_if_include "10.77.$net.0/24" --mca oob_tcp_if_include "10.77.$net.0/24"
   ;;
 mpirun)
   np=$3; hosts=$4; shift 4; [ "${1:-}" = "--" ] && shift

@@ -89,6 +89,18 @@ class EmulatedCluster(LaunchTest):
         self.assertEqual(sorted(run.tables["sweep/schedule"].query("kind == 'sweep'")["round"].unique()), [0, 1, 2, 3, 4])
         self.assertEqual(self.verdicts(run), [("node", hosts[1], "")])
 
+    def test_the_mpirun_wrapper_reaches_the_same_verdict(self):
+        hosts = self.hosts(4)
+        rig("shape-host", self.rig, hosts[1], SLOW)
+        opts = rig("mpirun-opts", self.rig).stdout.split()
+        wrapper = pathlib.Path(__file__).resolve().parents[2] / "launch" / "fabric-mpirun"
+        cmd = ["timeout", "300", str(wrapper), "--hosts", ",".join(hosts), "--ranks-per-node", "1"] + \
+              [f"--mpirun-opt={o}" for o in opts] + ["--", str(BIN / "fabric-sweep"), "--output", str(self.dir / "w.h5"),
+                                                    "-q", "--metric", "p2p_bw"] + SWEEP_ARGS
+        r = subprocess.run(cmd, capture_output=True, text=True, env=self.env())
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertEqual(self.verdicts(self.load("w.h5")), [("node", hosts[1], "")])
+
     def test_quick_pattern_needs_the_retest_to_tell_node_from_link(self):
         hosts = self.hosts(4)
         rig("shape-host", self.rig, hosts[3], SLOW)
