@@ -4,6 +4,8 @@
 set -euo pipefail
 packages=(build-essential cmake libopenmpi-dev openmpi-bin libhdf5-dev libboost-program-options-dev libfmt-dev
           libgtest-dev googletest libibverbs-dev python3-h5py python3-pandas python3-openpyxl python3-numpy)
+# The rigs (emulated cluster, real Slurm) run as root only; then their tools are installed too.
+[ "$(id -u)" -eq 0 ] && packages+=(iproute2 util-linux slurm-wlm munge)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,67 @@
+"""fabric-sweep under a real Slurm (tests/rigs/slurm_cluster.sh on the emulated cluster): launched by
+`srun --mpi=pmix` and by launch/sbatch/sweep.sbatch, it reaches the same verdict. Needs root and slurm-wlm."""
+import os
+import pathlib
+import shutil
+import subprocess
+import unittest
+
+from fbtest import BIN, LaunchTest
+from rigs.test_netns_sweep import SLOW, SWEEP_ARGS, rig
+
+RIGS = pathlib.Path(__file__).resolve().parent
+SBATCH = RIGS.parents[1] / "launch" / "sbatch" / "sweep.sbatch"
+
+
+def slurm(*args, check=True):
+    return subprocess.run([str(RIGS / "slurm_cluster.sh")] + [str(a) for a in args], capture_output=True, text=True,
+                          check=check)
+
+
+@unittest.skipUnless(os.geteuid() == 0 and shutil.which("slurmctld") and shutil.which("munged"),
+                     "skipped: needs root and slurm-wlm + munge")
+class SlurmSweep(LaunchTest):
+    def setUp(self):
+        super().setUp()
+        self.rig = f"s{os.getpid() % 100000}"
+        net = 150 + os.getpid() % 100
+        slurm("down", self.rig, check=False)
+        rig("down", self.rig, check=False)
+        rig("up", self.rig, net, 4)
+        up = slurm("up", self.rig, check=False)
+        self.assertEqual(up.returncode, 0, up.stdout + up.stderr)
+        self.hosts = [f"{self.rig}-h{i}" for i in range(1, 5)]
+        self.slurm_env = dict(line.split("=", 1) for line in slurm("env", self.rig).stdout.split())
+        rig("shape-host", self.rig, self.hosts[2], SLOW)
+
+    def tearDown(self):
+        slurm("down", self.rig, check=False)
+        rig("down", self.rig, check=False)
+        super().tearDown()
+
+    def verdicts(self, name):
+        v = self.load(name).tables.get("sweep/verdicts")
+        return [] if v is None else [(r.kind, r.host_a) for r in v.itertuples()]
+
+    def test_srun_and_sbatch_name_the_same_slow_node(self):
+        env = self.env(**self.slurm_env)
+        args = SWEEP_ARGS + ["--metric", "p2p_bw"]
+        r = subprocess.run(["timeout", "300", "srun", "-N", "4", "--ntasks-per-node", "1", "--mpi=pmix",
+                            str(BIN / "fabric-sweep"), "--output", str(self.dir / "srun.h5"), "-q"] + args,
+                           capture_output=True, text=True, env=env, cwd=self.dir)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertEqual(self.verdicts("srun.h5"), [("node", self.hosts[2])])
+
+        env.update(FABRICBENCH_BIN=str(BIN), FABRICBENCH_OUT=str(self.dir), FABRICBENCH_SWEEP_ARGS=" ".join(args))
+        r = subprocess.run(["timeout", "300", "sbatch", "-N", "4", "--wait", str(SBATCH)], capture_output=True,
+                           text=True, env=env, cwd=self.dir)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        outputs = list(self.dir.glob("sweep-*.h5"))
+        self.assertEqual(len(outputs), 1, self.files())
+        self.assertEqual(self.verdicts(outputs[0].name), [("node", self.hosts[2])])
+        log = next(self.dir.glob("fabric-sweep-*.out")).read_text()
+        self.assertIn(f"VERDICT bad node (p2p_bw): {self.hosts[2]}", log)
+
+
+if __name__ == "__main__":
+    unittest.main()
