@@ -90,6 +90,9 @@ SweepBenchmark::SweepBenchmark() {
   nodes_table_ = {"sweep", "nodes", {{"host", ColumnType::text, 64}, {"metric", ColumnType::text, 16},
                                      {"median", ColumnType::real}, {"unit", ColumnType::text, 8},
                                      {"pairs", ColumnType::integer}, {"suspect_pairs", ColumnType::integer}}};
+  rounds_table_ = {"sweep", "rounds", {{"round", ColumnType::integer}, {"kind", ColumnType::text, 8},
+                                       {"pairs", ColumnType::integer}, {"wall_s", ColumnType::real},
+                                       {"longest_test_s", ColumnType::real}, {"overhead_s", ColumnType::real}}};
   schedule_table_ = {"sweep", "schedule", {{"round", ColumnType::integer}, {"kind", ColumnType::text, 8},
                                            {"host_a", ColumnType::text, 64}, {"host_b", ColumnType::text, 64}}};
 }
@@ -194,7 +197,7 @@ std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& cont
         const auto r = ops::run_exchange(*test, {pair.get(), me, 1 - me, leader, *send_, *recv_, bytes, iterations,
                                                  warmup, window_, options.check, false});
         PairRecord rec{round_index, hosts.a, hosts.b, static_cast<std::int32_t>(k), m.both_directions ? direction : 2,
-                       iterations, static_cast<std::int64_t>(bytes), static_cast<std::int64_t>(r.wrong), NAN, NAN, NAN};
+                       iterations, static_cast<std::int64_t>(bytes), static_cast<std::int64_t>(r.wrong), NAN, NAN, NAN, 0};
         if (leader) {
           rec.value = latency ? ops::pingpong_latency_us(r.elapsed_s, iterations)
                               : ops::window_bandwidth_mbps(bytes, window_, iterations, test->directions, r.elapsed_s);
@@ -230,7 +233,7 @@ std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& cont
     const auto bytes = c.counts.bytes(4);
     out.push_back({round_index, hosts.a, hosts.b, static_cast<std::int32_t>(k), 2, iterations,
                    static_cast<std::int64_t>(bytes), static_cast<std::int64_t>(wrong_sum),
-                   ops::algbw_gbps(bytes, seconds) * op->busbw_factor(pair.size()), seconds * 1e6, NAN});
+                   ops::algbw_gbps(bytes, seconds) * op->busbw_factor(pair.size()), seconds * 1e6, NAN, 0});
   }
   return out;
 }
@@ -255,7 +258,7 @@ std::vector<PairRecord> SweepBenchmark::measure_shift(const app::RunContext& con
   const auto r = ops::run_exchange(*test, x);
   const auto stats = timing::SampleStats::of(r.laps_us);
   return {{round_index, h, to, 0, 0, iterations, static_cast<std::int64_t>(bw_bytes_), static_cast<std::int64_t>(r.wrong),
-           ops::window_bandwidth_mbps(bw_bytes_, window_, iterations, 1, r.elapsed_s), stats.median, stats.p99}};
+           ops::window_bandwidth_mbps(bw_bytes_, window_, iterations, 1, r.elapsed_s), stats.median, stats.p99, 0}};
 }
 
 std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& context, const std::vector<Round>& rounds,
@@ -275,9 +278,17 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
                                  round.pairs.size(), elapsed,
                                  i ? fmt::format(", about {:.1f} s left", elapsed / i * (rounds.size() - i)) : ""));
     context.measuring(fmt::format("{} round {} ({} pairs)", kind, index, round.pairs.size()));
+    const auto round_start = std::chrono::steady_clock::now();
     std::vector<PairRecord> mine;
+    double test_s = 0;  // this rank's pair tests only (not the splits, waiting or gathering)
+    const auto timed = [&](auto&& measure) {
+      const auto t0 = std::chrono::steady_clock::now();
+      auto r = measure();
+      test_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      mine.insert(mine.end(), r.begin(), r.end());
+    };
     if (schedule_->directed() && kind == "sweep") {
-      mine = measure_shift(context, round, index);
+      timed([&] { return measure_shift(context, round, index); });
     } else {
       int k = -1, role = 0;
       for (std::size_t p = 0; p < round.pairs.size(); ++p)
@@ -287,19 +298,14 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
         }
       if (any_p2p) {  // one rank per node
         const auto pair = world.split(k >= 0 && host_leader ? k : MPI_UNDEFINED, role);
-        if (!pair.empty()) {
-          auto r = measure_pair(context, pair, round, index, round.pairs[k], true);
-          mine.insert(mine.end(), r.begin(), r.end());
-        }
+        if (!pair.empty()) timed([&] { return measure_pair(context, pair, round, index, round.pairs[k], true); });
       }
       if (any_coll) {  // every rank of both nodes
         const auto pair = world.split(k >= 0 ? k : MPI_UNDEFINED, role * world.size() + me);
-        if (!pair.empty()) {
-          auto r = measure_pair(context, pair, round, index, round.pairs[k], false);
-          mine.insert(mine.end(), r.begin(), r.end());
-        }
+        if (!pair.empty()) timed([&] { return measure_pair(context, pair, round, index, round.pairs[k], false); });
       }
     }
+    for (auto& r : mine) r.test_s = test_s;
     idle_barrier(world);
     context.measured();
     const auto gathered = world.gather(std::string(reinterpret_cast<const char*>(mine.data()), mine.size() * sizeof(PairRecord)), 0);
@@ -309,8 +315,16 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
       records.insert(records.end(), p, p + bytes.size() / sizeof(PairRecord));
     }
     if (context.is_root()) {
+      // The sweep's own cost in this round: everything but its longest pair test (splits, waiting, gathering).
+      double longest = 0;
+      for (const auto& r : records) longest = std::max(longest, r.test_s);
       const auto merged = report_records(context, records, kind);
       all.insert(all.end(), merged.begin(), merged.end());
+      // Rank 0's round ends once its rows are written: the other ranks wait for it at the next split.
+      const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - round_start).count();
+      context.out->row(results::Row(rounds_table_).set("round", std::int64_t(index)).set("kind", kind)
+                           .set("pairs", std::int64_t(round.pairs.size())).set("wall_s", wall)
+                           .set("longest_test_s", longest).set("overhead_s", wall - longest));
     }
   }
   return all;
@@ -335,6 +349,7 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
                                   n, schedule_->pattern(), sequential_ ? " (sequential)" : "", rounds.size(), metrics,
                                   bw_bytes_, lat_bytes_));
     context.out->declare(schedule_table_);
+    context.out->declare(rounds_table_);
     for (std::size_t r = 0; r < rounds.size(); ++r)
       for (const auto& p : rounds[r].pairs)
         context.out->row(results::Row(schedule_table_).set("round", std::int64_t(r)).set("kind", std::string("sweep"))

@@ -33,6 +33,7 @@ struct PairRecord {
   std::int32_t iterations;
   std::int64_t bytes, wrong;
   double value, median_us, p99_us;
+  double test_s;  // wall time of this rank's part of the pair test (all its metrics)
 };
 
 class SweepBenchmark : public app::Benchmark {
@@ -65,7 +66,7 @@ class SweepBenchmark : public app::Benchmark {
   std::vector<Verdict> judge(const app::RunContext& context, const std::vector<PairRecord>& records, bool final,
                              std::vector<HostPair>* suspects);
 
-  results::TableSpec pairs_table_, verdicts_table_, nodes_table_, schedule_table_;
+  results::TableSpec pairs_table_, verdicts_table_, nodes_table_, schedule_table_, rounds_table_;
   std::optional<PairSchedule> schedule_;
   std::vector<const SweepMetric*> metrics_;
   std::vector<std::string> hosts_;
