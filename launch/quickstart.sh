@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's main command: install (apt, when root), build, and run the default local suite on this machine:
 #   fabric-p2p latency, bw and bibw on 2 ranks over shared memory;
-#   fabric-coll: NCCL all_reduce on every GPU where there are GPUs, else every MPI collective on 2 ranks.
+#   fabric-coll: NCCL all_reduce on every GPU where there are GPUs, else every MPI collective on 2 ranks;
+#   fabric-sweep (as root): all pairs of an emulated 4-host cluster in network namespaces.
 # Prints the tables and the HDF5 (and CSV) paths, under ./results/. Extra arguments go to fabric-p2p.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,4 +27,16 @@ else
   timeout "$limit" mpirun -np 2 --oversubscribe --bind-to core --mca btl self,vader "$root/build/benchmarks/fabric-coll" \
     --backend mpi --op all -b 8 -e 4M -f 8 --output "results/fabricbench-coll-$stamp.h5" \
     --csv "results/fabricbench-coll-$stamp.csv" --timeout 120
+fi
+echo
+# fabric-sweep needs several hosts: as root, over an emulated 4-host cluster in network namespaces (tests/rigs).
+if [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null && command -v nsenter >/dev/null; then
+  rig=qs$$; rig=${rig:0:6}
+  trap '"$root/tests/rigs/netns_cluster.sh" down "$rig" >/dev/null 2>&1 || true' EXIT
+  "$root/tests/rigs/netns_cluster.sh" up "$rig" 123 4
+  timeout "$limit" "$root/tests/rigs/netns_cluster.sh" mpirun "$rig" 4 "$rig-h1,$rig-h2,$rig-h3,$rig-h4" -- \
+    "$root/build/benchmarks/fabric-sweep" --sizes 256K -W 8 -n 5 --metric p2p_bw,p2p_latency \
+    --rules "$root/configs/rigs/netns-sweep.ini" --output "$PWD/results/fabricbench-sweep-$stamp.h5" --timeout 120 || true
+else
+  echo "# fabric-sweep skipped: it tests pairs of hosts; this machine emulates them only as root (network namespaces)"
 fi
