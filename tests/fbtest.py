@@ -50,3 +50,12 @@ class LaunchTest(unittest.TestCase):
 
     def files(self):
         return sorted(p.name for p in self.dir.iterdir())
+
+    def assert_refused(self, result, program, expected):
+        """Bad input: exit status 2, exactly one line of ours naming the problem, no table, no output file."""
+        ours = [line for line in result.stderr.splitlines() if line.startswith(f"{program}:")]
+        self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
+        self.assertEqual(len(ours), 1, result.stderr)
+        self.assertIn(expected, ours[0])
+        self.assertEqual(result.stdout, "")
+        self.assertEqual(self.files(), [], "no output file")

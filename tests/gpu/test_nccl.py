@@ -74,6 +74,20 @@ class Nccl(LaunchTest):
         self.assertIn("not started: 1", run.attrs["status"])
         self.assertEqual(list(run.tables["results/coll"]["bytes"]), [1024])
 
+    def test_sweep_allreduce_over_gpu_pairs_with_nccl(self):
+        # One GPU per (fake) host: each round's pairs run NCCL all_reduce on their own communicators at once.
+        env = {"FABRICBENCH_TEST_RANKS_PER_HOST": "1"}
+        r = self.mpirun(GPUS, "fabric-sweep", ["--metric", "allreduce,sendrecv", "--backend", "nccl", "--sizes", "64M",
+                                               "-n", "10", "--check", "--retest", "0", "--output", "sweep.h5", "-q"],
+                        env=env, timeout=300)
+        self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
+        run = self.load("sweep.h5")
+        rows = run.tables["sweep/pairs"]
+        pairs = GPUS * (GPUS - 1) // 2
+        self.assertEqual(len(rows[rows.metric == "allreduce"]), pairs)
+        self.assertTrue((rows["wrong"] == 0).all(), rows)
+        self.assertTrue((rows["value"] > 10).all(), rows[["host_a", "host_b", "metric", "value"]])
+
     def test_p2p_with_device_buffers_when_mpi_is_cuda_aware(self):
         r = self.mpirun(2, "fabric-p2p", ["--memory", "device", "--sizes", "8,1M", "-n", "20", "--check", "--output",
                                           "p2p.h5", "-q"], timeout=120)
