@@ -9,7 +9,7 @@ out=${1:-$root/.carry}
 (cd "$root" && cmake --preset gpu >/dev/null && cmake --build --preset gpu -j "${FABRICBENCH_JOBS:-2}" >/dev/null)
 rm -rf "$out" && mkdir -p "$out/bin" "$out/lib"
 cp "$root"/build-gpu/benchmarks/fabric-* "$root/build-gpu/tests/fabricbench_unit_tests" "$out/bin/"
-[ -x "$root/build-gpu/tests/nccl_one_process" ] && cp "$root/build-gpu/tests/nccl_one_process" "$out/bin/"
+[ -x "$root/build-gpu/tests/nccl_peer" ] && cp "$root/build-gpu/tests/nccl_peer" "$out/bin/"
 cudart=$(ldd "$out/bin/fabric-coll" | awk '/libcudart/ {print $3}')
 [ -n "$cudart" ] && cp -L "$cudart" "$out/lib/"
 du -sh "$out"

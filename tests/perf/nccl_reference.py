@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""fabric-coll on the GPUs of this machine against (1) a same-session peer run the way the reference was taken (one
-process driving every GPU: tests/perf/nccl_one_process.cpp) and (2) the nccl-tests figures in configs/baselines/.
+"""fabric-coll on the GPUs of this machine against (1) a same-session peer written without the harness
+(tests/perf/nccl_peer.cpp) in fabric-coll's layout (one process per GPU, under mpirun) and in the layout the reference
+was taken in (one process driving every GPU), and (2) the nccl-tests figures in configs/baselines/.
 A benchmark run, not a test: prints the comparison table and writes it to OUT/nccl_reference.md.
 
   tests/perf/nccl_reference.py --bin DIR [--out DIR] [--baseline FILE]
@@ -36,15 +37,16 @@ def run(bin_dir, out_dir, name, np, args):
     return fabricbench_analysis.load(path).tables["results/coll"]
 
 
-def peer(bin_dir, op, gpus, min_bytes, max_bytes):
-    """{bytes: (time_us, busbw)} from the one-process peer."""
-    env = dict(os.environ, NGPUS=str(gpus))
-    out = subprocess.run(["timeout", "300", str(bin_dir / "nccl_one_process"), op, str(min_bytes), str(max_bytes)],
-                         capture_output=True, text=True, env=env)
+def peer(bin_dir, op, gpus, min_bytes, max_bytes, per_process):
+    """{bytes: (time_us, busbw)} from the peer, one process per GPU (mpirun) or one process for all."""
+    cmd = [str(bin_dir / "nccl_peer"), op, str(min_bytes), str(max_bytes)]
+    if per_process:
+        cmd = ["mpirun", "-np", str(gpus), "--bind-to", "none"] + cmd
+    out = subprocess.run(["timeout", "300"] + cmd, capture_output=True, text=True, env=dict(os.environ, NGPUS=str(gpus)))
     print(out.stdout, out.stderr, flush=True)
     rows = {}
     for line in out.stdout.splitlines():
-        _, _, size, us, _, busbw = line.split()
+        _, _, size, us, _, busbw, _ = line.split()
         rows[int(size)] = (float(us), float(busbw))
     return rows
 
@@ -72,30 +74,38 @@ def main():
                                                              "--sizes", ",".join(SIZES)]))
     tables.append(run(bin_dir, out_dir, "pairs_2", 2, ["--op", "sendrecv,all_reduce", "--sizes", ",".join(SIZES)]))
 
-    peers = {}
-    for op in ("all_reduce", "all_gather", "reduce_scatter", "alltoall"):
-        if n >= 4:
-            peers[(op, 4)] = peer(bin_dir, op, 4, 1 << 20, 4 << 30)
-    peers[("all_reduce", 4)].update(peer(bin_dir, "all_reduce", 4, 8, 8)) if n >= 4 else None
-    for op in ("sendrecv", "all_reduce"):
-        peers[(op, 2)] = peer(bin_dir, op, 2, 1 << 20, 4 << 30)
+    # (op, gpus) -> {bytes: (time_us, busbw)} for each peer layout
+    ops = [(op, 4) for op in ("all_reduce", "all_gather", "reduce_scatter", "alltoall") if n >= 4]
+    ops += [("sendrecv", 2), ("all_reduce", 2)]
+    peers = {True: {}, False: {}}
+    for per_process in (True, False):
+        for op, gpus in ops:
+            rows = peer(bin_dir, op, gpus, 1 << 20, 4 << 30, per_process)
+            if op == "all_reduce":
+                rows.update(peer(bin_dir, op, gpus, 8, 8, per_process))
+            peers[per_process][(op, gpus)] = rows
 
     def fmt(v, digits=1):
         return "-" if v is None else f"{v:.{digits}f}"
 
-    lines = ["| op | GPUs | timing | size | ours out-of-place | ours in-place | peer, one process (same session) | "
-             "ours / peer | nccl-tests reference (RIGS.md) | ours / reference |", "|---|---|---|---|---|---|---|---|---|---|"]
+    def ratio(a, b):
+        return a / b if a is not None and b else None
+
+    lines = ["| op | GPUs | timing | size | ours out-of-place | ours in-place | peer, process per GPU | ours / peer | "
+             "peer, one process | nccl-tests reference | ours / reference | one-process peer / reference |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for t in tables:
         for (op, ranks, timing), group in t.groupby(["op", "ranks", "timing"], sort=False):
-            section, same = f"{op}.{ranks}", peers.get((op, ranks), {})
+            section = f"{op}.{ranks}"
+            same = peers[True].get((op, ranks), {}) if timing == "host" else {}
+            single = peers[False].get((op, ranks), {}) if timing == "host" else {}
             small = group[(group.bytes == 8) & (group.in_place == 0)]["time_us"]
             if not small.empty:  # 8 B: times in us (lower is better)
-                key = "time_us_8_graph" if timing == "graph" else "time_us_8"
-                want = ref.getfloat(section, key, fallback=None)
-                mine = small.iloc[0]
-                other = same.get(8, (None,))[0] if timing == "host" else None
+                want = ref.getfloat(section, "time_us_8_graph" if timing == "graph" else "time_us_8", fallback=None)
+                mine, other, one = small.iloc[0], same.get(8, (None,))[0], single.get(8, (None,))[0]
                 lines.append(f"| {op} | {ranks} | {timing} | 8 B time (us) | {mine:.2f} | - | {fmt(other, 2)} | "
-                             f"{fmt(mine / other if other else None, 3)} | {fmt(want)} | {fmt(mine / want if want else None, 3)} |")
+                             f"{fmt(ratio(mine, other), 3)} | {fmt(one, 2)} | {fmt(want)} | {fmt(ratio(mine, want), 3)} | "
+                             f"{fmt(ratio(one, want), 3)} |")
             for label, size in SIZES.items():  # busbw in GB/s (higher is better)
                 oop = group[(group.bytes == size) & (group.in_place == 0)]["busbw_gbps"]
                 ip = group[(group.bytes == size) & (group.in_place == 1)]["busbw_gbps"]
@@ -103,10 +113,10 @@ def main():
                     continue
                 mine = oop.iloc[0]
                 want = ref.getfloat(section, label, fallback=None) if timing == "host" else None
-                other = same.get(size, (None, None))[1] if timing == "host" else None
-                lines.append(f"| {op} | {ranks} | {timing} | {label} | {mine:.1f} | {fmt(ip.iloc[0] if not ip.empty else None)} | "
-                             f"{fmt(other)} | {fmt(mine / other if other else None, 3)} | {fmt(want)} | "
-                             f"{fmt(mine / want if want else None, 3)} |")
+                other, one = same.get(size, (None, None))[1], single.get(size, (None, None))[1]
+                lines.append(f"| {op} | {ranks} | {timing} | {label} | {mine:.1f} | "
+                             f"{fmt(ip.iloc[0] if not ip.empty else None)} | {fmt(other)} | {fmt(ratio(mine, other), 3)} | "
+                             f"{fmt(one)} | {fmt(want)} | {fmt(ratio(mine, want), 3)} | {fmt(ratio(one, want), 3)} |")
     text = "\n".join(lines)
     print(text)
     (out_dir / "nccl_reference.md").write_text(text + "\n")
