@@ -148,7 +148,7 @@ void CollBenchmark::configure(const cli::po::variables_map& v, const cli::Common
   device_memory_ = mem == "device";
   if (backend_name_ == "nccl" || device_memory_) {
     try {
-      gpu_ = runtime::bind_gpu(placement.me().local_rank);
+      gpu_ = runtime::bind_gpu(placement.me().machine_local_rank);
     } catch (const Error& e) {
       throw Error(e.status(), fmt::format("--backend {}{}: {}", backend_name_, device_memory_ ? " --memory device" : "", e.what()));
     }

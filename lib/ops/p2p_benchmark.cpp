@@ -65,7 +65,7 @@ void P2PBenchmark::configure(const cli::po::variables_map& values, const cli::Co
   window_ = static_cast<int>(window);
   memory_ = memory::parse_memory_kind(values["memory"].as<std::string>(), "--memory");
   pairs_.emplace(placement.world_size());
-  if (memory_ != memory::MemoryKind::host) gpu_ = runtime::bind_gpu(placement.me().local_rank);
+  if (memory_ != memory::MemoryKind::host) gpu_ = runtime::bind_gpu(placement.me().machine_local_rank);
   if (memory_ == memory::MemoryKind::device && !runtime::mpi_is_cuda_aware())
     throw Error::usage("--memory device: this MPI library is not CUDA-aware (MPIX_Query_cuda_support); use host or pinned");
   flip_byte_ = std::getenv("FABRICBENCH_TEST_FLIP_BYTE") != nullptr;

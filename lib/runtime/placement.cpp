@@ -20,7 +20,8 @@ Placement Placement::discover(const Communicator& world) {
   char name[256] = {};
   gethostname(name, sizeof(name) - 1);
   const Communicator local = world.split_by_host();
-  int local_rank = local.rank(), local_size = local.size();
+  const int machine_local_rank = local.rank();
+  int local_rank = machine_local_rank, local_size = local.size();
   // Test hook: FABRICBENCH_TEST_RANKS_PER_HOST=R splits one machine into hosts "node0", "node1", ... of R ranks
   // each, so that node-level logic (fabric-sweep) can be tested without a cluster.
   if (const char* fake = std::getenv("FABRICBENCH_TEST_RANKS_PER_HOST")) {
@@ -29,15 +30,15 @@ Placement Placement::discover(const Communicator& world) {
     local_rank = world.rank() % per;
     local_size = per;
   }
-  const std::string mine = fmt::format("{}\n{}\n{}", name, local_rank, local_size);
+  const std::string mine = fmt::format("{}\n{} {} {}", name, local_rank, local_size, machine_local_rank);
   const auto all = world.all_gather(mine);
   std::vector<RankPlace> ranks;
   for (std::size_t r = 0; r < all.size(); ++r) {
     const auto& s = all[r];
-    const auto a = s.find('\n');
-    const auto b = s.find('\n', a + 1);
-    ranks.push_back({static_cast<int>(r), s.substr(0, a), std::stoi(s.substr(a + 1, b - a - 1)),
-                     std::stoi(s.substr(b + 1))});
+    const auto newline = s.find('\n');
+    RankPlace place{static_cast<int>(r), s.substr(0, newline)};
+    std::sscanf(s.c_str() + newline + 1, "%d %d %d", &place.local_rank, &place.local_size, &place.machine_local_rank);
+    ranks.push_back(std::move(place));
   }
   return Placement(std::move(ranks), world.rank());
 }

@@ -174,7 +174,7 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
   if (backend_ == "auto") backend_ = "mpi";
   if (backend_ == "nccl") throw Error::usage("--backend nccl: this build has no NCCL; allowed here: mpi");
 #endif
-  if (collectives && backend_ == "nccl") gpu_ = runtime::bind_gpu(placement.me().local_rank);
+  if (collectives && backend_ == "nccl") gpu_ = runtime::bind_gpu(placement.me().machine_local_rank);
 }
 
 std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& context, const runtime::Communicator& pair,

@@ -5,8 +5,9 @@
 //    id goes over MPI and each process issues one call per iteration.
 // Timing as nccl-tests: `warmup` untimed iterations, host clock around `iters` back-to-back iterations, then the
 // streams are synchronised; under MPI the per-process times are averaged (nccl-tests -a 1). No validation.
-//   [mpirun -np N] nccl_peer OP MIN_BYTES MAX_BYTES [ITERS=20] [WARMUP=5]
-//   OP: all_reduce all_gather reduce_scatter alltoall sendrecv; NGPUS limits the GPUs of the one-process layout.
+//   [mpirun -np N] nccl_peer OP MIN_BYTES MAX_BYTES [ITERS=20] [WARMUP=5] [FACTOR=2]
+//   OP: all_reduce all_gather reduce_scatter alltoall sendrecv, or a comma list of them (run in that order);
+//   NGPUS limits the GPUs of the one-process layout.
 // Prints (rank 0): op gpus bytes time_us algbw_gbps busbw_gbps layout
 #include <cuda_runtime.h>
 #include <mpi.h>
@@ -19,8 +20,22 @@
 #include <string>
 #include <vector>
 
-#define CHECK_CUDA(x) do { cudaError_t e = (x); if (e != cudaSuccess) { std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e)); std::exit(3); } } while (0)
-#define CHECK_NCCL(x) do { ncclResult_t r = (x); if (r != ncclSuccess) { std::fprintf(stderr, "%s: %s\n", #x, ncclGetErrorString(r)); std::exit(3); } } while (0)
+#define CHECK_CUDA(x)                                              \
+  do {                                                             \
+    cudaError_t e = (x);                                           \
+    if (e != cudaSuccess) {                                        \
+      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e)); \
+      std::exit(3);                                                \
+    }                                                              \
+  } while (0)
+#define CHECK_NCCL(x)                                              \
+  do {                                                             \
+    ncclResult_t r = (x);                                          \
+    if (r != ncclSuccess) {                                        \
+      std::fprintf(stderr, "%s: %s\n", #x, ncclGetErrorString(r)); \
+      std::exit(3);                                                \
+    }                                                              \
+  } while (0)
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
@@ -28,13 +43,19 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
   if (argc < 4) {
-    if (rank == 0) std::fprintf(stderr, "usage: [mpirun -np N] nccl_peer OP MIN_BYTES MAX_BYTES [ITERS] [WARMUP]\n");
+    if (rank == 0) std::fprintf(stderr, "usage: [mpirun -np N] nccl_peer OP MIN_BYTES MAX_BYTES [ITERS] [WARMUP] [FACTOR]\n");
     MPI_Finalize();
     return 2;
   }
-  const std::string op = argv[1];
+  std::vector<std::string> ops;
+  for (std::string list = argv[1]; !list.empty();) {
+    const auto comma = list.find(',');
+    ops.push_back(list.substr(0, comma));
+    list = comma == std::string::npos ? "" : list.substr(comma + 1);
+  }
   const size_t min_bytes = std::strtoull(argv[2], nullptr, 10), max_bytes = std::strtoull(argv[3], nullptr, 10);
   const int iters = argc > 4 ? std::atoi(argv[4]) : 20, warmup = argc > 5 ? std::atoi(argv[5]) : 5;
+  const size_t factor_bytes = argc > 6 ? std::strtoull(argv[6], nullptr, 10) : 2;
   const bool per_process = nprocs > 1;
 
   // This process's GPUs (local indices) and their ranks in the NCCL communicator of n ranks.
@@ -73,52 +94,58 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaMemset(send[g], 0, max_bytes));
     CHECK_CUDA(cudaStreamCreateWithFlags(&streams[g], cudaStreamNonBlocking));
   }
-  const double factor = op == "all_reduce" ? 2.0 * (n - 1) / n : (op == "sendrecv" ? 1.0 : double(n - 1) / n);
-  for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
-    const size_t count = bytes / sizeof(float), per = count / n;
-    // g: local GPU index; me: its rank in the communicator.
-    auto one = [&](int g) {
-      const int me = per_process ? rank : g;
-      if (op == "all_reduce") CHECK_NCCL(ncclAllReduce(send[g], recv[g], count, ncclFloat, ncclSum, comms[g], streams[g]));
-      else if (op == "all_gather") CHECK_NCCL(ncclAllGather(send[g], recv[g], per, ncclFloat, comms[g], streams[g]));
-      else if (op == "reduce_scatter") CHECK_NCCL(ncclReduceScatter(send[g], recv[g], per, ncclFloat, ncclSum, comms[g], streams[g]));
-      else if (op == "alltoall") {
-        for (int p = 0; p < n; ++p) {
-          CHECK_NCCL(ncclSend(send[g] + p * per, per, ncclFloat, p, comms[g], streams[g]));
-          CHECK_NCCL(ncclRecv(recv[g] + p * per, per, ncclFloat, p, comms[g], streams[g]));
+  for (const auto& op : ops) {
+    const double factor = op == "all_reduce" ? 2.0 * (n - 1) / n : (op == "sendrecv" ? 1.0 : double(n - 1) / n);
+    for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= factor_bytes) {
+      const size_t count = bytes / sizeof(float), per = count / n;
+      // g: local GPU index; me: its rank in the communicator.
+      auto one = [&](int g) {
+        const int me = per_process ? rank : g;
+        if (op == "all_reduce")
+          CHECK_NCCL(ncclAllReduce(send[g], recv[g], count, ncclFloat, ncclSum, comms[g], streams[g]));
+        else if (op == "all_gather")
+          CHECK_NCCL(ncclAllGather(send[g], recv[g], per, ncclFloat, comms[g], streams[g]));
+        else if (op == "reduce_scatter")
+          CHECK_NCCL(ncclReduceScatter(send[g], recv[g], per, ncclFloat, ncclSum, comms[g], streams[g]));
+        else if (op == "alltoall") {
+          for (int p = 0; p < n; ++p) {
+            CHECK_NCCL(ncclSend(send[g] + p * per, per, ncclFloat, p, comms[g], streams[g]));
+            CHECK_NCCL(ncclRecv(recv[g] + p * per, per, ncclFloat, p, comms[g], streams[g]));
+          }
+        } else if (op == "sendrecv") {
+          CHECK_NCCL(ncclSend(send[g], count, ncclFloat, (me + 1) % n, comms[g], streams[g]));
+          CHECK_NCCL(ncclRecv(recv[g], count, ncclFloat, (me - 1 + n) % n, comms[g], streams[g]));
+        } else {
+          std::fprintf(stderr, "unknown op %s\n", op.c_str());
+          std::exit(2);
         }
-      } else if (op == "sendrecv") {
-        CHECK_NCCL(ncclSend(send[g], count, ncclFloat, (me + 1) % n, comms[g], streams[g]));
-        CHECK_NCCL(ncclRecv(recv[g], count, ncclFloat, (me - 1 + n) % n, comms[g], streams[g]));
-      } else {
-        std::fprintf(stderr, "unknown op %s\n", op.c_str());
-        std::exit(2);
+      };
+      auto iteration = [&] {
+        CHECK_NCCL(ncclGroupStart());
+        for (int g = 0; g < local_gpus; ++g) one(g);
+        CHECK_NCCL(ncclGroupEnd());
+      };
+      auto sync = [&] {
+        for (int g = 0; g < local_gpus; ++g) CHECK_CUDA(cudaStreamSynchronize(streams[g]));
+      };
+      for (int i = 0; i < warmup; ++i) iteration();
+      sync();
+      MPI_Barrier(MPI_COMM_WORLD);
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < iters; ++i) iteration();
+      sync();
+      double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / iters;
+      double sum = 0;
+      MPI_Allreduce(&us, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      us = sum / nprocs;
+      const size_t moved =
+          (op == "all_gather" || op == "reduce_scatter" || op == "alltoall") ? per * n * sizeof(float) : bytes;
+      const double algbw = moved / us / 1e3;
+      if (rank == 0) {
+        std::printf("%s %d %zu %.3f %.3f %.3f %s\n", op.c_str(), n, moved, us, algbw, algbw * factor,
+                    per_process ? "process-per-gpu" : "one-process");
+        std::fflush(stdout);
       }
-    };
-    auto iteration = [&] {
-      CHECK_NCCL(ncclGroupStart());
-      for (int g = 0; g < local_gpus; ++g) one(g);
-      CHECK_NCCL(ncclGroupEnd());
-    };
-    auto sync = [&] {
-      for (int g = 0; g < local_gpus; ++g) CHECK_CUDA(cudaStreamSynchronize(streams[g]));
-    };
-    for (int i = 0; i < warmup; ++i) iteration();
-    sync();
-    MPI_Barrier(MPI_COMM_WORLD);
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < iters; ++i) iteration();
-    sync();
-    double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / iters;
-    double sum = 0;
-    MPI_Allreduce(&us, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    us = sum / nprocs;
-    const size_t moved = (op == "all_gather" || op == "reduce_scatter" || op == "alltoall") ? per * n * sizeof(float) : bytes;
-    const double algbw = moved / us / 1e3;
-    if (rank == 0) {
-      std::printf("%s %d %zu %.3f %.3f %.3f %s\n", op.c_str(), n, moved, us, algbw, algbw * factor,
-                  per_process ? "process-per-gpu" : "one-process");
-      std::fflush(stdout);
     }
   }
   for (auto c : comms) ncclCommDestroy(c);

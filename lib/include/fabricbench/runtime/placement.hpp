@@ -11,8 +11,11 @@ namespace fabricbench::runtime {
 struct RankPlace {
   int rank = 0;
   std::string host;
-  int local_rank = 0;
+  int local_rank = 0;  // place among the ranks of its host (as grouped: see the test hook in discover())
   int local_size = 1;
+  // Place among the ranks on the same physical machine (MPI_COMM_TYPE_SHARED): what picks the GPU. Equal to
+  // local_rank except under FABRICBENCH_TEST_RANKS_PER_HOST, where one machine is split into several "hosts".
+  int machine_local_rank = 0;
 };
 
 class Placement {
