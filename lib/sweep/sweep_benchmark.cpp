@@ -270,13 +270,16 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
   const bool any_coll = std::any_of(metrics_.begin(), metrics_.end(), [](auto* m) { return m->p2p_test.empty(); });
   std::vector<PairRecord> all;
   const auto start = std::chrono::steady_clock::now();
+  std::size_t pairs_total = 0, pairs_done = 0;
+  for (const auto& r : rounds) pairs_total += r.pairs.size();
   for (std::size_t i = 0; i < rounds.size(); ++i) {
     const auto& round = rounds[i];
     const int index = first_round + static_cast<int>(i);
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    context.progress(fmt::format("{} round {} of {}: {} pairs, {:.1f} s elapsed{}", kind, i + 1, rounds.size(),
-                                 round.pairs.size(), elapsed,
+    context.progress(fmt::format("{} round {} of {}: {} pairs now, {} of {} pairs done, {:.1f} s elapsed{}", kind,
+                                 i + 1, rounds.size(), round.pairs.size(), pairs_done, pairs_total, elapsed,
                                  i ? fmt::format(", about {:.1f} s left", elapsed / i * (rounds.size() - i)) : ""));
+    pairs_done += round.pairs.size();
     context.measuring(fmt::format("{} round {} ({} pairs)", kind, index, round.pairs.size()));
     const auto round_start = std::chrono::steady_clock::now();
     std::vector<PairRecord> mine;

@@ -41,6 +41,16 @@ class SweepStructure(LaunchTest):
         self.assertEqual(len(nodes), 12)
         self.assertTrue((nodes["pairs"] == 3).all())
 
+    def test_progress_names_the_round_pairs_done_and_time_left(self):
+        r = self.mpirun(4, "fabric-sweep", ["--output", "p.h5", "--metric", "p2p_latency", "-n", "3", "-w", "1",
+                                            "--retest", "0"], env=FAKE)
+        self.assertIn(r.returncode, (0, 1), r.stderr)
+        progress = [line for line in r.stderr.splitlines() if line.startswith("[progress] sweep round")]
+        self.assertEqual(len(progress), 3, r.stderr)
+        self.assertIn("round 1 of 3: 2 pairs now, 0 of 6 pairs done", progress[0])
+        self.assertIn("round 3 of 3: 2 pairs now, 4 of 6 pairs done", progress[2])
+        self.assertRegex(progress[2], r"s elapsed, about [0-9.]+ s left")
+
     def test_odd_host_count_rests_one_host_per_round(self):
         r, run = self.sweep(5, ["--metric", "p2p_latency"])
         self.assertIn(r.returncode, (0, 1), r.stderr)

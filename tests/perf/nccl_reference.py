@@ -6,16 +6,16 @@ A benchmark run, not a test: prints the comparison table and writes it to OUT/nc
 
   tests/perf/nccl_reference.py --bin DIR [--out DIR] [--baseline FILE]
 """
-import argparse
 import configparser
-import os
 import pathlib
 import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "analysis"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import fabricbench_analysis  # noqa: E402
+import nccl_perf  # noqa: E402
 
 SIZES = {"1M": 1 << 20, "16M": 16 << 20, "128M": 128 << 20, "1G": 1 << 30, "4G": 4 << 30}
 
@@ -37,31 +37,9 @@ def run(bin_dir, out_dir, name, np, args):
     return fabricbench_analysis.load(path).tables["results/coll"]
 
 
-def peer(bin_dir, op, gpus, min_bytes, max_bytes, per_process):
-    """{bytes: (time_us, busbw)} from the peer, one process per GPU (mpirun) or one process for all."""
-    cmd = [str(bin_dir / "nccl_peer"), op, str(min_bytes), str(max_bytes)]
-    if per_process:
-        cmd = ["mpirun", "-np", str(gpus), "--bind-to", "none"] + cmd
-    out = subprocess.run(["timeout", "300"] + cmd, capture_output=True, text=True, env=dict(os.environ, NGPUS=str(gpus)))
-    print(out.stdout, out.stderr, flush=True)
-    rows = {}
-    for line in out.stdout.splitlines():
-        _, _, size, us, _, busbw, _ = line.split()
-        rows[int(size)] = (float(us), float(busbw))
-    return rows
-
-
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--bin", required=True)
-    p.add_argument("--out", default="perf-out")
-    p.add_argument("--baseline", default=str(ROOT / "configs/baselines/h200x4-nvlink-nccl-tests.ini"))
-    a = p.parse_args()
-    bin_dir, out_dir = pathlib.Path(a.bin).resolve(), pathlib.Path(a.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
-    if os.geteuid() == 0:
-        os.environ.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    a, bin_dir, out_dir = nccl_perf.arguments(__doc__, baseline=dict(
+        default=str(ROOT / "configs/baselines/h200x4-nvlink-nccl-tests.ini")))
     ref = configparser.ConfigParser()
     ref.read(a.baseline)
     n = gpu_count()
@@ -80,10 +58,10 @@ def main():
     peers = {True: {}, False: {}}
     for per_process in (True, False):
         for op, gpus in ops:
-            rows = peer(bin_dir, op, gpus, 1 << 20, 4 << 30, per_process)
+            rows = nccl_perf.peer(bin_dir, [op], gpus, 1 << 20, 4 << 30, per_process)
             if op == "all_reduce":
-                rows.update(peer(bin_dir, op, gpus, 8, 8, per_process))
-            peers[per_process][(op, gpus)] = rows
+                rows.update(nccl_perf.peer(bin_dir, [op], gpus, 8, 8, per_process))
+            peers[per_process][(op, gpus)] = {size: v for (_, size), v in rows.items()}
 
     def fmt(v, digits=1):
         return "-" if v is None else f"{v:.{digits}f}"

@@ -7,7 +7,6 @@ communicator creation instead of at first use) show whether a size's first call 
 dip. A benchmark run, not a test.
   tests/perf/nccl_repeats.py --bin DIR [--out DIR] [--repeats 5]
 """
-import argparse
 import os
 import pathlib
 import statistics
@@ -16,7 +15,9 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "analysis"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import fabricbench_analysis  # noqa: E402
+import nccl_perf  # noqa: E402
 
 OPS_16M = ["all_gather", "reduce_scatter", "alltoall"]
 
@@ -36,41 +37,22 @@ def ours(bin_dir, out, args, env=None):
     return {(r.op, int(r.bytes)): (r.time_us, r.busbw_gbps) for r in t.itertuples()}
 
 
-def peer(bin_dir, ops, lo, hi, per_process, env=None):
-    cmd = [str(bin_dir / "nccl_peer"), ",".join(ops), str(lo), str(hi), "20", "5", str(max(hi // max(lo, 1), 2))]
-    if per_process:
-        cmd = ["mpirun", "-np", "4", "--bind-to", "none"] + cmd
-    rows = {}
-    for line in sh(cmd, dict(env or {}, NGPUS="4")).splitlines():
-        op, _, size, us, _, busbw, _ = line.split()
-        rows[(op, int(size))] = (float(us), float(busbw))
-    return rows
-
-
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--bin", required=True)
-    p.add_argument("--out", default="perf-out")
-    p.add_argument("--repeats", type=int, default=5)
-    a = p.parse_args()
-    bin_dir, out_dir = pathlib.Path(a.bin).resolve(), pathlib.Path(a.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
-    if os.geteuid() == 0:
-        os.environ.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    a, bin_dir, out_dir = nccl_perf.arguments(__doc__, repeats=dict(type=int, default=5))
     lazy_off = {"NCCL_RUNTIME_CONNECT": "0"}
     small, mid = 8, 16 << 20
     # variant -> function of the repeat index returning {(op, bytes): (time_us, busbw)}
     variants = {
         "ours 8B": lambda i: ours(bin_dir, out_dir / "r8.h5", ["--op", "all_reduce", "--sizes", "8"]),
         "ours 8B graph": lambda i: ours(bin_dir, out_dir / "r8g.h5", ["--op", "all_reduce", "--sizes", "8", "-G", "1"]),
-        "peer 8B per-GPU": lambda i: peer(bin_dir, ["all_reduce"], small, small, True),
-        "peer 8B one-process": lambda i: peer(bin_dir, ["all_reduce"], small, small, False),
+        "peer 8B per-GPU": lambda i: nccl_perf.peer(bin_dir, ["all_reduce"], 4, small, small, True),
+        "peer 8B one-process": lambda i: nccl_perf.peer(bin_dir, ["all_reduce"], 4, small, small, False),
         "ours 16M": lambda i: ours(bin_dir, out_dir / "r16.h5", ["--op", ",".join(OPS_16M), "--sizes", "1M,16M"]),
-        "peer 16M per-GPU": lambda i: peer(bin_dir, OPS_16M, 1 << 20, mid, True),
+        "peer 16M per-GPU": lambda i: nccl_perf.peer(bin_dir, OPS_16M, 4, 1 << 20, mid, True, factor=16),
         "ours 16M connect-at-init": lambda i: ours(bin_dir, out_dir / "r16c.h5",
                                                    ["--op", ",".join(OPS_16M), "--sizes", "1M,16M"], lazy_off),
-        "peer 16M per-GPU connect-at-init": lambda i: peer(bin_dir, OPS_16M, 1 << 20, mid, True, lazy_off),
+        "peer 16M per-GPU connect-at-init": lambda i: nccl_perf.peer(bin_dir, OPS_16M, 4, 1 << 20, mid, True, factor=16,
+                                                                     env=lazy_off),
     }
     seen = {name: [] for name in variants}
     for i in range(a.repeats):
