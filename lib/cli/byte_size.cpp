@@ -107,5 +107,6 @@ SizeList SizeList::parse(std::string_view text, std::string_view option) {
 }
 
 std::uint64_t SizeList::max() const { return *std::max_element(values_.begin(), values_.end()); }
+std::uint64_t SizeList::min() const { return *std::min_element(values_.begin(), values_.end()); }
 
 }  // namespace fabricbench::cli

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "fabricbench/error.hpp"
 
@@ -49,40 +50,57 @@ void check_writable_path(std::string_view option, const std::string& path, bool 
 
 }  // namespace
 
-CommandLine::CommandLine(std::string program, std::string summary, SizeDefaults sizes, bool check_by_default)
+CommandLine::CommandLine(std::string program, std::string summary, OptionGroups groups)
     : program_(std::move(program)),
       summary_(std::move(summary)),
-      size_defaults_(sizes),
-      check_by_default_(check_by_default),
-      common_desc_("Common options"),
+      groups_(std::move(groups)),
+      run_desc_("Run options"),
+      sizes_desc_("Message sizes and iterations"),
       osu_desc_("Equivalents for OSU micro-benchmark habits"),
       tool_(program_ + " options") {
-  common_desc_.add_options()
-      ("help,h", "print this help and exit")
+  run_desc_.add_options()
+      (name("help", 'h').c_str(), "print this help and exit")
       ("version", "print the version and exit")
-      ("min-bytes,b", po::value<std::string>(), fmt::format("smallest message size (nccl-tests -b); default {}", format_byte_size(sizes.min_bytes)).c_str())
-      ("max-bytes,e", po::value<std::string>(), fmt::format("largest message size (nccl-tests -e); default {}", format_byte_size(sizes.max_bytes)).c_str())
-      ("step-factor,f", po::value<long long>(), fmt::format("multiply the size by this each step (nccl-tests -f); default {}", sizes.step_factor).c_str())
-      ("sizes", po::value<std::string>(), "explicit sizes '8,1K,4M' or a range 'MIN:MAX[:xFACTOR]' (instead of -b/-e/-f)")
-      ("iters,n", po::value<long long>(), "timed iterations per size (nccl-tests -n, OSU -i); default depends on the test and size")
-      ("warmup,w", po::value<long long>(), "untimed warm-up iterations per size (nccl-tests -w, OSU -x)")
-      ("check,c", po::value<int>()->implicit_value(1), fmt::format("validate received data: --check, -c 1 or -c 0; default {}", check_by_default ? 1 : 0).c_str())
       ("output", po::value<std::string>(), "HDF5 results file; default fabricbench-<tool>-<UTC time>.h5 here")
       ("csv", po::value<std::string>(), "also write the results table as CSV (opens in Excel)")
       ("force", "overwrite existing --output/--csv files")
       ("config", po::value<std::string>(), "read options from an INI file (command line wins); see configs/")
       ("timeout", po::value<std::string>(), "fail with exit status 3 if one measurement takes longer: 60, 60s, 5m")
-      ("quiet,q", "print no table (the files are still written)");
+      (name("quiet", 'q').c_str(), "print no table (the files are still written)");
+  if (!groups_.sizes) return;
+  const auto& d = groups_.sizes->defaults;
+  sizes_desc_.add_options()
+      (name("min-bytes", 'b').c_str(), po::value<std::string>(), fmt::format("smallest message size (nccl-tests -b); default {}", format_byte_size(d.min_bytes)).c_str())
+      (name("max-bytes", 'e').c_str(), po::value<std::string>(), fmt::format("largest message size (nccl-tests -e); default {}", format_byte_size(d.max_bytes)).c_str())
+      (name("step-factor", 'f').c_str(), po::value<long long>(), fmt::format("multiply the size by this each step (nccl-tests -f); default {}", d.step_factor).c_str())
+      ("sizes", po::value<std::string>(), "explicit sizes '8,1K,4M' or a range 'MIN:MAX[:xFACTOR]' (instead of -b/-e/-f)")
+      (name("iters", 'n').c_str(), po::value<long long>(), "timed iterations per size (nccl-tests -n, OSU -i); default depends on the test and size")
+      (name("warmup", 'w').c_str(), po::value<long long>(), "untimed warm-up iterations per size (nccl-tests -w, OSU -x)")
+      (name("check", 'c').c_str(), po::value<int>()->implicit_value(1), fmt::format("validate received data: --check, -c 1 or -c 0; default {}", groups_.sizes->check_by_default ? 1 : 0).c_str());
   osu_desc_.add_options()
-      ("osu-m,m", po::value<std::string>(), "OSU -m [MIN:]MAX: message size range")
-      ("osu-i,i", po::value<long long>(), "OSU -i N: same as --iters")
-      ("osu-x,x", po::value<long long>(), "OSU -x N: same as --warmup");
+      (name("osu-m", 'm').c_str(), po::value<std::string>(), "OSU -m [MIN:]MAX: message size range")
+      (name("osu-i", 'i').c_str(), po::value<long long>(), "OSU -i N: same as --iters")
+      (name("osu-x", 'x').c_str(), po::value<long long>(), "OSU -x N: same as --warmup");
+}
+
+std::string CommandLine::name(const char* long_name, char short_name) const {
+  if (groups_.claimed_short_flags.find(short_name) != std::string::npos) return long_name;
+  return std::string(long_name) + "," + short_name;
+}
+
+std::string CommandLine::help() const {
+  std::ostringstream out;
+  out << summary_ << "\n\nUsage: mpirun -np N " << program_ << " [options]\n\n" << run_desc_ << "\n";
+  if (groups_.sizes) out << sizes_desc_ << "\n" << osu_desc_ << "\n";
+  if (!tool_.options().empty()) out << tool_ << "\n";
+  return out.str();
 }
 
 bool CommandLine::parse(int argc, char** argv, bool print) {
   po::options_description all;
-  all.add(common_desc_).add(tool_).add(osu_desc_);
-  const auto args = join_check_values(argc, argv);
+  all.add(run_desc_).add(tool_);
+  if (groups_.sizes) all.add(sizes_desc_).add(osu_desc_);
+  const auto args = groups_.sizes ? join_check_values(argc, argv) : std::vector<std::string>(argv + 1, argv + argc);
   common_.command_line = quote_if_needed(program_);
   for (const auto& a : args) common_.command_line += " " + quote_if_needed(a);
   try {
@@ -98,7 +116,7 @@ bool CommandLine::parse(int argc, char** argv, bool print) {
     throw Error::usage(fmt::format("{} (see {} --help)", e.what(), program_));
   }
   if (values_.count("help")) {
-    if (print) std::cout << summary_ << "\n\nUsage: mpirun -np N " << program_ << " [options]\n\n" << all << "\n";
+    if (print) std::cout << help();
     return false;
   }
   if (values_.count("version")) {
@@ -111,6 +129,19 @@ bool CommandLine::parse(int argc, char** argv, bool print) {
 
 void CommandLine::read_common() {
   const auto& v = values_;
+  if (groups_.sizes) read_sizes(*groups_.sizes);
+  if (v.count("output")) common_.output = v["output"].as<std::string>();
+  if (v.count("csv")) common_.csv = v["csv"].as<std::string>();
+  if (common_.output.empty() && v.count("output")) throw Error::usage("--output '': give a file path");
+  common_.force = v.count("force") > 0;
+  common_.quiet = v.count("quiet") > 0;
+  if (v.count("timeout")) common_.timeout_s = parse_duration(v["timeout"].as<std::string>(), "--timeout");
+}
+
+void CommandLine::read_sizes(const SizeOptions& defaults) {
+  const auto& v = values_;
+  const auto& d = defaults.defaults;
+  common_.has_sizes = true;
   const bool has_range = v.count("min-bytes") || v.count("max-bytes") || v.count("step-factor");
   const int size_ways = int(has_range) + int(v.count("sizes") > 0) + int(v.count("osu-m") > 0);
   if (size_ways > 1) throw Error::usage("--sizes, -m and -b/-e/-f each give the sizes: use only one of them");
@@ -118,12 +149,12 @@ void CommandLine::read_common() {
     common_.sizes = SizeList::parse(v["sizes"].as<std::string>(), "--sizes");
   } else if (v.count("osu-m")) {
     auto m = v["osu-m"].as<std::string>();
-    if (m.find(':') == std::string::npos) m = fmt::format("{}:{}", size_defaults_.min_bytes, m);
+    if (m.find(':') == std::string::npos) m = fmt::format("{}:{}", d.min_bytes, m);
     common_.sizes = SizeList::parse(m, "-m");
   } else {
-    const auto min = v.count("min-bytes") ? parse_byte_size(v["min-bytes"].as<std::string>(), "--min-bytes") : size_defaults_.min_bytes;
-    const auto max = v.count("max-bytes") ? parse_byte_size(v["max-bytes"].as<std::string>(), "--max-bytes") : size_defaults_.max_bytes;
-    const auto factor = v.count("step-factor") ? v["step-factor"].as<long long>() : static_cast<long long>(size_defaults_.step_factor);
+    const auto min = v.count("min-bytes") ? parse_byte_size(v["min-bytes"].as<std::string>(), "--min-bytes") : d.min_bytes;
+    const auto max = v.count("max-bytes") ? parse_byte_size(v["max-bytes"].as<std::string>(), "--max-bytes") : d.max_bytes;
+    const auto factor = v.count("step-factor") ? v["step-factor"].as<long long>() : static_cast<long long>(d.step_factor);
     require_at_least("--step-factor", factor, 2);
     if (min > max)
       throw Error::usage(fmt::format("--min-bytes {} is larger than --max-bytes {}", format_byte_size(min), format_byte_size(max)));
@@ -131,30 +162,26 @@ void CommandLine::read_common() {
   }
   if (v.count("iters") && v.count("osu-i")) throw Error::usage("--iters and -i are the same option: give one");
   if (v.count("warmup") && v.count("osu-x")) throw Error::usage("--warmup and -x are the same option: give one");
+  // Counts are ints in every loop and in MPI: a billion iterations is far beyond any sensible run.
+  constexpr long long most = 1000000000;
   for (const char* name : {"iters", "osu-i"}) {
     if (!v.count(name)) continue;
     const auto n = v[name].as<long long>();
-    require_at_least(std::string(name) == "iters" ? "--iters" : "-i", n, 1);
-    common_.iterations = static_cast<int>(std::min<long long>(n, 1 << 30));
+    require_in_range(std::string(name) == "iters" ? "--iters" : "-i", n, 1, most);
+    common_.iterations = static_cast<int>(n);
   }
   for (const char* name : {"warmup", "osu-x"}) {
     if (!v.count(name)) continue;
     const auto n = v[name].as<long long>();
-    require_at_least(std::string(name) == "warmup" ? "--warmup" : "-x", n, 0);
-    common_.warmup = static_cast<int>(std::min<long long>(n, 1 << 30));
+    require_in_range(std::string(name) == "warmup" ? "--warmup" : "-x", n, 0, most);
+    common_.warmup = static_cast<int>(n);
   }
-  common_.check = check_by_default_;
+  common_.check = defaults.check_by_default;
   if (v.count("check")) {
     const int c = v["check"].as<int>();
     if (c != 0 && c != 1) throw Error::usage(fmt::format("--check {}: allowed values are 0 and 1", c));
     common_.check = c == 1;
   }
-  if (v.count("output")) common_.output = v["output"].as<std::string>();
-  if (v.count("csv")) common_.csv = v["csv"].as<std::string>();
-  if (common_.output.empty() && v.count("output")) throw Error::usage("--output '': give a file path");
-  common_.force = v.count("force") > 0;
-  common_.quiet = v.count("quiet") > 0;
-  if (v.count("timeout")) common_.timeout_s = parse_duration(v["timeout"].as<std::string>(), "--timeout");
 }
 
 void CommandLine::resolve_outputs() {
@@ -185,6 +212,15 @@ void require_choice(std::string_view option, const std::string& value, std::init
 
 void require_at_least(std::string_view option, long long value, long long minimum) {
   if (value < minimum) throw Error::usage(fmt::format("{} {}: must be at least {}", option, value, minimum));
+}
+
+void require_at_most(std::string_view option, long long value, long long maximum) {
+  if (value > maximum) throw Error::usage(fmt::format("{} {}: must be at most {}", option, value, maximum));
+}
+
+void require_in_range(std::string_view option, long long value, long long minimum, long long maximum) {
+  require_at_least(option, value, minimum);
+  require_at_most(option, value, maximum);
 }
 
 double parse_duration(std::string_view text, std::string_view option) {

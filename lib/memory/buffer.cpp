@@ -97,6 +97,12 @@ void Buffer::copy_from_host(const void* src, std::size_t bytes, std::size_t offs
 }
 
 void FillPattern::fill(Buffer& buffer, std::size_t bytes) const {
+  if (bytes > buffer.size()) throw std::logic_error("FillPattern::fill past the end of the buffer");
+  if (buffer.kind() == MemoryKind::host) {  // in place: a second copy of a multi-GiB message is not needed
+    auto* p = static_cast<std::uint8_t*>(buffer.data());
+    for (std::size_t i = 0; i < bytes; ++i) p[i] = byte_at(i);
+    return;
+  }
   std::vector<std::uint8_t> host(bytes);
   for (std::size_t i = 0; i < bytes; ++i) host[i] = byte_at(i);
   buffer.copy_from_host(host.data(), bytes);
@@ -109,12 +115,24 @@ std::uint64_t FillPattern::count_wrong(const std::vector<std::uint8_t>& data, Fi
 }
 
 std::uint64_t FillPattern::count_wrong(const Buffer& buffer, std::size_t bytes) const {
+  if (bytes > buffer.size()) throw std::logic_error("FillPattern::count_wrong past the end of the buffer");
+  if (buffer.kind() == MemoryKind::host) {
+    const auto* p = static_cast<const std::uint8_t*>(buffer.data());
+    std::uint64_t wrong = 0;
+    for (std::size_t i = 0; i < bytes; ++i) wrong += p[i] != byte_at(i);
+    return wrong;
+  }
   std::vector<std::uint8_t> host(bytes);
   buffer.copy_to_host(host.data(), bytes);
   return count_wrong(host, *this);
 }
 
 void clear(Buffer& buffer, std::size_t bytes) {
+  if (buffer.kind() == MemoryKind::host) {
+    if (bytes > buffer.size()) throw std::logic_error("clear past the end of the buffer");
+    std::memset(buffer.data(), 0, bytes);
+    return;
+  }
   const std::vector<std::uint8_t> zeros(bytes, 0);
   buffer.copy_from_host(zeros.data(), bytes);
 }

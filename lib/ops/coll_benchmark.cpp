@@ -12,7 +12,7 @@
 #include "fabricbench/cli/byte_size.hpp"
 #include "fabricbench/memory/buffer.hpp"
 #include "fabricbench/runtime/gpu.hpp"
-#include "fabricbench/timing/sample_stats.hpp"
+#include "fabricbench/timing/rank_laps.hpp"
 
 namespace fabricbench::ops {
 namespace {
@@ -40,8 +40,6 @@ std::vector<T> parse_names(const std::string& text, const std::vector<T>& all, N
   return out;
 }
 
-void check(int rc, const char* what) { runtime::check_mpi(rc, what); }
-
 }  // namespace
 
 double combine_rank_times(const std::vector<double>& t, RankCombine how) {
@@ -53,7 +51,7 @@ double combine_rank_times(const std::vector<double>& t, RankCombine how) {
   }
 }
 
-CollBenchmark::CollBenchmark() : table_(make_table()) {}
+CollBenchmark::CollBenchmark() : table_(make_table()), samples_(table_.samples()) {}
 CollBenchmark::~CollBenchmark() = default;
 
 std::string CollBenchmark::summary() const {
@@ -66,20 +64,22 @@ std::string CollBenchmark::summary() const {
 }
 
 results::TableSpec CollBenchmark::make_table() {
-  using results::ColumnType;
-  results::TableSpec t{"results", "coll", {}};
-  t.columns = {{"op", ColumnType::text, 16},          {"backend", ColumnType::text, 8},
-               {"dtype", ColumnType::text, 12},       {"redop", ColumnType::text, 8},
-               {"root", ColumnType::integer},         {"in_place", ColumnType::integer},
-               {"bytes", ColumnType::integer},        {"count", ColumnType::integer},
-               {"ranks", ColumnType::integer},        {"iterations", ColumnType::integer},
-               {"warmup", ColumnType::integer},       {"timing", ColumnType::text, 12},
-               {"time_us", ColumnType::real},         {"time_us_rank_min", ColumnType::real},
-               {"time_us_rank_max", ColumnType::real}, {"iter_us_min", ColumnType::real},
-               {"iter_us_median", ColumnType::real},  {"iter_us_p99", ColumnType::real},
-               {"iter_us_max", ColumnType::real},     {"algbw_gbps", ColumnType::real},
-               {"busbw_gbps", ColumnType::real},      {"wrong", ColumnType::integer}};
-  return t;
+  using namespace results;
+  return {"results", "coll",
+          {key_text("op", 16), key_text("backend", 8), key_text("dtype", 12, "type"), key_text("redop", 8),
+           key_int("root"), key_int("in_place"), key_int("bytes", Unit::bytes, "size_B"),
+           key_int("count", Unit::elements), key_int("ranks"), setting_int("iterations", "iters"),
+           setting_int("warmup"), setting_text("timing", 12),
+           measured("time_us", Unit::us, Better::lower),
+           statistic("time_us_rank_min", Unit::us, Better::lower, "rank_min_us"),
+           statistic("time_us_rank_max", Unit::us, Better::lower, "rank_max_us"),
+           statistic("iter_us_min", Unit::us, Better::lower, "min_us"),
+           statistic("iter_us_median", Unit::us, Better::lower, "p50_us"),
+           statistic("iter_us_p99", Unit::us, Better::lower, "p99_us"),
+           statistic("iter_us_max", Unit::us, Better::lower, "max_us"),
+           measured("algbw_gbps", Unit::gbps, Better::higher, "algbw_GB/s"),
+           measured("busbw_gbps", Unit::gbps, Better::higher, "busbw_GB/s"),
+           measured_int("wrong", Unit::elements, Better::lower, "#wrong")}};
 }
 
 void CollBenchmark::add_options(cli::po::options_description& options) {
@@ -132,28 +132,19 @@ void CollBenchmark::configure(const cli::po::variables_map& v, const cli::Common
   if (average < 0 || average > 3) throw Error::usage(fmt::format("--average {}: allowed values are 0, 1, 2, 3", average));
   combine_ = static_cast<RankCombine>(average);
 
-  backend_name_ = v["backend"].as<std::string>();
-  cli::require_choice("--backend", backend_name_, {"auto", "nccl", "mpi"});
-#ifdef FABRICBENCH_HAVE_NCCL
-  const bool nccl_built = true;
-#else
-  const bool nccl_built = false;
-#endif
-  if (backend_name_ == "auto")
-    backend_name_ = nccl_built && memory::unavailable_reason(memory::MemoryKind::device).empty() ? "nccl" : "mpi";
-  if (backend_name_ == "nccl" && !nccl_built)
-    throw Error::usage("--backend nccl: this build has no NCCL (FABRICBENCH_CUDA=OFF or NCCL not found); allowed here: mpi");
+  backend_ = choose_backend(v["backend"].as<std::string>());
+  const std::string backend_name(to_string(backend_));
   const auto mem = v["memory"].as<std::string>();
   cli::require_choice("--memory", mem, {"host", "device"});
   device_memory_ = mem == "device";
-  if (backend_name_ == "nccl" || device_memory_) {
+  if (backend_ == BackendKind::nccl || device_memory_) {
     try {
       gpu_ = runtime::bind_gpu(placement.me().machine_local_rank);
     } catch (const Error& e) {
-      throw Error(e.status(), fmt::format("--backend {}{}: {}", backend_name_, device_memory_ ? " --memory device" : "", e.what()));
+      throw Error(e.status(), fmt::format("--backend {}{}: {}", backend_name, device_memory_ ? " --memory device" : "", e.what()));
     }
   }
-  if (backend_name_ == "mpi") {
+  if (backend_ == BackendKind::mpi) {
     if (device_memory_ && !runtime::mpi_is_cuda_aware())
       throw Error::usage("--memory device: this MPI library is not CUDA-aware (MPIX_Query_cuda_support); use host");
     if (timing_ == TimingMode::events || timing_ == TimingMode::graph)
@@ -169,9 +160,7 @@ void CollBenchmark::configure(const cli::po::variables_map& v, const cli::Common
                                        "int32, uint32, int64, uint64, float, double", to_string(t)));
     for (auto o : redops_)
       if (o == RedOp::avg) throw Error::usage("--redop avg: MPI has no average; allowed with --backend mpi: sum, prod, min, max");
-    const auto max_elements = common.sizes.max();
-    if (max_elements > static_cast<std::uint64_t>(INT_MAX))
-      throw Error::usage(fmt::format("--max-bytes {}: more elements than MPI's int count allows", cli::format_byte_size(max_elements)));
+    require_mpi_counts(ops_, dtypes_, common.sizes.max(), nranks, "--max-bytes");
   } else if (device_memory_) {
     throw Error::usage("--memory applies to --backend mpi only (NCCL always uses device memory)");
   }
@@ -185,37 +174,18 @@ void CollBenchmark::configure(const cli::po::variables_map& v, const cli::Common
 }
 
 void CollBenchmark::abort() noexcept {
-  if (backend_) backend_->abort();
+  if (backend_impl_) backend_impl_->abort();
 }
 
 CollBenchmark::Measured CollBenchmark::measure(const app::RunContext& context, const CollCase& c, int warmup,
                                                int iterations) {
   const auto& world = context.world;
-  const int n = world.size();
-  backend_->prepare(c);
-  const CaseTiming t = time_case(*backend_, c, {timing_, warmup, iterations, graph_launches_}, world);
-  std::uint64_t wrong = 0;
-  if (context.options.check) {
-    backend_->prepare(c);
-    backend_->launch(c);
-    backend_->wait();
-    if (flip_byte_) backend_->flip_output_byte(c);
-    wrong = backend_->count_wrong(c);
-  }
+  const auto r = run_case(*backend_impl_, c, {timing_, warmup, iterations, graph_launches_}, world, context.options.check,
+                          flip_byte_);
   Measured m{};
-  const double mine_us = t.seconds_per_op * 1e6;
-  m.rank_us.resize(context.is_root() ? n : 0);
-  check(MPI_Gather(&mine_us, 1, MPI_DOUBLE, m.rank_us.data(), 1, MPI_DOUBLE, 0, world.get()), "MPI_Gather");
-  check(MPI_Reduce(&wrong, &m.wrong, 1, MPI_UINT64_T, MPI_SUM, 0, world.get()), "MPI_Reduce");
-  const int my_laps = static_cast<int>(t.laps_us.size());
-  m.laps_per_rank.resize(context.is_root() ? n : 0);
-  check(MPI_Gather(&my_laps, 1, MPI_INT, m.laps_per_rank.data(), 1, MPI_INT, 0, world.get()), "MPI_Gather");
-  std::vector<int> displs(m.laps_per_rank.size(), 0);
-  if (context.is_root()) std::exclusive_scan(m.laps_per_rank.begin(), m.laps_per_rank.end(), displs.begin(), 0);
-  m.laps_us.resize(context.is_root() ? static_cast<std::size_t>(displs.back() + m.laps_per_rank.back()) : 0);
-  check(MPI_Gatherv(t.laps_us.data(), my_laps, MPI_DOUBLE, m.laps_us.data(), m.laps_per_rank.data(), displs.data(),
-                    MPI_DOUBLE, 0, world.get()),
-        "MPI_Gatherv");
+  m.rank_us = world.gather_values(r.timing.seconds_per_op * 1e6, 0);
+  m.wrong = world.sum(r.wrong, 0);
+  m.laps = timing::RankLaps::gather(world, r.timing.laps_us);
   if (context.is_root()) m.time_us = combine_rank_times(m.rank_us, combine_);
   return m;
 }
@@ -225,9 +195,9 @@ results::Row CollBenchmark::make_row(const CollCase& c, const Measured& m, int i
   static constexpr const char* timing_names[] = {"host", "blocking", "events", "graph"};
   const auto bytes = c.counts.bytes(type_size(c.dtype));
   const double algbw = algbw_gbps(bytes, m.time_us * 1e-6);
-  const auto laps = timing::SampleStats::of(m.laps_us);
+  const auto laps = m.laps.stats();
   results::Row row(table_);
-  row.set("op", std::string(c.op->name)).set("backend", backend_name_).set("dtype", std::string(to_string(c.dtype)));
+  row.set("op", std::string(c.op->name)).set("backend", std::string(to_string(backend_))).set("dtype", std::string(to_string(c.dtype)));
   row.set("redop", c.op->reduces ? std::string(to_string(c.redop)) : std::string("none"));
   row.set("root", std::int64_t(c.op->rooted ? c.root : -1)).set("in_place", std::int64_t(c.in_place));
   row.set("bytes", std::int64_t(bytes)).set("count", std::int64_t(c.counts.param)).set("ranks", std::int64_t(nranks));
@@ -245,19 +215,20 @@ results::Row CollBenchmark::make_row(const CollCase& c, const Measured& m, int i
 ExitStatus CollBenchmark::run(const app::RunContext& context) {
   const auto& world = context.world;
   const int nranks = world.size();
-  backend_ = backend_name_ == "nccl" ? make_nccl_backend(world, gpu_) : make_mpi_backend(world, device_memory_);
+  const std::string backend_name(to_string(backend_));
+  backend_impl_ = make_backend(backend_, world, gpu_, device_memory_);
   const auto max_bytes = context.options.sizes.max();
-  backend_->allocate(max_bytes, max_bytes);
-  const int iterations = context.options.iterations > 0 ? context.options.iterations : 20;
-  const int warmup = context.options.warmup >= 0 ? context.options.warmup : 5;
+  backend_impl_->allocate(max_bytes, max_bytes);
   std::vector<int> roots = roots_;
   if (roots.empty())
     for (int r = 0; r < nranks; ++r) roots.push_back(r);
-  if (context.is_root())
-    context.out->note(fmt::format("backend: {}  ranks: {}  check: {}  timing: {}{}", backend_name_, nranks,
+  if (context.is_root()) {
+    context.out->declare(samples_);
+    context.out->note(fmt::format("backend: {}  ranks: {}  check: {}  timing: {}{}", backend_name, nranks,
                                   context.options.check ? "on" : "off",
                                   std::array{"host clock", "blocking", "CUDA events", "CUDA graph"}[static_cast<int>(timing_)],
                                   timing_ == TimingMode::graph ? fmt::format(" x{}", graph_launches_) : ""));
+  }
   std::uint64_t wrong_total = 0;
   for (std::size_t k = 0; k < ops_.size(); ++k) {
     const auto* op = ops_[k];
@@ -265,33 +236,39 @@ ExitStatus CollBenchmark::run(const app::RunContext& context) {
                                  context.options.sizes.values().size()));
     std::vector<bool> modes;
     for (const bool ip : in_place_)
-      if (!ip || backend_->in_place_defined(op->kind)) modes.push_back(ip);
+      if (!ip || backend_impl_->in_place_defined(op->kind)) modes.push_back(ip);
     if (modes.size() < in_place_.size() && context.is_root())
       context.out->note(fmt::format("{}: in place is not defined for the {} back end (its send and receive regions "
-                                    "overlap); out-of-place only", op->name, backend_name_));
+                                    "overlap); out-of-place only", op->name, backend_name));
     if (modes.empty()) continue;
     double busbw_sum = 0;
     int busbw_rows = 0;
     for (const auto dtype : dtypes_) {
       for (const auto redop : op->reduces ? redops_ : std::vector<RedOp>{RedOp::sum}) {
         for (const int root : op->rooted ? roots : std::vector<int>{0}) {
-          if (!backend_->supports(dtype, op->reduces ? redop : RedOp::sum)) continue;
+          if (!backend_impl_->supports(dtype, op->reduces ? redop : RedOp::sum)) continue;
           if (op->reduces && redop == RedOp::avg && !is_floating(dtype)) continue;  // only with "all"
           if (context.is_root()) {
-            std::vector<results::TerminalColumn> shown{{"bytes", "size_B", 0, 0}, {"count", "count", 0, 0},
-                                                       {"dtype", "type", 0, 0},   {"redop", "redop", 0, 0},
-                                                       {"root", "root", 0, 0}};
+            std::vector<results::TerminalColumn> shown{{"bytes"}, {"count"}, {"dtype"}, {"redop"}, {"root"}};
             for (std::size_t k = 0; k < modes.size(); ++k) {
               const std::string p = modes[k] ? "ip_" : "oop_";
               const int part = static_cast<int>(k);
-              shown.insert(shown.end(), {{"time_us", p + "time_us", 2, part}, {"algbw_gbps", p + "algbw_GB/s", 2, part},
-                                         {"busbw_gbps", p + "busbw_GB/s", 2, part}, {"wrong", p + "#wrong", 0, part}});
+              for (const char* column : {"time_us", "algbw_gbps", "busbw_gbps", "wrong"})
+                shown.push_back({column, p + table_.column(column).header(), part});
             }
-            context.out->section(table_, fmt::format("{} ({} ranks, {})", op->name, nranks, backend_name_), shown);
+            context.out->section(table_, fmt::format("{} ({} ranks, {})", op->name, nranks, backend_name), shown);
           }
+          int skipped = 0;
           for (const auto bytes : context.options.sizes.values()) {
+            const auto counts = op->counts(bytes / type_size(dtype), nranks);
+            if (counts.bytes(type_size(dtype)) == 0) {  // nothing to move: no row, never a bandwidth of nothing
+              ++skipped;
+              continue;
+            }
+            const int iterations = nccl_tests_iterations.iterations(bytes, context.options.iterations);
+            const int warmup = nccl_tests_iterations.warmup(bytes, context.options.warmup);
             for (const bool in_place : modes) {
-              const CollCase c{op, dtype, redop, root, in_place, op->counts(bytes / type_size(dtype), nranks)};
+              const CollCase c{op, dtype, redop, root, in_place, counts};
               context.measuring(fmt::format("{} {} {} {} at {} B", op->name, in_place ? "in-place" : "out-of-place",
                                             to_string(dtype), op->reduces ? to_string(redop) : "none", bytes));
               const auto m = measure(context, c, warmup, iterations);
@@ -302,23 +279,19 @@ ExitStatus CollBenchmark::run(const app::RunContext& context) {
               busbw_sum += row.number("busbw_gbps");
               ++busbw_rows;
               const auto index = context.out->row(row);
-              std::vector<results::Sample> samples;
-              std::size_t at = 0;
-              for (int r = 0; r < nranks; ++r) {
-                if (m.laps_per_rank[r] == 0) samples.push_back({index, -1, r, m.rank_us[r]});
-                for (int i = 0; i < m.laps_per_rank[r]; ++i) samples.push_back({index, i, r, m.laps_us[at++]});
-              }
-              context.out->samples(table_, samples);
+              context.out->samples(samples_, m.laps.samples(index, 1.0, -1, &m.rank_us));
             }
           }
+          if (skipped > 0 && context.is_root())
+            context.out->note(fmt::format("{} {}: {} size(s) hold no whole {} per rank on {} ranks; skipped", op->name,
+                                          to_string(dtype), skipped, to_string(dtype), nranks));
         }
       }
     }
     if (context.is_root() && busbw_rows > 0)
       context.out->note(fmt::format("{}: Avg bus bandwidth : {:.3f} GB/s over {} rows", op->name, busbw_sum / busbw_rows, busbw_rows));
   }
-  std::uint64_t wrong_all = wrong_total;
-  check(MPI_Bcast(&wrong_all, 1, MPI_UINT64_T, 0, world.get()), "MPI_Bcast");
+  const std::uint64_t wrong_all = world.broadcast_value(wrong_total, 0);
   if (context.is_root()) context.out->note(fmt::format("Out of bounds values : {} {}", wrong_all, wrong_all ? "FAILED" : "OK"));
   return wrong_all > 0 ? ExitStatus::measurement_failed : ExitStatus::ok;
 }

@@ -26,7 +26,10 @@ PairMeasurement run_exchange(const P2PTest& test, const Exchanger& x) {
   const MPI_Comm comm = x.comm;
   const std::uint64_t bytes = x.bytes;
   const int iterations = x.iterations, warmup = x.warmup;
-  const int count = static_cast<int>(bytes);
+  // Messages of 2 GiB and more go whole, as one derived datatype (runtime::ByteMessage), not cut to an int.
+  const runtime::ByteMessage message(bytes);
+  const int count = message.count();
+  const MPI_Datatype type = message.type();
   void* const sbuf = x.send.data();
   void* const rbuf = x.recv.data();
   PairMeasurement m;
@@ -61,34 +64,34 @@ PairMeasurement run_exchange(const P2PTest& test, const Exchanger& x) {
     case Exchange::ping_pong:
       if (leader)
         timed([&] {
-          check(MPI_Send(sbuf, count, MPI_BYTE, peer, data_tag, comm), "MPI_Send");
-          check(MPI_Recv(rbuf, count, MPI_BYTE, peer, data_tag, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+          check(MPI_Send(sbuf, count, type, peer, data_tag, comm), "MPI_Send");
+          check(MPI_Recv(rbuf, count, type, peer, data_tag, comm, MPI_STATUS_IGNORE), "MPI_Recv");
         });
       else
         timed([&] {
-          check(MPI_Recv(rbuf, count, MPI_BYTE, peer, data_tag, comm, MPI_STATUS_IGNORE), "MPI_Recv");
-          check(MPI_Send(sbuf, count, MPI_BYTE, peer, data_tag, comm), "MPI_Send");
+          check(MPI_Recv(rbuf, count, type, peer, data_tag, comm, MPI_STATUS_IGNORE), "MPI_Recv");
+          check(MPI_Send(sbuf, count, type, peer, data_tag, comm), "MPI_Send");
         });
       break;
     case Exchange::window:
       if (leader)
         timed([&] {
-          for (int w = 0; w < window; ++w) check(MPI_Isend(sbuf, count, MPI_BYTE, peer, data_tag, comm, &req[w]), "MPI_Isend");
+          for (int w = 0; w < window; ++w) check(MPI_Isend(sbuf, count, type, peer, data_tag, comm, &req[w]), "MPI_Isend");
           check(MPI_Waitall(window, req, MPI_STATUSES_IGNORE), "MPI_Waitall");
           check(MPI_Recv(&ack, 1, MPI_BYTE, peer, ack_tag, comm, MPI_STATUS_IGNORE), "MPI_Recv");
         });
       else
         timed([&] {
-          for (int w = 0; w < window; ++w) check(MPI_Irecv(rbuf, count, MPI_BYTE, peer, data_tag, comm, &req[w]), "MPI_Irecv");
+          for (int w = 0; w < window; ++w) check(MPI_Irecv(rbuf, count, type, peer, data_tag, comm, &req[w]), "MPI_Irecv");
           check(MPI_Waitall(window, req, MPI_STATUSES_IGNORE), "MPI_Waitall");
           check(MPI_Send(&ack, 1, MPI_BYTE, peer, ack_tag, comm), "MPI_Send");
         });
       break;
     case Exchange::bidirectional_window:
       timed([&] {
-        for (int w = 0; w < window; ++w) check(MPI_Irecv(rbuf, count, MPI_BYTE, from, data_tag, comm, &req[w]), "MPI_Irecv");
+        for (int w = 0; w < window; ++w) check(MPI_Irecv(rbuf, count, type, from, data_tag, comm, &req[w]), "MPI_Irecv");
         for (int w = 0; w < window; ++w)
-          check(MPI_Isend(sbuf, count, MPI_BYTE, peer, data_tag, comm, &req[window + w]), "MPI_Isend");
+          check(MPI_Isend(sbuf, count, type, peer, data_tag, comm, &req[window + w]), "MPI_Isend");
         check(MPI_Waitall(2 * window, req, MPI_STATUSES_IGNORE), "MPI_Waitall");
       });
       break;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <stdexcept>
 
 #include "fabricbench/error.hpp"
 
@@ -47,13 +48,29 @@ void write_attribute(hid_t obj, const char* name, const std::string& value) {
 void write_attribute(hid_t obj, const char* name, std::int64_t value) {
   write_attribute(obj, name, H5T_NATIVE_INT64, &value);
 }
+// A one-dimensional array of strings (h5py reads it as an array of str). Written once, at creation.
+void write_attribute(hid_t obj, const char* name, const std::vector<std::string>& values) {
+  const H5Id type = string_type(0);
+  std::vector<const char*> pointers;
+  for (const auto& v : values) pointers.push_back(v.c_str());
+  const hsize_t dims[1] = {values.size()};
+  H5Id space(checked(values.empty() ? H5Screate(H5S_NULL) : H5Screate_simple(1, dims, nullptr), "H5Screate"));
+  H5Id attr(checked(H5Acreate2(obj, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                    fmt::format("create attribute {}", name)));
+  if (!values.empty()) checked(H5Awrite(attr.get(), type.get(), pointers.data()), fmt::format("write attribute {}", name));
+}
 
-const std::vector<Column>& sample_columns() {
-  static const std::vector<Column> columns{{"row", ColumnType::integer},
-                                           {"iteration", ColumnType::integer},
-                                           {"rank", ColumnType::integer},
-                                           {"time_us", ColumnType::real}};
-  return columns;
+// What each column is, one array entry per column in order (docs/RESULTS.md, schema_version 2).
+void write_column_attributes(hid_t dataset, const std::vector<Column>& columns) {
+  std::vector<std::string> units, roles, better;
+  for (const auto& c : columns) {
+    units.emplace_back(to_string(c.unit));
+    roles.emplace_back(to_string(c.role));
+    better.emplace_back(to_string(c.better));
+  }
+  write_attribute(dataset, "column_units", units);
+  write_attribute(dataset, "column_roles", roles);
+  write_attribute(dataset, "column_better", better);
 }
 
 }  // namespace
@@ -103,8 +120,12 @@ void Hdf5Sink::begin(const RunInfo& info) {
   checked(H5Fflush(root, H5F_SCOPE_GLOBAL), "H5Fflush");
 }
 
-Hdf5Sink::Dataset& Hdf5Sink::create_table(const std::string& path, const std::vector<Column>& columns,
-                                          hsize_t chunk_rows, bool compress) {
+Hdf5Sink::Dataset& Hdf5Sink::create_table(const TableSpec& table) {
+  const auto path = table.path();
+  const auto& columns = table.columns;
+  // Bulk tables (samples) get large compressed chunks; result tables small ones, as they grow a row at a time.
+  const hsize_t chunk_rows = table.bulk ? 16384 : 64;
+  const bool compress = table.bulk;
   Dataset ds;
   std::vector<H5Id> member_types;
   for (const auto& c : columns) {
@@ -132,13 +153,14 @@ Hdf5Sink::Dataset& Hdf5Sink::create_table(const std::string& path, const std::ve
   ds.dataset = H5Id(checked(H5Dcreate2(file_.get(), path.c_str(), ds.type.get(), space.get(), link_props.get(),
                                        props.get(), H5P_DEFAULT),
                             "create dataset " + path));
+  write_column_attributes(ds.dataset.get(), columns);
   return datasets_[path] = std::move(ds);
 }
 
 void Hdf5Sink::declare(const TableSpec& table) {
   std::lock_guard lock(mutex_);
-  create_table(table.path(), table.columns, 64, false);
-  if (table.group == "results") create_table("/samples/" + table.name, sample_columns(), 16384, true);
+  if (datasets_.count(table.path())) return;  // declared before (a tool may declare a table where it first needs it)
+  create_table(table);
   checked(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL), "H5Fflush");
 }
 
@@ -173,7 +195,8 @@ void Hdf5Sink::row(const Row& row) {
 void Hdf5Sink::samples(const TableSpec& table, const std::vector<Sample>& samples) {
   if (samples.empty()) return;
   std::lock_guard lock(mutex_);
-  auto& ds = datasets_.at("/samples/" + table.name);
+  auto& ds = datasets_.at(table.path());
+  if (ds.offsets.size() != 4) throw std::logic_error(table.path() + " is not a samples table");
   std::vector<char> packed(ds.row_size * samples.size());
   for (std::size_t i = 0; i < samples.size(); ++i) {
     char* at = packed.data() + i * ds.row_size;
@@ -186,21 +209,24 @@ void Hdf5Sink::samples(const TableSpec& table, const std::vector<Sample>& sample
   append(ds, packed.data(), samples.size());
 }
 
-void Hdf5Sink::matrix(const std::string& path, const std::vector<std::string>& labels,
-                      const std::vector<double>& values, const std::string& title) {
+void Hdf5Sink::matrix(const Matrix& m) {
   std::lock_guard lock(mutex_);
-  const hsize_t dims[2] = {labels.size(), labels.size()};
+  const auto& path = m.path;
+  if (m.values.size() != m.row_labels.size() * m.column_labels.size())
+    throw std::logic_error("matrix " + path + ": values do not match its labels");
+  const hsize_t dims[2] = {m.row_labels.size(), m.column_labels.size()};
   H5Id space(checked(H5Screate_simple(2, dims, nullptr), "H5Screate_simple"));
   H5Id link_props(checked(H5Pcreate(H5P_LINK_CREATE), "H5Pcreate"));
   checked(H5Pset_create_intermediate_group(link_props.get(), 1), "H5Pset_create_intermediate_group");
   if (H5Lexists(file_.get(), path.c_str(), H5P_DEFAULT) > 0) checked(H5Ldelete(file_.get(), path.c_str(), H5P_DEFAULT), "H5Ldelete");
   H5Id ds(checked(H5Dcreate2(file_.get(), path.c_str(), H5T_IEEE_F64LE, space.get(), link_props.get(), H5P_DEFAULT,
                              H5P_DEFAULT), "create dataset " + path));
-  checked(H5Dwrite(ds.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), "H5Dwrite");
-  std::string joined;
-  for (const auto& l : labels) joined += (joined.empty() ? "" : ",") + l;
-  write_attribute(ds.get(), "hosts", joined);
-  write_attribute(ds.get(), "title", title);
+  checked(H5Dwrite(ds.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, m.values.data()), "H5Dwrite");
+  write_attribute(ds.get(), "row_labels", m.row_labels);
+  write_attribute(ds.get(), "column_labels", m.column_labels);
+  write_attribute(ds.get(), "title", m.title);
+  write_attribute(ds.get(), "unit", std::string(to_string(m.unit)));
+  write_attribute(ds.get(), "better", std::string(to_string(m.better)));
   checked(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL), "H5Fflush");
 }
 

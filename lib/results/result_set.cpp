@@ -1,4 +1,4 @@
-#include "fabricbench/results/sink.hpp"
+#include "fabricbench/results/result_set.hpp"
 
 #include <chrono>
 #include <ctime>
@@ -34,12 +34,11 @@ std::int64_t ResultSet::row(const Row& row) {
   row_counts_.emplace_back(path, 1);
   return 0;
 }
-void ResultSet::samples(const TableSpec& table, const std::vector<Sample>& samples) {
-  for (auto& s : sinks_) s->samples(table, samples);
+void ResultSet::samples(const TableSpec& samples, const std::vector<Sample>& values) {
+  for (auto& s : sinks_) s->samples(samples, values);
 }
-void ResultSet::matrix(const std::string& path, const std::vector<std::string>& labels,
-                       const std::vector<double>& values, const std::string& title) {
-  for (auto& s : sinks_) s->matrix(path, labels, values, title);
+void ResultSet::matrix(const Matrix& matrix) {
+  for (auto& s : sinks_) s->matrix(matrix);
 }
 void ResultSet::finish(const std::string& status) {
   for (auto& s : sinks_) s->finish(status);

@@ -5,10 +5,71 @@
 
 namespace fabricbench::results {
 
+std::string_view to_string(Unit unit) {
+  switch (unit) {
+    case Unit::none: return "";
+    case Unit::bytes: return "B";
+    case Unit::elements: return "elements";
+    case Unit::us: return "us";
+    case Unit::seconds: return "s";
+    case Unit::mbps: return "MB/s";
+    case Unit::gbps: return "GB/s";
+    case Unit::mega_per_s: return "M/s";
+  }
+  return "";
+}
+
+std::string_view to_string(Role role) {
+  switch (role) {
+    case Role::key: return "key";
+    case Role::setting: return "setting";
+    case Role::measured: return "measured";
+    case Role::statistic: return "statistic";
+  }
+  return "";
+}
+
+std::string_view to_string(Better better) {
+  switch (better) {
+    case Better::none: return "";
+    case Better::higher: return "higher";
+    case Better::lower: return "lower";
+  }
+  return "";
+}
+
+Column key_text(std::string name, std::size_t width, std::string label) {
+  return {std::move(name), ColumnType::text, width, Unit::none, Role::key, Better::none, std::move(label)};
+}
+Column key_int(std::string name, Unit unit, std::string label) {
+  return {std::move(name), ColumnType::integer, 0, unit, Role::key, Better::none, std::move(label)};
+}
+Column setting_int(std::string name, std::string label) {
+  return {std::move(name), ColumnType::integer, 0, Unit::none, Role::setting, Better::none, std::move(label)};
+}
+Column setting_text(std::string name, std::size_t width, std::string label) {
+  return {std::move(name), ColumnType::text, width, Unit::none, Role::setting, Better::none, std::move(label)};
+}
+Column measured(std::string name, Unit unit, Better better, std::string label, int precision) {
+  return {std::move(name), ColumnType::real, 0, unit, Role::measured, better, std::move(label), precision};
+}
+Column measured_int(std::string name, Unit unit, Better better, std::string label) {
+  return {std::move(name), ColumnType::integer, 0, unit, Role::measured, better, std::move(label)};
+}
+Column statistic(std::string name, Unit unit, Better better, std::string label, int precision) {
+  return {std::move(name), ColumnType::real, 0, unit, Role::statistic, better, std::move(label), precision};
+}
+
 std::size_t TableSpec::index_of(const std::string& column) const {
   for (std::size_t i = 0; i < columns.size(); ++i)
     if (columns[i].name == column) return i;
   throw std::logic_error("table " + path() + " has no column '" + column + "'");
+}
+
+TableSpec TableSpec::samples() const {
+  return {"samples", name,
+          {key_int("row"), key_int("iteration"), key_int("rank"), measured("time_us", Unit::us, Better::lower)},
+          true};
 }
 
 Row::Row(const TableSpec& spec) : spec_(&spec) {

@@ -24,13 +24,17 @@ void TerminalTable::section(const TableSpec& table, const std::string& title,
   table_path_ = table.path();
   shown_ = shown;
   widths_.clear();
+  precision_.clear();
   pending_.clear();
   parts_ = 1;
   for (const auto& c : shown_) parts_ = std::max(parts_, c.part + 1);
   std::string header;
   for (const auto& c : shown_) {
-    widths_.push_back(std::max<std::size_t>(c.header.size(), 10));
-    header += fmt::format(" {:>{}}", c.header, widths_.back());
+    const auto& column = table.column(c.column);
+    const auto& title_of_column = c.header.empty() ? column.header() : c.header;
+    precision_.push_back(column.precision);
+    widths_.push_back(std::max<std::size_t>(title_of_column.size(), 10));
+    header += fmt::format(" {:>{}}", title_of_column, widths_.back());
   }
   fmt::print(out_, "#\n# {}\n#{}\n", title, header);
   std::fflush(out_);
@@ -47,24 +51,24 @@ void TerminalTable::row(const Row& row) {
   if (static_cast<int>(pending_.size()) < parts_) return;
   std::string line = " ";
   for (std::size_t i = 0; i < shown_.size(); ++i)
-    line += fmt::format(" {:>{}}", format(pending_[shown_[i].part].get(shown_[i].column), shown_[i].precision), widths_[i]);
+    line += fmt::format(" {:>{}}", format(pending_[shown_[i].part].get(shown_[i].column), precision_[i]), widths_[i]);
   pending_.clear();
   fmt::print(out_, "{}\n", line);
   std::fflush(out_);
 }
 
-void TerminalTable::matrix(const std::string&, const std::vector<std::string>& labels,
-                           const std::vector<double>& values, const std::string& title) {
-  const std::size_t n = labels.size();
-  if (n > 16) return;
+void TerminalTable::matrix(const Matrix& m) {
+  const std::size_t rows = m.row_labels.size(), columns = m.column_labels.size();
+  if (rows > 16 || columns > 16) return;
   std::size_t width = 9;
-  for (const auto& l : labels) width = std::max(width, std::min<std::size_t>(l.size(), 16) + 1);
-  std::string out = fmt::format("#\n# {}\n# {:>{}}", title, "", width);
-  for (const auto& l : labels) out += fmt::format(" {:>{}}", l.substr(0, 16), width);
+  for (const auto* labels : {&m.row_labels, &m.column_labels})
+    for (const auto& l : *labels) width = std::max(width, std::min<std::size_t>(l.size(), 16) + 1);
+  std::string out = fmt::format("#\n# {}\n# {:>{}}", m.title, "", width);
+  for (const auto& l : m.column_labels) out += fmt::format(" {:>{}}", l.substr(0, 16), width);
   out += "\n";
-  for (std::size_t r = 0; r < n; ++r) {
-    out += fmt::format("  {:>{}}", labels[r].substr(0, 16), width);
-    for (std::size_t c = 0; c < n; ++c) out += fmt::format(" {:>{}}", format(Value{values[r * n + c]}, 1), width);
+  for (std::size_t r = 0; r < rows; ++r) {
+    out += fmt::format("  {:>{}}", m.row_labels[r].substr(0, 16), width);
+    for (std::size_t c = 0; c < columns; ++c) out += fmt::format(" {:>{}}", format(Value{m.values[r * columns + c]}, 1), width);
     out += "\n";
   }
   fmt::print(out_, "{}", out);

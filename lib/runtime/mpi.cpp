@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <climits>
 #include <numeric>
 #include <utility>
 
@@ -140,6 +141,51 @@ std::string Communicator::broadcast(std::string value, int root) const {
   value.resize(static_cast<std::size_t>(len));
   check_mpi(MPI_Bcast(value.data(), len, MPI_CHAR, root, comm_), "MPI_Bcast");
   return value;
+}
+
+std::uint64_t Communicator::sum(std::uint64_t mine, int root) const {
+  std::uint64_t total = 0;
+  check_mpi(MPI_Reduce(&mine, &total, 1, MPI_UINT64_T, MPI_SUM, root, comm_), "MPI_Reduce");
+  return total;
+}
+
+std::uint64_t Communicator::all_sum(std::uint64_t mine) const {
+  std::uint64_t total = 0;
+  check_mpi(MPI_Allreduce(&mine, &total, 1, MPI_UINT64_T, MPI_SUM, comm_), "MPI_Allreduce");
+  return total;
+}
+
+ByteMessage::ByteMessage(std::uint64_t bytes) {
+  if (bytes <= static_cast<std::uint64_t>(INT_MAX)) {
+    count_ = static_cast<int>(bytes);
+    return;
+  }
+  const auto [blocks, remainder] = split(bytes);
+  if (blocks > static_cast<std::uint64_t>(INT_MAX))
+    throw Error::usage(fmt::format("a message of {} bytes is beyond what MPI can describe", bytes));
+  MPI_Datatype block = MPI_DATATYPE_NULL;
+  check_mpi(MPI_Type_contiguous(static_cast<int>(block_bytes), MPI_BYTE, &block), "MPI_Type_contiguous");
+  int rc = MPI_SUCCESS;
+  if (remainder == 0) {
+    rc = MPI_Type_contiguous(static_cast<int>(blocks), block, &type_);
+  } else {
+    const int lengths[2] = {static_cast<int>(blocks), static_cast<int>(remainder)};
+    const MPI_Aint offsets[2] = {0, static_cast<MPI_Aint>(blocks * block_bytes)};
+    const MPI_Datatype types[2] = {block, MPI_BYTE};
+    rc = MPI_Type_create_struct(2, lengths, offsets, types, &type_);
+  }
+  MPI_Type_free(&block);
+  check_mpi(rc, "MPI_Type_create_struct");
+  check_mpi(MPI_Type_commit(&type_), "MPI_Type_commit");
+  count_ = 1;
+}
+
+ByteMessage::ByteMessage(ByteMessage&& other) noexcept : count_(other.count_), type_(other.type_) {
+  other.type_ = MPI_BYTE;
+}
+
+ByteMessage::~ByteMessage() {
+  if (type_ != MPI_BYTE) MPI_Type_free(&type_);
 }
 
 }  // namespace fabricbench::runtime

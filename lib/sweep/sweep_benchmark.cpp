@@ -9,9 +9,11 @@
 #include <sstream>
 #include <thread>
 
+#include "fabricbench/app/shipped_files.hpp"
 #include "fabricbench/cli/byte_size.hpp"
 #include "fabricbench/memory/buffer.hpp"
 #include "fabricbench/ops/bandwidth.hpp"
+#include "fabricbench/ops/coll_benchmark.hpp"
 #include "fabricbench/ops/p2p_exchange.hpp"
 #include "fabricbench/runtime/gpu.hpp"
 #include "fabricbench/timing/sample_stats.hpp"
@@ -65,36 +67,45 @@ std::vector<Round> unpack_rounds(const std::string& text, int hosts) {
 }  // namespace
 
 const std::vector<SweepMetric>& sweep_metrics() {
+  using results::Better;
+  using results::Unit;
+  // Fewer iterations than fabric-p2p's OSU defaults: a sweep runs N-1 rounds and wants a value per pair, not a curve.
+  constexpr auto bandwidth = ops::IterationDefaults::fixed(20, 2);
+  constexpr auto latency = ops::IterationDefaults::fixed(1000, 100);
   static const std::vector<SweepMetric> metrics{
-      {"p2p_bw", "MB/s", "one direction at a time, a->b then b->a (osu_bw), one rank per node", "bw", true, ops::CollKind::all_reduce},
-      {"p2p_bibw", "MB/s", "both directions at once (osu_bibw), one rank per node", "bibw", false, ops::CollKind::all_reduce},
-      {"p2p_latency", "us", "ping-pong, half the round trip (osu_latency), one rank per node", "latency", false, ops::CollKind::all_reduce},
-      {"allreduce", "GB/s", "all_reduce bus bandwidth over every rank of both nodes (NCCL on GPUs, else MPI)", "", false, ops::CollKind::all_reduce},
-      {"sendrecv", "GB/s", "sendrecv ring over every rank of both nodes (NCCL on GPUs, else MPI)", "", false, ops::CollKind::sendrecv},
+      {"p2p_bw", "MB/s", "one direction at a time, a->b then b->a (osu_bw), one rank per node", "bw", true,
+       ops::CollKind::all_reduce, bandwidth, Unit::mbps, Better::higher},
+      {"p2p_bibw", "MB/s", "both directions at once (osu_bibw), one rank per node", "bibw", false,
+       ops::CollKind::all_reduce, bandwidth, Unit::mbps, Better::higher},
+      {"p2p_latency", "us", "ping-pong, half the round trip (osu_latency), one rank per node", "latency", false,
+       ops::CollKind::all_reduce, latency, Unit::us, Better::lower},
+      {"allreduce", "GB/s", "all_reduce bus bandwidth over every rank of both nodes (NCCL on GPUs, else MPI)", "", false,
+       ops::CollKind::all_reduce, ops::nccl_tests_iterations, Unit::gbps, Better::higher},
+      {"sendrecv", "GB/s", "sendrecv ring over every rank of both nodes (NCCL on GPUs, else MPI)", "", false,
+       ops::CollKind::sendrecv, ops::nccl_tests_iterations, Unit::gbps, Better::higher},
   };
   return metrics;
 }
 
 SweepBenchmark::SweepBenchmark() {
-  using results::ColumnType;
-  pairs_table_ = {"sweep", "pairs", {{"round", ColumnType::integer}, {"kind", ColumnType::text, 8},
-                                     {"host_a", ColumnType::text, 64}, {"host_b", ColumnType::text, 64},
-                                     {"metric", ColumnType::text, 16}, {"direction", ColumnType::text, 8},
-                                     {"bytes", ColumnType::integer}, {"iterations", ColumnType::integer},
-                                     {"value", ColumnType::real}, {"unit", ColumnType::text, 8},
-                                     {"time_us_median", ColumnType::real}, {"time_us_p99", ColumnType::real},
-                                     {"wrong", ColumnType::integer}}};
-  verdicts_table_ = {"sweep", "verdicts", {{"metric", ColumnType::text, 16}, {"kind", ColumnType::text, 8},
-                                           {"host_a", ColumnType::text, 64}, {"host_b", ColumnType::text, 64},
-                                           {"reason", ColumnType::text, 256}}};
-  nodes_table_ = {"sweep", "nodes", {{"host", ColumnType::text, 64}, {"metric", ColumnType::text, 16},
-                                     {"median", ColumnType::real}, {"unit", ColumnType::text, 8},
-                                     {"pairs", ColumnType::integer}, {"suspect_pairs", ColumnType::integer}}};
-  rounds_table_ = {"sweep", "rounds", {{"round", ColumnType::integer}, {"kind", ColumnType::text, 8},
-                                       {"pairs", ColumnType::integer}, {"wall_s", ColumnType::real},
-                                       {"longest_test_s", ColumnType::real}, {"overhead_s", ColumnType::real}}};
-  schedule_table_ = {"sweep", "schedule", {{"round", ColumnType::integer}, {"kind", ColumnType::text, 8},
-                                           {"host_a", ColumnType::text, 64}, {"host_b", ColumnType::text, 64}}};
+  using namespace results;
+  pairs_table_ = {"sweep", "pairs",
+                  {key_int("round"), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64),
+                   key_text("metric", 16), key_text("direction", 8, "dir"), key_int("bytes", Unit::bytes),
+                   setting_int("iterations"), measured("value", Unit::none, Better::none), key_text("unit", 8),
+                   statistic("time_us_median", Unit::us, Better::lower), statistic("time_us_p99", Unit::us, Better::lower),
+                   measured_int("wrong", Unit::bytes, Better::lower, "#wrong")}};
+  verdicts_table_ = {"sweep", "verdicts",
+                     {key_text("metric", 16), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64),
+                      setting_text("reason", 256)}};
+  nodes_table_ = {"sweep", "nodes",
+                  {key_text("host", 64), key_text("metric", 16), measured("median", Unit::none, Better::none),
+                   key_text("unit", 8), setting_int("pairs"), measured_int("suspect_pairs", Unit::none, Better::lower, "suspect")}};
+  rounds_table_ = {"sweep", "rounds",
+                   {key_int("round"), key_text("kind", 8), setting_int("pairs"),
+                    measured("wall_s", Unit::seconds, Better::lower), measured("longest_test_s", Unit::seconds, Better::lower),
+                    measured("overhead_s", Unit::seconds, Better::lower)}};
+  schedule_table_ = {"sweep", "schedule", {key_int("round"), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64)}};
 }
 
 std::string SweepBenchmark::summary() const {
@@ -113,7 +124,7 @@ void SweepBenchmark::add_options(cli::po::options_description& options) {
       ("lat-bytes", po::value<std::string>()->default_value("8"), "message size of p2p_latency")
       ("window,W", po::value<long long>()->default_value(64), "messages in flight for the bandwidth metrics")
       ("retest", po::value<long long>()->default_value(1), "passes that re-test suspect pairs, also against good nodes (0: none)")
-      ("rules", po::value<std::string>()->default_value(FABRICBENCH_CONFIG_DIR "/sweep.ini"), "verdict rules (INI)")
+      ("rules", po::value<std::string>()->default_value(app::shipped_config("sweep.ini")), "verdict rules (INI); default: the shipped configs/sweep.ini ($FABRICBENCH_DATA_DIR or <bin>/../share/fabricbench)")
       ("baseline", po::value<std::string>(), "expected values (INI: [baseline] metric = value)")
       ("backend", po::value<std::string>()->default_value("auto"), "collective metrics: nccl, mpi, or auto")
       ("sequential", "test the pairs of a round one after another (to measure what running them at once saves)");
@@ -154,27 +165,30 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
     throw Error::usage("--pattern shift sends to one node while receiving from another: it measures --metric p2p_bw only");
   bw_bytes_ = common.sizes.max();
   lat_bytes_ = cli::parse_byte_size(v["lat-bytes"].as<std::string>(), "--lat-bytes");
+  if (bw_bytes_ == 0) throw Error::usage("--max-bytes 0: the bandwidth metrics need messages of at least 1 byte");
   const auto window = v["window"].as<long long>();
-  cli::require_at_least("--window", window, 1);
-  window_ = static_cast<int>(std::min<long long>(window, 1 << 16));
+  cli::require_in_range("--window", window, 1, ops::max_window);
+  window_ = static_cast<int>(window);
   const auto retest = v["retest"].as<long long>();
-  cli::require_at_least("--retest", retest, 0);
-  retest_ = static_cast<int>(std::min<long long>(retest, 10));
+  cli::require_in_range("--retest", retest, 0, 10);
+  retest_ = static_cast<int>(retest);
   rules_ = Rules::load(v["rules"].as<std::string>(), v.count("baseline") ? v["baseline"].as<std::string>() : "");
   for (const auto* m : metrics_)
     if (!rules_.metrics.count(std::string(m->name)))
       throw Error::usage(fmt::format("--rules {}: no [{}] section for --metric {}", v["rules"].as<std::string>(), m->name, m->name));
   sequential_ = v.count("sequential") > 0;
-  backend_ = v["backend"].as<std::string>();
-  cli::require_choice("--backend", backend_, {"auto", "nccl", "mpi"});
+  backend_ = ops::choose_backend(v["backend"].as<std::string>());
   const bool collectives = std::any_of(metrics_.begin(), metrics_.end(), [](const SweepMetric* m) { return m->p2p_test.empty(); });
-#ifdef FABRICBENCH_HAVE_NCCL
-  if (backend_ == "auto") backend_ = memory::unavailable_reason(memory::MemoryKind::device).empty() ? "nccl" : "mpi";
-#else
-  if (backend_ == "auto") backend_ = "mpi";
-  if (backend_ == "nccl") throw Error::usage("--backend nccl: this build has no NCCL; allowed here: mpi");
-#endif
-  if (collectives && backend_ == "nccl") gpu_ = runtime::bind_gpu(placement.me().machine_local_rank);
+  if (collectives && bw_bytes_ < 4)
+    throw Error::usage(fmt::format("--max-bytes {}: the collective metrics move floats: give at least 4 bytes", bw_bytes_));
+  if (collectives && backend_ == ops::BackendKind::mpi) {
+    std::vector<const ops::CollectiveOp*> ops;
+    for (const auto* m : metrics_)
+      if (m->p2p_test.empty()) ops.push_back(ops::find_collective(m->coll == ops::CollKind::sendrecv ? "sendrecv" : "all_reduce"));
+    // Two nodes' ranks at least; more ranks only shrink all_reduce/sendrecv counts.
+    ops::require_mpi_counts(ops, {ops::DataType::float32}, bw_bytes_, 2, "--max-bytes");
+  }
+  if (collectives && backend_ == ops::BackendKind::nccl) gpu_ = runtime::bind_gpu(placement.me().machine_local_rank);
 }
 
 std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& context, const runtime::Communicator& pair,
@@ -190,8 +204,8 @@ std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& cont
       const auto* test = ops::find_p2p_test(m.p2p_test);
       const bool latency = test->exchange == ops::Exchange::ping_pong;
       const auto bytes = latency ? lat_bytes_ : bw_bytes_;
-      const int iterations = options.iterations > 0 ? options.iterations : latency ? 1000 : 20;
-      const int warmup = options.warmup >= 0 ? options.warmup : latency ? 100 : 2;
+      const int iterations = m.defaults.iterations(bytes, options.iterations);
+      const int warmup = m.defaults.warmup(bytes, options.warmup);
       for (int direction = 0; direction < (m.both_directions ? 2 : 1); ++direction) {
         const bool leader = me == direction;
         const auto r = ops::run_exchange(*test, {pair.get(), me, 1 - me, leader, *send_, *recv_, bytes, iterations,
@@ -211,25 +225,16 @@ std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& cont
     }
     // Collective metrics over every rank of both nodes, through fabric-coll's back ends.
     const auto* op = ops::find_collective(m.coll == ops::CollKind::sendrecv ? "sendrecv" : "all_reduce");
-    auto backend = backend_ == "nccl" ? ops::make_nccl_backend(pair, gpu_) : ops::make_mpi_backend(pair, false);
+    auto backend = ops::make_backend(backend_, pair, gpu_);
     backend->allocate(bw_bytes_, bw_bytes_);
     const ops::CollCase c{op, ops::DataType::float32, ops::RedOp::sum, 0, false, op->counts(bw_bytes_ / 4, pair.size())};
-    const int iterations = options.iterations > 0 ? options.iterations : 20;
-    const int warmup = options.warmup >= 0 ? options.warmup : 5;
-    backend->prepare(c);
-    const auto t = ops::time_case(*backend, c, {ops::TimingMode::host, warmup, iterations, 0}, pair);
-    std::uint64_t wrong = 0, wrong_sum = 0;
-    if (options.check) {
-      backend->prepare(c);
-      backend->launch(c);
-      backend->wait();
-      wrong = backend->count_wrong(c);
-    }
-    double sum = 0;
-    check(MPI_Reduce(&t.seconds_per_op, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, pair.get()), "MPI_Reduce");
-    check(MPI_Reduce(&wrong, &wrong_sum, 1, MPI_UINT64_T, MPI_SUM, 0, pair.get()), "MPI_Reduce");
+    const int iterations = m.defaults.iterations(bw_bytes_, options.iterations);
+    const int warmup = m.defaults.warmup(bw_bytes_, options.warmup);
+    const auto r = ops::run_case(*backend, c, {ops::TimingMode::host, warmup, iterations, 0}, pair, options.check);
+    const auto times = pair.gather_values(r.timing.seconds_per_op, 0);
+    const auto wrong_sum = pair.sum(r.wrong, 0);
     if (me != 0) continue;
-    const double seconds = sum / pair.size();
+    const double seconds = ops::combine_rank_times(times, ops::RankCombine::average);
     const auto bytes = c.counts.bytes(4);
     out.push_back({round_index, hosts.a, hosts.b, static_cast<std::int32_t>(k), 2, iterations,
                    static_cast<std::int64_t>(bytes), static_cast<std::int64_t>(wrong_sum),
@@ -252,7 +257,8 @@ std::vector<PairRecord> SweepBenchmark::measure_shift(const app::RunContext& con
   }
   const auto* test = ops::find_p2p_test("bibw");  // its exchange: receive a window while sending one
   const auto& o = context.options;
-  const int iterations = o.iterations > 0 ? o.iterations : 20, warmup = o.warmup >= 0 ? o.warmup : 2;
+  const auto& defaults = metrics_.front()->defaults;  // shift measures p2p_bw only
+  const int iterations = defaults.iterations(bw_bytes_, o.iterations), warmup = defaults.warmup(bw_bytes_, o.warmup);
   ops::Exchanger x{leaders.get(), h, to, true, *send_, *recv_, bw_bytes_, iterations, warmup, window_, o.check, false};
   x.from = from;
   const auto r = ops::run_exchange(*test, x);
@@ -311,12 +317,8 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
     for (auto& r : mine) r.test_s = test_s;
     idle_barrier(world);
     context.measured();
-    const auto gathered = world.gather(std::string(reinterpret_cast<const char*>(mine.data()), mine.size() * sizeof(PairRecord)), 0);
     std::vector<PairRecord> records;
-    for (const auto& bytes : gathered) {
-      const auto* p = reinterpret_cast<const PairRecord*>(bytes.data());
-      records.insert(records.end(), p, p + bytes.size() / sizeof(PairRecord));
-    }
+    for (const auto& theirs : world.gather_arrays(mine, 0)) records.insert(records.end(), theirs.begin(), theirs.end());
     if (context.is_root()) {
       // The sweep's own cost in this round: everything but its longest pair test (splits, waiting, gathering).
       double longest = 0;
@@ -378,8 +380,8 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
     next_round += static_cast<int>(retests.size());
     records.insert(records.end(), more.begin(), more.end());
   }
-  std::int64_t verdicts = context.is_root() ? static_cast<std::int64_t>(judge(context, records, true, nullptr).size()) : 0;
-  check(MPI_Bcast(&verdicts, 1, MPI_INT64_T, 0, context.world.get()), "MPI_Bcast");
+  const std::int64_t verdicts = context.world.broadcast_value(
+      context.is_root() ? static_cast<std::int64_t>(judge(context, records, true, nullptr).size()) : std::int64_t{0}, 0);
   return verdicts > 0 ? ExitStatus::measurement_failed : ExitStatus::ok;
 }
 

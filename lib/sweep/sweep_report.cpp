@@ -87,9 +87,10 @@ std::vector<Verdict> SweepBenchmark::judge(const app::RunContext& context, const
       if (direction != 1) matrix[x * n + y] = v;
       if (direction != 0) matrix[y * n + x] = v;
     }
-    context.out->matrix("/sweep/matrices/" + std::string(m.name), hosts_, matrix,
-                        fmt::format("{} ({}): row -> column{}", m.name, m.unit,
-                                    m.both_directions ? ", each direction measured on its own" : ""));
+    context.out->matrix({"/sweep/matrices/" + std::string(m.name),
+                         fmt::format("{} ({}): row -> column{}", m.name, m.unit,
+                                     m.both_directions ? ", each direction measured on its own" : ""),
+                         m.value_unit, m.better, hosts_, hosts_, std::move(matrix)});
     // Per node: the median of its pairs (best of re-tests) and how many were suspect.
     std::map<std::pair<int, int>, double> best_pair;
     for (const auto& v : values) {

@@ -21,6 +21,8 @@ class Error : public std::runtime_error {
 
   static Error usage(const std::string& message) { return {ExitStatus::usage, message}; }
   static Error runtime(const std::string& message) { return {ExitStatus::runtime, message}; }
+  // A state the code must never reach (a bandwidth from no time or no bytes): exit 3, never a printed figure.
+  static Error internal(const std::string& message) { return {ExitStatus::runtime, "internal error: " + message}; }
 
  private:
   ExitStatus status_;

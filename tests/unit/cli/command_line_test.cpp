@@ -16,7 +16,7 @@ namespace {
 
 // Parses a command line with the common schema; returns the usage message ("" when accepted).
 std::string usage_error(std::vector<std::string> args, CommonOptions* out = nullptr) {
-  CommandLine cl("fabric-test", "test", {1, 1024, 2}, false);
+  CommandLine cl("fabric-test", "test", {SizeOptions{{1, 1024, 2}, false}, ""});
   Argv argv("fabric-test", std::move(args));
   try {
     cl.parse(argv.argc(), argv.argv(), false);
@@ -72,6 +72,8 @@ TEST(CommandLine, RejectsBadInputNamingTheOption) {
       {{"--sizes", "8", "-b", "8"}, "--sizes"},
       {{"--config", "/nonexistent/x.ini"}, "--config"},
       {{"-n", "abc"}, "iters"},
+      {{"-n", "2000000000"}, "--iters 2000000000: must be at most 1000000000"},
+      {{"-x", "5000000000"}, "-x 5000000000: must be at most 1000000000"},
   };
   for (const auto& [args, option] : cases) {
     const auto message = usage_error(args);
@@ -97,7 +99,7 @@ TEST(CommandLine, OutputPathsAreCheckedBeforeAnythingIsWritten) {
   const auto existing = dir / "exists.h5";
   std::ofstream(existing) << "x";
   auto resolve = [](std::vector<std::string> args) -> std::string {
-    CommandLine cl("fabric-test", "test", {1, 2, 2}, false);
+    CommandLine cl("fabric-test", "test", {SizeOptions{{1, 2, 2}, false}, ""});
     Argv argv("fabric-test", std::move(args));
     try {
       cl.parse(argv.argc(), argv.argv(), false);
@@ -124,4 +126,53 @@ TEST(ParseDuration, AcceptsUnits) {
   EXPECT_DOUBLE_EQ(parse_duration("1h", "--timeout"), 3600);
   EXPECT_DOUBLE_EQ(parse_duration("1.5", "--timeout"), 1.5);
   for (const char* bad : {"", "0", "-5", "5d", "s", "1.2.3"}) EXPECT_THROW(parse_duration(bad, "--timeout"), Error) << bad;
+}
+
+TEST(CommandLine, LimitsAreStatedAsLimitsWithTheValueGiven) {
+  auto message = [](auto&& f) -> std::string {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(message([] { require_in_range("--window", 1000000000, 1, 100000); }),
+            "--window 1000000000: must be at most 100000");
+  EXPECT_EQ(message([] { require_in_range("--window", 0, 1, 100000); }), "--window 0: must be at least 1");
+  EXPECT_EQ(message([] { require_in_range("--window", 64, 1, 100000); }), "");
+}
+
+TEST(CommandLine, AToolWithoutMessageSizesShowsNoneOfTheirOptions) {
+  CommandLine cl("fabric-doc", "a tool that measures no message sizes", OptionGroups{});
+  const auto help = cl.help();
+  for (const char* absent : {"--min-bytes", "--max-bytes", "--step-factor", "--sizes", "--iters", "--warmup",
+                             "--check", "OSU", "-b [", "-n ["})
+    EXPECT_EQ(help.find(absent), std::string::npos) << absent << " in:\n" << help;
+  for (const char* present : {"--output", "--csv", "--config", "--timeout", "--quiet", "--force", "--help"})
+    EXPECT_NE(help.find(present), std::string::npos) << present;
+  Argv refused("fabric-doc", {"-b", "8"});
+  EXPECT_THROW(cl.parse(refused.argc(), refused.argv(), false), Error);
+  Argv accepted("fabric-doc", {"--timeout", "5s", "-q"});
+  CommandLine ok("fabric-doc", "x", OptionGroups{});
+  ASSERT_TRUE(ok.parse(accepted.argc(), accepted.argv(), false));
+  EXPECT_FALSE(ok.common().has_sizes);
+  EXPECT_TRUE(ok.common().quiet);
+  EXPECT_DOUBLE_EQ(ok.common().timeout_s, 5);
+}
+
+TEST(CommandLine, AToolMayClaimShortFlagsForItsOwnOptions) {
+  // perftest's habits: -b bidirectional, -q queue pairs. The common options keep their long names.
+  CommandLine cl("fabric-x", "x", {SizeOptions{{2, 8, 2}, false}, "bq"});
+  cl.tool_options().add_options()("bidirectional,b", "both ways")("qps,q", po::value<int>(), "QPs");
+  Argv argv("fabric-x", {"-b", "-q", "4", "--min-bytes", "4", "--quiet"});
+  ASSERT_TRUE(cl.parse(argv.argc(), argv.argv(), false));
+  EXPECT_TRUE(cl.values().count("bidirectional"));
+  EXPECT_EQ(cl.values()["qps"].as<int>(), 4);
+  EXPECT_EQ(cl.common().sizes.values().front(), 4u);
+  EXPECT_TRUE(cl.common().quiet);
+  const auto help = cl.help();
+  EXPECT_NE(help.find("--min-bytes"), std::string::npos);
+  EXPECT_EQ(help.find("-b [ --min-bytes ]"), std::string::npos) << help;
+  EXPECT_NE(help.find("-e [ --max-bytes ]"), std::string::npos) << help;
 }

@@ -17,7 +17,7 @@ runtime::Placement placement_of(int ranks) {
 // Configures fabric-p2p as rank 0 of `ranks`; returns the usage message, "" if accepted.
 std::string configure(std::vector<std::string> args, int ranks) {
   ops::P2PBenchmark b;
-  cli::CommandLine cl(b.program(), b.summary(), b.size_defaults(), b.check_by_default());
+  cli::CommandLine cl(b.program(), b.summary(), b.option_groups());
   b.add_options(cl.tool_options());
   Argv argv("fabric-p2p", std::move(args));
   try {
@@ -41,6 +41,10 @@ TEST(P2POptions, RejectsBadValuesNamingTheOption) {
   EXPECT_EQ(configure({"--test", "pingpong"}, 2), "--test 'pingpong': allowed values are latency, bw, bibw, mbw_mr, all");
   EXPECT_NE(configure({"--window", "0"}, 2).find("--window 0: must be at least 1"), std::string::npos);
   EXPECT_NE(configure({"-W", "-3"}, 2).find("--window"), std::string::npos);
+  EXPECT_EQ(configure({"--window", "1000000000"}, 2), "--window 1000000000: must be at most 100000");
+  EXPECT_EQ(configure({"--test", "bw", "--sizes", "0,8"}, 2),
+            "--sizes 0: bw measures bandwidth, which needs messages of at least 1 byte (latency takes 0)");
+  EXPECT_EQ(configure({"--test", "latency", "--sizes", "0,8"}, 2), "");
   EXPECT_NE(configure({"--memory", "gpu"}, 2).find("--memory 'gpu': allowed values are host, pinned, device"),
             std::string::npos);
 }

@@ -10,8 +10,8 @@
 using namespace fabricbench::results;
 
 TEST(CsvSink, HeaderThenOneUnpaddedLinePerRow) {
-  const TableSpec t{"results", "x", {{"name", ColumnType::text, 16}, {"bytes", ColumnType::integer},
-                                     {"bw", ColumnType::real}}};
+  const TableSpec t{"results", "x", {key_text("name", 16), key_int("bytes", Unit::bytes),
+                                     measured("bw", Unit::mbps, Better::higher)}};
   const auto path = std::filesystem::temp_directory_path() / "fabricbench_csv_test.csv";
   {
     CsvSink sink(path.string(), "/results/x");

@@ -1,5 +1,7 @@
 #include "fabricbench/results/hdf5_sink.hpp"
 
+#include <stdexcept>
+
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
@@ -65,8 +67,28 @@ hsize_t row_count(hid_t file, const char* path) {
   return n;
 }
 
-const TableSpec table{"results", "demo", {{"name", ColumnType::text, 16}, {"bytes", ColumnType::integer},
-                                          {"time_us", ColumnType::real}}};
+const TableSpec table{"results", "demo", {key_text("name", 16), key_int("bytes", Unit::bytes),
+                                          measured("time_us", Unit::us, Better::lower)}};
+
+std::vector<std::string> read_string_array_attribute(hid_t obj, const char* name) {
+  const hid_t attr = H5Aopen(obj, name, H5P_DEFAULT);
+  const hid_t space = H5Aget_space(attr);
+  const auto n = static_cast<std::size_t>(H5Sget_simple_extent_npoints(space));
+  const hid_t type = H5Tcopy(H5T_C_S1);
+  H5Tset_size(type, H5T_VARIABLE);
+  H5Tset_cset(type, H5T_CSET_UTF8);
+  std::vector<char*> values(n, nullptr);
+  if (n) H5Aread(attr, type, values.data());
+  std::vector<std::string> out;
+  for (char* v : values) {
+    out.emplace_back(v ? v : "");
+    H5free_memory(v);
+  }
+  H5Tclose(type);
+  H5Sclose(space);
+  H5Aclose(attr);
+  return out;
+}
 
 }  // namespace
 
@@ -82,9 +104,10 @@ TEST_F(Hdf5SinkTest, WriteThenReadRoundTrip) {
     Hdf5Sink sink(path.string(), false);
     sink.begin({"fabric-test", "9.9", "fabric-test -n 1", "2026-11-21T00:00:00Z", 4, {"a", "b"}});
     sink.declare(table);
+    sink.declare(table.samples());
     sink.row(Row(table).set("name", std::string("first")).set("bytes", std::int64_t{8}).set("time_us", 1.25));
     sink.row(Row(table).set("name", std::string("a-name-longer-than-16")).set("bytes", std::int64_t{1} << 40));
-    sink.samples(table, {{0, 0, 0, 1.0}, {0, 1, 0, 1.5}, {1, 0, 2, 3.0}});
+    sink.samples(table.samples(), {{0, 0, 0, 1.0}, {0, 1, 0, 1.5}, {1, 0, 2, 3.0}});
     sink.finish("complete");
   }
   const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -126,4 +149,49 @@ TEST_F(Hdf5SinkTest, RefusesAnExistingFileUnlessOverwriting) {
   { Hdf5Sink first(path.string(), false); }
   EXPECT_THROW(Hdf5Sink refused(path.string(), false), fabricbench::Error);
   EXPECT_NO_THROW(Hdf5Sink overwritten(path.string(), true));
+}
+
+TEST_F(Hdf5SinkTest, EveryTableSaysWhatItsColumnsAre) {
+  {
+    Hdf5Sink sink(path.string(), false);
+    sink.begin({"fabric-test", "9.9", "x", "t", 1, {"a"}});
+    sink.declare(table);
+    sink.finish("complete");
+  }
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  const hid_t ds = H5Dopen2(f, "/results/demo", H5P_DEFAULT);
+  EXPECT_EQ(read_string_array_attribute(ds, "column_units"), (std::vector<std::string>{"", "B", "us"}));
+  EXPECT_EQ(read_string_array_attribute(ds, "column_roles"), (std::vector<std::string>{"key", "key", "measured"}));
+  EXPECT_EQ(read_string_array_attribute(ds, "column_better"), (std::vector<std::string>{"", "", "lower"}));
+  H5Dclose(ds);
+  EXPECT_LT(H5Lexists(f, "/samples", H5P_DEFAULT), 1) << "no samples table unless one is declared";
+  H5Fclose(f);
+}
+
+TEST_F(Hdf5SinkTest, AMatrixCarriesItsOwnLabels) {
+  {
+    Hdf5Sink sink(path.string(), false);
+    sink.begin({"fabric-test", "9.9", "x", "t", 1, {"a"}});
+    sink.matrix({"/any/where/m", "demo (GB/s)", Unit::gbps, Better::higher, {"r0", "r1"}, {"c0", "c1", "c2"},
+                 {1, 2, 3, 4, 5, 6}});
+    EXPECT_THROW(sink.matrix({"/bad", "", Unit::none, Better::none, {"r0"}, {"c0"}, {1, 2}}), std::logic_error);
+    sink.finish("complete");
+  }
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  const hid_t ds = H5Dopen2(f, "/any/where/m", H5P_DEFAULT);
+  EXPECT_EQ(read_string_array_attribute(ds, "row_labels"), (std::vector<std::string>{"r0", "r1"}));
+  EXPECT_EQ(read_string_array_attribute(ds, "column_labels"), (std::vector<std::string>{"c0", "c1", "c2"}));
+  EXPECT_EQ(read_string_attribute(ds, "unit"), "GB/s");
+  EXPECT_EQ(read_string_attribute(ds, "better"), "higher");
+  double values[6] = {};
+  H5Dread(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values);
+  EXPECT_DOUBLE_EQ(values[5], 6.0);
+  const hid_t space = H5Dget_space(ds);
+  hsize_t dims[2] = {};
+  H5Sget_simple_extent_dims(space, dims, nullptr);
+  EXPECT_EQ(dims[0], 2u);
+  EXPECT_EQ(dims[1], 3u);
+  H5Sclose(space);
+  H5Dclose(ds);
+  H5Fclose(f);
 }

@@ -1,4 +1,5 @@
 #include "fabricbench/sweep/verdict.hpp"
+#include "fabricbench/app/shipped_files.hpp"
 
 #include <gtest/gtest.h>
 
@@ -111,7 +112,7 @@ TEST(PlanRetests, PairsEachSuspectHostWithAGoodHostInDisjointRounds) {
 }
 
 TEST(Rules, LoadsTheShippedConfigAndRejectsBadKeys) {
-  const auto rules = Rules::load(std::string(FABRICBENCH_SOURCE_DIR) + "/configs/sweep.ini");
+  const auto rules = Rules::load(fabricbench::app::shipped_config("sweep.ini"));
   EXPECT_TRUE(rules.rule("p2p_bw").higher_is_better);
   EXPECT_FALSE(rules.rule("p2p_latency").higher_is_better);
   EXPECT_DOUBLE_EQ(rules.bad_node_fraction, 0.75);
@@ -121,7 +122,7 @@ TEST(Rules, LoadsTheShippedConfigAndRejectsBadKeys) {
   std::ofstream(dir / "fb_bad_rules.ini") << "[p2p_bw]\nsuspect_below_fraction_of_median = half\n";
   EXPECT_THROW(Rules::load((dir / "fb_bad_rules.ini").string()), fabricbench::Error);
   std::ofstream(dir / "fb_base.ini") << "[baseline]\np2p_bw = 12000\n";
-  const auto with_base = Rules::load(std::string(FABRICBENCH_SOURCE_DIR) + "/configs/sweep.ini", (dir / "fb_base.ini").string());
+  const auto with_base = Rules::load(fabricbench::app::shipped_config("sweep.ini"), (dir / "fb_base.ini").string());
   EXPECT_DOUBLE_EQ(with_base.rule("p2p_bw").baseline, 12000);
-  EXPECT_THROW(Rules::load(std::string(FABRICBENCH_SOURCE_DIR) + "/configs/missing.ini"), fabricbench::Error);
+  EXPECT_THROW(Rules::load(fabricbench::app::shipped_config("missing.ini")), fabricbench::Error);
 }

@@ -24,6 +24,7 @@ class SizeList {
 
   const std::vector<std::uint64_t>& values() const { return values_; }
   std::uint64_t max() const;
+  std::uint64_t min() const;
 
  private:
   explicit SizeList(std::vector<std::uint64_t> v) : values_(std::move(v)) {}

@@ -1,10 +1,12 @@
-// The option schema shared by every executable (sizes, iterations, warm-up, check, output, CSV, config file,
-// timeout), the executable's own option group on top, and validation that turns every bad value into one
+// The option schema shared by every executable, in groups a tool declares: run options for all (output, CSV,
+// config file, timeout, quiet, force); message sizes, iterations, warm-up and check only for tools that sweep
+// message sizes. The executable's own group goes on top, and validation turns every bad value into one
 // Error::usage line naming the option and what is allowed.
 #pragma once
 #include <boost/program_options.hpp>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -18,7 +20,22 @@ struct SizeDefaults {
   std::uint64_t min_bytes, max_bytes, step_factor;
 };
 
+// The message-size group: -b/-e/-f/--sizes, -n/--iters, -w/--warmup, -c/--check and OSU's -m/-i/-x.
+struct SizeOptions {
+  SizeDefaults defaults;
+  bool check_by_default = false;
+};
+
+// Which common groups a tool takes. The run group is always there.
+struct OptionGroups {
+  std::optional<SizeOptions> sizes;  // none: the tool measures no message sizes and shows none of those options
+  // Short letters the tool's own group uses with another meaning (perftest's -b, -q ...): the common options
+  // keep only their long names then.
+  std::string claimed_short_flags;
+};
+
 struct CommonOptions {
+  bool has_sizes = false;  // the tool declared the size group
   SizeList sizes = SizeList::geometric(1, 1, 2);
   int iterations = 0;  // 0: the executable's default (may depend on the size)
   int warmup = -1;     // -1: the executable's default
@@ -33,7 +50,7 @@ struct CommonOptions {
 
 class CommandLine {
  public:
-  CommandLine(std::string program, std::string summary, SizeDefaults sizes, bool check_by_default);
+  CommandLine(std::string program, std::string summary, OptionGroups groups);
 
   // The executable's own options; add before parse().
   po::options_description& tool_options() { return tool_; }
@@ -44,6 +61,8 @@ class CommandLine {
   const po::variables_map& values() const { return values_; }
   const CommonOptions& common() const { return common_; }
   const std::string& program() const { return program_; }
+  // What --help prints.
+  std::string help() const;
 
   // Rank 0, before anything is created: default output name, refuse existing (without --force) or unwritable
   // paths. Throws Error::usage.
@@ -51,19 +70,23 @@ class CommandLine {
 
  private:
   void read_common();
+  void read_sizes(const SizeOptions& defaults);
+  // "long,s" unless the tool claimed the letter s.
+  std::string name(const char* long_name, char short_name) const;
 
   std::string program_, summary_;
-  SizeDefaults size_defaults_;
-  bool check_by_default_;
-  po::options_description common_desc_, osu_desc_, tool_;
+  OptionGroups groups_;
+  po::options_description run_desc_, sizes_desc_, osu_desc_, tool_;
   po::variables_map values_;
   CommonOptions common_;
 };
 
 // Throws Error::usage("<option> '<value>': allowed values are a, b, c") unless value is one of `allowed`.
 void require_choice(std::string_view option, const std::string& value, std::initializer_list<std::string_view> allowed);
-// Throws Error::usage unless value >= minimum.
+// Throw Error::usage("<option> <value>: must be at least <minimum>" / "at most <maximum>").
 void require_at_least(std::string_view option, long long value, long long minimum);
+void require_at_most(std::string_view option, long long value, long long maximum);
+void require_in_range(std::string_view option, long long value, long long minimum, long long maximum);
 // "60", "60s", "5m", "1h" -> seconds; throws Error::usage naming `option`.
 double parse_duration(std::string_view text, std::string_view option);
 

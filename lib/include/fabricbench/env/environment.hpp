@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "fabricbench/results/sink.hpp"
+#include "fabricbench/results/result_set.hpp"
 #include "fabricbench/runtime/placement.hpp"
 
 namespace fabricbench::env {

@@ -1,11 +1,14 @@
 // A collective back end (MPI or NCCL): owns its buffers and library handles, fills inputs, runs one operation,
-// waits, and counts wrong output elements. The timing loop itself is shared (time_case below).
+// waits, and counts wrong output elements. What every tool shares is here too: the choice of back end
+// (--backend auto|nccl|mpi), the one timing loop (time_case) and one measured case, prepare -> time -> check
+// (run_case), used by fabric-coll and fabric-sweep alike.
 #pragma once
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -74,9 +77,31 @@ class CollBackend {
 // The one timing loop: warm-up, barrier, `iterations` timed operations, mean time per op and laps.
 CaseTiming time_case(CollBackend& backend, const CollCase& c, const TimingPlan& plan, const runtime::Communicator& world);
 
+struct CaseResult {
+  CaseTiming timing;
+  std::uint64_t wrong = 0;  // this rank's wrong output elements (0 without the check)
+};
+// One measured case: inputs prepared, timed, then with `check` one more prepared run whose output is checked
+// (`flip_byte`: the test hook corrupts one output byte first).
+CaseResult run_case(CollBackend& backend, const CollCase& c, const TimingPlan& plan, const runtime::Communicator& comm,
+                    bool check, bool flip_byte = false);
+
+enum class BackendKind { mpi, nccl };
+std::string_view to_string(BackendKind kind);
+// --backend: "nccl", "mpi" or "auto" (NCCL when this build has it and a GPU is visible). Throws Error::usage naming
+// `option` and what this build allows.
+BackendKind choose_backend(const std::string& requested, std::string_view option = "--backend");
+// The back end of `kind` over `comm`; `gpu` for NCCL, `device_memory` for MPI (CUDA-aware MPI).
+std::unique_ptr<CollBackend> make_backend(BackendKind kind, const runtime::Communicator& comm, int gpu,
+                                          bool device_memory = false);
 std::unique_ptr<CollBackend> make_mpi_backend(const runtime::Communicator& world, bool device_memory);
-// Null when this build has no NCCL.
 std::unique_ptr<CollBackend> make_nccl_backend(const runtime::Communicator& world, int gpu);
+
+// MPI's counts are ints and its predefined reductions take no derived datatypes: throws Error::usage (naming
+// `option`, the limit and the largest size that fits) when an operation of `ops` with a type of `types` at
+// `max_bytes` on `nranks` ranks would pass a count above INT_MAX.
+void require_mpi_counts(const std::vector<const CollectiveOp*>& ops, const std::vector<DataType>& types,
+                        std::uint64_t max_bytes, int nranks, std::string_view option);
 
 // Host-side element check shared by back ends that can read the output on the host.
 template <typename T>

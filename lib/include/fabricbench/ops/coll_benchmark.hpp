@@ -6,6 +6,7 @@
 
 #include "fabricbench/app/benchmark.hpp"
 #include "fabricbench/ops/coll_backend.hpp"
+#include "fabricbench/timing/rank_laps.hpp"
 
 namespace fabricbench::ops {
 
@@ -19,8 +20,7 @@ class CollBenchmark : public app::Benchmark {
   ~CollBenchmark() override;
   std::string program() const override { return "fabric-coll"; }
   std::string summary() const override;
-  cli::SizeDefaults size_defaults() const override { return {32u << 20, 32u << 20, 2}; }
-  bool check_by_default() const override { return true; }
+  cli::OptionGroups option_groups() const override { return {cli::SizeOptions{{32u << 20, 32u << 20, 2}, true}, ""}; }
   void add_options(cli::po::options_description& options) override;
   void configure(const cli::po::variables_map& values, const cli::CommonOptions& common,
                  const runtime::Placement& placement) override;
@@ -34,28 +34,27 @@ class CollBenchmark : public app::Benchmark {
  private:
   struct Measured {
     double time_us;
-    std::vector<double> rank_us;       // every rank's mean time per op (rank 0 only)
-    std::vector<double> laps_us;       // every rank's laps, rank-major (rank 0 only)
-    std::vector<int> laps_per_rank;
+    std::vector<double> rank_us;  // every rank's mean time per op (rank 0 only)
+    timing::RankLaps laps;        // every rank's laps (rank 0 only)
     std::uint64_t wrong;
   };
   Measured measure(const app::RunContext& context, const CollCase& c, int warmup, int iterations);
   results::Row make_row(const CollCase& c, const Measured& m, int iterations, int warmup, int nranks) const;
 
-  results::TableSpec table_;
+  results::TableSpec table_, samples_;
   std::vector<const CollectiveOp*> ops_;
   std::vector<DataType> dtypes_;
   std::vector<RedOp> redops_;
   std::vector<int> roots_;  // empty: every rank (-r all)
   std::vector<bool> in_place_;
-  std::string backend_name_;
+  BackendKind backend_ = BackendKind::mpi;
   bool device_memory_ = false;
   TimingMode timing_ = TimingMode::host;
   int graph_launches_ = 0;
   RankCombine combine_ = RankCombine::average;
   int gpu_ = -1;
   bool flip_byte_ = false;
-  std::unique_ptr<CollBackend> backend_;
+  std::unique_ptr<CollBackend> backend_impl_;
 };
 
 }  // namespace fabricbench::ops

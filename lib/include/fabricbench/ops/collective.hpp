@@ -7,7 +7,9 @@
 #include <string_view>
 #include <vector>
 
+#include "fabricbench/ops/bandwidth.hpp"
 #include "fabricbench/ops/coll_data.hpp"
+#include "fabricbench/ops/iteration_defaults.hpp"
 
 namespace fabricbench::ops {
 
@@ -39,8 +41,5 @@ std::string_view to_string(RedOp op);
 const std::vector<DataType>& all_data_types();
 const std::vector<RedOp>& all_red_ops();
 bool is_floating(DataType t);
-
-// nccl-tests: algbw = bytes / time (1e9 B/s), busbw = algbw * factor.
-inline double algbw_gbps(std::uint64_t bytes, double seconds) { return static_cast<double>(bytes) / seconds / 1e9; }
 
 }  // namespace fabricbench::ops

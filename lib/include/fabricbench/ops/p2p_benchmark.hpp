@@ -17,8 +17,7 @@ class P2PBenchmark : public app::Benchmark {
   P2PBenchmark();
   std::string program() const override { return "fabric-p2p"; }
   std::string summary() const override;
-  cli::SizeDefaults size_defaults() const override { return {1, 4u << 20, 2}; }
-  bool check_by_default() const override { return false; }
+  cli::OptionGroups option_groups() const override { return {cli::SizeOptions{{1, 4u << 20, 2}, false}, ""}; }
   void add_options(cli::po::options_description& options) override;
   void configure(const cli::po::variables_map& values, const cli::CommonOptions& common,
                  const runtime::Placement& placement) override;
@@ -36,7 +35,7 @@ class P2PBenchmark : public app::Benchmark {
   void report(const app::RunContext& context, const P2PTest& test, std::uint64_t bytes, int iterations,
               int warmup, const PairMeasurement& mine);
 
-  results::TableSpec table_;
+  results::TableSpec table_, samples_;
   std::vector<const P2PTest*> tests_;
   memory::MemoryKind memory_ = memory::MemoryKind::host;
   int window_ = 64;

@@ -5,6 +5,8 @@
 #include <string_view>
 #include <vector>
 
+#include "fabricbench/ops/iteration_defaults.hpp"
+
 namespace fabricbench::ops {
 
 enum class Exchange {
@@ -18,16 +20,8 @@ enum class PairAggregate {
   sum    // the row is the aggregate over all pairs (osu_mbw_mr)
 };
 
-struct IterationDefaults {
-  int small_iterations, large_iterations, small_warmup, large_warmup;
-  std::uint64_t large_from_bytes;  // OSU's LARGE_MESSAGE_SIZE: sizes above use the large counts
-  int iterations(std::uint64_t bytes, int requested) const {
-    return requested > 0 ? requested : bytes > large_from_bytes ? large_iterations : small_iterations;
-  }
-  int warmup(std::uint64_t bytes, int requested) const {
-    return requested >= 0 ? requested : bytes > large_from_bytes ? large_warmup : small_warmup;
-  }
-};
+// The most messages in flight a window may hold (--window): requests are allocated per message.
+inline constexpr int max_window = 100000;
 
 struct P2PTest {
   std::string_view name;

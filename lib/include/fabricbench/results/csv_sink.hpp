@@ -5,7 +5,7 @@
 #include <mutex>
 #include <string>
 
-#include "fabricbench/results/sink.hpp"
+#include "fabricbench/results/result_sink.hpp"
 
 namespace fabricbench::results {
 

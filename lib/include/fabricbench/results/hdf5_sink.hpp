@@ -9,11 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "fabricbench/results/sink.hpp"
+#include "fabricbench/results/result_sink.hpp"
 
 namespace fabricbench::results {
 
-inline constexpr int schema_version = 1;
+// 2: column attributes (column_units, column_roles, column_better); matrices carry row_labels/column_labels.
+inline constexpr int schema_version = 2;
 
 // One owner of an HDF5 identifier (file, group, dataset, type, space, property list, attribute).
 class H5Id {
@@ -42,8 +43,7 @@ class Hdf5Sink : public ResultSink {
   void declare(const TableSpec& table) override;
   void row(const Row& row) override;
   void samples(const TableSpec& table, const std::vector<Sample>& samples) override;
-  void matrix(const std::string& path, const std::vector<std::string>& labels, const std::vector<double>& values,
-              const std::string& title) override;
+  void matrix(const Matrix& matrix) override;
   void finish(const std::string& status) override;
 
  private:
@@ -54,8 +54,7 @@ class Hdf5Sink : public ResultSink {
     std::size_t row_size = 0;
     hsize_t rows = 0;
   };
-  Dataset& create_table(const std::string& path, const std::vector<Column>& columns, hsize_t chunk_rows,
-                        bool compress);
+  Dataset& create_table(const TableSpec& table);
   void append(Dataset& ds, const void* rows, hsize_t count);
 
   std::mutex mutex_;

@@ -1,8 +1,10 @@
-// The results model: a table is a typed list of columns; a row is one value per column; samples are
-// per-iteration times tied to a row. Every output (terminal, HDF5, CSV) is written from these alone.
+// The results model: a table is a typed list of columns, each declared once with its unit, its role and (for what
+// is measured) which direction is better; a row is one value per column; samples are per-iteration times tied to a
+// row; a matrix is a labelled N x M grid. Every output (terminal, HDF5, CSV) is written from these alone.
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -10,19 +12,50 @@ namespace fabricbench::results {
 
 enum class ColumnType { integer, real, text };
 
+// Units as HDF5 stores them ("" for none). MB/s and GB/s are 1e6 and 1e9 B/s; M/s is 1e6 per second.
+enum class Unit { none, bytes, elements, us, seconds, mbps, gbps, mega_per_s };
+// key: identifies the row (op, bytes ...); setting: how it was measured (iterations, warm-up); measured: a value
+// the run produced; statistic: a statistic of a measured value (min, median, p99 ...).
+enum class Role { key, setting, measured, statistic };
+enum class Better { none, higher, lower };
+
+std::string_view to_string(Unit unit);
+std::string_view to_string(Role role);
+std::string_view to_string(Better better);
+
 struct Column {
-  std::string name;     // HDF5/CSV name; units in the name (_us, _gbps, bytes)
+  std::string name;       // HDF5/CSV name; units also in the name (_us, _gbps, bytes) for readers without attributes
   ColumnType type;
   std::size_t width = 0;  // text columns: fixed width in HDF5 (longer values are cut)
+  Unit unit = Unit::none;
+  Role role = Role::key;
+  Better better = Better::none;
+  std::string label;      // terminal header; empty: the name
+  int precision = 2;      // terminal digits after the point (reals)
+
+  const std::string& header() const { return label.empty() ? name : label; }
 };
 
+// Declarations read like the table they build: key_text("op", 16), measured("busbw_gbps", Unit::gbps, ...).
+Column key_text(std::string name, std::size_t width, std::string label = "");
+Column key_int(std::string name, Unit unit = Unit::none, std::string label = "");
+Column setting_int(std::string name, std::string label = "");
+Column setting_text(std::string name, std::size_t width, std::string label = "");
+Column measured(std::string name, Unit unit, Better better, std::string label = "", int precision = 2);
+Column measured_int(std::string name, Unit unit, Better better, std::string label = "");
+Column statistic(std::string name, Unit unit, Better better, std::string label = "", int precision = 2);
+
 struct TableSpec {
-  std::string group;  // "results", "env", "sweep"
+  std::string group;  // "results", "env", "sweep", "samples"
   std::string name;   // "p2p", "ranks", ...
   std::vector<Column> columns;
+  bool bulk = false;  // many small rows (samples): files chunk and compress it
 
   std::string path() const { return "/" + group + "/" + name; }
   std::size_t index_of(const std::string& column) const;  // throws std::logic_error for unknown names
+  const Column& column(const std::string& name) const { return columns[index_of(name)]; }
+  // The per-iteration samples of this table: /samples/<name> with row, iteration, rank, time_us.
+  TableSpec samples() const;
 };
 
 using Value = std::variant<std::int64_t, double, std::string>;
@@ -42,11 +75,22 @@ class Row {
   std::vector<Value> values_;
 };
 
+// One timed iteration; the columns of TableSpec::samples() in order.
 struct Sample {
   std::int64_t row;       // index of the row in its results table
-  std::int32_t iteration;
+  std::int32_t iteration; // -1: the value is a mean over iterations (no per-iteration time exists)
   std::int32_t rank;      // the rank that timed it
   double time_us;
+};
+
+// An N x M grid of one metric (row -> column), NaN where nothing was measured, with its own labels.
+struct Matrix {
+  std::string path;  // "/sweep/matrices/p2p_bw"
+  std::string title;
+  Unit unit = Unit::none;
+  Better better = Better::none;
+  std::vector<std::string> row_labels, column_labels;
+  std::vector<double> values;  // row-major
 };
 
 }  // namespace fabricbench::results

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "fabricbench/results/sink.hpp"
+#include "fabricbench/results/result_sink.hpp"
 
 namespace fabricbench::results {
 
@@ -18,8 +18,7 @@ class TerminalTable : public ResultSink {
   void note(const std::string& line) override;
   void row(const Row& row) override;
   // Printed for up to 16 hosts (larger sweeps: the verdicts and worst pairs say more than a wall of numbers).
-  void matrix(const std::string& path, const std::vector<std::string>& labels, const std::vector<double>& values,
-              const std::string& title) override;
+  void matrix(const Matrix& matrix) override;
   void finish(const std::string& status) override;
 
   // One value formatted as the terminal shows it (reals with `precision` digits, NaN as "-").
@@ -29,6 +28,7 @@ class TerminalTable : public ResultSink {
   std::FILE* out_;
   std::string table_path_;
   std::vector<TerminalColumn> shown_;
+  std::vector<int> precision_;
   std::vector<std::size_t> widths_;
   std::vector<Row> pending_;  // rows of the current line, until every part is there
   int parts_ = 1;

@@ -3,8 +3,11 @@
 #pragma once
 #include <mpi.h>
 
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace fabricbench::runtime {
@@ -63,10 +66,68 @@ class Communicator {
   // Root's string on every rank.
   std::string broadcast(std::string value, int root) const;
 
+  // Every rank's array of plain values (laps, records), on `root` only: one vector per rank, empty elsewhere.
+  template <typename T>
+  std::vector<std::vector<T>> gather_arrays(const std::vector<T>& mine, int root) const {
+    static_assert(std::is_trivially_copyable_v<T>);
+    std::vector<std::vector<T>> out;
+    for (const auto& bytes : gather(std::string(reinterpret_cast<const char*>(mine.data()), mine.size() * sizeof(T)), root)) {
+      out.emplace_back(bytes.size() / sizeof(T));
+      if (!bytes.empty()) std::memcpy(out.back().data(), bytes.data(), bytes.size());
+    }
+    return out;
+  }
+  // Every rank's value, on `root` only.
+  template <typename T>
+  std::vector<T> gather_values(const T& mine, int root) const {
+    std::vector<T> out;
+    for (const auto& one : gather_arrays(std::vector<T>{mine}, root)) out.push_back(one.at(0));
+    return out;
+  }
+  // Root's value on every rank.
+  template <typename T>
+  T broadcast_value(const T& value, int root) const {
+    static_assert(std::is_trivially_copyable_v<T>);
+    T out = value;
+    check_mpi(MPI_Bcast(&out, sizeof(T), MPI_BYTE, root, comm_), "MPI_Bcast");
+    return out;
+  }
+  // The sum over ranks, on `root` only (MPI_Reduce), and on every rank.
+  std::uint64_t sum(std::uint64_t mine, int root) const;
+  std::uint64_t all_sum(std::uint64_t mine) const;
+
  private:
   explicit Communicator(MPI_Comm c, bool owned) : comm_(c), owned_(owned) {}
   MPI_Comm comm_ = MPI_COMM_NULL;
   bool owned_ = false;
+};
+
+// A message of `bytes` bytes as (count, datatype) for MPI's int counts: MPI_BYTE up to INT_MAX bytes, above it one
+// committed derived datatype covering the whole message (blocks of `block_bytes` plus the remainder), count 1.
+// Owns that datatype. Messages of 2 GiB and more are thus sent whole, as one message, like the smaller ones.
+class ByteMessage {
+ public:
+  static constexpr std::uint64_t block_bytes = std::uint64_t{1} << 30;
+  explicit ByteMessage(std::uint64_t bytes);
+  ByteMessage(ByteMessage&& other) noexcept;
+  ByteMessage& operator=(ByteMessage&&) = delete;
+  ByteMessage(const ByteMessage&) = delete;
+  ByteMessage& operator=(const ByteMessage&) = delete;
+  ~ByteMessage();
+
+  int count() const { return count_; }
+  MPI_Datatype type() const { return type_; }
+  bool derived() const { return type_ != MPI_BYTE; }
+
+  // How a message of `bytes` splits: whole blocks and the bytes after them (exposed for tests).
+  struct Split {
+    std::uint64_t blocks, remainder;
+  };
+  static Split split(std::uint64_t bytes) { return {bytes / block_bytes, bytes % block_bytes}; }
+
+ private:
+  int count_ = 0;
+  MPI_Datatype type_ = MPI_BYTE;
 };
 
 }  // namespace fabricbench::runtime

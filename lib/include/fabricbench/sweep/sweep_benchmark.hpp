@@ -10,6 +10,7 @@
 #include "fabricbench/app/benchmark.hpp"
 #include "fabricbench/memory/buffer.hpp"
 #include "fabricbench/ops/coll_backend.hpp"
+#include "fabricbench/ops/iteration_defaults.hpp"
 #include "fabricbench/ops/p2p_test.hpp"
 #include "fabricbench/sweep/pair_schedule.hpp"
 #include "fabricbench/sweep/verdict.hpp"
@@ -24,6 +25,9 @@ struct SweepMetric {
   std::string_view p2p_test;  // "bw", "bibw", "latency"; empty for collectives
   bool both_directions;       // measured a->b and b->a separately
   ops::CollKind coll;         // collectives: over every rank of both nodes
+  ops::IterationDefaults defaults;
+  results::Unit value_unit;
+  results::Better better;
 };
 const std::vector<SweepMetric>& sweep_metrics();
 
@@ -41,8 +45,7 @@ class SweepBenchmark : public app::Benchmark {
   SweepBenchmark();
   std::string program() const override { return "fabric-sweep"; }
   std::string summary() const override;
-  cli::SizeDefaults size_defaults() const override { return {4u << 20, 4u << 20, 2}; }
-  bool check_by_default() const override { return false; }
+  cli::OptionGroups option_groups() const override { return {cli::SizeOptions{{4u << 20, 4u << 20, 2}, false}, ""}; }
   void add_options(cli::po::options_description& options) override;
   void configure(const cli::po::variables_map& values, const cli::CommonOptions& common,
                  const runtime::Placement& placement) override;
@@ -75,7 +78,7 @@ class SweepBenchmark : public app::Benchmark {
   std::uint64_t bw_bytes_ = 0, lat_bytes_ = 8;
   int window_ = 64, retest_ = 1, gpu_ = -1;
   bool sequential_ = false;
-  std::string backend_;
+  ops::BackendKind backend_ = ops::BackendKind::mpi;
   std::optional<memory::Buffer> send_, recv_;
 };
 

@@ -43,24 +43,6 @@ void agree(const runtime::Communicator& world, Step&& step) {
 
 }  // namespace
 
-void RunContext::measuring(std::string what) const {
-  watchdog.arm(options.timeout_s, std::move(what));
-  const int step = measurements++;
-  if (step == stall_at && world.rank() == stall_rank)
-    while (true) std::this_thread::sleep_for(std::chrono::seconds(1));
-  board.started(step);
-}
-
-void RunContext::measured() const {
-  board.finished(measurements - 1);
-  watchdog.disarm();
-}
-
-void RunContext::progress(const std::string& line) const {
-  if (!is_root() || options.quiet) return;
-  fmt::print(stderr, "[progress] {}\n", line);
-}
-
 int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
   runtime::MpiSession mpi(argc, argv);
   const bool root = mpi.rank() == 0;
@@ -68,8 +50,7 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
   const std::string program = benchmark.program();
   std::unique_ptr<results::ResultSet> out;
   try {
-    cli::CommandLine command_line(program, benchmark.summary(), benchmark.size_defaults(),
-                                  benchmark.check_by_default());
+    cli::CommandLine command_line(program, benchmark.summary(), benchmark.option_groups());
     benchmark.add_options(command_line.tool_options());
     bool go = true;
     agree(world, [&] { go = command_line.parse(argc, argv, root); });

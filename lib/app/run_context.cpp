@@ -1,0 +1,28 @@
+#include "fabricbench/app/run_context.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <thread>
+
+namespace fabricbench::app {
+
+void RunContext::measuring(std::string what) const {
+  watchdog.arm(options.timeout_s, std::move(what));
+  const int step = measurements++;
+  if (step == stall_at && world.rank() == stall_rank)
+    while (true) std::this_thread::sleep_for(std::chrono::seconds(1));
+  board.started(step);
+}
+
+void RunContext::measured() const {
+  board.finished(measurements - 1);
+  watchdog.disarm();
+}
+
+void RunContext::progress(const std::string& line) const {
+  if (!is_root() || options.quiet) return;
+  fmt::print(stderr, "[progress] {}\n", line);
+}
+
+}  // namespace fabricbench::app

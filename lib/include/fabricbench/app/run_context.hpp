@@ -1,0 +1,36 @@
+// What a running tool may use: its options, the world, who is where, the outputs (rank 0), the watchdog and the
+// progress board, and the step bookkeeping every measurement goes through.
+#pragma once
+#include <string>
+
+#include "fabricbench/cli/command_line.hpp"
+#include "fabricbench/results/result_set.hpp"
+#include "fabricbench/runtime/placement.hpp"
+#include "fabricbench/runtime/progress_board.hpp"
+#include "fabricbench/runtime/watchdog.hpp"
+
+namespace fabricbench::app {
+
+// `out` is null except on rank 0.
+struct RunContext {
+  const cli::CommonOptions& options;
+  const runtime::Communicator& world;
+  const runtime::Placement& placement;
+  results::ResultSet* out;
+  runtime::Watchdog& watchdog;
+  runtime::ProgressBoard& board;
+
+  bool is_root() const { return out != nullptr; }
+  // Test hook FABRICBENCH_TEST_STALL=RANK:K: that rank stalls forever at its K-th measurement (from 0).
+  int stall_rank = -1, stall_at = -1;
+  mutable int measurements = 0;
+
+  // One measurement: arms the watchdog with --timeout and tells the progress board this rank started it;
+  // measured() tells it this rank finished. Outside timed regions only.
+  void measuring(std::string what) const;
+  void measured() const;
+  // One line of progress on stderr (rank 0, not with --quiet).
+  void progress(const std::string& line) const;
+};
+
+}  // namespace fabricbench::app

@@ -1,0 +1,52 @@
+// One output of the results model (terminal, HDF5, CSV). Rank 0 hands every table, row, sample block, matrix and
+// the final status to each sink through a ResultSet (result_set.hpp), so the outputs never disagree.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "fabricbench/results/table.hpp"
+
+namespace fabricbench::results {
+
+// Now, as ISO 8601 UTC ("2026-11-21T13:37:26Z"), for started_at/finished_at.
+std::string utc_timestamp();
+
+// What a run is, written once at its start (HDF5 root attributes, terminal header).
+struct RunInfo {
+  std::string tool;          // "fabric-p2p"
+  std::string tool_version;
+  std::string command_line;
+  std::string started_at;    // ISO 8601 UTC
+  int world_size = 0;
+  std::vector<std::string> hosts;
+};
+
+// Which column a terminal section shows. The header and precision come from the column's declaration; `header`
+// overrides it where a section gives the column another meaning (a window's time, not a latency). `part` lets
+// one line show several consecutive rows (nccl-tests' out-of-place and in-place side by side): the value comes
+// from the part-th row of each group.
+struct TerminalColumn {
+  std::string column;
+  std::string header;  // empty: the column's own
+  int part = 0;
+};
+
+class ResultSink {
+ public:
+  virtual ~ResultSink() = default;
+  virtual void begin(const RunInfo& info) = 0;
+  virtual void declare(const TableSpec& table) = 0;
+  // A titled block of rows to come (terminal prints a heading and column headers; files ignore it).
+  virtual void section(const TableSpec& /*table*/, const std::string& /*title*/,
+                       const std::vector<TerminalColumn>& /*shown*/) {}
+  virtual void note(const std::string& /*line*/) {}
+  virtual void row(const Row& row) = 0;
+  // Per-iteration samples, into a table declared as `samples` (TableSpec::samples() of a results table).
+  virtual void samples(const TableSpec& /*samples*/, const std::vector<Sample>& /*samples*/) {}
+  virtual void matrix(const Matrix& /*matrix*/) {}
+  // "complete" or "failed: <why>". Must be safe to call from the watchdog thread while the main thread is
+  // blocked in MPI (file sinks serialise on their own mutex).
+  virtual void finish(const std::string& status) = 0;
+};
+
+}  // namespace fabricbench::results

@@ -1,0 +1,109 @@
+#include "fabricbench/ops/coll_backend.hpp"
+
+#include <fmt/format.h>
+
+#include <climits>
+
+#include "fabricbench/cli/byte_size.hpp"
+#include "fabricbench/error.hpp"
+#include "fabricbench/memory/buffer.hpp"
+#include "fabricbench/timing/iteration_timer.hpp"
+
+namespace fabricbench::ops {
+
+CaseTiming CollBackend::time_on_device(const CollCase&, const TimingPlan&) {
+  throw Error::usage(fmt::format("the {} back end has no device timing (--per-iter/--graph need --backend nccl)", name()));
+}
+
+CaseTiming time_case(CollBackend& backend, const CollCase& c, const TimingPlan& plan, const runtime::Communicator& world) {
+  const auto mode = plan.mode;
+  const int iterations = plan.iterations;
+  for (int i = 0; i < plan.warmup; ++i) backend.launch(c);
+  backend.wait();
+  if (mode == TimingMode::events || mode == TimingMode::graph) {
+    world.barrier();
+    return backend.time_on_device(c, plan);
+  }
+  // With a synchronous library every lap is one complete operation; otherwise only with --blocking.
+  const bool laps = backend.synchronous() || mode == TimingMode::blocking;
+  timing::IterationTimer timer(static_cast<std::size_t>(iterations));
+  world.barrier();
+  timer.start();
+  for (int i = 0; i < iterations; ++i) {
+    backend.launch(c);
+    if (mode == TimingMode::blocking) backend.wait();
+    timer.lap();
+  }
+  backend.wait();
+  timer.stop();
+  CaseTiming t;
+  t.seconds_per_op = timer.elapsed_s() / iterations;
+  if (laps) t.laps_us = timer.laps_us();
+  return t;
+}
+
+CaseResult run_case(CollBackend& backend, const CollCase& c, const TimingPlan& plan, const runtime::Communicator& comm,
+                    bool check, bool flip_byte) {
+  CaseResult result;
+  backend.prepare(c);
+  result.timing = time_case(backend, c, plan, comm);
+  if (check) {
+    backend.prepare(c);
+    backend.launch(c);
+    backend.wait();
+    if (flip_byte) backend.flip_output_byte(c);
+    result.wrong = backend.count_wrong(c);
+  }
+  return result;
+}
+
+std::string_view to_string(BackendKind kind) { return kind == BackendKind::nccl ? "nccl" : "mpi"; }
+
+BackendKind choose_backend(const std::string& requested, std::string_view option) {
+#ifdef FABRICBENCH_HAVE_NCCL
+  const bool nccl_built = true;
+#else
+  const bool nccl_built = false;
+#endif
+  if (requested == "auto")
+    return nccl_built && memory::unavailable_reason(memory::MemoryKind::device).empty() ? BackendKind::nccl : BackendKind::mpi;
+  if (requested == "mpi") return BackendKind::mpi;
+  if (requested == "nccl") {
+    if (!nccl_built)
+      throw Error::usage(fmt::format("{} nccl: this build has no NCCL (FABRICBENCH_CUDA=OFF or NCCL not found); "
+                                     "allowed here: auto, mpi", option));
+    return BackendKind::nccl;
+  }
+  throw Error::usage(fmt::format("{} '{}': allowed values are auto, nccl, mpi", option, requested));
+}
+
+std::unique_ptr<CollBackend> make_backend(BackendKind kind, const runtime::Communicator& comm, int gpu,
+                                          bool device_memory) {
+  return kind == BackendKind::nccl ? make_nccl_backend(comm, gpu) : make_mpi_backend(comm, device_memory);
+}
+
+void require_mpi_counts(const std::vector<const CollectiveOp*>& ops, const std::vector<DataType>& types,
+                        std::uint64_t max_bytes, int nranks, std::string_view option) {
+  for (const auto* op : ops)
+    for (const auto t : types) {
+      const auto ts = static_cast<std::uint64_t>(type_size(t));
+      if (op->counts(max_bytes / ts, nranks).param <= static_cast<std::uint64_t>(INT_MAX)) continue;
+      // The largest size whose count still fits: counts grow with the size, so halve until it does.
+      std::uint64_t fits = max_bytes;
+      while (fits > 0 && op->counts(fits / ts, nranks).param > static_cast<std::uint64_t>(INT_MAX)) fits /= 2;
+      throw Error::usage(fmt::format("{} {}: {} {} passes {} elements per call and MPI's counts stop at {} (an int); "
+                                     "use at most {} with --backend mpi", option, cli::format_byte_size(max_bytes),
+                                     op->name, to_string(t), op->counts(max_bytes / ts, nranks).param, INT_MAX,
+                                     cli::format_byte_size(fits)));
+    }
+}
+
+}  // namespace fabricbench::ops
+
+#ifndef FABRICBENCH_HAVE_NCCL
+namespace fabricbench::ops {
+std::unique_ptr<CollBackend> make_nccl_backend(const runtime::Communicator&, int) {
+  throw Error::usage("--backend nccl: this build has no NCCL");
+}
+}  // namespace fabricbench::ops
+#endif
