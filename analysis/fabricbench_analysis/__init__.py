@@ -3,7 +3,9 @@
     import fabricbench_analysis as fa
     run = fa.load("fabricbench-p2p-20261121T120000Z.h5")
     run.attrs["status"], run.tables["results/p2p"], run.tables["samples/p2p"]
+    run.columns["results/p2p"]["bw_mbps"].unit        # "MB/s"; .role, .better
+    run.matrices["sweep/matrices/p2p_bw"]             # labelled by host
 """
-from .results import Run, load, to_excel, to_csv_dir
+from .results import Column, Run, load, to_excel, to_csv_dir
 
-__all__ = ["Run", "load", "to_excel", "to_csv_dir"]
+__all__ = ["Column", "Run", "load", "to_excel", "to_csv_dir"]

@@ -147,10 +147,12 @@ void CommandLine::read_sizes(const SizeOptions& defaults) {
   if (size_ways > 1) throw Error::usage("--sizes, -m and -b/-e/-f each give the sizes: use only one of them");
   if (v.count("sizes")) {
     common_.sizes = SizeList::parse(v["sizes"].as<std::string>(), "--sizes");
+    common_.sizes_option = "--sizes";
   } else if (v.count("osu-m")) {
     auto m = v["osu-m"].as<std::string>();
     if (m.find(':') == std::string::npos) m = fmt::format("{}:{}", d.min_bytes, m);
     common_.sizes = SizeList::parse(m, "-m");
+    common_.sizes_option = "-m";
   } else {
     const auto min = v.count("min-bytes") ? parse_byte_size(v["min-bytes"].as<std::string>(), "--min-bytes") : d.min_bytes;
     const auto max = v.count("max-bytes") ? parse_byte_size(v["max-bytes"].as<std::string>(), "--max-bytes") : d.max_bytes;

@@ -160,7 +160,7 @@ void CollBenchmark::configure(const cli::po::variables_map& v, const cli::Common
                                        "int32, uint32, int64, uint64, float, double", to_string(t)));
     for (auto o : redops_)
       if (o == RedOp::avg) throw Error::usage("--redop avg: MPI has no average; allowed with --backend mpi: sum, prod, min, max");
-    require_mpi_counts(ops_, dtypes_, common.sizes.max(), nranks, "--max-bytes");
+    require_mpi_counts(ops_, dtypes_, common.sizes.max(), nranks, common.sizes_option);
   } else if (device_memory_) {
     throw Error::usage("--memory applies to --backend mpi only (NCCL always uses device memory)");
   }

@@ -165,7 +165,7 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
     throw Error::usage("--pattern shift sends to one node while receiving from another: it measures --metric p2p_bw only");
   bw_bytes_ = common.sizes.max();
   lat_bytes_ = cli::parse_byte_size(v["lat-bytes"].as<std::string>(), "--lat-bytes");
-  if (bw_bytes_ == 0) throw Error::usage("--max-bytes 0: the bandwidth metrics need messages of at least 1 byte");
+  if (bw_bytes_ == 0) throw Error::usage(fmt::format("{} 0: the bandwidth metrics need messages of at least 1 byte", common.sizes_option));
   const auto window = v["window"].as<long long>();
   cli::require_in_range("--window", window, 1, ops::max_window);
   window_ = static_cast<int>(window);
@@ -180,13 +180,13 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
   backend_ = ops::choose_backend(v["backend"].as<std::string>());
   const bool collectives = std::any_of(metrics_.begin(), metrics_.end(), [](const SweepMetric* m) { return m->p2p_test.empty(); });
   if (collectives && bw_bytes_ < 4)
-    throw Error::usage(fmt::format("--max-bytes {}: the collective metrics move floats: give at least 4 bytes", bw_bytes_));
+    throw Error::usage(fmt::format("{} {}: the collective metrics move floats: give at least 4 bytes", common.sizes_option, bw_bytes_));
   if (collectives && backend_ == ops::BackendKind::mpi) {
     std::vector<const ops::CollectiveOp*> ops;
     for (const auto* m : metrics_)
       if (m->p2p_test.empty()) ops.push_back(ops::find_collective(m->coll == ops::CollKind::sendrecv ? "sendrecv" : "all_reduce"));
     // Two nodes' ranks at least; more ranks only shrink all_reduce/sendrecv counts.
-    ops::require_mpi_counts(ops, {ops::DataType::float32}, bw_bytes_, 2, "--max-bytes");
+    ops::require_mpi_counts(ops, {ops::DataType::float32}, bw_bytes_, 2, common.sizes_option);
   }
   if (collectives && backend_ == ops::BackendKind::nccl) gpu_ = runtime::bind_gpu(placement.me().machine_local_rank);
 }

@@ -26,6 +26,19 @@ class LoadRun(LaunchTest):
         self.assertIsInstance(self.run_.tables["env/hosts"]["host"].iloc[0], str)
         self.assertTrue(self.run_.complete)
 
+    def test_columns_say_their_unit_role_and_better_direction(self):
+        columns = self.run_.columns["results/p2p"]
+        self.assertEqual(list(columns), list(self.run_.tables["results/p2p"].columns), "one declaration per column")
+        self.assertEqual(columns["bw_mbps"].unit, "MB/s")
+        self.assertEqual(columns["bw_mbps"].role, "measured")
+        self.assertEqual(columns["bw_mbps"].better, "higher")
+        self.assertEqual(columns["latency_us"].better, "lower")
+        self.assertEqual(columns["time_us_p99"].role, "statistic")
+        self.assertEqual(columns["bytes"].unit, "B")
+        self.assertEqual(self.run_.keys("results/p2p"), ["test", "memory", "bytes", "pairs", "window"])
+        self.assertEqual(self.run_.columns["samples/p2p"]["time_us"].unit, "us")
+        self.assertEqual(self.run_.attrs["schema_version"], 2)
+
     def test_plain_h5py_and_pandas_just_work(self):
         import h5py
         import pandas as pd

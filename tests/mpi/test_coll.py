@@ -61,6 +61,17 @@ class CollRuns(LaunchTest):
         self.assertEqual(set(rows["dtype"]), {"int8", "int64", "double"})
         self.assertEqual(set(rows[rows.op == "alltoall"]["root"]), {-1})
 
+    def test_sizes_that_hold_no_element_per_rank_are_skipped_never_a_bandwidth_of_nothing(self):
+        # 4 ranks, float: all_gather at 8 B is 0 elements per rank (nccl-tests prints 0 B and 0 GB/s).
+        r = self.mpirun(4, "fabric-coll", ["--op", "all_gather,all_reduce", "--sizes", "8,64", "-n", "2", "-w", "0",
+                                           "--in-place", "0", "--output", "z.h5"])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        rows = self.load("z.h5").tables["results/coll"]
+        self.assertTrue((rows["bytes"] > 0).all(), rows)
+        self.assertEqual(list(rows[rows.op == "all_gather"]["bytes"]), [64])
+        self.assertEqual(list(rows[rows.op == "all_reduce"]["bytes"]), [8, 64])
+        self.assertIn("all_gather float: 1 size(s) hold no whole float per rank on 4 ranks; skipped", r.stdout)
+
     def test_a_corrupted_result_counts_as_wrong_and_fails_the_run(self):
         r = self.mpirun(2, "fabric-coll", ["--op", "all_reduce,all_gather", "--sizes", "1K", "-n", "2", "--output", "bad.h5"],
                         env={"FABRICBENCH_TEST_FLIP_BYTE": "1"})
@@ -102,12 +113,19 @@ class CollBadInput(LaunchTest):
         (["--backend", "gloo"], "--backend 'gloo': allowed values are auto, nccl, mpi"),
         (["--backend", "nccl"], "--backend nccl"),
         (["-n", "0"], "--iters 0: must be at least 1"),
+        # MPI's counts are ints: refused when the options are read, never cut to a wrong count.
+        (["--backend", "mpi", "--op", "all_reduce", "--dtype", "int8", "-b", "3G", "-e", "3G"],
+         "--max-bytes 3G: all_reduce int8 passes 3221225472 elements per call and MPI's counts stop at 2147483647 "
+         "(an int); use at most 1536M with --backend mpi"),
+        (["--backend", "mpi", "--op", "all_gather", "--dtype", "uint8", "--sizes", "1K,5G"],
+         "--sizes 5G: all_gather uint8 passes 2684354560 elements"),
     ]
 
     def test_each_bad_option(self):
         for args, expected in self.CASES:
             with self.subTest(args=args):
-                self.assert_refused(self.mpirun(2, "fabric-coll", args + ["--sizes", "1K"]), "fabric-coll", expected)
+                sizes = [] if "-e" in args or "--sizes" in args else ["--sizes", "1K"]
+                self.assert_refused(self.mpirun(2, "fabric-coll", args + sizes), "fabric-coll", expected)
 
 
 if __name__ == "__main__":

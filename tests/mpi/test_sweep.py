@@ -37,6 +37,11 @@ class SweepStructure(LaunchTest):
                 self.assertTrue((m[~np.eye(4, dtype=bool)] > 0).all(), metric)
             lat = f["sweep/matrices/p2p_latency"][:]
             self.assertTrue(np.allclose(lat, lat.T, equal_nan=True), "latency is symmetric")
+        bw = run.matrices["sweep/matrices/p2p_bw"]
+        self.assertEqual(list(bw.index), ["node0", "node1", "node2", "node3"], "the matrix carries its own labels")
+        self.assertEqual(list(bw.columns), list(bw.index))
+        self.assertEqual(run.matrix_attrs["sweep/matrices/p2p_bw"]["unit"], "MB/s")
+        self.assertEqual(run.matrix_attrs["sweep/matrices/p2p_latency"]["better"], "lower")
         nodes = run.tables["sweep/nodes"]
         self.assertEqual(len(nodes), 12)
         self.assertTrue((nodes["pairs"] == 3).all())
@@ -92,6 +97,11 @@ class SweepBadInput(LaunchTest):
         (["--retest", "-1"], "--retest -1: must be at least 0"),
         (["--rules", "/nonexistent/rules.ini"], "--rules /nonexistent/rules.ini"),
         (["--lat-bytes", "8Q"], "--lat-bytes '8Q'"),
+        (["--retest", "11"], "--retest 11: must be at most 10"),
+        (["--window", "1000000000"], "--window 1000000000: must be at most 100000"),
+        (["--metric", "allreduce", "--backend", "mpi", "-b", "16G", "-e", "16G"],
+         "--max-bytes 16G: all_reduce float passes 4294967296 elements per call and MPI's counts stop at 2147483647"),
+        (["--metric", "allreduce", "--sizes", "2"], "--sizes 2: the collective metrics move floats"),
     ]
 
     def test_each_bad_option(self):

@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 
 #include "fabricbench/ops/p2p_test.hpp"
+#include "fabricbench/runtime/mpi.hpp"
+
+#include <limits>
+#include <string>
 
 using namespace fabricbench::ops;
 
@@ -40,4 +44,39 @@ TEST(P2PTests, OsuDefaultsSwitchAboveEightKiB) {
   EXPECT_EQ(bibw->directions, 2);
   EXPECT_EQ(find_p2p_test("mbw_mr")->aggregate, PairAggregate::sum);
   EXPECT_EQ(find_p2p_test("nope"), nullptr);
+}
+
+TEST(Formulas, NoTimeOrNothingMovedIsAnInternalErrorNeverAFigure) {
+  auto status_of = [](auto&& f) {
+    try {
+      f();
+    } catch (const fabricbench::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("internal error"), std::string::npos) << e.what();
+      return e.status();
+    }
+    return fabricbench::ExitStatus::ok;
+  };
+  using fabricbench::ExitStatus;
+  EXPECT_EQ(status_of([] { window_bandwidth_mbps(1 << 20, 64, 20, 1, 0.0); }), ExitStatus::runtime);
+  EXPECT_EQ(status_of([] { window_bandwidth_mbps(0, 64, 20, 1, 1e-3); }), ExitStatus::runtime);
+  EXPECT_EQ(status_of([] { message_rate_mps(64, 0, 1, 1e-3); }), ExitStatus::runtime);
+  EXPECT_EQ(status_of([] { pingpong_latency_us(-1e-6, 10); }), ExitStatus::runtime);
+  EXPECT_EQ(status_of([] { algbw_gbps(4096, 0.0); }), ExitStatus::runtime);
+  EXPECT_EQ(status_of([] { algbw_gbps(0, 1e-3); }), ExitStatus::runtime);
+  EXPECT_EQ(status_of([] { algbw_gbps(4096, std::numeric_limits<double>::infinity()); }), ExitStatus::runtime);
+  // A latency of a 0-byte message is a measurement (osu_latency starts at 0 B).
+  EXPECT_EQ(status_of([] { pingpong_latency_us(1e-3, 10); }), ExitStatus::ok);
+}
+
+TEST(ByteMessage, SplitsLargeMessagesIntoWholeBlocksAndTheRest) {
+  using fabricbench::runtime::ByteMessage;
+  constexpr std::uint64_t gib = std::uint64_t{1} << 30;
+  EXPECT_EQ(ByteMessage::block_bytes, gib);
+  const auto four = ByteMessage::split(4 * gib);
+  EXPECT_EQ(four.blocks, 4u);
+  EXPECT_EQ(four.remainder, 0u);
+  const auto odd = ByteMessage::split(2 * gib + 3);
+  EXPECT_EQ(odd.blocks, 2u);
+  EXPECT_EQ(odd.remainder, 3u);
+  EXPECT_EQ(odd.blocks * ByteMessage::block_bytes + odd.remainder, 2 * gib + 3) << "every byte is covered";
 }

@@ -37,6 +37,7 @@ struct OptionGroups {
 struct CommonOptions {
   bool has_sizes = false;  // the tool declared the size group
   SizeList sizes = SizeList::geometric(1, 1, 2);
+  std::string sizes_option = "--max-bytes";  // the option that gave the sizes, for messages about them
   int iterations = 0;  // 0: the executable's default (may depend on the size)
   int warmup = -1;     // -1: the executable's default
   bool check = false;
