@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # GPU test script (self-hosted GPU runner, or the lent GPU machine):
 #   ci/gpu-test.sh                 configure the gpu preset (sm_90, CUDA + NCCL), build, ctest -L gpu
-#   ci/gpu-test.sh --prebuilt DIR  run a build carried from elsewhere: DIR/bin holds the executables and the unit
-#                                  tests, DIR/lib any libraries the machine lacks (see launch/carry-gpu-build.sh)
+#   ci/gpu-test.sh --prebuilt DIR  run a build carried from elsewhere: an installed prefix (DIR/bin the executables
+#                                  and unit tests, DIR/share/fabricbench the shipped files, DIR/lib any libraries
+#                                  the machine lacks; see launch/carry-gpu-build.sh)
 # NVLink multicast stays off (NCCL_NVLS_ENABLE=0): on shared GPU hosts it can take the GPUs out of service.
 set -euo pipefail
 cd "$(dirname "$0")/.."

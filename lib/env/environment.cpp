@@ -120,18 +120,15 @@ std::map<std::string, std::string> describe_host() {
 }
 
 EnvironmentCapture::EnvironmentCapture() {
-  using results::ColumnType;
-  ranks_ = {"env", "ranks", {{"rank", ColumnType::integer}, {"host", ColumnType::text, 64},
-                             {"local_rank", ColumnType::integer}, {"gpu", ColumnType::integer},
-                             {"gpu_name", ColumnType::text, 64}, {"gpu_uuid", ColumnType::text, 48},
-                             {"pci_bus_id", ColumnType::text, 24}}};
-  hosts_ = {"env", "hosts", {{"host", ColumnType::text, 64}, {"os", ColumnType::text, 64},
-                             {"kernel", ColumnType::text, 96}, {"cpu", ColumnType::text, 96},
-                             {"cores", ColumnType::integer}, {"mpi", ColumnType::text, 96},
-                             {"driver", ColumnType::text, 32}, {"cuda", ColumnType::text, 32},
-                             {"nccl", ColumnType::text, 32}, {"rdma_devices", ColumnType::text, 256}}};
-  variables_ = {"env", "variables", {{"host", ColumnType::text, 64}, {"name", ColumnType::text, 64},
-                                     {"value", ColumnType::text, 512}}};
+  using namespace results;
+  // Who and what: the rank, host and variable name identify a row; the rest are facts of it (settings).
+  ranks_ = {"env", "ranks", {key_int("rank"), setting_text("host", 64), setting_int("local_rank"), setting_int("gpu"),
+                             setting_text("gpu_name", 64), setting_text("gpu_uuid", 48), setting_text("pci_bus_id", 24)}};
+  hosts_ = {"env", "hosts", {key_text("host", 64), setting_text("os", 64), setting_text("kernel", 96),
+                             setting_text("cpu", 96), setting_int("cores"), setting_text("mpi", 96),
+                             setting_text("driver", 32), setting_text("cuda", 32), setting_text("nccl", 32),
+                             setting_text("rdma_devices", 256)}};
+  variables_ = {"env", "variables", {key_text("host", 64), key_text("name", 64), setting_text("value", 512)}};
 }
 
 void EnvironmentCapture::gather(const runtime::Communicator& world, const runtime::Placement& placement, int gpu,

@@ -119,8 +119,7 @@ std::vector<Verdict> SweepBenchmark::judge(const app::RunContext& context, const
   }
   if (!final) return verdicts;
   context.out->section(nodes_table_, "per-node medians (over the pairs of each node; best of re-tests)",
-                       {{"host", "host"}, {"metric", "metric"}, {"median", "median", 2}, {"unit", "unit"},
-                        {"pairs", "pairs"}, {"suspect_pairs", "suspect"}});
+                       {{"host"}, {"metric"}, {"median"}, {"unit"}, {"pairs"}, {"suspect_pairs"}});
   for (const auto& row : node_rows) context.out->row(row);
   for (const auto& v : verdicts) {
     context.out->row(results::Row(verdicts_table_).set("metric", v.metric).set("kind", v.kind).set("host_a", hosts_[v.a])

@@ -2,6 +2,7 @@
 // the final status to each sink through a ResultSet (result_set.hpp), so the outputs never disagree.
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fabricbench/results/table.hpp"
@@ -26,6 +27,8 @@ struct RunInfo {
 // one line show several consecutive rows (nccl-tests' out-of-place and in-place side by side): the value comes
 // from the part-th row of each group.
 struct TerminalColumn {
+  TerminalColumn(std::string column_name, std::string header_text = "", int part_index = 0)
+      : column(std::move(column_name)), header(std::move(header_text)), part(part_index) {}
   std::string column;
   std::string header;  // empty: the column's own
   int part = 0;

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""fabric-coll against the real nccl-tests (built with MPI=1), same layout (one process per GPU under mpirun), same
+sizes and iterations, interleaved: each repeat runs fabric-coll once (every op) and each nccl-tests binary once, in an
+order that flips every repeat. Prints, per op and size, the median bus bandwidth of each tool, the ratio of medians
+(ours / nccl-tests) and each tool's run-to-run spread ((max - min) / median over the repeats), out of place and in
+place. A benchmark run, not a test; writes OUT/nccl_tests_interleaved.md and the raw outputs.
+
+  tests/perf/nccl_tests_interleaved.py --bin DIR --peer DIR [--gpus N] [--repeats 5] [--sizes 1M:4G:4] [--iters 20]
+"""
+import argparse
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "analysis"))
+import fabricbench_analysis  # noqa: E402
+
+OPS = ["all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv"]
+UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def size(text):
+    return int(text[:-1]) * UNITS[text[-1]] if text[-1] in UNITS else int(text)
+
+
+def sh(cmd, log):
+    r = subprocess.run(["timeout", "500"] + cmd, capture_output=True, text=True)
+    log.write(f"$ {' '.join(cmd)}\n{r.stdout}\n{r.stderr}\n")
+    log.flush()
+    if r.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)}: exit status {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
+    return r.stdout
+
+
+def number(text):
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def nccl_tests(peer, op, gpus, lo, hi, factor, iters, warmup, log):
+    """{(bytes, in_place): busbw} from one nccl-tests run."""
+    out = sh(["mpirun", "-np", str(gpus), "--bind-to", "none", str(peer / f"{op}_perf"), "-b", str(lo), "-e", str(hi),
+              "-f", str(factor), "-g", "1", "-n", str(iters), "-w", str(warmup), "-c", "1"], log)
+    rows = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) >= 13 and f[0].isdigit() and f[1].isdigit():
+            rows[(int(f[0]), 0)] = number(f[7])
+            rows[(int(f[0]), 1)] = number(f[11])
+    return rows
+
+
+def ours(bin_dir, out_dir, gpus, lo, hi, factor, iters, warmup, log):
+    path = out_dir / "ours.h5"
+    sh(["mpirun", "-np", str(gpus), "--bind-to", "none", str(bin_dir / "fabric-coll"), "--backend", "nccl", "--op", "all",
+        "-b", str(lo), "-e", str(hi), "-f", str(factor), "-n", str(iters), "-w", str(warmup), "-q", "--force",
+        "--output", str(path)], log)
+    t = fabricbench_analysis.load(path).tables["results/coll"]
+    return {(r.op, int(r.bytes), int(r.in_place)): r.busbw_gbps for r in t.itertuples()}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--bin", required=True, help="folder of fabric-coll")
+    p.add_argument("--peer", required=True, help="folder of nccl-tests' *_perf binaries (MPI=1 build)")
+    p.add_argument("--gpus", type=int, default=len(subprocess.run(["nvidia-smi", "-L"], capture_output=True,
+                                                                     text=True).stdout.strip().splitlines()))
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--sizes", default="1M:4G:4", help="MIN:MAX:FACTOR as nccl-tests -b/-e/-f")
+    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--ops", default=",".join(OPS))
+    p.add_argument("--out", default="perf-out")
+    a = p.parse_args()
+    lo, hi, factor = a.sizes.split(":")
+    lo, hi, factor = size(lo), size(hi), int(factor)
+    ops = a.ops.split(",")
+    out_dir = pathlib.Path(a.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+    if os.geteuid() == 0:
+        os.environ.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    bin_dir, peer = pathlib.Path(a.bin).resolve(), pathlib.Path(a.peer).resolve()
+    mine, theirs = {}, {}  # (op, bytes, in_place) -> [busbw per repeat]
+    with open(out_dir / "nccl_tests_interleaved.log", "w") as log:
+        for k in range(a.repeats):
+            steps = [("ours", None)] + [("peer", op) for op in ops]
+            for who, op in (steps if k % 2 == 0 else steps[::-1]):
+                if who == "ours":
+                    for key, v in ours(bin_dir, out_dir, a.gpus, lo, hi, factor, a.iters, a.warmup, log).items():
+                        if key[0] in ops:
+                            mine.setdefault(key, []).append(v)
+                else:
+                    for (b, ip), v in nccl_tests(peer, op, a.gpus, lo, hi, factor, a.iters, a.warmup, log).items():
+                        if v is not None:
+                            theirs.setdefault((op, b, ip), []).append(v)
+            print(f"repeat {k + 1} of {a.repeats} done", flush=True)
+
+    def spread(values):
+        m = statistics.median(values)
+        return (max(values) - min(values)) / m if m else float("nan")
+
+    lines = [f"{a.gpus} GPUs, -b {lo} -e {hi} -f {factor} -n {a.iters} -w {a.warmup}, {a.repeats} interleaved repeats; "
+             "busbw in GB/s (medians); spread = (max - min) / median over the repeats", "",
+             "| op | bytes | place | fabric-coll | nccl-tests | ratio | spread ours | spread nccl-tests |",
+             "|---|---|---|---|---|---|---|---|"]
+    for op in ops:
+        for (o, b, ip) in sorted(k for k in theirs if k[0] == op):
+            if (o, b, ip) not in mine:
+                continue
+            m, t = statistics.median(mine[(o, b, ip)]), statistics.median(theirs[(o, b, ip)])
+            lines.append(f"| {op} | {b} | {'in' if ip else 'out'} | {m:.2f} | {t:.2f} | {m / t:.3f} | "
+                         f"{spread(mine[(o, b, ip)]):.3f} | {spread(theirs[(o, b, ip)]):.3f} |")
+    text = "\n".join(lines)
+    print(text)
+    (out_dir / "nccl_tests_interleaved.md").write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
