@@ -42,6 +42,15 @@ class Nccl(LaunchTest):
         big = rows[rows.bytes == 64 << 20]
         self.assertTrue((big["busbw_gbps"] > 1).all(), big[["op", "busbw_gbps"]])
 
+    def test_counts_above_int_max_go_whole_to_nccl(self):
+        # NCCL counts are size_t: 2 GiB + 256 int8 elements per call, where an int would have wrapped.
+        size = 2 ** 31 + 256
+        r, run = self.coll(["--op", "all_reduce,broadcast", "--dtype", "int8", "--sizes", str(size), "-n", "2", "-w", "1",
+                            "--in-place", "0"], "big.h5", np=2)
+        rows = self.assert_clean(r, run)
+        self.assertEqual(list(rows["count"]), [size, size])
+        self.assertTrue((rows["busbw_gbps"] < 2000).all(), rows[["op", "busbw_gbps"]])  # NV18 carries ~480 GB/s
+
     def test_every_type_and_reduction(self):
         r, run = self.coll(["--op", "all_reduce,reduce_scatter,reduce", "-d", "all", "-o", "all", "--sizes", "1K,1M",
                             "-n", "3", "-w", "1"], "types.h5")
