@@ -1,5 +1,7 @@
 #include "fabricbench/ops/p2p_exchange.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <vector>
 
 #include "fabricbench/timing/iteration_timer.hpp"
@@ -9,6 +11,7 @@ namespace {
 
 constexpr int data_tag = 1;
 constexpr int ack_tag = 2;
+constexpr int plan_tag = 3;
 
 // Every sender's pattern differs (by size and rank), so a message from the wrong peer or size fails the check.
 memory::FillPattern pattern_of(int sender, std::uint64_t bytes) {
@@ -20,23 +23,94 @@ inline void check(int rc, const char* what) { check_mpi(rc, what); }
 
 }  // namespace
 
+ExchangePlan ExchangePlan::fit(double message_s, int iterations, int warmup, int window, double budget_s) {
+  const double iteration_s = message_s * window;
+  if (budget_s <= 0 || iteration_s * (iterations + warmup) <= budget_s) return {iterations, warmup, window, false};
+  const auto whole = [&](double n) { return n >= 1e9 ? 1000000000 : static_cast<int>(n); };
+  if (iteration_s > budget_s)  // not even one window: one iteration of the messages that fit
+    return {1, 0, std::max(1, std::min(window, whole(budget_s / message_s))), true};
+  const int fitting = whole(budget_s / iteration_s);  // >= 1 whole iterations fit, warm-ups included
+  const int kept_warmup = std::min(warmup, fitting / 5);  // warm-ups take at most a fifth of the budget
+  return {std::max(1, std::min(iterations, fitting - kept_warmup)), kept_warmup, window, true};
+}
+
+double probe_message_s(const P2PTest& test, const Exchanger& x) {
+  const runtime::ByteMessage message(x.bytes);
+  const int peer = x.peer, count = message.count();
+  const MPI_Datatype type = message.type();
+  void* const sbuf = x.send.data();
+  void* const rbuf = x.recv.data();
+  char byte = 0, ack = 0;
+  // One byte each way first: connection setup (Open MPI's TCP connects lazily) is not the link's speed.
+  check(MPI_Sendrecv(&byte, 1, MPI_BYTE, peer, plan_tag, &ack, 1, MPI_BYTE, peer, plan_tag, x.comm, MPI_STATUS_IGNORE),
+        "MPI_Sendrecv");
+  double seconds = 0;
+  if (test.exchange == Exchange::ping_pong) {
+    for (int probe = 0; probe < 2; ++probe) {
+      const auto t0 = std::chrono::steady_clock::now();
+      if (x.leader) {
+        check(MPI_Send(sbuf, count, type, peer, data_tag, x.comm), "MPI_Send");
+        check(MPI_Recv(rbuf, count, type, peer, data_tag, x.comm, MPI_STATUS_IGNORE), "MPI_Recv");
+      } else {
+        check(MPI_Recv(rbuf, count, type, peer, data_tag, x.comm, MPI_STATUS_IGNORE), "MPI_Recv");
+        check(MPI_Send(sbuf, count, type, peer, data_tag, x.comm), "MPI_Send");
+      }
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      seconds = probe == 0 ? s : std::min(seconds, s);
+    }
+  } else {
+    // A few messages in flight, as the window keeps them: one message alone would miss the pipelining and make a
+    // fast link look slow.
+    const int k = std::min(x.window, 4);
+    std::vector<MPI_Request> req(static_cast<std::size_t>(2 * k));
+    const auto t0 = std::chrono::steady_clock::now();
+    if (test.exchange == Exchange::bidirectional_window) {
+      for (int i = 0; i < k; ++i) check(MPI_Irecv(rbuf, count, type, peer, data_tag, x.comm, &req[i]), "MPI_Irecv");
+      for (int i = 0; i < k; ++i) check(MPI_Isend(sbuf, count, type, peer, data_tag, x.comm, &req[k + i]), "MPI_Isend");
+      check(MPI_Waitall(2 * k, req.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+    } else if (x.leader) {
+      for (int i = 0; i < k; ++i) check(MPI_Isend(sbuf, count, type, peer, data_tag, x.comm, &req[i]), "MPI_Isend");
+      check(MPI_Waitall(k, req.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+      check(MPI_Recv(&ack, 1, MPI_BYTE, peer, ack_tag, x.comm, MPI_STATUS_IGNORE), "MPI_Recv");
+    } else {
+      for (int i = 0; i < k; ++i) check(MPI_Irecv(rbuf, count, type, peer, data_tag, x.comm, &req[i]), "MPI_Irecv");
+      check(MPI_Waitall(k, req.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+      check(MPI_Send(&ack, 1, MPI_BYTE, peer, ack_tag, x.comm), "MPI_Send");
+    }
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / k;
+  }
+  // Both ends plan with the leader's figure.
+  double theirs = seconds;
+  check(MPI_Sendrecv(&seconds, 1, MPI_DOUBLE, peer, plan_tag, &theirs, 1, MPI_DOUBLE, peer, plan_tag, x.comm,
+                     MPI_STATUS_IGNORE), "MPI_Sendrecv");
+  return x.leader ? seconds : theirs;
+}
+
 PairMeasurement run_exchange(const P2PTest& test, const Exchanger& x) {
   const int me = x.me, peer = x.peer, from = x.from >= 0 ? x.from : x.peer;
   const bool leader = x.leader;
   const MPI_Comm comm = x.comm;
   const std::uint64_t bytes = x.bytes;
-  const int iterations = x.iterations, warmup = x.warmup;
   // Messages of 2 GiB and more go whole, as one derived datatype (runtime::ByteMessage), not cut to an int.
   const runtime::ByteMessage message(bytes);
   const int count = message.count();
   const MPI_Datatype type = message.type();
   void* const sbuf = x.send.data();
   void* const rbuf = x.recv.data();
+  const bool windowed = test.exchange != Exchange::ping_pong;
+  pattern_of(me, bytes).fill(x.send, bytes);
+  const auto plan = x.budget_s > 0 && x.from < 0
+                        ? ExchangePlan::fit(x.probe_s > 0 ? x.probe_s : probe_message_s(test, x), x.iterations, x.warmup, windowed ? x.window : 1, x.budget_s)
+                        : ExchangePlan{x.iterations, x.warmup, windowed ? x.window : 1, false};
+  const int iterations = plan.iterations, warmup = plan.warmup;
   PairMeasurement m;
+  m.iterations = iterations;
+  m.warmup = warmup;
+  m.window = plan.window;
+  m.cut = plan.cut;
   // The data a rank receives: both directions for ping-pong and bibw, leader -> follower for window.
   const bool receives = test.exchange != Exchange::window || !leader;
   if (receives) memory::clear(x.recv, bytes);
-  pattern_of(me, bytes).fill(x.send, bytes);
 
   timing::IterationTimer timer(static_cast<std::size_t>(iterations));
   // The exchange is chosen once, outside the timed loop: each case hands its own step to the same loop. Only the
@@ -56,9 +130,9 @@ PairMeasurement run_exchange(const P2PTest& test, const Exchanger& x) {
     }
     timer.stop();
   };
-  std::vector<MPI_Request> requests(static_cast<std::size_t>(2 * x.window));
+  std::vector<MPI_Request> requests(static_cast<std::size_t>(2 * plan.window));
   MPI_Request* const req = requests.data();
-  const int window = x.window;
+  const int window = plan.window;
   char ack = 0;
   switch (test.exchange) {
     case Exchange::ping_pong:

@@ -164,7 +164,7 @@ void Hdf5Sink::declare(const TableSpec& table) {
   checked(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL), "H5Fflush");
 }
 
-void Hdf5Sink::append(Dataset& ds, const void* rows, hsize_t count) {
+void Hdf5Sink::append(Dataset& ds, const void* rows, hsize_t count, bool flush) {
   const hsize_t new_size[1] = {ds.rows + count}, start[1] = {ds.rows}, n[1] = {count};
   checked(H5Dset_extent(ds.dataset.get(), new_size), "H5Dset_extent");
   H5Id file_space(checked(H5Dget_space(ds.dataset.get()), "H5Dget_space"));
@@ -172,11 +172,21 @@ void Hdf5Sink::append(Dataset& ds, const void* rows, hsize_t count) {
   H5Id mem_space(checked(H5Screate_simple(1, n, nullptr), "H5Screate_simple"));
   checked(H5Dwrite(ds.dataset.get(), ds.type.get(), mem_space.get(), file_space.get(), H5P_DEFAULT, rows), "H5Dwrite");
   ds.rows += count;
-  checked(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL), "H5Fflush");
+  if (flush) checked(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL), "H5Fflush");
 }
 
 void Hdf5Sink::row(const Row& row) {
   std::lock_guard lock(mutex_);
+  append_row(row, true);
+}
+
+void Hdf5Sink::rows(const std::vector<Row>& rows) {
+  std::lock_guard lock(mutex_);
+  for (const auto& r : rows) append_row(r, false);
+  checked(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL), "H5Fflush");
+}
+
+void Hdf5Sink::append_row(const Row& row, bool flush) {
   auto& ds = datasets_.at(row.spec().path());
   std::vector<char> packed(ds.row_size, 0);
   const auto& columns = row.spec().columns;
@@ -189,7 +199,7 @@ void Hdf5Sink::row(const Row& row) {
       std::memcpy(at, s.data(), std::min(s.size(), columns[i].width));
     }
   }
-  append(ds, packed.data(), 1);
+  append(ds, packed.data(), 1, flush);
 }
 
 void Hdf5Sink::samples(const TableSpec& table, const std::vector<Sample>& samples) {

@@ -26,13 +26,20 @@ void ResultSet::section(const TableSpec& table, const std::string& title, const 
 void ResultSet::note(const std::string& line) {
   for (auto& s : sinks_) s->note(line);
 }
-std::int64_t ResultSet::row(const Row& row) {
-  for (auto& s : sinks_) s->row(row);
-  const auto path = row.spec().path();
+std::int64_t ResultSet::count(const std::string& path) {
   for (auto& [name, count] : row_counts_)
     if (name == path) return count++;
   row_counts_.emplace_back(path, 1);
   return 0;
+}
+std::int64_t ResultSet::row(const Row& row) {
+  for (auto& s : sinks_) s->row(row);
+  return count(row.spec().path());
+}
+void ResultSet::rows(const std::vector<Row>& rows) {
+  if (rows.empty()) return;
+  for (auto& s : sinks_) s->rows(rows);
+  for (const auto& r : rows) count(r.spec().path());
 }
 void ResultSet::samples(const TableSpec& samples, const std::vector<Sample>& values) {
   for (auto& s : sinks_) s->samples(samples, values);

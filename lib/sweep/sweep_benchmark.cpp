@@ -92,7 +92,8 @@ SweepBenchmark::SweepBenchmark() {
   pairs_table_ = {"sweep", "pairs",
                   {key_int("round"), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64),
                    key_text("metric", 16), key_text("direction", 8, "dir"), key_int("bytes", Unit::bytes),
-                   setting_int("iterations"), measured("value", Unit::none, Better::none), key_text("unit", 8),
+                   setting_int("iterations"), setting_int("window"), setting_int("cut"),
+                   measured("value", Unit::none, Better::none), key_text("unit", 8),
                    statistic("time_us_median", Unit::us, Better::lower), statistic("time_us_p99", Unit::us, Better::lower),
                    measured_int("wrong", Unit::bytes, Better::lower, "#wrong")}};
   verdicts_table_ = {"sweep", "verdicts",
@@ -123,6 +124,8 @@ void SweepBenchmark::add_options(cli::po::options_description& options) {
       ("metric", po::value<std::string>()->default_value("p2p_bw,p2p_latency"), "p2p_bw, p2p_bibw, p2p_latency, allreduce, sendrecv (comma list)")
       ("lat-bytes", po::value<std::string>()->default_value("8"), "message size of p2p_latency")
       ("window,W", po::value<long long>()->default_value(64), "messages in flight for the bandwidth metrics")
+      ("pair-time", po::value<std::string>()->default_value("2s"), "time budget of one p2p pair test (per metric and direction): a slower pair runs fewer iterations (or a smaller window) and reports what it moved; 0: none")
+      ("pair-time-relative", po::value<double>()->default_value(1.5), "after the first round the budget is at least this many times the fastest pair's full test time measured so far")
       ("retest", po::value<long long>()->default_value(1), "passes that re-test suspect pairs, also against good nodes (0: none)")
       ("rules", po::value<std::string>()->default_value(app::shipped_config("sweep.ini")), "verdict rules (INI); default: the shipped configs/sweep.ini ($FABRICBENCH_DATA_DIR or <bin>/../share/fabricbench)")
       ("baseline", po::value<std::string>(), "expected values (INI: [baseline] metric = value)")
@@ -169,6 +172,11 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
   const auto window = v["window"].as<long long>();
   cli::require_in_range("--window", window, 1, ops::max_window);
   window_ = static_cast<int>(window);
+  const auto pair_time = v["pair-time"].as<std::string>();
+  pair_time_s_ = pair_time == "0" ? 0 : cli::parse_duration(pair_time, "--pair-time");
+  pair_time_relative_ = v["pair-time-relative"].as<double>();
+  if (!(pair_time_relative_ >= 1) || pair_time_relative_ > 1000)
+    throw Error::usage(fmt::format("--pair-time-relative {}: give a factor from 1 to 1000", pair_time_relative_));
   const auto retest = v["retest"].as<long long>();
   cli::require_in_range("--retest", retest, 0, 10);
   retest_ = static_cast<int>(retest);
@@ -191,9 +199,45 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
   if (collectives && backend_ == ops::BackendKind::nccl) gpu_ = runtime::bind_gpu(placement.me().machine_local_rank);
 }
 
+const ops::P2PTest& SweepBenchmark::p2p_test_of(const SweepMetric& m) const { return *ops::find_p2p_test(m.p2p_test); }
+
+std::uint64_t SweepBenchmark::bytes_of(const SweepMetric& m) const {
+  return p2p_test_of(m).exchange == ops::Exchange::ping_pong ? lat_bytes_ : bw_bytes_;
+}
+
+std::vector<double> SweepBenchmark::pair_budgets(const app::RunContext& context, const runtime::Communicator* pair,
+                                                 std::vector<double>* probes) {
+  const std::size_t slots = metrics_.size() * 2;
+  probes->assign(slots, 0);
+  measured_.resize(slots, INFINITY);
+  fastest_.resize(slots, INFINITY);
+  if (pair_time_s_ <= 0) return std::vector<double>(slots, 0);
+  for (std::size_t k = 0; pair && k < metrics_.size(); ++k) {
+    const auto& m = *metrics_[k];
+    if (m.p2p_test.empty()) continue;
+    const auto& test = p2p_test_of(m);
+    for (int direction = 0; direction < (m.both_directions ? 2 : 1); ++direction) {
+      const int me = pair->rank();
+      (*probes)[slot(k, direction)] = ops::probe_message_s(
+          test, {pair->get(), me, 1 - me, me == direction, *send_, *recv_, bytes_of(m), 0, 0, window_, false, false});
+    }
+  }
+  // The fastest pair so far, from what earlier rounds measured (a probe of a fresh connection runs in TCP's slow
+  // start and would make the fast pairs look slow): every leader offers its own, the world takes the minimum.
+  std::vector<double> fastest(slots);
+  runtime::check_mpi(MPI_Allreduce(measured_.data(), fastest.data(), static_cast<int>(slots), MPI_DOUBLE, MPI_MIN,
+                                   context.world.get()), "MPI_Allreduce");
+  std::vector<double> budgets(slots);
+  for (std::size_t i = 0; i < slots; ++i) {
+    fastest_[i] = std::min(fastest_[i], fastest[i]);
+    budgets[i] = std::isfinite(fastest_[i]) ? std::max(pair_time_s_, pair_time_relative_ * fastest_[i]) : pair_time_s_;
+  }
+  return budgets;
+}
+
 std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& context, const runtime::Communicator& pair,
                                                      const Round&, int round_index, const HostPair& hosts,
-                                                     bool host_level) {
+                                                     bool host_level, const std::vector<double>& budgets) {
   std::vector<PairRecord> out;
   const int me = pair.rank();
   const auto& options = context.options;
@@ -201,20 +245,29 @@ std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& cont
     const auto& m = *metrics_[k];
     if (m.p2p_test.empty() == host_level) continue;
     if (host_level) {
-      const auto* test = ops::find_p2p_test(m.p2p_test);
-      const bool latency = test->exchange == ops::Exchange::ping_pong;
-      const auto bytes = latency ? lat_bytes_ : bw_bytes_;
+      const auto& test = p2p_test_of(m);
+      const bool latency = test.exchange == ops::Exchange::ping_pong;
+      const auto bytes = bytes_of(m);
       const int iterations = m.defaults.iterations(bytes, options.iterations);
       const int warmup = m.defaults.warmup(bytes, options.warmup);
       for (int direction = 0; direction < (m.both_directions ? 2 : 1); ++direction) {
         const bool leader = me == direction;
-        const auto r = ops::run_exchange(*test, {pair.get(), me, 1 - me, leader, *send_, *recv_, bytes, iterations,
-                                                 warmup, window_, options.check, false});
+        ops::Exchanger x{pair.get(), me, 1 - me, leader, *send_, *recv_, bytes, iterations, warmup, window_,
+                         options.check, false};
+        x.budget_s = budgets[slot(k, direction)];
+        x.probe_s = probes_[slot(k, direction)];
+        const auto r = ops::run_exchange(test, x);
         PairRecord rec{round_index, hosts.a, hosts.b, static_cast<std::int32_t>(k), m.both_directions ? direction : 2,
-                       iterations, static_cast<std::int64_t>(bytes), static_cast<std::int64_t>(r.wrong), NAN, NAN, NAN, 0};
+                       r.iterations, static_cast<std::int64_t>(bytes), static_cast<std::int64_t>(r.wrong), NAN, NAN, NAN, 0,
+                       r.window, r.cut ? 1 : 0};
         if (leader) {
-          rec.value = latency ? ops::pingpong_latency_us(r.elapsed_s, iterations)
-                              : ops::window_bandwidth_mbps(bytes, window_, iterations, test->directions, r.elapsed_s);
+          // How long the whole requested test would take at the speed measured (for the next rounds' budgets).
+          const double per_message_s = r.elapsed_s / (static_cast<double>(r.iterations) * r.window);
+          const double full_s = per_message_s * (iterations + warmup) * (latency ? 1 : window_);
+          measured_[slot(k, direction)] = std::min(measured_[slot(k, direction)], full_s);
+          // What actually ran: a cut test's value is the bandwidth of what it moved.
+          rec.value = latency ? ops::pingpong_latency_us(r.elapsed_s, r.iterations)
+                              : ops::window_bandwidth_mbps(bytes, r.window, r.iterations, test.directions, r.elapsed_s);
           const auto stats = timing::SampleStats::of(r.laps_us);
           rec.median_us = stats.median * (latency ? 0.5 : 1.0);
           rec.p99_us = stats.p99 * (latency ? 0.5 : 1.0);
@@ -238,7 +291,7 @@ std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& cont
     const auto bytes = c.counts.bytes(4);
     out.push_back({round_index, hosts.a, hosts.b, static_cast<std::int32_t>(k), 2, iterations,
                    static_cast<std::int64_t>(bytes), static_cast<std::int64_t>(wrong_sum),
-                   ops::algbw_gbps(bytes, seconds) * op->busbw_factor(pair.size()), seconds * 1e6, NAN, 0});
+                   ops::algbw_gbps(bytes, seconds) * op->busbw_factor(pair.size()), seconds * 1e6, NAN, 0, 1, 0});
   }
   return out;
 }
@@ -264,7 +317,8 @@ std::vector<PairRecord> SweepBenchmark::measure_shift(const app::RunContext& con
   const auto r = ops::run_exchange(*test, x);
   const auto stats = timing::SampleStats::of(r.laps_us);
   return {{round_index, h, to, 0, 0, iterations, static_cast<std::int64_t>(bw_bytes_), static_cast<std::int64_t>(r.wrong),
-           ops::window_bandwidth_mbps(bw_bytes_, window_, iterations, 1, r.elapsed_s), stats.median, stats.p99, 0}};
+           ops::window_bandwidth_mbps(bw_bytes_, window_, iterations, 1, r.elapsed_s), stats.median, stats.p99, 0,
+           window_, 0}};
 }
 
 std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& context, const std::vector<Round>& rounds,
@@ -307,11 +361,12 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
         }
       if (any_p2p) {  // one rank per node
         const auto pair = world.split(k >= 0 && host_leader ? k : MPI_UNDEFINED, role);
-        if (!pair.empty()) timed([&] { return measure_pair(context, pair, round, index, round.pairs[k], true); });
+        const auto budgets = pair_budgets(context, pair.empty() ? nullptr : &pair, &probes_);
+        if (!pair.empty()) timed([&] { return measure_pair(context, pair, round, index, round.pairs[k], true, budgets); });
       }
       if (any_coll) {  // every rank of both nodes
         const auto pair = world.split(k >= 0 ? k : MPI_UNDEFINED, role * world.size() + me);
-        if (!pair.empty()) timed([&] { return measure_pair(context, pair, round, index, round.pairs[k], false); });
+        if (!pair.empty()) timed([&] { return measure_pair(context, pair, round, index, round.pairs[k], false, {}); });
       }
     }
     for (auto& r : mine) r.test_s = test_s;

@@ -30,17 +30,20 @@ std::vector<PairRecord> SweepBenchmark::report_records(const app::RunContext& co
     }
   }
   std::vector<PairRecord> out;
+  std::vector<results::Row> rows;
   for (const auto& [key, r] : merged) {
     const auto& m = *metrics_[r.metric];
     results::Row row(pairs_table_);
     row.set("round", std::int64_t(r.round)).set("kind", kind).set("host_a", hosts_[r.a]).set("host_b", hosts_[r.b]);
     row.set("metric", std::string(m.name)).set("direction", std::string(direction_names[r.direction]));
     row.set("bytes", std::int64_t(r.bytes)).set("iterations", std::int64_t(r.iterations)).set("value", r.value);
+    row.set("window", std::int64_t(r.window)).set("cut", std::int64_t(r.cut));
     row.set("unit", std::string(m.unit)).set("time_us_median", r.median_us).set("time_us_p99", r.p99_us);
     row.set("wrong", std::int64_t(r.wrong));
-    context.out->row(row);
+    rows.push_back(std::move(row));
     out.push_back(r);
   }
+  context.out->rows(rows);  // the round's rows in one write and one flush
   return out;
 }
 

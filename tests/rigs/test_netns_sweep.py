@@ -5,6 +5,7 @@ Needs root; says 'skipped: needs root' otherwise."""
 import os
 import pathlib
 import subprocess
+import time
 import unittest
 
 from fbtest import BIN, LaunchTest
@@ -35,9 +36,9 @@ class EmulatedCluster(LaunchTest):
         rig("up", self.rig, self.net, n)
         return [f"{self.rig}-h{i}" for i in range(1, n + 1)]
 
-    def sweep(self, hosts, extra=(), name="sweep.h5"):
+    def sweep(self, hosts, extra=(), name="sweep.h5", args=SWEEP_ARGS):
         cmd = ["timeout", "300", str(RIG_SCRIPT), "mpirun", self.rig, str(len(hosts)), ",".join(hosts), "--",
-               str(BIN / "fabric-sweep"), "--output", str(self.dir / name), "-q"] + SWEEP_ARGS + list(extra)
+               str(BIN / "fabric-sweep"), "--output", str(self.dir / name), "-q"] + list(args) + list(extra)
         result = subprocess.run(cmd, capture_output=True, text=True, env=self.env())
         return result, (self.load(name) if (self.dir / name).exists() else None)
 
@@ -73,6 +74,32 @@ class EmulatedCluster(LaunchTest):
         nodes = run.tables["sweep/nodes"]
         bw = nodes[nodes.metric == "p2p_bw"].set_index("host")["median"]
         self.assertLess(bw[hosts[2]] * 10, min(bw[h] for h in hosts if h != hosts[2]), "relative: far below the others")
+
+    def test_default_options_name_a_slow_host_within_three_minutes(self):
+        # The sizes a user gets by default (4 MiB x window 64 x 20): on a host shaped to 200 Mbit/s (~24 MB/s) the
+        # whole test of one direction would move 5.4 GB and take ~4 minutes. The pair-time budget bounds it.
+        hosts = self.hosts(4)
+        rig("shape-host", self.rig, hosts[2], "200mbit")
+        start = time.monotonic()
+        r, run = self.sweep(hosts, ["--metric", "p2p_bw"], args=[])
+        elapsed = time.monotonic() - start
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertLess(elapsed, 180, "the time goal")
+        self.assertEqual({v for v in self.verdicts(run) if v[0] == "node"}, {("node", hosts[2], "")})
+        rows = run.tables["sweep/pairs"]
+        slow = rows[(rows.host_a == hosts[2]) | (rows.host_b == hosts[2])]
+        fast = rows[(rows.host_a != hosts[2]) & (rows.host_b != hosts[2])]
+        self.assertTrue((slow["cut"] == 1).all(), slow[["round", "host_a", "host_b", "iterations", "window", "cut"]])
+        self.assertTrue(((slow["iterations"] < 20) | (slow["window"] < 64)).all(), "what actually ran is recorded")
+        self.assertTrue((slow["value"] > 0).all(), "a cut test still has its value")
+        self.assertLess(slow["value"].max() * 5, fast["value"].min(), "relative: far below the others")
+        print(f"default-options sweep with a 200 Mbit/s host: {elapsed:.1f} s", flush=True)
+
+    def test_default_sizes_on_unshaped_hosts_give_no_verdict(self):
+        hosts = self.hosts(4)
+        r, run = self.sweep(hosts, ["--metric", "p2p_bw", "--rules", str(RULES)], args=[])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr + str(run and self.verdicts(run)))
+        self.assertEqual(self.verdicts(run), [])
 
     def test_a_slow_link_is_named_not_its_hosts(self):
         hosts = self.hosts(4)

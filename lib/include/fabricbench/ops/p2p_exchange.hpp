@@ -18,6 +18,18 @@ struct PairMeasurement {
   double elapsed_s = 0;         // leader: steady-clock span of the timed iterations; follower: 0
   std::vector<double> laps_us;  // leader: one per timed iteration
   std::uint64_t wrong = 0;      // bytes that failed the check on this rank
+  int iterations = 0, warmup = 0, window = 0;  // what ran: a time budget may have cut the requested counts
+  bool cut = false;                            // the budget cut them
+};
+
+// How much of a pair test fits a time budget, from probes of one message (or one round trip).
+struct ExchangePlan {
+  int iterations, warmup, window;
+  bool cut;
+  // The requested counts when they fit `budget_s` (<= 0: no budget); otherwise fewer warm-ups, then fewer
+  // iterations (at least 1), then a smaller window (at least 1 message). `message_s`: one message of the window
+  // (window tests) or one round trip (ping-pong); `window` 1 for ping-pong.
+  static ExchangePlan fit(double message_s, int iterations, int warmup, int window, double budget_s);
 };
 
 struct Exchanger {
@@ -31,8 +43,18 @@ struct Exchanger {
   bool check;
   bool flip_byte;  // test hook: corrupt one received byte before the check
   int from = -1;   // bidirectional window only: receive from this rank instead of `peer` (mpiGraph's shift)
+  double budget_s = 0;  // > 0: probe first and cut the counts to fit this many seconds (not with `from`)
+  double probe_s = 0;   // with a budget: a probe_message_s() already taken (0: probe now)
 };
 
+// With a budget, the leader probes the pair (a few messages in flight, or the faster of two round trips), fits the
+// counts (ExchangePlan::fit) and tells the follower, before any warm-up: a link 100 times slower than planned
+// costs the budget, not 100 times the test, and still gets a value from what it moved.
 PairMeasurement run_exchange(const P2PTest& test, const Exchanger& exchanger);
+
+// Seconds of one message (window tests: a few in flight, after a one-byte exchange that pays for connection setup)
+// or one round trip (ping-pong: the faster of two); collective over the pair, the leader's value on both ranks.
+// For planning only (never reported).
+double probe_message_s(const P2PTest& test, const Exchanger& exchanger);
 
 }  // namespace fabricbench::ops

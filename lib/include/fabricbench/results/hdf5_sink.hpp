@@ -42,6 +42,7 @@ class Hdf5Sink : public ResultSink {
   void begin(const RunInfo& info) override;
   void declare(const TableSpec& table) override;
   void row(const Row& row) override;
+  void rows(const std::vector<Row>& rows) override;
   void samples(const TableSpec& table, const std::vector<Sample>& samples) override;
   void matrix(const Matrix& matrix) override;
   void finish(const std::string& status) override;
@@ -55,7 +56,8 @@ class Hdf5Sink : public ResultSink {
     hsize_t rows = 0;
   };
   Dataset& create_table(const TableSpec& table);
-  void append(Dataset& ds, const void* rows, hsize_t count);
+  void append(Dataset& ds, const void* rows, hsize_t count, bool flush = true);
+  void append_row(const Row& row, bool flush);
 
   std::mutex mutex_;
   std::string path_;

@@ -21,12 +21,15 @@ class ResultSet {
   void note(const std::string& line);
   // Returns the index of the row in its table.
   std::int64_t row(const Row& row);
+  // Rows (of any tables) written at once: one flush of the file for all of them.
+  void rows(const std::vector<Row>& rows);
   void samples(const TableSpec& samples, const std::vector<Sample>& values);
   void matrix(const Matrix& matrix);
   void finish(const std::string& status);
 
  private:
   std::vector<std::unique_ptr<ResultSink>> sinks_;
+  std::int64_t count(const std::string& path);
   std::vector<std::pair<std::string, std::int64_t>> row_counts_;
 };
 

@@ -44,6 +44,10 @@ class ResultSink {
                        const std::vector<TerminalColumn>& /*shown*/) {}
   virtual void note(const std::string& /*line*/) {}
   virtual void row(const Row& row) = 0;
+  // Several rows at once (a sweep round's): files write them in one go, one flush.
+  virtual void rows(const std::vector<Row>& rows) {
+    for (const auto& r : rows) row(r);
+  }
   // Per-iteration samples, into a table declared as `samples` (TableSpec::samples() of a results table).
   virtual void samples(const TableSpec& /*samples*/, const std::vector<Sample>& /*samples*/) {}
   virtual void matrix(const Matrix& /*matrix*/) {}

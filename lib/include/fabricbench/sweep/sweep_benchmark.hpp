@@ -34,10 +34,11 @@ const std::vector<SweepMetric>& sweep_metrics();
 // One measured value of one pair (what ranks send to rank 0 after each round).
 struct PairRecord {
   std::int32_t round, a, b, metric, direction;  // direction: 0 a->b, 1 b->a, 2 both
-  std::int32_t iterations;
+  std::int32_t iterations;  // done (the pair-time budget may cut the requested count)
   std::int64_t bytes, wrong;
   double value, median_us, p99_us;
   double test_s;  // wall time of this rank's part of the pair test (all its metrics)
+  std::int32_t window = 0, cut = 0;  // messages in flight used; 1 when the budget cut the counts
 };
 
 class SweepBenchmark : public app::Benchmark {
@@ -58,7 +59,16 @@ class SweepBenchmark : public app::Benchmark {
   std::vector<PairRecord> run_rounds(const app::RunContext& context, const std::vector<Round>& rounds,
                                      const std::string& kind, int first_round);
   std::vector<PairRecord> measure_pair(const app::RunContext& context, const runtime::Communicator& pair,
-                                       const Round& round, int round_index, const HostPair& hosts, bool host_level);
+                                       const Round& round, int round_index, const HostPair& hosts, bool host_level,
+                                       const std::vector<double>& budgets);
+  // The round's budget per (metric, direction) slot, agreed over the world: --pair-time in the first round, then
+  // max(--pair-time, --pair-time-relative x the fastest pair measured so far, scaled to the requested counts).
+  // Also probes this rank's pair (if any) for run_exchange's plan. Collective over the world.
+  std::vector<double> pair_budgets(const app::RunContext& context, const runtime::Communicator* pair,
+                                   std::vector<double>* probes);
+  std::size_t slot(std::size_t metric, int direction) const { return metric * 2 + static_cast<std::size_t>(direction); }
+  const ops::P2PTest& p2p_test_of(const SweepMetric& m) const;
+  std::uint64_t bytes_of(const SweepMetric& m) const;
   std::vector<PairRecord> measure_shift(const app::RunContext& context, const Round& round, int round_index);
   // Rank 0: merges the two ends' records of each test (value from the leader, wrong bytes from both), writes the
   // rows, returns the merged records.
@@ -77,6 +87,10 @@ class SweepBenchmark : public app::Benchmark {
   Rules rules_;
   std::uint64_t bw_bytes_ = 0, lat_bytes_ = 8;
   int window_ = 64, retest_ = 1, gpu_ = -1;
+  double pair_time_s_ = 2, pair_time_relative_ = 1.5;
+  std::vector<double> fastest_;   // per slot: the fastest pair's full-test time measured so far (world)
+  std::vector<double> measured_;  // per slot: the fastest full-test time this rank led so far
+  std::vector<double> probes_;  // this round's probe per (metric, direction) slot
   bool sequential_ = false;
   ops::BackendKind backend_ = ops::BackendKind::mpi;
   std::optional<memory::Buffer> send_, recv_;
