@@ -12,6 +12,7 @@
 #include "fabricbench/results/csv_sink.hpp"
 #include "fabricbench/results/hdf5_sink.hpp"
 #include "fabricbench/results/terminal_table.hpp"
+#include "fabricbench/runtime/failure_report.hpp"
 
 namespace fabricbench::app {
 namespace {
@@ -39,6 +40,26 @@ void agree(const runtime::Communicator& world, Step&& step) {
   }
   for (const auto& message : world.all_gather(mine))
     if (!message.empty()) throw Error::usage(message);
+}
+
+// /failure/ranks: one row per rank, what it said (or that it said nothing). Rows only; the status says the rest.
+void write_failure_records(results::ResultSet* out, const std::vector<runtime::RankRecord>& records) {
+  using namespace results;
+  static const TableSpec table{"failure", "ranks",
+                               {key_int("rank"), setting_text("host", 64), setting_int("answered"),
+                                setting_text("step", 256), setting_text("doing", 256), setting_text("last_call", 64),
+                                setting_text("backtrace", 8192)}};
+  try {
+    out->declare(table);
+    std::vector<Row> rows;
+    for (const auto& r : records)
+      rows.push_back(Row(table).set("rank", std::int64_t(r.rank)).set("host", r.host)
+                         .set("answered", std::int64_t(r.answered)).set("step", r.step).set("doing", r.doing)
+                         .set("last_call", r.last_call).set("backtrace", r.backtrace));
+    out->rows(rows);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "could not record the ranks' reports: {}\n", e.what());
+  }
 }
 
 }  // namespace
@@ -70,24 +91,36 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
       if (!options.csv.empty()) out->add(std::make_unique<results::CsvSink>(options.csv, benchmark.table().path()));
     }
     runtime::ProgressBoard board(world);
-    runtime::Watchdog watchdog([&](const std::string& reason) {
-      benchmark.abort();
-      if (out) {
-        const auto laggards = board.laggards(board.current_step());
-        const auto why = laggards.empty() ? reason : reason + "; " + laggards;
-        fmt::print(stderr, "{}: {}\n", program, why);
-        finish_quietly(out.get(), "failed: " + why);
-      } else {
-        std::this_thread::sleep_for(std::chrono::seconds(1));  // let rank 0 write the status first
-      }
-    });
+    runtime::MainThreadBacktrace::install();
+    runtime::FailureReport report(world, placement.me().host);
+    runtime::Watchdog watchdog(
+        [&](const std::string& reason) {
+          benchmark.abort();
+          // A signal leaves little time (mpirun follows SIGTERM with SIGKILL); a timeout waits longer for answers.
+          const bool signal = reason.rfind("terminated by signal", 0) == 0;
+          if (!out) {
+            report.answer(std::chrono::milliseconds(signal ? 900 : 3000));
+            return;
+          }
+          auto records = report.collect(std::chrono::milliseconds(signal ? 700 : 2500));
+          for (auto& r : records)
+            if (!r.answered) r.host = placement.ranks()[static_cast<std::size_t>(r.rank)].host;
+          const auto laggards = board.laggards(board.current_step());
+          std::string why = reason;
+          if (!laggards.empty()) why += "; " + laggards;
+          why += "; " + runtime::FailureReport::summary(records);
+          fmt::print(stderr, "{}: {}\n", program, why);
+          write_failure_records(out.get(), records);
+          finish_quietly(out.get(), "failed: " + why);
+        },
+        [&] { report.poll(); });
     if (out) {
       out->begin({program, FABRICBENCH_VERSION, options.command_line, results::utc_timestamp(), mpi.size(), placement.hosts()});
     }
     env::EnvironmentCapture().gather(world, placement, benchmark.gpu(), out.get());
     if (out) out->declare(benchmark.table());
 
-    RunContext context{options, world, placement, out.get(), watchdog, board};
+    RunContext context{options, world, placement, out.get(), watchdog, board, report};
     if (const char* stall = std::getenv("FABRICBENCH_TEST_STALL")) std::sscanf(stall, "%d:%d", &context.stall_rank, &context.stall_at);
     const ExitStatus status = benchmark.run(context);
     world.barrier();

@@ -8,6 +8,7 @@
 namespace fabricbench::app {
 
 void RunContext::measuring(std::string what) const {
+  report.set_step(what);
   watchdog.arm(options.timeout_s, std::move(what));
   const int step = measurements++;
   if (step == stall_at && world.rank() == stall_rank)

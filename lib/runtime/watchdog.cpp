@@ -18,7 +18,8 @@ constexpr auto poll_interval = std::chrono::milliseconds(50);
 
 }  // namespace
 
-Watchdog::Watchdog(std::function<void(const std::string&)> on_failure) : on_failure_(std::move(on_failure)) {
+Watchdog::Watchdog(std::function<void(const std::string&)> on_failure, std::function<void()> on_tick)
+    : on_failure_(std::move(on_failure)), on_tick_(std::move(on_tick)) {
   struct sigaction sa {};
   sa.sa_handler = record_signal;
   sigemptyset(&sa.sa_mask);
@@ -60,6 +61,11 @@ void Watchdog::watch() {
     } else if (armed_ && seconds_ > 0 && std::chrono::steady_clock::now() > deadline_) {
       reason = fmt::format("timeout: {} did not finish within {} s", what_, seconds_);
     } else {
+      if (on_tick_) {
+        lock.unlock();
+        on_tick_();
+        lock.lock();
+      }
       continue;
     }
     lock.unlock();

@@ -252,6 +252,8 @@ std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& cont
       const int warmup = m.defaults.warmup(bytes, options.warmup);
       for (int direction = 0; direction < (m.both_directions ? 2 : 1); ++direction) {
         const bool leader = me == direction;
+        context.doing(fmt::format("pair {} - {}: {} {}", hosts_[hosts.a], hosts_[hosts.b], m.name,
+                                  m.both_directions ? (direction == 0 ? "a->b" : "b->a") : "both"));
         ops::Exchanger x{pair.get(), me, 1 - me, leader, *send_, *recv_, bytes, iterations, warmup, window_,
                          options.check, false};
         x.budget_s = budgets[slot(k, direction)];
@@ -277,6 +279,7 @@ std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& cont
       continue;
     }
     // Collective metrics over every rank of both nodes, through fabric-coll's back ends.
+    context.doing(fmt::format("pair {} - {}: {}", hosts_[hosts.a], hosts_[hosts.b], m.name));
     const auto* op = ops::find_collective(m.coll == ops::CollKind::sendrecv ? "sendrecv" : "all_reduce");
     auto backend = ops::make_backend(backend_, pair, gpu_);
     backend->allocate(bw_bytes_, bw_bytes_);
@@ -370,6 +373,7 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
       }
     }
     for (auto& r : mine) r.test_s = test_s;
+    context.doing("waiting for the round's other pairs");
     idle_barrier(world);
     context.measured();
     std::vector<PairRecord> records;

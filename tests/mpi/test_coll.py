@@ -91,9 +91,12 @@ class CollRuns(LaunchTest):
                                            "--output", "stall.h5", "-q"], env={"FABRICBENCH_TEST_STALL": "2:1"})
         self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
         run = self.load("stall.h5")
-        self.assertEqual(run.attrs["status"],
-                         "failed: timeout: all_reduce out-of-place float sum at 16 B did not finish within 2 s; "
-                         "ranks not finished: 0,1,2,3; not started: 2")
+        self.assertTrue(run.attrs["status"].startswith(
+            "failed: timeout: all_reduce out-of-place float sum at 16 B did not finish within 2 s; "
+            "ranks not finished: 0,1,2,3; not started: 2; "), run.attrs["status"])
+        ranks = run.tables["failure/ranks"]
+        self.assertEqual(list(ranks["rank"]), [0, 1, 2, 3])
+        self.assertIn("measuring", ranks[ranks["rank"] == 2]["backtrace"].iloc[0])
         self.assertEqual(list(run.tables["results/coll"]["bytes"]), [8])
 
 

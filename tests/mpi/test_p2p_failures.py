@@ -1,10 +1,38 @@
 """A run that is killed or hangs leaves the rows measured so far readable, and says it did not complete."""
+import os
 import signal
 import subprocess
 import time
 import unittest
 
 from fbtest import LaunchTest, mpirun_command
+
+
+def rank_pid(mpirun_pid, rank):
+    """The pid of MPI rank `rank` among mpirun's descendants (from OMPI_COMM_WORLD_RANK in its environment)."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            environ = open(f"/proc/{entry}/environ", "rb").read().split(b"\0")
+            exe = os.readlink(f"/proc/{entry}/exe")
+        except OSError:
+            continue
+        if exe.endswith("fabric-p2p") and f"OMPI_COMM_WORLD_RANK={rank}".encode() in environ and \
+                f"OMPI_MCA_orte_hnp_uri".encode() in b"".join(environ) and is_descendant(int(entry), mpirun_pid):
+            return int(entry)
+    return None
+
+
+def is_descendant(pid, ancestor):
+    while pid > 1:
+        if pid == ancestor:
+            return True
+        try:
+            pid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            return False
+    return False
 
 
 class Interrupted(LaunchTest):
@@ -40,10 +68,52 @@ class Interrupted(LaunchTest):
                                           "--output", "stall.h5"], env={"FABRICBENCH_TEST_STALL": "1:2"})
         self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
         run = self.load("stall.h5")
-        self.assertEqual(run.attrs["status"], "failed: timeout: latency at 32 B did not finish within 2 s; "
-                                              "ranks not finished: 0,1; not started: 1")
+        status = run.attrs["status"]
+        self.assertTrue(status.startswith("failed: timeout: latency at 32 B did not finish within 2 s; "
+                                          "ranks not finished: 0,1; not started: 1; "), status)
         self.assertEqual(list(run.tables["results/p2p"]["bytes"]), [8, 16])
         self.assertIn("did not finish", r.stderr)
+        # Every rank said where it was: the stalled one in the harness's stall, the other in MPI waiting for it.
+        ranks = run.tables["failure/ranks"].set_index("rank")
+        self.assertEqual(list(ranks.index), [0, 1])
+        self.assertTrue((ranks["answered"] == 1).all(), ranks)
+        self.assertTrue((ranks["host"].str.len() > 0).all())
+        self.assertEqual(set(ranks["step"]), {"latency at 32 B"})
+        self.assertIn("measuring", ranks.loc[1, "backtrace"], "the stalled rank's main thread, from inside")
+        self.assertRegex(ranks.loc[0, "last_call"], r"^P?MPI_", ranks.loc[0, "backtrace"])
+        self.assertIn("rank 0 (", status)
+        self.assertIn("in " + ranks.loc[0, "last_call"], status)
+
+    def test_a_killed_rank_is_named(self):
+        cmd = mpirun_command(2, "fabric-p2p", ["--test", "latency", "-n", "200000", "--output", "kill.h5"])
+        proc = subprocess.Popen(cmd, cwd=self.dir, env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        rows_seen = 0
+        deadline = time.time() + 120
+        while rows_seen < 2 and time.time() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            if line.strip() and not line.startswith("#"):
+                rows_seen += 1
+        self.assertEqual(rows_seen, 2, "the run printed rows before the kill")
+        victim = rank_pid(proc.pid, 1)
+        self.assertIsNotNone(victim, "rank 1's process")
+        os.kill(victim, signal.SIGKILL)
+        try:
+            proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            self.fail("mpirun did not stop after a rank was killed")
+        self.assertNotEqual(proc.returncode, 0)
+        run = self.load("kill.h5")
+        status = run.attrs["status"]
+        self.assertTrue(status.startswith("failed: "), status)
+        self.assertIn("rank 1 (", status)
+        self.assertIn("no answer (dead or unreachable)", status)
+        ranks = run.tables["failure/ranks"].set_index("rank")
+        self.assertEqual(ranks.loc[1, "answered"], 0)
+        self.assertEqual(ranks.loc[0, "answered"], 1)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@
 #include "fabricbench/cli/command_line.hpp"
 #include "fabricbench/results/result_set.hpp"
 #include "fabricbench/runtime/placement.hpp"
+#include "fabricbench/runtime/failure_report.hpp"
 #include "fabricbench/runtime/progress_board.hpp"
 #include "fabricbench/runtime/watchdog.hpp"
 
@@ -19,6 +20,7 @@ struct RunContext {
   results::ResultSet* out;
   runtime::Watchdog& watchdog;
   runtime::ProgressBoard& board;
+  runtime::FailureReport& report;
 
   bool is_root() const { return out != nullptr; }
   // Test hook FABRICBENCH_TEST_STALL=RANK:K: that rank stalls forever at its K-th measurement (from 0).
@@ -29,6 +31,8 @@ struct RunContext {
   // measured() tells it this rank finished. Outside timed regions only.
   void measuring(std::string what) const;
   void measured() const;
+  // What this rank is doing within the measurement, for a failure report ("pair h1 - h3, p2p_bw a->b").
+  void doing(const std::string& what) const { report.set_doing(what); }
   // One line of progress on stderr (rank 0, not with --quiet).
   void progress(const std::string& line) const;
 };

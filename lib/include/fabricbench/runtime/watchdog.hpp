@@ -13,8 +13,9 @@ namespace fabricbench::runtime {
 
 class Watchdog {
  public:
-  // on_failure(reason) runs on the watchdog thread once, before the process exits with status 3.
-  explicit Watchdog(std::function<void(const std::string&)> on_failure);
+  // on_failure(reason) runs on the watchdog thread once, before the process exits with status 3. on_tick (if
+  // given) runs on the watchdog thread every poll interval while nothing failed (the failure report's requests).
+  explicit Watchdog(std::function<void(const std::string&)> on_failure, std::function<void()> on_tick = {});
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
@@ -27,6 +28,7 @@ class Watchdog {
   void watch();
 
   std::function<void(const std::string&)> on_failure_;
+  std::function<void()> on_tick_;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stop_ = false;

@@ -1,0 +1,75 @@
+// When a run fails (a timeout, a signal), every rank says where it is: host, rank, the step and what it was doing,
+// the MPI/NCCL call it is in and a backtrace of its main thread taken inside the process (no debugger). Watchdog
+// threads may not call MPI (thread level SINGLE), so the reports travel over a small UDP side channel set up at
+// start: rank 0 asks every rank, each rank's watchdog answers with its record, and rank 0 names the ranks that did
+// not answer (dead or unreachable). The progress board, where it exists, says who finished; this says where the
+// others are, also where the board is missing (Open MPI over TCP between nodes has no one-sided MPI).
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "fabricbench/runtime/mpi.hpp"
+
+namespace fabricbench::runtime {
+
+// One rank's account of itself.
+struct RankRecord {
+  int rank = -1;
+  std::string host;
+  std::string step;       // the measurement in progress ("sweep round 2 (2 pairs)")
+  std::string doing;      // finer: "pair h1 - h3, p2p_bw a->b"
+  std::string last_call;  // the innermost MPI_/PMPI_/nccl/cuda frame of the backtrace ("" if none)
+  std::string backtrace;  // frames, innermost first, separated by " | "
+  bool answered = false;  // false: rank 0 got no record (the rank is dead or unreachable)
+
+  std::string serialize() const;
+  static RankRecord parse(const std::string& text);
+  // "MPI_Waitall" from frames such as "libmpi.so.40(MPI_Waitall+0x5d) [0x7f..]" (innermost such frame).
+  static std::string last_call_of(const std::vector<std::string>& frames);
+};
+
+// The main thread's backtrace, taken by signalling it (SIGUSR2) from another thread. Install once, on the main
+// thread; capture() from any other thread.
+class MainThreadBacktrace {
+ public:
+  static void install();
+  // Frames (symbolised, demangled where possible), innermost first; empty if the main thread did not answer.
+  static std::vector<std::string> capture(std::chrono::milliseconds wait = std::chrono::milliseconds(500));
+};
+
+class FailureReport {
+ public:
+  // Collective over `world`: every rank opens a UDP socket; rank 0 learns every rank's addresses.
+  FailureReport(const Communicator& world, std::string host);
+  ~FailureReport();
+  FailureReport(const FailureReport&) = delete;
+  FailureReport& operator=(const FailureReport&) = delete;
+
+  // What this rank is doing (any thread; outside timed loops).
+  void set_step(const std::string& step);
+  void set_doing(const std::string& doing);
+  RankRecord own_record() const;
+
+  // Rank 0's watchdog: ask every rank and collect records for up to `wait`; ranks that did not answer are in the
+  // result with answered == false. Every other rank's watchdog: answer() until `wait` has passed.
+  std::vector<RankRecord> collect(std::chrono::milliseconds wait);
+  void answer(std::chrono::milliseconds wait);
+  // Any thread: answer a request if one is waiting (the watchdog polls this while the run goes well).
+  void poll();
+
+  // "rank 2 (h3): sweep round 2 ...; pair h3 - h4 ... in MPI_Recv" lines grouped by what they say, for the status.
+  static std::string summary(const std::vector<RankRecord>& records);
+
+ private:
+  int rank_, size_;
+  std::string host_;
+  int socket_ = -1;
+  std::vector<std::vector<std::string>> addresses_;  // rank 0: "ip:port" of every rank
+  mutable std::mutex mutex_;
+  std::string step_, doing_;
+};
+
+}  // namespace fabricbench::runtime

@@ -1,0 +1,304 @@
+#include "fabricbench/runtime/failure_report.hpp"
+
+#include <arpa/inet.h>
+#include <cxxabi.h>
+#include <execinfo.h>
+#include <fmt/format.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include "fabricbench/error.hpp"
+
+namespace fabricbench::runtime {
+namespace {
+
+constexpr const char* request_tag = "FBREQ";
+constexpr const char* record_tag = "FBREC\n";
+constexpr std::size_t max_datagram = 60000;
+
+// The main thread's frames, written by the SIGUSR2 handler (backtrace() only: no allocation after the warm-up).
+constexpr int max_frames = 64;
+void* g_frames[max_frames];
+std::atomic<int> g_frame_count{0};
+std::atomic<bool> g_frames_ready{false};
+pthread_t g_main_thread;
+std::atomic<bool> g_installed{false};
+
+extern "C" void take_backtrace(int) {
+  g_frame_count.store(backtrace(g_frames, max_frames));
+  g_frames_ready.store(true);
+}
+
+// "module(mangled+0x1f) [0x...]" -> "module(demangled+0x1f)".
+std::string readable(const char* frame) {
+  std::string text(frame);
+  const auto open = text.find('('), plus = text.find('+', open == std::string::npos ? 0 : open);
+  if (open == std::string::npos || plus == std::string::npos || plus <= open + 1) return text;
+  const std::string mangled = text.substr(open + 1, plus - open - 1);
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> name(abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status), std::free);
+  if (status != 0 || !name) return text;
+  std::string shortened = name.get();
+  if (const auto paren = shortened.find('('); paren != std::string::npos) shortened = shortened.substr(0, paren);
+  return text.substr(0, open + 1) + shortened + text.substr(plus, text.find(')', plus) - plus + 1);
+}
+
+std::vector<std::string> own_addresses() {
+  std::vector<std::string> out, loopback;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return {"127.0.0.1"};
+  for (auto* a = list; a; a = a->ifa_next) {
+    if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET) continue;
+    char text[INET_ADDRSTRLEN] = {};
+    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, text, sizeof text);
+    (std::string(text).rfind("127.", 0) == 0 ? loopback : out).push_back(text);
+  }
+  freeifaddrs(list);
+  return out.empty() ? std::vector<std::string>{"127.0.0.1"} : out;
+}
+
+std::vector<std::string> split(const std::string& text, char by) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, by);)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+void send_to(int socket, const std::string& address, int port, const std::string& payload) {
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<std::uint16_t>(port));
+  if (inet_pton(AF_INET, address.c_str(), &to.sin_addr) != 1) return;
+  sendto(socket, payload.data(), std::min(payload.size(), max_datagram), 0, reinterpret_cast<sockaddr*>(&to), sizeof to);
+}
+
+std::string one_line(std::string s) {
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  return s;
+}
+
+}  // namespace
+
+std::string RankRecord::serialize() const {
+  return fmt::format("{}\n{}\n{}\n{}\n{}\n{}", rank, one_line(host), one_line(step), one_line(doing), one_line(last_call),
+                     one_line(backtrace));
+}
+
+RankRecord RankRecord::parse(const std::string& text) {
+  RankRecord r;
+  std::istringstream in(text);
+  std::string rank;
+  std::getline(in, rank);
+  r.rank = std::atoi(rank.c_str());
+  std::getline(in, r.host);
+  std::getline(in, r.step);
+  std::getline(in, r.doing);
+  std::getline(in, r.last_call);
+  std::getline(in, r.backtrace);
+  r.answered = true;
+  return r;
+}
+
+std::string RankRecord::last_call_of(const std::vector<std::string>& frames) {
+  for (const auto& f : frames) {
+    const auto open = f.find('(');
+    if (open == std::string::npos) continue;
+    const auto end = f.find_first_of("+)", open);
+    const auto name = f.substr(open + 1, end - open - 1);
+    for (const char* prefix : {"MPI_", "PMPI_", "nccl", "cuda", "ibv_"})
+      if (name.rfind(prefix, 0) == 0) return name;
+  }
+  return {};
+}
+
+void MainThreadBacktrace::install() {
+  g_main_thread = pthread_self();
+  void* warm[2];
+  backtrace(warm, 2);  // loads the unwinder now, so the handler does not allocate later
+  struct sigaction sa {};
+  sa.sa_handler = take_backtrace;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGUSR2, &sa, nullptr);
+  g_installed.store(true);
+}
+
+std::vector<std::string> MainThreadBacktrace::capture(std::chrono::milliseconds wait) {
+  if (!g_installed.load() || pthread_equal(pthread_self(), g_main_thread)) return {};
+  g_frames_ready.store(false);
+  if (pthread_kill(g_main_thread, SIGUSR2) != 0) return {};
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  while (!g_frames_ready.load() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (!g_frames_ready.load()) return {};
+  const int n = g_frame_count.load();
+  std::vector<std::string> frames;
+  char** symbols = backtrace_symbols(g_frames, n);
+  // Frames 0 and 1 are the handler and the signal trampoline.
+  for (int i = 2; symbols && i < n; ++i) frames.push_back(readable(symbols[i]));
+  std::free(symbols);
+  return frames;
+}
+
+FailureReport::FailureReport(const Communicator& world, std::string host)
+    : rank_(world.rank()), size_(world.size()), host_(std::move(host)) {
+  socket_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int port = 0;
+  if (socket_ >= 0) {
+    sockaddr_in any{};
+    any.sin_family = AF_INET;
+    any.sin_addr.s_addr = htonl(INADDR_ANY);
+    socklen_t len = sizeof any;
+    if (bind(socket_, reinterpret_cast<sockaddr*>(&any), sizeof any) == 0 &&
+        getsockname(socket_, reinterpret_cast<sockaddr*>(&any), &len) == 0)
+      port = ntohs(any.sin_port);
+  }
+  std::string mine = std::to_string(port) + "|";
+  for (const auto& a : own_addresses()) mine += a + ",";
+  const auto all = world.gather(mine, 0);
+  for (const auto& entry : all) {
+    const auto bar = entry.find('|');
+    std::vector<std::string> addresses;
+    if (bar != std::string::npos && std::atoi(entry.c_str()) > 0)
+      for (const auto& a : split(entry.substr(bar + 1), ',')) addresses.push_back(a + ":" + entry.substr(0, bar));
+    addresses_.push_back(std::move(addresses));
+  }
+}
+
+FailureReport::~FailureReport() {
+  if (socket_ >= 0) close(socket_);
+}
+
+void FailureReport::set_step(const std::string& step) {
+  std::lock_guard lock(mutex_);
+  step_ = step;
+  doing_.clear();
+}
+
+void FailureReport::set_doing(const std::string& doing) {
+  std::lock_guard lock(mutex_);
+  doing_ = doing;
+}
+
+RankRecord FailureReport::own_record() const {
+  RankRecord r;
+  {
+    std::lock_guard lock(mutex_);
+    r.step = step_;
+    r.doing = doing_;
+  }
+  r.rank = rank_;
+  r.host = host_;
+  const auto frames = MainThreadBacktrace::capture();
+  r.last_call = RankRecord::last_call_of(frames);
+  for (const auto& f : frames) r.backtrace += (r.backtrace.empty() ? "" : " | ") + f;
+  r.answered = true;
+  return r;
+}
+
+void FailureReport::poll() {
+  if (socket_ < 0) return;
+  char buffer[256];
+  sockaddr_in from{};
+  socklen_t len = sizeof from;
+  const auto n = recvfrom(socket_, buffer, sizeof buffer - 1, 0, reinterpret_cast<sockaddr*>(&from), &len);
+  if (n <= 0 || std::strncmp(buffer, request_tag, std::strlen(request_tag)) != 0) return;
+  const auto reply = record_tag + own_record().serialize();
+  sendto(socket_, reply.data(), std::min(reply.size(), max_datagram), 0, reinterpret_cast<sockaddr*>(&from), len);
+}
+
+void FailureReport::answer(std::chrono::milliseconds wait) {
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{socket_, POLLIN, 0};
+    if (socket_ < 0 || ::poll(&p, 1, 20) < 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    poll();
+  }
+}
+
+std::vector<RankRecord> FailureReport::collect(std::chrono::milliseconds wait) {
+  std::map<int, RankRecord> got;
+  got[rank_] = own_record();
+  const auto ask = [&] {
+    for (int r = 0; r < static_cast<int>(addresses_.size()); ++r) {
+      if (got.count(r)) continue;
+      for (const auto& a : addresses_[r]) {
+        const auto colon = a.rfind(':');
+        send_to(socket_, a.substr(0, colon), std::atoi(a.c_str() + colon + 1), request_tag);
+      }
+    }
+  };
+  const auto start = std::chrono::steady_clock::now();
+  bool asked_again = false;
+  if (socket_ >= 0) ask();
+  std::vector<char> buffer(max_datagram + 1);
+  while (socket_ >= 0 && static_cast<int>(got.size()) < size_) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - start >= wait) break;
+    if (!asked_again && now - start >= wait / 2) {  // UDP may drop one: ask those still silent once more
+      ask();
+      asked_again = true;
+    }
+    pollfd p{socket_, POLLIN, 0};
+    ::poll(&p, 1, 20);
+    for (;;) {
+      const auto n = recv(socket_, buffer.data(), max_datagram, 0);
+      if (n <= 0) break;
+      const std::string text(buffer.data(), static_cast<std::size_t>(n));
+      if (text.rfind(record_tag, 0) != 0) continue;
+      auto r = RankRecord::parse(text.substr(std::strlen(record_tag)));
+      if (r.rank >= 0 && r.rank < size_) got[r.rank] = std::move(r);
+    }
+  }
+  std::vector<RankRecord> out;
+  for (int r = 0; r < size_; ++r) {
+    if (got.count(r)) {
+      out.push_back(got[r]);
+    } else {
+      RankRecord silent;
+      silent.rank = r;
+      out.push_back(silent);
+    }
+  }
+  return out;
+}
+
+std::string FailureReport::summary(const std::vector<RankRecord>& records) {
+  // Ranks that say the same are listed together: "ranks 2,3 (h3,h4): <what>".
+  std::vector<std::pair<std::string, std::vector<const RankRecord*>>> groups;
+  for (const auto& r : records) {
+    std::string what = !r.answered ? "no answer (dead or unreachable)"
+                                   : (r.doing.empty() ? r.step : r.step + ": " + r.doing) +
+                                         (r.last_call.empty() ? "" : " in " + r.last_call);
+    auto it = std::find_if(groups.begin(), groups.end(), [&](auto& g) { return g.first == what; });
+    if (it == groups.end()) groups.push_back({what, {&r}});
+    else it->second.push_back(&r);
+  }
+  std::string out;
+  for (const auto& [what, ranks] : groups) {
+    std::string ids, hosts;
+    for (const auto* r : ranks) {
+      ids += (ids.empty() ? "" : ",") + std::to_string(r->rank);
+      if (!r->host.empty() && hosts.find(r->host) == std::string::npos) hosts += (hosts.empty() ? "" : ",") + r->host;
+    }
+    out += fmt::format("{}{} {}{}: {}", out.empty() ? "" : "; ", ranks.size() > 1 ? "ranks" : "rank", ids,
+                       hosts.empty() ? "" : " (" + hosts + ")", what);
+  }
+  return out;
+}
+
+}  // namespace fabricbench::runtime
