@@ -1,5 +1,6 @@
 """A run that is killed or hangs leaves the rows measured so far readable, and says it did not complete."""
 import os
+import pathlib
 import signal
 import subprocess
 import time
@@ -14,7 +15,7 @@ def rank_pid(mpirun_pid, rank):
         if not entry.isdigit():
             continue
         try:
-            environ = open(f"/proc/{entry}/environ", "rb").read().split(b"\0")
+            environ = pathlib.Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
             exe = os.readlink(f"/proc/{entry}/exe")
         except OSError:
             continue
@@ -29,7 +30,7 @@ def is_descendant(pid, ancestor):
         if pid == ancestor:
             return True
         try:
-            pid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+            pid = int(pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
         except (OSError, IndexError, ValueError):
             return False
     return False
