@@ -78,8 +78,9 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
     if (!go) return 0;
     const auto placement = runtime::Placement::discover(world);
     agree(world, [&] { benchmark.configure(command_line.values(), command_line.common(), placement); });
+    const std::string resume = root ? benchmark.resume_file() : std::string();
     agree(world, [&] {
-      if (root) command_line.resolve_outputs();
+      if (root && resume.empty()) command_line.resolve_outputs();
     });
     const auto& options = command_line.common();
 
@@ -87,7 +88,8 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
     if (root) {
       out = std::make_unique<results::ResultSet>();
       if (!options.quiet) out->add(std::make_unique<results::TerminalTable>());
-      out->add(std::make_unique<results::Hdf5Sink>(options.output, options.force));
+      if (resume.empty()) out->add(std::make_unique<results::Hdf5Sink>(options.output, options.force));
+      else out->add(std::make_unique<results::Hdf5Sink>(resume, results::Hdf5Sink::Mode::append));
       if (!options.csv.empty()) out->add(std::make_unique<results::CsvSink>(options.csv, benchmark.table().path()));
     }
     runtime::ProgressBoard board(world);
@@ -117,7 +119,9 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
     if (out) {
       out->begin({program, FABRICBENCH_VERSION, options.command_line, results::utc_timestamp(), mpi.size(), placement.hosts()});
     }
-    env::EnvironmentCapture().gather(world, placement, benchmark.gpu(), out.get());
+    // A resumed run keeps the /env of its first part (the hosts were checked to be the same).
+    const bool resumed = world.broadcast_value(static_cast<int>(!resume.empty()), 0) != 0;
+    if (!resumed) env::EnvironmentCapture().gather(world, placement, benchmark.gpu(), out.get());
     if (out) out->declare(benchmark.table());
 
     RunContext context{options, world, placement, out.get(), watchdog, board, report};
@@ -126,7 +130,8 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
     world.barrier();
     if (out) {
       out->finish("complete");
-      if (!options.quiet) fmt::print("# results: {}{}\n", options.output, options.csv.empty() ? "" : " and " + options.csv);
+      if (!options.quiet)
+        fmt::print("# results: {}{}\n", resume.empty() ? options.output : resume, options.csv.empty() ? "" : " and " + options.csv);
     }
     return static_cast<int>(status);
   } catch (const Error& e) {

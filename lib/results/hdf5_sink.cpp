@@ -89,10 +89,15 @@ void H5Id::reset() {
   id_ = H5I_INVALID_HID;
 }
 
-Hdf5Sink::Hdf5Sink(const std::string& path, bool overwrite) : path_(path) {
+Hdf5Sink::Hdf5Sink(const std::string& path, Mode mode) : path_(path), append_(mode == Mode::append) {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // errors become exceptions, not stack dumps on stderr
+  if (append_) {
+    file_ = H5Id(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
+    if (file_.get() < 0) throw Error::runtime(fmt::format("cannot open HDF5 file {} to append to it", path));
+    return;
+  }
   // Default (earliest) format: no "file is open" flag is left behind by a killed writer, so h5py opens it.
-  file_ = H5Id(H5Fcreate(path.c_str(), overwrite ? H5F_ACC_TRUNC : H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT));
+  file_ = H5Id(H5Fcreate(path.c_str(), mode == Mode::overwrite ? H5F_ACC_TRUNC : H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT));
   if (file_.get() < 0) throw Error::runtime(fmt::format("cannot create HDF5 file {}", path));
 }
 
@@ -105,6 +110,20 @@ Hdf5Sink::~Hdf5Sink() {
 void Hdf5Sink::begin(const RunInfo& info) {
   std::lock_guard lock(mutex_);
   const hid_t root = file_.get();
+  if (append_) {  // the run goes on: its start, command line and layout stay; its status is running again
+    std::int64_t resumes = 0;
+    if (H5Aexists(root, "resumes") > 0) {
+      H5Id attr(H5Aopen(root, "resumes", H5P_DEFAULT));
+      H5Aread(attr.get(), H5T_NATIVE_INT64, &resumes);
+    }
+    write_attribute(root, "resumes", resumes + 1);
+    write_attribute(root, "resumed_at", info.started_at);
+    write_attribute(root, "resumed_with", info.command_line);
+    write_attribute(root, "finished_at", std::string());
+    write_attribute(root, "status", std::string("running"));
+    checked(H5Fflush(root, H5F_SCOPE_GLOBAL), "H5Fflush");
+    return;
+  }
   write_attribute(root, "format", std::string("fabricbench"));
   write_attribute(root, "schema_version", std::int64_t{schema_version});
   write_attribute(root, "tool", info.tool);
@@ -157,9 +176,38 @@ Hdf5Sink::Dataset& Hdf5Sink::create_table(const TableSpec& table) {
   return datasets_[path] = std::move(ds);
 }
 
+void Hdf5Sink::open_table(const TableSpec& table) {
+  // The memory type is the spec's, as create_table builds it; the file's must have the same columns in order.
+  Dataset ds;
+  std::vector<H5Id> member_types;
+  for (const auto& c : table.columns) {
+    ds.offsets.push_back(ds.row_size);
+    switch (c.type) {
+      case ColumnType::integer: member_types.emplace_back(H5Tcopy(H5T_STD_I64LE)); ds.row_size += 8; break;
+      case ColumnType::real: member_types.emplace_back(H5Tcopy(H5T_IEEE_F64LE)); ds.row_size += 8; break;
+      case ColumnType::text: member_types.push_back(string_type(c.width)); ds.row_size += c.width; break;
+    }
+  }
+  ds.type = H5Id(checked(H5Tcreate(H5T_COMPOUND, ds.row_size), "H5Tcreate"));
+  for (std::size_t i = 0; i < table.columns.size(); ++i)
+    checked(H5Tinsert(ds.type.get(), table.columns[i].name.c_str(), ds.offsets[i], member_types[i].get()), "H5Tinsert");
+  ds.dataset = H5Id(checked(H5Dopen2(file_.get(), table.path().c_str(), H5P_DEFAULT), "open dataset " + table.path()));
+  H5Id stored(checked(H5Dget_type(ds.dataset.get()), "H5Dget_type"));
+  if (H5Tget_nmembers(stored.get()) != static_cast<int>(table.columns.size()))
+    throw Error::runtime(fmt::format("{}: {} has other columns than this version writes", path_, table.path()));
+  H5Id space(checked(H5Dget_space(ds.dataset.get()), "H5Dget_space"));
+  H5Sget_simple_extent_dims(space.get(), &ds.rows, nullptr);
+  datasets_[table.path()] = std::move(ds);
+}
+
 void Hdf5Sink::declare(const TableSpec& table) {
   std::lock_guard lock(mutex_);
   if (datasets_.count(table.path())) return;  // declared before (a tool may declare a table where it first needs it)
+  if (append_ && H5Lexists(file_.get(), table.group.c_str(), H5P_DEFAULT) > 0 &&
+      H5Lexists(file_.get(), table.path().c_str(), H5P_DEFAULT) > 0) {
+    open_table(table);
+    return;
+  }
   create_table(table);
   checked(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL), "H5Fflush");
 }

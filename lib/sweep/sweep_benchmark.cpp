@@ -6,11 +6,13 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
 #include "fabricbench/app/shipped_files.hpp"
 #include "fabricbench/cli/byte_size.hpp"
+#include "fabricbench/results/hdf5_reader.hpp"
 #include "fabricbench/memory/buffer.hpp"
 #include "fabricbench/ops/bandwidth.hpp"
 #include "fabricbench/ops/coll_benchmark.hpp"
@@ -130,7 +132,8 @@ void SweepBenchmark::add_options(cli::po::options_description& options) {
       ("rules", po::value<std::string>()->default_value(app::shipped_config("sweep.ini")), "verdict rules (INI); default: the shipped configs/sweep.ini ($FABRICBENCH_DATA_DIR or <bin>/../share/fabricbench)")
       ("baseline", po::value<std::string>(), "expected values (INI: [baseline] metric = value)")
       ("backend", po::value<std::string>()->default_value("auto"), "collective metrics: nccl, mpi, or auto")
-      ("sequential", "test the pairs of a round one after another (to measure what running them at once saves)");
+      ("sequential", "test the pairs of a round one after another (to measure what running them at once saves)")
+      ("resume", po::value<std::string>(), "continue the sweep of this HDF5 file (a run that hung, was killed or failed): skip every pair it finished, append to it, end as if run in one go; same hosts and options");
 }
 
 void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::CommonOptions& common,
@@ -185,6 +188,22 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
     if (!rules_.metrics.count(std::string(m->name)))
       throw Error::usage(fmt::format("--rules {}: no [{}] section for --metric {}", v["rules"].as<std::string>(), m->name, m->name));
   sequential_ = v.count("sequential") > 0;
+  resume_ = v.count("resume") ? v["resume"].as<std::string>() : std::string();
+  resumed_rows_.clear();
+  if (!resume_.empty() && placement.me().rank == 0) {  // rank 0 reads it; the others learn the finished pairs in run()
+    if (results::read_root_attribute(resume_, "tool") != program())
+      throw Error::usage(fmt::format("--resume {}: not a fabric-sweep results file", resume_));
+    const auto hosts = results::read_root_attribute(resume_, "hosts");
+    if (hosts != fmt::format("{}", fmt::join(hosts_, ",")))
+      throw Error::usage(fmt::format("--resume {}: its hosts ({}) are not this job's ({}); launch on the same hosts",
+                                     resume_, hosts, fmt::join(hosts_, ",")));
+    resumed_rows_ = results::read_rows(resume_, pairs_table_);
+    for (const auto& row : resumed_rows_) {
+      const auto metric = std::get<std::string>(row.get("metric"));
+      if (std::none_of(metrics_.begin(), metrics_.end(), [&](const SweepMetric* m) { return m->name == metric; }))
+        throw Error::usage(fmt::format("--resume {}: it measured --metric {}; give the same metrics", resume_, metric));
+    }
+  }
   backend_ = ops::choose_backend(v["backend"].as<std::string>());
   const bool collectives = std::any_of(metrics_.begin(), metrics_.end(), [](const SweepMetric* m) { return m->p2p_test.empty(); });
   if (collectives && bw_bytes_ < 4)
@@ -299,6 +318,42 @@ std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& cont
   return out;
 }
 
+std::vector<PairRecord> SweepBenchmark::resumed_records() const {
+  const auto index = [](const auto& names, const std::string& name) {
+    for (std::size_t i = 0; i < names.size(); ++i)
+      if (std::string_view(names[i]) == name) return static_cast<std::int32_t>(i);
+    return std::int32_t{-1};
+  };
+  std::vector<std::string> metric_names, directions{"a->b", "b->a", "both"};
+  for (const auto* m : metrics_) metric_names.emplace_back(m->name);
+  std::vector<PairRecord> out;
+  for (const auto& row : resumed_rows_) {
+    if (std::get<std::string>(row.get("kind")) != "sweep") continue;  // re-tests run again after the sweep
+    const auto text = [&](const char* c) { return std::get<std::string>(row.get(c)); };
+    const auto integer = [&](const char* c) { return std::get<std::int64_t>(row.get(c)); };
+    PairRecord r{static_cast<std::int32_t>(integer("round")), index(hosts_, text("host_a")), index(hosts_, text("host_b")),
+                 index(metric_names, text("metric")), index(directions, text("direction")),
+                 static_cast<std::int32_t>(integer("iterations")), integer("bytes"), integer("wrong"),
+                 std::get<double>(row.get("value")), std::get<double>(row.get("time_us_median")),
+                 std::get<double>(row.get("time_us_p99")), 0, static_cast<std::int32_t>(integer("window")),
+                 static_cast<std::int32_t>(integer("cut"))};
+    if (r.a >= 0 && r.b >= 0 && r.metric >= 0 && r.direction >= 0) out.push_back(r);
+  }
+  return out;
+}
+
+std::string SweepBenchmark::finished_pairs() const {
+  // A pair is finished when the earlier part wrote every row it owes: one per metric, two for both-direction ones.
+  std::size_t owed = 0;
+  for (const auto* m : metrics_) owed += m->both_directions ? 2 : 1;
+  std::map<std::pair<int, int>, std::size_t> rows;
+  for (const auto& r : resumed_records()) ++rows[std::minmax(r.a, r.b)];
+  std::string out;
+  for (const auto& [pair, count] : rows)
+    if (count >= owed) out += fmt::format("{}:{}\n", pair.first, pair.second);
+  return out;
+}
+
 std::vector<PairRecord> SweepBenchmark::measure_shift(const app::RunContext& context, const Round& round,
                                                       int round_index) {
   const auto& world = context.world;
@@ -338,6 +393,7 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
   for (std::size_t i = 0; i < rounds.size(); ++i) {
     const auto& round = rounds[i];
     const int index = first_round + static_cast<int>(i);
+    if (round.pairs.empty()) continue;  // every pair of it finished before a --resume
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     context.progress(fmt::format("{} round {} of {}: {} pairs now, {} of {} pairs done, {:.1f} s elapsed{}", kind,
                                  i + 1, rounds.size(), round.pairs.size(), pairs_done, pairs_total, elapsed,
@@ -406,7 +462,19 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
     rounds = one_by_one;
   }
   const int n = static_cast<int>(hosts_.size());
+  // --resume: every rank drops the pairs the earlier part finished (rank 0 read them); rounds keep their numbers.
+  const auto finished = context.world.broadcast(context.is_root() ? finished_pairs() : std::string(), 0);
+  std::size_t skipped = 0;
+  for (auto& round : rounds) {
+    const auto before = round.pairs.size();
+    round.pairs.erase(std::remove_if(round.pairs.begin(), round.pairs.end(), [&](const HostPair& p) {
+                        return finished.find(fmt::format("{}:{}\n", std::min(p.a, p.b), std::max(p.a, p.b))) != std::string::npos;
+                      }), round.pairs.end());
+    skipped += before - round.pairs.size();
+  }
   if (context.is_root()) {
+    if (!resume_.empty())
+      context.out->note(fmt::format("resuming {}: {} pairs finished before are skipped", resume_, skipped));
     std::string metrics;
     for (const auto* m : metrics_) metrics += (metrics.empty() ? "" : ", ") + std::string(m->name);
     context.out->note(fmt::format("{} hosts, pattern {}{}, {} rounds; metrics: {}; bandwidth message {} B, latency {} B",
@@ -414,7 +482,7 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
                                   bw_bytes_, lat_bytes_));
     context.out->declare(schedule_table_);
     context.out->declare(rounds_table_);
-    for (std::size_t r = 0; r < rounds.size(); ++r)
+    for (std::size_t r = 0; resume_.empty() && r < rounds.size(); ++r)
       for (const auto& p : rounds[r].pairs)
         context.out->row(results::Row(schedule_table_).set("round", std::int64_t(r)).set("kind", std::string("sweep"))
                              .set("host_a", hosts_[p.a]).set("host_b", hosts_[p.b]));
@@ -422,7 +490,9 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
       context.out->section(pairs_table_, "pair tests", {{"round"}, {"host_a"}, {"host_b"}, {"metric"}, {"direction"},
                                                         {"value"}, {"unit"}, {"wrong"}});
   }
-  auto records = run_rounds(context, rounds, "sweep", 0);
+  auto records = context.is_root() ? resumed_records() : std::vector<PairRecord>{};
+  auto measured = run_rounds(context, rounds, "sweep", 0);
+  records.insert(records.end(), measured.begin(), measured.end());
   int next_round = static_cast<int>(rounds.size());
   for (int pass = 0; pass < retest_; ++pass) {
     std::string plan;

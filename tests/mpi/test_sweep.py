@@ -88,6 +88,48 @@ class SweepStructure(LaunchTest):
         self.assertEqual(len(run.tables["sweep/schedule"]["round"].unique()), 6)
 
 
+class SweepHangAndResume(LaunchTest):
+    ARGS = ["--metric", "p2p_latency,p2p_bw", "--sizes", "64K", "-n", "20", "--timeout", "3", "--retest", "0"]
+
+    def test_a_hung_round_is_named_and_a_resume_completes_the_sweep_once(self):
+        # Rank 2 (node2) stalls at its second step: round 1 never ends. MPI cannot abort one communicator, so the
+        # run ends with exit 3, naming the round and where every rank was.
+        r = self.mpirun(4, "fabric-sweep", self.ARGS + ["--output", "hung.h5", "-q"],
+                        env=dict(FAKE, FABRICBENCH_TEST_STALL="2:1"))
+        self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+        run = self.load("hung.h5")
+        status = run.attrs["status"]
+        self.assertTrue(status.startswith("failed: timeout: sweep round 1 (2 pairs) did not finish within 3 s"), status)
+        self.assertIn("rank 2 (node2)", status)
+        self.assertEqual(set(run.tables["sweep/pairs"]["round"]), {0}, "the rows of the finished round stay")
+        self.assertEqual(len(run.tables["failure/ranks"]), 4)
+        # The same job again with --resume: the finished pairs are skipped, the rest appended, verdicts at the end.
+        r = self.mpirun(4, "fabric-sweep", self.ARGS + ["--resume", "hung.h5", "-q"], env=FAKE)
+        self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
+        run = self.load("hung.h5")
+        self.assertEqual(run.attrs["status"], "complete")
+        self.assertEqual(run.attrs["resumes"], 1)
+        rows = run.tables["sweep/pairs"]
+        for metric, per_pair in (("p2p_latency", 1), ("p2p_bw", 2)):
+            part = rows[(rows.metric == metric) & (rows.kind == "sweep")]
+            pairs = [tuple(sorted(p)) for p in zip(part.host_a, part.host_b)]
+            self.assertEqual(len(set(pairs)), 6, metric)
+            self.assertEqual(len(pairs), 6 * per_pair, f"{metric}: every pair once")
+        self.assertEqual(len(run.tables["sweep/schedule"]), 6, "the schedule is not written twice")
+        self.assertEqual(len(run.tables["env/hosts"]), 4, "one /env")
+        self.assertIn("sweep/nodes", run.tables)
+
+    def test_resume_refuses_a_file_of_another_job(self):
+        r = self.mpirun(2, "fabric-p2p", ["--sizes", "8", "-n", "2", "--output", "p2p.h5", "-q"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        before = (self.dir / "p2p.h5").read_bytes()
+        r = self.mpirun(4, "fabric-sweep", ["--resume", "p2p.h5"], env=FAKE)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        ours = [line for line in r.stderr.splitlines() if line.startswith("fabric-sweep:")]
+        self.assertEqual(ours, ["fabric-sweep: --resume p2p.h5: not a fabric-sweep results file"])
+        self.assertEqual((self.dir / "p2p.h5").read_bytes(), before, "the file is left as it was")
+
+
 class SweepBadInput(LaunchTest):
     CASES = [
         (["--pattern", "ring"], "--pattern 'ring': allowed values are all-pairs, quick, shift"),
@@ -98,6 +140,9 @@ class SweepBadInput(LaunchTest):
         (["--rules", "/nonexistent/rules.ini"], "--rules /nonexistent/rules.ini"),
         (["--lat-bytes", "8Q"], "--lat-bytes '8Q'"),
         (["--retest", "11"], "--retest 11: must be at most 10"),
+        (["--resume", "/nonexistent/s.h5"], "/nonexistent/s.h5: not a readable HDF5 file"),
+        (["--pair-time", "soon"], "--pair-time 'soon'"),
+        (["--pair-time-relative", "0.5"], "--pair-time-relative 0.5: give a factor from 1 to 1000"),
         (["--window", "1000000000"], "--window 1000000000: must be at most 100000"),
         (["--metric", "allreduce", "--backend", "mpi", "-b", "16G", "-e", "16G"],
          "--max-bytes 16G: all_reduce float passes 4294967296 elements per call and MPI's counts stop at 2147483647"),

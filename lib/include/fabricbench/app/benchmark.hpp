@@ -23,6 +23,9 @@ class Benchmark {
                          const runtime::Placement& placement) = 0;
   // The results table whose rows go to the terminal, HDF5 and CSV.
   virtual const results::TableSpec& table() const = 0;
+  // A run that continues an earlier one's file (fabric-sweep --resume): its path, known after configure() on rank 0.
+  // The harness then appends to it instead of creating --output, and captures no second /env.
+  virtual std::string resume_file() const { return {}; }
   // The GPU this rank uses, or -1 (recorded in /env/ranks).
   virtual int gpu() const { return -1; }
   virtual ExitStatus run(const RunContext& context) = 0;

@@ -35,8 +35,11 @@ class H5Id {
 
 class Hdf5Sink : public ResultSink {
  public:
-  // Creates `path`; an existing file is an error unless `overwrite`.
-  Hdf5Sink(const std::string& path, bool overwrite);
+  enum class Mode { create, overwrite, append };
+  // create: a new file (an existing one is an error); overwrite: truncate; append: open an existing fabricbench
+  // file and add to its tables (a resumed run): begin() then keeps its start and marks it running again.
+  Hdf5Sink(const std::string& path, Mode mode);
+  Hdf5Sink(const std::string& path, bool overwrite) : Hdf5Sink(path, overwrite ? Mode::overwrite : Mode::create) {}
   ~Hdf5Sink() override;
 
   void begin(const RunInfo& info) override;
@@ -56,11 +59,13 @@ class Hdf5Sink : public ResultSink {
     hsize_t rows = 0;
   };
   Dataset& create_table(const TableSpec& table);
+  void open_table(const TableSpec& table);  // append mode: a table the file already has
   void append(Dataset& ds, const void* rows, hsize_t count, bool flush = true);
   void append_row(const Row& row, bool flush);
 
   std::mutex mutex_;
   std::string path_;
+  bool append_ = false;
   H5Id file_;
   std::map<std::string, Dataset> datasets_;
 };

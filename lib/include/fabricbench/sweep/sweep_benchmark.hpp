@@ -52,6 +52,7 @@ class SweepBenchmark : public app::Benchmark {
                  const runtime::Placement& placement) override;
   const results::TableSpec& table() const override { return pairs_table_; }
   int gpu() const override { return gpu_; }
+  std::string resume_file() const override { return resume_; }
   ExitStatus run(const app::RunContext& context) override;
 
  private:
@@ -91,6 +92,12 @@ class SweepBenchmark : public app::Benchmark {
   std::vector<double> fastest_;   // per slot: the fastest pair's full-test time measured so far (world)
   std::vector<double> measured_;  // per slot: the fastest full-test time this rank led so far
   std::vector<double> probes_;  // this round's probe per (metric, direction) slot
+  // --resume: the file, and (rank 0) the pair rows it holds from the run it continues.
+  std::string resume_;
+  std::vector<results::Row> resumed_rows_;
+  // Rank 0: what the earlier part measured, as records; the unordered pairs it finished ("a:b" per line).
+  std::vector<PairRecord> resumed_records() const;
+  std::string finished_pairs() const;
   bool sequential_ = false;
   ops::BackendKind backend_ = ops::BackendKind::mpi;
   std::optional<memory::Buffer> send_, recv_;
