@@ -78,8 +78,8 @@ BackendKind choose_backend(const std::string& requested, std::string_view option
 }
 
 std::unique_ptr<CollBackend> make_backend(BackendKind kind, const runtime::Communicator& comm, int gpu,
-                                          bool device_memory) {
-  return kind == BackendKind::nccl ? make_nccl_backend(comm, gpu) : make_mpi_backend(comm, device_memory);
+                                          bool device_memory, bool abortable) {
+  return kind == BackendKind::nccl ? make_nccl_backend(comm, gpu, abortable) : make_mpi_backend(comm, device_memory);
 }
 
 void require_mpi_counts(const std::vector<const CollectiveOp*>& ops, const std::vector<DataType>& types,
@@ -102,7 +102,7 @@ void require_mpi_counts(const std::vector<const CollectiveOp*>& ops, const std::
 
 #ifndef FABRICBENCH_HAVE_NCCL
 namespace fabricbench::ops {
-std::unique_ptr<CollBackend> make_nccl_backend(const runtime::Communicator&, int) {
+std::unique_ptr<CollBackend> make_nccl_backend(const runtime::Communicator&, int, bool) {
   throw Error::usage("--backend nccl: this build has no NCCL");
 }
 }  // namespace fabricbench::ops

@@ -5,7 +5,10 @@
 #include <nccl.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdlib>
 #include <optional>
+#include <thread>
 
 #include "coll_kernels.hpp"
 #include "fabricbench/error.hpp"
@@ -58,14 +61,41 @@ struct Graph {
   }
 };
 
-// The NCCL communicator; destroyed normally, or aborted (from the watchdog thread) when a step hangs.
+using Clock = std::chrono::steady_clock;
+
+// The NCCL communicator; destroyed normally, or aborted (from the watchdog thread) when a step hangs. Non-blocking
+// (abortable) when a caller bounds its operations by a deadline: NCCL calls then return at once (ncclInProgress) and
+// settle() polls until they took effect, so that not even a connection set up lazily inside ncclAllReduce can
+// hold the thread past the deadline. Blocking otherwise (fabric-coll: nothing added to the launch path).
 class NcclComm {
  public:
-  NcclComm(const runtime::Communicator& world) {
+  NcclComm(const runtime::Communicator& world, bool nonblocking) : nonblocking_(nonblocking) {
     ncclUniqueId id{};
     if (world.rank() == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
     runtime::check_mpi(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, world.get()), "MPI_Bcast(ncclUniqueId)");
-    check_nccl(ncclCommInitRank(&comm_, world.size(), id, world.rank()), "ncclCommInitRank");
+    if (!nonblocking) {
+      check_nccl(ncclCommInitRank(&comm_, world.size(), id, world.rank()), "ncclCommInitRank");
+      return;
+    }
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    check_nccl(ncclCommInitRankConfig(&comm_, world.size(), id, world.rank(), &config), "ncclCommInitRankConfig");
+    settle(nullptr);
+  }
+  bool nonblocking() const { return nonblocking_; }
+  // Non-blocking mode: wait until the last call took effect; past `deadline` (if given) abort and throw Hung.
+  void settle(const Clock::time_point* deadline) {
+    if (!nonblocking_) return;
+    for (;;) {
+      ncclResult_t state = ncclInProgress;
+      ncclCommGetAsyncError(comm_, &state);
+      if (state == ncclSuccess) return;
+      if (state != ncclInProgress) check_async();
+      if (deadline && Clock::now() > *deadline) {
+        abort();
+        throw Hung("an NCCL call did not take effect by its deadline; its communicator was aborted");
+      }
+    }
   }
   ~NcclComm() {
     if (!aborted_.load()) ncclCommDestroy(comm_);
@@ -79,20 +109,30 @@ class NcclComm {
   void check_async() const {
     ncclResult_t async = ncclSuccess;
     ncclCommGetAsyncError(comm_, &async);
-    check_nccl(async, "NCCL (asynchronous error)");
+    if (async != ncclSuccess && async != ncclInProgress)  // a remote failure: NCCL's own words, at once
+      throw Error::runtime(fmt::format("NCCL asynchronous error: {}: {}", ncclGetErrorString(async),
+                                       ncclGetLastError(comm_)));
   }
 
  private:
   ncclComm_t comm_ = nullptr;
+  bool nonblocking_;
   std::atomic<bool> aborted_{false};
 };
 
 class NcclCollBackend : public CollBackend {
  public:
-  NcclCollBackend(const runtime::Communicator& world, int gpu)
-      : world_(world), rank_(world.rank()), nranks_(world.size()), comm_(world) {
+  NcclCollBackend(const runtime::Communicator& world, int gpu, bool abortable)
+      : world_(world), rank_(world.rank()), nranks_(world.size()), comm_(world, abortable) {
     (void)gpu;  // already current (make_nccl_backend)
     check_cuda(cudaMalloc(&wrong_, sizeof(unsigned long long)), "cudaMalloc");
+    // Test hook FABRICBENCH_TEST_STALL_NCCL=RANK: that world rank's operations never start, as on a stuck GPU or
+    // link: its peers wait for it, and it waits until its own deadline (if any) like they do.
+    if (const char* hook = std::getenv("FABRICBENCH_TEST_STALL_NCCL")) {
+      int me = -1;
+      MPI_Comm_rank(MPI_COMM_WORLD, &me);
+      skip_launches_ = std::atoi(hook) == me;
+    }
   }
   ~NcclCollBackend() override { cudaFree(wrong_); }
 
@@ -116,6 +156,14 @@ class NcclCollBackend : public CollBackend {
   }
 
   void launch(const CollCase& c) override {
+    if (skip_launches_) {
+      while (has_deadline_ && Clock::now() <= deadline_) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      if (has_deadline_) {
+        comm_.abort();
+        throw Hung("test hook: this rank's NCCL operation never started");
+      }
+      return;
+    }
     const auto t = nccl_type(c.dtype);
     const auto n = c.counts.param;
     const auto ts = static_cast<std::size_t>(type_size(c.dtype));
@@ -147,16 +195,29 @@ class NcclCollBackend : public CollBackend {
         check_nccl(ncclGroupEnd(), "ncclGroupEnd");
         break;
     }
+    comm_.settle(has_deadline_ ? &deadline_ : nullptr);
   }
 
   void wait() override {
-    // Poll like nccl-tests, so that an asynchronous NCCL error surfaces instead of a silent hang.
-    while (true) {
+    // Poll like nccl-tests, so that an asynchronous NCCL error surfaces instead of a silent hang; past a deadline
+    // (fabric-sweep's pair tests) the communicator is aborted and the pair reported as hung.
+    for (unsigned polls = 0;; ++polls) {
       const cudaError_t rc = cudaStreamQuery(stream_.s);
       if (rc == cudaSuccess) return;
       if (rc != cudaErrorNotReady) check_cuda(rc, "cudaStreamQuery");
       comm_.check_async();
+      if (has_deadline_ && (polls & 1023) == 0 && Clock::now() > deadline_) {
+        comm_.abort();
+        throw Hung("an NCCL operation did not finish by its deadline; its communicator was aborted");
+      }
     }
+  }
+
+  bool set_deadline(std::chrono::steady_clock::time_point deadline) override {
+    if (!comm_.nonblocking()) return false;  // a blocking communicator cannot be bounded from this thread
+    deadline_ = deadline;
+    has_deadline_ = true;
+    return true;
   }
 
   std::uint64_t count_wrong(const CollCase& c) override {
@@ -229,6 +290,9 @@ class NcclCollBackend : public CollBackend {
 
   const runtime::Communicator& world_;
   int rank_, nranks_;
+  bool skip_launches_ = false;
+  bool has_deadline_ = false;
+  Clock::time_point deadline_;
   Stream stream_;
   NcclComm comm_;
   std::optional<memory::Buffer> send_, recv_;
@@ -237,9 +301,9 @@ class NcclCollBackend : public CollBackend {
 
 }  // namespace
 
-std::unique_ptr<CollBackend> make_nccl_backend(const runtime::Communicator& world, int gpu) {
+std::unique_ptr<CollBackend> make_nccl_backend(const runtime::Communicator& world, int gpu, bool abortable) {
   check_cuda(cudaSetDevice(gpu), "cudaSetDevice");
-  return std::make_unique<NcclCollBackend>(world, gpu);
+  return std::make_unique<NcclCollBackend>(world, gpu, abortable);
 }
 
 }  // namespace fabricbench::ops

@@ -139,15 +139,10 @@ void Hdf5Sink::begin(const RunInfo& info) {
   checked(H5Fflush(root, H5F_SCOPE_GLOBAL), "H5Fflush");
 }
 
-Hdf5Sink::Dataset& Hdf5Sink::create_table(const TableSpec& table) {
-  const auto path = table.path();
-  const auto& columns = table.columns;
-  // Bulk tables (samples) get large compressed chunks; result tables small ones, as they grow a row at a time.
-  const hsize_t chunk_rows = table.bulk ? 16384 : 64;
-  const bool compress = table.bulk;
+Hdf5Sink::Dataset Hdf5Sink::layout_of(const TableSpec& table) {
   Dataset ds;
   std::vector<H5Id> member_types;
-  for (const auto& c : columns) {
+  for (const auto& c : table.columns) {
     ds.offsets.push_back(ds.row_size);
     switch (c.type) {
       case ColumnType::integer: member_types.emplace_back(H5Tcopy(H5T_STD_I64LE)); ds.row_size += 8; break;
@@ -156,8 +151,18 @@ Hdf5Sink::Dataset& Hdf5Sink::create_table(const TableSpec& table) {
     }
   }
   ds.type = H5Id(checked(H5Tcreate(H5T_COMPOUND, ds.row_size), "H5Tcreate"));
-  for (std::size_t i = 0; i < columns.size(); ++i)
-    checked(H5Tinsert(ds.type.get(), columns[i].name.c_str(), ds.offsets[i], member_types[i].get()), "H5Tinsert");
+  for (std::size_t i = 0; i < table.columns.size(); ++i)
+    checked(H5Tinsert(ds.type.get(), table.columns[i].name.c_str(), ds.offsets[i], member_types[i].get()), "H5Tinsert");
+  return ds;
+}
+
+Hdf5Sink::Dataset& Hdf5Sink::create_table(const TableSpec& table) {
+  const auto path = table.path();
+  const auto& columns = table.columns;
+  // Bulk tables (samples) get large compressed chunks; result tables small ones, as they grow a row at a time.
+  const hsize_t chunk_rows = table.bulk ? 16384 : 64;
+  const bool compress = table.bulk;
+  Dataset ds = layout_of(table);
 
   const hsize_t dims[1] = {0}, maxdims[1] = {H5S_UNLIMITED}, chunk[1] = {chunk_rows};
   H5Id space(checked(H5Screate_simple(1, dims, maxdims), "H5Screate_simple"));
@@ -177,20 +182,8 @@ Hdf5Sink::Dataset& Hdf5Sink::create_table(const TableSpec& table) {
 }
 
 void Hdf5Sink::open_table(const TableSpec& table) {
-  // The memory type is the spec's, as create_table builds it; the file's must have the same columns in order.
-  Dataset ds;
-  std::vector<H5Id> member_types;
-  for (const auto& c : table.columns) {
-    ds.offsets.push_back(ds.row_size);
-    switch (c.type) {
-      case ColumnType::integer: member_types.emplace_back(H5Tcopy(H5T_STD_I64LE)); ds.row_size += 8; break;
-      case ColumnType::real: member_types.emplace_back(H5Tcopy(H5T_IEEE_F64LE)); ds.row_size += 8; break;
-      case ColumnType::text: member_types.push_back(string_type(c.width)); ds.row_size += c.width; break;
-    }
-  }
-  ds.type = H5Id(checked(H5Tcreate(H5T_COMPOUND, ds.row_size), "H5Tcreate"));
-  for (std::size_t i = 0; i < table.columns.size(); ++i)
-    checked(H5Tinsert(ds.type.get(), table.columns[i].name.c_str(), ds.offsets[i], member_types[i].get()), "H5Tinsert");
+  // The memory type is the spec's, as create_table builds it; the file's must have the same columns.
+  Dataset ds = layout_of(table);
   ds.dataset = H5Id(checked(H5Dopen2(file_.get(), table.path().c_str(), H5P_DEFAULT), "open dataset " + table.path()));
   H5Id stored(checked(H5Dget_type(ds.dataset.get()), "H5Dget_type"));
   if (H5Tget_nmembers(stored.get()) != static_cast<int>(table.columns.size()))

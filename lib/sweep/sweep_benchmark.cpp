@@ -94,7 +94,7 @@ SweepBenchmark::SweepBenchmark() {
   pairs_table_ = {"sweep", "pairs",
                   {key_int("round"), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64),
                    key_text("metric", 16), key_text("direction", 8, "dir"), key_int("bytes", Unit::bytes),
-                   setting_int("iterations"), setting_int("window"), setting_int("cut"),
+                   setting_int("iterations"), setting_int("window"), setting_int("cut"), setting_int("hung"),
                    measured("value", Unit::none, Better::none), key_text("unit", 8),
                    statistic("time_us_median", Unit::us, Better::lower), statistic("time_us_p99", Unit::us, Better::lower),
                    measured_int("wrong", Unit::bytes, Better::lower, "#wrong")}};
@@ -300,12 +300,30 @@ std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& cont
     // Collective metrics over every rank of both nodes, through fabric-coll's back ends.
     context.doing(fmt::format("pair {} - {}: {}", hosts_[hosts.a], hosts_[hosts.b], m.name));
     const auto* op = ops::find_collective(m.coll == ops::CollKind::sendrecv ? "sendrecv" : "all_reduce");
-    auto backend = ops::make_backend(backend_, pair, gpu_);
+    auto backend = ops::make_backend(backend_, pair, gpu_, false, options.timeout_s > 0);
     backend->allocate(bw_bytes_, bw_bytes_);
     const ops::CollCase c{op, ops::DataType::float32, ops::RedOp::sum, 0, false, op->counts(bw_bytes_ / 4, pair.size())};
     const int iterations = m.defaults.iterations(bw_bytes_, options.iterations);
     const int warmup = m.defaults.warmup(bw_bytes_, options.warmup);
-    const auto r = ops::run_case(*backend, c, {ops::TimingMode::host, warmup, iterations, 0}, pair, options.check);
+    // With --timeout, a back end that can abort one communicator (NCCL) bounds the pair: a hang becomes a verdict.
+    if (options.timeout_s > 0)
+      backend->set_deadline(std::chrono::steady_clock::now() +
+                            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                std::chrono::duration<double>(options.timeout_s)));
+    ops::CaseResult r;
+    std::uint64_t hung = 0;
+    try {
+      r = ops::run_case(*backend, c, {ops::TimingMode::host, warmup, iterations, 0}, pair, options.check);
+    } catch (const ops::Hung&) {
+      hung = 1;
+    }
+    if (pair.all_sum(hung) > 0) {  // every rank of the pair agrees, over MPI, which still works
+      backend.reset();
+      if (me == 0)
+        out.push_back({round_index, hosts.a, hosts.b, static_cast<std::int32_t>(k), 2, iterations, 0, 0, NAN, NAN, NAN,
+                       0, 1, 0, 1});
+      break;  // the pair's other metrics would hang the same way
+    }
     const auto times = pair.gather_values(r.timing.seconds_per_op, 0);
     const auto wrong_sum = pair.sum(r.wrong, 0);
     if (me != 0) continue;
@@ -316,6 +334,34 @@ std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& cont
                    ops::algbw_gbps(bytes, seconds) * op->busbw_factor(pair.size()), seconds * 1e6, NAN, 0, 1, 0});
   }
   return out;
+}
+
+double SweepBenchmark::round_timeout_s(const app::RunContext& context) const {
+  // A round holds one bounded test per collective metric (each within --timeout when the back end can abort it):
+  // the round's own limit leaves room for all of them before the run ends.
+  const double t = context.options.timeout_s;
+  if (t <= 0 || backend_ != ops::BackendKind::nccl) return t;
+  const auto collectives = std::count_if(metrics_.begin(), metrics_.end(), [](auto* m) { return m->p2p_test.empty(); });
+  return t * static_cast<double>(collectives + 1) + 10;
+}
+
+void SweepBenchmark::rest_hung_hosts(const app::RunContext& context, const std::vector<PairRecord>& records,
+                                     std::vector<Round>& rounds, std::size_t from) {
+  std::string hung;
+  if (context.is_root())
+    for (const auto& r : records)
+      if (r.hung) hung += fmt::format("{} {} ", r.a, r.b);
+  hung = context.world.broadcast(hung, 0);
+  std::istringstream in(hung);
+  for (int h; in >> h;)
+    if (std::find(resting_.begin(), resting_.end(), h) == resting_.end()) resting_.push_back(h);
+  if (resting_.empty()) return;
+  const auto rests = [&](const HostPair& p) {
+    return std::find(resting_.begin(), resting_.end(), p.a) != resting_.end() ||
+           std::find(resting_.begin(), resting_.end(), p.b) != resting_.end();
+  };
+  for (std::size_t i = from; i < rounds.size(); ++i)
+    rounds[i].pairs.erase(std::remove_if(rounds[i].pairs.begin(), rounds[i].pairs.end(), rests), rounds[i].pairs.end());
 }
 
 std::vector<PairRecord> SweepBenchmark::resumed_records() const {
@@ -379,7 +425,7 @@ std::vector<PairRecord> SweepBenchmark::measure_shift(const app::RunContext& con
            window_, 0}};
 }
 
-std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& context, const std::vector<Round>& rounds,
+std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& context, std::vector<Round> rounds,
                                                    const std::string& kind, int first_round) {
   const auto& world = context.world;
   const int me = world.rank(), h = host_of_rank_[me];
@@ -387,19 +433,20 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
   const bool any_p2p = std::any_of(metrics_.begin(), metrics_.end(), [](auto* m) { return !m->p2p_test.empty(); });
   const bool any_coll = std::any_of(metrics_.begin(), metrics_.end(), [](auto* m) { return m->p2p_test.empty(); });
   std::vector<PairRecord> all;
+  rest_hung_hosts(context, {}, rounds, 0);  // hosts that hung in an earlier pass rest in this one too
   const auto start = std::chrono::steady_clock::now();
   std::size_t pairs_total = 0, pairs_done = 0;
   for (const auto& r : rounds) pairs_total += r.pairs.size();
   for (std::size_t i = 0; i < rounds.size(); ++i) {
     const auto& round = rounds[i];
     const int index = first_round + static_cast<int>(i);
-    if (round.pairs.empty()) continue;  // every pair of it finished before a --resume
+    if (round.pairs.empty()) continue;  // every pair of it finished before a --resume, or its hosts rest
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     context.progress(fmt::format("{} round {} of {}: {} pairs now, {} of {} pairs done, {:.1f} s elapsed{}", kind,
                                  i + 1, rounds.size(), round.pairs.size(), pairs_done, pairs_total, elapsed,
                                  i ? fmt::format(", about {:.1f} s left", elapsed / i * (rounds.size() - i)) : ""));
     pairs_done += round.pairs.size();
-    context.measuring(fmt::format("{} round {} ({} pairs)", kind, index, round.pairs.size()));
+    context.measuring(fmt::format("{} round {} ({} pairs)", kind, index, round.pairs.size()), round_timeout_s(context));
     const auto round_start = std::chrono::steady_clock::now();
     std::vector<PairRecord> mine;
     double test_s = 0;  // this rank's pair tests only (not the splits, waiting or gathering)
@@ -446,6 +493,7 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
                            .set("pairs", std::int64_t(round.pairs.size())).set("wall_s", wall)
                            .set("longest_test_s", longest).set("overhead_s", wall - longest));
     }
+    rest_hung_hosts(context, all, rounds, i + 1);
   }
   return all;
 }

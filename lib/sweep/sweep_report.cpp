@@ -37,7 +37,7 @@ std::vector<PairRecord> SweepBenchmark::report_records(const app::RunContext& co
     row.set("round", std::int64_t(r.round)).set("kind", kind).set("host_a", hosts_[r.a]).set("host_b", hosts_[r.b]);
     row.set("metric", std::string(m.name)).set("direction", std::string(direction_names[r.direction]));
     row.set("bytes", std::int64_t(r.bytes)).set("iterations", std::int64_t(r.iterations)).set("value", r.value);
-    row.set("window", std::int64_t(r.window)).set("cut", std::int64_t(r.cut));
+    row.set("window", std::int64_t(r.window)).set("cut", std::int64_t(r.cut)).set("hung", std::int64_t(r.hung));
     row.set("unit", std::string(m.unit)).set("time_us_median", r.median_us).set("time_us_p99", r.p99_us);
     row.set("wrong", std::int64_t(r.wrong));
     rows.push_back(std::move(row));
@@ -57,6 +57,19 @@ std::vector<Verdict> SweepBenchmark::judge(const app::RunContext& context, const
   }
   std::vector<results::Row> node_rows;
   std::int64_t wrong = 0;
+  // A pair that hung is a verdict of its own: both hosts named, the other pairs judged as usual.
+  for (const auto& r : records) {
+    if (!r.hung) continue;
+    const auto& m = *metrics_[r.metric];
+    const bool seen = std::any_of(verdicts.begin(), verdicts.end(), [&](const Verdict& v) {
+      return v.kind == "hung" && v.a == r.a && v.b == r.b && v.metric == m.name;
+    });
+    if (!seen)
+      verdicts.push_back({std::string(m.name), "hung", r.a, r.b,
+                          fmt::format("{} - {}: {} did not finish within the timeout (round {}); its communicator was "
+                                      "aborted and both hosts rested for the rest of the sweep",
+                                      hosts_[r.a], hosts_[r.b], m.name, r.round)});
+  }
   for (std::size_t k = 0; k < metrics_.size(); ++k) {
     const auto& m = *metrics_[k];
     const auto& rule = rules_.rule(std::string(m.name));

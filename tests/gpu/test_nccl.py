@@ -97,6 +97,29 @@ class Nccl(LaunchTest):
         self.assertTrue((rows["wrong"] == 0).all(), rows)
         self.assertTrue((rows["value"] > 10).all(), rows[["host_a", "host_b", "metric", "value"]])
 
+    def test_a_hung_nccl_pair_in_a_sweep_is_a_verdict_and_the_sweep_completes(self):
+        # FABRICBENCH_TEST_STALL_NCCL=1: rank 1 (node1) never launches its NCCL operations, as a stuck GPU or link
+        # would leave its peers waiting. Its pair passes --timeout, the communicator is aborted, the pair is a
+        # "hung" verdict, both its hosts rest, and every pair of the other hosts is still measured.
+        env = {"FABRICBENCH_TEST_RANKS_PER_HOST": "1", "FABRICBENCH_TEST_STALL_NCCL": "1"}
+        r = self.mpirun(GPUS, "fabric-sweep", ["--metric", "allreduce", "--backend", "nccl", "--sizes", "16M", "-n", "5",
+                                               "--timeout", "5", "--retest", "0", "--output", "hung.h5", "-q"],
+                        env=env, timeout=300)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        run = self.load("hung.h5")
+        self.assertEqual(run.attrs["status"], "complete")
+        verdicts = run.tables["sweep/verdicts"]
+        hung = verdicts[verdicts.kind == "hung"]
+        self.assertEqual(len(hung), 1, verdicts)
+        resting = {hung.host_a.iloc[0], hung.host_b.iloc[0]}
+        self.assertIn("node1", resting)
+        rows = run.tables["sweep/pairs"]
+        involved = rows[rows.host_a.isin(resting) | rows.host_b.isin(resting)]
+        self.assertEqual(list(involved["hung"]), [1], "one hung pair, then both its hosts rest")
+        others = rows[~rows.host_a.isin(resting) & ~rows.host_b.isin(resting)]
+        self.assertEqual(len(others), (GPUS - 2) * (GPUS - 3) // 2, "every pair of the other hosts is measured")
+        self.assertTrue((others["hung"] == 0).all() and (others["value"] > 10).all(), others)
+
     def test_p2p_with_device_buffers_when_mpi_is_cuda_aware(self):
         r = self.mpirun(2, "fabric-p2p", ["--memory", "device", "--sizes", "8,1M", "-n", "20", "--check", "--output",
                                           "p2p.h5", "-q"], timeout=120)

@@ -37,19 +37,24 @@ def is_descendant(pid, ancestor):
 
 
 class Interrupted(LaunchTest):
-    def test_sigterm_to_mpirun_keeps_finished_rows(self):
-        cmd = mpirun_command(2, "fabric-p2p", ["--test", "latency", "-n", "200000", "--output", "term.h5"])
+    def start_until_rows(self, output, rows):
+        """A long fabric-p2p latency run under mpirun, returned once it has printed `rows` table rows."""
+        cmd = mpirun_command(2, "fabric-p2p", ["--test", "latency", "-n", "200000", "--output", output])
         proc = subprocess.Popen(cmd, cwd=self.dir, env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True)
         rows_seen = 0
         deadline = time.time() + 120
-        while rows_seen < 3 and time.time() < deadline:
+        while rows_seen < rows and time.time() < deadline:
             line = proc.stdout.readline()
             if not line:
                 break
             if line.strip() and not line.startswith("#"):
                 rows_seen += 1
-        self.assertEqual(rows_seen, 3, "the run printed rows before the signal")
+        self.assertEqual(rows_seen, rows, "the run printed rows before it was interrupted")
+        return proc
+
+    def test_sigterm_to_mpirun_keeps_finished_rows(self):
+        proc = self.start_until_rows("term.h5", 3)
         proc.send_signal(signal.SIGTERM)
         try:
             proc.communicate(timeout=60)
@@ -86,18 +91,7 @@ class Interrupted(LaunchTest):
         self.assertIn("in " + ranks.loc[0, "last_call"], status)
 
     def test_a_killed_rank_is_named(self):
-        cmd = mpirun_command(2, "fabric-p2p", ["--test", "latency", "-n", "200000", "--output", "kill.h5"])
-        proc = subprocess.Popen(cmd, cwd=self.dir, env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
-        rows_seen = 0
-        deadline = time.time() + 120
-        while rows_seen < 2 and time.time() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            if line.strip() and not line.startswith("#"):
-                rows_seen += 1
-        self.assertEqual(rows_seen, 2, "the run printed rows before the kill")
+        proc = self.start_until_rows("kill.h5", 2)
         victim = rank_pid(proc.pid, 1)
         self.assertIsNotNone(victim, "rank 1's process")
         os.kill(victim, signal.SIGKILL)

@@ -7,6 +7,10 @@
 #   netns_cluster.sh down RIG                remove everything of RIG
 #   netns_cluster.sh shape-host RIG HOST RATE         TBF on both ends of HOST's link (e.g. 50mbit)
 #   netns_cluster.sh shape-link RIG HOST_A HOST_B RATE   HTB + u32: only traffic between A and B is slowed
+#   netns_cluster.sh drop-mpi RIG HOST PORT_MIN       drop every packet of MPI's TCP transport (ports PORT_MIN ..
+#                                                     PORT_MIN+63, PORT_MIN a multiple of 64) on HOST's link; Open
+#                                                     MPI's own control traffic still passes (mpirun can clean up)
+#   netns_cluster.sh restore RIG HOST                 remove what shape-host or drop-mpi put on HOST's link
 #   netns_cluster.sh mpirun RIG NP HOSTS -- ARGS...   mpirun across the hosts (rsh agent entering namespaces)
 #   netns_cluster.sh mpirun-opts RIG                  those mpirun options, one per line
 set -euo pipefail
@@ -76,6 +80,26 @@ shape-link)
     in_host "$1" tc class add dev eth0 parent 1: classid 1:20 htb rate "$rate"
     in_host "$1" tc filter add dev eth0 protocol ip parent 1: prio 1 u32 match ip dst "$peer_ip/32" flowid 1:20
   done
+  ;;
+drop-mpi)
+  # No drop action in this kernel (no act_gact, no prio qdisc): an HTB class of 8 bit/s holds those packets until
+  # its queue overflows, which drops them all in practice (one 1500-byte packet would take 25 minutes).
+  h=$3; port=$4; i=$(host_index "$h")
+  [[ "$port" =~ ^[0-9]+$ && $((port % 64)) -eq 0 ]] || { echo "PORT_MIN '$port': a multiple of 64" >&2; exit 2; }
+  for side in root host; do
+    if [ "$side" = host ]; then where=(in_host "$h"); d=eth0; else where=(); d=${rig}v$i; fi
+    "${where[@]}" tc qdisc replace dev "$d" root handle 1: htb default 10
+    "${where[@]}" tc class add dev "$d" parent 1: classid 1:10 htb rate 10gbit
+    "${where[@]}" tc class add dev "$d" parent 1: classid 1:20 htb rate 8bit ceil 8bit
+    for field in sport dport; do
+      "${where[@]}" tc filter add dev "$d" protocol ip parent 1: prio 1 u32 match ip "$field" "$port" 0xffc0 flowid 1:20
+    done
+  done
+  ;;
+restore)
+  h=$3; i=$(host_index "$h")
+  tc qdisc del dev "${rig}v$i" root 2>/dev/null || true
+  in_host "$h" tc qdisc del dev eth0 root 2>/dev/null || true
   ;;
 mpirun-opts)  # the options below, one per line (for launch/fabric-mpirun --mpirun-opt)
   net=$(cat "$state/net")

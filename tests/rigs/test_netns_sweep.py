@@ -101,6 +101,48 @@ class EmulatedCluster(LaunchTest):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr + str(run and self.verdicts(run)))
         self.assertEqual(self.verdicts(run), [])
 
+    def test_a_host_cut_off_mid_sweep_is_named_and_a_resume_completes_the_sweep(self):
+        # MPI's TCP transport on fixed ports (below the ephemeral range, so nothing else lands there); from round 2 on
+        # every packet of it to or from one host is dropped. Open MPI cannot abort one communicator: exit 3, the
+        # status naming the round and where each rank was. After the link is restored, --resume finishes the sweep.
+        hosts = self.hosts(4)
+        port = 20480
+        env = self.env(OMPI_MCA_btl_tcp_port_min_v4=str(port), OMPI_MCA_btl_tcp_port_range_v4="64")
+        path = self.dir / "cut.h5"
+        args = ["--metric", "p2p_latency", "-n", "100000", "-w", "10", "--timeout", "15", "--retest", "0",
+                "--rules", str(RULES)]
+        cmd = ["timeout", "300", str(RIG_SCRIPT), "mpirun", self.rig, "4", ",".join(hosts), "--",
+               str(BIN / "fabric-sweep")]
+        proc = subprocess.Popen(cmd + ["--output", str(path)] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=env)
+        seen = []
+        for line in proc.stderr:
+            seen.append(line)
+            if "sweep round 2 of 3" in line:
+                rig("drop-mpi", self.rig, hosts[2], port)
+                break
+        out, err = proc.communicate(timeout=280)
+        self.assertEqual(proc.returncode, 3, "".join(seen) + out + err)
+        run = self.load("cut.h5")
+        status = run.attrs["status"]
+        self.assertTrue(status.startswith("failed: timeout: sweep round 1 (2 pairs) did not finish within 15 s"), status)
+        self.assertIn(hosts[2], status)
+        self.assertEqual(set(run.tables["sweep/pairs"]["round"]), {0}, "round 0's rows stay")
+        ranks = run.tables["failure/ranks"]
+        cut = ranks[ranks.host == hosts[2]]
+        self.assertEqual(len(cut), 1)
+        self.assertIn(f"pair", cut["doing"].iloc[0], ranks[["rank", "host", "answered", "doing", "last_call"]])
+        # The link back: the same job with --resume skips round 0's pairs and ends as if run in one go.
+        rig("restore", self.rig, hosts[2])
+        r = subprocess.run(cmd + ["--resume", str(path), "-q"] + args, capture_output=True, text=True, env=env)
+        self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
+        run = self.load("cut.h5")
+        self.assertEqual(run.attrs["status"], "complete")
+        rows = run.tables["sweep/pairs"]
+        pairs = [tuple(sorted(p)) for p in zip(rows.host_a, rows.host_b)]
+        self.assertEqual(len(pairs), 6, "every pair once")
+        self.assertEqual(len(set(pairs)), 6)
+
     def test_a_slow_link_is_named_not_its_hosts(self):
         hosts = self.hosts(4)
         rig("shape-link", self.rig, hosts[0], hosts[3], SLOW)

@@ -29,7 +29,8 @@ struct RunContext {
 
   // One measurement: arms the watchdog with --timeout and tells the progress board this rank started it;
   // measured() tells it this rank finished. Outside timed regions only.
-  void measuring(std::string what) const;
+  // `timeout_s` >= 0 replaces --timeout for this step (a sweep round that holds several bounded pair tests).
+  void measuring(std::string what, double timeout_s = -1) const;
   void measured() const;
   // What this rank is doing within the measurement, for a failure report ("pair h1 - h3, p2p_bw a->b").
   void doing(const std::string& what) const { report.set_doing(what); }

@@ -3,6 +3,7 @@
 // (--backend auto|nccl|mpi), the one timing loop (time_case) and one measured case, prepare -> time -> check
 // (run_case), used by fabric-coll and fabric-sweep alike.
 #pragma once
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -12,6 +13,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "fabricbench/error.hpp"
 #include "fabricbench/ops/collective.hpp"
 #include "fabricbench/runtime/mpi.hpp"
 
@@ -28,6 +30,11 @@ struct CollCase {
   ElementRule rule(int nranks, int rank) const {
     return {op->kind, redop, nranks, rank, root, counts.param, op->reduces};
   }
+};
+
+// A wait() passed its deadline: the back end aborted its communicator (fabric-sweep records the pair as hung).
+struct Hung : Error {
+  explicit Hung(const std::string& what) : Error(ExitStatus::runtime, what) {}
 };
 
 enum class TimingMode {
@@ -72,6 +79,9 @@ class CollBackend {
   virtual CaseTiming time_on_device(const CollCase& c, const TimingPlan& plan);
   // Called from the watchdog thread when a step hangs: abort library communicators so that nothing stays stuck.
   virtual void abort() noexcept {}
+  // A back end that can abort one communicator (NCCL) ends a wait() that passes `deadline` by aborting it and
+  // throwing Hung; the others (MPI cannot abort one communicator) ignore it and return false.
+  virtual bool set_deadline(std::chrono::steady_clock::time_point /*deadline*/) { return false; }
 };
 
 // The one timing loop: warm-up, barrier, `iterations` timed operations, mean time per op and laps.
@@ -91,11 +101,12 @@ std::string_view to_string(BackendKind kind);
 // --backend: "nccl", "mpi" or "auto" (NCCL when this build has it and a GPU is visible). Throws Error::usage naming
 // `option` and what this build allows.
 BackendKind choose_backend(const std::string& requested, std::string_view option = "--backend");
-// The back end of `kind` over `comm`; `gpu` for NCCL, `device_memory` for MPI (CUDA-aware MPI).
+// The back end of `kind` over `comm`; `gpu` for NCCL, `device_memory` for MPI (CUDA-aware MPI). `abortable`: NCCL
+// builds a non-blocking communicator so that set_deadline() can bound every call (fabric-sweep's pairs).
 std::unique_ptr<CollBackend> make_backend(BackendKind kind, const runtime::Communicator& comm, int gpu,
-                                          bool device_memory = false);
+                                          bool device_memory = false, bool abortable = false);
 std::unique_ptr<CollBackend> make_mpi_backend(const runtime::Communicator& world, bool device_memory);
-std::unique_ptr<CollBackend> make_nccl_backend(const runtime::Communicator& world, int gpu);
+std::unique_ptr<CollBackend> make_nccl_backend(const runtime::Communicator& world, int gpu, bool abortable = false);
 
 // MPI's counts are ints and its predefined reductions take no derived datatypes: throws Error::usage (naming
 // `option`, the limit and the largest size that fits) when an operation of `ops` with a type of `types` at

@@ -58,6 +58,7 @@ class Hdf5Sink : public ResultSink {
     std::size_t row_size = 0;
     hsize_t rows = 0;
   };
+  Dataset layout_of(const TableSpec& table);  // the packed row type of the spec (no dataset yet)
   Dataset& create_table(const TableSpec& table);
   void open_table(const TableSpec& table);  // append mode: a table the file already has
   void append(Dataset& ds, const void* rows, hsize_t count, bool flush = true);

@@ -39,6 +39,7 @@ struct PairRecord {
   double value, median_us, p99_us;
   double test_s;  // wall time of this rank's part of the pair test (all its metrics)
   std::int32_t window = 0, cut = 0;  // messages in flight used; 1 when the budget cut the counts
+  std::int32_t hung = 0;             // 1: the pair did not finish within --timeout (NCCL: communicator aborted)
 };
 
 class SweepBenchmark : public app::Benchmark {
@@ -57,7 +58,7 @@ class SweepBenchmark : public app::Benchmark {
 
  private:
   // Runs the rounds; returns (on rank 0) every record measured.
-  std::vector<PairRecord> run_rounds(const app::RunContext& context, const std::vector<Round>& rounds,
+  std::vector<PairRecord> run_rounds(const app::RunContext& context, std::vector<Round> rounds,
                                      const std::string& kind, int first_round);
   std::vector<PairRecord> measure_pair(const app::RunContext& context, const runtime::Communicator& pair,
                                        const Round& round, int round_index, const HostPair& hosts, bool host_level,
@@ -94,7 +95,12 @@ class SweepBenchmark : public app::Benchmark {
   std::vector<double> probes_;  // this round's probe per (metric, direction) slot
   // --resume: the file, and (rank 0) the pair rows it holds from the run it continues.
   std::string resume_;
+  std::vector<int> resting_;  // hosts of a hung pair: they rest for the rest of the sweep
   std::vector<results::Row> resumed_rows_;
+  double round_timeout_s(const app::RunContext& context) const;
+  // After a round: the hosts of every hung pair so far rest; their pairs leave rounds[from...]. Collective.
+  void rest_hung_hosts(const app::RunContext& context, const std::vector<PairRecord>& records,
+                       std::vector<Round>& rounds, std::size_t from);
   // Rank 0: what the earlier part measured, as records; the unordered pairs it finished ("a:b" per line).
   std::vector<PairRecord> resumed_records() const;
   std::string finished_pairs() const;
