@@ -230,7 +230,9 @@ std::vector<double> SweepBenchmark::pair_budgets(const app::RunContext& context,
   probes->assign(slots, 0);
   measured_.resize(slots, INFINITY);
   fastest_.resize(slots, INFINITY);
+  probe_s_ = 0;
   if (pair_time_s_ <= 0) return std::vector<double>(slots, 0);
+  const auto probes_start = std::chrono::steady_clock::now();
   for (std::size_t k = 0; pair && k < metrics_.size(); ++k) {
     const auto& m = *metrics_[k];
     if (m.p2p_test.empty()) continue;
@@ -241,6 +243,8 @@ std::vector<double> SweepBenchmark::pair_budgets(const app::RunContext& context,
           test, {pair->get(), me, 1 - me, me == direction, *send_, *recv_, bytes_of(m), 0, 0, window_, false, false});
     }
   }
+  // The probes are link time, part of the pair's test (not the sweep's overhead in /sweep/rounds).
+  probe_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - probes_start).count();
   // The fastest pair so far, from what earlier rounds measured (a probe of a fresh connection runs in TCP's slow
   // start and would make the fast pairs look slow): every leader offers its own, the world takes the minimum.
   std::vector<double> fastest(slots);
@@ -468,7 +472,10 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
       if (any_p2p) {  // one rank per node
         const auto pair = world.split(k >= 0 && host_leader ? k : MPI_UNDEFINED, role);
         const auto budgets = pair_budgets(context, pair.empty() ? nullptr : &pair, &probes_);
-        if (!pair.empty()) timed([&] { return measure_pair(context, pair, round, index, round.pairs[k], true, budgets); });
+        if (!pair.empty()) {
+          test_s += probe_s_;
+          timed([&] { return measure_pair(context, pair, round, index, round.pairs[k], true, budgets); });
+        }
       }
       if (any_coll) {  // every rank of both nodes
         const auto pair = world.split(k >= 0 ? k : MPI_UNDEFINED, role * world.size() + me);

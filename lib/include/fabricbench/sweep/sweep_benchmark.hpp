@@ -93,6 +93,7 @@ class SweepBenchmark : public app::Benchmark {
   std::vector<double> fastest_;   // per slot: the fastest pair's full-test time measured so far (world)
   std::vector<double> measured_;  // per slot: the fastest full-test time this rank led so far
   std::vector<double> probes_;  // this round's probe per (metric, direction) slot
+  double probe_s_ = 0;          // how long this rank's probes took in this round
   // --resume: the file, and (rank 0) the pair rows it holds from the run it continues.
   std::string resume_;
   std::vector<int> resting_;  // hosts of a hung pair: they rest for the rest of the sweep
