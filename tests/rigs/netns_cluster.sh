@@ -57,7 +57,16 @@ AGENT
   chmod +x "$state/agent"
   ;;
 down)
+  # Processes still inside a host (a rank stuck on a cut link) keep its namespace and veth alive after `netns del`,
+  # and the next `up` of the same rig would find them: kill them first, and delete the veths by name.
+  for ns in $(ip netns list | awk '{print $1}' | grep "^$rig-h" || true); do
+    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+  done
+  sleep 0.2
   for ns in $(ip netns list | awk '{print $1}' | grep "^$rig-h" || true); do ip netns del "$ns" || true; done
+  for link in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' | grep "^${rig}v[0-9]" || true); do
+    ip link del "$link" 2>/dev/null || true
+  done
   ip link del "${rig}br" 2>/dev/null || true
   if [ -d "$state/uts" ]; then
     for f in "$state"/uts/*; do [ -e "$f" ] && { umount "$f" 2>/dev/null || true; }; done
