@@ -42,6 +42,13 @@ struct PairRecord {
   std::int32_t hung = 0;             // 1: the pair did not finish within --timeout (NCCL: communicator aborted)
 };
 
+// One round's plan for this rank's p2p pair tests, per (metric, direction) slot.
+struct PairBudgets {
+  std::vector<double> budget_s;  // the time budget (0: none)
+  std::vector<double> probe_s;   // the probe of one message (or round trip) taken for it; 0 where nothing was probed
+  double probing_s = 0;          // how long this rank's probes took
+};
+
 class SweepBenchmark : public app::Benchmark {
  public:
   SweepBenchmark();
@@ -62,12 +69,11 @@ class SweepBenchmark : public app::Benchmark {
                                      const std::string& kind, int first_round);
   std::vector<PairRecord> measure_pair(const app::RunContext& context, const runtime::Communicator& pair,
                                        const Round& round, int round_index, const HostPair& hosts, bool host_level,
-                                       const std::vector<double>& budgets);
+                                       const PairBudgets& budgets);
   // The round's budget per (metric, direction) slot, agreed over the world: --pair-time in the first round, then
   // max(--pair-time, --pair-time-relative x the fastest pair measured so far, scaled to the requested counts).
   // Also probes this rank's pair (if any) for run_exchange's plan. Collective over the world.
-  std::vector<double> pair_budgets(const app::RunContext& context, const runtime::Communicator* pair,
-                                   std::vector<double>* probes);
+  PairBudgets pair_budgets(const app::RunContext& context, const runtime::Communicator* pair);
   std::size_t slot(std::size_t metric, int direction) const { return metric * 2 + static_cast<std::size_t>(direction); }
   const ops::P2PTest& p2p_test_of(const SweepMetric& m) const;
   std::uint64_t bytes_of(const SweepMetric& m) const;
@@ -92,8 +98,6 @@ class SweepBenchmark : public app::Benchmark {
   double pair_time_s_ = 2, pair_time_relative_ = 1.5;
   std::vector<double> fastest_;   // per slot: the fastest pair's full-test time measured so far (world)
   std::vector<double> measured_;  // per slot: the fastest full-test time this rank led so far
-  std::vector<double> probes_;  // this round's probe per (metric, direction) slot
-  double probe_s_ = 0;          // how long this rank's probes took in this round
   // --resume: the file, and (rank 0) the pair rows it holds from the run it continues.
   std::string resume_;
   std::vector<int> resting_;  // hosts of a hung pair: they rest for the rest of the sweep
