@@ -14,6 +14,8 @@ std::string_view to_string(Unit unit) {
     case Unit::seconds: return "s";
     case Unit::mbps: return "MB/s";
     case Unit::gbps: return "GB/s";
+    case Unit::mibps: return "MiB/s";
+    case Unit::gbitps: return "Gb/s";
     case Unit::mega_per_s: return "M/s";
   }
   return "";

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <climits>
+#include <thread>
 #include <numeric>
 #include <utility>
 
@@ -91,6 +93,16 @@ int Communicator::size() const {
 }
 
 void Communicator::barrier() const { check_mpi(MPI_Barrier(comm_), "MPI_Barrier"); }
+
+void idle_barrier(MPI_Comm comm) {
+  MPI_Request request;
+  check_mpi(MPI_Ibarrier(comm, &request), "MPI_Ibarrier");
+  for (int done = 0;;) {
+    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done) return;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
 
 namespace {
 // Shared by gather and all_gather: lengths first, then the characters with displacements.

@@ -23,20 +23,6 @@
 namespace fabricbench::sweep {
 namespace {
 
-void check(int rc, const char* what) { runtime::check_mpi(rc, what); }
-
-// Waits for every rank without spinning: a resting rank, or one whose pair finished early, must not take the CPU
-// from ranks still measuring (RIGS.md: a rank spinning in MPI_Barrier halved verbs throughput on 2 vCPUs).
-void idle_barrier(const runtime::Communicator& comm) {
-  MPI_Request request;
-  check(MPI_Ibarrier(comm.get(), &request), "MPI_Ibarrier");
-  for (int done = 0;;) {
-    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
-    if (done) return;
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-}
-
 std::string pack_rounds(const std::vector<Round>& rounds) {
   std::string out;
   for (const auto& r : rounds) {
@@ -380,7 +366,7 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
     }
     for (auto& r : mine) r.test_s = test_s;
     context.doing("waiting for the round's other pairs");
-    idle_barrier(world);
+    runtime::idle_barrier(world.get());
     context.measured();
     std::vector<PairRecord> records;
     for (const auto& theirs : world.gather_arrays(mine, 0)) records.insert(records.end(), theirs.begin(), theirs.end());

@@ -13,7 +13,8 @@ namespace fabricbench::results {
 enum class ColumnType { integer, real, text };
 
 // Units as HDF5 stores them ("" for none). MB/s and GB/s are 1e6 and 1e9 B/s; M/s is 1e6 per second.
-enum class Unit { none, bytes, elements, us, seconds, mbps, gbps, mega_per_s };
+// mbps: 1e6 B/s (OSU); gbps: 1e9 B/s (nccl-tests); mibps: 2^20 B/s (perftest's "MB/sec"); gbitps: 1e9 bit/s.
+enum class Unit { none, bytes, elements, us, seconds, mbps, gbps, mibps, gbitps, mega_per_s };
 // key: identifies the row (op, bytes ...); setting: how it was measured (iterations, warm-up); measured: a value
 // the run produced; statistic: a statistic of a measured value (min, median, p99 ...).
 enum class Role { key, setting, measured, statistic };

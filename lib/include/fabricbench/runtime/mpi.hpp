@@ -102,6 +102,11 @@ class Communicator {
   bool owned_ = false;
 };
 
+// A barrier that waits without spinning (MPI_Ibarrier, tested every 200 us): a rank with nothing to do, such as a
+// resting sweep host or the passive side of an RDMA write test, must not take the CPU from ranks still measuring
+// (RIGS.md: a rank spinning in MPI_Barrier halved verbs throughput on 2 vCPUs).
+void idle_barrier(MPI_Comm comm);
+
 // A message of `bytes` bytes as (count, datatype) for MPI's int counts: MPI_BYTE up to INT_MAX bytes, above it one
 // committed derived datatype covering the whole message (blocks of `block_bytes` plus the remainder), count 1.
 // Owns that datatype. Messages of 2 GiB and more are thus sent whole, as one message, like the smaller ones.

@@ -23,11 +23,22 @@ class IterationTimer {
   }
   // At most `iterations` laps between start() and stop(): no bounds check in the hot loop.
   void lap() noexcept { ticks_[++laps_] = now_ticks(); }
-  void stop() { end_ = std::chrono::steady_clock::now(); }
+  void stop() {
+    end_ticks_ = now_ticks();
+    end_ = std::chrono::steady_clock::now();
+  }
 
   double elapsed_s() const { return std::chrono::duration<double>(end_ - begin_).count(); }
   // Duration of each lap in microseconds, scaled so that they add up to the steady-clock span of the laps.
   std::vector<double> laps_us() const;
+
+  // Raw stamps, for loops that time events other than laps (fabric-verbs: each post and each completion), and the
+  // seconds one tick is worth over this timer's start()..stop() span.
+  static std::uint64_t ticks() noexcept { return now_ticks(); }
+  double seconds_per_tick() const {
+    const auto span = end_ticks_ - ticks_[0];
+    return span > 0 ? elapsed_s() / static_cast<double>(span) : 0.0;
+  }
 
  private:
   static std::uint64_t now_ticks() noexcept {
@@ -40,6 +51,7 @@ class IterationTimer {
 
   std::vector<std::uint64_t> ticks_;
   std::size_t laps_ = 0;
+  std::uint64_t end_ticks_ = 0;
   std::chrono::steady_clock::time_point begin_, end_;
 };
 

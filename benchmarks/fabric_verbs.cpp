@@ -1,0 +1,7 @@
+// fabric-verbs: perftest-style RDMA verbs tests launched by mpirun/srun (see docs/fabric-verbs.md).
+#include "fabricbench/verbs/verbs_benchmark.hpp"
+
+int main(int argc, char** argv) {
+  fabricbench::verbs::VerbsBenchmark benchmark;
+  return fabricbench::app::run_benchmark(benchmark, argc, argv);
+}
