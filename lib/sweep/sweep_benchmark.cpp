@@ -71,6 +71,12 @@ const std::vector<SweepMetric>& sweep_metrics() {
        ops::CollKind::all_reduce, ops::nccl_tests_iterations, Unit::gbps, Better::higher},
       {"sendrecv", "GB/s", "sendrecv ring over every rank of both nodes (NCCL on GPUs, else MPI)", "", false,
        ops::CollKind::sendrecv, ops::nccl_tests_iterations, Unit::gbps, Better::higher},
+      {"rdma_bw", "MiB/s", "RDMA write bandwidth, a->b then b->a (ib_write_bw; fabric-verbs' options), one rank per node",
+       "", true, ops::CollKind::all_reduce, ops::IterationDefaults::fixed(1000, 50), Unit::mibps, Better::higher,
+       "write_bw"},
+      {"rdma_lat", "us", "RDMA write ping-pong, half the round trip, typical (ib_write_lat), one rank per node", "",
+       false, ops::CollKind::all_reduce, ops::IterationDefaults::fixed(1000, 100), Unit::us, Better::lower,
+       "write_lat"},
   };
   return metrics;
 }
@@ -149,7 +155,8 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
     const auto& all = sweep_metrics();
     const auto it = std::find_if(all.begin(), all.end(), [&](const SweepMetric& m) { return m.name == name; });
     if (it == all.end())
-      throw Error::usage(fmt::format("--metric '{}': allowed values are p2p_bw, p2p_bibw, p2p_latency, allreduce, sendrecv", name));
+      throw Error::usage(fmt::format("--metric '{}': allowed values are p2p_bw, p2p_bibw, p2p_latency, allreduce, "
+                                     "sendrecv, rdma_bw, rdma_lat", name));
     metrics_.push_back(&*it);
   }
   if (metrics_.empty()) throw Error::usage("--metric '': give at least one metric");
@@ -190,14 +197,22 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
         throw Error::usage(fmt::format("--resume {}: it measured --metric {}; give the same metrics", resume_, metric));
     }
   }
+  if (std::any_of(metrics_.begin(), metrics_.end(), [](const SweepMetric* m) { return !m->verbs_test.empty(); })) {
+#ifdef FABRICBENCH_HAVE_VERBS
+    // Every rank opens its port now: no RDMA device or a port that is not Active is exit 2, before any output.
+    rdma_device_ = std::make_unique<verbs::Device>(verbs::Device::open({}, placement.me().host));
+#else
+    throw Error::usage("--metric rdma_bw/rdma_lat: this build has no libibverbs (rebuild with libibverbs-dev)");
+#endif
+  }
   backend_ = ops::choose_backend(v["backend"].as<std::string>());
-  const bool collectives = std::any_of(metrics_.begin(), metrics_.end(), [](const SweepMetric* m) { return m->p2p_test.empty(); });
+  const bool collectives = std::any_of(metrics_.begin(), metrics_.end(), [](const SweepMetric* m) { return m->collective(); });
   if (collectives && bw_bytes_ < 4)
     throw Error::usage(fmt::format("{} {}: the collective metrics move floats: give at least 4 bytes", common.sizes_option, bw_bytes_));
   if (collectives && backend_ == ops::BackendKind::mpi) {
     std::vector<const ops::CollectiveOp*> ops;
     for (const auto* m : metrics_)
-      if (m->p2p_test.empty()) ops.push_back(ops::find_collective(m->coll == ops::CollKind::sendrecv ? "sendrecv" : "all_reduce"));
+      if (m->collective()) ops.push_back(ops::find_collective(m->coll == ops::CollKind::sendrecv ? "sendrecv" : "all_reduce"));
     // Two nodes' ranks at least; more ranks only shrink all_reduce/sendrecv counts.
     ops::require_mpi_counts(ops, {ops::DataType::float32}, bw_bytes_, 2, common.sizes_option);
   }
@@ -212,7 +227,14 @@ std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& cont
   const auto& options = context.options;
   for (std::size_t k = 0; k < metrics_.size(); ++k) {
     const auto& m = *metrics_[k];
-    if (m.p2p_test.empty() == host_level) continue;
+    if (m.collective() == host_level) continue;
+#ifdef FABRICBENCH_HAVE_VERBS
+    if (!m.verbs_test.empty()) {
+      for (int direction = 0; direction < (m.both_directions ? 2 : 1); ++direction)
+        out.push_back(measure_rdma(context, pair, k, direction, round_index, hosts));
+      continue;
+    }
+#endif
     if (host_level) {
       const auto& test = p2p_test_of(m);
       const bool latency = test.exchange == ops::Exchange::ping_pong;
@@ -286,6 +308,36 @@ std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& cont
   return out;
 }
 
+#ifdef FABRICBENCH_HAVE_VERBS
+PairRecord SweepBenchmark::measure_rdma(const app::RunContext& context, const runtime::Communicator& pair,
+                                        std::size_t k, int direction, int round_index, const HostPair& hosts) {
+  const auto& m = *metrics_[k];
+  const auto& test = *verbs::find_verbs_test(m.verbs_test);
+  const bool latency = test.pattern == verbs::Pattern::latency;
+  const auto bytes = latency ? std::max<std::uint64_t>(lat_bytes_, 1) : bw_bytes_;
+  const auto& options = context.options;
+  const int iterations = std::max(3, m.defaults.iterations(bytes, options.iterations));
+  const int warmup = m.defaults.warmup(bytes, options.warmup);
+  const int me = pair.rank();
+  const bool leader = me == direction;
+  context.doing(fmt::format("pair {} - {}: {} {}", hosts_[hosts.a], hosts_[hosts.b], m.name,
+                            m.both_directions ? (direction == 0 ? "a->b" : "b->a") : "both"));
+  verbs::VerbsLink link(*rdma_device_, memory::MemoryKind::host, bytes, {}, pair.get(), 1 - me, leader);
+  const auto r = link.run(test, bytes, iterations, warmup, options.check);
+  PairRecord rec{round_index, hosts.a, hosts.b, static_cast<std::int32_t>(k), m.both_directions ? direction : 2,
+                 iterations, static_cast<std::int64_t>(bytes), static_cast<std::int64_t>(r.wrong), NAN, NAN, NAN, 0,
+                 r.tx_depth, 0};
+  if (r.timed) {
+    rec.value = latency ? ops::perftest_latency(r.round_trips_us, test.latency_divisor).typical_us
+                        : r.bandwidth.avg_mibps;
+    const auto stats = timing::SampleStats::of(r.samples_us);
+    rec.median_us = stats.median;
+    rec.p99_us = stats.p99;
+  }
+  return rec;
+}
+#endif
+
 std::vector<PairRecord> SweepBenchmark::measure_shift(const app::RunContext& context, const Round& round,
                                                       int round_index) {
   const auto& world = context.world;
@@ -316,8 +368,8 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
   const auto& world = context.world;
   const int me = world.rank(), h = host_of_rank_[me];
   const bool host_leader = context.placement.me().local_rank == 0;
-  const bool any_p2p = std::any_of(metrics_.begin(), metrics_.end(), [](auto* m) { return !m->p2p_test.empty(); });
-  const bool any_coll = std::any_of(metrics_.begin(), metrics_.end(), [](auto* m) { return m->p2p_test.empty(); });
+  const bool any_p2p = std::any_of(metrics_.begin(), metrics_.end(), [](auto* m) { return !m->collective(); });
+  const bool any_coll = std::any_of(metrics_.begin(), metrics_.end(), [](auto* m) { return m->collective(); });
   std::vector<PairRecord> all;
   rest_hung_hosts(context, {}, rounds, 0);  // hosts that hung in an earlier pass rest in this one too
   const auto start = std::chrono::steady_clock::now();

@@ -55,7 +55,7 @@ double SweepBenchmark::round_timeout_s(const app::RunContext& context) const {
   // the round's own limit leaves room for all of them before the run ends.
   const double t = context.options.timeout_s;
   if (t <= 0 || backend_ != ops::BackendKind::nccl) return t;
-  const auto collectives = std::count_if(metrics_.begin(), metrics_.end(), [](auto* m) { return m->p2p_test.empty(); });
+  const auto collectives = std::count_if(metrics_.begin(), metrics_.end(), [](auto* m) { return m->collective(); });
   return t * static_cast<double>(collectives + 1) + 10;
 }
 

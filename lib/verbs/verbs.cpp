@@ -271,6 +271,10 @@ CompletionQueue::CompletionQueue(const Device& device, int entries, bool events)
   if (events && ibv_req_notify_cq(cq_.get(), 0)) fail("ibv_req_notify_cq", errno);
 }
 
+CompletionQueue::~CompletionQueue() {
+  if (cq_ && unacked_ > 0) ibv_ack_cq_events(cq_.get(), unacked_);
+}
+
 int CompletionQueue::poll(ibv_wc* out, int max) {
   int n = ibv_poll_cq(cq_.get(), max, out);
   if (n == 0 && events_) {
@@ -288,7 +292,7 @@ int CompletionQueue::poll(ibv_wc* out, int max) {
   if (n < 0) throw Error::runtime("ibv_poll_cq failed");
   for (int i = 0; i < n; ++i)
     if (out[i].status != IBV_WC_SUCCESS)
-      throw Error::runtime(fmt::format("work completion failed on QP {}: {} (status {}, vendor error {:#x})",
+      throw Error::runtime(fmt::format("work completion failed on QP {:#x}: {} (status {}, vendor error {:#x})",
                                        out[i].qp_num, ibv_wc_status_str(out[i].status), int(out[i].status),
                                        out[i].vendor_err));
   return n;

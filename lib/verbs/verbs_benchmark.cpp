@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 
@@ -176,6 +177,7 @@ void VerbsBenchmark::configure(const cli::po::variables_map& values, const cli::
     request_.gid_index = values["gid-index"].as<int>();
   }
   request_.numa_node = current_numa_node();
+  if (const char* hook = std::getenv("FABRICBENCH_TEST_QP_ERROR")) qp_error_at_ = std::atoi(hook);
   // Every rank opens its port now: a missing device or a port that is not Active is a usage error (exit 2), found
   // before any output exists.
   device_ = std::make_unique<Device>(Device::open(request_, placement.me().host));
@@ -317,6 +319,7 @@ ExitStatus VerbsBenchmark::run(const app::RunContext& context) {
                            "MPI_Allreduce");
         iterations = static_cast<int>(std::clamp(std::ceil(duration_s_ / per_iteration), 5.0, 2e6));
       }
+      if (context.measurements - 1 == qp_error_at_ && pairs_->leads(me)) link_->abort();
       context.doing(fmt::format("{} {} B, QPs {}", test.name, bytes, link_->states()));
       const auto mine = link_->run(test, bytes, iterations, warmup, context.options.check);
       report(context, test, bytes, warmup, mine);

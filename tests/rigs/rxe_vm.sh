@@ -77,7 +77,7 @@ run() {
   build
   mkdir -p "$out"
   out=$(cd "$out" && pwd)
-  cp "$job" "$out/job.sh"
+  [ "$(realpath "$job")" = "$out/job.sh" ] || cp "$job" "$out/job.sh"
   rm -f "$out/job.rc" "$out/job.log"
   local args=() append="root=/dev/vda rw console=ttyS0 init=/fabricbench/init.sh panic=-1 quiet fb.out=$out" i=0 ld=""
   args+=(-virtfs "local,path=$out,mount_tag=fbout,security_model=none,id=fbout")

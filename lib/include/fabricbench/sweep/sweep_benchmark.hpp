@@ -12,6 +12,9 @@
 #include "fabricbench/ops/coll_backend.hpp"
 #include "fabricbench/ops/iteration_defaults.hpp"
 #include "fabricbench/ops/p2p_test.hpp"
+#ifdef FABRICBENCH_HAVE_VERBS
+#include "fabricbench/verbs/verbs_link.hpp"
+#endif
 #include "fabricbench/sweep/pair_schedule.hpp"
 #include "fabricbench/sweep/verdict.hpp"
 
@@ -22,12 +25,15 @@ struct SweepMetric {
   std::string_view name;
   std::string_view unit;
   std::string_view description;
-  std::string_view p2p_test;  // "bw", "bibw", "latency"; empty for collectives
+  std::string_view p2p_test;  // "bw", "bibw", "latency"; empty for collectives and verbs metrics
   bool both_directions;       // measured a->b and b->a separately
   ops::CollKind coll;         // collectives: over every rank of both nodes
   ops::IterationDefaults defaults;
   results::Unit value_unit;
   results::Better better;
+  std::string_view verbs_test = {};  // fabric-verbs' test ("write_bw", "write_lat") for the rdma metrics
+  // Over every rank of both nodes (else one rank per node).
+  bool collective() const { return p2p_test.empty() && verbs_test.empty(); }
 };
 const std::vector<SweepMetric>& sweep_metrics();
 
@@ -112,6 +118,12 @@ class SweepBenchmark : public app::Benchmark {
   bool sequential_ = false;
   ops::BackendKind backend_ = ops::BackendKind::mpi;
   std::optional<memory::Buffer> send_, recv_;
+#ifdef FABRICBENCH_HAVE_VERBS
+  // The rdma metrics: fabric-verbs' link between the two nodes' first ranks, one per direction.
+  std::unique_ptr<verbs::Device> rdma_device_;
+  PairRecord measure_rdma(const app::RunContext& context, const runtime::Communicator& pair, std::size_t k,
+                          int direction, int round_index, const HostPair& hosts);
+#endif
 };
 
 }  // namespace fabricbench::sweep

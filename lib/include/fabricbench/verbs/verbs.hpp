@@ -95,6 +95,10 @@ class MemoryRegion {
 class CompletionQueue {
  public:
   CompletionQueue(const Device& device, int entries, bool events);
+  // Acknowledges the events it took (ibv_destroy_cq waits for every event to be acknowledged).
+  ~CompletionQueue();
+  CompletionQueue(const CompletionQueue&) = delete;
+  CompletionQueue& operator=(const CompletionQueue&) = delete;
   ibv_cq* get() const { return cq_.get(); }
   // Up to `max` completions into `out`; returns how many (0 when none yet and not waiting on events). A failed
   // completion throws Error::runtime naming its status string and the QP's state.

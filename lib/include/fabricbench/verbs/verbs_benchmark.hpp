@@ -46,6 +46,7 @@ class VerbsBenchmark : public app::Benchmark {
   bool sizes_given_ = false, report_gbits_ = false;
   double duration_s_ = 0;
   int gpu_ = -1;
+  int qp_error_at_ = -1;  // test hook FABRICBENCH_TEST_QP_ERROR=K: leaders' QPs to the error state at measurement K
   std::optional<runtime::RankPairs> pairs_;
   std::unique_ptr<Device> device_;
   std::unique_ptr<VerbsLink> link_;
