@@ -2,7 +2,8 @@
 # The README's main command: install (apt, when root), build, and run the default local suite on this machine:
 #   fabric-p2p latency, bw and bibw on 2 ranks over shared memory;
 #   fabric-coll: NCCL all_reduce on every GPU where there are GPUs, else every MPI collective on 2 ranks;
-#   fabric-sweep (as root): all pairs of an emulated 4-host cluster in network namespaces.
+#   fabric-sweep (as root): all pairs of an emulated 4-host cluster in network namespaces;
+#   fabric-verbs: on the RDMA device here, else (as root) on Soft-RoCE inside a QEMU guest.
 # Prints the tables and the HDF5 (and CSV) paths, under ./results/. Extra arguments go to fabric-p2p.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,4 +40,25 @@ if [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null && command -v nsenter >/dev/
     --rules "$root/configs/rigs/netns-sweep.ini" --output "$PWD/results/fabricbench-sweep-$stamp.h5" --timeout 120 || true
 else
   echo "# fabric-sweep skipped: it tests pairs of hosts; this machine emulates them only as root (network namespaces)"
+fi
+echo
+# fabric-verbs needs an RDMA device: the machine's own, else (as root) Soft-RoCE inside a QEMU guest (tests/rigs;
+# the guest's image is built once, about 3 minutes, and cached outside the clone).
+verbs_args=(--test write_bw,read_bw,send_bw,write_lat,read_lat,send_lat --check -n 500)
+if [ ! -x "$root/build/benchmarks/fabric-verbs" ]; then
+  echo "# fabric-verbs skipped: this build has no libibverbs"
+elif [ -n "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
+  timeout "$limit" mpirun -np 2 --oversubscribe --bind-to none --mca btl self,vader "$root/build/benchmarks/fabric-verbs" \
+    "${verbs_args[@]}" --output "results/fabricbench-verbs-$stamp.h5" --timeout 120 || true
+elif [ "$(id -u)" -eq 0 ] && command -v qemu-system-x86_64 >/dev/null && command -v mmdebstrap >/dev/null; then
+  echo "# fabric-verbs: no RDMA device here; running it on Soft-RoCE (rdma_rxe) in a QEMU guest"
+  out="$PWD/results/verbs-guest-$stamp"
+  mkdir -p "$out"
+  echo "cd $out && mpirun --allow-run-as-root -np 2 --bind-to none --mca btl self,vader $root/build/benchmarks/fabric-verbs ${verbs_args[*]} --output $out/fabricbench-verbs-$stamp.h5 --timeout 120" > "$out/verbs.sh"
+  libs=$(ldd "$root/build/benchmarks/fabric-verbs" | awk '/=> \//{print $3}' | xargs -r -n1 dirname | xargs -r -n1 realpath \
+         | grep -v -E '^/(usr/)?lib(64)?(/|$)' | sort -u | tr '\n' ' ')
+  FABRICBENCH_VM_LDPATH=$(echo $libs | tr ' ' ':') timeout "$limit" "$root/tests/rigs/rxe_vm.sh" run "$out/verbs.sh" "$out" "$root/build" $libs \
+    && cat "$out/job.log" || echo "# fabric-verbs in the guest failed: see $out"
+else
+  echo "# fabric-verbs skipped: no RDMA device here, and the Soft-RoCE guest needs root"
 fi
