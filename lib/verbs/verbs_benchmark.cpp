@@ -32,6 +32,15 @@ struct RankFigures {
   int timed = 0;
   double avg_mibps = 0, peak_mibps = 0, avg_gbitps = 0, peak_gbitps = 0, msg_rate_mps = 0;
   std::uint64_t wrong = 0;
+  // Adds the rates of `other` (pairs and the two sides of a bidirectional pair add up, as perftest's -b).
+  RankFigures& add_rates(const RankFigures& other) {
+    avg_mibps += other.avg_mibps;
+    peak_mibps += other.peak_mibps;
+    avg_gbitps += other.avg_gbitps;
+    peak_gbitps += other.peak_gbitps;
+    msg_rate_mps += other.msg_rate_mps;
+    return *this;
+  }
 };
 
 // Largest message one scatter/gather entry describes (its length is 32 bits; devices cap at 2 GiB).
@@ -228,23 +237,12 @@ void VerbsBenchmark::report(const app::RunContext& context, const VerbsTest& tes
     // A pair's figure is the sum of its timed ranks (both with --bidirectional, as perftest adds both sides); the
     // row is the sum over pairs, with the slowest pair beside it.
     std::vector<RankFigures> pair(pairs_->pairs());
-    for (int r = 0; r < world.size(); ++r) {
-      if (!figures[r].timed) continue;
-      auto& p = pair[pairs_->pair_of(r)];
-      p.avg_mibps += figures[r].avg_mibps;
-      p.peak_mibps += figures[r].peak_mibps;
-      p.avg_gbitps += figures[r].avg_gbitps;
-      p.peak_gbitps += figures[r].peak_gbitps;
-      p.msg_rate_mps += figures[r].msg_rate_mps;
-    }
+    for (int r = 0; r < world.size(); ++r)
+      if (figures[r].timed) pair[pairs_->pair_of(r)].add_rates(figures[r]);
     RankFigures sum;
     double min_pair = INFINITY;
     for (const auto& p : pair) {
-      sum.avg_mibps += p.avg_mibps;
-      sum.peak_mibps += p.peak_mibps;
-      sum.avg_gbitps += p.avg_gbitps;
-      sum.peak_gbitps += p.peak_gbitps;
-      sum.msg_rate_mps += p.msg_rate_mps;
+      sum.add_rates(p);
       min_pair = std::min(min_pair, p.avg_mibps);
     }
     row.set("bw_avg_mibps", sum.avg_mibps).set("bw_avg_gbitps", sum.avg_gbitps);

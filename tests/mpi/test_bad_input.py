@@ -1,4 +1,5 @@
 """Bad input: one line naming the option and what is allowed, exit status 2, and no output file."""
+import os
 import subprocess
 import unittest
 
@@ -58,6 +59,24 @@ class BadInput(LaunchTest):
         for flag in ("--min-bytes", "-b", "--iters", "-n", "--warmup", "OSU -i", "-W", "--window", "--memory", "--csv"):
             self.assertIn(flag, r.stdout)
         self.assertEqual(self.files(), [])
+
+    @unittest.skipUnless((BIN / "fabric-verbs").exists(), "this build has no libibverbs")
+    @unittest.skipIf(os.path.isdir("/sys/class/infiniband") and os.listdir("/sys/class/infiniband"),
+                     "this machine has RDMA devices")
+    def test_verbs_without_an_rdma_device_names_the_host(self):
+        r = self.mpirun(2, "fabric-verbs", ["--test", "write_bw"])
+        self.assert_refused(r, "fabric-verbs", "no RDMA device on host ")
+        self.assertIn("libibverbs lists none", r.stderr)
+
+    @unittest.skipUnless((BIN / "fabric-verbs").exists(), "this build has no libibverbs")
+    def test_verbs_help_uses_perftest_letters(self):
+        r = subprocess.run([str(BIN / "fabric-verbs"), "--help"], cwd=self.dir, env=self.env(), capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for flag in ("-a [ --all-sizes ]", "-b [ --bidirectional ]", "-q [ --qps ]", "-x [ --gid-index ]",
+                     "-D [ --duration ]", "-t [ --tx-depth ]", "--report-gbits", "--max-bytes", "--quiet"):
+            self.assertIn(flag, r.stdout)
+        self.assertNotIn("-b [ --min-bytes ]", r.stdout)
 
 
 if __name__ == "__main__":

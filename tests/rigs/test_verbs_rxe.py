@@ -106,7 +106,8 @@ class SoftRoceGuest(unittest.TestCase):
         run = self.load("qperr.h5")
         status = run.attrs["status"]
         self.assertTrue(status.startswith("failed"), status)
-        self.assertIn("ERR", status)
+        self.assertIn("ERR", status, "the QP state")
+        self.assertIn("Flushed", status, "the work completion's status string")
         rows = run.tables["results/verbs"]
         self.assertEqual(list(rows["bytes"]), [4096], "the size measured before the error is kept")
 
