@@ -136,6 +136,8 @@ void VerbsBenchmark::configure(const cli::po::variables_map& values, const cli::
         throw Error::usage(fmt::format("{} {}: at most 2G (one verbs message)", size_ ? "--size" : common.sizes_option,
                                        cli::format_byte_size(bytes)));
     }
+  // perftest's minimum: the latency statistics drop the two largest of the round trips between posts.
+  if (common.iterations > 0) cli::require_at_least("--iters", common.iterations, 5);
   if (values.count("duration")) {
     duration_s_ = values["duration"].as<double>();
     if (!(duration_s_ > 0) || duration_s_ > 3600)

@@ -138,8 +138,8 @@ struct VerbsLink::Impl {
   // ---- perftest's bandwidth loop (run_iter_bw; the send test's receiving side as run_iter_bw_server) ----
   // Posts `iterations` messages per QP when `sending`, keeps receives posted and consumes `iterations` per QP when
   // `receiving`. With `stamps`, records each post and each completion (perftest's tposted/tcompleted).
-  void stream(Verb verb, std::uint64_t bytes, int iterations, int tx_depth, int cq_mod, bool sending, bool receiving,
-              std::vector<double>* posted, std::vector<double>* completed, double* seconds_per_tick) {
+  void stream(Verb verb, std::uint64_t bytes, int iterations, int tx_depth, int cq_mod, int inline_bytes, bool sending,
+              bool receiving, std::vector<double>* posted, std::vector<double>* completed, double* seconds_per_tick) {
     const int n_qps = static_cast<int>(qps.size());
     const std::size_t total = static_cast<std::size_t>(iterations) * n_qps;
     std::vector<int> sent(n_qps, 0), done(n_qps, 0), received(n_qps, 0), receives_posted(n_qps, 0);
@@ -163,7 +163,7 @@ struct VerbsLink::Impl {
           while (sent[q] < iterations && sent[q] - done[q] < tx_depth) {
             const bool signaled = (sent[q] + 1) % cq_mod == 0 || sent[q] == iterations - 1;
             if (posted) t_post[total_sent] = timing::IterationTimer::ticks();
-            post_one(q, verb, bytes, signaled, 0);
+            post_one(q, verb, bytes, signaled, inline_bytes);
             ++sent[q];
             ++total_sent;
           }
@@ -324,8 +324,9 @@ int VerbsLink::tx_depth_for(const VerbsTest& test, const VerbsSettings& settings
 int VerbsLink::cq_mod_for(const VerbsTest& test, const VerbsSettings& settings, std::uint64_t bytes, int tx_depth) {
   if (test.pattern == Pattern::latency) return 1;
   if (settings.cq_mod > 0) return std::min(settings.cq_mod, tx_depth);
-  // perftest: 100, capped to the TX depth; 1 for messages above 8 KiB unless -a (MSG_SIZE_CQ_MOD_LIMIT) or events.
-  if ((bytes > 8192 && !settings.all_sizes) || settings.events) return 1;
+  // perftest: 100, capped to the TX depth; 1 for messages above 8 KiB (MSG_SIZE_CQ_MOD_LIMIT) unless -a or -e.
+  // (perftest keeps 100 with events too: "having a lot of processes with use_event leads to bugs".)
+  if (bytes > 8192 && !settings.all_sizes && !settings.events) return 1;
   return std::min(100, tx_depth);
 }
 
@@ -355,14 +356,15 @@ VerbsMeasurement VerbsLink::run(const VerbsTest& test, std::uint64_t bytes, int 
   const bool receives = test.verb == Verb::send && (!m.leader || both);
   if (test.pattern == Pattern::bandwidth) {
     if (warmup > 0) {
-      m.stream(test.verb, bytes, warmup, out.tx_depth, out.cq_mod, sends, receives, nullptr, nullptr, nullptr);
+      m.stream(test.verb, bytes, warmup, out.tx_depth, out.cq_mod, out.inline_bytes, sends, receives, nullptr, nullptr,
+               nullptr);
       runtime::idle_barrier(m.comm);
     }
     std::vector<double> posted, completed;
     double scale = 0;
     if (sends || receives) {
-      m.stream(test.verb, bytes, iterations, out.tx_depth, out.cq_mod, sends, receives, sends ? &posted : nullptr,
-               sends ? &completed : nullptr, &scale);
+      m.stream(test.verb, bytes, iterations, out.tx_depth, out.cq_mod, out.inline_bytes, sends, receives,
+               sends ? &posted : nullptr, sends ? &completed : nullptr, &scale);
     }
     runtime::idle_barrier(m.comm);  // the passive side of a one-sided test waits here, asleep
     if (sends) {

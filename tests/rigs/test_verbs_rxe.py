@@ -89,7 +89,8 @@ class SoftRoceGuest(unittest.TestCase):
         self.assertEqual(c.rc, 0, c)
         rows = self.load("events.h5").tables["results/verbs"]
         self.assertTrue((rows["wrong"] == 0).all())
-        self.assertEqual(list(rows["cq_mod"]), [1, 1])
+        # perftest keeps completion moderation with events (100, capped to the 100 iterations); latency signals each.
+        self.assertEqual(list(rows["cq_mod"]), [100, 1])
 
     def test_bad_device_and_down_port_are_usage_errors(self):
         for name, expected in (("baddev", "--ib-dev mlx5_9: no such RDMA device on host fbguest (devices: rxe0, rxe1)"),

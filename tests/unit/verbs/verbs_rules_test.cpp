@@ -60,6 +60,9 @@ TEST(VerbsTests, DepthModerationAndInlineAsPerftest) {
   EXPECT_EQ(VerbsLink::cq_mod_for(test("write_bw"), s, 8192, 128), 100);
   EXPECT_EQ(VerbsLink::cq_mod_for(test("write_bw"), s, 8192, 50), 50) << "capped to the TX depth";
   EXPECT_EQ(VerbsLink::cq_mod_for(test("write_lat"), s, 2, 1), 1);
+  s.events = true;
+  EXPECT_EQ(VerbsLink::cq_mod_for(test("write_bw"), s, 65536, 128), 100) << "-e keeps 100 (perftest)";
+  s.events = false;
   s.all_sizes = true;
   EXPECT_EQ(VerbsLink::cq_mod_for(test("write_bw"), s, 65536, 128), 100) << "-a keeps 100";
   s.cq_mod = 10;
@@ -96,6 +99,14 @@ TEST(VerbsOptions, RejectsBadValuesNamingTheOption) {
   EXPECT_EQ(configure({"-A", "swap"}), "--atomic-type 'swap': allowed values are fetch_add, cmp_swap");
   EXPECT_EQ(configure({"-D", "0"}), "--duration 0: must be more than 0 and at most 3600 seconds");
   EXPECT_EQ(configure({"-D", "2", "-n", "10"}), "--duration and --iters both set the length: give one");
+  EXPECT_EQ(configure({"-n", "4"}), "--iters 4: must be at least 5");
+  EXPECT_EQ(configure({"-t", "0"}), "--tx-depth 0: must be at least 1");
+  EXPECT_EQ(configure({"-r", "100000"}), "--rx-depth 100000: must be at most 16384");
+  EXPECT_EQ(configure({"-Q", "0"}), "--cq-mod 0: must be at least 1");
+  EXPECT_EQ(configure({"-I", "2000"}), "--inline 2000: must be at most 1024");
+  EXPECT_EQ(configure({"-i", "0"}), "--ib-port 0: must be at least 1");
+  EXPECT_EQ(configure({"-x", "-1"}), "--gid-index -1: must be at least 0");
+  EXPECT_NE(configure({"--memory", "gpu"}).find("--memory 'gpu': allowed values are host"), std::string::npos);
 }
 
 TEST(VerbsOptions, PerftestLettersBelongToVerbs) {
