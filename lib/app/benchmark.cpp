@@ -78,6 +78,10 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
     if (!go) return 0;
     const auto placement = runtime::Placement::discover(world);
     agree(world, [&] { benchmark.configure(command_line.values(), command_line.common(), placement); });
+    if (const std::string text = benchmark.answer_without_run(); !text.empty()) {  // fabric-doctor --list
+      if (root) fmt::print("{}", text);
+      return 0;
+    }
     const std::string resume = root ? benchmark.resume_file() : std::string();
     agree(world, [&] {
       if (root && resume.empty()) command_line.resolve_outputs();
@@ -121,10 +125,14 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
     }
     // A resumed run keeps the /env of its first part (the hosts were checked to be the same).
     const bool resumed = world.broadcast_value(static_cast<int>(!resume.empty()), 0) != 0;
-    if (!resumed) env::EnvironmentCapture().gather(world, placement, benchmark.gpu(), out.get());
+    env::EnvReport environment;
+    if (!resumed) environment = env::EnvironmentCapture().gather(world, placement, benchmark.gpu(), out.get(), options.checks);
+    // One line per cheap check that warned or failed; the run goes on (fabric-doctor is where checks decide).
+    if (out)
+      for (const auto& line : doctor::warning_lines(environment.checks)) fmt::print(stderr, "{}: {}\n", program, line);
     if (out) out->declare(benchmark.table());
 
-    RunContext context{options, world, placement, out.get(), watchdog, board, report};
+    RunContext context{options, world, placement, out.get(), watchdog, board, report, environment};
     if (const char* stall = std::getenv("FABRICBENCH_TEST_STALL")) std::sscanf(stall, "%d:%d", &context.stall_rank, &context.stall_at);
     const ExitStatus status = benchmark.run(context);
     world.barrier();

@@ -134,6 +134,23 @@ std::vector<std::string> device_names() {
   return names;
 }
 
+std::map<std::string, int> active_mtus() {
+  DeviceList devices;
+  std::map<std::string, int> out;
+  for (int i = 0; i < devices.count; ++i) {
+    Owned<ibv_context, ibv_close_device> context(ibv_open_device(devices.list[i]));
+    if (!context) continue;
+    ibv_device_attr attr{};
+    if (ibv_query_device(context.get(), &attr) != 0) continue;
+    for (int port = 1; port <= attr.phys_port_cnt; ++port) {
+      ibv_port_attr pa{};
+      if (ibv_query_port(context.get(), static_cast<std::uint8_t>(port), &pa) == 0 && pa.state == IBV_PORT_ACTIVE)
+        out[fmt::format("{}/{}", ibv_get_device_name(devices.list[i]), port)] = 128 << static_cast<int>(pa.active_mtu);
+    }
+  }
+  return out;
+}
+
 Device Device::open(const PortRequest& request, const std::string& host) {
   DeviceList devices;
   if (!devices.list || devices.count == 0)

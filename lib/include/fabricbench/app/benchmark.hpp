@@ -26,6 +26,8 @@ class Benchmark {
   // A run that continues an earlier one's file (fabric-sweep --resume): its path, known after configure() on rank 0.
   // The harness then appends to it instead of creating --output, and captures no second /env.
   virtual std::string resume_file() const { return {}; }
+  // Text that answers the command line without a run (fabric-doctor --list): printed by rank 0, exit 0, no file.
+  virtual std::string answer_without_run() const { return {}; }
   // The GPU this rank uses, or -1 (recorded in /env/ranks).
   virtual int gpu() const { return -1; }
   virtual ExitStatus run(const RunContext& context) = 0;

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "fabricbench/cli/command_line.hpp"
+#include "fabricbench/env/environment.hpp"
 #include "fabricbench/results/result_set.hpp"
 #include "fabricbench/runtime/placement.hpp"
 #include "fabricbench/runtime/failure_report.hpp"
@@ -21,6 +22,9 @@ struct RunContext {
   runtime::Watchdog& watchdog;
   runtime::ProgressBoard& board;
   runtime::FailureReport& report;
+  // Rank 0: every host's facts, expected bandwidth and the cheap checks' findings (empty elsewhere, and in a resumed
+  // run, which keeps its first part's /env).
+  const env::EnvReport& environment;
 
   bool is_root() const { return out != nullptr; }
   // Test hook FABRICBENCH_TEST_STALL=RANK:K: that rank stalls forever at its K-th measurement (from 0).

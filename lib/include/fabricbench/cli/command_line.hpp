@@ -46,6 +46,7 @@ struct CommonOptions {
   bool force = false;
   double timeout_s = 0;  // 0: none
   bool quiet = false;
+  bool checks = true;  // the cheap host checks at start (--no-checks turns them off)
   std::string command_line;
 };
 

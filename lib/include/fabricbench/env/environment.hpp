@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "fabricbench/doctor/checks.hpp"
 #include "fabricbench/results/result_set.hpp"
 #include "fabricbench/runtime/placement.hpp"
 
@@ -20,24 +21,36 @@ bool is_allowed_variable(std::string_view name);
 // The allowed variables of an environ-style array, sorted by name.
 std::vector<std::pair<std::string, std::string>> allowed_variables(char** environ_block);
 
-// Facts about this process's host and rank, as key -> value.
-std::map<std::string, std::string> describe_host();
+// Facts about this process's host and rank, as key -> value. Test hook FABRICBENCH_TEST_HOST_FACT=HOST:key=value
+// replaces one fact of host HOST (so that a test can make one host of an emulated cluster differ).
+std::map<std::string, std::string> describe_host(const std::string& host);
 std::map<std::string, std::string> describe_rank(int gpu);
 
+// What rank 0 knows after the capture: every host's facts, the bandwidth its hardware should reach, and the cheap
+// checks' findings (also written to /env/hosts, /env/expected and /env/checks).
+struct EnvReport {
+  std::vector<doctor::HostFacts> hosts;
+  std::vector<doctor::Expected> expected;
+  std::vector<doctor::Finding> checks;
+};
+
 // The /env tables, and a collective over `world` that gathers every rank's facts and hands the rows to `out`
-// (which is only non-null on rank 0).
+// (which is only non-null on rank 0). With `checks`, the first rank of each host runs the cheap checks and rank 0
+// adds the across-host consistency.
 class EnvironmentCapture {
  public:
   EnvironmentCapture();
   const results::TableSpec& ranks() const { return ranks_; }
   const results::TableSpec& hosts() const { return hosts_; }
   const results::TableSpec& variables() const { return variables_; }
+  const results::TableSpec& expected() const { return expected_; }
+  const results::TableSpec& checks() const { return checks_; }
 
-  void gather(const runtime::Communicator& world, const runtime::Placement& placement, int gpu,
-              results::ResultSet* out) const;
+  EnvReport gather(const runtime::Communicator& world, const runtime::Placement& placement, int gpu,
+                   results::ResultSet* out, bool checks = true) const;
 
  private:
-  results::TableSpec ranks_, hosts_, variables_;
+  results::TableSpec ranks_, hosts_, variables_, expected_, checks_;
 };
 
 }  // namespace fabricbench::env

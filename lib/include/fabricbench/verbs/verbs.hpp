@@ -4,6 +4,8 @@
 #pragma once
 #include <infiniband/verbs.h>
 
+#include <map>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -147,5 +149,7 @@ class QueuePair {
 
 // Every device and its ports as libibverbs sees them (for errors, the environment and the doctor).
 std::vector<std::string> device_names();
+// The active MTU in bytes of every Active port ("rxe0/1" -> 1024).
+std::map<std::string, int> active_mtus();
 
 }  // namespace fabricbench::verbs

@@ -1,0 +1,143 @@
+#include "fabricbench/doctor/findings.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <stdexcept>
+
+namespace fabricbench::doctor {
+namespace {
+
+constexpr std::array<std::string_view, 4> status_names{"ok", "skip", "warn", "fail"};
+
+// Fields are separated by \x1f and findings by \x1e: neither appears in sysfs values, logs or hints.
+constexpr char field_sep = '\x1f', record_sep = '\x1e';
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> parts;
+  std::string::size_type start = 0;
+  for (auto pos = text.find(sep); pos != std::string::npos; pos = text.find(sep, start)) {
+    parts.push_back(text.substr(start, pos - start));
+    start = pos + 1;
+  }
+  parts.push_back(text.substr(start));
+  return parts;
+}
+
+}  // namespace
+
+std::string_view to_string(Status status) { return status_names[static_cast<std::size_t>(status)]; }
+
+Status status_from_string(std::string_view text) {
+  for (std::size_t i = 0; i < status_names.size(); ++i)
+    if (status_names[i] == text) return static_cast<Status>(i);
+  throw std::invalid_argument(fmt::format("unknown check status '{}'", text));
+}
+
+void Findings::begin_check(std::string host, int rank, std::string check) {
+  host_ = std::move(host);
+  rank_ = rank;
+  check_ = std::move(check);
+}
+
+Finding& Findings::add(std::string subject, Status status, std::string value, std::string expected, std::string hint) {
+  all_.push_back({host_, rank_, check_, std::move(subject), status, std::move(value), std::move(expected), std::move(hint)});
+  return all_.back();
+}
+
+Status Findings::worst() const {
+  Status worst = Status::ok;
+  for (const auto& f : all_) worst = std::max(worst, f.status);
+  return worst;
+}
+
+std::size_t Findings::count(Status status) const {
+  return static_cast<std::size_t>(std::count_if(all_.begin(), all_.end(), [&](const Finding& f) { return f.status == status; }));
+}
+
+std::string Findings::serialize() const {
+  std::string out;
+  for (const auto& f : all_) {
+    for (const auto& field : {f.host, std::to_string(f.rank), f.check, f.subject, std::string(to_string(f.status)), f.value,
+                              f.expected, f.hint})
+      out += field + field_sep;
+    out += record_sep;
+  }
+  return out;
+}
+
+std::vector<Finding> Findings::deserialize(const std::string& text) {
+  std::vector<Finding> out;
+  for (const auto& record : split(text, record_sep)) {
+    const auto f = split(record, field_sep);
+    if (f.size() < 8) continue;
+    out.push_back({f[0], std::stoi(f[1]), f[2], f[3], status_from_string(f[4]), f[5], f[6], f[7]});
+  }
+  return out;
+}
+
+results::TableSpec findings_table(std::string group, std::string name) {
+  using namespace results;
+  return {std::move(group), std::move(name),
+          {key_text("host", 64), key_int("rank"), key_text("check", 32), key_text("subject", 64),
+           setting_text("status", 8), setting_text("value", 256), setting_text("expected", 128), setting_text("hint", 256)}};
+}
+
+results::Row to_row(const results::TableSpec& table, const Finding& f) {
+  results::Row row(table);
+  row.set("host", f.host).set("rank", std::int64_t(f.rank)).set("check", f.check).set("subject", f.subject);
+  row.set("status", std::string(to_string(f.status))).set("value", f.value).set("expected", f.expected).set("hint", f.hint);
+  return row;
+}
+
+std::string format_tables(std::vector<Finding> findings, bool show_ok) {
+  std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
+    if (a.host != b.host) return a.host < b.host;
+    return a.status > b.status;
+  });
+  std::map<std::string, std::vector<const Finding*>> by_host;
+  std::map<std::string, std::array<int, 4>> counts;
+  for (const auto& f : findings) {
+    ++counts[f.host][static_cast<std::size_t>(f.status)];
+    if (show_ok || f.status != Status::ok) by_host[f.host].push_back(&f);
+  }
+  std::string out;
+  for (const auto& [host, n] : counts) {
+    out += fmt::format("# host {}: {} fail, {} warn, {} skip, {} ok\n", host.empty() ? "(job)" : host, n[3], n[2], n[1], n[0]);
+    const auto& rows = by_host[host];
+    if (rows.empty()) continue;
+    std::size_t wc = 5, ws = 7, wv = 5, we = 8;
+    for (const auto* f : rows) {
+      wc = std::max(wc, f->check.size());
+      ws = std::max(ws, f->subject.size() + (f->rank >= 0 ? 8 : 0));
+      wv = std::min<std::size_t>(48, std::max(wv, f->value.size()));
+      we = std::min<std::size_t>(32, std::max(we, f->expected.size()));
+    }
+    out += fmt::format("  {:<6} {:<{}} {:<{}} {:<{}} {:<{}} {}\n", "status", "check", wc, "subject", ws, "value", wv,
+                       "expected", we, "hint");
+    for (const auto* f : rows) {
+      const std::string subject = f->rank >= 0 ? fmt::format("rank {}: {}", f->rank, f->subject) : f->subject;
+      out += fmt::format("  {:<6} {:<{}} {:<{}} {:<{}} {:<{}} {}\n", to_string(f->status), f->check, wc, subject, ws,
+                         f->value, wv, f->expected, we, f->hint);
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> warning_lines(const std::vector<Finding>& findings) {
+  std::vector<std::string> lines;
+  for (const auto& f : findings) {
+    if (f.status != Status::warn && f.status != Status::fail) continue;
+    std::string line = fmt::format("{}: {}{} {} {}: {}", f.status == Status::fail ? "check failed" : "warning",
+                                   f.host.empty() ? "" : "host " + f.host + ": ",
+                                   f.rank >= 0 ? fmt::format("rank {}:", f.rank) : "", f.check, f.subject, f.value);
+    if (!f.expected.empty()) line += " (expected " + f.expected + ")";
+    if (!f.hint.empty()) line += "; " + f.hint;
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+}  // namespace fabricbench::doctor

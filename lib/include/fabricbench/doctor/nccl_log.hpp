@@ -1,0 +1,54 @@
+// What an NCCL INFO log (NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=INIT,NET) says about the transports NCCL chose, and
+// the rules that turn it into findings. The formats read (NCCL 2.1x-2.28):
+//   "NCCL INFO NCCL version 2.28.3+cuda13.0"
+//   "NCCL INFO Using network IB" | "Socket" | "<plugin name>"
+//   "NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]; OOB eth0:10.0.0.1<0>"
+//   "NCCL INFO NET/IB : No device found."
+//   "NCCL INFO NET/Socket : Using [0]eth0:192.0.2.2<0> [1]eth1:..."
+//   "NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM" (P2P/IPC, SHM, NET/IB/0, NET/Socket/0 ...)
+//   "NCCL INFO NCCL_P2P_DISABLE set by environment to 1"
+#pragma once
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fabricbench/doctor/findings.hpp"
+
+namespace fabricbench::doctor {
+
+struct NcclLog {
+  std::string version;                     // "2.28.3+cuda13.0"
+  std::string network;                     // "IB", "Socket", or a plugin's name; "" when the log never says
+  std::vector<std::string> ib_devices;     // "mlx5_0:1/IB"
+  bool ib_none = false;                    // "NET/IB : No device found."
+  std::vector<std::string> socket_ifaces;  // "eth0:192.0.2.2"
+  std::map<std::string, int> channels;     // transport ("P2P/CUMEM", "SHM", "NET/Socket/0") -> channel count
+  std::map<std::string, std::string> variables;  // "set by environment" lines
+  bool init_complete = false;
+  bool empty() const { return version.empty() && network.empty() && channels.empty(); }
+  // "P2P/CUMEM x24, NET/Socket/0 x2"
+  std::string channel_summary() const;
+};
+
+NcclLog parse_nccl_log(const std::string& text);
+
+// What the transport rules compare the log with.
+struct NcclContext {
+  std::vector<std::string> active_rdma_ports;  // "mlx5_0/1"
+  std::set<std::string> rdma_devices;          // every RDMA device name on the host
+  std::set<std::string> interfaces;            // network interfaces on the host (/sys/class/net)
+  std::map<std::string, std::string> variables;  // NCCL_* from the process environment
+  int hosts = 1;                                 // hosts in the job: a single host needs no network
+};
+
+// nccl.variables: NCCL_IB_HCA / NCCL_SOCKET_IFNAME naming what does not exist, P2P/SHM disabled.
+void check_nccl_variables(const NcclContext& context, Findings& out);
+// nccl.transport: the network chosen and the devices and channel transports of the log.
+void check_nccl_transport(const NcclLog& log, const NcclContext& context, Findings& out);
+
+// NCCL_SOCKET_IFNAME / NCCL_IB_HCA syntax: comma-separated prefixes, "=" exact names, "^" excludes; IB entries may
+// carry ":port". The entries of an include list that match none of `present` ("" when all match or it excludes).
+std::vector<std::string> unmatched_selectors(const std::string& value, const std::set<std::string>& present);
+
+}  // namespace fabricbench::doctor
