@@ -28,6 +28,8 @@ std::vector<std::string> indexed_list(const std::string& text) {
   return out;
 }
 
+constexpr std::string_view set_by_env = " set by environment to ";
+
 bool starts_with(const std::string& s, std::string_view prefix) { return s.rfind(prefix, 0) == 0; }
 
 std::string join(const std::vector<std::string>& items, std::string_view sep = ", ") {
@@ -78,8 +80,8 @@ NcclLog parse_nccl_log(const std::string& text) {
       transport.erase(transport.find_last_not_of(" \r") + 1);
       if (const auto sp = transport.find(' '); sp != std::string::npos) transport.erase(sp);
       if (seen_channels.insert(m).second) ++log.channels[transport];
-    } else if (const auto at = m.find(" set by environment to "); at != std::string::npos && starts_with(m, "NCCL_")) {
-      std::string value = m.substr(at + 22);
+    } else if (const auto at = m.find(set_by_env); at != std::string::npos && starts_with(m, "NCCL_")) {
+      std::string value = m.substr(at + set_by_env.size());
       while (!value.empty() && (value.back() == '.' || value.back() == ' ' || value.back() == '\r')) value.pop_back();
       log.variables[m.substr(0, at)] = value;
     } else if (m.find("Init COMPLETE") != std::string::npos) {
