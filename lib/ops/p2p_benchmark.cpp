@@ -24,7 +24,7 @@ std::string P2PBenchmark::summary() const {
 
 results::TableSpec P2PBenchmark::make_table() {
   using namespace results;
-  return {"results", "p2p",
+  TableSpec table{"results", "p2p",
           {key_text("test", 16), key_text("memory", 8), key_int("bytes", Unit::bytes, "size_B"), key_int("pairs"),
            key_int("window"), setting_int("iterations", "iters"), setting_int("warmup"),
            measured("latency_us", Unit::us, Better::lower), measured("bw_mbps", Unit::mbps, Better::higher, "bw_MB/s"),
@@ -38,6 +38,8 @@ results::TableSpec P2PBenchmark::make_table() {
            statistic("time_us_p99", Unit::us, Better::lower, "p99_us"),
            statistic("time_us_stddev", Unit::us, Better::lower, "stddev_us"),
            measured_int("wrong", Unit::bytes, Better::lower, "#wrong")}};
+  for (auto& c : doctor::counter_columns()) table.columns.push_back(std::move(c));
+  return table;
 }
 
 void P2PBenchmark::add_options(cli::po::options_description& options) {
@@ -77,8 +79,9 @@ PairMeasurement P2PBenchmark::measure(const P2PTest& test, std::uint64_t bytes, 
 }
 
 void P2PBenchmark::report(const app::RunContext& context, const P2PTest& test, std::uint64_t bytes, int iterations,
-                          int warmup, const PairMeasurement& mine) {
+                          int warmup, const PairMeasurement& mine, const doctor::CounterReading& counters) {
   const auto& world = context.world;
+  const auto grown = doctor::sum_over_hosts(world, context.placement.me().local_rank == 0, counters, 0);
   // Leaders' elapsed times and laps, and every rank's wrong count, to rank 0.
   const auto elapsed = world.gather_values(mine.elapsed_s, 0);
   const auto wrong = world.sum(mine.wrong, 0);
@@ -117,6 +120,7 @@ void P2PBenchmark::report(const app::RunContext& context, const P2PTest& test, s
   row.set("time_us_min", stats.min).set("time_us_median", stats.median).set("time_us_mean", stats.mean);
   row.set("time_us_max", stats.max).set("time_us_p90", stats.p90).set("time_us_p99", stats.p99);
   row.set("time_us_stddev", stats.stddev);
+  doctor::set_counters(row, grown);
   const auto index = context.out->row(row);
   context.out->samples(samples_, laps.samples(index, sample_scale, pairs));
 }
@@ -135,6 +139,10 @@ ExitStatus P2PBenchmark::run(const app::RunContext& context) {
     }
     context.out->note(fmt::format("memory: {}  check: {}", memory::to_string(memory_), check_ ? "on" : "off"));
   }
+  // The first rank of each host reads its links' error counters around every size.
+  const bool speaks_for_host = context.placement.me().local_rank == 0;
+  const doctor::LinkCounters counters = speaks_for_host ? doctor::LinkCounters(context.placement.me().host, memory_ == memory::MemoryKind::device)
+                                                        : doctor::LinkCounters();
   std::uint64_t wrong_total = 0;
   for (std::size_t k = 0; k < tests_.size(); ++k) {
     const auto& test = *tests_[k];
@@ -158,8 +166,9 @@ ExitStatus P2PBenchmark::run(const app::RunContext& context) {
       const int iterations = test.defaults.iterations(bytes, context.options.iterations);
       const int warmup = test.defaults.warmup(bytes, context.options.warmup);
       context.measuring(fmt::format("{} at {} B", test.name, bytes));
+      const auto before = counters.read();
       const auto mine = measure(test, bytes, iterations, warmup, context.world);
-      report(context, test, bytes, iterations, warmup, mine);
+      report(context, test, bytes, iterations, warmup, mine, counters.read() - before);
       context.measured();
       wrong_total += mine.wrong;
     }

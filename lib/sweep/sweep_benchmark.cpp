@@ -90,6 +90,7 @@ SweepBenchmark::SweepBenchmark() {
                    measured("value", Unit::none, Better::none), key_text("unit", 8),
                    statistic("time_us_median", Unit::us, Better::lower), statistic("time_us_p99", Unit::us, Better::lower),
                    measured_int("wrong", Unit::bytes, Better::lower, "#wrong")}};
+  for (auto& c : doctor::counter_columns()) pairs_table_.columns.push_back(std::move(c));
   verdicts_table_ = {"sweep", "verdicts",
                      {key_text("metric", 16), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64),
                       setting_text("reason", 256)}};
@@ -225,13 +226,28 @@ std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& cont
   std::vector<PairRecord> out;
   const int me = pair.rank();
   const auto& options = context.options;
+  // Each rank reads its own host's link counters around each metric: the records say whose counters grew.
+  const int my_host = me == 0 ? hosts.a : hosts.b;
+  auto stamp = [&](std::size_t first, const doctor::CounterReading& before) {
+    if (first >= out.size()) return;
+    const auto grown = counters_.read() - before;
+    for (std::size_t i = first; i < out.size(); ++i) {
+      out[i].reporter = my_host;
+      // One growth per metric: on its first record only, so that sums over records count it once.
+      const auto g = i == first ? grown : doctor::CounterReading{};
+      out[i].port_errors = g.port_errors, out[i].xmit_wait = g.xmit_wait, out[i].nvlink_errors = g.nvlink_errors;
+    }
+  };
   for (std::size_t k = 0; k < metrics_.size(); ++k) {
     const auto& m = *metrics_[k];
     if (m.collective() == host_level) continue;
+    const auto before = counters_.read();
+    const std::size_t first = out.size();
 #ifdef FABRICBENCH_HAVE_VERBS
     if (!m.verbs_test.empty()) {
       for (int direction = 0; direction < (m.both_directions ? 2 : 1); ++direction)
         out.push_back(measure_rdma(context, pair, k, direction, round_index, hosts));
+      stamp(first, before);
       continue;
     }
 #endif
@@ -267,6 +283,7 @@ std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& cont
         }
         out.push_back(rec);
       }
+      stamp(first, before);
       continue;
     }
     // Collective metrics over every rank of both nodes, through fabric-coll's back ends.
@@ -304,6 +321,7 @@ std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& cont
     out.push_back({round_index, hosts.a, hosts.b, static_cast<std::int32_t>(k), 2, iterations,
                    static_cast<std::int64_t>(bytes), static_cast<std::int64_t>(wrong_sum),
                    ops::algbw_gbps(bytes, seconds) * op->busbw_factor(pair.size()), seconds * 1e6, NAN, 0, 1, 0});
+    stamp(first, before);
   }
   return out;
 }
@@ -410,6 +428,7 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
 }
 
 ExitStatus SweepBenchmark::run(const app::RunContext& context) {
+  counters_ = doctor::LinkCounters(context.placement.me().host, backend_ == ops::BackendKind::nccl);
   const auto bytes = std::max<std::uint64_t>({bw_bytes_, lat_bytes_, 1});
   send_.emplace(memory::MemoryKind::host, bytes);
   recv_.emplace(memory::MemoryKind::host, bytes);

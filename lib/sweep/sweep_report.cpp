@@ -1,6 +1,7 @@
 // fabric-sweep's rank-0 side: merging what both ends of a pair measured, the pair rows, and the verdicts with their
 // matrices and per-node medians.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -18,8 +19,17 @@ constexpr const char* direction_names[] = {"a->b", "b->a", "both"};
 std::vector<PairRecord> SweepBenchmark::report_records(const app::RunContext& context,
                                                        const std::vector<PairRecord>& records, const std::string& kind) {
   std::map<std::tuple<int, int, int, int, int>, PairRecord> merged;
+  std::map<std::tuple<int, int, int, int, int>, doctor::CounterReading> grown;
   for (const auto& r : records) {
     const auto key = std::make_tuple(r.round, r.a, r.b, r.metric, r.direction);
+    const doctor::CounterReading g{r.port_errors, r.xmit_wait, r.nvlink_errors};
+    grown[key] += g;
+    // Whose links saw errors: kept per host for the verdicts.
+    if (r.reporter >= 0) {
+      auto& mine = counter_growth_[r.reporter];
+      mine.first += g;
+      mine.second.insert(r.reporter == r.a ? r.b : r.a);
+    }
     auto [it, fresh] = merged.emplace(key, r);
     if (fresh) continue;
     it->second.wrong += r.wrong;
@@ -40,6 +50,7 @@ std::vector<PairRecord> SweepBenchmark::report_records(const app::RunContext& co
     row.set("window", std::int64_t(r.window)).set("cut", std::int64_t(r.cut)).set("hung", std::int64_t(r.hung));
     row.set("unit", std::string(m.unit)).set("time_us_median", r.median_us).set("time_us_p99", r.p99_us);
     row.set("wrong", std::int64_t(r.wrong));
+    doctor::set_counters(row, grown[key]);
     rows.push_back(std::move(row));
     out.push_back(r);
   }
@@ -69,6 +80,17 @@ std::vector<Verdict> SweepBenchmark::judge(const app::RunContext& context, const
                           fmt::format("{} - {}: {} did not finish within the timeout (round {}); its communicator was "
                                       "aborted and both hosts rested for the rest of the sweep",
                                       hosts_[r.a], hosts_[r.b], m.name, r.round)});
+  }
+  // A host whose own link error counters grew while it was tested is named, whatever its speed.
+  for (const auto& [h, g] : counter_growth_) {
+    std::vector<std::string> peers;
+    for (int p : g.second) peers.push_back(hosts_[p]);
+    for (auto [what, value] : {std::pair{"port_errors", g.first.port_errors}, std::pair{"nvlink_errors", g.first.nvlink_errors}})
+      if (!std::isnan(value) && value > 0)
+        verdicts.push_back({what, "node", h, -1,
+                            fmt::format("{}: its {} error counters grew by {:.0f} during its pair tests (with {})", hosts_[h],
+                                        std::string(what) == "port_errors" ? "RDMA port" : "NVLink", value,
+                                        fmt::join(peers, ", "))});
   }
   for (std::size_t k = 0; k < metrics_.size(); ++k) {
     const auto& m = *metrics_[k];

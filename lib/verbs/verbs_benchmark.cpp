@@ -61,7 +61,7 @@ std::string VerbsBenchmark::summary() const {
 
 results::TableSpec VerbsBenchmark::make_table() {
   using namespace results;
-  return {"results", "verbs",
+  TableSpec table{"results", "verbs",
           {key_text("test", 10), key_text("memory", 8), key_int("bytes", Unit::bytes, "size_B"), key_int("pairs"),
            key_int("qps"), setting_int("iterations", "iters"), setting_int("warmup"), setting_int("tx_depth"),
            setting_int("cq_mod"), setting_int("inline_bytes", "inline"), setting_int("mtu", "mtu"),
@@ -81,6 +81,8 @@ results::TableSpec VerbsBenchmark::make_table() {
            statistic("time_us_p99", Unit::us, Better::lower, "99%[usec]"),
            statistic("time_us_p999", Unit::us, Better::lower, "99.9%[usec]"),
            measured_int("wrong", Unit::bytes, Better::lower, "#wrong")}};
+  for (auto& c : doctor::counter_columns()) table.columns.push_back(std::move(c));
+  return table;
 }
 
 void VerbsBenchmark::add_options(cli::po::options_description& options) {
@@ -207,8 +209,9 @@ void VerbsBenchmark::abort() noexcept {
 }
 
 void VerbsBenchmark::report(const app::RunContext& context, const VerbsTest& test, std::uint64_t bytes, int warmup,
-                            const VerbsMeasurement& mine) {
+                            const VerbsMeasurement& mine, const doctor::CounterReading& counters) {
   const auto& world = context.world;
+  const auto grown = doctor::sum_over_hosts(world, speaks_for_port_, counters, 0);
   RankFigures f;
   f.timed = mine.timed;
   f.avg_mibps = mine.bandwidth.avg_mibps;
@@ -257,6 +260,7 @@ void VerbsBenchmark::report(const app::RunContext& context, const VerbsTest& tes
     row.set("time_us_mean", lat.avg_us).set("time_us_stddev", lat.stdev_us);
     row.set("time_us_p99", lat.p99_us).set("time_us_p999", lat.p999_us);
   }
+  doctor::set_counters(row, grown);
   const auto index = context.out->row(row);
   context.out->samples(samples_, samples.samples(index));
 }
@@ -270,6 +274,11 @@ ExitStatus VerbsBenchmark::run(const app::RunContext& context) {
                                       pairs_->leads(me));
   // Every rank's port, for the notes: a pair on the wrong device or GID type shows here.
   const auto& port = device_->port();
+  // Error counters of the port around each size, read by the first rank of the host that uses it.
+  const std::string port_name = fmt::format("{}/{}", port.device, port.port);
+  const auto users = context.world.all_gather(context.placement.me().host + " " + port_name);
+  speaks_for_port_ = std::find(users.begin(), users.begin() + me, users[static_cast<std::size_t>(me)]) == users.begin() + me;
+  if (speaks_for_port_) counters_ = doctor::LinkCounters(context.placement.me().host, false, {port_name});
   const auto ports = context.world.gather(
       fmt::format("{} port {} ({}, {} GID[{}] {}, active MTU {}, rate {}, registered with {})", port.device, port.port,
                   port.link_layer, port.gid_type, port.gid_index, gid_text(port.gid), mtu_bytes(port.active_mtu),
@@ -321,8 +330,9 @@ ExitStatus VerbsBenchmark::run(const app::RunContext& context) {
       }
       if (context.measurements - 1 == qp_error_at_ && pairs_->leads(me)) link_->abort();
       context.doing(fmt::format("{} {} B, QPs {}", test.name, bytes, link_->states()));
+      const auto before = counters_.read();
       const auto mine = link_->run(test, bytes, iterations, warmup, context.options.check);
-      report(context, test, bytes, warmup, mine);
+      report(context, test, bytes, warmup, mine, counters_.read() - before);
       context.measured();
       wrong_total += mine.wrong;
     }

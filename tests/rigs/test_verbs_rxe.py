@@ -1,6 +1,6 @@
 """fabric-verbs and fabric-sweep's rdma metrics on real verbs traffic: Soft-RoCE (rdma_rxe) inside a QEMU guest
 (tests/rigs/rxe_vm.sh), all cases in one boot. Every test type with --check and zero wrong bytes; several QPs and
-both directions; a bad device name and a port that is not Active give exit 2; a QP moved to the error state mid-run
+both directions; fabric-doctor's view of the rxe ports; a bad device name and a port that is not Active give exit 2; a QP moved to the error state mid-run
 and a hung peer give exit 3 with a status that says why; -D; the rdma_bw and rdma_lat sweep metrics.
 Needs root (the image is built with mmdebstrap); says 'skipped: needs root' otherwise."""
 import os
@@ -35,6 +35,7 @@ class SoftRoceGuest(unittest.TestCase):
             ("duration", f"{MPIRUN} {v} --test write_bw,write_lat -D 0.5 --output duration.h5"),
             ("sweep", f"{MPIRUN} -x FABRICBENCH_TEST_RANKS_PER_HOST=1 {BIN}/fabric-sweep --metric rdma_bw,rdma_lat "
                       f"--sizes 64K -n 100 --check --output sweep.h5"),
+            ("doctor", f"{MPIRUN} {BIN}/fabric-doctor --checks rdma,limits,host --output doctor.h5"),
         ], BIN)
 
     @classmethod
@@ -74,6 +75,22 @@ class SoftRoceGuest(unittest.TestCase):
         self.assertIn("pair 0: rank 0", c.stdout)
         self.assertIn("BW_average[MB/sec]", c.stdout)
         self.assertIn("t_typical[usec]", c.stdout)
+
+    def test_doctor_sees_the_rxe_port_active_on_ethernet_with_a_roce_v2_gid(self):
+        c = self.cases["doctor"]
+        self.assertIn(c.rc, (0, 1), c)  # 1 only if a check failed; the rows below say which
+        f = self.load("doctor.h5").tables["doctor/findings"]
+        by = {(row.check, row.subject): row for row in f.itertuples()}
+        state = by[("rdma.port_state", "rxe0/1")]
+        self.assertEqual((state.status, state.value), ("ok", "ACTIVE/LinkUp"))
+        self.assertEqual(by[("rdma.port_state", "rxe1/1")].status, "warn")  # its netdev is down
+        link = by[("rdma.link", "rxe0/1")]
+        self.assertIn("Ethernet", link.value)
+        self.assertIn("RoCE v2 GID", link.value)
+        self.assertNotIn("no RoCE v2 GID", link.value)
+        self.assertIn("MTU 1024", link.value)  # libibverbs' active MTU of rxe on a 1500-byte netdev
+        self.assertEqual(by[("rdma.devices", "rxe0")].status, "ok")
+        self.assertIn(("limits.memlock", "memlock"), by)
 
     def test_several_qps_both_directions(self):
         c = self.cases["multi"]

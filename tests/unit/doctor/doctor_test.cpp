@@ -55,8 +55,11 @@ class Tree {
   fs::path root_;
 };
 
+// tests/fixtures, or $FABRICBENCH_FIXTURES where the binary runs away from the source tree (install test, GPU machine).
 std::string fixture(const std::string& name) {
-  const fs::path here = fs::path(__FILE__).parent_path() / "../../fixtures/gpu-h200x2" / name;
+  const char* moved = std::getenv("FABRICBENCH_FIXTURES");
+  const fs::path folder = moved ? fs::path(moved) : fs::path(__FILE__).parent_path() / "../../fixtures";
+  const fs::path here = folder / "gpu-h200x2" / name;
   std::ifstream in(here);
   EXPECT_TRUE(in.good()) << here;
   return std::string(std::istreambuf_iterator<char>(in), {});

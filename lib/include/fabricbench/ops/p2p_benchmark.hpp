@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "fabricbench/app/benchmark.hpp"
+#include "fabricbench/doctor/link_counters.hpp"
 #include "fabricbench/memory/buffer.hpp"
 #include "fabricbench/ops/p2p_exchange.hpp"
 #include "fabricbench/ops/p2p_test.hpp"
@@ -32,8 +33,9 @@ class P2PBenchmark : public app::Benchmark {
   PairMeasurement measure(const P2PTest& test, std::uint64_t bytes, int iterations, int warmup,
                           const runtime::Communicator& world);
   // Rank 0: one row (and its samples) from every rank's measurement.
+  // `counters`: this rank's link-counter growth during the measurement (meaningful on each host's first rank).
   void report(const app::RunContext& context, const P2PTest& test, std::uint64_t bytes, int iterations,
-              int warmup, const PairMeasurement& mine);
+              int warmup, const PairMeasurement& mine, const doctor::CounterReading& counters);
 
   results::TableSpec table_, samples_;
   std::vector<const P2PTest*> tests_;

@@ -4,10 +4,13 @@
 #pragma once
 #include <memory>
 #include <optional>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "fabricbench/app/benchmark.hpp"
+#include "fabricbench/doctor/link_counters.hpp"
 #include "fabricbench/memory/buffer.hpp"
 #include "fabricbench/ops/coll_backend.hpp"
 #include "fabricbench/ops/iteration_defaults.hpp"
@@ -46,6 +49,9 @@ struct PairRecord {
   double test_s;  // wall time of this rank's part of the pair test (all its metrics)
   std::int32_t window = 0, cut = 0;  // messages in flight used; 1 when the budget cut the counts
   std::int32_t hung = 0;             // 1: the pair did not finish within --timeout (NCCL: communicator aborted)
+  // Growth of the writing rank's host link counters during this metric (doctor::LinkCounters), and that host.
+  double port_errors = NAN, xmit_wait = NAN, nvlink_errors = NAN;
+  std::int32_t reporter = -1;
 };
 
 // One round's plan for this rank's p2p pair tests, per (metric, direction) slot.
@@ -121,6 +127,9 @@ class SweepBenchmark : public app::Benchmark {
 #ifdef FABRICBENCH_HAVE_VERBS
   // The rdma metrics: fabric-verbs' link between the two nodes' first ranks, one per direction.
   std::unique_ptr<verbs::Device> rdma_device_;
+  doctor::LinkCounters counters_;  // this host's links, read around each metric of a pair test
+  // Rank 0: per host, its link counters' growth over its pair tests and the hosts it was tested with.
+  std::map<int, std::pair<doctor::CounterReading, std::set<int>>> counter_growth_;
   PairRecord measure_rdma(const app::RunContext& context, const runtime::Communicator& pair, std::size_t k,
                           int direction, int round_index, const HostPair& hosts);
 #endif

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "fabricbench/app/benchmark.hpp"
+#include "fabricbench/doctor/link_counters.hpp"
 #include "fabricbench/runtime/placement.hpp"
 #include "fabricbench/verbs/verbs_link.hpp"
 
@@ -35,7 +36,7 @@ class VerbsBenchmark : public app::Benchmark {
 
  private:
   void report(const app::RunContext& context, const VerbsTest& test, std::uint64_t bytes, int warmup,
-              const VerbsMeasurement& mine);
+              const VerbsMeasurement& mine, const doctor::CounterReading& counters);
 
   results::TableSpec table_, samples_;
   std::vector<const VerbsTest*> tests_;
@@ -50,6 +51,8 @@ class VerbsBenchmark : public app::Benchmark {
   std::optional<runtime::RankPairs> pairs_;
   std::unique_ptr<Device> device_;
   std::unique_ptr<VerbsLink> link_;
+  doctor::LinkCounters counters_;  // this rank's port, when no lower rank of the host reads the same port
+  bool speaks_for_port_ = false;
 };
 
 }  // namespace fabricbench::verbs
