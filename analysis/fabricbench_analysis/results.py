@@ -15,7 +15,8 @@ import pandas as pd
 
 @dataclasses.dataclass(frozen=True)
 class Column:
-    """What one column of a table is: unit ("" for none), role (key, setting, measured, statistic) and, for
+    """What one column of a table is: unit ("" for none), role (key, setting, measured, statistic,
+    reference: a figure the measurement is held against, such as the expected bandwidth) and, for
     measured values and their statistics, which direction is better ("higher", "lower" or "")."""
     name: str
     unit: str = ""

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "fabricbench/app/benchmark.hpp"
+#include "fabricbench/app/shipped_files.hpp"
 #include "fabricbench/env/environment.hpp"
 #include "fabricbench/results/csv_sink.hpp"
 #include "fabricbench/results/hdf5_sink.hpp"
@@ -78,6 +79,11 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
     if (!go) return 0;
     const auto placement = runtime::Placement::discover(world);
     agree(world, [&] { benchmark.configure(command_line.values(), command_line.common(), placement); });
+    doctor::ExpectedRule expected_rule;
+    agree(world, [&] {
+      const auto& given = command_line.common().expected_rule;
+      expected_rule = doctor::ExpectedRule::load(given.empty() ? shipped_config("expected.ini") : given, !given.empty());
+    });
     if (const std::string text = benchmark.answer_without_run(); !text.empty()) {  // fabric-doctor --list
       if (root) fmt::print("{}", text);
       return 0;
@@ -132,7 +138,8 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
       for (const auto& line : doctor::warning_lines(environment.checks)) fmt::print(stderr, "{}: {}\n", program, line);
     if (out) out->declare(benchmark.table());
 
-    RunContext context{options, world, placement, out.get(), watchdog, board, report, environment};
+    const doctor::ExpectedShare expected(environment.expected, expected_rule, options.has_sizes ? options.sizes.max() : 0);
+    RunContext context{options, world, placement, out.get(), watchdog, board, report, environment, expected, program};
     if (const char* stall = std::getenv("FABRICBENCH_TEST_STALL")) std::sscanf(stall, "%d:%d", &context.stall_rank, &context.stall_at);
     const ExitStatus status = benchmark.run(context);
     world.barrier();

@@ -67,7 +67,8 @@ CommandLine::CommandLine(std::string program, std::string summary, OptionGroups 
       ("config", po::value<std::string>(), "read options from an INI file (command line wins); see configs/")
       ("timeout", po::value<std::string>(), "fail with exit status 3 if one measurement takes longer: 60, 60s, 5m")
       (name("quiet", 'q').c_str(), "print no table (the files are still written)")
-      ("no-checks", "skip the cheap host checks at start (RDMA ports, THP, NCCL variables, hosts alike; /env/checks)");
+      ("no-checks", "skip the cheap host checks at start (RDMA ports, THP, NCCL variables, hosts alike; /env/checks)")
+      ("expected-rule", po::value<std::string>(), "when a bandwidth below its expected figure warns (INI); default: the shipped configs/expected.ini");
   if (!groups_.sizes) return;
   const auto& d = groups_.sizes->defaults;
   sizes_desc_.add_options()
@@ -137,6 +138,7 @@ void CommandLine::read_common() {
   common_.force = v.count("force") > 0;
   common_.quiet = v.count("quiet") > 0;
   common_.checks = v.count("no-checks") == 0;
+  if (v.count("expected-rule")) common_.expected_rule = v["expected-rule"].as<std::string>();
   if (v.count("timeout")) common_.timeout_s = parse_duration(v["timeout"].as<std::string>(), "--timeout");
 }
 

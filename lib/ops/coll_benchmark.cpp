@@ -65,7 +65,7 @@ std::string CollBenchmark::summary() const {
 
 results::TableSpec CollBenchmark::make_table() {
   using namespace results;
-  return {"results", "coll",
+  TableSpec table{"results", "coll",
           {key_text("op", 16), key_text("backend", 8), key_text("dtype", 12, "type"), key_text("redop", 8),
            key_int("root"), key_int("in_place"), key_int("bytes", Unit::bytes, "size_B"),
            key_int("count", Unit::elements), key_int("ranks"), setting_int("iterations", "iters"),
@@ -80,6 +80,8 @@ results::TableSpec CollBenchmark::make_table() {
            measured("algbw_gbps", Unit::gbps, Better::higher, "algbw_GB/s"),
            measured("busbw_gbps", Unit::gbps, Better::higher, "busbw_GB/s"),
            measured_int("wrong", Unit::elements, Better::lower, "#wrong")}};
+  for (auto& c : doctor::ExpectedShare::columns()) table.columns.push_back(std::move(c));
+  return table;
 }
 
 void CollBenchmark::add_options(cli::po::options_description& options) {
@@ -229,6 +231,16 @@ ExitStatus CollBenchmark::run(const app::RunContext& context) {
                                   std::array{"host clock", "blocking", "CUDA events", "CUDA graph"}[static_cast<int>(timing_)],
                                   timing_ == TimingMode::graph ? fmt::format(" x{}", graph_launches_) : ""));
   }
+  // Bus bandwidth is each rank's share of the busiest link: held against the per-rank reference.
+  int ranks_per_host = 1;
+  std::vector<std::string> hosts;
+  for (const auto& r : context.placement.ranks()) {
+    ranks_per_host = std::max(ranks_per_host, r.local_size);
+    hosts.push_back(r.host);
+  }
+  const auto reference = context.is_root() ? context.expected.per_rank(hosts, ranks_per_host, backend_ == BackendKind::nccl || device_memory_)
+                                           : doctor::Reference{};
+  if (reference.known()) context.out->note(fmt::format("expected bus bandwidth: {:.2f} GB/s ({})", reference.gbps, reference.basis));
   std::uint64_t wrong_total = 0;
   for (std::size_t k = 0; k < ops_.size(); ++k) {
     const auto* op = ops_[k];
@@ -255,6 +267,7 @@ ExitStatus CollBenchmark::run(const app::RunContext& context) {
               const int part = static_cast<int>(k);
               for (const char* column : {"time_us", "algbw_gbps", "busbw_gbps", "wrong"})
                 shown.push_back({column, p + table_.column(column).header(), part});
+              if (reference.known()) shown.push_back({"pct_expected", p + table_.column("pct_expected").header(), part});
             }
             context.out->section(table_, fmt::format("{} ({} ranks, {})", op->name, nranks, backend_name), shown);
           }
@@ -275,7 +288,9 @@ ExitStatus CollBenchmark::run(const app::RunContext& context) {
               context.measured();
               wrong_total += context.is_root() ? m.wrong : 0;
               if (!context.is_root()) continue;
-              const auto row = make_row(c, m, iterations, warmup, nranks);
+              auto row = make_row(c, m, iterations, warmup, nranks);
+              context.expect(row, row.number("busbw_gbps"), reference, bytes,
+                             fmt::format("{} {} busbw at {} B", op->name, in_place ? "in-place" : "out-of-place", bytes));
               busbw_sum += row.number("busbw_gbps");
               ++busbw_rows;
               const auto index = context.out->row(row);

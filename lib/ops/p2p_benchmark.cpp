@@ -39,6 +39,7 @@ results::TableSpec P2PBenchmark::make_table() {
            statistic("time_us_stddev", Unit::us, Better::lower, "stddev_us"),
            measured_int("wrong", Unit::bytes, Better::lower, "#wrong")}};
   for (auto& c : doctor::counter_columns()) table.columns.push_back(std::move(c));
+  for (auto& c : doctor::ExpectedShare::columns()) table.columns.push_back(std::move(c));
   return table;
 }
 
@@ -121,8 +122,32 @@ void P2PBenchmark::report(const app::RunContext& context, const P2PTest& test, s
   row.set("time_us_max", stats.max).set("time_us_p90", stats.p90).set("time_us_p99", stats.p99);
   row.set("time_us_stddev", stats.stddev);
   doctor::set_counters(row, grown);
+  if (!ping_pong) context.expect(row, doctor::ExpectedShare::gbps(row.number("bw_mbps"), results::Unit::mbps), reference(context, test), bytes, fmt::format("{} at {} B", test.name, bytes));
   const auto index = context.out->row(row);
   context.out->samples(samples_, laps.samples(index, sample_scale, pairs));
+}
+
+doctor::Reference P2PBenchmark::reference(const app::RunContext& context, const P2PTest& test) const {
+  // The slowest pair's stream; a sum over pairs (mbw_mr) is held against every pair's stream, at most one node's
+  // RDMA share; both directions count twice.
+  const auto& ranks = context.placement.ranks();
+  const bool gpu_memory = memory_ == memory::MemoryKind::device;
+  doctor::Reference slowest;
+  std::vector<std::string> hosts;
+  for (int p = 0; p < pairs_->pairs(); ++p) {
+    const auto& a = ranks[p].host;
+    const auto& b = ranks[pairs_->peer_of(p)].host;
+    hosts.insert(hosts.end(), {a, b});
+    const auto ref = context.expected.stream(a, b, gpu_memory);
+    if (!ref.known()) return {};
+    if (!slowest.known() || ref.gbps < slowest.gbps) slowest = ref;
+  }
+  auto ref = slowest;
+  if (test.aggregate == PairAggregate::sum && pairs_->pairs() > 1) {
+    ref = slowest.scaled(pairs_->pairs(), fmt::format("{} pairs x", pairs_->pairs()));
+    if (const auto node = context.expected.per_rank(hosts, 1, gpu_memory); node.known() && node.gbps < ref.gbps) ref = node;
+  }
+  return test.directions == 2 ? ref.scaled(2, "both directions of") : ref;
 }
 
 ExitStatus P2PBenchmark::run(const app::RunContext& context) {
@@ -156,6 +181,7 @@ ExitStatus P2PBenchmark::run(const app::RunContext& context) {
         shown.insert(shown.end(), {{"bw_mbps"}, {"msg_rate_mps"}, {"time_us_median", "p50_win_us"},
                                    {"time_us_p99", "p99_win_us"}});
         if (pairs_->pairs() > 1) shown.push_back({"bw_min_pair_mbps"});
+        if (reference(context, test).known()) shown.push_back({"pct_expected"});
       }
       shown.push_back({"wrong"});
       context.out->section(table_, fmt::format("{}: {}  (pairs: {}, window: {})", test.name, test.description,

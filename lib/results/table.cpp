@@ -17,6 +17,7 @@ std::string_view to_string(Unit unit) {
     case Unit::mibps: return "MiB/s";
     case Unit::gbitps: return "Gb/s";
     case Unit::mega_per_s: return "M/s";
+    case Unit::percent: return "%";
   }
   return "";
 }
@@ -27,6 +28,7 @@ std::string_view to_string(Role role) {
     case Role::setting: return "setting";
     case Role::measured: return "measured";
     case Role::statistic: return "statistic";
+    case Role::reference: return "reference";
   }
   return "";
 }
@@ -60,6 +62,10 @@ Column measured_int(std::string name, Unit unit, Better better, std::string labe
 }
 Column statistic(std::string name, Unit unit, Better better, std::string label, int precision) {
   return {std::move(name), ColumnType::real, 0, unit, Role::statistic, better, std::move(label), precision};
+}
+
+Column reference(std::string name, Unit unit, std::string label, int precision) {
+  return {std::move(name), ColumnType::real, 0, unit, Role::reference, Better::none, std::move(label), precision};
 }
 
 std::size_t TableSpec::index_of(const std::string& column) const {

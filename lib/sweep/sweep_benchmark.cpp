@@ -91,6 +91,7 @@ SweepBenchmark::SweepBenchmark() {
                    statistic("time_us_median", Unit::us, Better::lower), statistic("time_us_p99", Unit::us, Better::lower),
                    measured_int("wrong", Unit::bytes, Better::lower, "#wrong")}};
   for (auto& c : doctor::counter_columns()) pairs_table_.columns.push_back(std::move(c));
+  for (auto& c : doctor::ExpectedShare::columns()) pairs_table_.columns.push_back(std::move(c));
   verdicts_table_ = {"sweep", "verdicts",
                      {key_text("metric", 16), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64),
                       setting_text("reason", 256)}};
@@ -138,6 +139,7 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
   host_of_rank_.clear();
   for (const auto& r : placement.ranks())
     host_of_rank_.push_back(static_cast<int>(std::find(hosts_.begin(), hosts_.end(), r.host) - hosts_.begin()));
+  for (const auto& r : placement.ranks()) ranks_per_host_ = std::max(ranks_per_host_, r.local_size);
   const int n = static_cast<int>(hosts_.size());
   const auto pattern = v["pattern"].as<std::string>();
   if (v.count("pairs-file")) {
@@ -466,7 +468,7 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
                              .set("host_a", hosts_[p.a]).set("host_b", hosts_[p.b]));
     if (n <= 16)
       context.out->section(pairs_table_, "pair tests", {{"round"}, {"host_a"}, {"host_b"}, {"metric"}, {"direction"},
-                                                        {"value"}, {"unit"}, {"wrong"}});
+                                                        {"value"}, {"unit"}, {"pct_expected"}, {"wrong"}});
   }
   auto records = context.is_root() ? resumed_records() : std::vector<PairRecord>{};
   auto measured = run_rounds(context, rounds, "sweep", 0);

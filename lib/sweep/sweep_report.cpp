@@ -16,6 +16,31 @@ namespace {
 constexpr const char* direction_names[] = {"a->b", "b->a", "both"};
 }
 
+void SweepBenchmark::stamp_expected(const app::RunContext& context, results::Row& row, const PairRecord& r) {
+  const auto& m = *metrics_[r.metric];
+  const double value = doctor::ExpectedShare::gbps(r.value, m.value_unit);
+  if (std::isnan(value)) return;  // latency metrics
+  doctor::Reference ref;
+  if (m.collective()) {
+    const bool nccl = backend_ == ops::BackendKind::nccl;
+    const std::vector<std::string> both{hosts_[r.a], hosts_[r.b]};
+    ref = context.expected.per_rank(both, ranks_per_host_, nccl);
+  } else {
+    ref = context.expected.stream(hosts_[r.a], hosts_[r.b], false);
+    if (m.p2p_test == "bibw") ref = ref.scaled(2, "both directions of");
+  }
+  // One summary line at the end rather than a warning per pair.
+  if (!context.expected.stamp(row, value, ref, r.bytes, "").empty()) {
+    ++below_expected_;
+    const double percent = row.number("pct_expected");
+    if (percent < lowest_percent_) {
+      lowest_percent_ = percent;
+      lowest_expected_ = fmt::format("{} - {} {} {:.0f}% of {:.2f} GB/s ({})", hosts_[r.a], hosts_[r.b], m.name, percent,
+                                     ref.gbps, ref.basis);
+    }
+  }
+}
+
 std::vector<PairRecord> SweepBenchmark::report_records(const app::RunContext& context,
                                                        const std::vector<PairRecord>& records, const std::string& kind) {
   std::map<std::tuple<int, int, int, int, int>, PairRecord> merged;
@@ -51,6 +76,7 @@ std::vector<PairRecord> SweepBenchmark::report_records(const app::RunContext& co
     row.set("unit", std::string(m.unit)).set("time_us_median", r.median_us).set("time_us_p99", r.p99_us);
     row.set("wrong", std::int64_t(r.wrong));
     doctor::set_counters(row, grown[key]);
+    stamp_expected(context, row, r);
     rows.push_back(std::move(row));
     out.push_back(r);
   }
@@ -167,6 +193,13 @@ std::vector<Verdict> SweepBenchmark::judge(const app::RunContext& context, const
   if (wrong > 0) {
     context.out->note(fmt::format("{} bytes failed the check", wrong));
     verdicts.push_back({"check", "data", 0, -1, "wrong data"});
+  }
+  if (below_expected_ > 0) {
+    const auto line = fmt::format("warning: {} pair value(s) below {:g}% of what the hardware should reach; lowest: {} "
+                                  "(configs/expected.ini)", below_expected_, context.expected.rule().warn_below_percent,
+                                  lowest_expected_);
+    context.out->note(line);
+    if (context.options.quiet) fmt::print(stderr, "{}: {}\n", context.program, line);
   }
   if (verdicts.empty())
     context.out->note(fmt::format("verdict: all {} hosts and their pairs pass", n));

@@ -82,6 +82,7 @@ results::TableSpec VerbsBenchmark::make_table() {
            statistic("time_us_p999", Unit::us, Better::lower, "99.9%[usec]"),
            measured_int("wrong", Unit::bytes, Better::lower, "#wrong")}};
   for (auto& c : doctor::counter_columns()) table.columns.push_back(std::move(c));
+  for (auto& c : doctor::ExpectedShare::columns()) table.columns.push_back(std::move(c));
   return table;
 }
 
@@ -208,6 +209,13 @@ void VerbsBenchmark::abort() noexcept {
   if (link_) link_->abort();
 }
 
+doctor::Reference VerbsBenchmark::reference(const app::RunContext& context) const {
+  // Every pair goes through rank 0's port: the sum is held against it (twice over with --bidirectional).
+  const auto& port = device_->port();
+  auto ref = context.expected.port(context.placement.me().host, fmt::format("{}/{}", port.device, port.port));
+  return settings_.bidirectional ? ref.scaled(2, "both directions of") : ref;
+}
+
 void VerbsBenchmark::report(const app::RunContext& context, const VerbsTest& test, std::uint64_t bytes, int warmup,
                             const VerbsMeasurement& mine, const doctor::CounterReading& counters) {
   const auto& world = context.world;
@@ -254,6 +262,7 @@ void VerbsBenchmark::report(const app::RunContext& context, const VerbsTest& tes
     row.set("msg_rate_mps", sum.msg_rate_mps).set("bw_min_pair_mibps", min_pair);
     // perftest leaves the peak out (0.00) above 20000 messages; so does the row (NaN).
     if (sum.peak_mibps > 0) row.set("bw_peak_mibps", sum.peak_mibps).set("bw_peak_gbitps", sum.peak_gbitps);
+    context.expect(row, doctor::ExpectedShare::gbps(sum.avg_mibps, results::Unit::mibps), reference(context), bytes, fmt::format("{} at {} B", test.name, bytes));
   } else {
     const auto lat = ops::perftest_latency(round_trips.all(), test.latency_divisor);
     row.set("latency_us", lat.typical_us).set("time_us_min", lat.min_us).set("time_us_max", lat.max_us);
@@ -307,6 +316,7 @@ ExitStatus VerbsBenchmark::run(const app::RunContext& context) {
         const std::string unit = report_gbits_ ? "gbitps" : "mibps";
         shown.insert(shown.end(), {{"bw_peak_" + unit}, {"bw_avg_" + unit}, {"msg_rate_mps"}});
         if (pairs_->pairs() > 1) shown.push_back({"bw_min_pair_mibps"});
+        if (reference(context).known()) shown.push_back({"pct_expected"});
       } else {
         shown.insert(shown.end(), {{"time_us_min"}, {"time_us_max"}, {"latency_us"}, {"time_us_mean"},
                                    {"time_us_stddev"}, {"time_us_p99"}, {"time_us_p999"}});

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "fabricbench/cli/command_line.hpp"
+#include "fabricbench/doctor/expected_share.hpp"
 #include "fabricbench/env/environment.hpp"
 #include "fabricbench/results/result_set.hpp"
 #include "fabricbench/runtime/placement.hpp"
@@ -25,6 +26,9 @@ struct RunContext {
   // Rank 0: every host's facts, expected bandwidth and the cheap checks' findings (empty elsewhere, and in a resumed
   // run, which keeps its first part's /env).
   const env::EnvReport& environment;
+  // Rank 0: what bandwidth rows are held against (from environment.expected) and the rule that warns.
+  const doctor::ExpectedShare& expected;
+  const std::string& program;  // "fabric-p2p", for warning lines
 
   bool is_root() const { return out != nullptr; }
   // Test hook FABRICBENCH_TEST_STALL=RANK:K: that rank stalls forever at its K-th measurement (from 0).
@@ -40,6 +44,10 @@ struct RunContext {
   void doing(const std::string& what) const { report.set_doing(what); }
   // One line of progress on stderr (rank 0, not with --quiet).
   void progress(const std::string& line) const;
+  // Rank 0: fills a row's expected_gbps and pct_expected; a judged row below the rule leaves one warning line in
+  // the table and the file's notes (on stderr with --quiet).
+  void expect(results::Row& row, double measured_gbps, const doctor::Reference& ref, std::uint64_t bytes,
+              const std::string& what) const;
 };
 
 }  // namespace fabricbench::app

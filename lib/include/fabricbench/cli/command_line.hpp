@@ -47,6 +47,7 @@ struct CommonOptions {
   double timeout_s = 0;  // 0: none
   bool quiet = false;
   bool checks = true;  // the cheap host checks at start (--no-checks turns them off)
+  std::string expected_rule;  // --expected-rule FILE; empty: the shipped configs/expected.ini
   std::string command_line;
 };
 

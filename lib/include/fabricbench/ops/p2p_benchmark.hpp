@@ -37,6 +37,9 @@ class P2PBenchmark : public app::Benchmark {
   void report(const app::RunContext& context, const P2PTest& test, std::uint64_t bytes, int iterations,
               int warmup, const PairMeasurement& mine, const doctor::CounterReading& counters);
 
+  // What a bandwidth row of `test` is held against (rank 0).
+  doctor::Reference reference(const app::RunContext& context, const P2PTest& test) const;
+
   results::TableSpec table_, samples_;
   std::vector<const P2PTest*> tests_;
   memory::MemoryKind memory_ = memory::MemoryKind::host;

@@ -14,10 +14,11 @@ enum class ColumnType { integer, real, text };
 
 // Units as HDF5 stores them ("" for none). MB/s and GB/s are 1e6 and 1e9 B/s; M/s is 1e6 per second.
 // mbps: 1e6 B/s (OSU); gbps: 1e9 B/s (nccl-tests); mibps: 2^20 B/s (perftest's "MB/sec"); gbitps: 1e9 bit/s.
-enum class Unit { none, bytes, elements, us, seconds, mbps, gbps, mibps, gbitps, mega_per_s };
+enum class Unit { none, bytes, elements, us, seconds, mbps, gbps, mibps, gbitps, mega_per_s, percent };
 // key: identifies the row (op, bytes ...); setting: how it was measured (iterations, warm-up); measured: a value
-// the run produced; statistic: a statistic of a measured value (min, median, p99 ...).
-enum class Role { key, setting, measured, statistic };
+// the run produced; statistic: a statistic of a measured value (min, median, p99 ...); reference: a figure the
+// measurement is held against, not measured (the bandwidth the hardware should reach).
+enum class Role { key, setting, measured, statistic, reference };
 enum class Better { none, higher, lower };
 
 std::string_view to_string(Unit unit);
@@ -45,6 +46,7 @@ Column setting_text(std::string name, std::size_t width, std::string label = "")
 Column measured(std::string name, Unit unit, Better better, std::string label = "", int precision = 2);
 Column measured_int(std::string name, Unit unit, Better better, std::string label = "");
 Column statistic(std::string name, Unit unit, Better better, std::string label = "", int precision = 2);
+Column reference(std::string name, Unit unit, std::string label = "", int precision = 2);
 
 struct TableSpec {
   std::string group;  // "results", "env", "sweep", "samples"

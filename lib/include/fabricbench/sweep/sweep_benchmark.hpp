@@ -94,6 +94,8 @@ class SweepBenchmark : public app::Benchmark {
   // rows, returns the merged records.
   std::vector<PairRecord> report_records(const app::RunContext& context, const std::vector<PairRecord>& records,
                                          const std::string& kind);
+  // Rank 0: a pair row's expected_gbps and pct_expected; counts the values below the rule.
+  void stamp_expected(const app::RunContext& context, results::Row& row, const PairRecord& record);
   // Rank 0: verdicts of every metric, and the suspect pairs to re-test. With `final`: writes matrices, per-node
   // medians and verdicts.
   std::vector<Verdict> judge(const app::RunContext& context, const std::vector<PairRecord>& records, bool final,
@@ -104,6 +106,7 @@ class SweepBenchmark : public app::Benchmark {
   std::vector<const SweepMetric*> metrics_;
   std::vector<std::string> hosts_;
   std::vector<int> host_of_rank_;
+  int ranks_per_host_ = 1;  // the most ranks any host has
   Rules rules_;
   std::uint64_t bw_bytes_ = 0, lat_bytes_ = 8;
   int window_ = 64, retest_ = 1, gpu_ = -1;
@@ -130,6 +133,10 @@ class SweepBenchmark : public app::Benchmark {
   doctor::LinkCounters counters_;  // this host's links, read around each metric of a pair test
   // Rank 0: per host, its link counters' growth over its pair tests and the hosts it was tested with.
   std::map<int, std::pair<doctor::CounterReading, std::set<int>>> counter_growth_;
+  // Rank 0: the pair values below the "% of expected" rule, and the lowest of them.
+  int below_expected_ = 0;
+  std::string lowest_expected_;
+  double lowest_percent_ = INFINITY;
   PairRecord measure_rdma(const app::RunContext& context, const runtime::Communicator& pair, std::size_t k,
                           int direction, int round_index, const HostPair& hosts);
 #endif

@@ -35,6 +35,8 @@ class VerbsBenchmark : public app::Benchmark {
   std::vector<std::uint64_t> sizes_for(const VerbsTest& test, const cli::CommonOptions& common) const;
 
  private:
+  // Rank 0: what a bandwidth row is held against (rank 0's port).
+  doctor::Reference reference(const app::RunContext& context) const;
   void report(const app::RunContext& context, const VerbsTest& test, std::uint64_t bytes, int warmup,
               const VerbsMeasurement& mine, const doctor::CounterReading& counters);
 
