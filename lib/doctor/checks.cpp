@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
@@ -293,7 +294,8 @@ void gpu_nvlink_errors(const Context& c, Findings& out) {
       out.skip(gpu_name(i), "NVML reports no NVLink error counters");
       continue;
     }
-    const std::string value = fmt::format("replay {}, recovery {}, CRC {}", sum.replay, sum.recovery, sum.crc_flit + sum.crc_data);
+    std::string value = fmt::format("replay {}, recovery {}, CRC {}", sum.replay, sum.recovery, sum.crc_flit);
+    if (sum.crc_data > 0) value += fmt::format(" (data CRC {}, corrected: not counted)", sum.crc_data);
     if (bad.empty()) out.ok(gpu_name(i), value, "0");
     else out.add(gpu_name(i), Status::warn, value + " on links " + join(bad, ","), "0", "a link with growing errors is failing: see nvidia-smi nvlink -e");
   }
@@ -678,8 +680,10 @@ std::vector<Expected> expected_bandwidth(const Context& c) {
       int active = 0;
       for (int l = 0; l < c.gpus->nvlink_count(i); ++l) active += c.gpus->nvlink_active(i, l).value_or(false) ? 1 : 0;
       const auto speed = c.gpus->nvlink_speed_gbps(i);
-      if (active > 0 && speed)
-        out.push_back({c.host, "nvlink", gpu_name(i), active * *speed, fmt::format("{} links x {:.2f} GB/s", active, *speed)});
+      // Links up but no speed from NVML: an unknown figure (NaN), so that nothing falls back to the PCIe one.
+      if (active > 0)
+        out.push_back({c.host, "nvlink", gpu_name(i), speed ? active * *speed : NAN,
+                       speed ? fmt::format("{} links x {:.2f} GB/s", active, *speed) : fmt::format("{} links, speed unknown", active)});
       if (const auto p = c.gpus->pcie(i); p && p->max_gen > 0)
         out.push_back({c.host, "pcie", gpu_name(i), pcie_gbps(p->max_gen, p->max_width),
                        fmt::format("PCIe gen {} x{}", p->max_gen, p->max_width)});

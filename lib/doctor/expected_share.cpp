@@ -59,9 +59,17 @@ Reference ExpectedShare::over_hosts(const std::vector<std::string>& hosts, const
   Reference out;
   for (const auto& host : std::set<std::string>(hosts.begin(), hosts.end())) {
     const Expected* pick = nullptr;
-    for (const auto& e : found_)
-      if (e.host == host && e.kind == kind && (!pick || (largest ? e.gbps > pick->gbps : e.gbps < pick->gbps))) pick = &e;
-    if (!pick) return {};  // a host without it: nothing to hold the measurement against
+    bool unknown = false;
+    for (const auto& e : found_) {
+      if (e.host != host || e.kind != kind) continue;
+      if (!(e.gbps > 0)) {  // present but of unknown speed
+        unknown = true;
+        continue;
+      }
+      if (!pick || (largest ? e.gbps > pick->gbps : e.gbps < pick->gbps)) pick = &e;
+    }
+    // A host without it, or (for the slowest) one of unknown speed: nothing to hold the measurement against.
+    if (!pick || (unknown && !largest)) return {};
     if (!out.known() || pick->gbps < out.gbps)
       out = {pick->gbps, fmt::format("{} {} on {}: {}", kind, pick->subject, host, pick->basis)};
   }
@@ -69,8 +77,11 @@ Reference ExpectedShare::over_hosts(const std::vector<std::string>& hosts, const
 }
 
 Reference ExpectedShare::gpu_link(const std::vector<std::string>& hosts) const {
-  if (auto nvlink = over_hosts(hosts, "nvlink", false); nvlink.known()) return nvlink;
-  return over_hosts(hosts, "pcie", false);
+  // NVLink where the hosts have it (even of unknown speed: PCIe is not what GPU peers use then), else PCIe.
+  const bool nvlink = std::any_of(found_.begin(), found_.end(), [&](const Expected& e) {
+    return e.kind == "nvlink" && std::find(hosts.begin(), hosts.end(), e.host) != hosts.end();
+  });
+  return over_hosts(hosts, nvlink ? "nvlink" : "pcie", false);
 }
 
 Reference ExpectedShare::stream(const std::string& a, const std::string& b, bool gpu_memory) const {

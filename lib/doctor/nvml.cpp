@@ -3,8 +3,11 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "fabricbench/doctor/gpu_info.hpp"
 
@@ -27,6 +30,9 @@ struct FieldValue {
   } value{};
 };
 constexpr unsigned field_nvlink_speed_mbps_common = 90;  // NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON (MB/s per link)
+// NVML_FI_DEV_NVLINK_GET_SPEED (MB/s, scopeId = link). On 2 x H200 with driver 580 field 90 (and the per-link
+// fields 84-89) answer NOT_SUPPORTED while this one gives 26562 for every link, as nvidia-smi nvlink -s shows.
+constexpr unsigned field_nvlink_get_speed = 164;
 constexpr int max_nvlinks = 18;                          // NVML_NVLINK_MAX_LINKS (Hopper/Blackwell)
 
 class Nvml final : public GpuInfo {
@@ -96,10 +102,24 @@ class Nvml final : public GpuInfo {
     return state == 1;
   }
   std::optional<double> nvlink_speed_gbps(int gpu) const override {
+    if (!fields_fn_) return std::nullopt;
+    // The slowest active link's speed (per link, field 164), else the common speed (field 90). MB/s -> GB/s.
+    std::vector<FieldValue> per_link;
+    for (int l = 0, n = nvlink_count(gpu); l < n; ++l) {
+      if (!nvlink_active(gpu, l).value_or(false)) continue;
+      per_link.emplace_back();
+      per_link.back().field_id = field_nvlink_get_speed;
+      per_link.back().scope_id = static_cast<unsigned>(l);
+    }
+    std::optional<double> slowest;
+    if (!per_link.empty() && fields_fn_(dev(gpu), static_cast<int>(per_link.size()), per_link.data()) == 0)
+      for (const auto& v : per_link)
+        if (v.result == 0 && v.value.ui > 0) slowest = std::min(slowest.value_or(INFINITY), v.value.ui / 1000.0);
+    if (slowest) return slowest;
     FieldValue v;
     v.field_id = field_nvlink_speed_mbps_common;
-    if (!fields_fn_ || fields_fn_(dev(gpu), 1, &v) != 0 || v.result != 0 || v.value.ui == 0) return std::nullopt;
-    return v.value.ui / 1000.0;  // MB/s (10^6) -> GB/s
+    if (fields_fn_(dev(gpu), 1, &v) != 0 || v.result != 0 || v.value.ui == 0) return std::nullopt;
+    return v.value.ui / 1000.0;
   }
   std::optional<NvLinkErrors> nvlink_errors(int gpu, int link) const override {
     if (!nvlink_error_fn_) return std::nullopt;

@@ -3,6 +3,8 @@
 // NVML behind GpuInfo.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -85,6 +87,8 @@ class FakeGpus : public GpuInfo {
   RemappedRows rows{};
   std::uint64_t clocks = 0x1;  // GpuIdle
   unsigned width = 16;
+  NvLinkErrors link_errors{};
+  bool speed_known = true;
   int count() const override { return 2; }
   std::string name(int) const override { return "NVIDIA H200"; }
   std::string pci_bus_id(int g) const override { return g == 0 ? "0000:00:06.0" : "0000:00:07.0"; }
@@ -93,8 +97,8 @@ class FakeGpus : public GpuInfo {
   std::optional<std::string> p2p_status(int, int, P2PKind) const override { return "OK"; }
   int nvlink_count(int) const override { return 18; }
   std::optional<bool> nvlink_active(int g, int link) const override { return !(g == 1 && link < links_down_on_gpu1); }
-  std::optional<double> nvlink_speed_gbps(int) const override { return 26.562; }
-  std::optional<NvLinkErrors> nvlink_errors(int, int) const override { return NvLinkErrors{}; }
+  std::optional<double> nvlink_speed_gbps(int) const override { return speed_known ? std::optional(26.562) : std::nullopt; }
+  std::optional<NvLinkErrors> nvlink_errors(int, int link) const override { return link == 3 ? link_errors : NvLinkErrors{}; }
   std::optional<RemappedRows> remapped_rows(int) const override { return rows; }
   std::optional<std::uint64_t> ecc_uncorrected(int) const override { return 0; }
   std::optional<Pcie> pcie(int) const override { return Pcie{5, 5, width, 16}; }
@@ -446,6 +450,34 @@ TEST(DoctorGpu, BrokenGpusAreNamed) {
   const auto g = run_named("gpu.remapped_rows", c);
   EXPECT_EQ(find(g, "gpu.remapped_rows", "GPU0")->status, Status::warn);
   EXPECT_NEAR(expected_bandwidth(c)[2].gbps, 16 * 26.562, 1e-9);  // GPU1 with 2 links down
+}
+
+TEST(DoctorGpu, NvlinkErrorsCountWhatNvidiaSmiShowsNotCorrectedDataCrc) {
+  FakeGpus gpus;
+  Context c;
+  c.gpus = &gpus;
+  // What NVML gave on a healthy H200 link: data CRC grows with the lane ECC corrections; nvidia-smi shows CRC 0.
+  gpus.link_errors.crc_data = 27;
+  auto f = run_named("gpu.nvlink_errors", c);
+  EXPECT_EQ(find(f, "gpu.nvlink_errors", "GPU0")->status, Status::ok);
+  EXPECT_EQ(find(f, "gpu.nvlink_errors", "GPU0")->value, "replay 0, recovery 0, CRC 0 (data CRC 27, corrected: not counted)");
+  gpus.link_errors.crc_flit = 2;
+  gpus.link_errors.replay = 1;
+  f = run_named("gpu.nvlink_errors", c);
+  EXPECT_EQ(find(f, "gpu.nvlink_errors", "GPU1")->status, Status::warn);
+  EXPECT_NE(find(f, "gpu.nvlink_errors", "GPU1")->value.find("replay 1, recovery 0, CRC 2 (data CRC 27"), std::string::npos);
+  EXPECT_NE(find(f, "gpu.nvlink_errors", "GPU1")->value.find("on links 3"), std::string::npos);
+}
+
+TEST(DoctorGpu, NvlinkUpWithoutASpeedIsAnUnknownFigure) {
+  FakeGpus gpus;
+  gpus.speed_known = false;
+  Context c;
+  c.gpus = &gpus;
+  const auto expected = expected_bandwidth(c);
+  ASSERT_EQ(expected[0].kind, "nvlink");
+  EXPECT_TRUE(std::isnan(expected[0].gbps));
+  EXPECT_EQ(expected[0].basis, "18 links, speed unknown");
 }
 
 TEST(DoctorGpu, WithoutNvmlEveryGpuCheckSkips) {

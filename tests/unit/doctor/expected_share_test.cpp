@@ -52,6 +52,16 @@ TEST(ExpectedShare, EveryRankAtOnceSharesTheNodeAndNeverExceedsItsGpuLink) {
   EXPECT_DOUBLE_EQ(fat.per_rank({"p", "q"}, 2, false).gbps, 50.0);
 }
 
+TEST(ExpectedShare, NvlinkOfUnknownSpeedIsNoReferenceRatherThanPcie) {
+  // NVML told the links are up but not their speed: PCIe (what the GPUs' peers do not use) must not stand in.
+  const ExpectedShare share({{"h", "nvlink", "GPU0", NAN, "18 links, speed unknown"},
+                             {"h", "nvlink", "GPU1", 478.0, "18 links x 26.56 GB/s"},
+                             {"h", "pcie", "GPU0", 63.0, "PCIe gen 5 x16"}},
+                            {}, 0);
+  EXPECT_FALSE(share.stream("h", "h", true).known());
+  EXPECT_FALSE(share.per_rank({"h", "h"}, 2, true).known());
+}
+
 TEST(ExpectedShare, APortByName) {
   const ExpectedShare share(two_hosts(), {}, 0);
   EXPECT_DOUBLE_EQ(share.port("a", "mlx5_1/1").gbps, 25.0);
