@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # The README's main command: install (apt, when root), build, and run the default local suite on this machine:
+#   fabric-doctor first (every check; one rank per GPU where there are GPUs, else 2), its failures do not stop the rest;
 #   fabric-p2p latency, bw and bibw on 2 ranks over shared memory;
 #   fabric-coll: NCCL all_reduce on every GPU where there are GPUs, else every MPI collective on 2 ranks;
 #   fabric-sweep (as root): all pairs of an emulated 4-host cluster in network namespaces;
@@ -15,11 +16,15 @@ fi
 mkdir -p results
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 limit=${FABRICBENCH_TIMEOUT:-600}
+gpus=$( (nvidia-smi -L 2>/dev/null || true) | grep -c '^GPU' || true)
+timeout "$limit" mpirun -np "$([ "${gpus:-0}" -ge 2 ] && echo "$gpus" || echo 2)" --oversubscribe --bind-to none \
+  "$root/build/benchmarks/fabric-doctor" --output "results/fabricbench-doctor-$stamp.h5" --timeout 120 \
+  || echo "# fabric-doctor: a check failed (see the table above); the benchmarks run anyway"
+echo
 timeout "$limit" mpirun -np 2 --oversubscribe --bind-to core --mca btl self,vader \
   "$root/build/benchmarks/fabric-p2p" --test all --output "results/fabricbench-p2p-$stamp.h5" \
   --csv "results/fabricbench-p2p-$stamp.csv" --timeout 120 "$@"
 echo
-gpus=$( (nvidia-smi -L 2>/dev/null || true) | grep -c '^GPU' || true)
 if [ "${gpus:-0}" -ge 1 ]; then
   export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
   timeout "$limit" mpirun -np "$gpus" --bind-to none "$root/build/benchmarks/fabric-coll" --backend nccl \
