@@ -110,22 +110,118 @@ def _sheet_name(table: str) -> str:
     return table.replace("/", "_")[:31]  # Excel's limit
 
 
+def _summary(run: Run) -> pd.DataFrame:
+    """One row per measured figure of each results table: its best value and where."""
+    rows = []
+    for name, frame in run.tables.items():
+        if not name.startswith("results/") or frame.empty:
+            continue
+        for col in run.columns.get(name, {}).values():
+            if col.role != "measured" or col.better not in ("higher", "lower") or frame[col.name].isna().all():
+                continue
+            if col.name in ("wrong", "port_errors", "xmit_wait", "nvlink_errors"):
+                rows.append({"table": name, "figure": col.name, "best": frame[col.name].sum(), "unit": col.unit,
+                             "where": "sum over rows"})
+                continue
+            i = frame[col.name].idxmax() if col.better == "higher" else frame[col.name].idxmin()
+            keys = ", ".join(f"{k}={frame.at[i, k]}" for k in run.keys(name))
+            rows.append({"table": name, "figure": col.name, "best": frame.at[i, col.name], "unit": col.unit,
+                         "where": keys})
+    return pd.DataFrame(rows, columns=["table", "figure", "best", "unit", "where"])
+
+
+def _chart_sheet(writer, run: Run) -> None:
+    """Native charts: bus bandwidth (collectives) or bandwidth (p2p, verbs) against size, one series per op/test."""
+    from openpyxl.chart import Reference, ScatterChart, Series
+
+    for table, y, group in (("results/coll", "busbw_gbps", "op"), ("results/p2p", "bw_mbps", "test"),
+                            ("results/verbs", "bw_avg_mibps", "test")):
+        frame = run.tables.get(table)
+        if frame is None or frame.empty or frame[y].isna().all():
+            continue
+        if table == "results/coll":
+            frame = frame[frame.in_place == 0] if (frame.in_place == 0).any() else frame
+        data = frame[frame[y].notna()].pivot_table(index="bytes", columns=group, values=y, aggfunc="max").reset_index()
+        sheet_name = ("chart_" + table.split("/")[1])[:31]
+        data.to_excel(writer, sheet_name, index=False)
+        sheet = writer.sheets[sheet_name]
+        chart = ScatterChart()
+        chart.title = f"{y} ({run.columns[table][y].unit}) against size"
+        chart.style = 13
+        chart.x_axis.title = "bytes"
+        chart.y_axis.title = f"{y} ({run.columns[table][y].unit})"
+        chart.x_axis.scaling.logBase = 2
+        n = len(data)
+        xs = Reference(sheet, min_col=1, min_row=2, max_row=n + 1)
+        for c in range(2, data.shape[1] + 1):
+            series = Series(Reference(sheet, min_col=c, min_row=1, max_row=n + 1), xs, title_from_data=True)
+            series.marker.symbol = "circle"
+            chart.series.append(series)
+        chart.width, chart.height = 22, 12
+        sheet.add_chart(chart, f"{chr(ord('A') + data.shape[1] + 1)}2")
+
+
+def _matrix_sheets(writer, run: Run) -> None:
+    """Sweep matrices as colour-scaled grids (a heat map in Excel)."""
+    from openpyxl.formatting.rule import ColorScaleRule
+    from openpyxl.utils import get_column_letter
+
+    for name, matrix in run.matrices.items():
+        sheet_name = ("heat_" + name.rsplit("/", 1)[1])[:31]
+        matrix.to_excel(writer, sheet_name)
+        sheet = writer.sheets[sheet_name]
+        n_rows, n_cols = matrix.shape
+        cells = f"B2:{get_column_letter(n_cols + 1)}{n_rows + 1}"
+        low, high = ("F8696B", "63BE7B") if run.matrix_attrs.get(name, {}).get("better", "higher") == "higher" else ("63BE7B", "F8696B")
+        sheet.conditional_formatting.add(cells, ColorScaleRule(start_type="min", start_color=low, mid_type="percentile",
+                                                               mid_value=50, mid_color="FFEB84", end_type="max",
+                                                               end_color=high))
+
+
 def to_excel(run: Run, out, include_samples: bool = False) -> None:
-    """One sheet per table plus a 'run' sheet with the attributes. Samples are large: off by default."""
+    """A 'summary' sheet (status and each figure's best), a 'run' sheet with the attributes, one sheet per table,
+    native charts of bandwidth against size, and sweep matrices as colour-scaled grids. Samples are large: off by
+    default."""
     with pd.ExcelWriter(out, engine="openpyxl") as writer:
+        head = pd.DataFrame([("status", run.attrs.get("status", "")), ("tool", run.attrs.get("tool", "")),
+                             ("hosts", run.attrs.get("hosts", "")), ("started_at", run.attrs.get("started_at", ""))],
+                            columns=["attribute", "value"])
+        head.to_excel(writer, "summary", index=False)
+        _summary(run).to_excel(writer, "summary", index=False, startrow=len(head) + 2)
         pd.DataFrame(sorted(run.attrs.items()), columns=["attribute", "value"]).to_excel(writer, "run", index=False)
         for name, frame in run.tables.items():
             if name.startswith("samples/") and not include_samples:
                 continue
             frame.to_excel(writer, _sheet_name(name), index=False)
+        _chart_sheet(writer, run)
+        _matrix_sheets(writer, run)
 
 
-def to_csv_dir(run: Run, directory) -> list:
-    """One CSV per table (results, env, samples) in `directory`; returns the paths."""
+def to_json_lines(run: Run, out, tables=None) -> int:
+    """Every table (or `tables`) as JSON lines: one object per row with its table's name; returns the line count."""
+    import json
+
+    count = 0
+    with open(out, "w") as f:
+        for name, frame in run.tables.items():
+            if tables and name not in tables:
+                continue
+            for record in frame.to_dict(orient="records"):
+                clean = {k: (None if isinstance(v, float) and np.isnan(v) else (v.item() if isinstance(v, np.generic) else v))
+                         for k, v in record.items()}
+                f.write(json.dumps({"table": name, **clean}) + "\n")
+                count += 1
+    return count
+
+
+def to_csv_dir(run: Run, directory, tables=None) -> list:
+    """One CSV per table (results, env, samples; or only `tables`) in `directory`; returns the paths."""
     directory = pathlib.Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     paths = []
     for name, frame in run.tables.items():
+        if tables and name not in tables:
+            continue
         path = directory / (name.replace("/", "_") + ".csv")
         frame.to_csv(path, index=False)
         paths.append(path)

@@ -10,6 +10,7 @@
 #include "fabricbench/app/benchmark.hpp"
 #include "fabricbench/app/shipped_files.hpp"
 #include "fabricbench/env/environment.hpp"
+#include "fabricbench/results/baseline.hpp"
 #include "fabricbench/results/csv_sink.hpp"
 #include "fabricbench/results/hdf5_sink.hpp"
 #include "fabricbench/results/terminal_table.hpp"
@@ -43,6 +44,28 @@ void agree(const runtime::Communicator& world, Step&& step) {
     if (!message.empty()) throw Error::usage(message);
 }
 
+// --baseline: every row of the tool's table held against the baseline's entries; the lines of what fell below.
+class BaselineCheck : public results::ResultSink {
+ public:
+  BaselineCheck(const results::Baseline& baseline, std::string table) : baseline_(baseline), table_(std::move(table)) {}
+  void begin(const results::RunInfo&) override {}
+  void declare(const results::TableSpec&) override {}
+  void row(const results::Row& row) override {
+    if (row.spec().path() != table_) return;
+    ++rows_;
+    for (auto& line : baseline_.check(row)) failures_.push_back(std::move(line));
+  }
+  void finish(const std::string&) override {}
+  const std::vector<std::string>& failures() const { return failures_; }
+  std::size_t rows() const { return rows_; }
+
+ private:
+  const results::Baseline& baseline_;
+  std::string table_;
+  std::vector<std::string> failures_;
+  std::size_t rows_ = 0;
+};
+
 // /failure/ranks: one row per rank, what it said (or that it said nothing). Rows only; the status says the rest.
 void write_failure_records(results::ResultSet* out, const std::vector<runtime::RankRecord>& records) {
   using namespace results;
@@ -71,6 +94,7 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
   const auto world = runtime::Communicator::world();
   const std::string program = benchmark.program();
   std::unique_ptr<results::ResultSet> out;
+  BaselineCheck* baseline_check = nullptr;  // owned by `out`
   try {
     cli::CommandLine command_line(program, benchmark.summary(), benchmark.option_groups());
     benchmark.add_options(command_line.tool_options());
@@ -79,6 +103,11 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
     if (!go) return 0;
     const auto placement = runtime::Placement::discover(world);
     agree(world, [&] { benchmark.configure(command_line.values(), command_line.common(), placement); });
+    results::Baseline baseline;
+    agree(world, [&] {
+      const auto& path = command_line.common().baseline;
+      if (!path.empty()) baseline = results::Baseline::load(path, benchmark.table());
+    });
     doctor::ExpectedRule expected_rule;
     agree(world, [&] {
       const auto& given = command_line.common().expected_rule;
@@ -101,6 +130,11 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
       if (resume.empty()) out->add(std::make_unique<results::Hdf5Sink>(options.output, options.force));
       else out->add(std::make_unique<results::Hdf5Sink>(resume, results::Hdf5Sink::Mode::append));
       if (!options.csv.empty()) out->add(std::make_unique<results::CsvSink>(options.csv, benchmark.table().path()));
+      if (!baseline.empty()) {
+        auto check = std::make_unique<BaselineCheck>(baseline, benchmark.table().path());
+        baseline_check = check.get();
+        out->add(std::move(check));
+      }
     }
     runtime::ProgressBoard board(world);
     runtime::MainThreadBacktrace::install();
@@ -141,12 +175,22 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
     const doctor::ExpectedShare expected(environment.expected, expected_rule, options.has_sizes ? options.sizes.max() : 0);
     RunContext context{options, world, placement, out.get(), watchdog, board, report, environment, expected, program};
     if (const char* stall = std::getenv("FABRICBENCH_TEST_STALL")) std::sscanf(stall, "%d:%d", &context.stall_rank, &context.stall_at);
-    const ExitStatus status = benchmark.run(context);
+    ExitStatus status = benchmark.run(context);
     world.barrier();
+    if (baseline_check) {
+      for (const auto& line : baseline_check->failures()) {
+        out->note("below baseline: " + line);
+        if (options.quiet) fmt::print(stderr, "{}: below baseline: {}\n", program, line);
+      }
+      out->note(fmt::format("baseline {}: {} row(s) checked, {} value(s) below", baseline.path(), baseline_check->rows(),
+                            baseline_check->failures().size()));
+      if (!baseline_check->failures().empty() && status == ExitStatus::ok) status = ExitStatus::measurement_failed;
+    }
     if (out) {
       out->finish("complete");
       if (!options.quiet)
-        fmt::print("# results: {}{}\n", resume.empty() ? options.output : resume, options.csv.empty() ? "" : " and " + options.csv);
+        fmt::print("# results: {}{}\n# plots: fabric-report plot {}\n", resume.empty() ? options.output : resume,
+                   options.csv.empty() ? "" : " and " + options.csv, resume.empty() ? options.output : resume);
     }
     return static_cast<int>(status);
   } catch (const Error& e) {

@@ -78,6 +78,7 @@ CommandLine::CommandLine(std::string program, std::string summary, OptionGroups 
       ("sizes", po::value<std::string>(), "explicit sizes '8,1K,4M' or a range 'MIN:MAX[:xFACTOR]' (instead of -b/-e/-f)")
       (name("iters", 'n').c_str(), po::value<long long>(), "timed iterations per size (nccl-tests -n, OSU -i); default depends on the test and size")
       (name("warmup", 'w').c_str(), po::value<long long>(), "untimed warm-up iterations per size (nccl-tests -w, OSU -x)")
+      ("baseline", po::value<std::string>(), "exit 1 when a result is worse than this baseline (written by fabric-report baseline)")
       (name("check", 'c').c_str(), po::value<int>()->implicit_value(1), fmt::format("validate received data: --check, -c 1 or -c 0; default {}", groups_.sizes->check_by_default ? 1 : 0).c_str());
   osu_desc_.add_options()
       (name("osu-m", 'm').c_str(), po::value<std::string>(), "OSU -m [MIN:]MAX: message size range")
@@ -139,6 +140,7 @@ void CommandLine::read_common() {
   common_.quiet = v.count("quiet") > 0;
   common_.checks = v.count("no-checks") == 0;
   if (v.count("expected-rule")) common_.expected_rule = v["expected-rule"].as<std::string>();
+  if (v.count("baseline")) common_.baseline = v["baseline"].as<std::string>();
   if (v.count("timeout")) common_.timeout_s = parse_duration(v["timeout"].as<std::string>(), "--timeout");
 }
 

@@ -69,7 +69,7 @@ results::TableSpec CollBenchmark::make_table() {
           {key_text("op", 16), key_text("backend", 8), key_text("dtype", 12, "type"), key_text("redop", 8),
            key_int("root"), key_int("in_place"), key_int("bytes", Unit::bytes, "size_B"),
            key_int("count", Unit::elements), key_int("ranks"), setting_int("iterations", "iters"),
-           setting_int("warmup"), setting_text("timing", 12),
+           setting_int("warmup"), key_text("timing", 12),
            measured("time_us", Unit::us, Better::lower),
            statistic("time_us_rank_min", Unit::us, Better::lower, "rank_min_us"),
            statistic("time_us_rank_max", Unit::us, Better::lower, "rank_max_us"),

@@ -124,7 +124,6 @@ void SweepBenchmark::add_options(cli::po::options_description& options) {
       ("pair-time-relative", po::value<double>()->default_value(1.5), "after the first round the budget is at least this many times the fastest pair's full test time measured so far")
       ("retest", po::value<long long>()->default_value(1), "passes that re-test suspect pairs, also against good nodes (0: none)")
       ("rules", po::value<std::string>()->default_value(app::shipped_config("sweep.ini")), "verdict rules (INI); default: the shipped configs/sweep.ini ($FABRICBENCH_DATA_DIR or <bin>/../share/fabricbench)")
-      ("baseline", po::value<std::string>(), "expected values (INI: [baseline] metric = value)")
       ("backend", po::value<std::string>()->default_value("auto"), "collective metrics: nccl, mpi, or auto")
       ("sequential", "test the pairs of a round one after another (to measure what running them at once saves)")
       ("resume", po::value<std::string>(), "continue the sweep of this HDF5 file (a run that hung, was killed or failed): skip every pair it finished, append to it, end as if run in one go; same hosts and options");
@@ -179,7 +178,8 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
   const auto retest = v["retest"].as<long long>();
   cli::require_in_range("--retest", retest, 0, 10);
   retest_ = static_cast<int>(retest);
-  rules_ = Rules::load(v["rules"].as<std::string>(), v.count("baseline") ? v["baseline"].as<std::string>() : "");
+  rules_ = Rules::load(v["rules"].as<std::string>(),
+                       common.baseline.empty() ? results::Baseline() : results::Baseline::load(common.baseline, pairs_table_));
   for (const auto* m : metrics_)
     if (!rules_.metrics.count(std::string(m->name)))
       throw Error::usage(fmt::format("--rules {}: no [{}] section for --metric {}", v["rules"].as<std::string>(), m->name, m->name));

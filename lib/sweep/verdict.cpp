@@ -26,7 +26,7 @@ double number(const boost::property_tree::ptree& node, const std::string& file, 
 
 }  // namespace
 
-Rules Rules::load(const std::string& path, const std::string& baseline_path) {
+Rules Rules::load(const std::string& path, const results::Baseline& baseline) {
   namespace pt = boost::property_tree;
   Rules rules;
   pt::ptree tree;
@@ -55,30 +55,18 @@ Rules Rules::load(const std::string& path, const std::string& baseline_path) {
         r.below_fraction_of_median = number(value, path, where);
       } else if (key == "suspect_above_multiple_of_best") {
         r.above_multiple_of_best = number(value, path, where);
-      } else if (key == "baseline_fraction") {
-        r.baseline_fraction = number(value, path, where);
       } else {
         throw Error::usage(fmt::format("{}: {}: unknown key; allowed: better, suspect_below_fraction_of_median, "
-                                       "suspect_above_multiple_of_best, baseline_fraction", path, where));
+                                       "suspect_above_multiple_of_best", path, where));
       }
     }
     rules.metrics[section] = r;
   }
-  if (!baseline_path.empty()) {
-    pt::ptree base;
-    try {
-      pt::read_ini(baseline_path, base);
-    } catch (const pt::ini_parser_error& e) {
-      throw Error::usage(fmt::format("--baseline {}: {}", baseline_path, e.message()));
+  for (auto& [metric, rule] : rules.metrics)
+    if (const auto e = baseline.expected("sweep/pairs", {{"metric", metric}}, "value")) {
+      rule.baseline = e->value;
+      rule.baseline_tolerance = e->tolerance;
     }
-    const auto section = base.get_child_optional("baseline");
-    if (!section) throw Error::usage(fmt::format("--baseline {}: no [baseline] section", baseline_path));
-    for (const auto& [key, value] : *section) {
-      if (!rules.metrics.count(key))
-        throw Error::usage(fmt::format("{}: [baseline] {}: no rule for this metric in {}", baseline_path, key, path));
-      rules.metrics[key].baseline = number(value, baseline_path, "[baseline] " + key);
-    }
-  }
   return rules;
 }
 
@@ -118,10 +106,10 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double bad_
   auto is_suspect = [&](double v) {
     if (rule.higher_is_better) {
       if (v < rule.below_fraction_of_median * out.reference) return true;
-      return !std::isnan(rule.baseline) && v < rule.baseline * rule.baseline_fraction;
+      return !std::isnan(rule.baseline) && v < rule.baseline * (1 - rule.baseline_tolerance);
     }
     if (v > rule.above_multiple_of_best * out.reference) return true;
-    return !std::isnan(rule.baseline) && v > rule.baseline / rule.baseline_fraction;
+    return !std::isnan(rule.baseline) && v > rule.baseline * (1 + rule.baseline_tolerance);
   };
   std::set<std::pair<int, int>> suspects;
   std::vector<int> tested(hosts, 0), bad(hosts, 0);

@@ -51,8 +51,8 @@ class LoadRun(LaunchTest):
         out = self.dir / "run.xlsx"
         fa.to_excel(self.run_, out)
         book = openpyxl.load_workbook(out)
-        self.assertEqual(set(book.sheetnames), {"run", "results_p2p", "env_ranks", "env_hosts", "env_variables", "env_checks",
-                                                "env_expected"})
+        self.assertEqual(set(book.sheetnames), {"summary", "run", "results_p2p", "env_ranks", "env_hosts", "env_variables",
+                                                "env_checks", "env_expected", "chart_p2p"})
         sheet = book["results_p2p"]
         self.assertEqual(sheet.cell(1, 1).value, "test")
         self.assertEqual(sheet.max_row, 7)

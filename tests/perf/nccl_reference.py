@@ -6,7 +6,6 @@ A benchmark run, not a test: prints the comparison table and writes it to OUT/nc
 
   tests/perf/nccl_reference.py --bin DIR [--out DIR] [--baseline FILE]
 """
-import configparser
 import pathlib
 import subprocess
 import sys
@@ -40,8 +39,17 @@ def run(bin_dir, out_dir, name, np, args):
 def main():
     a, bin_dir, out_dir = nccl_perf.arguments(__doc__, baseline=dict(
         default=str(ROOT / "configs/baselines/h200x4-nvlink-nccl-tests.ini")))
-    ref = configparser.ConfigParser()
-    ref.read(a.baseline)
+    from fabricbench_analysis import compare
+    entries = compare.read_baseline(a.baseline)
+
+    def reference(op, ranks, timing, size, column):
+        """nccl-tests' figure for this op, GPU count, timing and size (the baseline file's entry), or None."""
+        for e in entries:  # read without a run's declarations: numeric keys land among the values
+            f = {**e.keys, **e.expected}
+            if (f.get("op"), f.get("timing")) == (op, timing) and float(f.get("ranks", -1)) == ranks \
+                    and float(f.get("bytes", -1)) == size:
+                return f.get(column)
+        return None
     n = gpu_count()
     tables = []
     if n >= 4:
@@ -74,12 +82,11 @@ def main():
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for t in tables:
         for (op, ranks, timing), group in t.groupby(["op", "ranks", "timing"], sort=False):
-            section = f"{op}.{ranks}"
             same = peers[True].get((op, ranks), {}) if timing == "host" else {}
             single = peers[False].get((op, ranks), {}) if timing == "host" else {}
             small = group[(group.bytes == 8) & (group.in_place == 0)]["time_us"]
             if not small.empty:  # 8 B: times in us (lower is better)
-                want = ref.getfloat(section, "time_us_8_graph" if timing == "graph" else "time_us_8", fallback=None)
+                want = reference(op, ranks, timing, 8, "time_us")
                 mine, other, one = small.iloc[0], same.get(8, (None,))[0], single.get(8, (None,))[0]
                 lines.append(f"| {op} | {ranks} | {timing} | 8 B time (us) | {mine:.2f} | - | {fmt(other, 2)} | "
                              f"{fmt(ratio(mine, other), 3)} | {fmt(one, 2)} | {fmt(want)} | {fmt(ratio(mine, want), 3)} | "
@@ -90,7 +97,7 @@ def main():
                 if oop.empty:
                     continue
                 mine = oop.iloc[0]
-                want = ref.getfloat(section, label, fallback=None) if timing == "host" else None
+                want = reference(op, ranks, timing, size, "busbw_gbps") if timing == "host" else None
                 other, one = same.get(size, (None, None))[1], single.get(size, (None, None))[1]
                 lines.append(f"| {op} | {ranks} | {timing} | {label} | {mine:.1f} | "
                              f"{fmt(ip.iloc[0] if not ip.empty else None)} | {fmt(other)} | {fmt(ratio(mine, other), 3)} | "

@@ -13,7 +13,8 @@ TEST(EnvironmentAllowlist, RecordsFabricVariables) {
 TEST(EnvironmentAllowlist, NeverRecordsSecretsOrUnlistedVariables) {
   for (const char* name : {"AWS_SECRET_ACCESS_KEY", "SOME_TOKEN", "GITHUB_TOKEN", "HOME", "PATH", "USER",
                            "SSH_AUTH_SOCK", "NCCL_SECRET", "UCX_API_TOKEN", "OMPI_PASSWORD", "CUDA_KEY",
-                           "SLURM_JOB_CREDENTIAL", "DATABASE_URL", "nccl_debug_token"})
+                           "SLURM_JOB_CREDENTIAL", "DATABASE_URL", "nccl_debug_token",
+                           "OMPI_MCA_orte_precondition_transports"})
     EXPECT_FALSE(is_allowed_variable(name)) << name;
 }
 

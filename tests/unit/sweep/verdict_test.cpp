@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -64,7 +66,7 @@ TEST(Assess, LatencyIsSuspectAboveAMultipleOfTheBest) {
 
 TEST(Assess, ABaselineMakesUniformlySlowPairsSuspect) {
   MetricRule bw;
-  bw.baseline = 2000;  // every pair at 1000 is below 0.8 x 2000
+  bw.baseline = 2000;  // every pair at 1000 is below (1 - 0.2) x 2000
   const auto a = assess("p2p_bw", bw, 0.75, 4, all_pairs_with(4, 1000, 0, {}), names);
   EXPECT_EQ(a.verdicts.size(), 4u) << "every node is in all-suspect pairs";
 }
@@ -121,8 +123,15 @@ TEST(Rules, LoadsTheShippedConfigAndRejectsBadKeys) {
   EXPECT_THROW(Rules::load((dir / "fb_bad_rules.ini").string()), fabricbench::Error);
   std::ofstream(dir / "fb_bad_rules.ini") << "[p2p_bw]\nsuspect_below_fraction_of_median = half\n";
   EXPECT_THROW(Rules::load((dir / "fb_bad_rules.ini").string()), fabricbench::Error);
-  std::ofstream(dir / "fb_base.ini") << "[baseline]\np2p_bw = 12000\n";
-  const auto with_base = Rules::load(fabricbench::app::shipped_config("sweep.ini"), (dir / "fb_base.ini").string());
+  std::ofstream(dir / "fb_base.ini") << "[baseline]\ntolerance = 25%\n[sweep/pairs bw]\nmetric = p2p_bw\nvalue = 12000\n";
+  const fabricbench::results::TableSpec pairs{"sweep", "pairs",
+                                              {fabricbench::results::key_text("metric", 16),
+                                               fabricbench::results::measured("value", fabricbench::results::Unit::none,
+                                                                              fabricbench::results::Better::none)}};
+  const auto with_base = Rules::load(fabricbench::app::shipped_config("sweep.ini"),
+                                     fabricbench::results::Baseline::load((dir / "fb_base.ini").string(), pairs));
   EXPECT_DOUBLE_EQ(with_base.rule("p2p_bw").baseline, 12000);
+  EXPECT_DOUBLE_EQ(with_base.rule("p2p_bw").baseline_tolerance, 0.25);
+  EXPECT_TRUE(std::isnan(with_base.rule("p2p_latency").baseline));
   EXPECT_THROW(Rules::load(fabricbench::app::shipped_config("missing.ini")), fabricbench::Error);
 }

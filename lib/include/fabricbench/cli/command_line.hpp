@@ -48,6 +48,7 @@ struct CommonOptions {
   bool quiet = false;
   bool checks = true;  // the cheap host checks at start (--no-checks turns them off)
   std::string expected_rule;  // --expected-rule FILE; empty: the shipped configs/expected.ini
+  std::string baseline;       // --baseline FILE (tools with sizes); empty: none
   std::string command_line;
 };
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "fabricbench/results/baseline.hpp"
 #include "fabricbench/sweep/pair_schedule.hpp"
 
 namespace fabricbench::sweep {
@@ -18,15 +19,16 @@ struct MetricRule {
   double below_fraction_of_median = 0.5;  // higher is better: suspect when value < fraction x median node
   double above_multiple_of_best = 3.0;    // lower is better: suspect when value > multiple x best
   double baseline = NAN;                  // expected value (from --baseline); NaN: none
-  double baseline_fraction = 0.8;         // suspect when worse than baseline by more than this fraction allows
+  double baseline_tolerance = 0.2;        // suspect when worse than baseline by more than this (the file's tolerance)
 };
 
 struct Rules {
   std::map<std::string, MetricRule> metrics;
   double bad_node_fraction = 0.75;
   // Reads `path` (INI: one [metric] section per metric, [attribution]); unknown keys or bad numbers are
-  // Error::usage naming the file and key. `baseline_path` (optional): [baseline] metric = expected value.
-  static Rules load(const std::string& path, const std::string& baseline_path = "");
+  // Error::usage naming the file and key. `baseline`: entries of table sweep/pairs with key `metric` and the
+  // expected `value` (the format of fabric-report baseline, docs/analysis.md), with their tolerance.
+  static Rules load(const std::string& path, const results::Baseline& baseline = {});
   const MetricRule& rule(const std::string& metric) const;
 };
 

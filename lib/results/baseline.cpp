@@ -1,0 +1,143 @@
+#include "fabricbench/results/baseline.hpp"
+
+#include <boost/property_tree/ini_parser.hpp>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <variant>
+
+#include "fabricbench/error.hpp"
+
+namespace fabricbench::results {
+namespace {
+
+std::optional<double> number(const std::string& text) {
+  std::size_t used = 0;
+  try {
+    const double v = std::stod(text, &used);
+    if (used == text.size()) return v;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+std::string text_of(const Value& v) {
+  if (const auto* s = std::get_if<std::string>(&v)) return *s;
+  if (const auto* i = std::get_if<std::int64_t>(&v)) return std::to_string(*i);
+  return fmt::format("{}", std::get<double>(v));
+}
+
+}  // namespace
+
+double parse_tolerance(const std::string& text, const std::string& where) {
+  std::string t = text;
+  double scale = 1;
+  if (!t.empty() && t.back() == '%') {
+    t.pop_back();
+    scale = 0.01;
+  }
+  const auto v = number(t);
+  if (!v || !(*v * scale >= 0 && *v * scale < 1))
+    throw Error::usage(fmt::format("{} = '{}': allowed values are 0% to 99% (or a fraction 0 to 0.99)", where, text));
+  return *v * scale;
+}
+
+Baseline Baseline::load(const std::string& path, const TableSpec& table, const std::string& option) {
+  namespace pt = boost::property_tree;
+  pt::ptree tree;
+  try {
+    pt::read_ini(path, tree);
+  } catch (const pt::ini_parser_error& e) {
+    throw Error::usage(fmt::format("{} {}: {}", option, path, e.message()));
+  }
+  Baseline b;
+  b.path_ = path;
+  // [baseline] holds the default tolerance (10% when absent: Boost drops an empty section).
+  double tolerance = 0.1;
+  if (const auto t = tree.get_optional<std::string>("baseline.tolerance")) tolerance = parse_tolerance(*t, path + ": [baseline] tolerance");
+  for (const auto& [section, keys] : tree) {
+    if (section == "baseline") continue;
+    Entry e;
+    e.name = section;
+    e.table = section.substr(0, section.find(' '));
+    e.tolerance = tolerance;
+    const bool ours = e.table == table.path().substr(1);
+    for (const auto& [key, value] : keys) {
+      const auto text = value.get_value<std::string>();
+      const auto where = fmt::format("{}: [{}] {}", path, section, key);
+      if (key == "tolerance") {
+        e.tolerance = parse_tolerance(text, where);
+        continue;
+      }
+      if (!ours) continue;
+      const Column* column = nullptr;
+      for (const auto& c : table.columns)
+        if (c.name == key) column = &c;
+      if (!column) throw Error::usage(fmt::format("{}: table {} has no such column", where, e.table));
+      if (column->role == Role::key) {
+        e.keys[key] = text;
+      } else if (const auto v = number(text)) {
+        e.expected[key] = *v;
+      } else {
+        throw Error::usage(fmt::format("{} = '{}': a number (the expected value of a measured column)", where, text));
+      }
+    }
+    b.entries_.push_back(std::move(e));
+  }
+  if (b.entries_.empty())
+    throw Error::usage(fmt::format("{} {}: no entries (write a baseline with fabric-report baseline RUN.h5 FILE)", option, path));
+  return b;
+}
+
+bool Baseline::matches(const Entry& e, const Row& row) {
+  if (e.table != row.spec().path().substr(1)) return false;
+  for (const auto& [key, text] : e.keys) {
+    const auto& v = row.get(key);
+    if (std::holds_alternative<std::string>(v)) {
+      if (std::get<std::string>(v) != text) return false;
+    } else {
+      const auto want = number(text);
+      if (!want || *want != row.number(key)) return false;
+    }
+  }
+  return true;
+}
+
+std::vector<std::string> Baseline::check(const Row& row) const {
+  std::vector<std::string> out;
+  for (const auto& e : entries_) {
+    if (!matches(e, row)) continue;
+    for (const auto& [column, expected] : e.expected) {
+      const auto better = row.spec().column(column).better;
+      if (better == Better::none) continue;  // no direction (fabric-sweep's value: its metric rule has it)
+      const double value = row.number(column);
+      const bool higher = better == Better::higher;
+      const double bound = higher ? expected * (1 - e.tolerance) : expected * (1 + e.tolerance);
+      if (std::isnan(value) || (higher ? value < bound : value > bound)) {
+        std::string where;
+        for (const auto& [k, t] : e.keys) where += fmt::format("{}{}={}", where.empty() ? "" : ", ", k, t);
+        out.push_back(fmt::format("[{}] {} ({}): {:.4g} against {:.4g} ({} is better, tolerance {:g}%)", e.name, column,
+                                  where, value, expected, higher ? "higher" : "lower", e.tolerance * 100));
+      }
+    }
+  }
+  return out;
+}
+
+std::optional<Baseline::Expectation> Baseline::expected(const std::string& table,
+                                                        const std::map<std::string, std::string>& keys,
+                                                        const std::string& column) const {
+  for (const auto& e : entries_) {
+    if (e.table != table || e.keys != keys) continue;
+    if (const auto it = e.expected.find(column); it != e.expected.end()) return Expectation{it->second, e.tolerance};
+  }
+  return std::nullopt;
+}
+
+std::size_t Baseline::entries_for(const std::string& table) const {
+  std::size_t n = 0;
+  for (const auto& e : entries_) n += e.table == table ? 1 : 0;
+  return n;
+}
+
+}  // namespace fabricbench::results
