@@ -87,6 +87,18 @@ class SweepStructure(LaunchTest):
         self.assertIn(r.returncode, (0, 1), r.stderr)
         self.assertEqual(len(run.tables["sweep/schedule"]["round"].unique()), 6)
 
+    def test_a_baseline_in_the_common_format_makes_slower_pairs_suspect(self):
+        base = self.dir / "base.ini"  # outside the job's outputs: written before, read by every rank
+        base.write_text("[baseline]\ntolerance = 10%\n[sweep/pairs bw]\nmetric = p2p_bw\nvalue = 1e12\n")
+        r, run = self.sweep(4, ["--metric", "p2p_bw", "--baseline", base])
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        verdicts = run.tables["sweep/verdicts"]
+        self.assertEqual(len(verdicts[verdicts.kind == "node"]), 4, verdicts)  # no pair reaches 1 PB/s
+        base.write_text("[baseline]\n[sweep/pairs bw]\nmetric = p2p_bw\nvalue = fast\n")
+        r, _ = self.sweep(4, ["--metric", "p2p_bw", "--baseline", base], name="bad.h5")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("value = 'fast': a number", r.stderr)
+
 
 class SweepHangAndResume(LaunchTest):
     ARGS = ["--metric", "p2p_latency,p2p_bw", "--sizes", "64K", "-n", "20", "--timeout", "3", "--retest", "0"]
