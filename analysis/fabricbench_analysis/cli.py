@@ -65,14 +65,11 @@ def _tables(run, wanted) -> list:
 
 
 def _fraction(text: str, option: str) -> float:
-    t = text.strip()
+    from .compare import parse_fraction
     try:
-        value = float(t[:-1]) / 100 if t.endswith("%") else float(t)
-    except ValueError:
-        raise BadInput(f"{option} {text}: give a percentage (5%) or a fraction (0.05)") from None
-    if not 0 <= value < 1:
-        raise BadInput(f"{option} {text}: allowed values are 0% to 99%")
-    return value
+        return parse_fraction(text, option)
+    except ValueError as e:
+        raise BadInput(str(e)) from None
 
 
 def _compare(args) -> int:

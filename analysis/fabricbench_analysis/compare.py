@@ -133,7 +133,8 @@ def env_changes(a, b) -> list:
     return lines
 
 
-def _percent(text: str, where: str) -> float:
+def parse_fraction(text: str, where: str) -> float:
+    """"5%" or "0.05" -> 0.05; ValueError naming `where` otherwise or outside [0, 1)."""
     t = text.strip()
     try:
         value = float(t[:-1]) / 100 if t.endswith("%") else float(t)
@@ -146,7 +147,7 @@ def _percent(text: str, where: str) -> float:
 
 def write_baseline(run, path, tolerance: str = "10%") -> int:
     """One entry per row of every results table (and the sweep's per-node medians); returns the entry count."""
-    _percent(tolerance, "--tolerance")
+    parse_fraction(tolerance, "--tolerance")
     lines = [f"# fabricbench baseline from {run.path.name}: {run.attrs.get('tool', '')} on {run.attrs.get('hosts', '')},",
              f"# {run.attrs.get('started_at', '')}. Written by fabric-report baseline; format: docs/analysis.md.",
              "[baseline]", f"tolerance = {tolerance}", ""]
@@ -196,7 +197,7 @@ def read_baseline(path, run=None) -> list:
         parser.read_file(f)
     if not parser.has_section("baseline"):
         raise ValueError(f"{path}: no [baseline] section")
-    default = _percent(parser.get("baseline", "tolerance", fallback="10%"), f"{path}: [baseline] tolerance")
+    default = parse_fraction(parser.get("baseline", "tolerance", fallback="10%"), f"{path}: [baseline] tolerance")
     entries = []
     for section in parser.sections():
         if section == "baseline":
@@ -205,7 +206,7 @@ def read_baseline(path, run=None) -> list:
         values = dict(parser.items(section))
         tolerance = default
         if "tolerance" in values:
-            tolerance = _percent(values.pop("tolerance"), f"{path}: [{section}] tolerance")
+            tolerance = parse_fraction(values.pop("tolerance"), f"{path}: [{section}] tolerance")
         keys, expected = {}, {}
         declared = run.columns.get(table) if run is not None else None
         for name, text in values.items():

@@ -193,7 +193,7 @@ class Report(LaunchTest):
                  (["json", self.runs / "shm.h5", "--table", "results/nope"], "--table results/nope: unknown table"),
                  (["csv", self.runs / "shm.h5", self.dir / "c", "--table", "nope"], "unknown table"),
                  (["check", self.runs / "shm.h5", "--baseline", self.dir / "none.ini"], "no such file"),
-                 (["compare", self.runs / "shm.h5", self.runs / "shm.h5", "--threshold", "lots"], "--threshold lots"),
+                 (["compare", self.runs / "shm.h5", self.runs / "shm.h5", "--threshold", "lots"], "--threshold = 'lots'"),
                  (["baseline", running, self.dir / "b.ini"], "status 'running'")]
         for args, message in cases:
             r = self.report(*args)
