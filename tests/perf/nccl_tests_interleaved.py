@@ -55,8 +55,8 @@ def nccl_tests(peer, op, gpus, lo, hi, factor, iters, warmup, log):
     return rows
 
 
-def ours(bin_dir, out_dir, gpus, lo, hi, factor, iters, warmup, log):
-    path = out_dir / "ours.h5"
+def ours(bin_dir, out_dir, gpus, lo, hi, factor, iters, warmup, log, repeat=0):
+    path = out_dir / f"ours-{repeat}.h5"  # every repeat's file kept for a second look
     sh(["mpirun", "-np", str(gpus), "--bind-to", "none", str(bin_dir / "fabric-coll"), "--backend", "nccl", "--op", "all",
         "-b", str(lo), "-e", str(hi), "-f", str(factor), "-n", str(iters), "-w", str(warmup), "-q", "--force",
         "--output", str(path)], log)
@@ -92,7 +92,7 @@ def main():
             steps = [("ours", None)] + [("peer", op) for op in ops]
             for who, op in (steps if k % 2 == 0 else steps[::-1]):
                 if who == "ours":
-                    for key, v in ours(bin_dir, out_dir, a.gpus, lo, hi, factor, a.iters, a.warmup, log).items():
+                    for key, v in ours(bin_dir, out_dir, a.gpus, lo, hi, factor, a.iters, a.warmup, log, k).items():
                         if key[0] in ops:
                             mine.setdefault(key, []).append(v)
                 else:
@@ -114,6 +114,8 @@ def main():
             if (o, b, ip) not in mine:
                 continue
             m, t = statistics.median(mine[(o, b, ip)]), statistics.median(theirs[(o, b, ip)])
+            if not t:  # nccl-tests prints 0 GB/s where a size holds no whole element per rank
+                continue
             lines.append(f"| {op} | {b} | {'in' if ip else 'out'} | {m:.2f} | {t:.2f} | {m / t:.3f} | "
                          f"{spread(mine[(o, b, ip)]):.3f} | {spread(theirs[(o, b, ip)]):.3f} |")
     text = "\n".join(lines)
