@@ -10,6 +10,7 @@ OUT/osu_interleaved.md.
   (DIR: an OSU 7.4 install prefix; binaries under DIR/libexec/osu-micro-benchmarks/mpi/pt2pt)
 """
 import argparse
+import json
 import pathlib
 import statistics
 import subprocess
@@ -70,6 +71,7 @@ def main():
     a = p.parse_args()
     bins = a.osu / "libexec" / "osu-micro-benchmarks" / "mpi" / "pt2pt"
     lines = []
+    raw = {}  # transport -> tool -> test -> size -> every repeat's value, in order
     with tempfile.TemporaryDirectory() as scratch:
         for transport in a.transports.split(","):
             ours = {t: {} for t in TESTS}
@@ -84,6 +86,7 @@ def main():
                     else:
                         for size, v in osu(bins / TESTS[test], transport).items():
                             theirs[test].setdefault(size, []).append(v)
+            raw[transport] = {"fabric-p2p": ours, "osu": theirs}
             lines += [f"\n### {transport} ({a.repeats} interleaved repeats; latency in us, bandwidth in MB/s)\n",
                       "| test | size | fabric-p2p median | OSU median | fabric / OSU | fabric spread | OSU spread |",
                       "|---|---|---|---|---|---|---|"]
@@ -99,6 +102,7 @@ def main():
     print(text)
     a.out.mkdir(parents=True, exist_ok=True)
     (a.out / "osu_interleaved.md").write_text(text + "\n")
+    (a.out / "osu_interleaved.json").write_text(json.dumps(raw, indent=1))
 
 
 if __name__ == "__main__":
