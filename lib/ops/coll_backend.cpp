@@ -2,12 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <climits>
+#include <cmath>
 
 #include "fabricbench/cli/byte_size.hpp"
 #include "fabricbench/error.hpp"
 #include "fabricbench/memory/buffer.hpp"
 #include "fabricbench/timing/iteration_timer.hpp"
+#include "fabricbench/timing/sample_stats.hpp"
 
 namespace fabricbench::ops {
 
@@ -27,18 +30,34 @@ CaseTiming time_case(CollBackend& backend, const CollCase& c, const TimingPlan& 
   // With a synchronous library every lap is one complete operation; otherwise only with --blocking.
   const bool laps = backend.synchronous() || mode == TimingMode::blocking;
   timing::IterationTimer timer(static_cast<std::size_t>(iterations));
-  world.barrier();
-  timer.start();
-  for (int i = 0; i < iterations; ++i) {
-    backend.launch(c);
-    if (mode == TimingMode::blocking) backend.wait();
-    timer.lap();
-  }
-  backend.wait();
-  timer.stop();
   CaseTiming t;
-  t.seconds_per_op = timer.elapsed_s() / iterations;
-  if (laps) t.laps_us = timer.laps_us();
+  std::vector<double> block_s;
+  for (int b = 0; b < t.blocks; ++b) {
+    world.barrier();
+    timer.start();
+    for (int i = 0; i < iterations; ++i) {
+      backend.launch(c);
+      if (mode == TimingMode::blocking) backend.wait();
+      timer.lap();
+    }
+    backend.wait();
+    timer.stop();
+    block_s.push_back(timer.elapsed_s() / iterations);
+    if (laps) {
+      const auto mine = timer.laps_us();
+      t.laps_us.insert(t.laps_us.end(), mine.begin(), mine.end());
+    }
+    if (b == 0 && plan.min_time_s > 0 && plan.max_blocks > 1) {
+      // Rank 0's first block sets the count for every rank (each block starts with a barrier).
+      const double first = world.broadcast_value(timer.elapsed_s(), 0);
+      t.blocks = static_cast<int>(std::clamp(std::ceil(plan.min_time_s / std::max(first, 1e-9)), 1.0,
+                                             static_cast<double>(plan.max_blocks)));
+    }
+  }
+  std::sort(block_s.begin(), block_s.end());
+  t.seconds_per_op = timing::percentile_of_sorted(block_s, 0.5);
+  if (block_s.size() > 1 && t.seconds_per_op > 0)
+    t.spread = (timing::percentile_of_sorted(block_s, 0.9) - timing::percentile_of_sorted(block_s, 0.1)) / t.seconds_per_op;
   return t;
 }
 

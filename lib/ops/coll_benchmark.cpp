@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <array>
 #include <climits>
 #include <cstdlib>
@@ -69,8 +70,9 @@ results::TableSpec CollBenchmark::make_table() {
           {key_text("op", 16), key_text("backend", 8), key_text("dtype", 12, "type"), key_text("redop", 8),
            key_int("root"), key_int("in_place"), key_int("bytes", Unit::bytes, "size_B"),
            key_int("count", Unit::elements), key_int("ranks"), setting_int("iterations", "iters"),
-           setting_int("warmup"), key_text("timing", 12),
+           setting_int("warmup"), setting_int("blocks"), key_text("timing", 12),
            measured("time_us", Unit::us, Better::lower),
+           statistic("time_us_spread_pct", Unit::percent, Better::lower, "spread_%", 1),
            statistic("time_us_rank_min", Unit::us, Better::lower, "rank_min_us"),
            statistic("time_us_rank_max", Unit::us, Better::lower, "rank_max_us"),
            statistic("iter_us_min", Unit::us, Better::lower, "min_us"),
@@ -97,6 +99,7 @@ void CollBenchmark::add_options(cli::po::options_description& options) {
       ("per-iter", "time every operation with CUDA events (NCCL): per-iteration percentiles")
       ("graph,G", po::value<int>()->default_value(0), "capture the timed operations in a CUDA graph and launch it N times (nccl-tests -G)")
       ("average,a", po::value<int>()->default_value(1), "time across ranks: 0 rank 0, 1 average, 2 min, 3 max (nccl-tests -a)")
+      ("min-time", po::value<double>()->default_value(0.1), "without -n: repeat each size's timed block of nccl-tests' iteration count until about this many seconds were timed (at most 100 blocks) and report the median block, with the blocks' spread; 0: one block")
       ("memory", po::value<std::string>()->default_value("host"), "MPI back end buffers: host or device (CUDA-aware MPI)");
 }
 
@@ -130,6 +133,10 @@ void CollBenchmark::configure(const cli::po::variables_map& v, const cli::Common
     throw Error::usage("--per-iter, --graph and --blocking are different timing modes: choose one");
   timing_ = per_iter ? TimingMode::events : graph_launches_ > 0 ? TimingMode::graph
                                                                 : blocking ? TimingMode::blocking : TimingMode::host;
+  min_time_s_ = v["min-time"].as<double>();
+  if (!(min_time_s_ >= 0 && min_time_s_ <= 60))
+    throw Error::usage(fmt::format("--min-time {}: allowed values are 0 to 60 (seconds)", min_time_s_));
+  if (common.iterations > 0 || timing_ == TimingMode::events || timing_ == TimingMode::graph) min_time_s_ = 0;  // -n: a count, as nccl-tests
   const int average = v["average"].as<int>();
   if (average < 0 || average > 3) throw Error::usage(fmt::format("--average {}: allowed values are 0, 1, 2, 3", average));
   combine_ = static_cast<RankCombine>(average);
@@ -182,12 +189,15 @@ void CollBenchmark::abort() noexcept {
 CollBenchmark::Measured CollBenchmark::measure(const app::RunContext& context, const CollCase& c, int warmup,
                                                int iterations) {
   const auto& world = context.world;
-  const auto r = run_case(*backend_impl_, c, {timing_, warmup, iterations, graph_launches_}, world, context.options.check,
-                          flip_byte_);
+  const auto r = run_case(*backend_impl_, c, {timing_, warmup, iterations, graph_launches_, min_time_s_, max_blocks},
+                          world, context.options.check, flip_byte_);
   Measured m{};
   m.rank_us = world.gather_values(r.timing.seconds_per_op * 1e6, 0);
   m.wrong = world.sum(r.wrong, 0);
   m.laps = timing::RankLaps::gather(world, r.timing.laps_us);
+  m.blocks = r.timing.blocks;
+  for (const double s : world.gather_values(r.timing.spread, 0))
+    if (!std::isnan(s)) m.spread = std::isnan(m.spread) ? s : std::max(m.spread, s);
   if (context.is_root()) m.time_us = combine_rank_times(m.rank_us, combine_);
   return m;
 }
@@ -204,6 +214,7 @@ results::Row CollBenchmark::make_row(const CollCase& c, const Measured& m, int i
   row.set("root", std::int64_t(c.op->rooted ? c.root : -1)).set("in_place", std::int64_t(c.in_place));
   row.set("bytes", std::int64_t(bytes)).set("count", std::int64_t(c.counts.param)).set("ranks", std::int64_t(nranks));
   row.set("iterations", std::int64_t(iterations)).set("warmup", std::int64_t(warmup));
+  row.set("blocks", std::int64_t(m.blocks)).set("time_us_spread_pct", m.spread * 100);
   row.set("timing", std::string(timing_names[static_cast<int>(timing_)]));
   row.set("time_us", m.time_us);
   row.set("time_us_rank_min", *std::min_element(m.rank_us.begin(), m.rank_us.end()));
@@ -268,6 +279,7 @@ ExitStatus CollBenchmark::run(const app::RunContext& context) {
               for (const char* column : {"time_us", "algbw_gbps", "busbw_gbps", "wrong"})
                 shown.push_back({column, p + table_.column(column).header(), part});
               if (reference.known()) shown.push_back({"pct_expected", p + table_.column("pct_expected").header(), part});
+              if (min_time_s_ > 0) shown.push_back({"time_us_spread_pct", p + table_.column("time_us_spread_pct").header(), part});
             }
             context.out->section(table_, fmt::format("{} ({} ranks, {})", op->name, nranks, backend_name), shown);
           }

@@ -72,6 +72,25 @@ class CollRuns(LaunchTest):
         self.assertEqual(list(rows[rows.op == "all_reduce"]["bytes"]), [8, 64])
         self.assertIn("all_gather float: 1 size(s) hold no whole float per rank on 4 ranks; skipped", r.stdout)
 
+    def test_without_n_timed_blocks_repeat_for_the_time_budget_and_the_row_says_how_steady(self):
+        import math
+        r = self.mpirun(2, "fabric-coll", ["--op", "all_reduce", "--sizes", "8,4K", "--in-place", "0", "--output", "b.h5"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rows = self.load("b.h5").tables["results/coll"]
+        # 20 iterations of 8 B take microseconds: the 0.1 s budget asks for more blocks than the cap of 100.
+        self.assertEqual(list(rows.blocks), [100, 100], rows)
+        self.assertTrue((rows.iterations == 20).all())
+        self.assertTrue(all(s >= 0 and not math.isnan(s) for s in rows.time_us_spread_pct), rows)
+        samples = self.load("b.h5").tables["samples/coll"]
+        self.assertEqual(len(samples[samples.row == 0]), 2 * 100 * 20, "every block's iterations, both ranks")
+        # -n is a count, as in nccl-tests: one block, no spread; --min-time 0 likewise.
+        for extra in (["-n", "20"], ["--min-time", "0"]):
+            r = self.mpirun(2, "fabric-coll", ["--op", "all_reduce", "--sizes", "8", "--output", "n.h5", "--force"] + extra)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            rows = self.load("n.h5").tables["results/coll"]
+            self.assertTrue((rows.blocks == 1).all(), (extra, rows))
+            self.assertTrue(rows.time_us_spread_pct.isna().all(), extra)
+
     def test_a_corrupted_result_counts_as_wrong_and_fails_the_run(self):
         r = self.mpirun(2, "fabric-coll", ["--op", "all_reduce,all_gather", "--sizes", "1K", "-n", "2", "--output", "bad.h5"],
                         env={"FABRICBENCH_TEST_FLIP_BYTE": "1"})
@@ -116,6 +135,7 @@ class CollBadInput(LaunchTest):
         (["--backend", "gloo"], "--backend 'gloo': allowed values are auto, nccl, mpi"),
         (["--backend", "nccl"], "--backend nccl"),
         (["-n", "0"], "--iters 0: must be at least 1"),
+        (["--min-time", "-1"], "--min-time -1: allowed values are 0 to 60 (seconds)"),
         # MPI's counts are ints: refused when the options are read, never cut to a wrong count.
         (["--backend", "mpi", "--op", "all_reduce", "--dtype", "int8", "-b", "3G", "-e", "3G"],
          "--max-bytes 3G: all_reduce int8 passes 3221225472 elements per call and MPI's counts stop at 2147483647 "

@@ -55,11 +55,11 @@ def nccl_tests(peer, op, gpus, lo, hi, factor, iters, warmup, log):
     return rows
 
 
-def ours(bin_dir, out_dir, gpus, lo, hi, factor, iters, warmup, log, repeat=0):
+def ours(bin_dir, out_dir, gpus, lo, hi, factor, iters, warmup, log, repeat=0, defaults=False):
     path = out_dir / f"ours-{repeat}.h5"  # every repeat's file kept for a second look
     sh(["mpirun", "-np", str(gpus), "--bind-to", "none", str(bin_dir / "fabric-coll"), "--backend", "nccl", "--op", "all",
-        "-b", str(lo), "-e", str(hi), "-f", str(factor), "-n", str(iters), "-w", str(warmup), "-q", "--force",
-        "--output", str(path)], log)
+        "-b", str(lo), "-e", str(hi), "-f", str(factor)] + ([] if defaults else ["-n", str(iters), "-w", str(warmup)])
+       + ["-q", "--force", "--output", str(path)], log)
     t = fabricbench_analysis.load(path).tables["results/coll"]
     return {(r.op, int(r.bytes), int(r.in_place)): r.busbw_gbps for r in t.itertuples()}
 
@@ -76,6 +76,8 @@ def main():
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--ops", default=",".join(OPS))
     p.add_argument("--out", default="perf-out")
+    p.add_argument("--ours-default", action="store_true",
+                   help="run fabric-coll at its defaults (no -n/-w: repeated timed blocks for about --min-time)")
     a = p.parse_args()
     lo, hi, factor = a.sizes.split(":")
     lo, hi, factor = size(lo), size(hi), int(factor)
@@ -92,7 +94,7 @@ def main():
             steps = [("ours", None)] + [("peer", op) for op in ops]
             for who, op in (steps if k % 2 == 0 else steps[::-1]):
                 if who == "ours":
-                    for key, v in ours(bin_dir, out_dir, a.gpus, lo, hi, factor, a.iters, a.warmup, log, k).items():
+                    for key, v in ours(bin_dir, out_dir, a.gpus, lo, hi, factor, a.iters, a.warmup, log, k, a.ours_default).items():
                         if key[0] in ops:
                             mine.setdefault(key, []).append(v)
                 else:

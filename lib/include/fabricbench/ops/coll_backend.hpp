@@ -49,11 +49,17 @@ struct TimingPlan {
   int warmup = 5;
   int iterations = 20;
   int graph_launches = 0;  // graph mode: how often the captured iterations are launched
+  // Host and blocking modes: repeat the timed block of `iterations` until about `min_time_s` was timed (rank 0's
+  // first block decides the count for all), at most `max_blocks`; the figure is the median block. 0: one block.
+  double min_time_s = 0;
+  int max_blocks = 1;
 };
 
 struct CaseTiming {
-  double seconds_per_op = 0;   // this rank's mean time per operation
+  double seconds_per_op = 0;   // this rank's mean time per operation (the median block's)
   std::vector<double> laps_us; // per-iteration times, when the mode gives them
+  int blocks = 1;              // timed blocks of `iterations`
+  double spread = NAN;         // (p90 - p10) / median of the blocks' mean times; NaN with one block
 };
 
 class CollBackend {

@@ -1,6 +1,7 @@
 // fabric-coll: NCCL and MPI collectives with nccl-tests' algbw/busbw. Every operation x type x reduction x root
 // x size x (out-of-place, in-place) is one case run by the shared timing loop and validated after it.
 #pragma once
+#include <cmath>
 #include <memory>
 #include <vector>
 
@@ -37,7 +38,10 @@ class CollBenchmark : public app::Benchmark {
     std::vector<double> rank_us;  // every rank's mean time per op (rank 0 only)
     timing::RankLaps laps;        // every rank's laps (rank 0 only)
     std::uint64_t wrong;
+    int blocks = 1;
+    double spread = NAN;  // the largest over ranks of each rank's block spread (fraction)
   };
+  static constexpr int max_blocks = 100;
   Measured measure(const app::RunContext& context, const CollCase& c, int warmup, int iterations);
   results::Row make_row(const CollCase& c, const Measured& m, int iterations, int warmup, int nranks) const;
 
@@ -51,6 +55,7 @@ class CollBenchmark : public app::Benchmark {
   bool device_memory_ = false;
   TimingMode timing_ = TimingMode::host;
   int graph_launches_ = 0;
+  double min_time_s_ = 0.1;  // --min-time; 0 with -n and for device timing
   RankCombine combine_ = RankCombine::average;
   int gpu_ = -1;
   bool flip_byte_ = false;
