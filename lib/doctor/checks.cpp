@@ -642,7 +642,8 @@ std::map<std::string, std::string> hardware_facts(const Context& c) {
     if (!p.active()) continue;
     rates.insert(p.rate.empty() ? "?" : fmt::format("{:g} Gb/s", p.rate_gbps));
     if (auto it = c.active_mtu.find(p.name()); it != c.active_mtu.end()) mtus.insert(std::to_string(it->second));
-    else if (!p.netdev.empty()) mtus.insert("netdev " + c.files.line("/sys/class/net/" + p.netdev + "/mtu"));
+    else if (const auto mtu = p.netdev.empty() ? std::string() : c.files.line("/sys/class/net/" + p.netdev + "/mtu"); !mtu.empty())
+      mtus.insert("netdev " + mtu);
     gid.insert(p.link_layer == "Ethernet" ? (p.roce_v2 ? "RoCE v2" : "RoCE v1 only") : "IB");
   }
   auto list = [](const std::set<std::string>& s) { return join({s.begin(), s.end()}); };

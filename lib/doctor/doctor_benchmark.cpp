@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include <memory>
 
 #include "fabricbench/env/environment.hpp"
@@ -115,7 +117,8 @@ ExitStatus DoctorBenchmark::run(const app::RunContext& ctx) {
   if (!ctx.options.quiet) {
     fmt::print("{}", format_tables(everything.all(), show_ok_));
     for (const auto& e : ctx.environment.expected)
-      fmt::print("# expected {} {} {}: {:.2f} GB/s ({})\n", e.host, e.kind, e.subject, e.gbps, e.basis);
+      fmt::print("# expected {} {} {}: {} ({})\n", e.host, e.kind, e.subject,
+                 std::isnan(e.gbps) ? std::string("unknown") : fmt::format("{:.2f} GB/s", e.gbps), e.basis);
     fmt::print("# {} fail, {} warn, {} skip, {} ok\n", everything.count(Status::fail), everything.count(Status::warn),
                everything.count(Status::skip), everything.count(Status::ok));
   }

@@ -541,3 +541,21 @@ TEST(DoctorTable, SelectionFindingsAndTerminal) {
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0], "check failed: host h1: rank 4: rdma.port_state mlx5_0/1: DOWN/Polling (expected ACTIVE/LinkUp); check the cable");
 }
+
+TEST(DoctorJob, HardwareFactsTakeTheNetdevMtuOnlyWhereItIsReadable) {
+  Tree t;
+  t.port("mlx5_1", 1, "4: ACTIVE", "5: LinkUp", "Ethernet", "200 Gb/sec (2X HDR)", "RoCE v2", "ens1f0")
+      .file("/sys/class/net/ens1f0/mtu", "9000\n");
+  Context c;
+  c.files = t.files();
+  c.ports = read_rdma_ports(c.files);
+  auto facts = hardware_facts(c);
+  EXPECT_EQ(facts["mtu"], "netdev 9000");
+  EXPECT_EQ(facts["gid_type"], "RoCE v2");
+  Tree bare;  // the netdev has no mtu file: nothing, not "netdev " with an empty value
+  bare.port("mlx5_1", 1, "4: ACTIVE", "5: LinkUp", "Ethernet", "200 Gb/sec (2X HDR)", "RoCE v2", "ens1f0");
+  c.files = bare.files();
+  c.ports = read_rdma_ports(c.files);
+  facts = hardware_facts(c);
+  EXPECT_EQ(facts["mtu"], "");
+}
