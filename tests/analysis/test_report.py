@@ -194,7 +194,9 @@ class Report(LaunchTest):
                  (["csv", self.runs / "shm.h5", self.dir / "c", "--table", "nope"], "unknown table"),
                  (["check", self.runs / "shm.h5", "--baseline", self.dir / "none.ini"], "no such file"),
                  (["compare", self.runs / "shm.h5", self.runs / "shm.h5", "--threshold", "lots"], "--threshold = 'lots'"),
-                 (["baseline", running, self.dir / "b.ini"], "status 'running'")]
+                 (["baseline", running, self.dir / "b.ini"], "status 'running'"),
+                 (["baseline", self.runs / "shm.h5", self.dir / "t.ini", "--tolerance", "200%"],
+                  "--tolerance = '200%': allowed values are 0% to 99%")]
         for args, message in cases:
             r = self.report(*args)
             self.assertEqual(r.returncode, 2, (args, r.stdout, r.stderr))
