@@ -140,4 +140,12 @@ std::vector<std::string> warning_lines(const std::vector<Finding>& findings) {
   return lines;
 }
 
+std::string join(const std::vector<std::string>& items, std::string_view sep) {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : std::string(sep)) + i;
+  return out;
+}
+
+std::string gpu_name(int index) { return fmt::format("GPU{}", index); }
+
 }  // namespace fabricbench::doctor

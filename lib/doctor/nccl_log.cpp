@@ -32,11 +32,6 @@ constexpr std::string_view set_by_env = " set by environment to ";
 
 bool starts_with(const std::string& s, std::string_view prefix) { return s.rfind(prefix, 0) == 0; }
 
-std::string join(const std::vector<std::string>& items, std::string_view sep = ", ") {
-  std::string out;
-  for (const auto& i : items) out += (out.empty() ? "" : std::string(sep)) + i;
-  return out;
-}
 
 bool is_virtual_interface(const std::string& name) {
   for (std::string_view prefix : {"lo", "docker", "veth", "virbr", "br-", "cni", "flannel", "cali", "vxlan", "tun", "tap"})

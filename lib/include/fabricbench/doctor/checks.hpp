@@ -1,7 +1,7 @@
 // The checks as data: one table of entries (name, group, scope, cheap or not, applies-when, run). Adding a check is
 // adding an entry. A check reads a `Context` (what one host or rank looks like, gathered once) and writes findings;
 // one that cannot apply here is skipped with the reason, never an error. Also the two things every tool uses: the
-// across-host consistency of the hosts' facts and the bandwidth the hardware found should reach.
+// across-host consistency of the hosts' facts and the bandwidth the hardware found should reach (host_facts.cpp).
 #pragma once
 #include <map>
 #include <optional>

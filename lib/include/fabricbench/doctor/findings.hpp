@@ -59,6 +59,11 @@ results::Row to_row(const results::TableSpec& table, const Finding& finding);
 // The terminal view: one table per host, failures first, then warnings, skips and ok (ok rows left out unless
 // `show_ok`), each with its hint.
 std::string format_tables(std::vector<Finding> findings, bool show_ok);
+// "a, b, c": the text of lists in values and hints.
+std::string join(const std::vector<std::string>& items, std::string_view sep = ", ");
+// "GPU3": how findings name a GPU (NVML's index).
+std::string gpu_name(int index);
+
 // One line per warn/fail (what the tools print at start): "warning: host h1: rdma.port_state mlx5_0/1: DOWN ...".
 std::vector<std::string> warning_lines(const std::vector<Finding>& findings);
 
