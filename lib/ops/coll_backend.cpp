@@ -10,7 +10,7 @@
 #include "fabricbench/error.hpp"
 #include "fabricbench/memory/buffer.hpp"
 #include "fabricbench/timing/iteration_timer.hpp"
-#include "fabricbench/timing/sample_stats.hpp"
+#include "fabricbench/timing/timed_blocks.hpp"
 
 namespace fabricbench::ops {
 
@@ -30,9 +30,9 @@ CaseTiming time_case(CollBackend& backend, const CollCase& c, const TimingPlan& 
   // With a synchronous library every lap is one complete operation; otherwise only with --blocking.
   const bool laps = backend.synchronous() || mode == TimingMode::blocking;
   timing::IterationTimer timer(static_cast<std::size_t>(iterations));
+  timing::TimedBlocks blocks(plan.min_time_s);
   CaseTiming t;
-  std::vector<double> block_s;
-  for (int b = 0; b < t.blocks; ++b) {
+  for (int b = 0; b < blocks.count(); ++b) {
     world.barrier();
     timer.start();
     for (int i = 0; i < iterations; ++i) {
@@ -42,22 +42,17 @@ CaseTiming time_case(CollBackend& backend, const CollCase& c, const TimingPlan& 
     }
     backend.wait();
     timer.stop();
-    block_s.push_back(timer.elapsed_s() / iterations);
+    blocks.add(timer.elapsed_s() / iterations);
     if (laps) {
       const auto mine = timer.laps_us();
       t.laps_us.insert(t.laps_us.end(), mine.begin(), mine.end());
     }
-    if (b == 0 && plan.min_time_s > 0 && plan.max_blocks > 1) {
-      // Rank 0's first block sets the count for every rank (each block starts with a barrier).
-      const double first = world.broadcast_value(timer.elapsed_s(), 0);
-      t.blocks = static_cast<int>(std::clamp(std::ceil(plan.min_time_s / std::max(first, 1e-9)), 1.0,
-                                             static_cast<double>(plan.max_blocks)));
-    }
+    // Rank 0's first block sets the count for every rank (each block starts with a barrier).
+    if (blocks.deciding()) blocks.decide(world.broadcast_value(timer.elapsed_s(), 0));
   }
-  std::sort(block_s.begin(), block_s.end());
-  t.seconds_per_op = timing::percentile_of_sorted(block_s, 0.5);
-  if (block_s.size() > 1 && t.seconds_per_op > 0)
-    t.spread = (timing::percentile_of_sorted(block_s, 0.9) - timing::percentile_of_sorted(block_s, 0.1)) / t.seconds_per_op;
+  t.seconds_per_op = blocks.median();
+  t.blocks = blocks.blocks();
+  t.spread = blocks.spread();
   return t;
 }
 

@@ -14,6 +14,7 @@
 #include "fabricbench/memory/buffer.hpp"
 #include "fabricbench/runtime/gpu.hpp"
 #include "fabricbench/timing/rank_laps.hpp"
+#include "fabricbench/timing/timed_blocks.hpp"
 
 namespace fabricbench::ops {
 namespace {
@@ -133,9 +134,7 @@ void CollBenchmark::configure(const cli::po::variables_map& v, const cli::Common
     throw Error::usage("--per-iter, --graph and --blocking are different timing modes: choose one");
   timing_ = per_iter ? TimingMode::events : graph_launches_ > 0 ? TimingMode::graph
                                                                 : blocking ? TimingMode::blocking : TimingMode::host;
-  min_time_s_ = v["min-time"].as<double>();
-  if (!(min_time_s_ >= 0 && min_time_s_ <= 60))
-    throw Error::usage(fmt::format("--min-time {}: allowed values are 0 to 60 (seconds)", min_time_s_));
+  min_time_s_ = timing::TimedBlocks::checked_min_time(v["min-time"].as<double>(), "--min-time");
   if (common.iterations > 0 || timing_ == TimingMode::events || timing_ == TimingMode::graph) min_time_s_ = 0;  // -n: a count, as nccl-tests
   const int average = v["average"].as<int>();
   if (average < 0 || average > 3) throw Error::usage(fmt::format("--average {}: allowed values are 0, 1, 2, 3", average));
@@ -189,7 +188,7 @@ void CollBenchmark::abort() noexcept {
 CollBenchmark::Measured CollBenchmark::measure(const app::RunContext& context, const CollCase& c, int warmup,
                                                int iterations) {
   const auto& world = context.world;
-  const auto r = run_case(*backend_impl_, c, {timing_, warmup, iterations, graph_launches_, min_time_s_, max_blocks},
+  const auto r = run_case(*backend_impl_, c, {timing_, warmup, iterations, graph_launches_, min_time_s_},
                           world, context.options.check, flip_byte_);
   Measured m{};
   m.rank_us = world.gather_values(r.timing.seconds_per_op * 1e6, 0);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -10,6 +11,7 @@
 #include "fabricbench/runtime/gpu.hpp"
 #include "fabricbench/timing/iteration_timer.hpp"
 #include "fabricbench/timing/rank_laps.hpp"
+#include "fabricbench/timing/timed_blocks.hpp"
 
 namespace fabricbench::ops {
 P2PBenchmark::P2PBenchmark() : table_(make_table()), samples_(table_.samples()) {}
@@ -26,7 +28,7 @@ results::TableSpec P2PBenchmark::make_table() {
   using namespace results;
   TableSpec table{"results", "p2p",
           {key_text("test", 16), key_text("memory", 8), key_int("bytes", Unit::bytes, "size_B"), key_int("pairs"),
-           key_int("window"), setting_int("iterations", "iters"), setting_int("warmup"),
+           key_int("window"), setting_int("iterations", "iters"), setting_int("warmup"), setting_int("blocks"),
            measured("latency_us", Unit::us, Better::lower), measured("bw_mbps", Unit::mbps, Better::higher, "bw_MB/s"),
            measured("bw_min_pair_mbps", Unit::mbps, Better::higher, "min_pair_MB/s"),
            measured("msg_rate_mps", Unit::mega_per_s, Better::higher, "msgs_M/s", 3),
@@ -37,6 +39,7 @@ results::TableSpec P2PBenchmark::make_table() {
            statistic("time_us_p90", Unit::us, Better::lower, "p90_us"),
            statistic("time_us_p99", Unit::us, Better::lower, "p99_us"),
            statistic("time_us_stddev", Unit::us, Better::lower, "stddev_us"),
+           statistic("time_us_spread_pct", Unit::percent, Better::lower, "spread_%", 1),
            measured_int("wrong", Unit::bytes, Better::lower, "#wrong")}};
   for (auto& c : doctor::counter_columns()) table.columns.push_back(std::move(c));
   for (auto& c : doctor::ExpectedShare::columns()) table.columns.push_back(std::move(c));
@@ -47,7 +50,8 @@ void P2PBenchmark::add_options(cli::po::options_description& options) {
   options.add_options()
       ("test,t", cli::po::value<std::string>()->default_value("all"), "latency, bw, bibw, mbw_mr, or all")
       ("window,W", cli::po::value<long long>()->default_value(64), "messages in flight per iteration for bw, bibw, mbw_mr (OSU -W)")
-      ("memory", cli::po::value<std::string>()->default_value("host"), "where buffers live: host, pinned or device (device needs a CUDA-aware MPI)");
+      ("memory", cli::po::value<std::string>()->default_value("host"), "where buffers live: host, pinned or device (device needs a CUDA-aware MPI)")
+      ("min-time", cli::po::value<double>()->default_value(0.1), "without -n: repeat each size's timed block of OSU's iteration count until about this many seconds were timed (at most 100 blocks) and report the median block, with the blocks' spread; 0: one block");
 }
 
 void P2PBenchmark::configure(const cli::po::variables_map& values, const cli::CommonOptions& common,
@@ -70,13 +74,17 @@ void P2PBenchmark::configure(const cli::po::variables_map& values, const cli::Co
   if (memory_ == memory::MemoryKind::device && !runtime::mpi_is_cuda_aware())
     throw Error::usage("--memory device: this MPI library is not CUDA-aware (MPIX_Query_cuda_support); use host or pinned");
   flip_byte_ = std::getenv("FABRICBENCH_TEST_FLIP_BYTE") != nullptr;
+  min_time_s_ = timing::TimedBlocks::checked_min_time(values["min-time"].as<double>(), "--min-time");
+  if (common.iterations > 0) min_time_s_ = 0;  // -n: a count, as OSU's -i
 }
 
 PairMeasurement P2PBenchmark::measure(const P2PTest& test, std::uint64_t bytes, int iterations, int warmup,
                                       const runtime::Communicator& world) {
   const int me = world.rank();
-  return run_exchange(test, {world.get(), me, pairs_->peer_of(me), pairs_->leads(me), *send_, *recv_, bytes, iterations,
-                             warmup, window_, check_, flip_byte_});
+  Exchanger x{world.get(), me, pairs_->peer_of(me), pairs_->leads(me), *send_, *recv_, bytes, iterations,
+              warmup, window_, check_, flip_byte_};
+  x.min_time_s = min_time_s_;
+  return run_exchange(test, x);
 }
 
 void P2PBenchmark::report(const app::RunContext& context, const P2PTest& test, std::uint64_t bytes, int iterations,
@@ -85,15 +93,17 @@ void P2PBenchmark::report(const app::RunContext& context, const P2PTest& test, s
   const auto grown = doctor::sum_over_hosts(world, context.placement.me().local_rank == 0, counters, 0);
   // Leaders' elapsed times and laps, and every rank's wrong count, to rank 0.
   const auto elapsed = world.gather_values(mine.elapsed_s, 0);
+  const auto spreads = world.gather_values(mine.spread, 0);
   const auto wrong = world.sum(mine.wrong, 0);
   const auto laps = timing::RankLaps::gather(world, mine.laps_us);
   if (!context.is_root()) return;
 
   const int pairs = pairs_->pairs();
-  double latency_sum = 0, bw_sum = 0, rate_sum = 0, bw_min = INFINITY;
+  double latency_sum = 0, bw_sum = 0, rate_sum = 0, bw_min = INFINITY, spread = NAN;
   const bool ping_pong = test.exchange == Exchange::ping_pong;
   for (int r = 0; r < pairs; ++r) {
     const double t = elapsed[r];
+    if (!std::isnan(spreads[r])) spread = std::isnan(spread) ? spreads[r] : std::max(spread, spreads[r]);
     if (ping_pong) {
       latency_sum += pingpong_latency_us(t, iterations);
       continue;
@@ -110,6 +120,7 @@ void P2PBenchmark::report(const app::RunContext& context, const P2PTest& test, s
   row.set("test", std::string(test.name)).set("memory", std::string(memory::to_string(memory_)));
   row.set("bytes", std::int64_t(bytes)).set("pairs", std::int64_t(pairs)).set("iterations", std::int64_t(iterations));
   row.set("warmup", std::int64_t(warmup)).set("wrong", std::int64_t(wrong));
+  row.set("blocks", std::int64_t(mine.blocks)).set("time_us_spread_pct", spread * 100);
   if (ping_pong) {
     row.set("latency_us", latency_sum / pairs).set("window", std::int64_t{1});
   } else {
@@ -183,6 +194,7 @@ ExitStatus P2PBenchmark::run(const app::RunContext& context) {
         if (pairs_->pairs() > 1) shown.push_back({"bw_min_pair_mbps"});
         if (reference(context, test).known()) shown.push_back({"pct_expected"});
       }
+      if (min_time_s_ > 0) shown.push_back({"time_us_spread_pct"});
       shown.push_back({"wrong"});
       context.out->section(table_, fmt::format("{}: {}  (pairs: {}, window: {})", test.name, test.description,
                                                pairs_->pairs(), test.exchange == Exchange::ping_pong ? 1 : window_),

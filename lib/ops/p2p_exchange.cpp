@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "fabricbench/timing/iteration_timer.hpp"
+#include "fabricbench/timing/timed_blocks.hpp"
 
 namespace fabricbench::ops {
 namespace {
@@ -113,22 +114,36 @@ PairMeasurement run_exchange(const P2PTest& test, const Exchanger& x) {
   if (receives) memory::clear(x.recv, bytes);
 
   timing::IterationTimer timer(static_cast<std::size_t>(iterations));
+  timing::TimedBlocks blocks(x.budget_s > 0 ? 0.0 : x.min_time_s);
   // The exchange is chosen once, outside the timed loop: each case hands its own step to the same loop. Only the
-  // leader's times are reported, so only the leader reads the clock: each read sits on the round trip
-  // (tests/perf/p2p_loop_cost.cpp measures what it costs).
+  // leader's laps are reported, so only the leader reads the clock per iteration: each read sits on the round trip
+  // (tests/perf/p2p_loop_cost.cpp measures what it costs). Every rank times whole blocks, to agree on their count.
   const auto timed = [&](auto&& step) {
-    check(MPI_Barrier(comm), "MPI_Barrier");
-    for (int i = 0; i < warmup; ++i) step();
-    if (!leader) {
-      for (int i = 0; i < iterations; ++i) step();
-      return;
+    for (int b = 0; b < blocks.count(); ++b) {
+      check(MPI_Barrier(comm), "MPI_Barrier");
+      if (b == 0)
+        for (int i = 0; i < warmup; ++i) step();
+      timer.start();
+      if (leader) {
+        for (int i = 0; i < iterations; ++i) {
+          step();
+          timer.lap();
+        }
+      } else {
+        for (int i = 0; i < iterations; ++i) step();
+      }
+      timer.stop();
+      blocks.add(timer.elapsed_s());
+      if (leader) {
+        const auto laps = timer.laps_us();
+        m.laps_us.insert(m.laps_us.end(), laps.begin(), laps.end());
+      }
+      if (blocks.deciding()) {
+        double first = timer.elapsed_s();
+        check(MPI_Bcast(&first, 1, MPI_DOUBLE, 0, comm), "MPI_Bcast");
+        blocks.decide(first);
+      }
     }
-    timer.start();
-    for (int i = 0; i < iterations; ++i) {
-      step();
-      timer.lap();
-    }
-    timer.stop();
   };
   std::vector<MPI_Request> requests(static_cast<std::size_t>(2 * plan.window));
   MPI_Request* const req = requests.data();
@@ -170,9 +185,10 @@ PairMeasurement run_exchange(const P2PTest& test, const Exchanger& x) {
       });
       break;
   }
+  m.blocks = blocks.blocks();
   if (leader) {
-    m.elapsed_s = timer.elapsed_s();
-    m.laps_us = timer.laps_us();
+    m.elapsed_s = blocks.median();
+    m.spread = blocks.spread();
   }
   if (receives && x.check) {
     if (x.flip_byte && bytes > 0) {

@@ -21,6 +21,7 @@ CASES = [
     (["--memory", "gpu"], "allowed values are host, pinned, device"),
     (["--output", "/nonexistent-dir/x.h5"], "does not exist"),
     (["--timeout", "soon"], "--timeout 'soon'"),
+    (["--min-time", "-1"], "--min-time -1: allowed values are 0 to 60 (seconds)"),
 ]
 
 

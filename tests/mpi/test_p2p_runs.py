@@ -24,6 +24,31 @@ class P2PTwoRanks(LaunchTest):
         self.assertLess(row["bw_mbps"], 100_000)
         self.assertGreater(row["time_us_median"], size / 100e3, "the time is that of moving 2 GiB")
 
+    def test_without_n_timed_blocks_repeat_for_the_time_budget_and_the_row_says_how_steady(self):
+        import math
+        r = self.mpirun(2, "fabric-p2p", ["--sizes", "8", "--output", "b.h5", "--min-time", "0.05"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rows = self.load("b.h5").tables["results/p2p"].set_index("test")
+        # OSU's counts per block (latency 10000, bandwidth 100 windows), repeated while 0.05 s was not yet timed:
+        # a 100-window block of 8 B takes well under 5 ms on shared memory, so bw gets several blocks.
+        self.assertEqual(rows.loc["latency", "iterations"], 10000)
+        self.assertEqual(rows.loc["bw", "iterations"], 100)
+        for test in ("bw", "bibw"):
+            self.assertGreater(rows.loc[test, "blocks"], 1, rows)
+            self.assertLessEqual(rows.loc[test, "blocks"], 100)
+            self.assertFalse(math.isnan(rows.loc[test, "time_us_spread_pct"]), rows)
+        samples = self.load("b.h5").tables["samples/p2p"]
+        for index, test in enumerate(rows.index):
+            self.assertEqual(len(samples[samples.row == index]), rows.loc[test, "blocks"] * rows.loc[test, "iterations"],
+                             f"{test}: every block's iterations")
+        # -n is a count, as OSU's -i: one block, no spread; --min-time 0 likewise.
+        for extra in (["-n", "100"], ["--min-time", "0"]):
+            r = self.mpirun(2, "fabric-p2p", ["--test", "bw", "--sizes", "8", "--output", "n.h5", "--force"] + extra)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            rows = self.load("n.h5").tables["results/p2p"]
+            self.assertTrue((rows.blocks == 1).all(), (extra, rows))
+            self.assertTrue(rows.time_us_spread_pct.isna().all(), extra)
+
     def test_all_tests_over_shared_memory_write_complete_results(self):
         secrets = {"AWS_SECRET_ACCESS_KEY": "s3cr3t-value", "SOME_TOKEN": "tok-value", "NCCL_DEBUG": "WARN"}
         r = self.mpirun(2, "fabric-p2p", ["--sizes", "1:64K:x16", "-n", "40", "-w", "4", "--check",

@@ -50,9 +50,8 @@ struct TimingPlan {
   int iterations = 20;
   int graph_launches = 0;  // graph mode: how often the captured iterations are launched
   // Host and blocking modes: repeat the timed block of `iterations` until about `min_time_s` was timed (rank 0's
-  // first block decides the count for all), at most `max_blocks`; the figure is the median block. 0: one block.
+  // first block decides the count for all; timing::TimedBlocks); the figure is the median block. 0: one block.
   double min_time_s = 0;
-  int max_blocks = 1;
 };
 
 struct CaseTiming {

@@ -41,7 +41,6 @@ class CollBenchmark : public app::Benchmark {
     int blocks = 1;
     double spread = NAN;  // the largest over ranks of each rank's block spread (fraction)
   };
-  static constexpr int max_blocks = 100;
   Measured measure(const app::RunContext& context, const CollCase& c, int warmup, int iterations);
   results::Row make_row(const CollCase& c, const Measured& m, int iterations, int warmup, int nranks) const;
 

@@ -46,6 +46,7 @@ class P2PBenchmark : public app::Benchmark {
   int window_ = 64;
   int gpu_ = -1;
   bool check_ = false;
+  double min_time_s_ = 0.1;  // --min-time; 0 with -n
   bool flip_byte_ = false;  // test hook FABRICBENCH_TEST_FLIP_BYTE: corrupt one received byte per size
   std::optional<runtime::RankPairs> pairs_;
   std::optional<memory::Buffer> send_, recv_;

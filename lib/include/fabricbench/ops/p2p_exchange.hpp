@@ -4,6 +4,7 @@
 #pragma once
 #include <mpi.h>
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -15,8 +16,10 @@ namespace fabricbench::ops {
 
 // What one rank measured for one test and size.
 struct PairMeasurement {
-  double elapsed_s = 0;         // leader: steady-clock span of the timed iterations; follower: 0
-  std::vector<double> laps_us;  // leader: one per timed iteration
+  double elapsed_s = 0;         // leader: steady-clock span of the timed iterations (the median block's); follower: 0
+  std::vector<double> laps_us;  // leader: one per timed iteration, every block's
+  int blocks = 1;               // timed blocks of `iterations` (Exchanger::min_time_s)
+  double spread = NAN;          // leader: (p90 - p10) / median of the blocks' spans; NaN with one block
   std::uint64_t wrong = 0;      // bytes that failed the check on this rank
   int iterations = 0, warmup = 0, window = 0;  // what ran: a time budget may have cut the requested counts
   bool cut = false;                            // the budget cut them
@@ -45,6 +48,9 @@ struct Exchanger {
   int from = -1;   // bidirectional window only: receive from this rank instead of `peer` (mpiGraph's shift)
   double budget_s = 0;  // > 0: probe first and cut the counts to fit this many seconds (not with `from`)
   double probe_s = 0;   // with a budget: a probe_message_s() already taken (0: probe now)
+  // > 0: repeat the timed block of `iterations` until about this many seconds were timed (timing::TimedBlocks);
+  // rank 0 of `comm` decides the count, so every rank of `comm` must be in the call. Not with a budget.
+  double min_time_s = 0;
 };
 
 // With a budget, the leader probes the pair (a few messages in flight, or the faster of two round trips), fits the
