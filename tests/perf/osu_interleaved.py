@@ -1,12 +1,13 @@
 #!/usr/bin/python3
 """fabric-p2p against the real OSU micro-benchmarks 7.4 (osu_latency, osu_bw, osu_bibw), same layout (2 ranks bound
 to cores), same sizes (1 B to 4 MiB) and OSU's default iteration counts on both sides, interleaved: each repeat runs
-fabric-p2p once (latency, bw, bibw) and each OSU binary once, in an order that flips every repeat. Prints, per test
-and size, each tool's median, the ratio of medians (fabric / OSU) and each tool's run-to-run spread
+fabric-p2p (latency, bw, bibw) once as OSU times (one block: --min-time 0), once at its defaults (the block repeated
+for --min-time, the median block reported), and each OSU binary once, in an order that flips every repeat. Prints,
+per test and size, each one's median, the ratios of medians to OSU and each one's run-to-run spread
 ((max - min) / median over the repeats), over shared memory and TCP loopback. A benchmark run, not a test; writes
-OUT/osu_interleaved.md.
+OUT/osu_interleaved.md and every repeat's value in OUT/osu_interleaved.json.
 
-  tests/perf/osu_interleaved.py --osu DIR [--build build] [--repeats 5] [--transports shm,tcp] [--out DIR]
+  tests/perf/osu_interleaved.py --osu DIR [--build build] [--repeats 5] [--transports shm,tcp] [--max 4M] [--out DIR]
   (DIR: an OSU 7.4 install prefix; binaries under DIR/libexec/osu-micro-benchmarks/mpi/pt2pt)
 """
 import argparse
@@ -33,20 +34,23 @@ def mpirun(transport, argv):
     return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
 
 
-def osu(binary, transport):
+VARIANTS = {"one block": ["--min-time", "0"], "default": []}
+
+
+def osu(binary, transport, max_bytes):
     """{size: value} from an OSU table (latency in us, bandwidth in MB/s)."""
     values = {}
-    for line in mpirun(transport, [binary, "-m", "1:4194304"]).splitlines():
+    for line in mpirun(transport, [binary, "-m", f"1:{max_bytes}"]).splitlines():
         parts = line.split()
         if len(parts) == 2 and parts[0].isdigit():
             values[int(parts[0])] = float(parts[1])
     return values
 
 
-def fabric(build, transport, scratch, repeat):
+def fabric(build, transport, scratch, repeat, variant, max_bytes):
     out = pathlib.Path(scratch) / f"{transport}-{repeat}.h5"
-    mpirun(transport, [build / "benchmarks" / "fabric-p2p", "--test", "all", "--sizes", "1:4M", "--output", out,
-                       "--force", "-q", "--no-checks"])
+    mpirun(transport, [build / "benchmarks" / "fabric-p2p", "--test", "all", "--sizes", f"1:{max_bytes}", "--output", out,
+                       "--force", "-q", "--no-checks"] + VARIANTS[variant])
     rows = fabricbench_analysis.load(out).tables["results/p2p"]
     result = {}
     for test in TESTS:
@@ -68,36 +72,39 @@ def main():
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--transports", default="shm,tcp")
     p.add_argument("--out", default=pathlib.Path("."), type=pathlib.Path)
+    p.add_argument("--max", default=4194304, type=int, help="largest size in bytes (default 4 MiB)")
     a = p.parse_args()
     bins = a.osu / "libexec" / "osu-micro-benchmarks" / "mpi" / "pt2pt"
     lines = []
     raw = {}  # transport -> tool -> test -> size -> every repeat's value, in order
+    tools = [f"fabric-p2p {v}" for v in VARIANTS] + ["osu"]
     with tempfile.TemporaryDirectory() as scratch:
         for transport in a.transports.split(","):
-            ours = {t: {} for t in TESTS}
-            theirs = {t: {} for t in TESTS}
+            values = {tool: {t: {} for t in TESTS} for tool in tools}
             for r in range(a.repeats):
-                steps = [("fabric", None)] + [("osu", t) for t in TESTS]
-                for kind, test in (steps if r % 2 == 0 else steps[::-1]):
+                steps = [("fabric", v) for v in VARIANTS] + [("osu", t) for t in TESTS]
+                for kind, what in (steps if r % 2 == 0 else steps[::-1]):
                     if kind == "fabric":
-                        for t, values in fabric(a.build, transport, scratch, r).items():
-                            for size, v in values.items():
-                                ours[t].setdefault(size, []).append(v)
+                        for t, sizes in fabric(a.build, transport, scratch, r, what, a.max).items():
+                            for size, v in sizes.items():
+                                values[f"fabric-p2p {what}"][t].setdefault(size, []).append(v)
                     else:
-                        for size, v in osu(bins / TESTS[test], transport).items():
-                            theirs[test].setdefault(size, []).append(v)
-            raw[transport] = {"fabric-p2p": ours, "osu": theirs}
+                        for size, v in osu(bins / TESTS[what], transport, a.max).items():
+                            values["osu"][what].setdefault(size, []).append(v)
+            raw[transport] = values
             lines += [f"\n### {transport} ({a.repeats} interleaved repeats; latency in us, bandwidth in MB/s)\n",
-                      "| test | size | fabric-p2p median | OSU median | fabric / OSU | fabric spread | OSU spread |",
-                      "|---|---|---|---|---|---|---|"]
+                      "| test | size | OSU | fabric one block | fabric default | one block / OSU | default / OSU | "
+                      "OSU spread | one block spread | default spread |",
+                      "|---|---|---|---|---|---|---|---|---|---|"]
             for test in TESTS:
-                for size in sorted(theirs[test]):
-                    f, o = ours[test].get(size), theirs[test][size]
-                    if not f:
+                for size in sorted(values["osu"][test]):
+                    series = [values[tool][test].get(size) for tool in tools]
+                    if not all(series):
                         continue
-                    fm, om = statistics.median(f), statistics.median(o)
-                    lines.append(f"| {test} | {size} | {fm:.4g} | {om:.4g} | {fm / om:.3f} | {spread(f):.1%} | "
-                                 f"{spread(o):.1%} |")
+                    one, default, theirs = (statistics.median(x) for x in series)
+                    spreads = " | ".join(f"{spread(x):.1%}" for x in (series[2], series[0], series[1]))
+                    lines.append(f"| {test} | {size} | {theirs:.4g} | {one:.4g} | {default:.4g} | {one / theirs:.3f} | "
+                                 f"{default / theirs:.3f} | {spreads} |")
     text = "\n".join(lines)
     print(text)
     a.out.mkdir(parents=True, exist_ok=True)
