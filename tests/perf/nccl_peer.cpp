@@ -5,6 +5,8 @@
 //    id goes over MPI and each process issues one call per iteration.
 // Timing as nccl-tests: `warmup` untimed iterations, host clock around `iters` back-to-back iterations, then the
 // streams are synchronised; under MPI the per-process times are averaged (nccl-tests -a 1). No validation.
+// GRAPH=G (one process per GPU only): the `iters` iterations are captured in a CUDA graph, launched once untimed
+// (that launch uploads it; GRAPH_UPLOAD_TIMED=1 times it too, as nccl-tests -G does) and then G times, timed.
 //   [mpirun -np N] nccl_peer OP MIN_BYTES MAX_BYTES [ITERS=20] [WARMUP=5] [FACTOR=2]
 //   OP: all_reduce all_gather reduce_scatter alltoall sendrecv, or a comma list of them (run in that order);
 //   NGPUS limits the GPUs of the one-process layout.
@@ -130,11 +132,33 @@ int main(int argc, char** argv) {
       };
       for (int i = 0; i < warmup; ++i) iteration();
       sync();
+      const int graph = per_process && std::getenv("GRAPH") ? std::atoi(std::getenv("GRAPH")) : 0;
+      const bool upload_timed = std::getenv("GRAPH_UPLOAD_TIMED") != nullptr;
+      cudaGraph_t captured = nullptr;
+      cudaGraphExec_t exec = nullptr;
+      if (graph > 0) {
+        CHECK_CUDA(cudaStreamBeginCapture(streams[0], cudaStreamCaptureModeThreadLocal));
+        for (int i = 0; i < iters; ++i) iteration();
+        CHECK_CUDA(cudaStreamEndCapture(streams[0], &captured));
+        CHECK_CUDA(cudaGraphInstantiate(&exec, captured, 0));
+        if (!upload_timed) {
+          CHECK_CUDA(cudaGraphLaunch(exec, streams[0]));
+          sync();
+        }
+      }
       MPI_Barrier(MPI_COMM_WORLD);
       const auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < iters; ++i) iteration();
+      if (graph > 0)
+        for (int l = 0; l < graph; ++l) CHECK_CUDA(cudaGraphLaunch(exec, streams[0]));
+      else
+        for (int i = 0; i < iters; ++i) iteration();
       sync();
-      double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / iters;
+      double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+                  (iters * double(graph > 0 ? graph : 1));
+      if (graph > 0) {
+        CHECK_CUDA(cudaGraphExecDestroy(exec));
+        CHECK_CUDA(cudaGraphDestroy(captured));
+      }
       double sum = 0;
       MPI_Allreduce(&us, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
       us = sum / nprocs;
