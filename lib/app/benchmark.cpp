@@ -47,21 +47,25 @@ void agree(const runtime::Communicator& world, Step&& step) {
 // --baseline: every row of the tool's table held against the baseline's entries; the lines of what fell below.
 class BaselineCheck : public results::ResultSink {
  public:
-  BaselineCheck(const results::Baseline& baseline, std::string table) : baseline_(baseline), table_(std::move(table)) {}
+  BaselineCheck(const results::Baseline& baseline, std::string table)
+      : baseline_(baseline), table_(std::move(table)), used_(baseline.entry_count(), false) {}
   void begin(const results::RunInfo&) override {}
   void declare(const results::TableSpec&) override {}
   void row(const results::Row& row) override {
     if (row.spec().path() != table_) return;
     ++rows_;
-    for (auto& line : baseline_.check(row)) failures_.push_back(std::move(line));
+    for (auto& line : baseline_.check(row, &used_)) failures_.push_back(std::move(line));
   }
   void finish(const std::string&) override {}
   const std::vector<std::string>& failures() const { return failures_; }
+  // Entries of this table that no row matched (asked once the run is over).
+  std::vector<std::string> unmatched() const { return baseline_.unmatched(table_, used_); }
   std::size_t rows() const { return rows_; }
 
  private:
   const results::Baseline& baseline_;
   std::string table_;
+  std::vector<bool> used_;
   std::vector<std::string> failures_;
   std::size_t rows_ = 0;
 };
@@ -182,9 +186,16 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
         out->note("below baseline: " + line);
         if (options.quiet) fmt::print(stderr, "{}: below baseline: {}\n", program, line);
       }
-      out->note(fmt::format("baseline {}: {} row(s) checked, {} value(s) below", baseline.path(), baseline_check->rows(),
-                            baseline_check->failures().size()));
-      if (!baseline_check->failures().empty() && status == ExitStatus::ok) status = ExitStatus::measurement_failed;
+      const auto unmatched = baseline_check->unmatched();
+      for (const auto& line : unmatched) {
+        out->note("not measured: " + line);
+        if (options.quiet) fmt::print(stderr, "{}: baseline entry not measured: {}\n", program, line);
+      }
+      out->note(fmt::format("baseline {}: {} row(s) checked, {} value(s) below, {} entr{} matched no row", baseline.path(),
+                            baseline_check->rows(), baseline_check->failures().size(), unmatched.size(),
+                            unmatched.size() == 1 ? "y" : "ies"));
+      if ((!baseline_check->failures().empty() || !unmatched.empty()) && status == ExitStatus::ok)
+        status = ExitStatus::measurement_failed;
     }
     if (out) {
       out->finish("complete");

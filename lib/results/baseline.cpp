@@ -21,12 +21,6 @@ std::optional<double> number(const std::string& text) {
   return std::nullopt;
 }
 
-std::string text_of(const Value& v) {
-  if (const auto* s = std::get_if<std::string>(&v)) return *s;
-  if (const auto* i = std::get_if<std::int64_t>(&v)) return std::to_string(*i);
-  return fmt::format("{}", std::get<double>(v));
-}
-
 }  // namespace
 
 double parse_tolerance(const std::string& text, const std::string& where) {
@@ -103,24 +97,37 @@ bool Baseline::matches(const Entry& e, const Row& row) {
   return true;
 }
 
-std::vector<std::string> Baseline::check(const Row& row) const {
+std::string Baseline::keys_text(const Entry& e) {
+  std::string text;
+  for (const auto& [k, t] : e.keys) text += fmt::format("{}{}={}", text.empty() ? "" : ", ", k, t);
+  return text;
+}
+
+std::vector<std::string> Baseline::check(const Row& row, std::vector<bool>* used) const {
   std::vector<std::string> out;
-  for (const auto& e : entries_) {
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    const auto& e = entries_[i];
     if (!matches(e, row)) continue;
+    if (used) (*used)[i] = true;
     for (const auto& [column, expected] : e.expected) {
       const auto better = row.spec().column(column).better;
       if (better == Better::none) continue;  // no direction (fabric-sweep's value: its metric rule has it)
       const double value = row.number(column);
       const bool higher = better == Better::higher;
       const double bound = higher ? expected * (1 - e.tolerance) : expected * (1 + e.tolerance);
-      if (std::isnan(value) || (higher ? value < bound : value > bound)) {
-        std::string where;
-        for (const auto& [k, t] : e.keys) where += fmt::format("{}{}={}", where.empty() ? "" : ", ", k, t);
+      if (std::isnan(value) || (higher ? value < bound : value > bound))
         out.push_back(fmt::format("[{}] {} ({}): {:.4g} against {:.4g} ({} is better, tolerance {:g}%)", e.name, column,
-                                  where, value, expected, higher ? "higher" : "lower", e.tolerance * 100));
-      }
+                                  keys_text(e), value, expected, higher ? "higher" : "lower", e.tolerance * 100));
     }
   }
+  return out;
+}
+
+std::vector<std::string> Baseline::unmatched(const std::string& table, const std::vector<bool>& used) const {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < entries_.size(); ++i)
+    if (entries_[i].table == table.substr(table.front() == '/' ? 1 : 0) && !used.at(i))
+      out.push_back(fmt::format("[{}]: no row of {} with {}", entries_[i].name, entries_[i].table, keys_text(entries_[i])));
   return out;
 }
 

@@ -124,7 +124,13 @@ class Report(LaunchTest):
         self.assertIn("fabric-p2p: below baseline: [results/p2p", r.stderr)
         r = self.mpirun(2, "fabric-p2p", P2P[:-1] + ["--output", "s.h5", "--baseline", base], transport="vader")
         self.assertIn("baseline", r.stdout)
-        self.assertRegex(r.stdout, r"baseline .*shm.ini: 2 row\(s\) checked")
+        self.assertRegex(r.stdout, r"baseline .*shm.ini: 2 row\(s\) checked, 0 value\(s\) below, 0 entries matched no row")
+        # A run that did not measure a size of the baseline fails it, as `fabric-report check` does.
+        r = self.mpirun(2, "fabric-p2p", ["--test", "bw", "--sizes", "64K", "-n", "20", "-q", "--output", "part.h5",
+                                          "--baseline", base], transport="vader")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("fabric-p2p: baseline entry not measured: [results/p2p", r.stderr)
+        self.assertIn("no row of results/p2p with bytes=1048576", r.stderr)
         # A bad baseline is refused before anything runs.
         bad = self.dir / "bad.ini"
         bad.write_text("[baseline]\ntolerance = 10%\n[results/p2p x]\nbw_nope = 3\n")

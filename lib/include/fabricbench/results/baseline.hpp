@@ -28,7 +28,12 @@ class Baseline {
   bool empty() const { return entries_.empty(); }
   const std::string& path() const { return path_; }
   // One line per value of `row` worse than an entry that applies to it (empty: it passes or nothing applies).
-  std::vector<std::string> check(const Row& row) const;
+  // `used` (one flag per entry, sized by entry_count()): set for every entry that applies to `row`.
+  std::vector<std::string> check(const Row& row, std::vector<bool>* used = nullptr) const;
+  std::size_t entry_count() const { return entries_.size(); }
+  // One line per entry of `table` (e.g. "/results/p2p") not flagged in `used`: a baseline entry that no row of the run
+  // matched is a failure, as in `fabric-report check` (a baseline of 1 GiB does not pass a run that stopped at 512 MiB).
+  std::vector<std::string> unmatched(const std::string& table, const std::vector<bool>& used) const;
   // The expected value of `column` in the entries of `row`'s table whose keys all match `keys` (exactly: an entry
   // applies to the key values given). fabric-sweep: the expected value of one metric for every pair.
   struct Expectation {
@@ -48,6 +53,7 @@ class Baseline {
     double tolerance = 0.1;
   };
   static bool matches(const Entry& e, const Row& row);
+  static std::string keys_text(const Entry& e);  // "op=all_reduce, bytes=1024", as fabric-report check writes them
   std::string path_;
   std::vector<Entry> entries_;
 };
