@@ -1,6 +1,5 @@
 #include "fabricbench/doctor/expected_share.hpp"
 
-#include <boost/property_tree/ini_parser.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,6 +7,7 @@
 #include <set>
 
 #include "fabricbench/cli/byte_size.hpp"
+#include "fabricbench/cli/ini_file.hpp"
 #include "fabricbench/error.hpp"
 
 namespace fabricbench::doctor {
@@ -18,30 +18,18 @@ Reference Reference::scaled(double factor, const std::string& why) const {
 }
 
 ExpectedRule ExpectedRule::load(const std::string& path, bool must_exist) {
-  namespace pt = boost::property_tree;
   ExpectedRule rule;
   if (!must_exist && !std::filesystem::exists(path)) return rule;
-  pt::ptree tree;
-  try {
-    pt::read_ini(path, tree);
-  } catch (const pt::ini_parser_error& e) {
-    throw Error::usage(fmt::format("--expected-rule {}: {}", path, e.message()));
-  }
-  for (const auto& [section, keys] : tree) {
+  for (const auto& [section, keys] : cli::read_ini(path, "--expected-rule")) {
     if (section != "expected")
       throw Error::usage(fmt::format("{}: [{}]: unknown section; allowed: [expected]", path, section));
     for (const auto& [key, value] : keys) {
       const auto text = value.get_value<std::string>();
       if (key == "warn_below_percent") {
-        std::size_t used = 0;
-        double v = -1;
-        try {
-          v = std::stod(text, &used);
-        } catch (const std::exception&) {
-        }
-        if (used != text.size() || !(v >= 0 && v <= 100))
+        const auto v = cli::parse_number(text);
+        if (!v || !(*v >= 0 && *v <= 100))
           throw Error::usage(fmt::format("{}: [expected] warn_below_percent = '{}': allowed values are 0 to 100", path, text));
-        rule.warn_below_percent = v;
+        rule.warn_below_percent = *v;
       } else if (key == "min_bytes") {
         rule.min_bytes = cli::parse_byte_size(text, fmt::format("{}: [expected] min_bytes", path));
       } else {

@@ -1,27 +1,15 @@
 #include "fabricbench/results/baseline.hpp"
 
-#include <boost/property_tree/ini_parser.hpp>
 #include <fmt/format.h>
 
 #include <cmath>
 #include <variant>
 
+#include "fabricbench/cli/ini_file.hpp"
 #include "fabricbench/error.hpp"
 
 namespace fabricbench::results {
-namespace {
-
-std::optional<double> number(const std::string& text) {
-  std::size_t used = 0;
-  try {
-    const double v = std::stod(text, &used);
-    if (used == text.size()) return v;
-  } catch (const std::exception&) {
-  }
-  return std::nullopt;
-}
-
-}  // namespace
+using cli::parse_number;
 
 double parse_tolerance(const std::string& text, const std::string& where) {
   std::string t = text;
@@ -30,20 +18,14 @@ double parse_tolerance(const std::string& text, const std::string& where) {
     t.pop_back();
     scale = 0.01;
   }
-  const auto v = number(t);
+  const auto v = parse_number(t);
   if (!v || !(*v * scale >= 0 && *v * scale < 1))
     throw Error::usage(fmt::format("{} = '{}': allowed values are 0% to 99% (or a fraction 0 to 0.99)", where, text));
   return *v * scale;
 }
 
 Baseline Baseline::load(const std::string& path, const TableSpec& table, const std::string& option) {
-  namespace pt = boost::property_tree;
-  pt::ptree tree;
-  try {
-    pt::read_ini(path, tree);
-  } catch (const pt::ini_parser_error& e) {
-    throw Error::usage(fmt::format("{} {}: {}", option, path, e.message()));
-  }
+  const auto tree = cli::read_ini(path, option);
   Baseline b;
   b.path_ = path;
   // [baseline] holds the default tolerance (10% when absent: Boost drops an empty section).
@@ -70,7 +52,7 @@ Baseline Baseline::load(const std::string& path, const TableSpec& table, const s
       if (!column) throw Error::usage(fmt::format("{}: table {} has no such column", where, e.table));
       if (column->role == Role::key) {
         e.keys[key] = text;
-      } else if (const auto v = number(text)) {
+      } else if (const auto v = parse_number(text)) {
         e.expected[key] = *v;
       } else {
         throw Error::usage(fmt::format("{} = '{}': a number (the expected value of a measured column)", where, text));
@@ -90,7 +72,7 @@ bool Baseline::matches(const Entry& e, const Row& row) {
     if (std::holds_alternative<std::string>(v)) {
       if (std::get<std::string>(v) != text) return false;
     } else {
-      const auto want = number(text);
+      const auto want = parse_number(text);
       if (!want || *want != row.number(key)) return false;
     }
   }

@@ -3,10 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <boost/property_tree/ini_parser.hpp>
 #include <boost/property_tree/ptree.hpp>
 #include <set>
 
+#include "fabricbench/cli/ini_file.hpp"
 #include "fabricbench/error.hpp"
 #include "fabricbench/timing/sample_stats.hpp"
 
@@ -15,27 +15,15 @@ namespace {
 
 double number(const boost::property_tree::ptree& node, const std::string& file, const std::string& key) {
   const auto text = node.get_value<std::string>();
-  try {
-    std::size_t used = 0;
-    const double v = std::stod(text, &used);
-    if (used == text.size() && v >= 0) return v;
-  } catch (const std::exception&) {
-  }
+  if (const auto v = cli::parse_number(text); v && *v >= 0) return *v;
   throw Error::usage(fmt::format("{}: {} = '{}': give a number >= 0", file, key, text));
 }
 
 }  // namespace
 
 Rules Rules::load(const std::string& path, const results::Baseline& baseline) {
-  namespace pt = boost::property_tree;
   Rules rules;
-  pt::ptree tree;
-  try {
-    pt::read_ini(path, tree);
-  } catch (const pt::ini_parser_error& e) {
-    throw Error::usage(fmt::format("--rules {}: {}", path, e.message()));
-  }
-  for (const auto& [section, keys] : tree) {
+  for (const auto& [section, keys] : cli::read_ini(path, "--rules")) {
     if (section == "attribution") {
       for (const auto& [key, value] : keys) {
         if (key != "bad_node_fraction")
