@@ -32,7 +32,6 @@ constexpr std::string_view set_by_env = " set by environment to ";
 
 bool starts_with(const std::string& s, std::string_view prefix) { return s.rfind(prefix, 0) == 0; }
 
-
 bool is_virtual_interface(const std::string& name) {
   for (std::string_view prefix : {"lo", "docker", "veth", "virbr", "br-", "cni", "flannel", "cali", "vxlan", "tun", "tap"})
     if (starts_with(name, prefix)) return true;
