@@ -1,5 +1,5 @@
 // fabric-coll: NCCL and MPI collectives with nccl-tests' algbw/busbw (see docs/fabric-coll.md).
-#include "fabricbench/ops/coll_benchmark.hpp"
+#include "fabricbench/tools/coll/coll_benchmark.hpp"
 
 int main(int argc, char** argv) {
   fabricbench::ops::CollBenchmark benchmark;

@@ -1,5 +1,5 @@
 // fabric-doctor: the hand-run diagnostics as findings, on every host of an mpirun/srun job (see docs/fabric-doctor.md).
-#include "fabricbench/doctor/doctor_benchmark.hpp"
+#include "fabricbench/tools/doctor/doctor_benchmark.hpp"
 
 int main(int argc, char** argv) {
   fabricbench::doctor::DoctorBenchmark doctor;

@@ -1,5 +1,5 @@
 // fabric-p2p: OSU-style point-to-point latency and bandwidth over MPI (see docs/fabric-p2p.md).
-#include "fabricbench/ops/p2p_benchmark.hpp"
+#include "fabricbench/tools/p2p/p2p_benchmark.hpp"
 
 int main(int argc, char** argv) {
   fabricbench::ops::P2PBenchmark benchmark;

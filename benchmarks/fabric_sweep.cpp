@@ -1,5 +1,5 @@
 // fabric-sweep: every node pair, the bad node or link named (see docs/fabric-sweep.md).
-#include "fabricbench/sweep/sweep_benchmark.hpp"
+#include "fabricbench/tools/sweep/sweep_benchmark.hpp"
 
 int main(int argc, char** argv) {
   fabricbench::sweep::SweepBenchmark benchmark;

@@ -1,5 +1,5 @@
 // fabric-verbs: perftest-style RDMA verbs tests launched by mpirun/srun (see docs/fabric-verbs.md).
-#include "fabricbench/verbs/verbs_benchmark.hpp"
+#include "fabricbench/tools/verbs/verbs_benchmark.hpp"
 
 int main(int argc, char** argv) {
   fabricbench::verbs::VerbsBenchmark benchmark;

@@ -112,10 +112,10 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
       const auto& path = command_line.common().baseline;
       if (!path.empty()) baseline = results::Baseline::load(path, benchmark.table());
     });
-    doctor::ExpectedRule expected_rule;
+    facts::ExpectedRule expected_rule;
     agree(world, [&] {
       const auto& given = command_line.common().expected_rule;
-      expected_rule = doctor::ExpectedRule::load(given.empty() ? shipped_config("expected.ini") : given, !given.empty());
+      expected_rule = facts::ExpectedRule::load(given.empty() ? shipped_config("expected.ini") : given, !given.empty());
     });
     if (const std::string text = benchmark.answer_without_run(); !text.empty()) {  // fabric-doctor --list
       if (root) fmt::print("{}", text);
@@ -176,7 +176,7 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
       for (const auto& line : doctor::warning_lines(environment.checks)) fmt::print(stderr, "{}: {}\n", program, line);
     if (out) out->declare(benchmark.table());
 
-    const doctor::ExpectedShare expected(environment.expected, expected_rule, options.has_sizes ? options.sizes.max() : 0);
+    const facts::ExpectedShare expected(environment.expected, expected_rule, options.has_sizes ? options.sizes.max() : 0);
     RunContext context{options, world, placement, out.get(), watchdog, board, report, environment, expected, program};
     if (const char* stall = std::getenv("FABRICBENCH_TEST_STALL")) std::sscanf(stall, "%d:%d", &context.stall_rank, &context.stall_at);
     ExitStatus status = benchmark.run(context);

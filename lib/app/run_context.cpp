@@ -26,7 +26,7 @@ void RunContext::progress(const std::string& line) const {
   fmt::print(stderr, "[progress] {}\n", line);
 }
 
-void RunContext::expect(results::Row& row, double measured_gbps, const doctor::Reference& ref, std::uint64_t bytes,
+void RunContext::expect(results::Row& row, double measured_gbps, const facts::Reference& ref, std::uint64_t bytes,
                         const std::string& what) const {
   const auto warning = expected.stamp(row, measured_gbps, ref, bytes, what);
   if (warning.empty() || !is_root()) return;

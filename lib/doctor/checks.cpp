@@ -14,12 +14,13 @@
 #include <filesystem>
 #include <sstream>
 
-#include "fabricbench/env/environment.hpp"
+#include "fabricbench/facts/environment_variables.hpp"
 #include "fabricbench/error.hpp"
 
 extern char** environ;
 
 namespace fabricbench::doctor {
+using namespace facts;  // the host facts the checks read
 namespace {
 
 std::string mib(std::uint64_t bytes) { return fmt::format("{} MiB", bytes >> 20); }
@@ -514,19 +515,12 @@ const std::vector<Check> table{
 
 }  // namespace
 
-bool Context::any_gpu() const {
-  if (gpus && gpus->count() > 0) return true;
-  return !pci_devices(files, "0x10de", {"0302", "0300"}).empty();
-}
-
 Context Context::gather(const std::string& host, int rank, int hosts) {
   Context c;
-  c.files = HostFiles::for_host(host);
-  c.host = host;
+  static_cast<facts::Host&>(c) = facts::Host::read(host);
   c.rank = rank;
   c.hosts = hosts;
-  c.ports = read_rdma_ports(c.files);
-  for (const auto& [k, v] : env::allowed_variables(environ)) c.variables[k] = v;
+  for (const auto& [k, v] : facts::allowed_variables(environ)) c.variables[k] = v;
   cpu_set_t set;
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof(set), &set) == 0)

@@ -1,5 +1,8 @@
 #include "fabricbench/env/environment.hpp"
 
+#include "fabricbench/facts/environment_variables.hpp"
+#include "fabricbench/facts/host_files.hpp"
+
 #include <fmt/format.h>
 #include <sys/utsname.h>
 
@@ -16,21 +19,6 @@ extern char** environ;
 
 namespace fabricbench::env {
 namespace {
-
-constexpr std::array allowed_prefixes{"NCCL_", "UCX_", "OMPI_", "OPAL_", "PMIX_MCA_", "CUDA_", "NVIDIA_",
-                                      "SLURM_JOB_", "SLURM_STEP_", "FI_", "MLX5_", "HCOLL_", "NVSHMEM_",
-                                      "FABRICBENCH_", "IBV_", "RDMAV_", "UCC_", "TORCH_NCCL_"};
-constexpr std::array allowed_names{"SLURM_NNODES", "SLURM_NTASKS", "SLURM_NTASKS_PER_NODE", "SLURM_CLUSTER_NAME",
-                                   "SLURM_PARTITION", "OMP_NUM_THREADS", "LD_LIBRARY_PATH", "TORCH_SYMM_MEM_DISABLE_MULTICAST"};
-// PRECONDITION_TRANSPORTS: Open MPI's per-job key for the PSM/OFI transports (OMPI_MCA_orte_precondition_transports).
-constexpr std::array secret_words{"SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL", "KEY", "AUTH", "COOKIE",
-                                  "PRECONDITION_TRANSPORTS"};
-
-std::string upper(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::toupper(c); });
-  return out;
-}
 
 std::string read_first_line(const std::string& path) {
   std::ifstream in(path);
@@ -63,42 +51,18 @@ std::string get(const std::map<std::string, std::string>& m, const std::string& 
 
 }  // namespace
 
-bool is_allowed_variable(std::string_view name) {
-  const std::string n = upper(name);
-  for (const char* word : secret_words)
-    if (n.find(word) != std::string::npos) return false;
-  for (const char* exact : allowed_names)
-    if (n == exact) return true;
-  for (const char* prefix : allowed_prefixes)
-    if (n.rfind(prefix, 0) == 0) return true;
-  return false;
-}
-
-std::vector<std::pair<std::string, std::string>> allowed_variables(char** environ_block) {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (char** e = environ_block; e && *e; ++e) {
-    const std::string entry(*e);
-    const auto eq = entry.find('=');
-    if (eq == std::string::npos) continue;
-    std::string name = entry.substr(0, eq);
-    if (is_allowed_variable(name)) out.emplace_back(std::move(name), entry.substr(eq + 1));
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 std::map<std::string, std::string> describe_host(const std::string& host) {
-  std::map<std::string, std::string> facts;
+  std::map<std::string, std::string> out;
   utsname u{};
-  if (uname(&u) == 0) facts["kernel"] = fmt::format("{} {} {}", u.sysname, u.release, u.machine);
-  facts["mpi"] = runtime::MpiSession::library_version();
-  facts["cpu"] = [] {
+  if (uname(&u) == 0) out["kernel"] = fmt::format("{} {} {}", u.sysname, u.release, u.machine);
+  out["mpi"] = runtime::MpiSession::library_version();
+  out["cpu"] = [] {
     std::ifstream in("/proc/cpuinfo");
     for (std::string line; std::getline(in, line);)
       if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
     return std::string{};
   }();
-  facts["cores"] = std::to_string(std::thread::hardware_concurrency());
+  out["cores"] = std::to_string(std::thread::hardware_concurrency());
   std::string os = read_first_line("/etc/os-release");
   {
     std::ifstream in("/etc/os-release");
@@ -106,26 +70,24 @@ std::map<std::string, std::string> describe_host(const std::string& host) {
       if (line.rfind("PRETTY_NAME=", 0) == 0) os = line.substr(12);
   }
   os.erase(std::remove(os.begin(), os.end(), '"'), os.end());
-  facts["os"] = os;
-  facts["driver"] = read_first_line("/sys/module/nvidia/version");
-  std::string rdma;
-  std::error_code ec;
-  for (const auto& dev : std::filesystem::directory_iterator("/sys/class/infiniband", ec)) {
-    const auto name = dev.path().filename().string();
-    std::string ports;
-    for (const auto& port : std::filesystem::directory_iterator(dev.path() / "ports", ec))
-      ports += fmt::format("{}{}:{}", ports.empty() ? "" : "/", port.path().filename().string(),
-                           read_first_line((port.path() / "state").string()));
-    rdma += fmt::format("{}{}[{}]", rdma.empty() ? "" : " ", name, ports);
+  out["os"] = os;
+  out["driver"] = read_first_line("/sys/module/nvidia/version");
+  // dev[port:state/...]: every RDMA device of the host and the state of its ports.
+  std::map<std::string, std::string> devices;
+  for (const auto& port : facts::read_rdma_ports(facts::HostFiles{})) {
+    auto& text = devices[port.device];
+    text += fmt::format("{}{}:{}", text.empty() ? "" : "/", port.port, port.state);
   }
-  facts["rdma_devices"] = rdma;
+  std::string rdma;
+  for (const auto& [device, ports] : devices) rdma += fmt::format("{}{}[{}]", rdma.empty() ? "" : " ", device, ports);
+  out["rdma_devices"] = rdma;
   if (const char* hook = std::getenv("FABRICBENCH_TEST_HOST_FACT")) {  // HOST:key=value
     const std::string h(hook);
     const auto colon = h.find(':'), eq = h.find('=');
     if (colon != std::string::npos && eq != std::string::npos && eq > colon && h.substr(0, colon) == host)
-      facts[h.substr(colon + 1, eq - colon - 1)] = h.substr(eq + 1);
+      out[h.substr(colon + 1, eq - colon - 1)] = h.substr(eq + 1);
   }
-  return facts;
+  return out;
 }
 
 EnvironmentCapture::EnvironmentCapture() {
@@ -149,17 +111,17 @@ namespace {
 
 constexpr char field_sep = '\x1f', record_sep = '\x1e';
 
-std::string serialize_expected(const std::vector<doctor::Expected>& list) {
+std::string serialize_expected(const std::vector<facts::Expected>& list) {
   std::string out;
   for (const auto& e : list) out += fmt::format("{}{}{}{}{:.6g}{}{}{}", e.kind, field_sep, e.subject, field_sep, e.gbps, field_sep, e.basis, record_sep);
   return out;
 }
-std::vector<doctor::Expected> deserialize_expected(const std::string& host, const std::string& text) {
-  std::vector<doctor::Expected> out;
+std::vector<facts::Expected> deserialize_expected(const std::string& host, const std::string& text) {
+  std::vector<facts::Expected> out;
   std::istringstream in(text);
   for (std::string record; std::getline(in, record, record_sep);) {
     std::istringstream fields(record);
-    doctor::Expected e;
+    facts::Expected e;
     e.host = host;
     std::string gbps;
     std::getline(fields, e.kind, field_sep);
@@ -173,25 +135,25 @@ std::vector<doctor::Expected> deserialize_expected(const std::string& host, cons
 
 // The host part of the capture, on the first rank of each host: versions, hardware facts, expected bandwidth and,
 // with `checks`, the cheap checks (host and rank scope, this rank standing for the host's ranks).
-void describe_this_host(const runtime::Placement& placement, bool checks, std::map<std::string, std::string>& facts) {
+void describe_this_host(const runtime::Placement& placement, bool checks, std::map<std::string, std::string>& out) {
   const auto& me = placement.me();
-  for (auto& [k, v] : describe_host(me.host)) facts["host." + k] = v;
-  for (auto& [k, v] : allowed_variables(environ)) facts["var." + k] = v;
+  for (auto& [k, v] : describe_host(me.host)) out["host." + k] = v;
+  for (auto& [k, v] : facts::allowed_variables(environ)) out["var." + k] = v;
   auto context = doctor::Context::gather(me.host, me.rank, static_cast<int>(placement.hosts().size()));
-  std::unique_ptr<doctor::GpuInfo> nvml;
+  std::unique_ptr<facts::GpuInfo> nvml;
   if (context.any_gpu()) {
-    nvml = doctor::load_nvml(&context.gpu_skip);
+    nvml = facts::load_nvml(&context.gpu_skip);
     context.gpus = nvml.get();
   }
-  for (auto& [k, v] : doctor::hardware_facts(context))
-    if (!facts.count("host." + k)) facts["host." + k] = v;
-  facts["expected"] = serialize_expected(doctor::expected_bandwidth(context));
+  for (auto& [k, v] : facts::hardware_facts(context))
+    if (!out.count("host." + k)) out["host." + k] = v;
+  out["expected"] = serialize_expected(facts::expected_bandwidth(context));
   if (!checks) return;
   doctor::Findings found;
   const auto cheap = doctor::select_checks("cheap");
   doctor::run_checks(cheap, doctor::Scope::host, context, found);
   doctor::run_checks(cheap, doctor::Scope::rank, context, found);
-  facts["checks"] = found.serialize();
+  out["checks"] = found.serialize();
 }
 
 }  // namespace

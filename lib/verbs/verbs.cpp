@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "fabricbench/error.hpp"
+#include "fabricbench/facts/host_files.hpp"
 
 #ifdef FABRICBENCH_HAVE_CUDA
 #include <cuda.h>
@@ -23,11 +24,11 @@ namespace {
   throw Error::runtime(fmt::format("{} failed: {}", what, std::strerror(err ? err : errno)));
 }
 
-std::string read_sysfs(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
+// The port as sysfs describes it (NUMA node, rate): the one reader of RDMA ports the whole suite uses.
+facts::RdmaPort sysfs_port(const std::string& device, int port) {
+  for (auto& p : facts::read_rdma_ports(facts::HostFiles{}))
+    if (p.device == device && p.port == port) return p;
+  return {};
 }
 
 // The devices libibverbs lists, released when done.
@@ -85,14 +86,6 @@ int detect_gid_index(ibv_context* context, int port, int table_len) {
   return first_v2 >= 0 ? first_v2 : first;
 }
 
-int sysfs_numa_node(const std::string& device) {
-  const auto text = read_sysfs("/sys/class/infiniband/" + device + "/device/numa_node");
-  try {
-    return text.empty() ? -1 : std::stoi(text);
-  } catch (const std::exception&) {
-    return -1;
-  }
-}
 
 }  // namespace
 
@@ -178,7 +171,7 @@ Device Device::open(const PortRequest& request, const std::string& host) {
       ibv_port_attr port{};
       if (int rc = ibv_query_port(context.get(), p, &port)) fail(fmt::format("ibv_query_port({}, {})", name, p), rc);
       if (port.state == IBV_PORT_ACTIVE) {
-        active.push_back({devices.list[i], p, sysfs_numa_node(name)});
+        active.push_back({devices.list[i], p, sysfs_port(name, p).numa_node});
         break;
       }
       states.push_back(fmt::format("{} port {} {}", name, p, to_string(port.state)));
@@ -214,7 +207,7 @@ Device Device::open(const PortRequest& request, const std::string& host) {
   d.port_.link_layer = link_layer_name(port.link_layer);
   d.port_.active_mtu = port.active_mtu;
   d.port_.lid = port.lid;
-  d.port_.rate = read_sysfs(fmt::format("/sys/class/infiniband/{}/ports/{}/rate", d.port_.device, chosen.port));
+  d.port_.rate = sysfs_port(d.port_.device, chosen.port).rate;
   int index = request.gid_index;
   if (index < 0 && d.port_.ethernet()) index = detect_gid_index(d.context(), chosen.port, port.gid_tbl_len);
   if (index >= 0) {

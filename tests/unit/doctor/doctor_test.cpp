@@ -14,6 +14,7 @@
 
 namespace fs = std::filesystem;
 using namespace fabricbench::doctor;
+using namespace fabricbench::facts;
 
 namespace {
 
@@ -57,10 +58,17 @@ class Tree {
   fs::path root_;
 };
 
-// tests/fixtures, or $FABRICBENCH_FIXTURES where the binary runs away from the source tree (install test, GPU machine).
+// The build copies tests/fixtures next to the test binary (<its folder>/fixtures, as a moved build tree or a carried
+// prefix keep it); $FABRICBENCH_FIXTURES overrides. No source path is compiled in.
+fs::path fixtures_folder() {
+  if (const char* dir = std::getenv("FABRICBENCH_FIXTURES"); dir && *dir) return dir;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path("fixtures") : exe.parent_path() / "fixtures";
+}
+
 std::string fixture(const std::string& name) {
-  const char* moved = std::getenv("FABRICBENCH_FIXTURES");
-  const fs::path folder = moved ? fs::path(moved) : fs::path(__FILE__).parent_path() / "../../fixtures";
+  const fs::path folder = fixtures_folder();
   const fs::path here = folder / "gpu-h200x2" / name;
   std::ifstream in(here);
   EXPECT_TRUE(in.good()) << here;

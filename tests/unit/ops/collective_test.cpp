@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "fabricbench/ops/coll_benchmark.hpp"
+#include "fabricbench/tools/coll/coll_benchmark.hpp"
 
 using namespace fabricbench::ops;
 

@@ -2,7 +2,7 @@
 
 #include "../argv.hpp"
 #include "fabricbench/error.hpp"
-#include "fabricbench/ops/p2p_benchmark.hpp"
+#include "fabricbench/tools/p2p/p2p_benchmark.hpp"
 
 using namespace fabricbench;
 

@@ -4,7 +4,7 @@
 
 #include "../argv.hpp"
 #include "fabricbench/error.hpp"
-#include "fabricbench/verbs/verbs_benchmark.hpp"
+#include "fabricbench/tools/verbs/verbs_benchmark.hpp"
 #include "fabricbench/verbs/verbs_link.hpp"
 
 using namespace fabricbench;

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "fabricbench/cli/command_line.hpp"
-#include "fabricbench/doctor/expected_share.hpp"
+#include "fabricbench/facts/expected_share.hpp"
 #include "fabricbench/env/environment.hpp"
 #include "fabricbench/results/result_set.hpp"
 #include "fabricbench/runtime/placement.hpp"
@@ -27,7 +27,7 @@ struct RunContext {
   // run, which keeps its first part's /env).
   const env::EnvReport& environment;
   // Rank 0: what bandwidth rows are held against (from environment.expected) and the rule that warns.
-  const doctor::ExpectedShare& expected;
+  const facts::ExpectedShare& expected;
   const std::string& program;  // "fabric-p2p", for warning lines
 
   bool is_root() const { return out != nullptr; }
@@ -46,7 +46,7 @@ struct RunContext {
   void progress(const std::string& line) const;
   // Rank 0: fills a row's expected_gbps and pct_expected; a judged row below the rule leaves one warning line in
   // the table and the file's notes (on stderr with --quiet).
-  void expect(results::Row& row, double measured_gbps, const doctor::Reference& ref, std::uint64_t bytes,
+  void expect(results::Row& row, double measured_gbps, const facts::Reference& ref, std::uint64_t bytes,
               const std::string& what) const;
 };
 

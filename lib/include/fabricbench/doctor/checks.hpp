@@ -1,7 +1,7 @@
 // The checks as data: one table of entries (name, group, scope, cheap or not, applies-when, run). Adding a check is
 // adding an entry. A check reads a `Context` (what one host or rank looks like, gathered once) and writes findings;
-// one that cannot apply here is skipped with the reason, never an error. Also the two things every tool uses: the
-// across-host consistency of the hosts' facts and the bandwidth the hardware found should reach (host_facts.cpp).
+// one that cannot apply here is skipped with the reason, never an error. Also the across-host consistency of the
+// hosts' facts (consistency.cpp).
 #pragma once
 #include <map>
 #include <optional>
@@ -10,23 +10,23 @@
 #include <vector>
 
 #include "fabricbench/doctor/findings.hpp"
-#include "fabricbench/doctor/gpu_info.hpp"
-#include "fabricbench/doctor/host_files.hpp"
 #include "fabricbench/doctor/nccl_log.hpp"
+#include "fabricbench/facts/host.hpp"
 
 namespace fabricbench::doctor {
 
+// The checks read the host's facts as the rest of the suite does (facts/ sits below the doctor).
+using facts::AcsControl;
+using facts::GpuInfo;
+using facts::HostFiles;
+using facts::P2PKind;
+using facts::RdmaPort;
+
 // What a check reads. `gather` fills it from the system; tests fill it by hand (a tree under HostFiles' root, a
 // fake GpuInfo, a parsed log, made-up limits).
-struct Context {
-  HostFiles files;
-  std::string host;
+struct Context : facts::Host {
   int rank = -1;
   int hosts = 1;  // hosts in the job
-  std::vector<RdmaPort> ports;
-  std::map<std::string, int> active_mtu;  // "mlx5_0/1" -> bytes, where libibverbs told us
-  const GpuInfo* gpus = nullptr;
-  std::string gpu_skip = "NVML not loaded";
   const NcclLog* nccl_log = nullptr;
   std::string nccl_skip = "no NCCL run in this tool";
   std::map<std::string, std::string> variables;  // NCCL_* and friends of this process
@@ -34,7 +34,6 @@ struct Context {
   std::string gpu_bus;                           // this rank's GPU ("" when it has none)
   std::optional<std::uint64_t> memlock_bytes;    // nullopt: unlimited
   std::optional<std::uint64_t> shm_bytes;        // nullopt: no /dev/shm
-  bool any_gpu() const;                          // NVIDIA GPUs on the host (NVML or PCI)
 
   // This process on this host (files under FABRICBENCH_TEST_SYSROOT when set).
   static Context gather(const std::string& host, int rank, int hosts);
@@ -67,18 +66,5 @@ struct HostFacts {
 };
 const std::vector<std::string>& consistency_keys();
 void check_consistency(const std::vector<HostFacts>& hosts, Findings& out);
-
-// The facts of this host the consistency check compares (beyond /env/hosts' versions).
-std::map<std::string, std::string> hardware_facts(const Context& context);
-
-// Bandwidth the hardware should reach, from what was found (GB/s, 10^9 B/s, per direction).
-struct Expected {
-  std::string host;
-  std::string kind;     // "nvlink" (per GPU), "pcie" (per GPU), "rdma_port", "rdma_node" (all Active ports)
-  std::string subject;  // "GPU0" / "mlx5_0/1" / "node"
-  double gbps = 0;
-  std::string basis;    // "18 links x 26.56 GB/s"
-};
-std::vector<Expected> expected_bandwidth(const Context& context);
 
 }  // namespace fabricbench::doctor

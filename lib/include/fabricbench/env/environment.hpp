@@ -9,17 +9,11 @@
 #include <vector>
 
 #include "fabricbench/doctor/checks.hpp"
+#include "fabricbench/facts/expected_share.hpp"
 #include "fabricbench/results/result_set.hpp"
 #include "fabricbench/runtime/placement.hpp"
 
 namespace fabricbench::env {
-
-// True when `name` may be recorded: an allowed prefix (NCCL_, UCX_, OMPI_, CUDA_, SLURM_JOB_, ...) or exact
-// name, and nothing like SECRET, TOKEN, PASSWORD, CREDENTIAL or KEY in it.
-bool is_allowed_variable(std::string_view name);
-
-// The allowed variables of an environ-style array, sorted by name.
-std::vector<std::pair<std::string, std::string>> allowed_variables(char** environ_block);
 
 // Facts about this process's host and rank, as key -> value. Test hook FABRICBENCH_TEST_HOST_FACT=HOST:key=value
 // replaces one fact of host HOST (so that a test can make one host of an emulated cluster differ).
@@ -30,7 +24,7 @@ std::map<std::string, std::string> describe_rank(int gpu);
 // checks' findings (also written to /env/hosts, /env/expected and /env/checks).
 struct EnvReport {
   std::vector<doctor::HostFacts> hosts;
-  std::vector<doctor::Expected> expected;
+  std::vector<facts::Expected> expected;
   std::vector<doctor::Finding> checks;
 };
 

@@ -1,0 +1,244 @@
+// NVML loaded at run time. The few types used are declared here as NVML's ABI defines them (nvml.h is not needed
+// to build): handles are opaque pointers, enums are ints, return codes are ints (0 = success).
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "fabricbench/facts/gpu_info.hpp"
+
+namespace fabricbench::facts {
+namespace {
+
+using Device = void*;
+
+// nvmlFieldValue_t: fieldId, scopeId, timestamp, latencyUsec, valueType, nvmlReturn, value (8-byte union).
+struct FieldValue {
+  unsigned field_id = 0, scope_id = 0;
+  long long timestamp = 0, latency_us = 0;
+  int value_type = 0, result = 0;
+  union {
+    double d;
+    unsigned ui;
+    unsigned long ul;
+    unsigned long long ull;
+    long long sll;
+  } value{};
+};
+constexpr unsigned field_nvlink_speed_mbps_common = 90;  // NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON (MB/s per link)
+// NVML_FI_DEV_NVLINK_GET_SPEED (MB/s, scopeId = link). On 2 x H200 with driver 580 field 90 (and the per-link
+// fields 84-89) answer NOT_SUPPORTED while this one gives 26562 for every link, as nvidia-smi nvlink -s shows.
+constexpr unsigned field_nvlink_get_speed = 164;
+constexpr int max_nvlinks = 18;                          // NVML_NVLINK_MAX_LINKS (Hopper/Blackwell)
+
+class Nvml final : public GpuInfo {
+ public:
+  static std::unique_ptr<GpuInfo> load(std::string* why) {
+    void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      *why = "NVML not found (libnvidia-ml.so.1: no NVIDIA driver on this host)";
+      return nullptr;
+    }
+    auto nvml = std::unique_ptr<Nvml>(new Nvml(lib));
+    if (!nvml->init_ || !nvml->count_ || !nvml->handle_) {
+      *why = "libnvidia-ml.so.1 lacks nvmlInit_v2/nvmlDeviceGetCount_v2";
+      return nullptr;
+    }
+    if (int rc = nvml->init_(); rc != 0) {
+      *why = fmt::format("nvmlInit failed ({})", nvml->error(rc));
+      return nullptr;
+    }
+    nvml->initialized_ = true;
+    unsigned n = 0;
+    if (nvml->count_(&n) != 0) n = 0;
+    for (unsigned i = 0; i < n; ++i) {
+      Device d = nullptr;
+      if (nvml->handle_(i, &d) == 0) nvml->devices_.push_back(d);
+    }
+    return nvml;
+  }
+
+  ~Nvml() override {
+    if (initialized_ && shutdown_) shutdown_();
+    dlclose(lib_);
+  }
+
+  int count() const override { return static_cast<int>(devices_.size()); }
+  std::string name(int gpu) const override { return text(name_fn_, gpu); }
+  std::string vbios(int gpu) const override { return text(vbios_fn_, gpu); }
+  std::string driver_version() const override {
+    std::array<char, 96> buf{};
+    return driver_fn_ && driver_fn_(buf.data(), buf.size()) == 0 ? std::string(buf.data()) : std::string();
+  }
+  std::string pci_bus_id(int gpu) const override {
+    // nvmlPciInfo_t (v3): busIdLegacy[16], domain, bus, device, pciDeviceId, pciSubSystemId, busId[32]
+    std::array<unsigned char, 256> info{};
+    if (!pci_fn_ || pci_fn_(dev(gpu), info.data()) != 0) return {};
+    unsigned domain, bus, device;
+    std::memcpy(&domain, info.data() + 16, 4);
+    std::memcpy(&bus, info.data() + 20, 4);
+    std::memcpy(&device, info.data() + 24, 4);
+    return fmt::format("{:04x}:{:02x}:{:02x}.0", domain, bus, device);
+  }
+  std::optional<std::string> p2p_status(int a, int b, P2PKind kind) const override {
+    static constexpr std::array<const char*, 7> names{"OK", "CNS", "GNS", "TNS", "DISABLED", "NS", "U"};
+    int status = 0;
+    if (!p2p_fn_ || p2p_fn_(dev(a), dev(b), static_cast<int>(kind), &status) != 0) return std::nullopt;
+    return status >= 0 && status < static_cast<int>(names.size()) ? names[static_cast<std::size_t>(status)] : "U";
+  }
+  int nvlink_count(int gpu) const override {
+    int n = 0;
+    for (int link = 0; link < max_nvlinks; ++link)
+      if (nvlink_active(gpu, link).has_value()) n = link + 1;
+    return n;
+  }
+  std::optional<bool> nvlink_active(int gpu, int link) const override {
+    int state = 0;
+    if (!nvlink_state_fn_ || nvlink_state_fn_(dev(gpu), static_cast<unsigned>(link), &state) != 0) return std::nullopt;
+    return state == 1;
+  }
+  std::optional<double> nvlink_speed_gbps(int gpu) const override {
+    if (!fields_fn_) return std::nullopt;
+    // The slowest active link's speed (per link, field 164), else the common speed (field 90). MB/s -> GB/s.
+    std::vector<FieldValue> per_link;
+    for (int l = 0, n = nvlink_count(gpu); l < n; ++l) {
+      if (!nvlink_active(gpu, l).value_or(false)) continue;
+      per_link.emplace_back();
+      per_link.back().field_id = field_nvlink_get_speed;
+      per_link.back().scope_id = static_cast<unsigned>(l);
+    }
+    std::optional<double> slowest;
+    if (!per_link.empty() && fields_fn_(dev(gpu), static_cast<int>(per_link.size()), per_link.data()) == 0)
+      for (const auto& v : per_link)
+        if (v.result == 0 && v.value.ui > 0) slowest = std::min(slowest.value_or(INFINITY), v.value.ui / 1000.0);
+    if (slowest) return slowest;
+    FieldValue v;
+    v.field_id = field_nvlink_speed_mbps_common;
+    if (fields_fn_(dev(gpu), 1, &v) != 0 || v.result != 0 || v.value.ui == 0) return std::nullopt;
+    return v.value.ui / 1000.0;
+  }
+  std::optional<NvLinkErrors> nvlink_errors(int gpu, int link) const override {
+    if (!nvlink_error_fn_) return std::nullopt;
+    NvLinkErrors e;
+    bool any = false;
+    std::uint64_t* slots[] = {&e.replay, &e.recovery, &e.crc_flit, &e.crc_data};
+    for (int counter = 0; counter < 4; ++counter) {
+      unsigned long long v = 0;
+      if (nvlink_error_fn_(dev(gpu), static_cast<unsigned>(link), counter, &v) == 0) {
+        *slots[counter] = v;
+        any = true;
+      }
+    }
+    return any ? std::optional<NvLinkErrors>(e) : std::nullopt;
+  }
+  std::optional<RemappedRows> remapped_rows(int gpu) const override {
+    unsigned corr = 0, unc = 0, pending = 0, failure = 0;
+    if (!remapped_fn_ || remapped_fn_(dev(gpu), &corr, &unc, &pending, &failure) != 0) return std::nullopt;
+    return RemappedRows{corr, unc, pending != 0, failure != 0};
+  }
+  std::optional<std::uint64_t> ecc_uncorrected(int gpu) const override {
+    unsigned long long n = 0;
+    // NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1, NVML_VOLATILE_ECC = 0
+    if (!ecc_fn_ || ecc_fn_(dev(gpu), 1, 0, &n) != 0) return std::nullopt;
+    return n;
+  }
+  std::optional<Pcie> pcie(int gpu) const override {
+    Pcie p;
+    if (!gen_fn_ || !max_gen_fn_ || !width_fn_ || !max_width_fn_) return std::nullopt;
+    if (gen_fn_(dev(gpu), &p.gen) != 0 || max_gen_fn_(dev(gpu), &p.max_gen) != 0 || width_fn_(dev(gpu), &p.width) != 0 ||
+        max_width_fn_(dev(gpu), &p.max_width) != 0)
+      return std::nullopt;
+    return p;
+  }
+  std::optional<std::uint64_t> clock_event_reasons(int gpu) const override {
+    unsigned long long mask = 0;
+    if (!clocks_fn_ || clocks_fn_(dev(gpu), &mask) != 0) return std::nullopt;
+    return mask;
+  }
+
+ private:
+  explicit Nvml(void* lib) : lib_(lib) {
+    bind(init_, "nvmlInit_v2");
+    bind(shutdown_, "nvmlShutdown");
+    bind(error_fn_, "nvmlErrorString");
+    bind(count_, "nvmlDeviceGetCount_v2");
+    bind(handle_, "nvmlDeviceGetHandleByIndex_v2");
+    bind(name_fn_, "nvmlDeviceGetName");
+    bind(vbios_fn_, "nvmlDeviceGetVbiosVersion");
+    bind(driver_fn_, "nvmlSystemGetDriverVersion");
+    bind(pci_fn_, "nvmlDeviceGetPciInfo_v3");
+    bind(p2p_fn_, "nvmlDeviceGetP2PStatus");
+    bind(nvlink_state_fn_, "nvmlDeviceGetNvLinkState");
+    bind(nvlink_error_fn_, "nvmlDeviceGetNvLinkErrorCounter");
+    bind(fields_fn_, "nvmlDeviceGetFieldValues");
+    bind(remapped_fn_, "nvmlDeviceGetRemappedRows");
+    bind(ecc_fn_, "nvmlDeviceGetTotalEccErrors");
+    bind(gen_fn_, "nvmlDeviceGetCurrPcieLinkGeneration");
+    bind(max_gen_fn_, "nvmlDeviceGetMaxPcieLinkGeneration");
+    bind(width_fn_, "nvmlDeviceGetCurrPcieLinkWidth");
+    bind(max_width_fn_, "nvmlDeviceGetMaxPcieLinkWidth");
+    bind(clocks_fn_, "nvmlDeviceGetCurrentClocksEventReasons");
+    if (!clocks_fn_) bind(clocks_fn_, "nvmlDeviceGetCurrentClocksThrottleReasons");  // before driver 535
+  }
+  template <typename F>
+  void bind(F& fn, const char* symbol) {
+    fn = reinterpret_cast<F>(dlsym(lib_, symbol));
+  }
+  Device dev(int gpu) const { return devices_.at(static_cast<std::size_t>(gpu)); }
+  std::string error(int rc) const { return error_fn_ ? std::string(error_fn_(rc)) : std::to_string(rc); }
+  std::string text(int (*fn)(Device, char*, unsigned), int gpu) const {
+    std::array<char, 128> buf{};
+    return fn && fn(dev(gpu), buf.data(), buf.size()) == 0 ? std::string(buf.data()) : std::string();
+  }
+
+  void* lib_;
+  bool initialized_ = false;
+  std::vector<Device> devices_;
+  int (*init_)() = nullptr;
+  int (*shutdown_)() = nullptr;
+  const char* (*error_fn_)(int) = nullptr;
+  int (*count_)(unsigned*) = nullptr;
+  int (*handle_)(unsigned, Device*) = nullptr;
+  int (*name_fn_)(Device, char*, unsigned) = nullptr;
+  int (*vbios_fn_)(Device, char*, unsigned) = nullptr;
+  int (*driver_fn_)(char*, unsigned) = nullptr;
+  int (*pci_fn_)(Device, void*) = nullptr;
+  int (*p2p_fn_)(Device, Device, int, int*) = nullptr;
+  int (*nvlink_state_fn_)(Device, unsigned, int*) = nullptr;
+  int (*nvlink_error_fn_)(Device, unsigned, int, unsigned long long*) = nullptr;
+  int (*fields_fn_)(Device, int, FieldValue*) = nullptr;
+  int (*remapped_fn_)(Device, unsigned*, unsigned*, unsigned*, unsigned*) = nullptr;
+  int (*ecc_fn_)(Device, int, int, unsigned long long*) = nullptr;
+  int (*gen_fn_)(Device, unsigned*) = nullptr;
+  int (*max_gen_fn_)(Device, unsigned*) = nullptr;
+  int (*width_fn_)(Device, unsigned*) = nullptr;
+  int (*max_width_fn_)(Device, unsigned*) = nullptr;
+  int (*clocks_fn_)(Device, unsigned long long*) = nullptr;
+};
+
+}  // namespace
+
+const std::vector<ClockReason>& clock_reasons() {
+  static const std::vector<ClockReason> reasons{
+      {0x1, "GpuIdle", false},          {0x2, "ApplicationsClocksSetting", false},
+      {0x4, "SwPowerCap", true},        {0x8, "HwSlowdown", true},
+      {0x10, "SyncBoost", false},       {0x20, "SwThermalSlowdown", true},
+      {0x40, "HwThermalSlowdown", true}, {0x80, "HwPowerBrakeSlowdown", true},
+      {0x100, "DisplayClockSetting", false},
+  };
+  return reasons;
+}
+
+std::unique_ptr<GpuInfo> load_nvml(std::string* why) { return Nvml::load(why); }
+
+double pcie_gbps(unsigned gen, unsigned width) {
+  static constexpr std::array<double, 7> lane_gbps{0, 0.25, 0.5, 8.0 * 128 / 130 / 8, 16.0 * 128 / 130 / 8,
+                                                   32.0 * 128 / 130 / 8, 64.0 * 242 / 256 / 8};
+  return gen < lane_gbps.size() ? lane_gbps[gen] * width : 0.0;
+}
+
+}  // namespace fabricbench::facts

@@ -1,0 +1,55 @@
+// fabric-p2p: the OSU-style point-to-point tests over MPI. With N ranks, rank i is paired with rank i + N/2 and
+// all pairs run each test at once; one row per test and size.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "fabricbench/app/benchmark.hpp"
+#include "fabricbench/facts/link_counters.hpp"
+#include "fabricbench/memory/buffer.hpp"
+#include "fabricbench/ops/p2p_exchange.hpp"
+#include "fabricbench/ops/p2p_test.hpp"
+
+namespace fabricbench::ops {
+
+class P2PBenchmark : public app::Benchmark {
+ public:
+  P2PBenchmark();
+  std::string program() const override { return "fabric-p2p"; }
+  std::string summary() const override;
+  cli::OptionGroups option_groups() const override { return {cli::SizeOptions{{1, 4u << 20, 2}, false}, ""}; }
+  void add_options(cli::po::options_description& options) override;
+  void configure(const cli::po::variables_map& values, const cli::CommonOptions& common,
+                 const runtime::Placement& placement) override;
+  const results::TableSpec& table() const override { return table_; }
+  int gpu() const override { return gpu_; }
+  ExitStatus run(const app::RunContext& context) override;
+
+  // The table every output gets (exposed for tests).
+  static results::TableSpec make_table();
+
+ private:
+  PairMeasurement measure(const P2PTest& test, std::uint64_t bytes, int iterations, int warmup,
+                          const runtime::Communicator& world);
+  // Rank 0: one row (and its samples) from every rank's measurement.
+  // `counters`: this rank's link-counter growth during the measurement (meaningful on each host's first rank).
+  void report(const app::RunContext& context, const P2PTest& test, std::uint64_t bytes, int iterations,
+              int warmup, const PairMeasurement& mine, const facts::CounterReading& counters);
+
+  // What a bandwidth row of `test` is held against (rank 0).
+  facts::Reference reference(const app::RunContext& context, const P2PTest& test) const;
+
+  results::TableSpec table_, samples_;
+  std::vector<const P2PTest*> tests_;
+  memory::MemoryKind memory_ = memory::MemoryKind::host;
+  int window_ = 64;
+  int gpu_ = -1;
+  bool check_ = false;
+  double min_time_s_ = 0.1;  // --min-time; 0 with -n
+  bool flip_byte_ = false;  // test hook FABRICBENCH_TEST_FLIP_BYTE: corrupt one received byte per size
+  std::optional<runtime::RankPairs> pairs_;
+  std::optional<memory::Buffer> send_, recv_;
+};
+
+}  // namespace fabricbench::ops

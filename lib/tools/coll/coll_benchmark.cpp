@@ -1,0 +1,325 @@
+#include "fabricbench/tools/coll/coll_benchmark.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <array>
+#include <climits>
+#include <cstdlib>
+#include <numeric>
+#include <sstream>
+
+#include "fabricbench/cli/byte_size.hpp"
+#include "fabricbench/memory/buffer.hpp"
+#include "fabricbench/runtime/gpu.hpp"
+#include "fabricbench/timing/rank_laps.hpp"
+#include "fabricbench/timing/timed_blocks.hpp"
+
+namespace fabricbench::ops {
+namespace {
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(item);
+  if (out.empty()) out.push_back("");
+  return out;
+}
+
+// Parses "a,b" or "all" against the names of `all`.
+template <typename T, typename Name>
+std::vector<T> parse_names(const std::string& text, const std::vector<T>& all, Name name, const char* option) {
+  if (text == "all") return all;
+  std::vector<T> out;
+  std::string allowed;
+  for (const auto& v : all) allowed += std::string(allowed.empty() ? "" : ", ") + std::string(name(v));
+  for (const auto& item : split_list(text)) {
+    auto it = std::find_if(all.begin(), all.end(), [&](const T& v) { return name(v) == item; });
+    if (it == all.end()) throw Error::usage(fmt::format("{} '{}': allowed values are {}, all", option, item, allowed));
+    out.push_back(*it);
+  }
+  return out;
+}
+
+}  // namespace
+
+double combine_rank_times(const std::vector<double>& t, RankCombine how) {
+  switch (how) {
+    case RankCombine::rank0: return t.front();
+    case RankCombine::min: return *std::min_element(t.begin(), t.end());
+    case RankCombine::max: return *std::max_element(t.begin(), t.end());
+    default: return std::accumulate(t.begin(), t.end(), 0.0) / static_cast<double>(t.size());
+  }
+}
+
+CollBenchmark::CollBenchmark() : table_(make_table()), samples_(table_.samples()) {}
+CollBenchmark::~CollBenchmark() = default;
+
+std::string CollBenchmark::summary() const {
+  std::string ops;
+  for (const auto& c : collectives()) ops += (ops.empty() ? "" : ", ") + std::string(c.name);
+  return "fabric-coll: NCCL and MPI collectives with nccl-tests' algbw and busbw, validated.\n"
+         "Operations: " + ops + ".\n"
+         "algbw = bytes / time (1e9 B/s); busbw = algbw x factor: all_reduce 2(n-1)/n; all_gather, reduce_scatter,\n"
+         "alltoall (n-1)/n; broadcast, reduce, sendrecv 1. Time: per-rank mean per op, averaged over ranks (-a).";
+}
+
+results::TableSpec CollBenchmark::make_table() {
+  using namespace results;
+  TableSpec table{"results", "coll",
+          {series(key_text("op", 16)), key_text("backend", 8), key_text("dtype", 12, "type"), key_text("redop", 8),
+           key_int("root"), key_int("in_place"), key_int("bytes", Unit::bytes, "size_B"),
+           key_int("count", Unit::elements), key_int("ranks"), setting_int("iterations", "iters"),
+           setting_int("warmup"), setting_int("blocks"), key_text("timing", 12),
+           measured("time_us", Unit::us, Better::lower),
+           statistic("time_us_spread_pct", Unit::percent, Better::lower, "spread_%", 1),
+           statistic("time_us_rank_min", Unit::us, Better::lower, "rank_min_us"),
+           statistic("time_us_rank_max", Unit::us, Better::lower, "rank_max_us"),
+           statistic("iter_us_min", Unit::us, Better::lower, "min_us"),
+           statistic("iter_us_median", Unit::us, Better::lower, "p50_us"),
+           statistic("iter_us_p99", Unit::us, Better::lower, "p99_us"),
+           statistic("iter_us_max", Unit::us, Better::lower, "max_us"),
+           measured("algbw_gbps", Unit::gbps, Better::higher, "algbw_GB/s"),
+           headline(measured("busbw_gbps", Unit::gbps, Better::higher, "busbw_GB/s")),
+           measured_int("wrong", Unit::elements, Better::lower, "#wrong")}};
+  for (auto& c : facts::ExpectedShare::columns()) table.columns.push_back(std::move(c));
+  return table;
+}
+
+void CollBenchmark::add_options(cli::po::options_description& options) {
+  namespace po = cli::po;
+  options.add_options()
+      ("op", po::value<std::string>()->default_value("all_reduce"), "operations: all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, sendrecv, or all")
+      ("backend", po::value<std::string>()->default_value("auto"), "nccl (one rank per GPU), mpi, or auto (nccl when built with it and a GPU is visible)")
+      ("dtype,d", po::value<std::string>()->default_value("float"), "int8, uint8, int32, uint32, int64, uint64, half, float, double, bfloat16, or all (nccl-tests -d)")
+      ("redop,o", po::value<std::string>()->default_value("sum"), "sum, prod, min, max, avg, or all (nccl-tests -o)")
+      ("root,r", po::value<std::string>()->default_value("0"), "root rank of broadcast/reduce, or all (nccl-tests -r)")
+      ("in-place", po::value<std::string>()->default_value("both"), "both, 0 (out-of-place only) or 1 (in-place only)")
+      ("blocking,z", po::value<int>()->default_value(0), "1: wait after every operation (nccl-tests -z); gives per-iteration samples")
+      ("per-iter", "time every operation with CUDA events (NCCL): per-iteration percentiles")
+      ("graph,G", po::value<int>()->default_value(0), "capture the timed operations in a CUDA graph and launch it N times (nccl-tests -G)")
+      ("average,a", po::value<int>()->default_value(1), "time across ranks: 0 rank 0, 1 average, 2 min, 3 max (nccl-tests -a)")
+      ("min-time", po::value<double>()->default_value(0.1), "without -n: repeat each size's timed block of nccl-tests' iteration count until about this many seconds were timed (at most 100 blocks) and report the median block, with the blocks' spread; 0: one block")
+      ("memory", po::value<std::string>()->default_value("host"), "MPI back end buffers: host or device (CUDA-aware MPI)");
+}
+
+void CollBenchmark::configure(const cli::po::variables_map& v, const cli::CommonOptions& common,
+                              const runtime::Placement& placement) {
+  const int nranks = placement.world_size();
+  ops_.clear();
+  std::vector<const CollectiveOp*> all_ops;
+  for (const auto& c : collectives()) all_ops.push_back(&c);
+  ops_ = parse_names(v["op"].as<std::string>(), all_ops, [](const CollectiveOp* c) { return c->name; }, "--op");
+  dtypes_ = parse_names(v["dtype"].as<std::string>(), all_data_types(), [](DataType t) { return to_string(t); }, "--dtype");
+  redops_ = parse_names(v["redop"].as<std::string>(), all_red_ops(), [](RedOp o) { return to_string(o); }, "--redop");
+  const auto root = v["root"].as<std::string>();
+  roots_.clear();
+  if (root != "all") {
+    char* end = nullptr;
+    const long r = std::strtol(root.c_str(), &end, 10);
+    if (root.empty() || *end != '\0' || r < 0 || r >= nranks)
+      throw Error::usage(fmt::format("--root '{}': allowed values are 0 to {} (the ranks) or all", root, nranks - 1));
+    roots_.push_back(static_cast<int>(r));
+  }
+  const auto in_place = v["in-place"].as<std::string>();
+  cli::require_choice("--in-place", in_place, {"both", "0", "1"});
+  in_place_ = in_place == "both" ? std::vector<bool>{false, true} : std::vector<bool>{in_place == "1"};
+  const int blocking = v["blocking"].as<int>();
+  if (blocking != 0 && blocking != 1) throw Error::usage(fmt::format("--blocking {}: allowed values are 0 and 1", blocking));
+  graph_launches_ = v["graph"].as<int>();
+  cli::require_at_least("--graph", graph_launches_, 0);
+  const bool per_iter = v.count("per-iter") > 0;
+  if (int(per_iter) + int(graph_launches_ > 0) + blocking > 1)
+    throw Error::usage("--per-iter, --graph and --blocking are different timing modes: choose one");
+  timing_ = per_iter ? TimingMode::events : graph_launches_ > 0 ? TimingMode::graph
+                                                                : blocking ? TimingMode::blocking : TimingMode::host;
+  min_time_s_ = timing::TimedBlocks::checked_min_time(v["min-time"].as<double>(), "--min-time");
+  if (common.iterations > 0 || timing_ == TimingMode::events || timing_ == TimingMode::graph) min_time_s_ = 0;  // -n: a count, as nccl-tests
+  const int average = v["average"].as<int>();
+  if (average < 0 || average > 3) throw Error::usage(fmt::format("--average {}: allowed values are 0, 1, 2, 3", average));
+  combine_ = static_cast<RankCombine>(average);
+
+  backend_ = choose_backend(v["backend"].as<std::string>());
+  const std::string backend_name(to_string(backend_));
+  const auto mem = v["memory"].as<std::string>();
+  cli::require_choice("--memory", mem, {"host", "device"});
+  device_memory_ = mem == "device";
+  if (backend_ == BackendKind::nccl || device_memory_) {
+    try {
+      gpu_ = runtime::bind_gpu(placement.me().machine_local_rank);
+    } catch (const Error& e) {
+      throw Error(e.status(), fmt::format("--backend {}{}: {}", backend_name, device_memory_ ? " --memory device" : "", e.what()));
+    }
+  }
+  if (backend_ == BackendKind::mpi) {
+    if (device_memory_ && !runtime::mpi_is_cuda_aware())
+      throw Error::usage("--memory device: this MPI library is not CUDA-aware (MPIX_Query_cuda_support); use host");
+    if (timing_ == TimingMode::events || timing_ == TimingMode::graph)
+      throw Error::usage("--per-iter and --graph time CUDA work: they need --backend nccl");
+    // "all" means every type and reduction this back end has; naming one it lacks is an error.
+    const auto mpi_has_type = [](DataType t) { return t != DataType::float16 && t != DataType::bfloat16; };
+    if (v["dtype"].as<std::string>() == "all")
+      dtypes_.erase(std::remove_if(dtypes_.begin(), dtypes_.end(), [&](DataType t) { return !mpi_has_type(t); }), dtypes_.end());
+    if (v["redop"].as<std::string>() == "all") redops_.erase(std::remove(redops_.begin(), redops_.end(), RedOp::avg), redops_.end());
+    for (auto t : dtypes_)
+      if (!mpi_has_type(t))
+        throw Error::usage(fmt::format("--dtype {}: MPI has no such type; allowed with --backend mpi: int8, uint8, "
+                                       "int32, uint32, int64, uint64, float, double", to_string(t)));
+    for (auto o : redops_)
+      if (o == RedOp::avg) throw Error::usage("--redop avg: MPI has no average; allowed with --backend mpi: sum, prod, min, max");
+    require_mpi_counts(ops_, dtypes_, common.sizes.max(), nranks, common.sizes_option);
+  } else if (device_memory_) {
+    throw Error::usage("--memory applies to --backend mpi only (NCCL always uses device memory)");
+  }
+  const bool some_all = v["dtype"].as<std::string>() == "all" || v["redop"].as<std::string>() == "all";
+  for (auto o : redops_)
+    for (auto t : dtypes_)
+      if (o == RedOp::avg && !is_floating(t) && !some_all)
+        throw Error::usage(fmt::format("--redop avg with --dtype {}: avg is checked for floating types only "
+                                       "(half, float, double, bfloat16)", to_string(t)));
+  flip_byte_ = std::getenv("FABRICBENCH_TEST_FLIP_BYTE") != nullptr;
+}
+
+void CollBenchmark::abort() noexcept {
+  if (backend_impl_) backend_impl_->abort();
+}
+
+CollBenchmark::Measured CollBenchmark::measure(const app::RunContext& context, const CollCase& c, int warmup,
+                                               int iterations) {
+  const auto& world = context.world;
+  const auto r = run_case(*backend_impl_, c, {timing_, warmup, iterations, graph_launches_, min_time_s_},
+                          world, context.options.check, flip_byte_);
+  Measured m{};
+  m.rank_us = world.gather_values(r.timing.seconds_per_op * 1e6, 0);
+  m.wrong = world.sum(r.wrong, 0);
+  m.laps = timing::RankLaps::gather(world, r.timing.laps_us);
+  m.blocks = r.timing.blocks;
+  for (const double s : world.gather_values(r.timing.spread, 0))
+    if (!std::isnan(s)) m.spread = std::isnan(m.spread) ? s : std::max(m.spread, s);
+  if (context.is_root()) m.time_us = combine_rank_times(m.rank_us, combine_);
+  return m;
+}
+
+results::Row CollBenchmark::make_row(const CollCase& c, const Measured& m, int iterations, int warmup,
+                                     int nranks) const {
+  static constexpr const char* timing_names[] = {"host", "blocking", "events", "graph"};
+  const auto bytes = c.counts.bytes(type_size(c.dtype));
+  const double algbw = algbw_gbps(bytes, m.time_us * 1e-6);
+  const auto laps = m.laps.stats();
+  results::Row row(table_);
+  row.set("op", std::string(c.op->name)).set("backend", std::string(to_string(backend_))).set("dtype", std::string(to_string(c.dtype)));
+  row.set("redop", c.op->reduces ? std::string(to_string(c.redop)) : std::string("none"));
+  row.set("root", std::int64_t(c.op->rooted ? c.root : -1)).set("in_place", std::int64_t(c.in_place));
+  row.set("bytes", std::int64_t(bytes)).set("count", std::int64_t(c.counts.param)).set("ranks", std::int64_t(nranks));
+  row.set("iterations", std::int64_t(iterations)).set("warmup", std::int64_t(warmup));
+  row.set("blocks", std::int64_t(m.blocks)).set("time_us_spread_pct", m.spread * 100);
+  row.set("timing", std::string(timing_names[static_cast<int>(timing_)]));
+  row.set("time_us", m.time_us);
+  row.set("time_us_rank_min", *std::min_element(m.rank_us.begin(), m.rank_us.end()));
+  row.set("time_us_rank_max", *std::max_element(m.rank_us.begin(), m.rank_us.end()));
+  row.set("iter_us_min", laps.min).set("iter_us_median", laps.median).set("iter_us_p99", laps.p99);
+  row.set("iter_us_max", laps.max).set("algbw_gbps", algbw).set("busbw_gbps", algbw * c.op->busbw_factor(nranks));
+  row.set("wrong", std::int64_t(m.wrong));
+  return row;
+}
+
+ExitStatus CollBenchmark::run(const app::RunContext& context) {
+  const auto& world = context.world;
+  const int nranks = world.size();
+  const std::string backend_name(to_string(backend_));
+  backend_impl_ = make_backend(backend_, world, gpu_, device_memory_);
+  const auto max_bytes = context.options.sizes.max();
+  backend_impl_->allocate(max_bytes, max_bytes);
+  std::vector<int> roots = roots_;
+  if (roots.empty())
+    for (int r = 0; r < nranks; ++r) roots.push_back(r);
+  if (context.is_root()) {
+    context.out->declare(samples_);
+    context.out->note(fmt::format("backend: {}  ranks: {}  check: {}  timing: {}{}", backend_name, nranks,
+                                  context.options.check ? "on" : "off",
+                                  std::array{"host clock", "blocking", "CUDA events", "CUDA graph"}[static_cast<int>(timing_)],
+                                  timing_ == TimingMode::graph ? fmt::format(" x{}", graph_launches_) : ""));
+  }
+  // Bus bandwidth is each rank's share of the busiest link: held against the per-rank reference.
+  int ranks_per_host = 1;
+  std::vector<std::string> hosts;
+  for (const auto& r : context.placement.ranks()) {
+    ranks_per_host = std::max(ranks_per_host, r.local_size);
+    hosts.push_back(r.host);
+  }
+  const auto reference = context.is_root() ? context.expected.per_rank(hosts, ranks_per_host, backend_ == BackendKind::nccl || device_memory_)
+                                           : facts::Reference{};
+  if (reference.known()) context.out->note(fmt::format("expected bus bandwidth: {:.2f} GB/s ({})", reference.gbps, reference.basis));
+  std::uint64_t wrong_total = 0;
+  for (std::size_t k = 0; k < ops_.size(); ++k) {
+    const auto* op = ops_[k];
+    context.progress(fmt::format("operation {} of {}: {} ({} sizes)", k + 1, ops_.size(), op->name,
+                                 context.options.sizes.values().size()));
+    std::vector<bool> modes;
+    for (const bool ip : in_place_)
+      if (!ip || backend_impl_->in_place_defined(op->kind)) modes.push_back(ip);
+    if (modes.size() < in_place_.size() && context.is_root())
+      context.out->note(fmt::format("{}: in place is not defined for the {} back end (its send and receive regions "
+                                    "overlap); out-of-place only", op->name, backend_name));
+    if (modes.empty()) continue;
+    double busbw_sum = 0;
+    int busbw_rows = 0;
+    for (const auto dtype : dtypes_) {
+      for (const auto redop : op->reduces ? redops_ : std::vector<RedOp>{RedOp::sum}) {
+        for (const int root : op->rooted ? roots : std::vector<int>{0}) {
+          if (!backend_impl_->supports(dtype, op->reduces ? redop : RedOp::sum)) continue;
+          if (op->reduces && redop == RedOp::avg && !is_floating(dtype)) continue;  // only with "all"
+          if (context.is_root()) {
+            std::vector<results::TerminalColumn> shown{{"bytes"}, {"count"}, {"dtype"}, {"redop"}, {"root"}};
+            for (std::size_t k = 0; k < modes.size(); ++k) {
+              const std::string p = modes[k] ? "ip_" : "oop_";
+              const int part = static_cast<int>(k);
+              for (const char* column : {"time_us", "algbw_gbps", "busbw_gbps", "wrong"})
+                shown.push_back({column, p + table_.column(column).header(), part});
+              if (reference.known()) shown.push_back({"pct_expected", p + table_.column("pct_expected").header(), part});
+              if (min_time_s_ > 0) shown.push_back({"time_us_spread_pct", p + table_.column("time_us_spread_pct").header(), part});
+            }
+            context.out->section(table_, fmt::format("{} ({} ranks, {})", op->name, nranks, backend_name), shown);
+          }
+          int skipped = 0;
+          for (const auto bytes : context.options.sizes.values()) {
+            const auto counts = op->counts(bytes / type_size(dtype), nranks);
+            if (counts.bytes(type_size(dtype)) == 0) {  // nothing to move: no row, never a bandwidth of nothing
+              ++skipped;
+              continue;
+            }
+            const int iterations = nccl_tests_iterations.iterations(bytes, context.options.iterations);
+            const int warmup = nccl_tests_iterations.warmup(bytes, context.options.warmup);
+            for (const bool in_place : modes) {
+              const CollCase c{op, dtype, redop, root, in_place, counts};
+              context.measuring(fmt::format("{} {} {} {} at {} B", op->name, in_place ? "in-place" : "out-of-place",
+                                            to_string(dtype), op->reduces ? to_string(redop) : "none", bytes));
+              const auto m = measure(context, c, warmup, iterations);
+              context.measured();
+              wrong_total += context.is_root() ? m.wrong : 0;
+              if (!context.is_root()) continue;
+              auto row = make_row(c, m, iterations, warmup, nranks);
+              context.expect(row, row.number("busbw_gbps"), reference, bytes,
+                             fmt::format("{} {} busbw at {} B", op->name, in_place ? "in-place" : "out-of-place", bytes));
+              busbw_sum += row.number("busbw_gbps");
+              ++busbw_rows;
+              const auto index = context.out->row(row);
+              context.out->samples(samples_, m.laps.samples(index, 1.0, -1, &m.rank_us));
+            }
+          }
+          if (skipped > 0 && context.is_root())
+            context.out->note(fmt::format("{} {}: {} size(s) hold no whole {} per rank on {} ranks; skipped", op->name,
+                                          to_string(dtype), skipped, to_string(dtype), nranks));
+        }
+      }
+    }
+    if (context.is_root() && busbw_rows > 0)
+      context.out->note(fmt::format("{}: Avg bus bandwidth : {:.3f} GB/s over {} rows", op->name, busbw_sum / busbw_rows, busbw_rows));
+  }
+  const std::uint64_t wrong_all = world.broadcast_value(wrong_total, 0);
+  if (context.is_root()) context.out->note(fmt::format("Out of bounds values : {} {}", wrong_all, wrong_all ? "FAILED" : "OK"));
+  return wrong_all > 0 ? ExitStatus::measurement_failed : ExitStatus::ok;
+}
+
+}  // namespace fabricbench::ops

@@ -1,0 +1,221 @@
+#include "fabricbench/tools/p2p/p2p_benchmark.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "fabricbench/cli/byte_size.hpp"
+#include "fabricbench/ops/bandwidth.hpp"
+#include "fabricbench/runtime/gpu.hpp"
+#include "fabricbench/timing/iteration_timer.hpp"
+#include "fabricbench/timing/rank_laps.hpp"
+#include "fabricbench/timing/timed_blocks.hpp"
+
+namespace fabricbench::ops {
+P2PBenchmark::P2PBenchmark() : table_(make_table()), samples_(table_.samples()) {}
+
+std::string P2PBenchmark::summary() const {
+  std::string s = "fabric-p2p: OSU-style point-to-point latency and bandwidth over MPI.\n"
+                  "Rank i is paired with rank i+N/2 (use --map-by node to put pairs across nodes); all pairs run "
+                  "at once.\nTests:";
+  for (const auto& t : p2p_tests()) s += fmt::format("\n  {:8} {}", t.name, t.description);
+  return s;
+}
+
+results::TableSpec P2PBenchmark::make_table() {
+  using namespace results;
+  TableSpec table{"results", "p2p",
+          {series(key_text("test", 16)), key_text("memory", 8), key_int("bytes", Unit::bytes, "size_B"),
+           key_int("pairs"), key_int("window"), setting_int("iterations", "iters"), setting_int("warmup"),
+           setting_int("blocks"),
+           headline(measured("latency_us", Unit::us, Better::lower)),
+           headline(measured("bw_mbps", Unit::mbps, Better::higher, "bw_MB/s")),
+           measured("bw_min_pair_mbps", Unit::mbps, Better::higher, "min_pair_MB/s"),
+           measured("msg_rate_mps", Unit::mega_per_s, Better::higher, "msgs_M/s", 3),
+           statistic("time_us_min", Unit::us, Better::lower, "min_us"),
+           statistic("time_us_median", Unit::us, Better::lower, "p50_us"),
+           statistic("time_us_mean", Unit::us, Better::lower, "mean_us"),
+           statistic("time_us_max", Unit::us, Better::lower, "max_us"),
+           statistic("time_us_p90", Unit::us, Better::lower, "p90_us"),
+           statistic("time_us_p99", Unit::us, Better::lower, "p99_us"),
+           statistic("time_us_stddev", Unit::us, Better::lower, "stddev_us"),
+           statistic("time_us_spread_pct", Unit::percent, Better::lower, "spread_%", 1),
+           measured_int("wrong", Unit::bytes, Better::lower, "#wrong")}};
+  for (auto& c : facts::counter_columns()) table.columns.push_back(std::move(c));
+  for (auto& c : facts::ExpectedShare::columns()) table.columns.push_back(std::move(c));
+  return table;
+}
+
+void P2PBenchmark::add_options(cli::po::options_description& options) {
+  options.add_options()
+      ("test,t", cli::po::value<std::string>()->default_value("all"), "latency, bw, bibw, mbw_mr, or all")
+      ("window,W", cli::po::value<long long>()->default_value(64), "messages in flight per iteration for bw, bibw, mbw_mr (OSU -W)")
+      ("memory", cli::po::value<std::string>()->default_value("host"), "where buffers live: host, pinned or device (device needs a CUDA-aware MPI)")
+      ("min-time", cli::po::value<double>()->default_value(0.1), "without -n: repeat each size's timed block of OSU's iteration count until about this many seconds were timed (at most 100 blocks) and report the median block, with the blocks' spread; 0: one block");
+}
+
+void P2PBenchmark::configure(const cli::po::variables_map& values, const cli::CommonOptions& common,
+                             const runtime::Placement& placement) {
+  const auto test = values["test"].as<std::string>();
+  tests_.clear();
+  for (const auto& t : p2p_tests())
+    if (test == "all" ? t.name != "mbw_mr" || placement.world_size() > 2 : t.name == test) tests_.push_back(&t);
+  if (tests_.empty()) cli::require_choice("--test", test, {"latency", "bw", "bibw", "mbw_mr", "all"});
+  const auto window = values["window"].as<long long>();
+  cli::require_in_range("--window", window, 1, max_window);
+  window_ = static_cast<int>(window);
+  for (const auto* t : tests_)
+    if (t->exchange != Exchange::ping_pong && common.sizes.min() == 0)
+      throw Error::usage(fmt::format("--sizes 0: {} measures bandwidth, which needs messages of at least 1 byte "
+                                     "(latency takes 0)", t->name));
+  memory_ = memory::parse_memory_kind(values["memory"].as<std::string>(), "--memory");
+  pairs_.emplace(placement.world_size());
+  if (memory_ != memory::MemoryKind::host) gpu_ = runtime::bind_gpu(placement.me().machine_local_rank);
+  if (memory_ == memory::MemoryKind::device && !runtime::mpi_is_cuda_aware())
+    throw Error::usage("--memory device: this MPI library is not CUDA-aware (MPIX_Query_cuda_support); use host or pinned");
+  flip_byte_ = std::getenv("FABRICBENCH_TEST_FLIP_BYTE") != nullptr;
+  min_time_s_ = timing::TimedBlocks::checked_min_time(values["min-time"].as<double>(), "--min-time");
+  if (common.iterations > 0) min_time_s_ = 0;  // -n: a count, as OSU's -i
+}
+
+PairMeasurement P2PBenchmark::measure(const P2PTest& test, std::uint64_t bytes, int iterations, int warmup,
+                                      const runtime::Communicator& world) {
+  const int me = world.rank();
+  Exchanger x{world.get(), me, pairs_->peer_of(me), pairs_->leads(me), *send_, *recv_, bytes, iterations,
+              warmup, window_, check_, flip_byte_};
+  x.min_time_s = min_time_s_;
+  return run_exchange(test, x);
+}
+
+void P2PBenchmark::report(const app::RunContext& context, const P2PTest& test, std::uint64_t bytes, int iterations,
+                          int warmup, const PairMeasurement& mine, const facts::CounterReading& counters) {
+  const auto& world = context.world;
+  const auto grown = facts::sum_over_hosts(world, context.placement.me().local_rank == 0, counters, 0);
+  // Leaders' elapsed times and laps, and every rank's wrong count, to rank 0.
+  const auto elapsed = world.gather_values(mine.elapsed_s, 0);
+  const auto spreads = world.gather_values(mine.spread, 0);
+  const auto wrong = world.sum(mine.wrong, 0);
+  const auto laps = timing::RankLaps::gather(world, mine.laps_us);
+  if (!context.is_root()) return;
+
+  const int pairs = pairs_->pairs();
+  double latency_sum = 0, bw_sum = 0, rate_sum = 0, bw_min = INFINITY, spread = NAN;
+  const bool ping_pong = test.exchange == Exchange::ping_pong;
+  for (int r = 0; r < pairs; ++r) {
+    const double t = elapsed[r];
+    if (!std::isnan(spreads[r])) spread = std::isnan(spread) ? spreads[r] : std::max(spread, spreads[r]);
+    if (ping_pong) {
+      latency_sum += pingpong_latency_us(t, iterations);
+      continue;
+    }
+    const double bw = window_bandwidth_mbps(bytes, window_, iterations, test.directions, t);
+    bw_sum += bw;
+    bw_min = std::min(bw_min, bw);
+    rate_sum += message_rate_mps(window_, iterations, test.directions, t);
+  }
+  // Per-iteration sample: one-way latency for ping-pong, the time of one window otherwise.
+  const double sample_scale = ping_pong ? 0.5 : 1.0;
+  const bool mean = test.aggregate == PairAggregate::mean;
+  results::Row row(table_);
+  row.set("test", std::string(test.name)).set("memory", std::string(memory::to_string(memory_)));
+  row.set("bytes", std::int64_t(bytes)).set("pairs", std::int64_t(pairs)).set("iterations", std::int64_t(iterations));
+  row.set("warmup", std::int64_t(warmup)).set("wrong", std::int64_t(wrong));
+  row.set("blocks", std::int64_t(mine.blocks)).set("time_us_spread_pct", spread * 100);
+  if (ping_pong) {
+    row.set("latency_us", latency_sum / pairs).set("window", std::int64_t{1});
+  } else {
+    row.set("window", std::int64_t(window_)).set("bw_mbps", mean ? bw_sum / pairs : bw_sum);
+    row.set("bw_min_pair_mbps", bw_min).set("msg_rate_mps", mean ? rate_sum / pairs : rate_sum);
+  }
+  // Ranks 0 .. pairs-1 lead their pairs: theirs are the laps.
+  const auto stats = laps.stats(sample_scale, pairs);
+  row.set("time_us_min", stats.min).set("time_us_median", stats.median).set("time_us_mean", stats.mean);
+  row.set("time_us_max", stats.max).set("time_us_p90", stats.p90).set("time_us_p99", stats.p99);
+  row.set("time_us_stddev", stats.stddev);
+  facts::set_counters(row, grown);
+  if (!ping_pong) context.expect(row, facts::ExpectedShare::gbps(row.number("bw_mbps"), results::Unit::mbps), reference(context, test), bytes, fmt::format("{} at {} B", test.name, bytes));
+  const auto index = context.out->row(row);
+  context.out->samples(samples_, laps.samples(index, sample_scale, pairs));
+}
+
+facts::Reference P2PBenchmark::reference(const app::RunContext& context, const P2PTest& test) const {
+  // The slowest pair's stream; a sum over pairs (mbw_mr) is held against every pair's stream, at most one node's
+  // RDMA share; both directions count twice.
+  const auto& ranks = context.placement.ranks();
+  const bool gpu_memory = memory_ == memory::MemoryKind::device;
+  facts::Reference slowest;
+  std::vector<std::string> hosts;
+  for (int p = 0; p < pairs_->pairs(); ++p) {
+    const auto& a = ranks[p].host;
+    const auto& b = ranks[pairs_->peer_of(p)].host;
+    hosts.insert(hosts.end(), {a, b});
+    const auto ref = context.expected.stream(a, b, gpu_memory);
+    if (!ref.known()) return {};
+    if (!slowest.known() || ref.gbps < slowest.gbps) slowest = ref;
+  }
+  auto ref = slowest;
+  if (test.aggregate == PairAggregate::sum && pairs_->pairs() > 1) {
+    ref = slowest.scaled(pairs_->pairs(), fmt::format("{} pairs x", pairs_->pairs()));
+    if (const auto node = context.expected.per_rank(hosts, 1, gpu_memory); node.known() && node.gbps < ref.gbps) ref = node;
+  }
+  return test.directions == 2 ? ref.scaled(2, "both directions of") : ref;
+}
+
+ExitStatus P2PBenchmark::run(const app::RunContext& context) {
+  const auto& sizes = context.options.sizes.values();
+  check_ = context.options.check;
+  send_.emplace(memory_, context.options.sizes.max());
+  recv_.emplace(memory_, context.options.sizes.max());
+  if (context.is_root()) {
+    context.out->declare(samples_);
+    for (int p = 0; p < pairs_->pairs(); ++p) {
+      const auto& a = context.placement.ranks()[p];
+      const auto& b = context.placement.ranks()[pairs_->peer_of(p)];
+      context.out->note(fmt::format("pair {}: rank {} ({}) <-> rank {} ({})", p, a.rank, a.host, b.rank, b.host));
+    }
+    context.out->note(fmt::format("memory: {}  check: {}", memory::to_string(memory_), check_ ? "on" : "off"));
+  }
+  // The first rank of each host reads its links' error counters around every size.
+  const bool speaks_for_host = context.placement.me().local_rank == 0;
+  const facts::LinkCounters counters = speaks_for_host ? facts::LinkCounters(context.placement.me().host, memory_ == memory::MemoryKind::device)
+                                                        : facts::LinkCounters();
+  std::uint64_t wrong_total = 0;
+  for (std::size_t k = 0; k < tests_.size(); ++k) {
+    const auto& test = *tests_[k];
+    context.progress(fmt::format("test {} of {}: {} ({} sizes)", k + 1, tests_.size(), test.name, sizes.size()));
+    if (context.is_root()) {
+      std::vector<results::TerminalColumn> shown{{"bytes"}, {"iterations"}};
+      if (test.exchange == Exchange::ping_pong) {
+        shown.insert(shown.end(), {{"latency_us"}, {"time_us_median"}, {"time_us_p90"}, {"time_us_p99"},
+                                   {"time_us_min"}, {"time_us_max"}});
+      } else {
+        shown.insert(shown.end(), {{"bw_mbps"}, {"msg_rate_mps"}, {"time_us_median", "p50_win_us"},
+                                   {"time_us_p99", "p99_win_us"}});
+        if (pairs_->pairs() > 1) shown.push_back({"bw_min_pair_mbps"});
+        if (reference(context, test).known()) shown.push_back({"pct_expected"});
+      }
+      if (min_time_s_ > 0) shown.push_back({"time_us_spread_pct"});
+      shown.push_back({"wrong"});
+      context.out->section(table_, fmt::format("{}: {}  (pairs: {}, window: {})", test.name, test.description,
+                                               pairs_->pairs(), test.exchange == Exchange::ping_pong ? 1 : window_),
+                           shown);
+    }
+    for (const auto bytes : sizes) {
+      const int iterations = test.defaults.iterations(bytes, context.options.iterations);
+      const int warmup = test.defaults.warmup(bytes, context.options.warmup);
+      context.measuring(fmt::format("{} at {} B", test.name, bytes));
+      const auto before = counters.read();
+      const auto mine = measure(test, bytes, iterations, warmup, context.world);
+      report(context, test, bytes, iterations, warmup, mine, counters.read() - before);
+      context.measured();
+      wrong_total += mine.wrong;
+    }
+  }
+  const auto wrong_all = context.world.all_sum(wrong_total);
+  if (wrong_all > 0 && context.is_root()) context.out->note(fmt::format("{} bytes failed the check", wrong_all));
+  return wrong_all > 0 ? ExitStatus::measurement_failed : ExitStatus::ok;
+}
+
+}  // namespace fabricbench::ops

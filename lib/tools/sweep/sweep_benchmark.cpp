@@ -1,0 +1,497 @@
+#include "fabricbench/tools/sweep/sweep_benchmark.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "fabricbench/app/shipped_files.hpp"
+#include "fabricbench/cli/byte_size.hpp"
+#include "fabricbench/results/hdf5_reader.hpp"
+#include "fabricbench/memory/buffer.hpp"
+#include "fabricbench/ops/bandwidth.hpp"
+#include "fabricbench/tools/coll/coll_benchmark.hpp"
+#include "fabricbench/ops/p2p_exchange.hpp"
+#include "fabricbench/runtime/gpu.hpp"
+#include "fabricbench/timing/sample_stats.hpp"
+
+namespace fabricbench::sweep {
+namespace {
+
+std::string pack_rounds(const std::vector<Round>& rounds) {
+  std::string out;
+  for (const auto& r : rounds) {
+    out += "R";
+    for (const auto& p : r.pairs) out += fmt::format(" {}:{}", p.a, p.b);
+    out += "\n";
+  }
+  return out;
+}
+
+std::vector<Round> unpack_rounds(const std::string& text, int hosts) {
+  std::vector<Round> rounds;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    Round r;
+    std::istringstream fields(line.substr(1));
+    std::vector<bool> busy(hosts, false);
+    for (std::string pair; fields >> pair;) {
+      const auto colon = pair.find(':');
+      r.pairs.push_back({std::stoi(pair.substr(0, colon)), std::stoi(pair.substr(colon + 1))});
+      busy[r.pairs.back().a] = busy[r.pairs.back().b] = true;
+    }
+    for (int h = 0; h < hosts; ++h)
+      if (!busy[h]) r.resting.push_back(h);
+    rounds.push_back(std::move(r));
+  }
+  return rounds;
+}
+
+}  // namespace
+
+const std::vector<SweepMetric>& sweep_metrics() {
+  using results::Better;
+  using results::Unit;
+  // Fewer iterations than fabric-p2p's OSU defaults: a sweep runs N-1 rounds and wants a value per pair, not a curve.
+  constexpr auto bandwidth = ops::IterationDefaults::fixed(20, 2);
+  constexpr auto latency = ops::IterationDefaults::fixed(1000, 100);
+  static const std::vector<SweepMetric> metrics{
+      {"p2p_bw", "MB/s", "one direction at a time, a->b then b->a (osu_bw), one rank per node", "bw", true,
+       ops::CollKind::all_reduce, bandwidth, Unit::mbps, Better::higher},
+      {"p2p_bibw", "MB/s", "both directions at once (osu_bibw), one rank per node", "bibw", false,
+       ops::CollKind::all_reduce, bandwidth, Unit::mbps, Better::higher},
+      {"p2p_latency", "us", "ping-pong, half the round trip (osu_latency), one rank per node", "latency", false,
+       ops::CollKind::all_reduce, latency, Unit::us, Better::lower},
+      {"allreduce", "GB/s", "all_reduce bus bandwidth over every rank of both nodes (NCCL on GPUs, else MPI)", "", false,
+       ops::CollKind::all_reduce, ops::nccl_tests_iterations, Unit::gbps, Better::higher},
+      {"sendrecv", "GB/s", "sendrecv ring over every rank of both nodes (NCCL on GPUs, else MPI)", "", false,
+       ops::CollKind::sendrecv, ops::nccl_tests_iterations, Unit::gbps, Better::higher},
+      {"rdma_bw", "MiB/s", "RDMA write bandwidth, a->b then b->a (ib_write_bw; fabric-verbs' options), one rank per node",
+       "", true, ops::CollKind::all_reduce, ops::IterationDefaults::fixed(1000, 50), Unit::mibps, Better::higher,
+       "write_bw"},
+      {"rdma_lat", "us", "RDMA write ping-pong, half the round trip, typical (ib_write_lat), one rank per node", "",
+       false, ops::CollKind::all_reduce, ops::IterationDefaults::fixed(1000, 100), Unit::us, Better::lower,
+       "write_lat"},
+  };
+  return metrics;
+}
+
+SweepBenchmark::SweepBenchmark() {
+  using namespace results;
+  pairs_table_ = {"sweep", "pairs",
+                  {key_int("round"), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64),
+                   series(key_text("metric", 16)), key_text("direction", 8, "dir"), key_int("bytes", Unit::bytes),
+                   setting_int("iterations"), setting_int("window"), setting_int("cut"), setting_int("hung"),
+                   headline(measured("value", Unit::none, Better::none)), key_text("unit", 8),
+                   statistic("time_us_median", Unit::us, Better::lower), statistic("time_us_p99", Unit::us, Better::lower),
+                   measured_int("wrong", Unit::bytes, Better::lower, "#wrong")}};
+  for (auto& c : facts::counter_columns()) pairs_table_.columns.push_back(std::move(c));
+  for (auto& c : facts::ExpectedShare::columns()) pairs_table_.columns.push_back(std::move(c));
+  verdicts_table_ = {"sweep", "verdicts",
+                     {key_text("metric", 16), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64),
+                      setting_text("reason", 256)}};
+  nodes_table_ = {"sweep", "nodes",
+                  {key_text("host", 64), series(key_text("metric", 16)),
+                   headline(measured("median", Unit::none, Better::none)), key_text("unit", 8), setting_int("pairs"),
+                   measured_int("suspect_pairs", Unit::none, Better::lower, "suspect")}};
+  rounds_table_ = {"sweep", "rounds",
+                   {key_int("round"), key_text("kind", 8), setting_int("pairs"),
+                    measured("wall_s", Unit::seconds, Better::lower), measured("longest_test_s", Unit::seconds, Better::lower),
+                    measured("overhead_s", Unit::seconds, Better::lower)}};
+  schedule_table_ = {"sweep", "schedule", {key_int("round"), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64)}};
+}
+
+std::string SweepBenchmark::summary() const {
+  std::string s = "fabric-sweep: every node pair of the job, the pairs of each round at once; names the bad node or link.\n"
+                  "Ranks are grouped by host; -b/-e/--sizes give the bandwidth message size (the largest).\nMetrics:";
+  for (const auto& m : sweep_metrics()) s += fmt::format("\n  {:12} {}", m.name, m.description);
+  return s;
+}
+
+void SweepBenchmark::add_options(cli::po::options_description& options) {
+  namespace po = cli::po;
+  options.add_options()
+      ("pattern", po::value<std::string>()->default_value("all-pairs"), "all-pairs (circle method), quick (node i with i+N/2) or shift (mpiGraph; p2p_bw only)")
+      ("pairs-file", po::value<std::string>(), "rounds from a file, lines 'ROUND HOST_A HOST_B' (instead of --pattern)")
+      ("metric", po::value<std::string>()->default_value("p2p_bw,p2p_latency"), "p2p_bw, p2p_bibw, p2p_latency, allreduce, sendrecv (comma list)")
+      ("lat-bytes", po::value<std::string>()->default_value("8"), "message size of p2p_latency")
+      ("window,W", po::value<long long>()->default_value(64), "messages in flight for the bandwidth metrics")
+      ("pair-time", po::value<std::string>()->default_value("2s"), "time budget of one p2p pair test (per metric and direction): a slower pair runs fewer iterations (or a smaller window) and reports what it moved; 0: none")
+      ("pair-time-relative", po::value<double>()->default_value(1.5), "after the first round the budget is at least this many times the fastest pair's full test time measured so far")
+      ("retest", po::value<long long>()->default_value(1), "passes that re-test suspect pairs, also against good nodes (0: none)")
+      ("rules", po::value<std::string>()->default_value(app::shipped_config("sweep.ini")), "verdict rules (INI); default: the shipped configs/sweep.ini ($FABRICBENCH_DATA_DIR or <bin>/../share/fabricbench)")
+      ("backend", po::value<std::string>()->default_value("auto"), "collective metrics: nccl, mpi, or auto")
+      ("sequential", "test the pairs of a round one after another (to measure what running them at once saves)")
+      ("resume", po::value<std::string>(), "continue the sweep of this HDF5 file (a run that hung, was killed or failed): skip every pair it finished, append to it, end as if run in one go; same hosts and options");
+}
+
+void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::CommonOptions& common,
+                               const runtime::Placement& placement) {
+  hosts_ = placement.hosts();
+  if (hosts_.size() < 2)
+    throw Error::usage(fmt::format("fabric-sweep tests pairs of nodes and this job has 1 host ({}); launch it across 2 "
+                                   "or more nodes (ranks are grouped by host name)", hosts_.front()));
+  host_of_rank_.clear();
+  for (const auto& r : placement.ranks())
+    host_of_rank_.push_back(static_cast<int>(std::find(hosts_.begin(), hosts_.end(), r.host) - hosts_.begin()));
+  for (const auto& r : placement.ranks()) ranks_per_host_ = std::max(ranks_per_host_, r.local_size);
+  const int n = static_cast<int>(hosts_.size());
+  const auto pattern = v["pattern"].as<std::string>();
+  if (v.count("pairs-file")) {
+    const auto path = v["pairs-file"].as<std::string>();
+    std::ifstream in(path);
+    if (!in) throw Error::usage(fmt::format("--pairs-file {}: cannot read the file", path));
+    schedule_ = PairSchedule::from_pairs_file(in, hosts_, path);
+  } else {
+    cli::require_choice("--pattern", pattern, {"all-pairs", "quick", "shift"});
+    schedule_ = pattern == "all-pairs" ? PairSchedule::all_pairs(n) : pattern == "quick" ? PairSchedule::quick(n)
+                                                                                         : PairSchedule::shift(n);
+  }
+  metrics_.clear();
+  std::stringstream list(v["metric"].as<std::string>());
+  for (std::string name; std::getline(list, name, ',');) {
+    const auto& all = sweep_metrics();
+    const auto it = std::find_if(all.begin(), all.end(), [&](const SweepMetric& m) { return m.name == name; });
+    if (it == all.end())
+      throw Error::usage(fmt::format("--metric '{}': allowed values are p2p_bw, p2p_bibw, p2p_latency, allreduce, "
+                                     "sendrecv, rdma_bw, rdma_lat", name));
+    metrics_.push_back(&*it);
+  }
+  if (metrics_.empty()) throw Error::usage("--metric '': give at least one metric");
+  if (schedule_->directed() && (metrics_.size() != 1 || metrics_[0]->name != "p2p_bw"))
+    throw Error::usage("--pattern shift sends to one node while receiving from another: it measures --metric p2p_bw only");
+  bw_bytes_ = common.sizes.max();
+  lat_bytes_ = cli::parse_byte_size(v["lat-bytes"].as<std::string>(), "--lat-bytes");
+  if (bw_bytes_ == 0) throw Error::usage(fmt::format("{} 0: the bandwidth metrics need messages of at least 1 byte", common.sizes_option));
+  const auto window = v["window"].as<long long>();
+  cli::require_in_range("--window", window, 1, ops::max_window);
+  window_ = static_cast<int>(window);
+  const auto pair_time = v["pair-time"].as<std::string>();
+  pair_time_s_ = pair_time == "0" ? 0 : cli::parse_duration(pair_time, "--pair-time");
+  pair_time_relative_ = v["pair-time-relative"].as<double>();
+  if (!(pair_time_relative_ >= 1) || pair_time_relative_ > 1000)
+    throw Error::usage(fmt::format("--pair-time-relative {}: give a factor from 1 to 1000", pair_time_relative_));
+  const auto retest = v["retest"].as<long long>();
+  cli::require_in_range("--retest", retest, 0, 10);
+  retest_ = static_cast<int>(retest);
+  rules_ = Rules::load(v["rules"].as<std::string>(),
+                       common.baseline.empty() ? results::Baseline() : results::Baseline::load(common.baseline, pairs_table_));
+  for (const auto* m : metrics_)
+    if (!rules_.metrics.count(std::string(m->name)))
+      throw Error::usage(fmt::format("--rules {}: no [{}] section for --metric {}", v["rules"].as<std::string>(), m->name, m->name));
+  sequential_ = v.count("sequential") > 0;
+  resume_ = v.count("resume") ? v["resume"].as<std::string>() : std::string();
+  resumed_rows_.clear();
+  if (!resume_.empty() && placement.me().rank == 0) {  // rank 0 reads it; the others learn the finished pairs in run()
+    if (results::read_root_attribute(resume_, "tool") != program())
+      throw Error::usage(fmt::format("--resume {}: not a fabric-sweep results file", resume_));
+    const auto hosts = results::read_root_attribute(resume_, "hosts");
+    if (hosts != fmt::format("{}", fmt::join(hosts_, ",")))
+      throw Error::usage(fmt::format("--resume {}: its hosts ({}) are not this job's ({}); launch on the same hosts",
+                                     resume_, hosts, fmt::join(hosts_, ",")));
+    resumed_rows_ = results::read_rows(resume_, pairs_table_);
+    for (const auto& row : resumed_rows_) {
+      const auto metric = std::get<std::string>(row.get("metric"));
+      if (std::none_of(metrics_.begin(), metrics_.end(), [&](const SweepMetric* m) { return m->name == metric; }))
+        throw Error::usage(fmt::format("--resume {}: it measured --metric {}; give the same metrics", resume_, metric));
+    }
+  }
+  if (std::any_of(metrics_.begin(), metrics_.end(), [](const SweepMetric* m) { return !m->verbs_test.empty(); })) {
+#ifdef FABRICBENCH_HAVE_VERBS
+    // Every rank opens its port now: no RDMA device or a port that is not Active is exit 2, before any output.
+    rdma_device_ = std::make_unique<verbs::Device>(verbs::Device::open({}, placement.me().host));
+#else
+    throw Error::usage("--metric rdma_bw/rdma_lat: this build has no libibverbs (rebuild with libibverbs-dev)");
+#endif
+  }
+  backend_ = ops::choose_backend(v["backend"].as<std::string>());
+  const bool collectives = std::any_of(metrics_.begin(), metrics_.end(), [](const SweepMetric* m) { return m->collective(); });
+  if (collectives && bw_bytes_ < 4)
+    throw Error::usage(fmt::format("{} {}: the collective metrics move floats: give at least 4 bytes", common.sizes_option, bw_bytes_));
+  if (collectives && backend_ == ops::BackendKind::mpi) {
+    std::vector<const ops::CollectiveOp*> ops;
+    for (const auto* m : metrics_)
+      if (m->collective()) ops.push_back(ops::find_collective(m->coll == ops::CollKind::sendrecv ? "sendrecv" : "all_reduce"));
+    // Two nodes' ranks at least; more ranks only shrink all_reduce/sendrecv counts.
+    ops::require_mpi_counts(ops, {ops::DataType::float32}, bw_bytes_, 2, common.sizes_option);
+  }
+  if (collectives && backend_ == ops::BackendKind::nccl) gpu_ = runtime::bind_gpu(placement.me().machine_local_rank);
+}
+
+std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& context, const runtime::Communicator& pair,
+                                                     const Round&, int round_index, const HostPair& hosts,
+                                                     bool host_level, const PairBudgets& budgets) {
+  std::vector<PairRecord> out;
+  const int me = pair.rank();
+  const auto& options = context.options;
+  // Each rank reads its own host's link counters around each metric: the records say whose counters grew.
+  const int my_host = me == 0 ? hosts.a : hosts.b;
+  auto stamp = [&](std::size_t first, const facts::CounterReading& before) {
+    if (first >= out.size()) return;
+    const auto grown = counters_.read() - before;
+    for (std::size_t i = first; i < out.size(); ++i) {
+      out[i].reporter = my_host;
+      // One growth per metric: on its first record only, so that sums over records count it once.
+      const auto g = i == first ? grown : facts::CounterReading{};
+      out[i].port_errors = g.port_errors, out[i].xmit_wait = g.xmit_wait, out[i].nvlink_errors = g.nvlink_errors;
+    }
+  };
+  for (std::size_t k = 0; k < metrics_.size(); ++k) {
+    const auto& m = *metrics_[k];
+    if (m.collective() == host_level) continue;
+    const auto before = counters_.read();
+    const std::size_t first = out.size();
+#ifdef FABRICBENCH_HAVE_VERBS
+    if (!m.verbs_test.empty()) {
+      for (int direction = 0; direction < (m.both_directions ? 2 : 1); ++direction)
+        out.push_back(measure_rdma(context, pair, k, direction, round_index, hosts));
+      stamp(first, before);
+      continue;
+    }
+#endif
+    if (host_level) {
+      const auto& test = p2p_test_of(m);
+      const bool latency = test.exchange == ops::Exchange::ping_pong;
+      const auto bytes = bytes_of(m);
+      const int iterations = m.defaults.iterations(bytes, options.iterations);
+      const int warmup = m.defaults.warmup(bytes, options.warmup);
+      for (int direction = 0; direction < (m.both_directions ? 2 : 1); ++direction) {
+        const bool leader = me == direction;
+        context.doing(fmt::format("pair {} - {}: {} {}", hosts_[hosts.a], hosts_[hosts.b], m.name,
+                                  m.both_directions ? (direction == 0 ? "a->b" : "b->a") : "both"));
+        ops::Exchanger x{pair.get(), me, 1 - me, leader, *send_, *recv_, bytes, iterations, warmup, window_,
+                         options.check, false};
+        x.budget_s = budgets.budget_s[slot(k, direction)];
+        x.probe_s = budgets.probe_s[slot(k, direction)];
+        const auto r = ops::run_exchange(test, x);
+        PairRecord rec{round_index, hosts.a, hosts.b, static_cast<std::int32_t>(k), m.both_directions ? direction : 2,
+                       r.iterations, static_cast<std::int64_t>(bytes), static_cast<std::int64_t>(r.wrong), NAN, NAN, NAN, 0,
+                       r.window, r.cut ? 1 : 0};
+        if (leader) {
+          // How long the whole requested test would take at the speed measured (for the next rounds' budgets).
+          const double per_message_s = r.elapsed_s / (static_cast<double>(r.iterations) * r.window);
+          const double full_s = per_message_s * (iterations + warmup) * (latency ? 1 : window_);
+          measured_[slot(k, direction)] = std::min(measured_[slot(k, direction)], full_s);
+          // What actually ran: a cut test's value is the bandwidth of what it moved.
+          rec.value = latency ? ops::pingpong_latency_us(r.elapsed_s, r.iterations)
+                              : ops::window_bandwidth_mbps(bytes, r.window, r.iterations, test.directions, r.elapsed_s);
+          const auto stats = timing::SampleStats::of(r.laps_us);
+          rec.median_us = stats.median * (latency ? 0.5 : 1.0);
+          rec.p99_us = stats.p99 * (latency ? 0.5 : 1.0);
+        }
+        out.push_back(rec);
+      }
+      stamp(first, before);
+      continue;
+    }
+    // Collective metrics over every rank of both nodes, through fabric-coll's back ends.
+    context.doing(fmt::format("pair {} - {}: {}", hosts_[hosts.a], hosts_[hosts.b], m.name));
+    const auto* op = ops::find_collective(m.coll == ops::CollKind::sendrecv ? "sendrecv" : "all_reduce");
+    auto backend = ops::make_backend(backend_, pair, gpu_, false, options.timeout_s > 0);
+    backend->allocate(bw_bytes_, bw_bytes_);
+    const ops::CollCase c{op, ops::DataType::float32, ops::RedOp::sum, 0, false, op->counts(bw_bytes_ / 4, pair.size())};
+    const int iterations = m.defaults.iterations(bw_bytes_, options.iterations);
+    const int warmup = m.defaults.warmup(bw_bytes_, options.warmup);
+    // With --timeout, a back end that can abort one communicator (NCCL) bounds the pair: a hang becomes a verdict.
+    if (options.timeout_s > 0)
+      backend->set_deadline(std::chrono::steady_clock::now() +
+                            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                std::chrono::duration<double>(options.timeout_s)));
+    ops::CaseResult r;
+    std::uint64_t hung = 0;
+    try {
+      r = ops::run_case(*backend, c, {ops::TimingMode::host, warmup, iterations, 0}, pair, options.check);
+    } catch (const ops::Hung&) {
+      hung = 1;
+    }
+    if (pair.all_sum(hung) > 0) {  // every rank of the pair agrees, over MPI, which still works
+      backend.reset();
+      if (me == 0)
+        out.push_back({round_index, hosts.a, hosts.b, static_cast<std::int32_t>(k), 2, iterations, 0, 0, NAN, NAN, NAN,
+                       0, 1, 0, 1});
+      break;  // the pair's other metrics would hang the same way
+    }
+    const auto times = pair.gather_values(r.timing.seconds_per_op, 0);
+    const auto wrong_sum = pair.sum(r.wrong, 0);
+    if (me != 0) continue;
+    const double seconds = ops::combine_rank_times(times, ops::RankCombine::average);
+    const auto bytes = c.counts.bytes(4);
+    out.push_back({round_index, hosts.a, hosts.b, static_cast<std::int32_t>(k), 2, iterations,
+                   static_cast<std::int64_t>(bytes), static_cast<std::int64_t>(wrong_sum),
+                   ops::algbw_gbps(bytes, seconds) * op->busbw_factor(pair.size()), seconds * 1e6, NAN, 0, 1, 0});
+    stamp(first, before);
+  }
+  return out;
+}
+
+std::vector<PairRecord> SweepBenchmark::measure_shift(const app::RunContext& context, const Round& round,
+                                                      int round_index) {
+  const auto& world = context.world;
+  const int h = host_of_rank_[world.rank()];
+  const bool host_leader = context.placement.me().local_rank == 0;
+  const auto leaders = world.split(host_leader ? 0 : MPI_UNDEFINED, h);
+  if (leaders.empty()) return {};
+  int to = -1, from = -1;
+  for (const auto& p : round.pairs) {
+    if (p.a == h) to = p.b;
+    if (p.b == h) from = p.a;
+  }
+  const auto* test = ops::find_p2p_test("bibw");  // its exchange: receive a window while sending one
+  const auto& o = context.options;
+  const auto& defaults = metrics_.front()->defaults;  // shift measures p2p_bw only
+  const int iterations = defaults.iterations(bw_bytes_, o.iterations), warmup = defaults.warmup(bw_bytes_, o.warmup);
+  ops::Exchanger x{leaders.get(), h, to, true, *send_, *recv_, bw_bytes_, iterations, warmup, window_, o.check, false};
+  x.from = from;
+  const auto r = ops::run_exchange(*test, x);
+  const auto stats = timing::SampleStats::of(r.laps_us);
+  return {{round_index, h, to, 0, 0, iterations, static_cast<std::int64_t>(bw_bytes_), static_cast<std::int64_t>(r.wrong),
+           ops::window_bandwidth_mbps(bw_bytes_, window_, iterations, 1, r.elapsed_s), stats.median, stats.p99, 0,
+           window_, 0}};
+}
+
+std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& context, std::vector<Round> rounds,
+                                                   const std::string& kind, int first_round) {
+  const auto& world = context.world;
+  const int me = world.rank(), h = host_of_rank_[me];
+  const bool host_leader = context.placement.me().local_rank == 0;
+  const bool any_p2p = std::any_of(metrics_.begin(), metrics_.end(), [](auto* m) { return !m->collective(); });
+  const bool any_coll = std::any_of(metrics_.begin(), metrics_.end(), [](auto* m) { return m->collective(); });
+  std::vector<PairRecord> all;
+  rest_hung_hosts(context, {}, rounds, 0);  // hosts that hung in an earlier pass rest in this one too
+  const auto start = std::chrono::steady_clock::now();
+  std::size_t pairs_total = 0, pairs_done = 0;
+  for (const auto& r : rounds) pairs_total += r.pairs.size();
+  for (std::size_t i = 0; i < rounds.size(); ++i) {
+    const auto& round = rounds[i];
+    const int index = first_round + static_cast<int>(i);
+    if (round.pairs.empty()) continue;  // every pair of it finished before a --resume, or its hosts rest
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    context.progress(fmt::format("{} round {} of {}: {} pairs now, {} of {} pairs done, {:.1f} s elapsed{}", kind,
+                                 i + 1, rounds.size(), round.pairs.size(), pairs_done, pairs_total, elapsed,
+                                 i ? fmt::format(", about {:.1f} s left", elapsed / i * (rounds.size() - i)) : ""));
+    pairs_done += round.pairs.size();
+    context.measuring(fmt::format("{} round {} ({} pairs)", kind, index, round.pairs.size()), round_timeout_s(context));
+    const auto round_start = std::chrono::steady_clock::now();
+    std::vector<PairRecord> mine;
+    double test_s = 0;  // this rank's pair tests only (not the splits, waiting or gathering)
+    const auto timed = [&](auto&& measure) {
+      const auto t0 = std::chrono::steady_clock::now();
+      auto r = measure();
+      test_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      mine.insert(mine.end(), r.begin(), r.end());
+    };
+    if (schedule_->directed() && kind == "sweep") {
+      timed([&] { return measure_shift(context, round, index); });
+    } else {
+      int k = -1, role = 0;
+      for (std::size_t p = 0; p < round.pairs.size(); ++p)
+        if (round.pairs[p].a == h || round.pairs[p].b == h) {
+          k = static_cast<int>(p);
+          role = round.pairs[p].a == h ? 0 : 1;
+        }
+      if (any_p2p) {  // one rank per node
+        const auto pair = world.split(k >= 0 && host_leader ? k : MPI_UNDEFINED, role);
+        const auto budgets = pair_budgets(context, pair.empty() ? nullptr : &pair);
+        if (!pair.empty()) {
+          test_s += budgets.probing_s;  // the probes are link time, part of the pair's test
+          timed([&] { return measure_pair(context, pair, round, index, round.pairs[k], true, budgets); });
+        }
+      }
+      if (any_coll) {  // every rank of both nodes
+        const auto pair = world.split(k >= 0 ? k : MPI_UNDEFINED, role * world.size() + me);
+        if (!pair.empty()) timed([&] { return measure_pair(context, pair, round, index, round.pairs[k], false, {}); });
+      }
+    }
+    for (auto& r : mine) r.test_s = test_s;
+    context.doing("waiting for the round's other pairs");
+    runtime::idle_barrier(world.get());
+    context.measured();
+    std::vector<PairRecord> records;
+    for (const auto& theirs : world.gather_arrays(mine, 0)) records.insert(records.end(), theirs.begin(), theirs.end());
+    if (context.is_root()) {
+      // The sweep's own cost in this round: everything but its longest pair test (splits, waiting, gathering).
+      double longest = 0;
+      for (const auto& r : records) longest = std::max(longest, r.test_s);
+      const auto merged = report_records(context, records, kind);
+      all.insert(all.end(), merged.begin(), merged.end());
+      // Rank 0's round ends once its rows are written: the other ranks wait for it at the next split.
+      const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - round_start).count();
+      context.out->row(results::Row(rounds_table_).set("round", std::int64_t(index)).set("kind", kind)
+                           .set("pairs", std::int64_t(round.pairs.size())).set("wall_s", wall)
+                           .set("longest_test_s", longest).set("overhead_s", wall - longest));
+    }
+    rest_hung_hosts(context, all, rounds, i + 1);
+  }
+  return all;
+}
+
+ExitStatus SweepBenchmark::run(const app::RunContext& context) {
+  counters_ = facts::LinkCounters(context.placement.me().host, backend_ == ops::BackendKind::nccl);
+  const auto bytes = std::max<std::uint64_t>({bw_bytes_, lat_bytes_, 1});
+  send_.emplace(memory::MemoryKind::host, bytes);
+  recv_.emplace(memory::MemoryKind::host, bytes);
+  auto rounds = schedule_->rounds();
+  if (sequential_) {  // every pair in a round of its own
+    std::vector<Round> one_by_one;
+    for (const auto& r : rounds)
+      for (const auto& p : r.pairs) one_by_one.push_back(unpack_rounds(pack_rounds({Round{{p}, {}}}), static_cast<int>(hosts_.size()))[0]);
+    rounds = one_by_one;
+  }
+  const int n = static_cast<int>(hosts_.size());
+  // --resume: every rank drops the pairs the earlier part finished (rank 0 read them); rounds keep their numbers.
+  const auto finished = context.world.broadcast(context.is_root() ? finished_pairs() : std::string(), 0);
+  std::size_t skipped = 0;
+  for (auto& round : rounds) {
+    const auto before = round.pairs.size();
+    round.pairs.erase(std::remove_if(round.pairs.begin(), round.pairs.end(), [&](const HostPair& p) {
+                        return finished.find(fmt::format("{}:{}\n", std::min(p.a, p.b), std::max(p.a, p.b))) != std::string::npos;
+                      }), round.pairs.end());
+    skipped += before - round.pairs.size();
+  }
+  if (context.is_root()) {
+    if (!resume_.empty())
+      context.out->note(fmt::format("resuming {}: {} pairs finished before are skipped", resume_, skipped));
+    std::string metrics;
+    for (const auto* m : metrics_) metrics += (metrics.empty() ? "" : ", ") + std::string(m->name);
+    context.out->note(fmt::format("{} hosts, pattern {}{}, {} rounds; metrics: {}; bandwidth message {} B, latency {} B",
+                                  n, schedule_->pattern(), sequential_ ? " (sequential)" : "", rounds.size(), metrics,
+                                  bw_bytes_, lat_bytes_));
+    context.out->declare(schedule_table_);
+    context.out->declare(rounds_table_);
+    for (std::size_t r = 0; resume_.empty() && r < rounds.size(); ++r)
+      for (const auto& p : rounds[r].pairs)
+        context.out->row(results::Row(schedule_table_).set("round", std::int64_t(r)).set("kind", std::string("sweep"))
+                             .set("host_a", hosts_[p.a]).set("host_b", hosts_[p.b]));
+    if (n <= 16)
+      context.out->section(pairs_table_, "pair tests", {{"round"}, {"host_a"}, {"host_b"}, {"metric"}, {"direction"},
+                                                        {"value"}, {"unit"}, {"pct_expected"}, {"wrong"}});
+  }
+  auto records = context.is_root() ? resumed_records() : std::vector<PairRecord>{};
+  auto measured = run_rounds(context, rounds, "sweep", 0);
+  records.insert(records.end(), measured.begin(), measured.end());
+  int next_round = static_cast<int>(rounds.size());
+  for (int pass = 0; pass < retest_; ++pass) {
+    std::string plan;
+    if (context.is_root()) {
+      std::vector<HostPair> suspects;
+      judge(context, records, false, &suspects);
+      if (!suspects.empty()) plan = pack_rounds(plan_retests(n, suspects));
+    }
+    plan = context.world.broadcast(plan, 0);
+    if (plan.empty()) break;
+    const auto retests = unpack_rounds(plan, n);
+    auto more = run_rounds(context, retests, "retest", next_round);
+    next_round += static_cast<int>(retests.size());
+    records.insert(records.end(), more.begin(), more.end());
+  }
+  const std::int64_t verdicts = context.world.broadcast_value(
+      context.is_root() ? static_cast<std::int64_t>(judge(context, records, true, nullptr).size()) : std::int64_t{0}, 0);
+  return verdicts > 0 ? ExitStatus::measurement_failed : ExitStatus::ok;
+}
+
+}  // namespace fabricbench::sweep

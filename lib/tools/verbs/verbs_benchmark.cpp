@@ -1,0 +1,357 @@
+#include "fabricbench/tools/verbs/verbs_benchmark.hpp"
+
+#include <fmt/format.h>
+#include <sched.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+#include "fabricbench/cli/byte_size.hpp"
+#include "fabricbench/runtime/gpu.hpp"
+#include "fabricbench/timing/rank_laps.hpp"
+
+namespace fabricbench::verbs {
+namespace {
+
+// The NUMA node of the CPU this rank runs on (-1 when the machine does not say).
+int current_numa_node() {
+  const int cpu = sched_getcpu();
+  std::error_code ec;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(fmt::format("/sys/devices/system/cpu/cpu{}", cpu), ec)) {
+    const auto name = entry.path().filename().string();
+    if (name.rfind("node", 0) == 0 && name.size() > 4) return std::atoi(name.c_str() + 4);
+  }
+  return -1;
+}
+
+// What a rank sends rank 0 for one test and size (plain values, gathered as one record).
+struct RankFigures {
+  int timed = 0;
+  double avg_mibps = 0, peak_mibps = 0, avg_gbitps = 0, peak_gbitps = 0, msg_rate_mps = 0;
+  std::uint64_t wrong = 0;
+  // Adds the rates of `other` (pairs and the two sides of a bidirectional pair add up, as perftest's -b).
+  RankFigures& add_rates(const RankFigures& other) {
+    avg_mibps += other.avg_mibps;
+    peak_mibps += other.peak_mibps;
+    avg_gbitps += other.avg_gbitps;
+    peak_gbitps += other.peak_gbitps;
+    msg_rate_mps += other.msg_rate_mps;
+    return *this;
+  }
+};
+
+// Largest message one scatter/gather entry describes (its length is 32 bits; devices cap at 2 GiB).
+constexpr std::uint64_t max_message = std::uint64_t{1} << 31;
+
+}  // namespace
+
+VerbsBenchmark::VerbsBenchmark() : table_(make_table()), samples_(table_.samples()) {}
+VerbsBenchmark::~VerbsBenchmark() = default;
+
+std::string VerbsBenchmark::summary() const {
+  std::string s = "fabric-verbs: perftest-style RDMA verbs tests (ib_write_bw, ib_read_lat, ...) over Reliable "
+                  "Connected queue pairs.\nRank i is paired with rank i+N/2 (use --map-by node to put pairs across "
+                  "nodes); all pairs run at once; queue pairs connect over MPI.\nTests:";
+  for (const auto& t : verbs_tests()) s += fmt::format("\n  {:10} {} ({})", t.name, t.description, t.peer);
+  return s;
+}
+
+results::TableSpec VerbsBenchmark::make_table() {
+  using namespace results;
+  TableSpec table{"results", "verbs",
+          {series(key_text("test", 10)), key_text("memory", 8), key_int("bytes", Unit::bytes, "size_B"),
+           key_int("pairs"), key_int("qps"), setting_int("iterations", "iters"), setting_int("warmup"),
+           setting_int("tx_depth"),
+           setting_int("cq_mod"), setting_int("inline_bytes", "inline"), setting_int("mtu", "mtu"),
+           setting_text("device", 16), setting_int("port"), setting_text("link_layer", 10),
+           setting_int("gid_index"),
+           measured("bw_peak_mibps", Unit::mibps, Better::higher, "BW_peak[MB/sec]"),
+           headline(measured("bw_avg_mibps", Unit::mibps, Better::higher, "BW_average[MB/sec]")),
+           measured("bw_peak_gbitps", Unit::gbitps, Better::higher, "BW_peak[Gb/sec]", 3),
+           measured("bw_avg_gbitps", Unit::gbitps, Better::higher, "BW_average[Gb/sec]", 3),
+           measured("bw_min_pair_mibps", Unit::mibps, Better::higher, "min_pair[MB/sec]"),
+           measured("msg_rate_mps", Unit::mega_per_s, Better::higher, "MsgRate[Mpps]", 6),
+           headline(measured("latency_us", Unit::us, Better::lower, "t_typical[usec]")),
+           statistic("time_us_min", Unit::us, Better::lower, "t_min[usec]"),
+           statistic("time_us_max", Unit::us, Better::lower, "t_max[usec]"),
+           statistic("time_us_mean", Unit::us, Better::lower, "t_avg[usec]"),
+           statistic("time_us_stddev", Unit::us, Better::lower, "t_stdev[usec]"),
+           statistic("time_us_p99", Unit::us, Better::lower, "99%[usec]"),
+           statistic("time_us_p999", Unit::us, Better::lower, "99.9%[usec]"),
+           measured_int("wrong", Unit::bytes, Better::lower, "#wrong")}};
+  for (auto& c : facts::counter_columns()) table.columns.push_back(std::move(c));
+  for (auto& c : facts::ExpectedShare::columns()) table.columns.push_back(std::move(c));
+  return table;
+}
+
+void VerbsBenchmark::add_options(cli::po::options_description& options) {
+  options.add_options()
+      ("test", cli::po::value<std::string>()->default_value("write_bw"), "comma list of write_bw, read_bw, send_bw, atomic_bw, write_lat, read_lat, send_lat, atomic_lat, or all")
+      ("size,s", cli::po::value<std::string>(), "one message size (perftest -s); default 65536 for bandwidth, 2 for latency, 8 for atomics")
+      ("all-sizes,a", cli::po::bool_switch(), "every power of two from 2 B to 8 MiB (perftest -a)")
+      ("duration,D", cli::po::value<double>(), "seconds per test and size instead of an iteration count (perftest -D)")
+      ("qps,q", cli::po::value<int>()->default_value(1), "queue pairs per pair of ranks (perftest -q)")
+      ("bidirectional,b", cli::po::bool_switch(), "both ranks of a pair send at once; the pair's bandwidth is the sum (perftest -b)")
+      ("tx-depth,t", cli::po::value<int>(), "work requests in flight per QP (perftest -t); default 128 for bandwidth, 1 for latency")
+      ("rx-depth,r", cli::po::value<int>()->default_value(512), "receives kept posted for send tests (perftest -r)")
+      ("cq-mod,Q", cli::po::value<int>(), "a completion every N messages (perftest -Q); default 100, 1 above 8 KiB unless -a")
+      ("inline,I", cli::po::value<int>(), "largest message sent inline (perftest -I); default 220 write_lat, 236 send_lat, 0 otherwise")
+      ("mtu,m", cli::po::value<int>(), "path MTU 256-4096 (perftest -m); default the ports' active MTU")
+      ("gid-index,x", cli::po::value<int>(), "GID index (perftest -x); default detected: the IPv4 RoCE v2 entry on Ethernet, none on InfiniBand")
+      ("ib-dev,d", cli::po::value<std::string>(), "RDMA device (perftest -d); default the one on the rank's NUMA node, else the first with an Active port")
+      ("ib-port,i", cli::po::value<int>(), "port of the device (perftest -i); default its first Active port")
+      ("events,e", cli::po::bool_switch(), "sleep on completion events instead of polling (perftest -e)")
+      ("atomic-type,A", cli::po::value<std::string>()->default_value("fetch_add"), "atomic tests: fetch_add or cmp_swap (perftest -A FETCH_AND_ADD|CMP_AND_SWAP)")
+      ("report-gbits", cli::po::bool_switch(), "show bandwidth in Gb/s (1e9 bits) instead of MB/s (2^20 bytes) (perftest --report_gbits)")
+      ("memory", cli::po::value<std::string>()->default_value("host"), "where buffers live: host or device (GPU memory registered through dma-buf or nvidia-peermem)");
+}
+
+void VerbsBenchmark::configure(const cli::po::variables_map& values, const cli::CommonOptions& common,
+                               const runtime::Placement& placement) {
+  tests_.clear();
+  std::stringstream list(values["test"].as<std::string>());
+  for (std::string name; std::getline(list, name, ',');) {
+    if (name == "all") {
+      for (const auto& t : verbs_tests()) tests_.push_back(&t);
+      continue;
+    }
+    const auto* t = find_verbs_test(name);
+    if (!t)
+      throw Error::usage(fmt::format("--test '{}': allowed values are write_bw, read_bw, send_bw, atomic_bw, "
+                                     "write_lat, read_lat, send_lat, atomic_lat, all (comma-separated)", name));
+    tests_.push_back(t);
+  }
+  if (tests_.empty()) throw Error::usage("--test: give at least one test");
+
+  sizes_given_ = values.count("sizes") || values.count("min-bytes") || values.count("max-bytes") ||
+                 values.count("step-factor") || values.count("osu-m");
+  settings_.all_sizes = values["all-sizes"].as<bool>();
+  if (values.count("size")) size_ = cli::parse_byte_size(values["size"].as<std::string>(), "--size");
+  if (int(sizes_given_) + int(settings_.all_sizes) + int(size_.has_value()) > 1)
+    throw Error::usage("--size, --all-sizes and --sizes each give the sizes: use only one of them");
+  for (const auto* t : tests_)
+    for (const auto bytes : sizes_for(*t, common)) {
+      if (bytes == 0) throw Error::usage(fmt::format("{} 0: {} needs messages of at least 1 byte",
+                                                     size_ ? "--size" : common.sizes_option, t->name));
+      if (bytes > max_message)
+        throw Error::usage(fmt::format("{} {}: at most 2G (one verbs message)", size_ ? "--size" : common.sizes_option,
+                                       cli::format_byte_size(bytes)));
+    }
+  // perftest's minimum: the latency statistics drop the two largest of the round trips between posts.
+  if (common.iterations > 0) cli::require_at_least("--iters", common.iterations, 5);
+  if (values.count("duration")) {
+    duration_s_ = values["duration"].as<double>();
+    if (!(duration_s_ > 0) || duration_s_ > 3600)
+      throw Error::usage(fmt::format("--duration {}: must be more than 0 and at most 3600 seconds", duration_s_));
+    if (common.iterations > 0) throw Error::usage("--duration and --iters both set the length: give one");
+  }
+  const auto qps = values["qps"].as<int>();
+  cli::require_in_range("--qps", qps, 1, 1024);
+  settings_.qps = qps;
+  settings_.bidirectional = values["bidirectional"].as<bool>();
+  settings_.events = values["events"].as<bool>();
+  if (values.count("tx-depth")) {
+    cli::require_in_range("--tx-depth", values["tx-depth"].as<int>(), 1, 16384);
+    settings_.tx_depth = values["tx-depth"].as<int>();
+  }
+  settings_.rx_depth = values["rx-depth"].as<int>();
+  cli::require_in_range("--rx-depth", settings_.rx_depth, 1, 16384);
+  if (values.count("cq-mod")) {
+    cli::require_in_range("--cq-mod", values["cq-mod"].as<int>(), 1, 16384);
+    settings_.cq_mod = values["cq-mod"].as<int>();
+  }
+  if (values.count("inline")) {
+    cli::require_in_range("--inline", values["inline"].as<int>(), 0, 1024);
+    settings_.inline_bytes = values["inline"].as<int>();
+  }
+  if (values.count("mtu")) settings_.mtu = mtu_bytes(parse_mtu(values["mtu"].as<int>()));
+  const auto atomic = values["atomic-type"].as<std::string>();
+  cli::require_choice("--atomic-type", atomic, {"fetch_add", "cmp_swap"});
+  settings_.atomic = atomic == "fetch_add" ? AtomicOp::fetch_add : AtomicOp::compare_swap;
+  report_gbits_ = values["report-gbits"].as<bool>();
+
+  memory_ = memory::parse_memory_kind(values["memory"].as<std::string>(), "--memory");
+  if (memory_ == memory::MemoryKind::device)
+    for (const auto* t : tests_)
+      if (t->verb == Verb::write && t->pattern == Pattern::latency)
+        throw Error::usage("--memory device: write_lat spins on the last byte of the buffer from the CPU, which GPU "
+                           "memory does not allow; use host memory or another test");
+  if (memory_ != memory::MemoryKind::host) gpu_ = runtime::bind_gpu(placement.me().machine_local_rank);
+  pairs_.emplace(placement.world_size());
+
+  request_.device = values.count("ib-dev") ? values["ib-dev"].as<std::string>() : "";
+  if (values.count("ib-port")) {
+    cli::require_in_range("--ib-port", values["ib-port"].as<int>(), 1, 255);
+    request_.port = values["ib-port"].as<int>();
+  }
+  if (values.count("gid-index")) {
+    cli::require_in_range("--gid-index", values["gid-index"].as<int>(), 0, 65535);
+    request_.gid_index = values["gid-index"].as<int>();
+  }
+  request_.numa_node = current_numa_node();
+  if (const char* hook = std::getenv("FABRICBENCH_TEST_QP_ERROR")) qp_error_at_ = std::atoi(hook);
+  // Every rank opens its port now: a missing device or a port that is not Active is a usage error (exit 2), found
+  // before any output exists.
+  device_ = std::make_unique<Device>(Device::open(request_, placement.me().host));
+}
+
+std::vector<std::uint64_t> VerbsBenchmark::sizes_for(const VerbsTest& test, const cli::CommonOptions& common) const {
+  if (test.fixed_size()) return {8};
+  if (size_) return {*size_};
+  if (settings_.all_sizes) return cli::SizeList::geometric(2, 8u << 20, 2).values();
+  if (sizes_given_) return common.sizes.values();
+  return {test.default_bytes};
+}
+
+void VerbsBenchmark::abort() noexcept {
+  if (link_) link_->abort();
+}
+
+facts::Reference VerbsBenchmark::reference(const app::RunContext& context) const {
+  // Every pair goes through rank 0's port: the sum is held against it (twice over with --bidirectional).
+  const auto& port = device_->port();
+  auto ref = context.expected.port(context.placement.me().host, fmt::format("{}/{}", port.device, port.port));
+  return settings_.bidirectional ? ref.scaled(2, "both directions of") : ref;
+}
+
+void VerbsBenchmark::report(const app::RunContext& context, const VerbsTest& test, std::uint64_t bytes, int warmup,
+                            const VerbsMeasurement& mine, const facts::CounterReading& counters) {
+  const auto& world = context.world;
+  const auto grown = facts::sum_over_hosts(world, speaks_for_port_, counters, 0);
+  RankFigures f;
+  f.timed = mine.timed;
+  f.avg_mibps = mine.bandwidth.avg_mibps;
+  f.peak_mibps = mine.bandwidth.peak_mibps;
+  f.avg_gbitps = mine.bandwidth.avg_gbitps;
+  f.peak_gbitps = mine.bandwidth.peak_gbitps;
+  f.msg_rate_mps = mine.bandwidth.msg_rate_mps;
+  f.wrong = mine.wrong;
+  const auto figures = world.gather_values(f, 0);
+  const auto round_trips = timing::RankLaps::gather(world, mine.round_trips_us);
+  const auto samples = timing::RankLaps::gather(world, mine.samples_us);
+  if (!context.is_root()) return;
+
+  const auto& port = device_->port();
+  results::Row row(table_);
+  row.set("test", std::string(test.name)).set("memory", std::string(memory::to_string(memory_)));
+  row.set("bytes", std::int64_t(bytes)).set("pairs", std::int64_t(pairs_->pairs()));
+  row.set("qps", std::int64_t(test.pattern == Pattern::bandwidth ? settings_.qps : 1));
+  row.set("iterations", std::int64_t(mine.iterations)).set("warmup", std::int64_t(warmup));
+  row.set("tx_depth", std::int64_t(mine.tx_depth)).set("cq_mod", std::int64_t(mine.cq_mod));
+  row.set("inline_bytes", std::int64_t(mine.inline_bytes)).set("mtu", std::int64_t(link_->path_mtu_bytes()));
+  row.set("device", port.device).set("port", std::int64_t(port.port)).set("link_layer", port.link_layer);
+  row.set("gid_index", std::int64_t(port.gid_index));
+  std::uint64_t wrong = 0;
+  for (const auto& r : figures) wrong += r.wrong;
+  row.set("wrong", std::int64_t(wrong));
+  if (test.pattern == Pattern::bandwidth) {
+    // A pair's figure is the sum of its timed ranks (both with --bidirectional, as perftest adds both sides); the
+    // row is the sum over pairs, with the slowest pair beside it.
+    std::vector<RankFigures> pair(pairs_->pairs());
+    for (int r = 0; r < world.size(); ++r)
+      if (figures[r].timed) pair[pairs_->pair_of(r)].add_rates(figures[r]);
+    RankFigures sum;
+    double min_pair = INFINITY;
+    for (const auto& p : pair) {
+      sum.add_rates(p);
+      min_pair = std::min(min_pair, p.avg_mibps);
+    }
+    row.set("bw_avg_mibps", sum.avg_mibps).set("bw_avg_gbitps", sum.avg_gbitps);
+    row.set("msg_rate_mps", sum.msg_rate_mps).set("bw_min_pair_mibps", min_pair);
+    // perftest leaves the peak out (0.00) above 20000 messages; so does the row (NaN).
+    if (sum.peak_mibps > 0) row.set("bw_peak_mibps", sum.peak_mibps).set("bw_peak_gbitps", sum.peak_gbitps);
+    context.expect(row, facts::ExpectedShare::gbps(sum.avg_mibps, results::Unit::mibps), reference(context), bytes, fmt::format("{} at {} B", test.name, bytes));
+  } else {
+    const auto lat = ops::perftest_latency(round_trips.all(), test.latency_divisor);
+    row.set("latency_us", lat.typical_us).set("time_us_min", lat.min_us).set("time_us_max", lat.max_us);
+    row.set("time_us_mean", lat.avg_us).set("time_us_stddev", lat.stdev_us);
+    row.set("time_us_p99", lat.p99_us).set("time_us_p999", lat.p999_us);
+  }
+  facts::set_counters(row, grown);
+  const auto index = context.out->row(row);
+  context.out->samples(samples_, samples.samples(index));
+}
+
+ExitStatus VerbsBenchmark::run(const app::RunContext& context) {
+  std::uint64_t max_bytes = 8;
+  for (const auto* t : tests_)
+    for (const auto b : sizes_for(*t, context.options)) max_bytes = std::max(max_bytes, b);
+  const int me = context.world.rank();
+  link_ = std::make_unique<VerbsLink>(*device_, memory_, max_bytes, settings_, context.world.get(), pairs_->peer_of(me),
+                                      pairs_->leads(me));
+  // Every rank's port, for the notes: a pair on the wrong device or GID type shows here.
+  const auto& port = device_->port();
+  // Error counters of the port around each size, read by the first rank of the host that uses it.
+  const std::string port_name = fmt::format("{}/{}", port.device, port.port);
+  const auto users = context.world.all_gather(context.placement.me().host + " " + port_name);
+  speaks_for_port_ = std::find(users.begin(), users.begin() + me, users[static_cast<std::size_t>(me)]) == users.begin() + me;
+  if (speaks_for_port_) counters_ = facts::LinkCounters(context.placement.me().host, false, {port_name});
+  const auto ports = context.world.gather(
+      fmt::format("{} port {} ({}, {} GID[{}] {}, active MTU {}, rate {}, registered with {})", port.device, port.port,
+                  port.link_layer, port.gid_type, port.gid_index, gid_text(port.gid), mtu_bytes(port.active_mtu),
+                  port.rate.empty() ? "?" : port.rate, link_->registration()),
+      0);
+  if (context.is_root()) {
+    context.out->declare(samples_);
+    for (int p = 0; p < pairs_->pairs(); ++p) {
+      const auto& a = context.placement.ranks()[p];
+      const auto& b = context.placement.ranks()[pairs_->peer_of(p)];
+      context.out->note(fmt::format("pair {}: rank {} ({}: {}) <-> rank {} ({}: {})", p, a.rank, a.host, ports[a.rank],
+                                    b.rank, b.host, ports[b.rank]));
+    }
+    context.out->note(fmt::format("memory: {}  QPs per pair: {}  {}  check: {}", memory::to_string(memory_),
+                                  settings_.qps, settings_.bidirectional ? "bidirectional" : "unidirectional",
+                                  context.options.check ? "on" : "off"));
+  }
+  std::uint64_t wrong_total = 0;
+  for (std::size_t k = 0; k < tests_.size(); ++k) {
+    const auto& test = *tests_[k];
+    const auto sizes = sizes_for(test, context.options);
+    context.progress(fmt::format("test {} of {}: {} ({} sizes)", k + 1, tests_.size(), test.name, sizes.size()));
+    if (context.is_root()) {
+      std::vector<results::TerminalColumn> shown{{"bytes", "#bytes"}, {"iterations", "#iterations"}};
+      if (test.pattern == Pattern::bandwidth) {
+        const std::string unit = report_gbits_ ? "gbitps" : "mibps";
+        shown.insert(shown.end(), {{"bw_peak_" + unit}, {"bw_avg_" + unit}, {"msg_rate_mps"}});
+        if (pairs_->pairs() > 1) shown.push_back({"bw_min_pair_mibps"});
+        if (reference(context).known()) shown.push_back({"pct_expected"});
+      } else {
+        shown.insert(shown.end(), {{"time_us_min"}, {"time_us_max"}, {"latency_us"}, {"time_us_mean"},
+                                   {"time_us_stddev"}, {"time_us_p99"}, {"time_us_p999"}});
+      }
+      shown.push_back({"wrong"});
+      context.out->section(table_, fmt::format("{}: {} (as {}; pairs: {}, QPs: {})", test.name, test.description,
+                                               test.peer, pairs_->pairs(),
+                                               test.pattern == Pattern::bandwidth ? settings_.qps : 1),
+                           shown);
+    }
+    for (const auto bytes : sizes) {
+      const int warmup = test.defaults.warmup(bytes, context.options.warmup);
+      int iterations = test.defaults.iterations(bytes, context.options.iterations);
+      context.measuring(fmt::format("{} at {} B", test.name, bytes));
+      if (duration_s_ > 0) {
+        // -D: as many iterations as fill the duration at the slowest pair's pace (at least perftest's minimum, 5).
+        double per_iteration = link_->probe_iteration_s(test, bytes);
+        runtime::check_mpi(MPI_Allreduce(MPI_IN_PLACE, &per_iteration, 1, MPI_DOUBLE, MPI_MAX, context.world.get()),
+                           "MPI_Allreduce");
+        iterations = static_cast<int>(std::clamp(std::ceil(duration_s_ / per_iteration), 5.0, 2e6));
+      }
+      if (context.measurements - 1 == qp_error_at_ && pairs_->leads(me)) link_->abort();
+      context.doing(fmt::format("{} {} B, QPs {}", test.name, bytes, link_->states()));
+      const auto before = counters_.read();
+      const auto mine = link_->run(test, bytes, iterations, warmup, context.options.check);
+      report(context, test, bytes, warmup, mine, counters_.read() - before);
+      context.measured();
+      wrong_total += mine.wrong;
+    }
+  }
+  const auto wrong_all = context.world.all_sum(wrong_total);
+  if (wrong_all > 0 && context.is_root()) context.out->note(fmt::format("{} bytes failed the check", wrong_all));
+  link_.reset();
+  return wrong_all > 0 ? ExitStatus::measurement_failed : ExitStatus::ok;
+}
+
+}  // namespace fabricbench::verbs
