@@ -61,16 +61,21 @@ void write_attribute(hid_t obj, const char* name, const std::vector<std::string>
 }
 
 // What each column is, one array entry per column in order (docs/RESULTS.md, schema_version 2).
+// column_headline and column_series are "yes" or "" (the marks of table.hpp).
 void write_column_attributes(hid_t dataset, const std::vector<Column>& columns) {
-  std::vector<std::string> units, roles, better;
+  std::vector<std::string> units, roles, better, headline, series;
   for (const auto& c : columns) {
     units.emplace_back(to_string(c.unit));
     roles.emplace_back(to_string(c.role));
     better.emplace_back(to_string(c.better));
+    headline.emplace_back(c.headline ? "yes" : "");
+    series.emplace_back(c.series ? "yes" : "");
   }
   write_attribute(dataset, "column_units", units);
   write_attribute(dataset, "column_roles", roles);
   write_attribute(dataset, "column_better", better);
+  write_attribute(dataset, "column_headline", headline);
+  write_attribute(dataset, "column_series", series);
 }
 
 }  // namespace

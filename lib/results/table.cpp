@@ -68,6 +68,17 @@ Column reference(std::string name, Unit unit, std::string label, int precision) 
   return {std::move(name), ColumnType::real, 0, unit, Role::reference, Better::none, std::move(label), precision};
 }
 
+Column headline(Column column) {
+  if (column.role != Role::measured) throw std::logic_error("headline column '" + column.name + "' is not measured");
+  column.headline = true;
+  return column;
+}
+Column series(Column column) {
+  if (column.role != Role::key) throw std::logic_error("series column '" + column.name + "' is not a key");
+  column.series = true;
+  return column;
+}
+
 std::size_t TableSpec::index_of(const std::string& column) const {
   for (std::size_t i = 0; i < columns.size(); ++i)
     if (columns[i].name == column) return i;

@@ -67,8 +67,8 @@ hsize_t row_count(hid_t file, const char* path) {
   return n;
 }
 
-const TableSpec table{"results", "demo", {key_text("name", 16), key_int("bytes", Unit::bytes),
-                                          measured("time_us", Unit::us, Better::lower)}};
+const TableSpec table{"results", "demo", {series(key_text("name", 16)), key_int("bytes", Unit::bytes),
+                                          headline(measured("time_us", Unit::us, Better::lower))}};
 
 std::vector<std::string> read_string_array_attribute(hid_t obj, const char* name) {
   const hid_t attr = H5Aopen(obj, name, H5P_DEFAULT);
@@ -163,9 +163,19 @@ TEST_F(Hdf5SinkTest, EveryTableSaysWhatItsColumnsAre) {
   EXPECT_EQ(read_string_array_attribute(ds, "column_units"), (std::vector<std::string>{"", "B", "us"}));
   EXPECT_EQ(read_string_array_attribute(ds, "column_roles"), (std::vector<std::string>{"key", "key", "measured"}));
   EXPECT_EQ(read_string_array_attribute(ds, "column_better"), (std::vector<std::string>{"", "", "lower"}));
+  EXPECT_EQ(read_string_array_attribute(ds, "column_headline"), (std::vector<std::string>{"", "", "yes"}));
+  EXPECT_EQ(read_string_array_attribute(ds, "column_series"), (std::vector<std::string>{"yes", "", ""}));
   H5Dclose(ds);
   EXPECT_LT(H5Lexists(f, "/samples", H5P_DEFAULT), 1) << "no samples table unless one is declared";
   H5Fclose(f);
+}
+
+TEST(ColumnMarks, HeadlineTakesAMeasuredColumnAndSeriesAKey) {
+  EXPECT_TRUE(headline(measured("bw", Unit::gbps, Better::higher)).headline);
+  EXPECT_TRUE(series(key_text("op", 8)).series);
+  EXPECT_FALSE(key_text("op", 8).series);
+  EXPECT_THROW(headline(key_int("bytes")), std::logic_error);
+  EXPECT_THROW(series(measured("bw", Unit::gbps, Better::higher)), std::logic_error);
 }
 
 TEST_F(Hdf5SinkTest, AMatrixCarriesItsOwnLabels) {

@@ -13,7 +13,8 @@
 
 namespace fabricbench::results {
 
-// 2: column attributes (column_units, column_roles, column_better); matrices carry row_labels/column_labels.
+// 2: column attributes (column_units, column_roles, column_better; column_headline and column_series added later
+// within 2, absent in older files); matrices carry row_labels/column_labels.
 inline constexpr int schema_version = 2;
 
 // One owner of an HDF5 identifier (file, group, dataset, type, space, property list, attribute).

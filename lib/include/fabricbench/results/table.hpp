@@ -34,6 +34,11 @@ struct Column {
   Better better = Better::none;
   std::string label;      // terminal header; empty: the name
   int precision = 2;      // terminal digits after the point (reals)
+  // What a reader looks at first. headline: a measured value a person reads first (plots and charts draw it
+  // against size); a table may have several (p2p latency_us for its latency tests, bw_mbps for the others).
+  // series: the key whose values name the curves of those plots (op, test, metric); at most one per table.
+  bool headline = false;
+  bool series = false;
 
   const std::string& header() const { return label.empty() ? name : label; }
 };
@@ -47,6 +52,10 @@ Column measured(std::string name, Unit unit, Better better, std::string label = 
 Column measured_int(std::string name, Unit unit, Better better, std::string label = "");
 Column statistic(std::string name, Unit unit, Better better, std::string label = "", int precision = 2);
 Column reference(std::string name, Unit unit, std::string label = "", int precision = 2);
+// Marks around a declaration: headline(measured("busbw_gbps", ...)), series(key_text("op", 16)). headline takes a
+// measured column, series a key column (std::logic_error otherwise).
+Column headline(Column column);
+Column series(Column column);
 
 struct TableSpec {
   std::string group;  // "results", "env", "sweep", "samples"
