@@ -14,7 +14,7 @@ if [ "${1:-}" = "--prebuilt" ]; then
   dir=$(cd "$2" && pwd)
   export LD_LIBRARY_PATH="$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   echo "== unit tests (prebuilt) =="
-  FABRICBENCH_FIXTURES="$PWD/tests/fixtures" "$dir/bin/fabricbench_unit_tests" --gtest_brief=1
+  "$dir/bin/fabricbench_unit_tests" --gtest_brief=1  # finds $dir/bin/fixtures, carried with it
   echo "== GPU tests (prebuilt) =="
   cd tests
   FABRICBENCH_BIN="$dir/bin" PYTHONPATH="../analysis:." python3 -m unittest -v gpu.test_nccl gpu.test_doctor

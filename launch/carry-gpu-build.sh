@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the gpu preset here and installs what a GPU machine without build tools needs into the prefix DIR
-# (default .carry): DIR/bin (executables, wrappers, fabric-report, the unit tests and nccl_peer), DIR/share/fabricbench
-# (configs, sbatch templates, the analysis package), DIR/lib (libcudart of this CUDA, in case the machine's differs).
+# (default .carry): DIR/bin (executables, wrappers, fabric-report, the unit tests with their fixtures folder beside
+# them, and nccl_peer), DIR/share/fabricbench (configs, sbatch templates, the analysis package), DIR/lib (libcudart
+# of this CUDA, in case the machine's differs).
 # The tools find their shipped files relative to themselves, so DIR works wherever it is unpacked.
 # Then on the GPU machine: ci/gpu-test.sh --prebuilt DIR
 set -euo pipefail
@@ -13,6 +14,7 @@ rm -rf "$out"
 cmake --install "$root/build-gpu" --prefix "$out" >/dev/null
 mkdir -p "$out/lib"
 cp "$root/build-gpu/tests/fabricbench_unit_tests" "$out/bin/"
+cp -r "$root/build-gpu/tests/fixtures" "$out/bin/"  # next to the unit tests, as in the build tree
 [ -x "$root/build-gpu/tests/nccl_peer" ] && cp "$root/build-gpu/tests/nccl_peer" "$out/bin/"
 cudart=$(ldd "$out/bin/fabric-coll" | awk '/libcudart/ {print $3}')
 [ -n "$cudart" ] && cp -L "$cudart" "$out/lib/"
