@@ -23,8 +23,10 @@ import math
 
 import pandas as pd
 
+from .results import HEALTH_COLUMNS
+
 # Measured columns that describe the run's health rather than its speed: not compared by ratio or baselined.
-_NOT_FIGURES = {"wrong", "port_errors", "xmit_wait", "nvlink_errors", "pct_expected", "suspect_pairs"}
+_NOT_FIGURES = HEALTH_COLUMNS
 _COMPARED_TABLES = ("results/", "sweep/nodes", "sweep/pairs")
 
 

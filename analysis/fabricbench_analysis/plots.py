@@ -1,6 +1,9 @@
-"""The pictures people read: busbw and time against size for collectives, latency and bandwidth against size for
-p2p and verbs (with the expected figure drawn where the run has one), sweep heat maps with the hosts named in
-verdicts marked, per-node medians, and a stability profile (per-iteration times of one size, in order)."""
+"""The pictures people read, chosen from the columns' declarations (results.py: Run.headlines, Run.series), never
+from per-table code: each headline column of a results table against size, one curve per series value (a bandwidth
+with the row's time beside it where the table measures one, and its reference figure, the expected bandwidth, as a
+dashed line); the headline of any other table without a size as bars per series value (fabric-sweep's per-node
+medians); sweep heat maps with the hosts named in verdicts marked; and a stability profile (per-iteration times of
+one size, in order)."""
 from __future__ import annotations
 
 import math
@@ -13,11 +16,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-# Which column is drawn for each results table: (latency column, bandwidth column, the tests that are latencies).
-_CURVES = {
-    "results/p2p": ("latency_us", "bw_mbps", "test"),
-    "results/verbs": ("latency_us", "bw_avg_mibps", "test"),
-}
+from .results import TIME_UNITS, curve_keys, curve_label  # noqa: E402
+
 _TO_GBPS = {"MB/s": 1e-3, "MiB/s": 1048576 / 1e9, "GB/s": 1.0, "Gb/s": 1 / 8}
 
 
@@ -32,19 +32,22 @@ def title(run, what: str) -> str:
     return f"{what}\n{run.attrs.get('tool', '')} on {run.attrs.get('hosts', '')}{gpus} {date}"
 
 
-def _size_axis(ax) -> None:
+def _size_axis(ax, size: str) -> None:
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("message size (B)")
+    ax.set_xlabel(f"{size} (B)")
     ax.grid(True, which="both", alpha=0.3)
 
 
-def _expected_line(ax, frame: pd.DataFrame, scale: float) -> None:
-    if "expected_gbps" not in frame or frame.expected_gbps.isna().all():
-        return
-    for value in sorted(frame.expected_gbps.dropna().unique()):
-        ax.axhline(value * scale, color="gray", linestyle="--", linewidth=1)
-        ax.annotate(f"expected {value:.4g} GB/s", (ax.get_xlim()[0], value * scale), fontsize=7, color="gray",
-                    xytext=(2, 2), textcoords="offset points")
+def _reference_lines(ax, run, table: str, frame: pd.DataFrame, unit: str) -> None:
+    """The table's reference columns (the expected bandwidth) as dashed lines, converted to the plotted `unit`."""
+    for col in run.columns[table].values():
+        if col.role != "reference" or col.unit not in _TO_GBPS or col.name not in frame:
+            continue
+        for value in sorted(frame[col.name].dropna().unique()):
+            y = value * _TO_GBPS[col.unit] / _TO_GBPS[unit]
+            ax.axhline(y, color="gray", linestyle="--", linewidth=1)
+            ax.annotate(f"{col.name} {value:.4g} {col.unit}", (ax.get_xlim()[0], y), fontsize=7, color="gray",
+                        xytext=(2, 2), textcoords="offset points")
 
 
 def _save(fig, out: pathlib.Path, paths: list) -> None:
@@ -54,53 +57,56 @@ def _save(fig, out: pathlib.Path, paths: list) -> None:
     paths.append(out)
 
 
-def _coll(run, out_dir, fmt, paths) -> None:
-    frame = run.tables["results/coll"]
-    fig, (bw, tm) = plt.subplots(1, 2, figsize=(12, 4.8))
-    groups = ["op", "in_place", "dtype", "redop", "root"]
-    varying = [g for g in groups if frame[g].nunique() > 1 or g == "op"]
-    for key, part in frame.groupby(varying, sort=False):
-        key = key if isinstance(key, tuple) else (key,)
-        label = " ".join(("in-place" if v else "out-of-place") if g == "in_place" else str(v)
-                         for g, v in zip(varying, key))
-        part = part.sort_values("bytes")
-        bw.plot(part.bytes, part.busbw_gbps, marker="o", markersize=3, label=label)
-        tm.plot(part.bytes, part.time_us, marker="o", markersize=3, label=label)
-    _size_axis(bw)
-    _size_axis(tm)
-    bw.set_ylabel("bus bandwidth (GB/s)")
-    tm.set_ylabel("time per operation (us)")
-    tm.set_yscale("log")
-    _expected_line(bw, frame, 1.0)
-    bw.legend(fontsize=7)
-    bw.set_title(title(run, "bus bandwidth"), fontsize=9)
-    tm.set_title(title(run, "time"), fontsize=9)
-    _save(fig, out_dir / f"coll_busbw.{fmt}", paths)
+def _kind(unit: str) -> str:
+    return "latency" if unit in TIME_UNITS else "bandwidth" if unit in _TO_GBPS else ""
 
 
-def _p2p_like(run, table, out_dir, fmt, paths) -> None:
+def _time_beside(run, table: str, rows: pd.DataFrame, headline: str):
+    """For a bandwidth headline: the first measured time column (not itself a headline) with values in its rows,
+    drawn beside it (fabric-coll's time_us); None where the table has none there."""
+    if run.columns[table][headline].unit not in _TO_GBPS:
+        return None
+    for col in run.columns[table].values():
+        if col.role == "measured" and col.unit in TIME_UNITS and not col.headline and rows[col.name].notna().any():
+            return col.name
+    return None
+
+
+def _curves(run, table, out_dir, fmt, paths) -> None:
+    """Each headline column against size (the rows that have it), one curve per curve_keys value:
+    <table>_latency for a time, <table>_bandwidth for a rate (with the row's time beside it where there is one)."""
     frame = run.tables[table]
-    lat_col, bw_col, by = _CURVES[table]
-    unit = run.columns[table][bw_col].unit
-    short = table.split("/")[1]
-    latency = frame[frame[lat_col].notna()]
-    bandwidth = frame[frame[bw_col].notna()]
-    for part, col, ylabel, name in ((latency, lat_col, "latency (us)", "latency"),
-                                    (bandwidth, bw_col, f"bandwidth ({unit})", "bandwidth")):
-        if part.empty:
+    size = run.size_key(table)
+    short = table.split("/", 1)[1].replace("/", "_")
+    taken = set()
+    for headline in run.headlines(table):
+        rows = frame[frame[headline].notna()]
+        if rows.empty:
             continue
-        fig, ax = plt.subplots(figsize=(7, 4.8))
-        for test, rows in part.groupby(by, sort=False):
-            rows = rows.sort_values("bytes")
-            ax.plot(rows.bytes, rows[col], marker="o", markersize=3, label=str(test))
-        _size_axis(ax)
-        ax.set_ylabel(ylabel)
-        if name == "latency":
-            ax.set_yscale("log")
-        else:
-            _expected_line(ax, part, 1 / _TO_GBPS.get(unit, 1.0))
-        ax.legend(fontsize=8)
-        ax.set_title(title(run, f"{short} {name}"), fontsize=9)
+        unit = run.columns[table][headline].unit
+        name = _kind(unit) or headline
+        name = headline if name in taken else name
+        taken.add(name)
+        drawn = [headline] + [c for c in (_time_beside(run, table, rows, headline),) if c]
+        fig, axes = plt.subplots(1, len(drawn), figsize=(6 * len(drawn), 4.8) if len(drawn) > 1 else (7, 4.8),
+                                 squeeze=False)
+        keys = curve_keys(run, table, rows)
+        groups = rows.groupby(keys if len(keys) > 1 else keys[0], sort=False) if keys else [((), rows)]
+        for key, part in groups:
+            part = part.sort_values(size)
+            for ax, col in zip(axes[0], drawn):
+                ax.plot(part[size], part[col], marker="o", markersize=3, label=curve_label(keys, key))
+        for ax, col in zip(axes[0], drawn):
+            col_unit = run.columns[table][col].unit
+            _size_axis(ax, size)
+            ax.set_ylabel(f"{col} ({col_unit})")
+            if col_unit in TIME_UNITS:
+                ax.set_yscale("log")
+            ax.set_title(title(run, f"{short} {col}"), fontsize=9)
+        if unit in _TO_GBPS:
+            _reference_lines(axes[0][0], run, table, rows, unit)
+        if keys:
+            axes[0][0].legend(fontsize=7)
         _save(fig, out_dir / f"{short}_{name}.{fmt}", paths)
 
 
@@ -111,7 +117,7 @@ def _verdict_hosts(run) -> set:
     return {h for h in list(verdicts.host_a) + list(verdicts.host_b) if h}
 
 
-def _sweep(run, out_dir, fmt, paths) -> None:
+def _heat_maps(run, out_dir, fmt, paths) -> None:
     named = _verdict_hosts(run)
     for name, matrix in run.matrices.items():
         if not name.startswith("sweep/matrices/"):
@@ -142,32 +148,50 @@ def _sweep(run, out_dir, fmt, paths) -> None:
         ax.set_ylabel("from")
         ax.set_title(title(run, f"{metric} ({attrs.get('unit', '')}); * = named in a verdict"), fontsize=9)
         _save(fig, out_dir / f"sweep_{metric}.{fmt}", paths)
-    nodes = run.tables.get("sweep/nodes")
-    if nodes is None or nodes.empty:
-        return
-    metrics = list(dict.fromkeys(nodes.metric))
-    fig, axes = plt.subplots(1, len(metrics), figsize=(5 * len(metrics), 4), squeeze=False)
-    for ax, metric in zip(axes[0], metrics):
-        rows = nodes[nodes.metric == metric]
-        colors = ["red" if h in named else "tab:blue" for h in rows.host]
-        ax.bar(range(len(rows)), rows["median"], color=colors)
-        ax.set_xticks(range(len(rows)), list(rows.host), rotation=90, fontsize=7)
-        ax.set_ylabel(f"median ({rows.unit.iloc[0]})")
-        ax.set_title(title(run, f"per-node median {metric}"), fontsize=9)
-    _save(fig, out_dir / f"sweep_nodes.{fmt}", paths)
+
+
+def _bars(run, table, out_dir, fmt, paths) -> None:
+    """A table without a size (fabric-sweep's per-node medians): each headline as bars, one panel per series value,
+    each bar named by the text keys that vary within the panel; names in a sweep verdict in red."""
+    frame = run.tables[table]
+    named = _verdict_hosts(run)
+    series = run.series(table)
+    columns = run.columns[table]
+    text_keys = [k for k in run.keys(table) if k != series and frame[k].dtype == object]
+    for headline in run.headlines(table):
+        rows = frame[frame[headline].notna()]
+        if rows.empty:
+            continue
+        panels = list(rows.groupby(series, sort=False)) if series else [("", rows)]
+        fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4), squeeze=False)
+        for ax, (value, part) in zip(axes[0], panels):
+            varying = [k for k in text_keys if part[k].nunique() > 1] or text_keys[:1]
+            labels = [" ".join(str(v) for v in r) for r in part[varying].itertuples(index=False, name=None)]
+            ax.bar(range(len(part)), part[headline], color=["red" if x in named else "tab:blue" for x in labels])
+            ax.set_xticks(range(len(part)), labels, rotation=90, fontsize=7)
+            # A table with a per-row unit column (the sweep's) names the unit there.
+            unit = columns[headline].unit or (str(part["unit"].iloc[0]) if "unit" in part else "")
+            ax.set_ylabel(f"{headline} ({unit})" if unit else headline)
+            ax.set_title(title(run, f"{table} {headline} {value}".strip()), fontsize=9)
+        stem = table.replace("/", "_") + ("" if headline == run.headlines(table)[0] else f"_{headline}")
+        _save(fig, out_dir / f"{stem}.{fmt}", paths)
 
 
 def _stability(run, out_dir, fmt, paths) -> None:
-    """Per-iteration times of the largest size of the first test/op, in order, one line per rank."""
-    for table in ("results/coll", "results/p2p", "results/verbs"):
-        samples = run.tables.get("samples/" + table.split("/")[1])
-        frame = run.tables.get(table)
+    """Per-iteration times of the largest size of the first series value (op, test), in order, one line per rank:
+    for every results table with a samples table of the same name (/samples/<name>, the columns of
+    TableSpec::samples())."""
+    for table, frame in run.tables.items():
+        if not table.startswith("results/"):
+            continue
+        short = table.split("/", 1)[1]
+        samples = run.tables.get("samples/" + short)
         if samples is None or samples.empty or frame is None or frame.empty:
             continue
         first = frame.iloc[0]
-        group = "op" if table == "results/coll" else "test"
-        same = frame[frame[group] == first[group]]
-        index = same.bytes.idxmax()
+        series, size = run.series(table), run.size_key(table)
+        same = frame[frame[series] == first[series]] if series else frame
+        index = same[size].idxmax() if size else same.index[0]
         row = frame.loc[index]
         mine = samples[samples.row == index]
         if mine.empty:
@@ -183,21 +207,24 @@ def _stability(run, out_dir, fmt, paths) -> None:
             ax.legend(fontsize=7)
         med = mine.time_us.median()
         spread = (mine.time_us.quantile(0.99) - mine.time_us.quantile(0.01)) / med if med else math.nan
-        ax.set_title(title(run, f"stability: {row[group]} at {int(row.bytes)} B, median {med:.4g} us, "
-                                f"p1-p99 spread {spread:.1%}"), fontsize=9)
-        _save(fig, out_dir / f"stability_{table.split('/')[1]}.{fmt}", paths)
+        what = " ".join(([str(row[series])] if series else []) + ([f"at {int(row[size])} B"] if size else []))
+        ax.set_title(title(run, f"stability: {what}, median {med:.4g} us, p1-p99 spread {spread:.1%}"), fontsize=9)
+        _save(fig, out_dir / f"stability_{short.replace('/', '_')}.{fmt}", paths)
 
 
 def plot_run(run, out_dir, fmt: str = "png") -> list:
-    """Every plot that applies to `run`, written to `out_dir`; returns the paths."""
+    """Every plot that applies to `run`, written to `out_dir`; returns the paths. Results tables with a size key
+    get curves, other tables (samples aside) without one get bars, of their headline columns."""
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths: list = []
-    if "results/coll" in run.tables and not run.tables["results/coll"].empty:
-        _coll(run, out_dir, fmt, paths)
-    for table in _CURVES:
-        if table in run.tables and not run.tables[table].empty:
-            _p2p_like(run, table, out_dir, fmt, paths)
-    _sweep(run, out_dir, fmt, paths)
+    drawn = [t for t, frame in run.tables.items() if not frame.empty and run.headlines(t)]
+    for table in drawn:
+        if table.startswith("results/") and run.size_key(table):
+            _curves(run, table, out_dir, fmt, paths)
+    _heat_maps(run, out_dir, fmt, paths)
+    for table in drawn:
+        if not table.startswith(("results/", "samples/")) and not run.size_key(table):
+            _bars(run, table, out_dir, fmt, paths)
     _stability(run, out_dir, fmt, paths)
     return paths

@@ -1,8 +1,10 @@
 """HDF5 -> pandas. Text columns are stored as fixed-width bytes; they come back as str.
 
 Since schema_version 2 every table says what its columns are (HDF5 attributes column_units, column_roles,
-column_better, one entry per column): `run.columns["results/coll"]["busbw_gbps"].unit == "GB/s"`. Matrices carry
-their own row and column labels and load as DataFrames indexed by them."""
+column_better, one entry per column): `run.columns["results/coll"]["busbw_gbps"].unit == "GB/s"`; newer files also
+mark the headline columns and the series column (column_headline, column_series): `run.headlines("results/coll")
+== ["busbw_gbps"]`, `run.series("results/coll") == "op"`. Matrices carry their own row and column labels and load as
+DataFrames indexed by them."""
 from __future__ import annotations
 
 import dataclasses
@@ -22,10 +24,18 @@ class Column:
     unit: str = ""
     role: str = ""
     better: str = ""
+    headline: bool = False  # a measured value a person reads first: plots and charts draw it against size
+    series: bool = False    # the key whose values name the curves (op, test, metric)
 
     @property
     def is_key(self) -> bool:
         return self.role == "key"
+
+
+TIME_UNITS = ("us", "ms", "s")
+# Measured columns that describe the run's health rather than its speed (compare.py neither compares nor
+# baselines them by ratio; they are never a fallback headline).
+HEALTH_COLUMNS = {"wrong", "port_errors", "xmit_wait", "nvlink_errors", "pct_expected", "suspect_pairs"}
 
 
 @dataclasses.dataclass
@@ -36,6 +46,7 @@ class Run:
     columns: dict = dataclasses.field(default_factory=dict)   # "results/p2p" -> {column name -> Column}
     matrices: dict = dataclasses.field(default_factory=dict)  # "sweep/matrices/p2p_bw" -> DataFrame (labelled)
     matrix_attrs: dict = dataclasses.field(default_factory=dict)  # -> {"title", "unit", "better"}
+    marked: set = dataclasses.field(default_factory=set)  # tables whose file carries column_headline/column_series
 
     @property
     def complete(self) -> bool:
@@ -44,6 +55,66 @@ class Run:
     def keys(self, table: str) -> list:
         """The columns that identify a row of `table`."""
         return [c.name for c in self.columns.get(table, {}).values() if c.is_key]
+
+    def headlines(self, table: str) -> list:
+        """The headline columns of `table` as the file declares them (column_headline).
+
+        Files written before the attribute existed: a results table falls back to the first measured column with a
+        better direction (health columns such as `wrong` left out), taken row by row, so that a table whose rows
+        fill different columns (p2p's latency tests latency_us, its bandwidth tests bw_mbps) gets each; other tables
+        of such files have none."""
+        columns = self.columns.get(table, {})
+        if table in self.marked:
+            return [c.name for c in columns.values() if c.headline]
+        if not table.startswith("results/"):
+            return []
+        candidates = [c.name for c in columns.values()
+                      if c.role == "measured" and c.better in ("higher", "lower") and c.name not in HEALTH_COLUMNS]
+        frame = self.tables.get(table)
+        if frame is None or frame.empty or not candidates:
+            return candidates[:1]
+        filled = frame[candidates].notna()
+        picked = {filled.columns[row.argmax()] for row in filled.to_numpy() if row.any()}
+        return [c for c in candidates if c in picked] or candidates[:1]
+
+    def series(self, table: str):
+        """The key column whose values name the curves of `table` (column_series), or None. Files written before
+        the attribute existed: a results table falls back to its first text key column."""
+        columns = self.columns.get(table, {})
+        if table in self.marked:
+            return next((c.name for c in columns.values() if c.series), None)
+        frame = self.tables.get(table)
+        if not table.startswith("results/") or frame is None:
+            return None
+        return next((c.name for c in columns.values()
+                     if c.is_key and (frame[c.name].dtype == object or frame[c.name].dtype.kind in "SU")), None)
+
+    def size_key(self, table: str):
+        """The key column holding the message size (unit B), the x axis of the plots and charts; None if none."""
+        return next((c.name for c in self.columns.get(table, {}).values() if c.is_key and c.unit == "B"), None)
+
+
+def curve_keys(run: Run, table: str, frame: pd.DataFrame) -> list:
+    """The key columns that name one curve of `table` against size: its series column, and every other key that
+    still tells rows of one series and size apart (fabric-coll's in_place where both were run; dtype, redop or root
+    where several were)."""
+    series, size = run.series(table), run.size_key(table)
+    keys = [series] if series else []
+    others = [k for k in run.keys(table) if k not in keys and k != size]
+    for key in others:
+        by = keys + ([size] if size else [])
+        if not by:
+            keys.append(key)
+            continue
+        if frame.groupby(by, sort=False)[key].nunique().max() > 1:
+            keys.append(key)
+    return keys
+
+
+def curve_label(keys: list, values) -> str:
+    """'all_reduce in_place=1': text keys by their value, numbers with their column's name."""
+    values = values if isinstance(values, tuple) else (values,)
+    return " ".join(str(v) if isinstance(v, str) else f"{k}={v}" for k, v in zip(keys, values))
 
 
 def _frame(dataset: h5py.Dataset) -> pd.DataFrame:
@@ -74,7 +145,10 @@ def _columns(dataset: h5py.Dataset) -> dict:
     units = _strings(dataset.attrs.get("column_units")) or [""] * count
     roles = _strings(dataset.attrs.get("column_roles")) or [""] * count
     better = _strings(dataset.attrs.get("column_better")) or [""] * count
-    return {n: Column(n, u, r, b) for n, u, r, b in zip(names, units, roles, better)}
+    headline = _strings(dataset.attrs.get("column_headline")) or [""] * count
+    series = _strings(dataset.attrs.get("column_series")) or [""] * count
+    return {n: Column(n, u, r, b, h == "yes", s == "yes")
+            for n, u, r, b, h, s in zip(names, units, roles, better, headline, series)}
 
 
 def _matrix(dataset: h5py.Dataset):
@@ -100,6 +174,8 @@ def load(path) -> Run:
             if obj.dtype.names:
                 run.tables[name] = _frame(obj)
                 run.columns[name] = _columns(obj)
+                if "column_headline" in obj.attrs or "column_series" in obj.attrs:
+                    run.marked.add(name)
             elif obj.ndim == 2:
                 run.matrices[name], run.matrix_attrs[name] = _matrix(obj)
         f.visititems(visit)
@@ -131,34 +207,52 @@ def _summary(run: Run) -> pd.DataFrame:
 
 
 def _chart_sheet(writer, run: Run) -> None:
-    """Native charts: bus bandwidth (collectives) or bandwidth (p2p, verbs) against size, one series per op/test."""
+    """Native charts: each headline column of each results table against size, one series per curve (the table's
+    series column and the keys that split it: curve_keys), on one sheet per table (`chart_<table>`), blocks one below
+    the other. Which columns, from the declarations (Run.headlines, Run.series); no per-table code."""
     from openpyxl.chart import Reference, ScatterChart, Series
+    from openpyxl.utils import get_column_letter
 
-    for table, y, group in (("results/coll", "busbw_gbps", "op"), ("results/p2p", "bw_mbps", "test"),
-                            ("results/verbs", "bw_avg_mibps", "test")):
-        frame = run.tables.get(table)
-        if frame is None or frame.empty or frame[y].isna().all():
+    for table, frame in run.tables.items():
+        size = run.size_key(table)
+        if not table.startswith("results/") or frame.empty or size is None:
             continue
-        if table == "results/coll":
-            frame = frame[frame.in_place == 0] if (frame.in_place == 0).any() else frame
-        data = frame[frame[y].notna()].pivot_table(index="bytes", columns=group, values=y, aggfunc="max").reset_index()
-        sheet_name = ("chart_" + table.split("/")[1])[:31]
-        data.to_excel(writer, sheet_name, index=False)
-        sheet = writer.sheets[sheet_name]
-        chart = ScatterChart()
-        chart.title = f"{y} ({run.columns[table][y].unit}) against size"
-        chart.style = 13
-        chart.x_axis.title = "bytes"
-        chart.y_axis.title = f"{y} ({run.columns[table][y].unit})"
-        chart.x_axis.scaling.logBase = 2
-        n = len(data)
-        xs = Reference(sheet, min_col=1, min_row=2, max_row=n + 1)
-        for c in range(2, data.shape[1] + 1):
-            series = Series(Reference(sheet, min_col=c, min_row=1, max_row=n + 1), xs, title_from_data=True)
-            series.marker.symbol = "circle"
-            chart.series.append(series)
-        chart.width, chart.height = 22, 12
-        sheet.add_chart(chart, f"{chr(ord('A') + data.shape[1] + 1)}2")
+        sheet_name = ("chart_" + table.split("/", 1)[1].replace("/", "_"))[:31]
+        row0 = 0
+        for y in run.headlines(table):
+            rows = frame[frame[y].notna()]
+            if rows.empty:
+                continue
+            keys = curve_keys(run, table, rows)
+            if keys:
+                labels = [curve_label(keys, k) for k in rows[keys].itertuples(index=False, name=None)]
+                rows = rows.assign(_curve=labels)
+                data = rows.pivot_table(index=size, columns="_curve", values=y, aggfunc="max", sort=False)
+                data.columns.name = None
+            else:
+                data = rows.groupby(size)[[y]].max()
+            data = data.sort_index().reset_index()
+            data.to_excel(writer, sheet_name, index=False, startrow=row0)
+            sheet = writer.sheets[sheet_name]
+            unit = run.columns[table][y].unit
+            chart = ScatterChart()
+            chart.title = f"{y} ({unit}) against size"
+            chart.style = 13
+            chart.x_axis.title = size
+            chart.y_axis.title = f"{y} ({unit})"
+            chart.x_axis.scaling.logBase = 2
+            if unit in TIME_UNITS:
+                chart.y_axis.scaling.logBase = 10
+            n = len(data)
+            xs = Reference(sheet, min_col=1, min_row=row0 + 2, max_row=row0 + n + 1)
+            for c in range(2, data.shape[1] + 1):
+                series = Series(Reference(sheet, min_col=c, min_row=row0 + 1, max_row=row0 + n + 1), xs,
+                                title_from_data=True)
+                series.marker.symbol = "circle"
+                chart.series.append(series)
+            chart.width, chart.height = 22, 12
+            sheet.add_chart(chart, f"{get_column_letter(data.shape[1] + 2)}{row0 + 2}")
+            row0 += max(n + 3, 27)  # the next block below this one's data and chart (12 cm: about 24 rows)
 
 
 def _matrix_sheets(writer, run: Run) -> None:

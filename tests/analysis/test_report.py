@@ -57,7 +57,7 @@ class Report(LaunchTest):
     def test_plots_are_valid_images_of_sensible_size(self):
         expected = {"shm.h5": {"p2p_bandwidth.png", "stability_p2p.png"},
                     "lat.h5": {"p2p_latency.png", "stability_p2p.png"},
-                    "coll.h5": {"coll_busbw.png", "stability_coll.png"},
+                    "coll.h5": {"coll_bandwidth.png", "stability_coll.png"},
                     "sweep.h5": {"sweep_p2p_bw.png", "sweep_nodes.png"}}
         for name, files in expected.items():
             out = self.dir / name
@@ -69,7 +69,7 @@ class Report(LaunchTest):
                 self.assertTrue(400 <= w <= 3000 and 300 <= h <= 3000, (p, w, h))
         r = self.report("plot", self.runs / "coll.h5", "--out", self.dir / "svg", "--format", "svg")
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("<svg", (self.dir / "svg" / "coll_busbw.svg").read_text()[:2000])
+        self.assertIn("<svg", (self.dir / "svg" / "coll_bandwidth.svg").read_text()[:2000])
 
     def test_compare_with_itself_is_all_ones_and_exits_0(self):
         for name in ("shm.h5", "coll.h5", "sweep.h5"):
