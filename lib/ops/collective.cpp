@@ -1,5 +1,7 @@
 #include "fabricbench/ops/collective.hpp"
 
+#include "fabricbench/ops/bandwidth.hpp"
+
 namespace fabricbench::ops {
 namespace {
 
@@ -79,6 +81,10 @@ const std::vector<RedOp>& all_red_ops() {
 
 bool is_floating(DataType t) {
   return t == DataType::float16 || t == DataType::float32 || t == DataType::float64 || t == DataType::bfloat16;
+}
+
+double CollectiveOp::busbw_gbps(std::uint64_t bytes, double seconds, int nranks) const {
+  return algbw_gbps(bytes, seconds) * busbw_factor(nranks);
 }
 
 }  // namespace fabricbench::ops

@@ -1,5 +1,7 @@
 #include "fabricbench/ops/p2p_test.hpp"
 
+#include "fabricbench/ops/bandwidth.hpp"
+
 namespace fabricbench::ops {
 
 const std::vector<P2PTest>& p2p_tests() {
@@ -24,6 +26,11 @@ const P2PTest* find_p2p_test(std::string_view name) {
   for (const auto& t : p2p_tests())
     if (t.name == name) return &t;
   return nullptr;
+}
+
+double P2PTest::pair_figure(std::uint64_t bytes, int window, int iterations, double elapsed_s) const {
+  return ping_pong() ? pingpong_latency_us(elapsed_s, iterations)
+                     : window_bandwidth_mbps(bytes, window, iterations, directions, elapsed_s);
 }
 
 }  // namespace fabricbench::ops

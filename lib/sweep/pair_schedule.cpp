@@ -95,4 +95,13 @@ PairSchedule PairSchedule::from_pairs_file(std::istream& in, const std::vector<s
   return s;
 }
 
+Round Round::of(int hosts, std::vector<HostPair> pairs) {
+  Round r{std::move(pairs), {}};
+  std::vector<bool> busy(static_cast<std::size_t>(hosts), false);
+  for (const auto& p : r.pairs) busy[p.a] = busy[p.b] = true;
+  for (int h = 0; h < hosts; ++h)
+    if (!busy[h]) r.resting.push_back(h);
+  return r;
+}
+
 }  // namespace fabricbench::sweep

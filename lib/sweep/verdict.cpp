@@ -35,17 +35,13 @@ Rules Rules::load(const std::string& path, const results::Baseline& baseline) {
     MetricRule r;
     for (const auto& [key, value] : keys) {
       const auto where = fmt::format("[{}] {}", section, key);
-      if (key == "better") {
-        const auto v = value.get_value<std::string>();
-        if (v != "higher" && v != "lower") throw Error::usage(fmt::format("{}: {} = '{}': allowed values are higher, lower", path, where, v));
-        r.higher_is_better = v == "higher";
-      } else if (key == "suspect_below_fraction_of_median") {
+      if (key == "suspect_below_fraction_of_median") {
         r.below_fraction_of_median = number(value, path, where);
       } else if (key == "suspect_above_multiple_of_best") {
         r.above_multiple_of_best = number(value, path, where);
       } else {
-        throw Error::usage(fmt::format("{}: {}: unknown key; allowed: better, suspect_below_fraction_of_median, "
-                                       "suspect_above_multiple_of_best", path, where));
+        throw Error::usage(fmt::format("{}: {}: unknown key; allowed: suspect_below_fraction_of_median, "
+                                       "suspect_above_multiple_of_best (which way is better is the metric's own)", path, where));
       }
     }
     rules.metrics[section] = r;
@@ -66,15 +62,15 @@ const MetricRule& Rules::rule(const std::string& metric) const {
 
 Assessment assess(const std::string& metric, const MetricRule& rule, double bad_node_fraction, int hosts,
                   const std::vector<PairValue>& values, const std::vector<std::string>& names) {
-  // The best value of each unordered pair.
-  std::map<std::pair<int, int>, double> best;
+  // The best value of each unordered pair: the one reduction of a pair's values (directions, re-tests).
+  Assessment out;
+  auto& best = out.best;
   for (const auto& v : values) {
     if (std::isnan(v.value)) continue;
     const auto key = std::minmax(v.a, v.b);
     auto [it, fresh] = best.emplace(key, v.value);
     if (!fresh) it->second = rule.higher_is_better ? std::max(it->second, v.value) : std::min(it->second, v.value);
   }
-  Assessment out;
   out.suspect.assign(values.size(), false);
   if (best.empty()) return out;
   // Higher is better: the reference is the median over nodes of each node's median pair. The median pair itself is
@@ -148,21 +144,20 @@ std::vector<Round> plan_retests(int hosts, const std::vector<HostPair>& suspects
     }
   }
   // Greedy packing: each pair goes into the first round where neither host is busy.
-  std::vector<Round> rounds;
+  std::vector<std::vector<HostPair>> packed;
   std::vector<std::set<int>> busy;
   for (const auto& p : wanted) {
     std::size_t r = 0;
-    while (r < rounds.size() && (busy[r].count(p.a) || busy[r].count(p.b))) ++r;
-    if (r == rounds.size()) {
-      rounds.emplace_back();
+    while (r < packed.size() && (busy[r].count(p.a) || busy[r].count(p.b))) ++r;
+    if (r == packed.size()) {
+      packed.emplace_back();
       busy.emplace_back();
     }
-    rounds[r].pairs.push_back(p);
+    packed[r].push_back(p);
     busy[r].insert({p.a, p.b});
   }
-  for (std::size_t r = 0; r < rounds.size(); ++r)
-    for (int h = 0; h < hosts; ++h)
-      if (!busy[r].count(h)) rounds[r].resting.push_back(h);
+  std::vector<Round> rounds;
+  for (auto& pairs : packed) rounds.push_back(Round::of(hosts, std::move(pairs)));
   return rounds;
 }
 

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "fabricbench/cli/byte_size.hpp"
+#include "fabricbench/cli/name_list.hpp"
 #include "fabricbench/memory/buffer.hpp"
 #include "fabricbench/runtime/gpu.hpp"
 #include "fabricbench/timing/rank_laps.hpp"
@@ -19,27 +20,25 @@
 namespace fabricbench::ops {
 namespace {
 
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) out.push_back(item);
-  if (out.empty()) out.push_back("");
+std::string_view op_name(const CollectiveOp& c) { return c.name; }
+std::string_view type_name(DataType t) { return to_string(t); }
+std::string_view redop_name(RedOp o) { return to_string(o); }
+
+// The entries of `table` the comma list `text` names ("all": every one), in the order given.
+template <typename T, typename Name>
+std::vector<const T*> parse_names(const std::string& text, const std::vector<T>& table, Name name, const char* option) {
+  const auto names = cli::names_of(table, name);
+  std::vector<const T*> out;
+  for (const auto i : cli::parse_name_list(option, text, names, {cli::NameGroup::all(names.size())}))
+    out.push_back(&table[i]);
   return out;
 }
 
-// Parses "a,b" or "all" against the names of `all`.
+// What --help says an option over `table` takes: "a, b, or all".
 template <typename T, typename Name>
-std::vector<T> parse_names(const std::string& text, const std::vector<T>& all, Name name, const char* option) {
-  if (text == "all") return all;
-  std::vector<T> out;
-  std::string allowed;
-  for (const auto& v : all) allowed += std::string(allowed.empty() ? "" : ", ") + std::string(name(v));
-  for (const auto& item : split_list(text)) {
-    auto it = std::find_if(all.begin(), all.end(), [&](const T& v) { return name(v) == item; });
-    if (it == all.end()) throw Error::usage(fmt::format("{} '{}': allowed values are {}, all", option, item, allowed));
-    out.push_back(*it);
-  }
-  return out;
+std::string choices(const std::vector<T>& table, Name name) {
+  const auto names = cli::names_of(table, name);
+  return cli::name_choices(names, {cli::NameGroup::all(names.size())});
 }
 
 }  // namespace
@@ -90,10 +89,10 @@ results::TableSpec CollBenchmark::make_table() {
 void CollBenchmark::add_options(cli::po::options_description& options) {
   namespace po = cli::po;
   options.add_options()
-      ("op", po::value<std::string>()->default_value("all_reduce"), "operations: all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, sendrecv, or all")
+      ("op", po::value<std::string>()->default_value("all_reduce"), ("operations, comma-separated: " + choices(collectives(), op_name)).c_str())
       ("backend", po::value<std::string>()->default_value("auto"), "nccl (one rank per GPU), mpi, or auto (nccl when built with it and a GPU is visible)")
-      ("dtype,d", po::value<std::string>()->default_value("float"), "int8, uint8, int32, uint32, int64, uint64, half, float, double, bfloat16, or all (nccl-tests -d)")
-      ("redop,o", po::value<std::string>()->default_value("sum"), "sum, prod, min, max, avg, or all (nccl-tests -o)")
+      ("dtype,d", po::value<std::string>()->default_value("float"), (choices(all_data_types(), type_name) + ", comma-separated (nccl-tests -d)").c_str())
+      ("redop,o", po::value<std::string>()->default_value("sum"), (choices(all_red_ops(), redop_name) + ", comma-separated (nccl-tests -o)").c_str())
       ("root,r", po::value<std::string>()->default_value("0"), "root rank of broadcast/reduce, or all (nccl-tests -r)")
       ("in-place", po::value<std::string>()->default_value("both"), "both, 0 (out-of-place only) or 1 (in-place only)")
       ("blocking,z", po::value<int>()->default_value(0), "1: wait after every operation (nccl-tests -z); gives per-iteration samples")
@@ -107,12 +106,11 @@ void CollBenchmark::add_options(cli::po::options_description& options) {
 void CollBenchmark::configure(const cli::po::variables_map& v, const cli::CommonOptions& common,
                               const runtime::Placement& placement) {
   const int nranks = placement.world_size();
-  ops_.clear();
-  std::vector<const CollectiveOp*> all_ops;
-  for (const auto& c : collectives()) all_ops.push_back(&c);
-  ops_ = parse_names(v["op"].as<std::string>(), all_ops, [](const CollectiveOp* c) { return c->name; }, "--op");
-  dtypes_ = parse_names(v["dtype"].as<std::string>(), all_data_types(), [](DataType t) { return to_string(t); }, "--dtype");
-  redops_ = parse_names(v["redop"].as<std::string>(), all_red_ops(), [](RedOp o) { return to_string(o); }, "--redop");
+  ops_ = parse_names(v["op"].as<std::string>(), collectives(), op_name, "--op");
+  dtypes_.clear();
+  for (const auto* t : parse_names(v["dtype"].as<std::string>(), all_data_types(), type_name, "--dtype")) dtypes_.push_back(*t);
+  redops_.clear();
+  for (const auto* o : parse_names(v["redop"].as<std::string>(), all_red_ops(), redop_name, "--redop")) redops_.push_back(*o);
   const auto root = v["root"].as<std::string>();
   roots_.clear();
   if (root != "all") {
@@ -219,7 +217,7 @@ results::Row CollBenchmark::make_row(const CollCase& c, const Measured& m, int i
   row.set("time_us_rank_min", *std::min_element(m.rank_us.begin(), m.rank_us.end()));
   row.set("time_us_rank_max", *std::max_element(m.rank_us.begin(), m.rank_us.end()));
   row.set("iter_us_min", laps.min).set("iter_us_median", laps.median).set("iter_us_p99", laps.p99);
-  row.set("iter_us_max", laps.max).set("algbw_gbps", algbw).set("busbw_gbps", algbw * c.op->busbw_factor(nranks));
+  row.set("iter_us_max", laps.max).set("algbw_gbps", algbw).set("busbw_gbps", c.op->busbw_gbps(bytes, m.time_us * 1e-6, nranks));
   row.set("wrong", std::int64_t(m.wrong));
   return row;
 }

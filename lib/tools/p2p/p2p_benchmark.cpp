@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "fabricbench/cli/byte_size.hpp"
+#include "fabricbench/cli/name_list.hpp"
 #include "fabricbench/ops/bandwidth.hpp"
 #include "fabricbench/runtime/gpu.hpp"
 #include "fabricbench/timing/iteration_timer.hpp"
@@ -50,7 +51,10 @@ results::TableSpec P2PBenchmark::make_table() {
 
 void P2PBenchmark::add_options(cli::po::options_description& options) {
   options.add_options()
-      ("test,t", cli::po::value<std::string>()->default_value("all"), "latency, bw, bibw, mbw_mr, or all")
+      ("test,t", cli::po::value<std::string>()->default_value("all"),
+       ("tests, comma-separated: " +
+        cli::name_choices(cli::names_of(p2p_tests(), [](const P2PTest& t) { return t.name; }), {{"all", {}}}) +
+        " (all: every test, mbw_mr only with more than one pair)").c_str())
       ("window,W", cli::po::value<long long>()->default_value(64), "messages in flight per iteration for bw, bibw, mbw_mr (OSU -W)")
       ("memory", cli::po::value<std::string>()->default_value("host"), "where buffers live: host, pinned or device (device needs a CUDA-aware MPI)")
       ("min-time", cli::po::value<double>()->default_value(0.1), "without -n: repeat each size's timed block of OSU's iteration count until about this many seconds were timed (at most 100 blocks) and report the median block, with the blocks' spread; 0: one block");
@@ -58,11 +62,15 @@ void P2PBenchmark::add_options(cli::po::options_description& options) {
 
 void P2PBenchmark::configure(const cli::po::variables_map& values, const cli::CommonOptions& common,
                              const runtime::Placement& placement) {
-  const auto test = values["test"].as<std::string>();
+  // "all": every test, but mbw_mr only with more than one pair (with one it is bw again).
+  const auto& table = p2p_tests();
+  cli::NameGroup all{"all", {}};
+  for (std::size_t i = 0; i < table.size(); ++i)
+    if (table[i].name != "mbw_mr" || placement.world_size() > 2) all.members.push_back(i);
   tests_.clear();
-  for (const auto& t : p2p_tests())
-    if (test == "all" ? t.name != "mbw_mr" || placement.world_size() > 2 : t.name == test) tests_.push_back(&t);
-  if (tests_.empty()) cli::require_choice("--test", test, {"latency", "bw", "bibw", "mbw_mr", "all"});
+  for (const auto i : cli::parse_name_list("--test", values["test"].as<std::string>(),
+                                           cli::names_of(table, [](const P2PTest& t) { return t.name; }), {all}))
+    tests_.push_back(&table[i]);
   const auto window = values["window"].as<long long>();
   cli::require_in_range("--window", window, 1, max_window);
   window_ = static_cast<int>(window);
@@ -106,11 +114,12 @@ void P2PBenchmark::report(const app::RunContext& context, const P2PTest& test, s
   for (int r = 0; r < pairs; ++r) {
     const double t = elapsed[r];
     if (!std::isnan(spreads[r])) spread = std::isnan(spread) ? spreads[r] : std::max(spread, spreads[r]);
+    const double figure = test.pair_figure(bytes, window_, iterations, t);
     if (ping_pong) {
-      latency_sum += pingpong_latency_us(t, iterations);
+      latency_sum += figure;
       continue;
     }
-    const double bw = window_bandwidth_mbps(bytes, window_, iterations, test.directions, t);
+    const double bw = figure;
     bw_sum += bw;
     bw_min = std::min(bw_min, bw);
     rate_sum += message_rate_mps(window_, iterations, test.directions, t);

@@ -21,39 +21,6 @@
 #include "fabricbench/timing/sample_stats.hpp"
 
 namespace fabricbench::sweep {
-namespace {
-
-std::string pack_rounds(const std::vector<Round>& rounds) {
-  std::string out;
-  for (const auto& r : rounds) {
-    out += "R";
-    for (const auto& p : r.pairs) out += fmt::format(" {}:{}", p.a, p.b);
-    out += "\n";
-  }
-  return out;
-}
-
-std::vector<Round> unpack_rounds(const std::string& text, int hosts) {
-  std::vector<Round> rounds;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    Round r;
-    std::istringstream fields(line.substr(1));
-    std::vector<bool> busy(hosts, false);
-    for (std::string pair; fields >> pair;) {
-      const auto colon = pair.find(':');
-      r.pairs.push_back({std::stoi(pair.substr(0, colon)), std::stoi(pair.substr(colon + 1))});
-      busy[r.pairs.back().a] = busy[r.pairs.back().b] = true;
-    }
-    for (int h = 0; h < hosts; ++h)
-      if (!busy[h]) r.resting.push_back(h);
-    rounds.push_back(std::move(r));
-  }
-  return rounds;
-}
-
-}  // namespace
-
 const std::vector<SweepMetric>& sweep_metrics() {
   using results::Better;
   using results::Unit;
@@ -91,6 +58,8 @@ SweepBenchmark::SweepBenchmark() {
                    statistic("time_us_median", Unit::us, Better::lower), statistic("time_us_p99", Unit::us, Better::lower),
                    measured_int("wrong", Unit::bytes, Better::lower, "#wrong")}};
   for (auto& c : facts::counter_columns()) pairs_table_.columns.push_back(std::move(c));
+  // Whose error counters grew during the test (the hosts of the pair, comma-separated), so that a --resume keeps them.
+  pairs_table_.columns.push_back(results::setting_text("counters_host", 132));
   for (auto& c : facts::ExpectedShare::columns()) pairs_table_.columns.push_back(std::move(c));
   verdicts_table_ = {"sweep", "verdicts",
                      {key_text("metric", 16), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64),
@@ -201,14 +170,6 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
         throw Error::usage(fmt::format("--resume {}: it measured --metric {}; give the same metrics", resume_, metric));
     }
   }
-  if (std::any_of(metrics_.begin(), metrics_.end(), [](const SweepMetric* m) { return !m->verbs_test.empty(); })) {
-#ifdef FABRICBENCH_HAVE_VERBS
-    // Every rank opens its port now: no RDMA device or a port that is not Active is exit 2, before any output.
-    rdma_device_ = std::make_unique<verbs::Device>(verbs::Device::open({}, placement.me().host));
-#else
-    throw Error::usage("--metric rdma_bw/rdma_lat: this build has no libibverbs (rebuild with libibverbs-dev)");
-#endif
-  }
   backend_ = ops::choose_backend(v["backend"].as<std::string>());
   const bool collectives = std::any_of(metrics_.begin(), metrics_.end(), [](const SweepMetric* m) { return m->collective(); });
   if (collectives && bw_bytes_ < 4)
@@ -221,137 +182,43 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
     ops::require_mpi_counts(ops, {ops::DataType::float32}, bw_bytes_, 2, common.sizes_option);
   }
   if (collectives && backend_ == ops::BackendKind::nccl) gpu_ = runtime::bind_gpu(placement.me().machine_local_rank);
+  // The pair tests of the metrics asked for. The rdma one opens every rank's port now: no RDMA device, a port that
+  // is not Active or a build without libibverbs is exit 2, before any output.
+  const auto any = [&](auto&& pred) { return std::any_of(metrics_.begin(), metrics_.end(), pred); };
+  p2p_.reset();
+  coll_.reset();
+  rdma_.reset();
+  if (any([](const SweepMetric* m) { return !m->p2p_test.empty(); }))
+    p2p_ = std::make_unique<P2PPairTest>(metrics_, bw_bytes_, lat_bytes_, window_, pair_time_s_, pair_time_relative_);
+  if (collectives) coll_ = make_coll_pair_test(backend_, gpu_, bw_bytes_);
+  if (any([](const SweepMetric* m) { return !m->verbs_test.empty(); }))
+    rdma_ = make_rdma_pair_test(placement.me().host, bw_bytes_, lat_bytes_);
 }
 
 std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& context, const runtime::Communicator& pair,
-                                                     const Round&, int round_index, const HostPair& hosts,
-                                                     bool host_level, const PairBudgets& budgets) {
+                                                     int round_index, const HostPair& hosts, bool host_level) {
   std::vector<PairRecord> out;
-  const int me = pair.rank();
-  const auto& options = context.options;
-  // Each rank reads its own host's link counters around each metric: the records say whose counters grew.
-  const int my_host = me == 0 ? hosts.a : hosts.b;
-  auto stamp = [&](std::size_t first, const facts::CounterReading& before) {
-    if (first >= out.size()) return;
-    const auto grown = counters_.read() - before;
-    for (std::size_t i = first; i < out.size(); ++i) {
-      out[i].reporter = my_host;
-      // One growth per metric: on its first record only, so that sums over records count it once.
-      const auto g = i == first ? grown : facts::CounterReading{};
-      out[i].port_errors = g.port_errors, out[i].xmit_wait = g.xmit_wait, out[i].nvlink_errors = g.nvlink_errors;
-    }
-  };
+  // Each rank reads its own host's link counters around each metric: the records say on which end they grew.
+  const int my_host = pair.rank() == 0 ? hosts.a : hosts.b;
   for (std::size_t k = 0; k < metrics_.size(); ++k) {
     const auto& m = *metrics_[k];
     if (m.collective() == host_level) continue;
+    PairTest& test = !m.verbs_test.empty() ? *rdma_ : m.collective() ? *coll_ : static_cast<PairTest&>(*p2p_);
     const auto before = counters_.read();
-    const std::size_t first = out.size();
-#ifdef FABRICBENCH_HAVE_VERBS
-    if (!m.verbs_test.empty()) {
-      for (int direction = 0; direction < (m.both_directions ? 2 : 1); ++direction)
-        out.push_back(measure_rdma(context, pair, k, direction, round_index, hosts));
-      stamp(first, before);
-      continue;
+    auto records = test.run({context, pair, round_index, hosts, static_cast<int>(k), m, hosts_});
+    if (!records.empty()) {
+      // One growth per metric, on its first record only, so that sums over records count it once.
+      const auto grown = counters_.read() - before;
+      auto& first = records.front();
+      const int end = first.end_of(my_host);
+      first.port_errors[end] = grown.port_errors, first.xmit_wait[end] = grown.xmit_wait;
+      first.nvlink_errors[end] = grown.nvlink_errors;
     }
-#endif
-    if (host_level) {
-      const auto& test = p2p_test_of(m);
-      const bool latency = test.exchange == ops::Exchange::ping_pong;
-      const auto bytes = bytes_of(m);
-      const int iterations = m.defaults.iterations(bytes, options.iterations);
-      const int warmup = m.defaults.warmup(bytes, options.warmup);
-      for (int direction = 0; direction < (m.both_directions ? 2 : 1); ++direction) {
-        const bool leader = me == direction;
-        context.doing(fmt::format("pair {} - {}: {} {}", hosts_[hosts.a], hosts_[hosts.b], m.name,
-                                  m.both_directions ? (direction == 0 ? "a->b" : "b->a") : "both"));
-        ops::Exchanger x{pair.get(), me, 1 - me, leader, *send_, *recv_, bytes, iterations, warmup, window_,
-                         options.check, false};
-        x.budget_s = budgets.budget_s[slot(k, direction)];
-        x.probe_s = budgets.probe_s[slot(k, direction)];
-        const auto r = ops::run_exchange(test, x);
-        PairRecord rec{round_index, hosts.a, hosts.b, static_cast<std::int32_t>(k), m.both_directions ? direction : 2,
-                       r.iterations, static_cast<std::int64_t>(bytes), static_cast<std::int64_t>(r.wrong), NAN, NAN, NAN, 0,
-                       r.window, r.cut ? 1 : 0};
-        if (leader) {
-          // How long the whole requested test would take at the speed measured (for the next rounds' budgets).
-          const double per_message_s = r.elapsed_s / (static_cast<double>(r.iterations) * r.window);
-          const double full_s = per_message_s * (iterations + warmup) * (latency ? 1 : window_);
-          measured_[slot(k, direction)] = std::min(measured_[slot(k, direction)], full_s);
-          // What actually ran: a cut test's value is the bandwidth of what it moved.
-          rec.value = latency ? ops::pingpong_latency_us(r.elapsed_s, r.iterations)
-                              : ops::window_bandwidth_mbps(bytes, r.window, r.iterations, test.directions, r.elapsed_s);
-          const auto stats = timing::SampleStats::of(r.laps_us);
-          rec.median_us = stats.median * (latency ? 0.5 : 1.0);
-          rec.p99_us = stats.p99 * (latency ? 0.5 : 1.0);
-        }
-        out.push_back(rec);
-      }
-      stamp(first, before);
-      continue;
-    }
-    // Collective metrics over every rank of both nodes, through fabric-coll's back ends.
-    context.doing(fmt::format("pair {} - {}: {}", hosts_[hosts.a], hosts_[hosts.b], m.name));
-    const auto* op = ops::find_collective(m.coll == ops::CollKind::sendrecv ? "sendrecv" : "all_reduce");
-    auto backend = ops::make_backend(backend_, pair, gpu_, false, options.timeout_s > 0);
-    backend->allocate(bw_bytes_, bw_bytes_);
-    const ops::CollCase c{op, ops::DataType::float32, ops::RedOp::sum, 0, false, op->counts(bw_bytes_ / 4, pair.size())};
-    const int iterations = m.defaults.iterations(bw_bytes_, options.iterations);
-    const int warmup = m.defaults.warmup(bw_bytes_, options.warmup);
-    // With --timeout, a back end that can abort one communicator (NCCL) bounds the pair: a hang becomes a verdict.
-    if (options.timeout_s > 0)
-      backend->set_deadline(std::chrono::steady_clock::now() +
-                            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                std::chrono::duration<double>(options.timeout_s)));
-    ops::CaseResult r;
-    std::uint64_t hung = 0;
-    try {
-      r = ops::run_case(*backend, c, {ops::TimingMode::host, warmup, iterations, 0}, pair, options.check);
-    } catch (const ops::Hung&) {
-      hung = 1;
-    }
-    if (pair.all_sum(hung) > 0) {  // every rank of the pair agrees, over MPI, which still works
-      backend.reset();
-      if (me == 0)
-        out.push_back({round_index, hosts.a, hosts.b, static_cast<std::int32_t>(k), 2, iterations, 0, 0, NAN, NAN, NAN,
-                       0, 1, 0, 1});
+    out.insert(out.end(), records.begin(), records.end());
+    if (std::any_of(records.begin(), records.end(), [](const PairRecord& r) { return r.hung; }))
       break;  // the pair's other metrics would hang the same way
-    }
-    const auto times = pair.gather_values(r.timing.seconds_per_op, 0);
-    const auto wrong_sum = pair.sum(r.wrong, 0);
-    if (me != 0) continue;
-    const double seconds = ops::combine_rank_times(times, ops::RankCombine::average);
-    const auto bytes = c.counts.bytes(4);
-    out.push_back({round_index, hosts.a, hosts.b, static_cast<std::int32_t>(k), 2, iterations,
-                   static_cast<std::int64_t>(bytes), static_cast<std::int64_t>(wrong_sum),
-                   ops::algbw_gbps(bytes, seconds) * op->busbw_factor(pair.size()), seconds * 1e6, NAN, 0, 1, 0});
-    stamp(first, before);
   }
   return out;
-}
-
-std::vector<PairRecord> SweepBenchmark::measure_shift(const app::RunContext& context, const Round& round,
-                                                      int round_index) {
-  const auto& world = context.world;
-  const int h = host_of_rank_[world.rank()];
-  const bool host_leader = context.placement.me().local_rank == 0;
-  const auto leaders = world.split(host_leader ? 0 : MPI_UNDEFINED, h);
-  if (leaders.empty()) return {};
-  int to = -1, from = -1;
-  for (const auto& p : round.pairs) {
-    if (p.a == h) to = p.b;
-    if (p.b == h) from = p.a;
-  }
-  const auto* test = ops::find_p2p_test("bibw");  // its exchange: receive a window while sending one
-  const auto& o = context.options;
-  const auto& defaults = metrics_.front()->defaults;  // shift measures p2p_bw only
-  const int iterations = defaults.iterations(bw_bytes_, o.iterations), warmup = defaults.warmup(bw_bytes_, o.warmup);
-  ops::Exchanger x{leaders.get(), h, to, true, *send_, *recv_, bw_bytes_, iterations, warmup, window_, o.check, false};
-  x.from = from;
-  const auto r = ops::run_exchange(*test, x);
-  const auto stats = timing::SampleStats::of(r.laps_us);
-  return {{round_index, h, to, 0, 0, iterations, static_cast<std::int64_t>(bw_bytes_), static_cast<std::int64_t>(r.wrong),
-           ops::window_bandwidth_mbps(bw_bytes_, window_, iterations, 1, r.elapsed_s), stats.median, stats.p99, 0,
-           window_, 0}};
 }
 
 std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& context, std::vector<Round> rounds,
@@ -359,8 +226,7 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
   const auto& world = context.world;
   const int me = world.rank(), h = host_of_rank_[me];
   const bool host_leader = context.placement.me().local_rank == 0;
-  const bool any_p2p = std::any_of(metrics_.begin(), metrics_.end(), [](auto* m) { return !m->collective(); });
-  const bool any_coll = std::any_of(metrics_.begin(), metrics_.end(), [](auto* m) { return m->collective(); });
+  const bool any_host_level = std::any_of(metrics_.begin(), metrics_.end(), [](auto* m) { return !m->collective(); });
   std::vector<PairRecord> all;
   rest_hung_hosts(context, {}, rounds, 0);  // hosts that hung in an earlier pass rest in this one too
   const auto start = std::chrono::steady_clock::now();
@@ -386,7 +252,15 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
       mine.insert(mine.end(), r.begin(), r.end());
     };
     if (schedule_->directed() && kind == "sweep") {
-      timed([&] { return measure_shift(context, round, index); });
+      const auto leaders = world.split(host_leader ? 0 : MPI_UNDEFINED, h);
+      if (!leaders.empty()) {
+        int to = -1, from = -1;
+        for (const auto& p : round.pairs) {
+          if (p.a == h) to = p.b;
+          if (p.b == h) from = p.a;
+        }
+        timed([&] { return std::vector<PairRecord>{p2p_->shift(context, leaders, index, h, to, from)}; });
+      }
     } else {
       int k = -1, role = 0;
       for (std::size_t p = 0; p < round.pairs.size(); ++p)
@@ -394,17 +268,17 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
           k = static_cast<int>(p);
           role = round.pairs[p].a == h ? 0 : 1;
         }
-      if (any_p2p) {  // one rank per node
+      if (any_host_level) {  // one rank per node
         const auto pair = world.split(k >= 0 && host_leader ? k : MPI_UNDEFINED, role);
-        const auto budgets = pair_budgets(context, pair.empty() ? nullptr : &pair);
+        if (p2p_) p2p_->plan_round(world, pair.empty() ? nullptr : &pair);
         if (!pair.empty()) {
-          test_s += budgets.probing_s;  // the probes are link time, part of the pair's test
-          timed([&] { return measure_pair(context, pair, round, index, round.pairs[k], true, budgets); });
+          if (p2p_) test_s += p2p_->probing_s();  // the probes are link time, part of the pair's test
+          timed([&] { return measure_pair(context, pair, index, round.pairs[k], true); });
         }
       }
-      if (any_coll) {  // every rank of both nodes
+      if (coll_) {  // every rank of both nodes
         const auto pair = world.split(k >= 0 ? k : MPI_UNDEFINED, role * world.size() + me);
-        if (!pair.empty()) timed([&] { return measure_pair(context, pair, round, index, round.pairs[k], false, {}); });
+        if (!pair.empty()) timed([&] { return measure_pair(context, pair, index, round.pairs[k], false); });
       }
     }
     for (auto& r : mine) r.test_s = test_s;
@@ -432,24 +306,21 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
 
 ExitStatus SweepBenchmark::run(const app::RunContext& context) {
   counters_ = facts::LinkCounters(context.placement.me().host, backend_ == ops::BackendKind::nccl);
-  const auto bytes = std::max<std::uint64_t>({bw_bytes_, lat_bytes_, 1});
-  send_.emplace(memory::MemoryKind::host, bytes);
-  recv_.emplace(memory::MemoryKind::host, bytes);
   auto rounds = schedule_->rounds();
+  const int n = static_cast<int>(hosts_.size());
   if (sequential_) {  // every pair in a round of its own
     std::vector<Round> one_by_one;
     for (const auto& r : rounds)
-      for (const auto& p : r.pairs) one_by_one.push_back(unpack_rounds(pack_rounds({Round{{p}, {}}}), static_cast<int>(hosts_.size()))[0]);
+      for (const auto& p : r.pairs) one_by_one.push_back(Round::of(n, {p}));
     rounds = one_by_one;
   }
-  const int n = static_cast<int>(hosts_.size());
   // --resume: every rank drops the pairs the earlier part finished (rank 0 read them); rounds keep their numbers.
-  const auto finished = context.world.broadcast(context.is_root() ? finished_pairs() : std::string(), 0);
+  const auto finished = context.world.broadcast_array(context.is_root() ? finished_pairs() : std::vector<HostPair>{}, 0);
   std::size_t skipped = 0;
   for (auto& round : rounds) {
     const auto before = round.pairs.size();
     round.pairs.erase(std::remove_if(round.pairs.begin(), round.pairs.end(), [&](const HostPair& p) {
-                        return finished.find(fmt::format("{}:{}\n", std::min(p.a, p.b), std::max(p.a, p.b))) != std::string::npos;
+                        return std::find(finished.begin(), finished.end(), p.unordered()) != finished.end();
                       }), round.pairs.end());
     skipped += before - round.pairs.size();
   }
@@ -475,23 +346,24 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
   auto measured = run_rounds(context, rounds, "sweep", 0);
   records.insert(records.end(), measured.begin(), measured.end());
   int next_round = static_cast<int>(rounds.size());
+  const auto metrics = judged_metrics();
   for (int pass = 0; pass < retest_; ++pass) {
-    std::string plan;
-    if (context.is_root()) {
-      std::vector<HostPair> suspects;
-      judge(context, records, false, &suspects);
-      if (!suspects.empty()) plan = pack_rounds(plan_retests(n, suspects));
-    }
-    plan = context.world.broadcast(plan, 0);
-    if (plan.empty()) break;
-    const auto retests = unpack_rounds(plan, n);
+    std::vector<HostPair> suspects;
+    if (context.is_root()) suspects = judge(records, metrics, rules_, hosts_).suspects;
+    suspects = context.world.broadcast_array(suspects, 0);
+    if (suspects.empty()) break;
+    const auto retests = plan_retests(n, suspects);
     auto more = run_rounds(context, retests, "retest", next_round);
     next_round += static_cast<int>(retests.size());
     records.insert(records.end(), more.begin(), more.end());
   }
-  const std::int64_t verdicts = context.world.broadcast_value(
-      context.is_root() ? static_cast<std::int64_t>(judge(context, records, true, nullptr).size()) : std::int64_t{0}, 0);
-  return verdicts > 0 ? ExitStatus::measurement_failed : ExitStatus::ok;
+  std::int64_t verdicts = 0;
+  if (context.is_root()) {
+    const auto judgement = judge(records, metrics, rules_, hosts_);
+    write_judgement(context, records, judgement);
+    verdicts = static_cast<std::int64_t>(judgement.verdicts.size());
+  }
+  return context.world.broadcast_value(verdicts, 0) > 0 ? ExitStatus::measurement_failed : ExitStatus::ok;
 }
 
 }  // namespace fabricbench::sweep

@@ -1,53 +1,20 @@
-// fabric-sweep's planning around the pair tests: how long each p2p pair test may take (probes and budgets), which
-// hosts rest after a hung pair, and what a --resume takes over from the file it continues.
+// fabric-sweep's planning around the pair tests: the round's time limit, which hosts rest after a hung pair, what a
+// --resume takes over from the file it continues, and the metrics as the judge reads them.
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
-#include <cmath>
 #include <map>
 #include <sstream>
 
-#include "fabricbench/ops/p2p_exchange.hpp"
 #include "fabricbench/tools/sweep/sweep_benchmark.hpp"
 
 namespace fabricbench::sweep {
 
-const ops::P2PTest& SweepBenchmark::p2p_test_of(const SweepMetric& m) const { return *ops::find_p2p_test(m.p2p_test); }
-
-std::uint64_t SweepBenchmark::bytes_of(const SweepMetric& m) const {
-  return p2p_test_of(m).exchange == ops::Exchange::ping_pong ? lat_bytes_ : bw_bytes_;
-}
-
-PairBudgets SweepBenchmark::pair_budgets(const app::RunContext& context, const runtime::Communicator* pair) {
-  const std::size_t slots = metrics_.size() * 2;
-  PairBudgets plan{std::vector<double>(slots, 0), std::vector<double>(slots, 0), 0};
-  measured_.resize(slots, INFINITY);
-  fastest_.resize(slots, INFINITY);
-  if (pair_time_s_ <= 0) return plan;
-  const auto probes_start = std::chrono::steady_clock::now();
-  for (std::size_t k = 0; pair && k < metrics_.size(); ++k) {
-    const auto& m = *metrics_[k];
-    if (m.p2p_test.empty()) continue;
-    const auto& test = p2p_test_of(m);
-    for (int direction = 0; direction < (m.both_directions ? 2 : 1); ++direction) {
-      const int me = pair->rank();
-      plan.probe_s[slot(k, direction)] = ops::probe_message_s(
-          test, {pair->get(), me, 1 - me, me == direction, *send_, *recv_, bytes_of(m), 0, 0, window_, false, false});
-    }
-  }
-  // The probes are link time, part of the pair's test (not the sweep's overhead in /sweep/rounds).
-  plan.probing_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - probes_start).count();
-  // The fastest pair so far, from what earlier rounds measured (a probe of a fresh connection runs in TCP's slow
-  // start and would make the fast pairs look slow): every leader offers its own, the world takes the minimum.
-  std::vector<double> fastest(slots);
-  runtime::check_mpi(MPI_Allreduce(measured_.data(), fastest.data(), static_cast<int>(slots), MPI_DOUBLE, MPI_MIN,
-                                   context.world.get()), "MPI_Allreduce");
-  for (std::size_t i = 0; i < slots; ++i) {
-    fastest_[i] = std::min(fastest_[i], fastest[i]);
-    plan.budget_s[i] = std::isfinite(fastest_[i]) ? std::max(pair_time_s_, pair_time_relative_ * fastest_[i]) : pair_time_s_;
-  }
-  return plan;
+std::vector<JudgedMetric> SweepBenchmark::judged_metrics() const {
+  std::vector<JudgedMetric> out;
+  for (const auto* m : metrics_)
+    out.push_back({std::string(m->name), std::string(m->unit), m->value_unit, m->better, m->both_directions});
+  return out;
 }
 
 double SweepBenchmark::round_timeout_s(const app::RunContext& context) const {
@@ -61,13 +28,11 @@ double SweepBenchmark::round_timeout_s(const app::RunContext& context) const {
 
 void SweepBenchmark::rest_hung_hosts(const app::RunContext& context, const std::vector<PairRecord>& records,
                                      std::vector<Round>& rounds, std::size_t from) {
-  std::string hung;
+  std::vector<int> hung;
   if (context.is_root())
     for (const auto& r : records)
-      if (r.hung) hung += fmt::format("{} {} ", r.a, r.b);
-  hung = context.world.broadcast(hung, 0);
-  std::istringstream in(hung);
-  for (int h; in >> h;)
+      if (r.hung) hung.insert(hung.end(), {r.a, r.b});
+  for (int h : context.world.broadcast_array(hung, 0))
     if (std::find(resting_.begin(), resting_.end(), h) == resting_.end()) resting_.push_back(h);
   if (resting_.empty()) return;
   const auto rests = [&](const HostPair& p) {
@@ -91,26 +56,35 @@ std::vector<PairRecord> SweepBenchmark::resumed_records() const {
     if (std::get<std::string>(row.get("kind")) != "sweep") continue;  // re-tests run again after the sweep
     const auto text = [&](const char* c) { return std::get<std::string>(row.get(c)); };
     const auto integer = [&](const char* c) { return std::get<std::int64_t>(row.get(c)); };
-    PairRecord r{static_cast<std::int32_t>(integer("round")), index(hosts_, text("host_a")), index(hosts_, text("host_b")),
-                 index(metric_names, text("metric")), index(directions, text("direction")),
-                 static_cast<std::int32_t>(integer("iterations")), integer("bytes"), integer("wrong"),
-                 std::get<double>(row.get("value")), std::get<double>(row.get("time_us_median")),
-                 std::get<double>(row.get("time_us_p99")), 0, static_cast<std::int32_t>(integer("window")),
-                 static_cast<std::int32_t>(integer("cut"))};
-    if (r.a >= 0 && r.b >= 0 && r.metric >= 0 && r.direction >= 0) out.push_back(r);
+    auto r = PairRecord::of(static_cast<int>(integer("round")),
+                            {index(hosts_, text("host_a")), index(hosts_, text("host_b"))},
+                            index(metric_names, text("metric")), index(directions, text("direction")));
+    if (r.a < 0 || r.b < 0 || r.metric < 0 || r.direction < 0) continue;
+    r.iterations = static_cast<std::int32_t>(integer("iterations"));
+    r.bytes = integer("bytes"), r.wrong = integer("wrong"), r.hung = static_cast<std::int32_t>(integer("hung"));
+    r.value = row.number("value"), r.median_us = row.number("time_us_median"), r.p99_us = row.number("time_us_p99");
+    r.window = static_cast<std::int32_t>(integer("window")), r.cut = static_cast<std::int32_t>(integer("cut"));
+    // Whose counters grew: the row's sums go to each host it names (to both where both grew).
+    std::istringstream grew(text("counters_host"));
+    for (std::string host; std::getline(grew, host, ',');)
+      for (int end = 0; end < 2; ++end)
+        if (index(hosts_, host) == (end == 0 ? r.a : r.b)) {
+          r.port_errors[end] = row.number("port_errors"), r.nvlink_errors[end] = row.number("nvlink_errors");
+        }
+    out.push_back(r);
   }
   return out;
 }
 
-std::string SweepBenchmark::finished_pairs() const {
+std::vector<HostPair> SweepBenchmark::finished_pairs() const {
   // A pair is finished when the earlier part wrote every row it owes: one per metric, two for both-direction ones.
   std::size_t owed = 0;
-  for (const auto* m : metrics_) owed += m->both_directions ? 2 : 1;
+  for (const auto* m : metrics_) owed += static_cast<std::size_t>(m->directions());
   std::map<std::pair<int, int>, std::size_t> rows;
   for (const auto& r : resumed_records()) ++rows[std::minmax(r.a, r.b)];
-  std::string out;
+  std::vector<HostPair> out;
   for (const auto& [pair, count] : rows)
-    if (count >= owed) out += fmt::format("{}:{}\n", pair.first, pair.second);
+    if (count >= owed) out.push_back({pair.first, pair.second});
   return out;
 }
 

@@ -1,41 +1,57 @@
 // fabric-sweep's rdma metrics: fabric-verbs' link between the first ranks of the two nodes, one per direction.
-// Built with libibverbs only (sweep_benchmark.cpp refuses the metrics otherwise).
+// Built with libibverbs only; sweep_rdma_none.cpp stands in for it otherwise.
 #include <fmt/format.h>
 
-#include <cmath>
+#include <algorithm>
 
-#include "fabricbench/tools/sweep/sweep_benchmark.hpp"
 #include "fabricbench/timing/sample_stats.hpp"
+#include "fabricbench/tools/sweep/pair_test.hpp"
+#include "fabricbench/verbs/verbs_link.hpp"
 
 namespace fabricbench::sweep {
+namespace {
 
-PairRecord SweepBenchmark::measure_rdma(const app::RunContext& context, const runtime::Communicator& pair,
-                                        std::size_t k, int direction, int round_index, const HostPair& hosts) {
-  const auto& m = *metrics_[k];
-  const auto& test = *verbs::find_verbs_test(m.verbs_test);
-  const bool latency = test.pattern == verbs::Pattern::latency;
-  const auto bytes = latency ? std::max<std::uint64_t>(lat_bytes_, 1) : bw_bytes_;
-  const auto& options = context.options;
-  // At least perftest's minimum of 5: the latency statistics drop the two largest round trips.
-  const int iterations = std::max(5, m.defaults.iterations(bytes, options.iterations));
-  const int warmup = m.defaults.warmup(bytes, options.warmup);
-  const int me = pair.rank();
-  const bool leader = me == direction;
-  context.doing(fmt::format("pair {} - {}: {} {}", hosts_[hosts.a], hosts_[hosts.b], m.name,
-                            m.both_directions ? (direction == 0 ? "a->b" : "b->a") : "both"));
-  verbs::VerbsLink link(*rdma_device_, memory::MemoryKind::host, bytes, {}, pair.get(), 1 - me, leader);
-  const auto r = link.run(test, bytes, iterations, warmup, options.check);
-  PairRecord rec{round_index, hosts.a, hosts.b, static_cast<std::int32_t>(k), m.both_directions ? direction : 2,
-                 iterations, static_cast<std::int64_t>(bytes), static_cast<std::int64_t>(r.wrong), NAN, NAN, NAN, 0,
-                 r.tx_depth, 0};
-  if (r.timed) {
-    rec.value = latency ? ops::perftest_latency(r.round_trips_us, test.latency_divisor).typical_us
-                        : r.bandwidth.avg_mibps;
-    const auto stats = timing::SampleStats::of(r.samples_us);
-    rec.median_us = stats.median;
-    rec.p99_us = stats.p99;
+class RdmaPairTest : public PairTest {
+ public:
+  RdmaPairTest(const std::string& host, std::uint64_t bw_bytes, std::uint64_t lat_bytes)
+      : device_(verbs::Device::open({}, host)), bw_bytes_(bw_bytes), lat_bytes_(std::max<std::uint64_t>(lat_bytes, 1)) {}
+
+  std::vector<PairRecord> run(const PairSlot& s) override {
+    const auto& test = *verbs::find_verbs_test(s.m.verbs_test);
+    const bool latency = test.pattern == verbs::Pattern::latency;
+    const auto bytes = latency ? lat_bytes_ : bw_bytes_;
+    const auto& options = s.context.options;
+    // At least perftest's minimum of 5: the latency statistics drop the two largest round trips.
+    const int iterations = std::max(5, s.m.defaults.iterations(bytes, options.iterations));
+    const int warmup = s.m.defaults.warmup(bytes, options.warmup);
+    const int me = s.pair.rank();
+    std::vector<PairRecord> out;
+    for (int direction = 0; direction < s.m.directions(); ++direction) {
+      s.context.doing(s.doing(direction));
+      verbs::VerbsLink link(device_, memory::MemoryKind::host, bytes, {}, s.pair.get(), 1 - me, me == direction);
+      const auto r = link.run(test, bytes, iterations, warmup, options.check);
+      auto rec = s.record(direction);
+      rec.iterations = iterations, rec.bytes = static_cast<std::int64_t>(bytes), rec.wrong = static_cast<std::int64_t>(r.wrong);
+      rec.window = r.tx_depth;
+      rec.value = r.figure(test);
+      if (r.timed) {
+        const auto stats = timing::SampleStats::of(r.samples_us);
+        rec.median_us = stats.median, rec.p99_us = stats.p99;
+      }
+      out.push_back(rec);
+    }
+    return out;
   }
-  return rec;
+
+ private:
+  verbs::Device device_;
+  std::uint64_t bw_bytes_, lat_bytes_;
+};
+
+}  // namespace
+
+std::unique_ptr<PairTest> make_rdma_pair_test(const std::string& host, std::uint64_t bw_bytes, std::uint64_t lat_bytes) {
+  return std::make_unique<RdmaPairTest>(host, bw_bytes, lat_bytes);
 }
 
 }  // namespace fabricbench::sweep

@@ -115,10 +115,12 @@ TEST(PlanRetests, PairsEachSuspectHostWithAGoodHostInDisjointRounds) {
 
 TEST(Rules, LoadsTheShippedConfigAndRejectsBadKeys) {
   const auto rules = Rules::load(fabricbench::app::shipped_config("sweep.ini"));
-  EXPECT_TRUE(rules.rule("p2p_bw").higher_is_better);
-  EXPECT_FALSE(rules.rule("p2p_latency").higher_is_better);
+  EXPECT_DOUBLE_EQ(rules.rule("p2p_latency").above_multiple_of_best, 3.0);
   EXPECT_DOUBLE_EQ(rules.bad_node_fraction, 0.75);
   const auto dir = std::filesystem::temp_directory_path();
+  // Which way is better is the metric's declaration: a rules file cannot say it again (or contradict it).
+  std::ofstream(dir / "fb_bad_rules.ini") << "[p2p_bw]\nbetter = lower\n";
+  EXPECT_THROW(Rules::load((dir / "fb_bad_rules.ini").string()), fabricbench::Error);
   std::ofstream(dir / "fb_bad_rules.ini") << "[p2p_bw]\nsuspect_below = 0.5\n";
   EXPECT_THROW(Rules::load((dir / "fb_bad_rules.ini").string()), fabricbench::Error);
   std::ofstream(dir / "fb_bad_rules.ini") << "[p2p_bw]\nsuspect_below_fraction_of_median = half\n";

@@ -30,6 +30,9 @@ struct CollectiveOp {
   bool rooted;
   CollCounts (*counts)(std::uint64_t elements, int nranks);  // elements = requested bytes / type size
   double (*busbw_factor)(int nranks);
+  // nccl-tests' bus bandwidth (GB/s) of `bytes` in `seconds` per operation on `nranks`: the figure fabric-coll
+  // reports and fabric-sweep's collective metrics judge.
+  double busbw_gbps(std::uint64_t bytes, double seconds, int nranks) const;
 };
 
 const std::vector<CollectiveOp>& collectives();

@@ -30,6 +30,11 @@ struct P2PTest {
   int directions;
   PairAggregate aggregate;
   IterationDefaults defaults;
+
+  bool ping_pong() const { return exchange == Exchange::ping_pong; }
+  // The figure one pair's timed block gives, as fabric-p2p and fabric-sweep report it: half the round trip (us) for
+  // ping-pong, else the bandwidth (MB/s) of the windows that moved, OSU's formulas (ops/bandwidth.hpp).
+  double pair_figure(std::uint64_t bytes, int window, int iterations, double elapsed_s) const;
 };
 
 const std::vector<P2PTest>& p2p_tests();

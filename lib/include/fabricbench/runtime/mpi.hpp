@@ -84,6 +84,15 @@ class Communicator {
     for (const auto& one : gather_arrays(std::vector<T>{mine}, root)) out.push_back(one.at(0));
     return out;
   }
+  // Root's array of plain values (a plan's pairs, hosts) on every rank.
+  template <typename T>
+  std::vector<T> broadcast_array(const std::vector<T>& values, int root) const {
+    static_assert(std::is_trivially_copyable_v<T>);
+    const auto bytes = broadcast(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T)), root);
+    std::vector<T> out(bytes.size() / sizeof(T));
+    if (!bytes.empty()) std::memcpy(out.data(), bytes.data(), bytes.size());
+    return out;
+  }
   // Root's value on every rank.
   template <typename T>
   T broadcast_value(const T& value, int root) const {

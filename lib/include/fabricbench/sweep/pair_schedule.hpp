@@ -14,11 +14,14 @@ struct HostPair {
   int a;  // host index; a leads (and, for shift, sends to b)
   int b;
   bool operator==(const HostPair& o) const { return a == o.a && b == o.b; }
+  HostPair unordered() const { return a < b ? *this : HostPair{b, a}; }  // the smaller host first
 };
 
 struct Round {
   std::vector<HostPair> pairs;
   std::vector<int> resting;  // hosts in no pair this round
+  // A round of `pairs` among `hosts` hosts; every host in none of them rests.
+  static Round of(int hosts, std::vector<HostPair> pairs);
 };
 
 class PairSchedule {

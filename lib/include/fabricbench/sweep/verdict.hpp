@@ -15,7 +15,7 @@
 namespace fabricbench::sweep {
 
 struct MetricRule {
-  bool higher_is_better = true;
+  bool higher_is_better = true;           // from the metric's declaration (the judge sets it), not from the file
   double below_fraction_of_median = 0.5;  // higher is better: suspect when value < fraction x median node
   double above_multiple_of_best = 3.0;    // lower is better: suspect when value > multiple x best
   double baseline = NAN;                  // expected value (from --baseline); NaN: none
@@ -25,7 +25,8 @@ struct MetricRule {
 struct Rules {
   std::map<std::string, MetricRule> metrics;
   double bad_node_fraction = 0.75;
-  // Reads `path` (INI: one [metric] section per metric, [attribution]); unknown keys or bad numbers are
+  // Reads `path` (INI: one [metric] section per metric, [attribution]); unknown keys (`better` too: the direction is
+  // the metric's own) or bad numbers are
   // Error::usage naming the file and key. `baseline`: entries of table sweep/pairs with key `metric` and the
   // expected `value` (the format of fabric-report baseline, docs/analysis.md), with their tolerance.
   static Rules load(const std::string& path, const results::Baseline& baseline = {});
@@ -48,6 +49,7 @@ struct Assessment {
   double reference = NAN;        // the median node's median pair (higher is better) or the best pair (lower)
   std::vector<bool> suspect;     // per input value
   std::vector<Verdict> verdicts;
+  std::map<std::pair<int, int>, double> best;  // the best value of each unordered pair (a < b)
 };
 
 // Several values of one pair (directions, re-tests) are combined first: the best of them counts, so a transient

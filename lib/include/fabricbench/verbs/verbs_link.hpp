@@ -38,6 +38,14 @@ struct VerbsMeasurement {
   std::vector<double> samples_us;      // bandwidth: between successive completions (each of cq_mod messages)
   std::uint64_t wrong = 0;             // bytes that failed the check on this rank
   int iterations = 0, cq_mod = 1, tx_depth = 1, inline_bytes = 0;
+
+  // The figure of one timed rank, as perftest prints it and fabric-sweep judges it: the typical latency (us) of a
+  // latency test, the average bandwidth (MiB/s) of a bandwidth test; NaN on a rank that did not time.
+  double figure(const VerbsTest& test) const {
+    if (!timed) return NAN;
+    return test.pattern == Pattern::latency ? ops::perftest_latency(round_trips_us, test.latency_divisor).typical_us
+                                            : bandwidth.avg_mibps;
+  }
 };
 
 class VerbsLink {

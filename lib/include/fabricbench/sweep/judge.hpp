@@ -1,0 +1,47 @@
+// The sweep's judge: a pure function from every pair record so far and the rules to verdicts of every kind (node,
+// link, pair, hung, counters, wrong data), the matrices, per-node medians, the worst pairs and the pairs to re-test.
+// No MPI, no tables, no state: the tool writes what it returns, the simulator and the unit tests call it alike.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fabricbench/results/table.hpp"
+#include "fabricbench/sweep/pair_record.hpp"
+#include "fabricbench/sweep/verdict.hpp"
+
+namespace fabricbench::sweep {
+
+// A metric as the judge reads it: the better direction comes from its declaration, never from a rules file.
+struct JudgedMetric {
+  std::string name;   // "p2p_bw"
+  std::string unit;   // "MB/s"
+  results::Unit value_unit = results::Unit::none;
+  results::Better better = results::Better::higher;
+  bool both_directions = false;
+};
+
+struct NodeSummary {
+  int host, metric;
+  double median;  // of the host's pairs, best of re-tests
+  std::int64_t pairs, suspect_pairs;
+};
+
+struct RankedPair {
+  int metric, a, b;
+  double value;  // best of re-tests
+};
+
+struct Judgement {
+  std::vector<Verdict> verdicts;
+  std::vector<results::Matrix> matrices;  // one per metric: the best value per direction (row -> column)
+  std::vector<NodeSummary> nodes;
+  std::vector<RankedPair> worst;          // per metric, up to ten pairs, worst first
+  std::vector<HostPair> suspects;         // unordered pairs to re-test, in the order first seen
+  std::int64_t wrong = 0;                 // bytes or elements that failed the check, over every record
+};
+
+Judgement judge(const std::vector<PairRecord>& records, const std::vector<JudgedMetric>& metrics, const Rules& rules,
+                const std::vector<std::string>& hosts);
+
+}  // namespace fabricbench::sweep

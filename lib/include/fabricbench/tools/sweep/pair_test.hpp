@@ -1,0 +1,102 @@
+// A sweep's pair tests: one kind per family of metrics (point-to-point over MPI, collectives through fabric-coll's
+// back ends, RDMA writes through fabric-verbs' link), each computing its figure with the same function as the tool
+// it comes from. The rdma kind lives in a translation unit CMake selects (sweep_rdma.cpp with libibverbs,
+// sweep_rdma_none.cpp without): nothing here depends on how the library was built.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fabricbench/app/run_context.hpp"
+#include "fabricbench/memory/buffer.hpp"
+#include "fabricbench/ops/coll_backend.hpp"
+#include "fabricbench/ops/iteration_defaults.hpp"
+#include "fabricbench/sweep/pair_record.hpp"
+
+namespace fabricbench::sweep {
+
+// A metric as data: which p2p test, collective or verbs test it runs and over which ranks.
+struct SweepMetric {
+  std::string_view name;
+  std::string_view unit;
+  std::string_view description;
+  std::string_view p2p_test;  // "bw", "bibw", "latency"; empty for collectives and verbs metrics
+  bool both_directions;       // measured a->b and b->a separately
+  ops::CollKind coll;         // collectives: over every rank of both nodes
+  ops::IterationDefaults defaults;
+  results::Unit value_unit;
+  results::Better better;
+  std::string_view verbs_test = {};  // fabric-verbs' test ("write_bw", "write_lat") for the rdma metrics
+  // Over every rank of both nodes (else one rank per node).
+  bool collective() const { return p2p_test.empty() && verbs_test.empty(); }
+  int directions() const { return both_directions ? 2 : 1; }
+};
+const std::vector<SweepMetric>& sweep_metrics();
+
+// One metric of one pair in one round, as this rank sees it.
+struct PairSlot {
+  const app::RunContext& context;
+  const runtime::Communicator& pair;  // host level: the two nodes' first ranks; collectives: every rank of both
+  int round;
+  HostPair hosts;
+  int metric;  // index into the sweep's metrics
+  const SweepMetric& m;
+  const std::vector<std::string>& host_names;
+  // A record of this slot, direction 0/1 for metrics measured each way, 2 otherwise.
+  PairRecord record(int direction) const { return PairRecord::of(round, hosts, metric, m.both_directions ? direction : 2); }
+  // "pair h1 - h2: p2p_bw a->b", what this rank is doing (for a failure report).
+  std::string doing(int direction) const;
+};
+
+class PairTest {
+ public:
+  virtual ~PairTest() = default;
+  // This rank's records of one metric on one pair: each end returns its own, rank 0 merges them. A pair that did
+  // not finish within --timeout (where the back end can abort it) gives a record with `hung` set.
+  virtual std::vector<PairRecord> run(const PairSlot& slot) = 0;
+};
+
+// One round's plan for this rank's p2p pair tests, per (metric, direction) slot.
+struct PairBudgets {
+  std::vector<double> budget_s;  // the time budget (0: none)
+  std::vector<double> probe_s;   // the probe of one message (or round trip) taken for it; 0 where nothing was probed
+  double probing_s = 0;          // how long this rank's probes took
+};
+
+// fabric-p2p's exchanges between the first ranks of two nodes, each bounded by a time budget.
+class P2PPairTest : public PairTest {
+ public:
+  P2PPairTest(const std::vector<const SweepMetric*>& metrics, std::uint64_t bw_bytes, std::uint64_t lat_bytes,
+              int window, double pair_time_s, double pair_time_relative);
+  std::vector<PairRecord> run(const PairSlot& slot) override;
+  // The round's budget per slot, agreed over the world: --pair-time in the first round, then max(--pair-time,
+  // --pair-time-relative x the fastest pair measured so far, scaled to the requested counts). Also probes this
+  // rank's pair (if any). Collective over the world.
+  void plan_round(const runtime::Communicator& world, const runtime::Communicator* pair);
+  double probing_s() const { return budgets_.probing_s; }
+  // mpiGraph's shift: this node sends to `to` while it receives from `from`, on the first ranks of every node.
+  PairRecord shift(const app::RunContext& context, const runtime::Communicator& leaders, int round, int host, int to,
+                   int from);
+  std::uint64_t bytes_of(const SweepMetric& m) const;
+
+ private:
+  std::size_t slot(int metric, int direction) const { return static_cast<std::size_t>(metric) * 2 + direction; }
+  std::vector<const SweepMetric*> metrics_;
+  std::uint64_t bw_bytes_, lat_bytes_;
+  int window_;
+  double pair_time_s_, pair_time_relative_;
+  memory::Buffer send_, recv_;
+  PairBudgets budgets_;
+  std::vector<double> fastest_;   // per slot: the fastest pair's full-test time measured so far (world)
+  std::vector<double> measured_;  // per slot: the fastest full-test time this rank led so far
+};
+
+// fabric-coll's back ends over every rank of both nodes (NCCL communicators abortable under --timeout).
+std::unique_ptr<PairTest> make_coll_pair_test(ops::BackendKind backend, int gpu, std::uint64_t bytes);
+
+// fabric-verbs' link between the first ranks of both nodes. Opens this rank's RDMA port now (exit 2 where there is
+// none, or where the library was built without libibverbs).
+std::unique_ptr<PairTest> make_rdma_pair_test(const std::string& host, std::uint64_t bw_bytes, std::uint64_t lat_bytes);
+
+}  // namespace fabricbench::sweep

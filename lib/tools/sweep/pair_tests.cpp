@@ -1,0 +1,174 @@
+// fabric-sweep's point-to-point and collective pair tests: fabric-p2p's exchange and fabric-coll's measured case on
+// a pair's own communicator, each figure computed by the tool's own function.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "fabricbench/ops/collective.hpp"
+#include "fabricbench/ops/p2p_exchange.hpp"
+#include "fabricbench/timing/sample_stats.hpp"
+#include "fabricbench/tools/coll/coll_benchmark.hpp"
+#include "fabricbench/tools/sweep/pair_test.hpp"
+
+namespace fabricbench::sweep {
+
+std::string PairSlot::doing(int direction) const {
+  const char* way = !m.both_directions ? "both" : direction == 0 ? "a->b" : "b->a";
+  return fmt::format("pair {} - {}: {} {}", host_names[hosts.a], host_names[hosts.b], m.name, m.collective() ? "" : way);
+}
+
+P2PPairTest::P2PPairTest(const std::vector<const SweepMetric*>& metrics, std::uint64_t bw_bytes, std::uint64_t lat_bytes,
+                         int window, double pair_time_s, double pair_time_relative)
+    : metrics_(metrics), bw_bytes_(bw_bytes), lat_bytes_(lat_bytes), window_(window), pair_time_s_(pair_time_s),
+      pair_time_relative_(pair_time_relative),
+      send_(memory::MemoryKind::host, std::max<std::uint64_t>({bw_bytes, lat_bytes, 1})),
+      recv_(memory::MemoryKind::host, std::max<std::uint64_t>({bw_bytes, lat_bytes, 1})),
+      fastest_(metrics.size() * 2, INFINITY), measured_(metrics.size() * 2, INFINITY) {
+  budgets_ = {std::vector<double>(metrics.size() * 2, 0), std::vector<double>(metrics.size() * 2, 0), 0};
+}
+
+std::uint64_t P2PPairTest::bytes_of(const SweepMetric& m) const {
+  return ops::find_p2p_test(m.p2p_test)->ping_pong() ? lat_bytes_ : bw_bytes_;
+}
+
+void P2PPairTest::plan_round(const runtime::Communicator& world, const runtime::Communicator* pair) {
+  const std::size_t slots = metrics_.size() * 2;
+  budgets_ = {std::vector<double>(slots, 0), std::vector<double>(slots, 0), 0};
+  if (pair_time_s_ <= 0) return;
+  const auto probes_start = std::chrono::steady_clock::now();
+  for (std::size_t k = 0; pair && k < metrics_.size(); ++k) {
+    const auto& m = *metrics_[k];
+    if (m.p2p_test.empty()) continue;
+    const auto& test = *ops::find_p2p_test(m.p2p_test);
+    for (int direction = 0; direction < m.directions(); ++direction) {
+      const int me = pair->rank();
+      budgets_.probe_s[slot(static_cast<int>(k), direction)] = ops::probe_message_s(
+          test, {pair->get(), me, 1 - me, me == direction, send_, recv_, bytes_of(m), 0, 0, window_, false, false});
+    }
+  }
+  // The probes are link time, part of the pair's test (not the sweep's overhead in /sweep/rounds).
+  budgets_.probing_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - probes_start).count();
+  // The fastest pair so far, from what earlier rounds measured (a probe of a fresh connection runs in TCP's slow
+  // start and would make the fast pairs look slow): every leader offers its own, the world takes the minimum.
+  std::vector<double> fastest(slots);
+  runtime::check_mpi(MPI_Allreduce(measured_.data(), fastest.data(), static_cast<int>(slots), MPI_DOUBLE, MPI_MIN,
+                                   world.get()), "MPI_Allreduce");
+  for (std::size_t i = 0; i < slots; ++i) {
+    fastest_[i] = std::min(fastest_[i], fastest[i]);
+    budgets_.budget_s[i] = std::isfinite(fastest_[i]) ? std::max(pair_time_s_, pair_time_relative_ * fastest_[i]) : pair_time_s_;
+  }
+}
+
+std::vector<PairRecord> P2PPairTest::run(const PairSlot& s) {
+  const auto& test = *ops::find_p2p_test(s.m.p2p_test);
+  const auto& options = s.context.options;
+  const auto bytes = bytes_of(s.m);
+  const int iterations = s.m.defaults.iterations(bytes, options.iterations);
+  const int warmup = s.m.defaults.warmup(bytes, options.warmup);
+  const int me = s.pair.rank();
+  std::vector<PairRecord> out;
+  for (int direction = 0; direction < s.m.directions(); ++direction) {
+    const bool leader = me == direction;
+    s.context.doing(s.doing(direction));
+    ops::Exchanger x{s.pair.get(), me, 1 - me, leader, send_, recv_, bytes, iterations, warmup, window_, options.check, false};
+    x.budget_s = budgets_.budget_s[slot(s.metric, direction)];
+    x.probe_s = budgets_.probe_s[slot(s.metric, direction)];
+    const auto r = ops::run_exchange(test, x);
+    auto rec = s.record(direction);
+    rec.iterations = r.iterations, rec.bytes = static_cast<std::int64_t>(bytes), rec.wrong = static_cast<std::int64_t>(r.wrong);
+    rec.window = r.window, rec.cut = r.cut ? 1 : 0;
+    if (leader) {
+      // How long the whole requested test would take at the speed measured (for the next rounds' budgets).
+      const double per_message_s = r.elapsed_s / (static_cast<double>(r.iterations) * r.window);
+      const double full_s = per_message_s * (iterations + warmup) * (test.ping_pong() ? 1 : window_);
+      auto& fastest = measured_[slot(s.metric, direction)];
+      fastest = std::min(fastest, full_s);
+      // What actually ran: a cut test's value is the bandwidth of what it moved.
+      rec.value = test.pair_figure(bytes, r.window, r.iterations, r.elapsed_s);
+      const auto stats = timing::SampleStats::of(r.laps_us);
+      const double scale = test.ping_pong() ? 0.5 : 1.0;
+      rec.median_us = stats.median * scale, rec.p99_us = stats.p99 * scale;
+    }
+    out.push_back(rec);
+  }
+  return out;
+}
+
+PairRecord P2PPairTest::shift(const app::RunContext& context, const runtime::Communicator& leaders, int round, int host,
+                              int to, int from) {
+  const auto* test = ops::find_p2p_test("bibw");  // its exchange: receive a window while sending one
+  const auto& o = context.options;
+  const auto& defaults = metrics_.front()->defaults;  // shift measures p2p_bw only
+  const int iterations = defaults.iterations(bw_bytes_, o.iterations), warmup = defaults.warmup(bw_bytes_, o.warmup);
+  ops::Exchanger x{leaders.get(), host, to, true, send_, recv_, bw_bytes_, iterations, warmup, window_, o.check, false};
+  x.from = from;
+  const auto r = ops::run_exchange(*test, x);
+  const auto stats = timing::SampleStats::of(r.laps_us);
+  auto rec = PairRecord::of(round, {host, to}, 0, 0);
+  rec.iterations = iterations, rec.bytes = static_cast<std::int64_t>(bw_bytes_), rec.wrong = static_cast<std::int64_t>(r.wrong);
+  // One direction's bytes: the node's send bandwidth, as mpiGraph reports it.
+  rec.value = ops::find_p2p_test("bw")->pair_figure(bw_bytes_, window_, iterations, r.elapsed_s);
+  rec.median_us = stats.median, rec.p99_us = stats.p99, rec.window = window_;
+  return rec;
+}
+
+namespace {
+
+class CollPairTest : public PairTest {
+ public:
+  CollPairTest(ops::BackendKind backend, int gpu, std::uint64_t bytes) : backend_(backend), gpu_(gpu), bytes_(bytes) {}
+
+  std::vector<PairRecord> run(const PairSlot& s) override {
+    const auto& options = s.context.options;
+    s.context.doing(s.doing(2));
+    const auto* op = ops::find_collective(s.m.coll == ops::CollKind::sendrecv ? "sendrecv" : "all_reduce");
+    auto backend = ops::make_backend(backend_, s.pair, gpu_, false, options.timeout_s > 0);
+    backend->allocate(bytes_, bytes_);
+    const ops::CollCase c{op, ops::DataType::float32, ops::RedOp::sum, 0, false, op->counts(bytes_ / 4, s.pair.size())};
+    const int iterations = s.m.defaults.iterations(bytes_, options.iterations);
+    const int warmup = s.m.defaults.warmup(bytes_, options.warmup);
+    // With --timeout, a back end that can abort one communicator (NCCL) bounds the pair: a hang becomes a verdict.
+    if (options.timeout_s > 0)
+      backend->set_deadline(std::chrono::steady_clock::now() +
+                            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                std::chrono::duration<double>(options.timeout_s)));
+    ops::CaseResult r;
+    std::uint64_t hung = 0;
+    try {
+      r = ops::run_case(*backend, c, {ops::TimingMode::host, warmup, iterations, 0}, s.pair, options.check);
+    } catch (const ops::Hung&) {
+      hung = 1;
+    }
+    auto rec = s.record(2);
+    rec.iterations = iterations, rec.window = 1;
+    if (s.pair.all_sum(hung) > 0) {  // every rank of the pair agrees, over MPI, which still works
+      backend.reset();
+      rec.hung = 1;
+      return {rec};
+    }
+    const auto times = s.pair.gather_values(r.timing.seconds_per_op, 0);
+    const auto wrong = s.pair.sum(r.wrong, 0);
+    if (s.pair.rank() != 0) return {};
+    const double seconds = ops::combine_rank_times(times, ops::RankCombine::average);
+    const auto bytes = c.counts.bytes(4);
+    rec.bytes = static_cast<std::int64_t>(bytes), rec.wrong = static_cast<std::int64_t>(wrong);
+    rec.value = op->busbw_gbps(bytes, seconds, s.pair.size());
+    rec.median_us = seconds * 1e6;
+    return {rec};
+  }
+
+ private:
+  ops::BackendKind backend_;
+  int gpu_;
+  std::uint64_t bytes_;
+};
+
+}  // namespace
+
+std::unique_ptr<PairTest> make_coll_pair_test(ops::BackendKind backend, int gpu, std::uint64_t bytes) {
+  return std::make_unique<CollPairTest>(backend, gpu, bytes);
+}
+
+}  // namespace fabricbench::sweep

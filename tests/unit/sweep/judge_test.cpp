@@ -1,0 +1,127 @@
+// The judge is a pure function: records in, verdicts of every kind out, no MPI.
+#include "fabricbench/sweep/judge.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+using namespace fabricbench::sweep;
+using fabricbench::results::Better;
+using fabricbench::results::Unit;
+
+namespace {
+
+const std::vector<std::string> hosts{"h1", "h2", "h3", "h4"};
+const std::vector<JudgedMetric> bw_and_lat{{"p2p_bw", "MB/s", Unit::mbps, Better::higher, true},
+                                           {"p2p_latency", "us", Unit::us, Better::lower, false}};
+
+Rules default_rules() {
+  Rules r;
+  r.metrics["p2p_bw"] = MetricRule{};
+  MetricRule lat;
+  lat.higher_is_better = true;  // deliberately wrong: the judge takes the direction from the metric
+  r.metrics["p2p_latency"] = lat;
+  return r;
+}
+
+// Every pair of 4 hosts, both directions of p2p_bw and one latency, `slow(a, b)` giving the bandwidth.
+template <typename Slow>
+std::vector<PairRecord> sweep_of(Slow slow, double latency = 10) {
+  std::vector<PairRecord> out;
+  int round = 0;
+  const auto schedule = PairSchedule::all_pairs(4);
+  for (const auto& r : schedule.rounds()) {
+    for (const auto& p : r.pairs) {
+      for (int direction = 0; direction < 2; ++direction) {
+        auto rec = PairRecord::of(round, p, 0, direction);
+        rec.value = slow(p.a, p.b) ? 22 : 1000;
+        out.push_back(rec);
+      }
+      auto lat = PairRecord::of(round, p, 1, 2);
+      lat.value = latency;
+      out.push_back(lat);
+    }
+    ++round;
+  }
+  return out;
+}
+
+std::set<std::string> kinds(const Judgement& j) {
+  std::set<std::string> out;
+  for (const auto& v : j.verdicts) out.insert(v.kind + ":" + v.metric);
+  return out;
+}
+
+}  // namespace
+
+TEST(Judge, NoFaultNoVerdict) {
+  const auto j = judge(sweep_of([](int, int) { return false; }), bw_and_lat, default_rules(), hosts);
+  EXPECT_TRUE(j.verdicts.empty());
+  EXPECT_TRUE(j.suspects.empty());
+  EXPECT_EQ(j.matrices.size(), 2u);
+  EXPECT_EQ(j.nodes.size(), 8u);  // 4 hosts x 2 metrics
+  EXPECT_EQ(j.wrong, 0);
+}
+
+TEST(Judge, NamesTheSlowNodeAndItsPairsAsSuspects) {
+  const auto j = judge(sweep_of([](int a, int b) { return a == 2 || b == 2; }), bw_and_lat, default_rules(), hosts);
+  ASSERT_EQ(j.verdicts.size(), 1u);
+  EXPECT_EQ(j.verdicts[0].kind, "node");
+  EXPECT_EQ(j.verdicts[0].a, 2);
+  EXPECT_EQ(j.suspects.size(), 3u);
+  for (const auto& s : j.nodes)
+    if (s.metric == 0) EXPECT_EQ(s.suspect_pairs, s.host == 2 ? 3 : 1) << s.host;
+}
+
+TEST(Judge, TheDirectionComesFromTheMetricNotTheRules) {
+  // Latency 45 us on every pair of h2, 10 elsewhere: lower is better, so h2 is the bad node although the rule says
+  // otherwise.
+  auto records = sweep_of([](int, int) { return false; });
+  for (auto& r : records)
+    if (r.metric == 1 && (r.a == 1 || r.b == 1)) r.value = 45;
+  const auto j = judge(records, bw_and_lat, default_rules(), hosts);
+  ASSERT_EQ(j.verdicts.size(), 1u);
+  EXPECT_EQ(j.verdicts[0].metric, "p2p_latency");
+  EXPECT_EQ(j.verdicts[0].a, 1);
+}
+
+TEST(Judge, MatrixKeepsEachDirectionsBestOverRetests) {
+  auto records = sweep_of([](int, int) { return false; });
+  auto retest = PairRecord::of(10, {0, 1}, 0, 1);
+  retest.value = 1500;  // b->a faster in a re-test
+  records.push_back(retest);
+  const auto j = judge(records, bw_and_lat, default_rules(), hosts);
+  const auto& m = j.matrices[0];
+  EXPECT_EQ(m.path, "/sweep/matrices/p2p_bw");
+  EXPECT_DOUBLE_EQ(m.values[0 * 4 + 1], 1000);  // a->b
+  EXPECT_DOUBLE_EQ(m.values[1 * 4 + 0], 1500);  // b->a
+  EXPECT_TRUE(std::isnan(m.values[0]));
+}
+
+TEST(Judge, HungPairsCountersAndWrongDataAreVerdictsToo) {
+  auto records = sweep_of([](int, int) { return false; });
+  auto hung = PairRecord::of(0, {0, 3}, 0, 2);
+  hung.hung = 1;
+  records.push_back(hung);
+  records[0].port_errors[records[0].end_of(records[0].b)] = 7;  // the counters of the pair's second host grew
+  records[1].wrong = 3;
+  const auto j = judge(records, bw_and_lat, default_rules(), hosts);
+  const auto k = kinds(j);
+  EXPECT_TRUE(k.count("hung:p2p_bw"));
+  EXPECT_TRUE(k.count("node:port_errors"));
+  EXPECT_TRUE(k.count("data:check"));
+  EXPECT_EQ(j.wrong, 3);
+  for (const auto& v : j.verdicts)
+    if (v.metric == "port_errors") {
+      EXPECT_EQ(v.a, records[0].b);
+      EXPECT_NE(v.reason.find("grew by 7"), std::string::npos) << v.reason;
+    }
+}
+
+TEST(Judge, WorstPairsComeWorstFirst) {
+  const auto j = judge(sweep_of([](int a, int b) { return a + b == 3 && a != b; }), bw_and_lat, default_rules(), hosts);
+  ASSERT_FALSE(j.worst.empty());
+  EXPECT_EQ(j.worst[0].metric, 0);
+  EXPECT_DOUBLE_EQ(j.worst[0].value, 22);
+}
