@@ -12,6 +12,7 @@
 
 #include "fabricbench/app/shipped_files.hpp"
 #include "fabricbench/cli/byte_size.hpp"
+#include "fabricbench/cli/name_list.hpp"
 #include "fabricbench/results/hdf5_reader.hpp"
 #include "fabricbench/memory/buffer.hpp"
 #include "fabricbench/ops/bandwidth.hpp"
@@ -87,7 +88,8 @@ void SweepBenchmark::add_options(cli::po::options_description& options) {
   options.add_options()
       ("pattern", po::value<std::string>()->default_value("all-pairs"), "all-pairs (circle method), quick (node i with i+N/2) or shift (mpiGraph; p2p_bw only)")
       ("pairs-file", po::value<std::string>(), "rounds from a file, lines 'ROUND HOST_A HOST_B' (instead of --pattern)")
-      ("metric", po::value<std::string>()->default_value("p2p_bw,p2p_latency"), "p2p_bw, p2p_bibw, p2p_latency, allreduce, sendrecv (comma list)")
+      ("metric", po::value<std::string>()->default_value("p2p_bw,p2p_latency"),
+       ("comma list of " + cli::name_choices(cli::names_of(sweep_metrics(), [](const SweepMetric& m) { return m.name; }))).c_str())
       ("lat-bytes", po::value<std::string>()->default_value("8"), "message size of p2p_latency")
       ("window,W", po::value<long long>()->default_value(64), "messages in flight for the bandwidth metrics")
       ("pair-time", po::value<std::string>()->default_value("2s"), "time budget of one p2p pair test (per metric and direction): a slower pair runs fewer iterations (or a smaller window) and reports what it moved; 0: none")
@@ -122,16 +124,9 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
                                                                                          : PairSchedule::shift(n);
   }
   metrics_.clear();
-  std::stringstream list(v["metric"].as<std::string>());
-  for (std::string name; std::getline(list, name, ',');) {
-    const auto& all = sweep_metrics();
-    const auto it = std::find_if(all.begin(), all.end(), [&](const SweepMetric& m) { return m.name == name; });
-    if (it == all.end())
-      throw Error::usage(fmt::format("--metric '{}': allowed values are p2p_bw, p2p_bibw, p2p_latency, allreduce, "
-                                     "sendrecv, rdma_bw, rdma_lat", name));
-    metrics_.push_back(&*it);
-  }
-  if (metrics_.empty()) throw Error::usage("--metric '': give at least one metric");
+  const auto names = cli::names_of(sweep_metrics(), [](const SweepMetric& m) { return m.name; });
+  for (const auto i : cli::parse_name_list("--metric", v["metric"].as<std::string>(), names))
+    metrics_.push_back(&sweep_metrics()[i]);
   if (schedule_->directed() && (metrics_.size() != 1 || metrics_[0]->name != "p2p_bw"))
     throw Error::usage("--pattern shift sends to one node while receiving from another: it measures --metric p2p_bw only");
   bw_bytes_ = common.sizes.max();
