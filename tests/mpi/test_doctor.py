@@ -60,7 +60,8 @@ class Doctor(LaunchTest):
         self.assertIn("job.consistency", r.stdout)
         self.assertEqual(self.files(), [], "--list writes no file")
         r = self.mpirun(2, "fabric-doctor", ["--checks", "rdma,nope"])
-        self.assert_refused(r, "fabric-doctor", "--checks nope: unknown check; allowed: all, cheap, a group")
+        self.assert_refused(r, "fabric-doctor", "--checks 'nope': allowed values are rdma.devices, ")
+        self.assertIn(", all, cheap, rdma, limits, nccl, gpu, host, job (comma-separated)", r.stderr)
 
     def test_a_down_port_warns_and_strict_fails(self):
         root = self.dir / "root"

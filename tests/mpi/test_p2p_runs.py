@@ -98,6 +98,20 @@ class P2PTwoRanks(LaunchTest):
         self.assertIn("bw_MB/s", r.stdout)
         self.assertIn("pair 0: rank 0", r.stdout)
 
+    def test_a_comma_list_of_tests_runs_each_in_the_order_given(self):
+        r = self.mpirun(2, "fabric-p2p", ["--test", "latency,bw", "--sizes", "8,64", "-n", "10", "-w", "1",
+                                          "--output", "list.h5", "-q"])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        rows = self.load("list.h5").tables["results/p2p"]
+        self.assertEqual(list(rows["test"]), ["latency", "latency", "bw", "bw"])
+        self.assertTrue((rows[rows.test == "latency"]["latency_us"] > 0).all(), rows)
+        self.assertTrue((rows[rows.test == "bw"]["bw_mbps"] > 0).all(), rows)
+        # The order given, not the table's; a name given twice runs once.
+        r = self.mpirun(2, "fabric-p2p", ["--test", "bw,latency,bw", "--sizes", "8", "-n", "10", "-w", "1",
+                                          "--output", "order.h5", "-q"])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(list(self.load("order.h5").tables["results/p2p"]["test"]), ["bw", "latency"])
+
     def test_check_catches_a_corrupted_byte(self):
         r = self.mpirun(2, "fabric-p2p", ["--sizes", "8,1K", "-n", "5", "--check", "--output", "bad.h5"],
                         env={"FABRICBENCH_TEST_FLIP_BYTE": "1"})

@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include <memory>
 
+#include "fabricbench/cli/name_list.hpp"
 #include "fabricbench/env/environment.hpp"
 #include "fabricbench/runtime/gpu.hpp"
 #ifdef FABRICBENCH_HAVE_VERBS
@@ -41,9 +43,13 @@ std::string DoctorBenchmark::summary() const {
 }
 
 void DoctorBenchmark::add_options(cli::po::options_description& options) {
+  std::vector<std::string> groups;  // the table's, in its order
+  for (const auto& c : all_checks())
+    if (std::find(groups.begin(), groups.end(), c.group) == groups.end()) groups.emplace_back(c.group);
   options.add_options()
       ("checks", cli::po::value<std::string>()->default_value("all"),
-       "checks to run: all, cheap, groups (rdma, limits, nccl, gpu, host, job) or names, comma-separated")
+       ("checks to run, comma-separated: all, cheap, a group (" + cli::name_choices(groups) +
+        ") or a check's name (see --list)").c_str())
       ("list", "list the checks with one line each and exit")
       ("strict", "exit 1 when a check warns, not only when one fails")
       ("problems-only", "show only warn, fail and skip rows on the terminal (the file keeps all)");

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "fabricbench/cli/byte_size.hpp"
+#include "fabricbench/cli/name_list.hpp"
 #include "fabricbench/runtime/gpu.hpp"
 #include "fabricbench/timing/rank_laps.hpp"
 
@@ -26,6 +27,8 @@ int current_numa_node() {
   }
   return -1;
 }
+
+std::vector<std::string> test_names() { return cli::names_of(verbs_tests(), [](const VerbsTest& t) { return t.name; }); }
 
 // What a rank sends rank 0 for one test and size (plain values, gathered as one record).
 struct RankFigures {
@@ -89,7 +92,8 @@ results::TableSpec VerbsBenchmark::make_table() {
 
 void VerbsBenchmark::add_options(cli::po::options_description& options) {
   options.add_options()
-      ("test", cli::po::value<std::string>()->default_value("write_bw"), "comma list of write_bw, read_bw, send_bw, atomic_bw, write_lat, read_lat, send_lat, atomic_lat, or all")
+      ("test", cli::po::value<std::string>()->default_value("write_bw"),
+       ("tests, comma-separated: " + cli::name_choices(test_names(), {cli::NameGroup::all(verbs_tests().size())})).c_str())
       ("size,s", cli::po::value<std::string>(), "one message size (perftest -s); default 65536 for bandwidth, 2 for latency, 8 for atomics")
       ("all-sizes,a", cli::po::bool_switch(), "every power of two from 2 B to 8 MiB (perftest -a)")
       ("duration,D", cli::po::value<double>(), "seconds per test and size instead of an iteration count (perftest -D)")
@@ -112,19 +116,9 @@ void VerbsBenchmark::add_options(cli::po::options_description& options) {
 void VerbsBenchmark::configure(const cli::po::variables_map& values, const cli::CommonOptions& common,
                                const runtime::Placement& placement) {
   tests_.clear();
-  std::stringstream list(values["test"].as<std::string>());
-  for (std::string name; std::getline(list, name, ',');) {
-    if (name == "all") {
-      for (const auto& t : verbs_tests()) tests_.push_back(&t);
-      continue;
-    }
-    const auto* t = find_verbs_test(name);
-    if (!t)
-      throw Error::usage(fmt::format("--test '{}': allowed values are write_bw, read_bw, send_bw, atomic_bw, "
-                                     "write_lat, read_lat, send_lat, atomic_lat, all (comma-separated)", name));
-    tests_.push_back(t);
-  }
-  if (tests_.empty()) throw Error::usage("--test: give at least one test");
+  for (const auto i : cli::parse_name_list("--test", values["test"].as<std::string>(), test_names(),
+                                           {cli::NameGroup::all(verbs_tests().size())}))
+    tests_.push_back(&verbs_tests()[i]);
 
   sizes_given_ = values.count("sizes") || values.count("min-bytes") || values.count("max-bytes") ||
                  values.count("step-factor") || values.count("osu-m");

@@ -519,6 +519,12 @@ TEST(DoctorJob, ConsistencyNamesTheOddHost) {
 TEST(DoctorTable, SelectionFindingsAndTerminal) {
   EXPECT_EQ(select_checks("gpu").size(), 8u);
   EXPECT_EQ(select_checks("gpu.ecc,gpu").size(), 8u);
+  // Names and groups in any order run in the table's order.
+  const auto picked = select_checks("host.thp,rdma.port_state,limits");
+  ASSERT_EQ(picked.size(), 4u);
+  EXPECT_EQ(std::string(picked[0]->name), "rdma.port_state");
+  EXPECT_EQ(std::string(picked[1]->name), "limits.memlock");
+  EXPECT_EQ(std::string(picked[3]->name), "host.thp");
   std::size_t cheap = 0;
   for (const auto& c : all_checks()) cheap += c.cheap ? 1 : 0;
   EXPECT_EQ(select_checks("cheap").size(), cheap);
@@ -527,8 +533,10 @@ TEST(DoctorTable, SelectionFindingsAndTerminal) {
     FAIL() << "no error";
   } catch (const fabricbench::Error& e) {
     EXPECT_EQ(e.status(), fabricbench::ExitStatus::usage);
-    EXPECT_NE(std::string(e.what()).find("--checks bogus"), std::string::npos);
-    EXPECT_NE(std::string(e.what()).find("rdma"), std::string::npos);
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("--checks 'bogus': allowed values are rdma.devices, rdma.modules, ", 0), 0u) << what;
+    EXPECT_NE(what.find(", job.consistency, all, cheap, rdma, limits, nccl, gpu, host, job (comma-separated)"),
+              std::string::npos) << what;
   }
   Findings f;
   f.begin_check("h2", -1, "host.thp");

@@ -33,12 +33,16 @@ std::string configure(std::vector<std::string> args, int ranks) {
 }  // namespace
 
 TEST(P2POptions, AcceptsEveryTestAndMemoryHost) {
-  for (const char* t : {"latency", "bw", "bibw", "mbw_mr", "all"}) EXPECT_EQ(configure({"--test", t}, 2), "") << t;
+  for (const char* t : {"latency", "bw", "bibw", "mbw_mr", "all", "latency,bw", "bw,all"})
+    EXPECT_EQ(configure({"--test", t}, 2), "") << t;
   EXPECT_EQ(configure({"--memory", "host", "-W", "1"}, 4), "");
 }
 
 TEST(P2POptions, RejectsBadValuesNamingTheOption) {
-  EXPECT_EQ(configure({"--test", "pingpong"}, 2), "--test 'pingpong': allowed values are latency, bw, bibw, mbw_mr, all");
+  EXPECT_EQ(configure({"--test", "pingpong"}, 2),
+            "--test 'pingpong': allowed values are latency, bw, bibw, mbw_mr, all (comma-separated)");
+  EXPECT_EQ(configure({"--test", "latency,,bw"}, 2),
+            "--test '': allowed values are latency, bw, bibw, mbw_mr, all (comma-separated)");
   EXPECT_NE(configure({"--window", "0"}, 2).find("--window 0: must be at least 1"), std::string::npos);
   EXPECT_NE(configure({"-W", "-3"}, 2).find("--window"), std::string::npos);
   EXPECT_EQ(configure({"--window", "1000000000"}, 2), "--window 1000000000: must be at most 100000");

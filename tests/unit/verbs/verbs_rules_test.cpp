@@ -91,6 +91,9 @@ TEST(VerbsOptions, RejectsBadValuesNamingTheOption) {
   EXPECT_EQ(configure({"--test", "write"}),
             "--test 'write': allowed values are write_bw, read_bw, send_bw, atomic_bw, write_lat, read_lat, send_lat, "
             "atomic_lat, all (comma-separated)");
+  EXPECT_EQ(configure({"--test", "write_bw,"}),
+            "--test '': allowed values are write_bw, read_bw, send_bw, atomic_bw, write_lat, read_lat, send_lat, "
+            "atomic_lat, all (comma-separated)");
   EXPECT_EQ(configure({"-s", "64K", "-a"}), "--size, --all-sizes and --sizes each give the sizes: use only one of them");
   EXPECT_EQ(configure({"-s", "0"}), "--size 0: write_bw needs messages of at least 1 byte");
   EXPECT_EQ(configure({"-s", "4G"}), "--size 4G: at most 2G (one verbs message)");
