@@ -122,9 +122,15 @@ class Report(LaunchTest):
         r = self.mpirun(2, "fabric-p2p", P2P + ["--output", "t.h5", "--baseline", base], transport="tcp")
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertIn("fabric-p2p: below baseline: [results/p2p", r.stderr)
-        r = self.mpirun(2, "fabric-p2p", P2P[:-1] + ["--output", "s.h5", "--baseline", base], transport="vader")
-        self.assertIn("baseline", r.stdout)
-        self.assertRegex(r.stdout, r"baseline .*shm.ini: 2 row\(s\) checked, 0 value\(s\) below, 0 entries matched no row")
+        # A new shared-memory run varies with this machine's vCPU speed by more than 10% (seen: 25% on 2 cores), so
+        # it is checked against a baseline of the same run written with a tolerance wider than that noise.
+        wide = self.dir / "shm-wide.ini"
+        r = self.report("baseline", self.runs / "shm.h5", wide, "--tolerance", "60%")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.mpirun(2, "fabric-p2p", P2P[:-1] + ["--output", "s.h5", "--baseline", wide], transport="vader")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertRegex(r.stdout,
+                         r"baseline .*shm-wide.ini: 2 row\(s\) checked, 0 value\(s\) below, 0 entries matched no row")
         # A run that did not measure a size of the baseline fails it, as `fabric-report check` does.
         r = self.mpirun(2, "fabric-p2p", ["--test", "bw", "--sizes", "64K", "-n", "20", "-q", "--output", "part.h5",
                                           "--baseline", base], transport="vader")
