@@ -12,20 +12,6 @@ namespace {
 
 constexpr std::array<std::string_view, 4> status_names{"ok", "skip", "warn", "fail"};
 
-// Fields are separated by \x1f and findings by \x1e: neither appears in sysfs values, logs or hints.
-constexpr char field_sep = '\x1f', record_sep = '\x1e';
-
-std::vector<std::string> split(const std::string& text, char sep) {
-  std::vector<std::string> parts;
-  std::string::size_type start = 0;
-  for (auto pos = text.find(sep); pos != std::string::npos; pos = text.find(sep, start)) {
-    parts.push_back(text.substr(start, pos - start));
-    start = pos + 1;
-  }
-  parts.push_back(text.substr(start));
-  return parts;
-}
-
 }  // namespace
 
 std::string_view to_string(Status status) { return status_names[static_cast<std::size_t>(status)]; }
@@ -57,27 +43,6 @@ std::size_t Findings::count(Status status) const {
   return static_cast<std::size_t>(std::count_if(all_.begin(), all_.end(), [&](const Finding& f) { return f.status == status; }));
 }
 
-std::string Findings::serialize() const {
-  std::string out;
-  for (const auto& f : all_) {
-    for (const auto& field : {f.host, std::to_string(f.rank), f.check, f.subject, std::string(to_string(f.status)), f.value,
-                              f.expected, f.hint})
-      out += field + field_sep;
-    out += record_sep;
-  }
-  return out;
-}
-
-std::vector<Finding> Findings::deserialize(const std::string& text) {
-  std::vector<Finding> out;
-  for (const auto& record : split(text, record_sep)) {
-    const auto f = split(record, field_sep);
-    if (f.size() < 8) continue;
-    out.push_back({f[0], std::stoi(f[1]), f[2], f[3], status_from_string(f[4]), f[5], f[6], f[7]});
-  }
-  return out;
-}
-
 results::TableSpec findings_table(std::string group, std::string name) {
   using namespace results;
   return {std::move(group), std::move(name),
@@ -90,6 +55,12 @@ results::Row to_row(const results::TableSpec& table, const Finding& f) {
   row.set("host", f.host).set("rank", std::int64_t(f.rank)).set("check", f.check).set("subject", f.subject);
   row.set("status", std::string(to_string(f.status))).set("value", f.value).set("expected", f.expected).set("hint", f.hint);
   return row;
+}
+
+Finding from_row(const results::Row& row) {
+  const auto text = [&](const char* column) { return std::get<std::string>(row.get(column)); };
+  return {text("host"),  static_cast<int>(std::get<std::int64_t>(row.get("rank"))), text("check"), text("subject"),
+          status_from_string(text("status")), text("value"), text("expected"), text("hint")};
 }
 
 std::string format_tables(std::vector<Finding> findings, bool show_ok) {

@@ -1,94 +1,31 @@
+// The capture: every rank describes itself as a row of /env/ranks; the first rank of each host adds the host's row,
+// its allowlisted variables, the bandwidth its hardware should reach and the cheap checks' findings, as rows of their
+// tables. Rank 0 gathers the rows (results::gather_rows) and hands them to the outputs.
 #include "fabricbench/env/environment.hpp"
 
-#include "fabricbench/facts/environment_variables.hpp"
-#include "fabricbench/facts/host_files.hpp"
-
 #include <fmt/format.h>
-#include <sys/utsname.h>
 
-#include <algorithm>
-#include <array>
-#include <cctype>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <memory>
-#include <thread>
+
+#include "fabricbench/facts/environment_variables.hpp"
+#include "fabricbench/results/row_gather.hpp"
 
 extern char** environ;
 
 namespace fabricbench::env {
 namespace {
 
-std::string read_first_line(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
-// "key=value" lines, one per entry; values never contain newlines (they are replaced by spaces).
-std::string serialize(const std::map<std::string, std::string>& facts) {
-  std::string out;
-  for (auto [k, v] : facts) {
-    std::replace(v.begin(), v.end(), '\n', ' ');
-    out += k + "=" + v + "\n";
-  }
-  return out;
-}
-std::map<std::string, std::string> deserialize(const std::string& text) {
-  std::map<std::string, std::string> facts;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    if (auto eq = line.find('='); eq != std::string::npos) facts[line.substr(0, eq)] = line.substr(eq + 1);
-  return facts;
-}
-
 std::string get(const std::map<std::string, std::string>& m, const std::string& key) {
   auto it = m.find(key);
   return it == m.end() ? std::string{} : it->second;
 }
 
-}  // namespace
+// What the first rank of a host sends: one row per table.
+struct HostRows {
+  std::vector<results::Row> host, variables, expected, checks;
+};
 
-std::map<std::string, std::string> describe_host(const std::string& host) {
-  std::map<std::string, std::string> out;
-  utsname u{};
-  if (uname(&u) == 0) out["kernel"] = fmt::format("{} {} {}", u.sysname, u.release, u.machine);
-  out["mpi"] = runtime::MpiSession::library_version();
-  out["cpu"] = [] {
-    std::ifstream in("/proc/cpuinfo");
-    for (std::string line; std::getline(in, line);)
-      if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-    return std::string{};
-  }();
-  out["cores"] = std::to_string(std::thread::hardware_concurrency());
-  std::string os = read_first_line("/etc/os-release");
-  {
-    std::ifstream in("/etc/os-release");
-    for (std::string line; std::getline(in, line);)
-      if (line.rfind("PRETTY_NAME=", 0) == 0) os = line.substr(12);
-  }
-  os.erase(std::remove(os.begin(), os.end(), '"'), os.end());
-  out["os"] = os;
-  out["driver"] = read_first_line("/sys/module/nvidia/version");
-  // dev[port:state/...]: every RDMA device of the host and the state of its ports.
-  std::map<std::string, std::string> devices;
-  for (const auto& port : facts::read_rdma_ports(facts::HostFiles{})) {
-    auto& text = devices[port.device];
-    text += fmt::format("{}{}:{}", text.empty() ? "" : "/", port.port, port.state);
-  }
-  std::string rdma;
-  for (const auto& [device, ports] : devices) rdma += fmt::format("{}{}[{}]", rdma.empty() ? "" : " ", device, ports);
-  out["rdma_devices"] = rdma;
-  if (const char* hook = std::getenv("FABRICBENCH_TEST_HOST_FACT")) {  // HOST:key=value
-    const std::string h(hook);
-    const auto colon = h.find(':'), eq = h.find('=');
-    if (colon != std::string::npos && eq != std::string::npos && eq > colon && h.substr(0, colon) == host)
-      out[h.substr(colon + 1, eq - colon - 1)] = h.substr(eq + 1);
-  }
-  return out;
-}
+}  // namespace
 
 EnvironmentCapture::EnvironmentCapture() {
   using namespace results;
@@ -107,106 +44,78 @@ EnvironmentCapture::EnvironmentCapture() {
   checks_ = doctor::findings_table("env", "checks");
 }
 
-namespace {
-
-constexpr char field_sep = '\x1f', record_sep = '\x1e';
-
-std::string serialize_expected(const std::vector<facts::Expected>& list) {
-  std::string out;
-  for (const auto& e : list) out += fmt::format("{}{}{}{}{:.6g}{}{}{}", e.kind, field_sep, e.subject, field_sep, e.gbps, field_sep, e.basis, record_sep);
-  return out;
-}
-std::vector<facts::Expected> deserialize_expected(const std::string& host, const std::string& text) {
-  std::vector<facts::Expected> out;
-  std::istringstream in(text);
-  for (std::string record; std::getline(in, record, record_sep);) {
-    std::istringstream fields(record);
-    facts::Expected e;
-    e.host = host;
-    std::string gbps;
-    std::getline(fields, e.kind, field_sep);
-    std::getline(fields, e.subject, field_sep);
-    std::getline(fields, gbps, field_sep);
-    std::getline(fields, e.basis, field_sep);
-    if (!gbps.empty()) out.push_back((e.gbps = std::stod(gbps), e));
-  }
-  return out;
-}
-
-// The host part of the capture, on the first rank of each host: versions, hardware facts, expected bandwidth and,
-// with `checks`, the cheap checks (host and rank scope, this rank standing for the host's ranks).
-void describe_this_host(const runtime::Placement& placement, bool checks, std::map<std::string, std::string>& out) {
-  const auto& me = placement.me();
-  for (auto& [k, v] : describe_host(me.host)) out["host." + k] = v;
-  for (auto& [k, v] : facts::allowed_variables(environ)) out["var." + k] = v;
-  auto context = doctor::Context::gather(me.host, me.rank, static_cast<int>(placement.hosts().size()));
-  std::unique_ptr<facts::GpuInfo> nvml;
-  if (context.any_gpu()) {
-    nvml = facts::load_nvml(&context.gpu_skip);
-    context.gpus = nvml.get();
-  }
-  for (auto& [k, v] : facts::hardware_facts(context))
-    if (!out.count("host." + k)) out["host." + k] = v;
-  out["expected"] = serialize_expected(facts::expected_bandwidth(context));
-  if (!checks) return;
-  doctor::Findings found;
-  const auto cheap = doctor::select_checks("cheap");
-  doctor::run_checks(cheap, doctor::Scope::host, context, found);
-  doctor::run_checks(cheap, doctor::Scope::rank, context, found);
-  out["checks"] = found.serialize();
-}
-
-}  // namespace
-
 EnvReport EnvironmentCapture::gather(const runtime::Communicator& world, const runtime::Placement& placement, int gpu,
                                      results::ResultSet* out, bool checks) const {
-  // Every rank describes itself; the first rank of each host also describes the host and its variables.
-  auto facts = describe_rank(gpu);
-  if (placement.me().local_rank == 0) describe_this_host(placement, checks, facts);
-  const auto all = world.gather(serialize(facts), 0);
+  const auto& me = placement.me();
+  const auto rank = describe_rank(gpu);
+  std::vector<results::Row> mine{results::Row(ranks_)
+                                     .set("rank", std::int64_t(me.rank)).set("host", me.host)
+                                     .set("local_rank", std::int64_t(me.local_rank)).set("gpu", std::int64_t(gpu))
+                                     .set("gpu_name", get(rank, "gpu_name")).set("gpu_uuid", get(rank, "gpu_uuid"))
+                                     .set("pci_bus_id", get(rank, "pci_bus_id"))};
+  HostRows host;
+  if (me.local_rank == 0) {
+    // Versions, hardware facts (what describe_host has not said), this rank's CUDA and NCCL for the host.
+    auto facts = describe_host(me.host);
+    auto context = doctor::Context::gather(me.host, me.rank, static_cast<int>(placement.hosts().size()));
+    std::unique_ptr<facts::GpuInfo> nvml;
+    if (context.any_gpu()) {
+      nvml = facts::load_nvml(&context.gpu_skip);
+      context.gpus = nvml.get();
+    }
+    for (auto& [k, v] : facts::hardware_facts(context)) facts.emplace(k, v);
+    for (const char* k : {"cuda", "nccl"}) facts.emplace(k, get(rank, k));
+    results::Row row(hosts_);
+    for (const auto& column : hosts_.columns) {
+      if (column.name == "host") row.set("host", me.host);
+      else if (column.name == "cores") row.set("cores", std::int64_t(std::atoll(get(facts, "cores").c_str())));
+      else row.set(column.name, get(facts, column.name));
+    }
+    host.host.push_back(std::move(row));
+    for (auto& [k, v] : facts::allowed_variables(environ))
+      host.variables.push_back(results::Row(variables_).set("host", me.host).set("name", k).set("value", v));
+    for (const auto& e : facts::expected_bandwidth(context))
+      host.expected.push_back(results::Row(expected_).set("host", me.host).set("kind", e.kind)
+                                  .set("subject", e.subject).set("gbps", e.gbps).set("basis", e.basis));
+    if (checks) {
+      // The cheap checks, host and rank scope, this rank standing for the host's ranks.
+      doctor::Findings found;
+      const auto cheap = doctor::select_checks("cheap");
+      doctor::run_checks(cheap, doctor::Scope::host, context, found);
+      doctor::run_checks(cheap, doctor::Scope::rank, context, found);
+      for (const auto& f : found.all()) host.checks.push_back(doctor::to_row(checks_, f));
+    }
+  }
+  const auto ranks = results::gather_rows(world, ranks_, mine, 0);
+  const auto hosts = results::gather_rows(world, hosts_, host.host, 0);
+  const auto variables = results::gather_rows(world, variables_, host.variables, 0);
+  const auto expected = results::gather_rows(world, expected_, host.expected, 0);
+  const auto found = results::gather_rows(world, checks_, host.checks, 0);
   EnvReport report;
   if (!out) return report;
+  for (const auto& row : hosts) {
+    doctor::HostFacts hf{std::get<std::string>(row.get("host")), {}};
+    for (const auto& column : hosts_.columns)
+      if (column.name != "host")
+        hf.facts[column.name] = column.type == results::ColumnType::integer
+                                    ? std::to_string(std::get<std::int64_t>(row.get(column.name)))
+                                    : std::get<std::string>(row.get(column.name));
+    report.hosts.push_back(std::move(hf));
+  }
+  for (const auto& row : expected)
+    report.expected.push_back({std::get<std::string>(row.get("host")), std::get<std::string>(row.get("kind")),
+                               std::get<std::string>(row.get("subject")), row.number("gbps"),
+                               std::get<std::string>(row.get("basis"))});
+  for (const auto& row : found) report.checks.push_back(doctor::from_row(row));
   out->declare(ranks_);
   out->declare(hosts_);
   out->declare(variables_);
   out->declare(expected_);
-  if (checks) out->declare(checks_);
   std::vector<results::Row> rows;
-  for (std::size_t r = 0; r < all.size(); ++r) {
-    const auto f = deserialize(all[r]);
-    const auto& place = placement.ranks()[r];
-    results::Row row(ranks_);
-    row.set("rank", std::int64_t(r)).set("host", place.host).set("local_rank", std::int64_t(place.local_rank));
-    row.set("gpu", std::int64_t(std::stoi(get(f, "gpu")))).set("gpu_name", get(f, "gpu_name"));
-    row.set("gpu_uuid", get(f, "gpu_uuid")).set("pci_bus_id", get(f, "pci_bus_id"));
-    rows.push_back(row);
-    if (place.local_rank != 0) continue;
-    results::Row host(hosts_);
-    host.set("host", place.host);
-    doctor::HostFacts hf{place.host, {}};
-    for (const auto& [k, v] : f)
-      if (k.rfind("host.", 0) == 0) hf.facts[k.substr(5)] = v;
-    hf.facts["cuda"] = get(f, "cuda");
-    hf.facts["nccl"] = get(f, "nccl");
-    for (const auto& column : hosts_.columns)
-      if (column.name != "host" && column.name != "cores") host.set(column.name, hf.facts[column.name]);
-    host.set("cores", std::int64_t(std::stoi("0" + get(f, "host.cores"))));
-    rows.push_back(host);
-    report.hosts.push_back(std::move(hf));
-    for (const auto& [k, v] : f) {
-      if (k.rfind("var.", 0) != 0) continue;
-      results::Row var(variables_);
-      var.set("host", place.host).set("name", k.substr(4)).set("value", v);
-      rows.push_back(var);
-    }
-    for (auto& e : deserialize_expected(place.host, get(f, "expected"))) {
-      rows.push_back(results::Row(expected_).set("host", e.host).set("kind", e.kind).set("subject", e.subject)
-                         .set("gbps", e.gbps).set("basis", e.basis));
-      report.expected.push_back(std::move(e));
-    }
-    for (auto& finding : doctor::Findings::deserialize(get(f, "checks"))) report.checks.push_back(std::move(finding));
-  }
+  for (const auto* part : {&ranks, &hosts, &variables, &expected})
+    rows.insert(rows.end(), part->begin(), part->end());
   if (checks) {
+    out->declare(checks_);
     doctor::Findings consistency;
     doctor::check_consistency(report.hosts, consistency);
     for (const auto& finding : consistency.all()) report.checks.push_back(finding);

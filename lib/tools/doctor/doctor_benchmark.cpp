@@ -9,10 +9,9 @@
 
 #include "fabricbench/cli/name_list.hpp"
 #include "fabricbench/env/environment.hpp"
+#include "fabricbench/results/row_gather.hpp"
 #include "fabricbench/runtime/gpu.hpp"
-#ifdef FABRICBENCH_HAVE_VERBS
-#include "fabricbench/verbs/verbs.hpp"
-#endif
+#include "port_mtus.hpp"
 
 namespace fabricbench::doctor {
 namespace {
@@ -83,9 +82,7 @@ ExitStatus DoctorBenchmark::run(const app::RunContext& ctx) {
     nvml = facts::load_nvml(&context.gpu_skip);
     context.gpus = nvml.get();
   }
-#ifdef FABRICBENCH_HAVE_VERBS
-  if (!context.ports.empty() && context.files.real()) context.active_mtu = verbs::active_mtus();
-#endif
+  if (!context.ports.empty() && context.files.real()) context.active_mtu = active_port_mtus();
 
   // NCCL's own view, when asked for: every rank needs a GPU, or none runs it.
   NcclLog nccl_log;
@@ -110,12 +107,14 @@ ExitStatus DoctorBenchmark::run(const app::RunContext& ctx) {
   Findings found;
   if (me.local_rank == 0) run_checks(selected_, Scope::host, context, found);
   run_checks(selected_, Scope::rank, context, found);
-  const auto all = ctx.world.gather(found.serialize(), 0);
+  std::vector<results::Row> mine;
+  for (const auto& f : found.all()) mine.push_back(to_row(table_, f));
+  const auto all = results::gather_rows(ctx.world, table_, mine, 0);
   ctx.measured();
   if (!ctx.is_root()) return ExitStatus::ok;
 
   Findings everything;
-  for (const auto& blob : all) everything.append(Findings::deserialize(blob));
+  for (const auto& row : all) everything.all().push_back(from_row(row));
   if (selected(selected_, "job.consistency")) check_consistency(ctx.environment.hosts, everything);
   std::vector<results::Row> rows;
   for (const auto& f : everything.all()) rows.push_back(to_row(table_, f));

@@ -42,10 +42,6 @@ class Findings {
   Status worst() const;
   std::size_t count(Status status) const;
 
-  // For gathering over MPI: one text blob, and back.
-  std::string serialize() const;
-  static std::vector<Finding> deserialize(const std::string& text);
-
  private:
   std::string host_, check_;
   int rank_ = -1;
@@ -55,6 +51,8 @@ class Findings {
 // The table both /doctor/findings and /env/checks use.
 results::TableSpec findings_table(std::string group, std::string name);
 results::Row to_row(const results::TableSpec& table, const Finding& finding);
+// And back (how findings travel between ranks: as rows, results::gather_rows).
+Finding from_row(const results::Row& row);
 
 // The terminal view: one table per host, failures first, then warnings, skips and ok (ok rows left out unless
 // `show_ok`), each with its hint.
