@@ -15,21 +15,31 @@
   fabric-report json RUN.h5 [OUT.jsonl] [--table T]
                                                   every table as JSON lines (stdout without OUT)
 
-Bad input (a missing or foreign file, a run still "running", an unknown table) gets one line and exit 2.
+Bad input gets one line naming the file or option and what is allowed, and exit 2: a missing, foreign, truncated
+or damaged file, a directory where a file is expected, an output that cannot be written, an unknown table or
+option value, and a run still "running" (killed before it could say so, or not finished), which only `show` reads:
+it shows the rows written so far, says so in one line on stderr and exits 1, as for any run that did not complete.
+Outputs are written under a temporary name and renamed, so a failure leaves none half-written.
 """
 from __future__ import annotations
 
 import argparse
-import pathlib
+import os
 import sys
 
 import pandas as pd
 
-from .results import load, to_csv_dir, to_excel, to_json_lines
+from .files import (BadInput, WriteFailed, one_line, open_run, open_text, output_dir, output_file, written_dir,
+                    written_file)
+from .results import to_csv_dir, to_excel, to_json_lines
 
 
-class BadInput(Exception):
-    pass
+class _Parser(argparse.ArgumentParser):
+    """argparse's usage errors as one line (BadInput) instead of its usage text and a second line."""
+
+    def error(self, message):
+        command = self.prog.removeprefix("fabric-report").strip()
+        raise BadInput(f"{command + ': ' if command else ''}{one_line(message)}; see {self.prog} --help")
 
 
 def _show(run) -> None:
@@ -43,16 +53,7 @@ def _show(run) -> None:
 
 
 def _open(path: str, allow_running: bool = False):
-    try:
-        run = load(path)
-    except (OSError, KeyError) as e:
-        raise BadInput(f"{path}: cannot read: {e}") from None
-    if run.attrs.get("format") != "fabricbench":
-        raise BadInput(f"{path}: not a fabricbench results file (no format=fabricbench attribute)")
-    if run.attrs.get("status") == "running" and not allow_running:
-        raise BadInput(f"{path}: status 'running': the run has not finished or was killed before it could say so "
-                       "(fabric-report show reads it as it is)")
-    return run
+    return open_run(path, allow_running)
 
 
 def _tables(run, wanted) -> list:
@@ -96,13 +97,15 @@ def _compare(args) -> int:
 def _check(args) -> int:
     from . import compare as cmp
 
+    import configparser
+
     run = _open(args.run)
-    if not pathlib.Path(args.baseline).exists():
-        raise BadInput(f"--baseline {args.baseline}: no such file")
+    open_text(args.baseline, "--baseline")
     try:
         failures, checked = cmp.check(run, args.baseline)
-    except ValueError as e:
-        raise BadInput(str(e)) from None
+    except (ValueError, configparser.Error) as e:
+        raise BadInput(f"--baseline {args.baseline}: not a baseline file (format: docs/analysis.md): "
+                       f"{one_line(e)}") from None
     for line in failures:
         print(f"BELOW BASELINE {line}")
     print(f"# {checked} value(s) checked against {args.baseline}: {len(failures)} failed")
@@ -110,7 +113,7 @@ def _check(args) -> int:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="fabric-report", description=__doc__,
+    parser = _Parser(prog="fabric-report", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     show = sub.add_parser("show", help="print a run's status and results")
@@ -145,12 +148,18 @@ def main(argv=None) -> int:
     js.add_argument("run")
     js.add_argument("out", nargs="?")
     js.add_argument("--table", action="append")
-    args = parser.parse_args(argv)
     try:
-        return _run(args)
+        return _run(parser.parse_args(argv))
     except BadInput as e:
         print(f"fabric-report: {e}", file=sys.stderr)
         return 2
+    except WriteFailed as e:
+        print(f"fabric-report: {e}", file=sys.stderr)
+        return 3
+    except BrokenPipeError:
+        # The reader of stdout left (`fabric-report show RUN.h5 | head`): stop quietly, as a killed pipe writer would.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 def _run(args) -> int:
@@ -164,34 +173,52 @@ def _run(args) -> int:
         from .html import write_html
         run = _open(args.files[0])
         other = _open(args.files[1]) if len(args.files) == 3 else None
-        write_html(run, args.files[-1], other, _fraction(args.threshold, "--threshold"))
-        print(args.files[-1])
+        threshold = _fraction(args.threshold, "--threshold")
+        out = output_file(args.files[-1], "OUT.html", args.files[:-1])
+        with written_file(out, "OUT.html") as tmp:
+            write_html(run, tmp, other, threshold)
+        print(out)
         return 0
     run = _open(args.run, allow_running=args.command == "show")
     if args.command == "show":
+        if run.attrs.get("status") == "running":
+            print(f"fabric-report: {args.run}: status 'running': the run did not complete (killed before it could say "
+                  "so, or still measuring); shown are the rows written so far (exit 1)", file=sys.stderr)
         _show(run)
         return 0 if run.complete else 1
     if args.command == "plot":
         from .plots import plot_run
-        out = pathlib.Path(args.out) if args.out else run.path.with_name(run.path.stem + "-plots")
-        for path in plot_run(run, out, args.format):
-            print(path)
+        out = output_dir(args.out, "--out") if args.out is not None else run.path.with_name(run.path.stem + "-plots")
+        with written_dir(out, "--out") as stage:
+            names = [p.name for p in plot_run(run, stage, args.format)]
+        for name in names:
+            print(out / name)
     elif args.command == "baseline":
         from . import compare as cmp
-        try:
-            count = cmp.write_baseline(run, args.out, args.tolerance)
-        except ValueError as e:
-            raise BadInput(str(e)) from None
-        print(f"# {count} entries written to {args.out}")
+        _fraction(args.tolerance, "--tolerance")
+        out = output_file(args.out, "OUT.ini", [args.run])
+        with written_file(out, "OUT.ini") as tmp:
+            count = cmp.write_baseline(run, tmp, args.tolerance)
+        print(f"# {count} entries written to {out}")
     elif args.command == "excel":
-        to_excel(run, args.out, include_samples=args.samples)
+        out = output_file(args.out, "OUT.xlsx", [args.run])
+        with written_file(out, "OUT.xlsx") as tmp:
+            to_excel(run, tmp, include_samples=args.samples)
     elif args.command == "json":
         tables = _tables(run, args.table)
-        to_json_lines(run, args.out or "/dev/stdout", tables)
+        if args.out is None:
+            to_json_lines(run, sys.stdout, tables)
+        else:
+            out = output_file(args.out, "OUT.jsonl", [args.run])
+            with written_file(out, "OUT.jsonl") as tmp:
+                to_json_lines(run, tmp, tables)
     else:
         tables = _tables(run, args.table)
-        for path in to_csv_dir(run, args.directory, tables):
-            print(path)
+        out = output_dir(args.directory, "DIR")
+        with written_dir(out, "DIR") as stage:
+            names = [p.name for p in to_csv_dir(run, stage, tables)]
+        for name in names:
+            print(out / name)
     return 0
 
 

@@ -161,11 +161,12 @@ def _matrix(dataset: h5py.Dataset):
     return frame, attrs
 
 
-def load(path) -> Run:
-    """Every table of a fabricbench file as a DataFrame (also for a run that did not complete)."""
+def load(path, locking: bool = True) -> Run:
+    """Every table of a fabricbench file as a DataFrame (also for a run that did not complete). A tool still writing
+    the file holds HDF5's lock on it; `locking=False` reads the rows it has flushed so far anyway."""
     path = pathlib.Path(path)
     run = Run(path, {}, {})
-    with h5py.File(path, "r") as f:
+    with h5py.File(path, "r", locking=locking) as f:
         run.attrs = {k: _attr(v) for k, v in f.attrs.items()}
 
         def visit(name, obj):
@@ -292,11 +293,13 @@ def to_excel(run: Run, out, include_samples: bool = False) -> None:
 
 
 def to_json_lines(run: Run, out, tables=None) -> int:
-    """Every table (or `tables`) as JSON lines: one object per row with its table's name; returns the line count."""
+    """Every table (or `tables`) as JSON lines: one object per row with its table's name, to a path or an open text
+    file (stdout); returns the line count."""
+    import contextlib
     import json
 
     count = 0
-    with open(out, "w") as f:
+    with (open(out, "w") if isinstance(out, (str, pathlib.Path)) else contextlib.nullcontext(out)) as f:
         for name, frame in run.tables.items():
             if tables and name not in tables:
                 continue
