@@ -14,6 +14,8 @@
   fabric-report csv RUN.h5 DIR [--table T]        one CSV per table
   fabric-report json RUN.h5 [OUT.jsonl] [--table T]
                                                   every table as JSON lines (stdout without OUT)
+  fabric-report metrics RUN.h5 [OUT.prom]        Prometheus text format for node_exporter's textfile collector
+                                                  (stdout without OUT; docs/operations.md)
 
 Bad input gets one line naming the file or option and what is allowed, and exit 2: a missing, foreign, truncated
 or damaged file, a directory where a file is expected, an output that cannot be written, an unknown table or
@@ -148,6 +150,9 @@ def main(argv=None) -> int:
     js.add_argument("run")
     js.add_argument("out", nargs="?")
     js.add_argument("--table", action="append")
+    prom = sub.add_parser("metrics", help="the run in Prometheus' text format (node_exporter textfile collector)")
+    prom.add_argument("run")
+    prom.add_argument("out", nargs="?", help="OUT.prom (written whole and renamed; default: stdout)")
     try:
         return _run(parser.parse_args(argv))
     except BadInput as e:
@@ -204,6 +209,14 @@ def _run(args) -> int:
         out = output_file(args.out, "OUT.xlsx", [args.run])
         with written_file(out, "OUT.xlsx") as tmp:
             to_excel(run, tmp, include_samples=args.samples)
+    elif args.command == "metrics":
+        from .metrics import exposition, write_metrics
+        if args.out is None:
+            sys.stdout.write(exposition(run))
+        else:
+            out = output_file(args.out, "OUT.prom", [args.run])
+            with written_file(out, "OUT.prom") as tmp:
+                write_metrics(run, tmp)
     elif args.command == "json":
         tables = _tables(run, args.table)
         if args.out is None:

@@ -129,7 +129,8 @@ def written_file(path: pathlib.Path, what: str):
     """Yields a temporary path beside `path` to write; renamed to `path` when the block ends, removed when it
     fails. A folder where nothing can be created is BadInput (before anything is written)."""
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part" + path.suffix, dir=path.parent)
+        # Not ending in the final suffix: node_exporter's textfile collector reads every *.prom it finds.
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
     except OSError as e:
         raise BadInput(f"{what} {path}: cannot write in {path.parent}: {_reason(e)}") from None
     os.close(fd)

@@ -31,6 +31,7 @@ COMMANDS = {
     "excel": (["excel", "RUN", "OUT"], "file"),
     "csv": (["csv", "RUN", "OUT"], "dir"),
     "json": (["json", "RUN", "OUT"], "file"),
+    "metrics": (["metrics", "RUN", "OUT"], "file"),
 }
 
 # Bad run files: name in the scratch folder -> what the line says.
