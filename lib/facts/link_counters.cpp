@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
+#include <string_view>
 
 #include "fabricbench/runtime/mpi.hpp"
 
@@ -65,11 +67,25 @@ void set_counters(results::Row& row, const CounterReading& d) {
   row.set("port_errors", d.port_errors).set("xmit_wait", d.xmit_wait).set("nvlink_errors", d.nvlink_errors);
 }
 
-CounterReading sum_over_hosts(const runtime::Communicator& comm, bool speaks_for_host, const CounterReading& mine, int root) {
-  const auto all = comm.gather_values(speaks_for_host ? mine : CounterReading{}, root);
-  CounterReading sum;
-  for (const auto& r : all) sum += r;
-  return sum;
+std::vector<bool> first_of_each(const std::vector<std::string>& keys) {
+  std::vector<bool> first;
+  std::set<std::string_view> seen;
+  for (const auto& key : keys) first.push_back(seen.insert(key).second);
+  return first;
+}
+
+LinkWatch::LinkWatch(const runtime::Communicator& comm, const std::string& host, bool nvlink,
+                     std::vector<std::string> ports) {
+  std::string key = host;
+  for (const auto& p : ports) key += " " + p;
+  reads_ = first_of_each(comm.all_gather(key))[static_cast<std::size_t>(comm.rank())];
+  if (reads_) counters_ = LinkCounters(host, nvlink, std::move(ports));
+}
+
+CounterReading LinkWatch::sum(const runtime::Communicator& comm, const CounterReading& mine, int root) {
+  CounterReading total;
+  for (const auto& r : comm.gather_values(mine, root)) total += r;
+  return total;
 }
 
 }  // namespace fabricbench::facts

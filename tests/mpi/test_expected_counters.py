@@ -138,6 +138,20 @@ class LinkCountersAround(LaunchTest):
         self.assertTrue((pairs[pairs.direction == "a->b"].xmit_wait == 0).all(), pairs)
         self.assertTrue(pairs[pairs.direction == "b->a"].xmit_wait.isna().all(), pairs)
 
+    def test_a_collective_metric_credits_each_hosts_links_to_its_own_end(self):
+        # Two ranks per host, the collective over all four; only node1's counter grows (the pair's b end, whose ranks
+        # hold no figure of the pair). The first rank of each host reads its links and sends them even without a
+        # figure: the row names node1 alone. (Before: b's growth was dropped, and a's second rank credited b.)
+        env = dict(self.env_, FABRICBENCH_TEST_RANKS_PER_HOST="2")
+        r = self.grow_while(lambda: self.mpirun(4, "fabric-sweep", ["--metric", "allreduce", "--backend", "mpi",
+                                                                    "--sizes", "4M", "-n", "20", "--output", "c.h5"],
+                                                env=env), host="node1")
+        self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
+        pairs = self.load("c.h5").tables["sweep/pairs"]
+        self.assertEqual(len(pairs), 1, pairs)
+        self.assertGreater(pairs.port_errors.iloc[0], 0, pairs)
+        self.assertEqual(list(pairs.counters_host), ["node1"], pairs)
+
     def test_p2p_rows_record_the_growth_of_each_size(self):
         # Ranks 0 and 1 on node0 and node1; node1's counter grows. Each size takes well over the growth period.
         r = self.grow_while(lambda: self.mpirun(2, "fabric-p2p", ["--test", "bw", "--sizes", "512K,1M", "-n",

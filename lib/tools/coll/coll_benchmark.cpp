@@ -8,7 +8,6 @@
 #include <climits>
 #include <cstdlib>
 #include <numeric>
-#include <sstream>
 
 #include "fabricbench/cli/byte_size.hpp"
 #include "fabricbench/cli/name_list.hpp"
@@ -249,11 +248,10 @@ ExitStatus CollBenchmark::run(const app::RunContext& context) {
   const auto reference = context.is_root() ? context.expected.per_rank(hosts, ranks_per_host, backend_ == BackendKind::nccl || device_memory_)
                                            : facts::Reference{};
   if (reference.known()) context.out->note(fmt::format("expected bus bandwidth: {:.2f} GB/s ({})", reference.gbps, reference.basis));
-  std::uint64_t wrong_total = 0;
+  app::ToolLoop loop(context);
   for (std::size_t k = 0; k < ops_.size(); ++k) {
     const auto* op = ops_[k];
-    context.progress(fmt::format("operation {} of {}: {} ({} sizes)", k + 1, ops_.size(), op->name,
-                                 context.options.sizes.values().size()));
+    loop.begin("operation", k, ops_.size(), op->name, context.options.sizes.values().size());
     std::vector<bool> modes;
     for (const bool ip : in_place_)
       if (!ip || backend_impl_->in_place_defined(op->kind)) modes.push_back(ip);
@@ -268,18 +266,9 @@ ExitStatus CollBenchmark::run(const app::RunContext& context) {
         for (const int root : op->rooted ? roots : std::vector<int>{0}) {
           if (!backend_impl_->supports(dtype, op->reduces ? redop : RedOp::sum)) continue;
           if (op->reduces && redop == RedOp::avg && !is_floating(dtype)) continue;  // only with "all"
-          if (context.is_root()) {
-            std::vector<results::TerminalColumn> shown{{"bytes"}, {"count"}, {"dtype"}, {"redop"}, {"root"}};
-            for (std::size_t k = 0; k < modes.size(); ++k) {
-              const std::string p = modes[k] ? "ip_" : "oop_";
-              const int part = static_cast<int>(k);
-              for (const char* column : {"time_us", "algbw_gbps", "busbw_gbps", "wrong"})
-                shown.push_back({column, p + table_.column(column).header(), part});
-              if (reference.known()) shown.push_back({"pct_expected", p + table_.column("pct_expected").header(), part});
-              if (min_time_s_ > 0) shown.push_back({"time_us_spread_pct", p + table_.column("time_us_spread_pct").header(), part});
-            }
-            context.out->section(table_, fmt::format("{} ({} ranks, {})", op->name, nranks, backend_name), shown);
-          }
+          if (context.is_root())
+            context.out->section(table_, fmt::format("{} ({} ranks, {})", op->name, nranks, backend_name),
+                                 terminal_view(modes, reference.known()));
           int skipped = 0;
           for (const auto bytes : context.options.sizes.values()) {
             const auto counts = op->counts(bytes / type_size(dtype), nranks);
@@ -291,19 +280,22 @@ ExitStatus CollBenchmark::run(const app::RunContext& context) {
             const int warmup = nccl_tests_iterations.warmup(bytes, context.options.warmup);
             for (const bool in_place : modes) {
               const CollCase c{op, dtype, redop, root, in_place, counts};
-              context.measuring(fmt::format("{} {} {} {} at {} B", op->name, in_place ? "in-place" : "out-of-place",
-                                            to_string(dtype), op->reduces ? to_string(redop) : "none", bytes));
-              const auto m = measure(context, c, warmup, iterations);
-              context.measured();
-              wrong_total += context.is_root() ? m.wrong : 0;
-              if (!context.is_root()) continue;
-              auto row = make_row(c, m, iterations, warmup, nranks);
-              context.expect(row, row.number("busbw_gbps"), reference, bytes,
-                             fmt::format("{} {} busbw at {} B", op->name, in_place ? "in-place" : "out-of-place", bytes));
-              busbw_sum += row.number("busbw_gbps");
-              ++busbw_rows;
-              const auto index = context.out->row(row);
-              context.out->samples(samples_, m.laps.samples(index, 1.0, -1, &m.rank_us));
+              loop.step(fmt::format("{} {} {} {} at {} B", op->name, in_place ? "in-place" : "out-of-place",
+                                    to_string(dtype), op->reduces ? to_string(redop) : "none", bytes),
+                        [&] { return measure(context, c, warmup, iterations); },
+                        [&](const Measured& m, const facts::CounterReading& grown) {
+                          if (!context.is_root()) return;
+                          loop.count_wrong(m.wrong);  // already summed over ranks
+                          auto row = make_row(c, m, iterations, warmup, nranks);
+                          context.expect(row, row.number("busbw_gbps"), reference, bytes,
+                                         fmt::format("{} {} busbw at {} B", op->name,
+                                                     in_place ? "in-place" : "out-of-place", bytes));
+                          busbw_sum += row.number("busbw_gbps");
+                          ++busbw_rows;
+                          loop.write(row, grown, samples_, [&](std::int64_t index) {
+                            return m.laps.samples(index, 1.0, -1, &m.rank_us);
+                          });
+                        });
             }
           }
           if (skipped > 0 && context.is_root())
@@ -315,9 +307,23 @@ ExitStatus CollBenchmark::run(const app::RunContext& context) {
     if (context.is_root() && busbw_rows > 0)
       context.out->note(fmt::format("{}: Avg bus bandwidth : {:.3f} GB/s over {} rows", op->name, busbw_sum / busbw_rows, busbw_rows));
   }
-  const std::uint64_t wrong_all = world.broadcast_value(wrong_total, 0);
-  if (context.is_root()) context.out->note(fmt::format("Out of bounds values : {} {}", wrong_all, wrong_all ? "FAILED" : "OK"));
-  return wrong_all > 0 ? ExitStatus::measurement_failed : ExitStatus::ok;
+  const auto status = loop.finish("elements");
+  if (context.is_root())  // nccl-tests' last line
+    context.out->note(fmt::format("Out of bounds values : {} {}", loop.wrong_total(), loop.wrong_total() ? "FAILED" : "OK"));
+  return status;
+}
+
+std::vector<results::TerminalColumn> CollBenchmark::terminal_view(const std::vector<bool>& modes, bool reference_known) const {
+  std::vector<results::TerminalColumn> shown{{"bytes"}, {"count"}, {"dtype"}, {"redop"}, {"root"}};
+  for (std::size_t k = 0; k < modes.size(); ++k) {
+    const std::string p = modes[k] ? "ip_" : "oop_";
+    const int part = static_cast<int>(k);
+    for (const char* column : {"time_us", "algbw_gbps", "busbw_gbps", "wrong"})
+      shown.push_back({column, p + table_.column(column).header(), part});
+    if (reference_known) shown.push_back({"pct_expected", p + table_.column("pct_expected").header(), part});
+    if (min_time_s_ > 0) shown.push_back({"time_us_spread_pct", p + table_.column("time_us_spread_pct").header(), part});
+  }
+  return shown;
 }
 
 }  // namespace fabricbench::ops

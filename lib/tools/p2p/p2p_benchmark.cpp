@@ -97,10 +97,10 @@ PairMeasurement P2PBenchmark::measure(const P2PTest& test, std::uint64_t bytes, 
   return run_exchange(test, x);
 }
 
-void P2PBenchmark::report(const app::RunContext& context, const P2PTest& test, std::uint64_t bytes, int iterations,
-                          int warmup, const PairMeasurement& mine, const facts::CounterReading& counters) {
+void P2PBenchmark::report(const app::RunContext& context, const app::ToolLoop& loop, const P2PTest& test,
+                          std::uint64_t bytes, int iterations, int warmup, const PairMeasurement& mine,
+                          const facts::CounterReading& grown) {
   const auto& world = context.world;
-  const auto grown = facts::sum_over_hosts(world, context.placement.me().local_rank == 0, counters, 0);
   // Leaders' elapsed times and laps, and every rank's wrong count, to rank 0.
   const auto elapsed = world.gather_values(mine.elapsed_s, 0);
   const auto spreads = world.gather_values(mine.spread, 0);
@@ -143,10 +143,8 @@ void P2PBenchmark::report(const app::RunContext& context, const P2PTest& test, s
   row.set("time_us_min", stats.min).set("time_us_median", stats.median).set("time_us_mean", stats.mean);
   row.set("time_us_max", stats.max).set("time_us_p90", stats.p90).set("time_us_p99", stats.p99);
   row.set("time_us_stddev", stats.stddev);
-  facts::set_counters(row, grown);
   if (!ping_pong) context.expect(row, facts::ExpectedShare::gbps(row.number("bw_mbps"), results::Unit::mbps), reference(context, test), bytes, fmt::format("{} at {} B", test.name, bytes));
-  const auto index = context.out->row(row);
-  context.out->samples(samples_, laps.samples(index, sample_scale, pairs));
+  loop.write(row, grown, samples_, [&](std::int64_t index) { return laps.samples(index, sample_scale, pairs); });
 }
 
 facts::Reference P2PBenchmark::reference(const app::RunContext& context, const P2PTest& test) const {
@@ -172,59 +170,56 @@ facts::Reference P2PBenchmark::reference(const app::RunContext& context, const P
   return test.directions == 2 ? ref.scaled(2, "both directions of") : ref;
 }
 
+std::string P2PBenchmark::section_title(const P2PTest& test) const {
+  return fmt::format("{}: {}  (pairs: {}, window: {})", test.name, test.description, pairs_->pairs(),
+                     test.exchange == Exchange::ping_pong ? 1 : window_);
+}
+
+std::vector<results::TerminalColumn> P2PBenchmark::terminal_view(const app::RunContext& context,
+                                                                 const P2PTest& test) const {
+  std::vector<results::TerminalColumn> shown{{"bytes"}, {"iterations"}};
+  if (test.exchange == Exchange::ping_pong) {
+    shown.insert(shown.end(), {{"latency_us"}, {"time_us_median"}, {"time_us_p90"}, {"time_us_p99"},
+                               {"time_us_min"}, {"time_us_max"}});
+  } else {
+    shown.insert(shown.end(), {{"bw_mbps"}, {"msg_rate_mps"}, {"time_us_median", "p50_win_us"},
+                               {"time_us_p99", "p99_win_us"}});
+    if (pairs_->pairs() > 1) shown.push_back({"bw_min_pair_mbps"});
+    if (reference(context, test).known()) shown.push_back({"pct_expected"});
+  }
+  if (min_time_s_ > 0) shown.push_back({"time_us_spread_pct"});
+  shown.push_back({"wrong"});
+  return shown;
+}
+
 ExitStatus P2PBenchmark::run(const app::RunContext& context) {
   const auto& sizes = context.options.sizes.values();
   check_ = context.options.check;
   send_.emplace(memory_, context.options.sizes.max());
   recv_.emplace(memory_, context.options.sizes.max());
-  if (context.is_root()) {
-    context.out->declare(samples_);
-    for (int p = 0; p < pairs_->pairs(); ++p) {
-      const auto& a = context.placement.ranks()[p];
-      const auto& b = context.placement.ranks()[pairs_->peer_of(p)];
-      context.out->note(fmt::format("pair {}: rank {} ({}) <-> rank {} ({})", p, a.rank, a.host, b.rank, b.host));
-    }
+  // Every host's links (NVLink too with GPU memory), read by its first rank around every size.
+  app::ToolLoop loop(context, facts::LinkWatch(context.world, context.placement.me().host,
+                                               memory_ == memory::MemoryKind::device));
+  if (context.is_root()) context.out->declare(samples_);
+  loop.note_pairs(*pairs_);
+  if (context.is_root())
     context.out->note(fmt::format("memory: {}  check: {}", memory::to_string(memory_), check_ ? "on" : "off"));
-  }
-  // The first rank of each host reads its links' error counters around every size.
-  const bool speaks_for_host = context.placement.me().local_rank == 0;
-  const facts::LinkCounters counters = speaks_for_host ? facts::LinkCounters(context.placement.me().host, memory_ == memory::MemoryKind::device)
-                                                        : facts::LinkCounters();
-  std::uint64_t wrong_total = 0;
   for (std::size_t k = 0; k < tests_.size(); ++k) {
     const auto& test = *tests_[k];
-    context.progress(fmt::format("test {} of {}: {} ({} sizes)", k + 1, tests_.size(), test.name, sizes.size()));
-    if (context.is_root()) {
-      std::vector<results::TerminalColumn> shown{{"bytes"}, {"iterations"}};
-      if (test.exchange == Exchange::ping_pong) {
-        shown.insert(shown.end(), {{"latency_us"}, {"time_us_median"}, {"time_us_p90"}, {"time_us_p99"},
-                                   {"time_us_min"}, {"time_us_max"}});
-      } else {
-        shown.insert(shown.end(), {{"bw_mbps"}, {"msg_rate_mps"}, {"time_us_median", "p50_win_us"},
-                                   {"time_us_p99", "p99_win_us"}});
-        if (pairs_->pairs() > 1) shown.push_back({"bw_min_pair_mbps"});
-        if (reference(context, test).known()) shown.push_back({"pct_expected"});
-      }
-      if (min_time_s_ > 0) shown.push_back({"time_us_spread_pct"});
-      shown.push_back({"wrong"});
-      context.out->section(table_, fmt::format("{}: {}  (pairs: {}, window: {})", test.name, test.description,
-                                               pairs_->pairs(), test.exchange == Exchange::ping_pong ? 1 : window_),
-                           shown);
-    }
+    loop.begin("test", k, tests_.size(), test.name, sizes.size());
+    if (context.is_root()) context.out->section(table_, section_title(test), terminal_view(context, test));
     for (const auto bytes : sizes) {
       const int iterations = test.defaults.iterations(bytes, context.options.iterations);
       const int warmup = test.defaults.warmup(bytes, context.options.warmup);
-      context.measuring(fmt::format("{} at {} B", test.name, bytes));
-      const auto before = counters.read();
-      const auto mine = measure(test, bytes, iterations, warmup, context.world);
-      report(context, test, bytes, iterations, warmup, mine, counters.read() - before);
-      context.measured();
-      wrong_total += mine.wrong;
+      loop.step(fmt::format("{} at {} B", test.name, bytes),
+                [&] { return measure(test, bytes, iterations, warmup, context.world); },
+                [&](const PairMeasurement& mine, const facts::CounterReading& grown) {
+                  loop.count_wrong(mine.wrong);
+                  report(context, loop, test, bytes, iterations, warmup, mine, grown);
+                });
     }
   }
-  const auto wrong_all = context.world.all_sum(wrong_total);
-  if (wrong_all > 0 && context.is_root()) context.out->note(fmt::format("{} bytes failed the check", wrong_all));
-  return wrong_all > 0 ? ExitStatus::measurement_failed : ExitStatus::ok;
+  return loop.finish("bytes");
 }
 
 }  // namespace fabricbench::ops

@@ -193,17 +193,19 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
 std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& context, const runtime::Communicator& pair,
                                                      int round_index, const HostPair& hosts, bool host_level) {
   std::vector<PairRecord> out;
-  // Each rank reads its own host's link counters around each metric: the records say on which end they grew.
-  const int my_host = pair.rank() == 0 ? hosts.a : hosts.b;
+  // The first rank of each host reads its links around each metric: the records say on which end they grew.
+  const int my_host = host_of_rank_[context.world.rank()];
   for (std::size_t k = 0; k < metrics_.size(); ++k) {
     const auto& m = *metrics_[k];
     if (m.collective() == host_level) continue;
     PairTest& test = !m.verbs_test.empty() ? *rdma_ : m.collective() ? *coll_ : static_cast<PairTest&>(*p2p_);
-    const auto before = counters_.read();
-    auto records = test.run({context, pair, round_index, hosts, static_cast<int>(k), m, hosts_});
+    auto [records, grown] =
+        links_.around([&] { return test.run({context, pair, round_index, hosts, static_cast<int>(k), m, hosts_}); });
+    // A reader whose rank holds no figure of the pair (the b end of a collective) still sends its links' growth.
+    if (records.empty() && links_.reads())
+      records.push_back(PairRecord::of(round_index, hosts, static_cast<int>(k), m.both_directions ? 0 : 2));
     if (!records.empty()) {
       // One growth per metric, on its first record only, so that sums over records count it once.
-      const auto grown = counters_.read() - before;
       auto& first = records.front();
       const int end = first.end_of(my_host);
       first.port_errors[end] = grown.port_errors, first.xmit_wait[end] = grown.xmit_wait;
@@ -300,7 +302,7 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
 }
 
 ExitStatus SweepBenchmark::run(const app::RunContext& context) {
-  counters_ = facts::LinkCounters(context.placement.me().host, backend_ == ops::BackendKind::nccl);
+  links_ = facts::LinkWatch(context.world, context.placement.me().host, backend_ == ops::BackendKind::nccl);
   auto rounds = schedule_->rounds();
   const int n = static_cast<int>(hosts_.size());
   if (sequential_) {  // every pair in a round of its own

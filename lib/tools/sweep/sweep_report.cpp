@@ -47,6 +47,7 @@ std::vector<PairRecord> SweepBenchmark::report_records(const app::RunContext& co
     if (fresh) continue;
     auto& m = it->second;
     m.wrong += r.wrong;
+    m.hung = std::max(m.hung, r.hung);
     for (int end = 0; end < 2; ++end) {
       add(m.port_errors[end], r.port_errors[end]);
       add(m.xmit_wait[end], r.xmit_wait[end]);

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <sstream>
 
 #include "fabricbench/cli/byte_size.hpp"
 #include "fabricbench/cli/name_list.hpp"
@@ -211,10 +210,10 @@ facts::Reference VerbsBenchmark::reference(const app::RunContext& context) const
   return settings_.bidirectional ? ref.scaled(2, "both directions of") : ref;
 }
 
-void VerbsBenchmark::report(const app::RunContext& context, const VerbsTest& test, std::uint64_t bytes, int warmup,
-                            const VerbsMeasurement& mine, const facts::CounterReading& counters) {
+void VerbsBenchmark::report(const app::RunContext& context, const app::ToolLoop& loop, const VerbsTest& test,
+                            std::uint64_t bytes, int warmup, const VerbsMeasurement& mine,
+                            const facts::CounterReading& grown) {
   const auto& world = context.world;
-  const auto grown = facts::sum_over_hosts(world, speaks_for_port_, counters, 0);
   RankFigures f;
   f.timed = mine.timed;
   f.avg_mibps = mine.bandwidth.avg_mibps;
@@ -264,9 +263,28 @@ void VerbsBenchmark::report(const app::RunContext& context, const VerbsTest& tes
     row.set("time_us_mean", lat.avg_us).set("time_us_stddev", lat.stdev_us);
     row.set("time_us_p99", lat.p99_us).set("time_us_p999", lat.p999_us);
   }
-  facts::set_counters(row, grown);
-  const auto index = context.out->row(row);
-  context.out->samples(samples_, samples.samples(index));
+  loop.write(row, grown, samples_, [&](std::int64_t index) { return samples.samples(index); });
+}
+
+std::string VerbsBenchmark::section_title(const VerbsTest& test) const {
+  return fmt::format("{}: {} (as {}; pairs: {}, QPs: {})", test.name, test.description, test.peer, pairs_->pairs(),
+                     test.pattern == Pattern::bandwidth ? settings_.qps : 1);
+}
+
+std::vector<results::TerminalColumn> VerbsBenchmark::terminal_view(const app::RunContext& context,
+                                                                   const VerbsTest& test) const {
+  std::vector<results::TerminalColumn> shown{{"bytes", "#bytes"}, {"iterations", "#iterations"}};
+  if (test.pattern == Pattern::bandwidth) {
+    const std::string unit = report_gbits_ ? "gbitps" : "mibps";
+    shown.insert(shown.end(), {{"bw_peak_" + unit}, {"bw_avg_" + unit}, {"msg_rate_mps"}});
+    if (pairs_->pairs() > 1) shown.push_back({"bw_min_pair_mibps"});
+    if (reference(context).known()) shown.push_back({"pct_expected"});
+  } else {
+    shown.insert(shown.end(), {{"time_us_min"}, {"time_us_max"}, {"latency_us"}, {"time_us_mean"},
+                               {"time_us_stddev"}, {"time_us_p99"}, {"time_us_p999"}});
+  }
+  shown.push_back({"wrong"});
+  return shown;
 }
 
 ExitStatus VerbsBenchmark::run(const app::RunContext& context) {
@@ -276,76 +294,50 @@ ExitStatus VerbsBenchmark::run(const app::RunContext& context) {
   const int me = context.world.rank();
   link_ = std::make_unique<VerbsLink>(*device_, memory_, max_bytes, settings_, context.world.get(), pairs_->peer_of(me),
                                       pairs_->leads(me));
-  // Every rank's port, for the notes: a pair on the wrong device or GID type shows here.
   const auto& port = device_->port();
-  // Error counters of the port around each size, read by the first rank of the host that uses it.
-  const std::string port_name = fmt::format("{}/{}", port.device, port.port);
-  const auto users = context.world.all_gather(context.placement.me().host + " " + port_name);
-  speaks_for_port_ = std::find(users.begin(), users.begin() + me, users[static_cast<std::size_t>(me)]) == users.begin() + me;
-  if (speaks_for_port_) counters_ = facts::LinkCounters(context.placement.me().host, false, {port_name});
+  // The error counters of the port each rank opened, read around each size by the first rank of the host on it.
+  app::ToolLoop loop(context, facts::LinkWatch(context.world, context.placement.me().host, false,
+                                               {fmt::format("{}/{}", port.device, port.port)}));
+  // Every rank's port, for the notes: a pair on the wrong device or GID type shows here.
   const auto ports = context.world.gather(
       fmt::format("{} port {} ({}, {} GID[{}] {}, active MTU {}, rate {}, registered with {})", port.device, port.port,
                   port.link_layer, port.gid_type, port.gid_index, gid_text(port.gid), mtu_bytes(port.active_mtu),
                   port.rate.empty() ? "?" : port.rate, link_->registration()),
       0);
-  if (context.is_root()) {
-    context.out->declare(samples_);
-    for (int p = 0; p < pairs_->pairs(); ++p) {
-      const auto& a = context.placement.ranks()[p];
-      const auto& b = context.placement.ranks()[pairs_->peer_of(p)];
-      context.out->note(fmt::format("pair {}: rank {} ({}: {}) <-> rank {} ({}: {})", p, a.rank, a.host, ports[a.rank],
-                                    b.rank, b.host, ports[b.rank]));
-    }
+  if (context.is_root()) context.out->declare(samples_);
+  loop.note_pairs(*pairs_, ports);
+  if (context.is_root())
     context.out->note(fmt::format("memory: {}  QPs per pair: {}  {}  check: {}", memory::to_string(memory_),
                                   settings_.qps, settings_.bidirectional ? "bidirectional" : "unidirectional",
                                   context.options.check ? "on" : "off"));
-  }
-  std::uint64_t wrong_total = 0;
   for (std::size_t k = 0; k < tests_.size(); ++k) {
     const auto& test = *tests_[k];
     const auto sizes = sizes_for(test, context.options);
-    context.progress(fmt::format("test {} of {}: {} ({} sizes)", k + 1, tests_.size(), test.name, sizes.size()));
-    if (context.is_root()) {
-      std::vector<results::TerminalColumn> shown{{"bytes", "#bytes"}, {"iterations", "#iterations"}};
-      if (test.pattern == Pattern::bandwidth) {
-        const std::string unit = report_gbits_ ? "gbitps" : "mibps";
-        shown.insert(shown.end(), {{"bw_peak_" + unit}, {"bw_avg_" + unit}, {"msg_rate_mps"}});
-        if (pairs_->pairs() > 1) shown.push_back({"bw_min_pair_mibps"});
-        if (reference(context).known()) shown.push_back({"pct_expected"});
-      } else {
-        shown.insert(shown.end(), {{"time_us_min"}, {"time_us_max"}, {"latency_us"}, {"time_us_mean"},
-                                   {"time_us_stddev"}, {"time_us_p99"}, {"time_us_p999"}});
-      }
-      shown.push_back({"wrong"});
-      context.out->section(table_, fmt::format("{}: {} (as {}; pairs: {}, QPs: {})", test.name, test.description,
-                                               test.peer, pairs_->pairs(),
-                                               test.pattern == Pattern::bandwidth ? settings_.qps : 1),
-                           shown);
-    }
+    loop.begin("test", k, tests_.size(), test.name, sizes.size());
+    if (context.is_root()) context.out->section(table_, section_title(test), terminal_view(context, test));
     for (const auto bytes : sizes) {
       const int warmup = test.defaults.warmup(bytes, context.options.warmup);
       int iterations = test.defaults.iterations(bytes, context.options.iterations);
-      context.measuring(fmt::format("{} at {} B", test.name, bytes));
-      if (duration_s_ > 0) {
-        // -D: as many iterations as fill the duration at the slowest pair's pace (at least perftest's minimum, 5).
-        double per_iteration = link_->probe_iteration_s(test, bytes);
-        runtime::check_mpi(MPI_Allreduce(MPI_IN_PLACE, &per_iteration, 1, MPI_DOUBLE, MPI_MAX, context.world.get()),
-                           "MPI_Allreduce");
-        iterations = static_cast<int>(std::clamp(std::ceil(duration_s_ / per_iteration), 5.0, 2e6));
-      }
-      if (context.measurements - 1 == qp_error_at_ && pairs_->leads(me)) link_->abort();
-      context.doing(fmt::format("{} {} B, QPs {}", test.name, bytes, link_->states()));
-      const auto before = counters_.read();
-      const auto mine = link_->run(test, bytes, iterations, warmup, context.options.check);
-      report(context, test, bytes, warmup, mine, counters_.read() - before);
-      context.measured();
-      wrong_total += mine.wrong;
+      loop.step(fmt::format("{} at {} B", test.name, bytes), [&] {
+        if (duration_s_ > 0) {
+          // -D: as many iterations as fill the duration at the slowest pair's pace (at least perftest's minimum, 5).
+          double per_iteration = link_->probe_iteration_s(test, bytes);
+          runtime::check_mpi(MPI_Allreduce(MPI_IN_PLACE, &per_iteration, 1, MPI_DOUBLE, MPI_MAX, context.world.get()),
+                             "MPI_Allreduce");
+          iterations = static_cast<int>(std::clamp(std::ceil(duration_s_ / per_iteration), 5.0, 2e6));
+        }
+        if (context.measurements - 1 == qp_error_at_ && pairs_->leads(me)) link_->abort();
+        context.doing(fmt::format("{} {} B, QPs {}", test.name, bytes, link_->states()));
+        return link_->run(test, bytes, iterations, warmup, context.options.check);
+      }, [&](const VerbsMeasurement& mine, const facts::CounterReading& grown) {
+        loop.count_wrong(mine.wrong);
+        report(context, loop, test, bytes, warmup, mine, grown);
+      });
     }
   }
-  const auto wrong_all = context.world.all_sum(wrong_total);
-  if (wrong_all > 0 && context.is_root()) context.out->note(fmt::format("{} bytes failed the check", wrong_all));
+  const auto status = loop.finish("bytes");
   link_.reset();
-  return wrong_all > 0 ? ExitStatus::measurement_failed : ExitStatus::ok;
+  return status;
 }
 
 }  // namespace fabricbench::verbs

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fabricbench/facts/gpu_info.hpp"
@@ -48,8 +49,34 @@ class LinkCounters {
 std::vector<results::Column> counter_columns();
 void set_counters(results::Row& row, const CounterReading& delta);
 
-// One delta per host of `comm` summed on `root`: ranks with `speaks_for_host` contribute (one per host), the others
-// send nothing that counts. Collective over `comm`.
-CounterReading sum_over_hosts(const runtime::Communicator& comm, bool speaks_for_host, const CounterReading& mine, int root);
+// Who reads which links, the one policy of every tool and the sweep: among the ranks of a communicator, the first
+// rank of each host that watches the same links reads them and the others read nothing (NaN), so that a sum over
+// ranks counts each host's links once. fabric-p2p and fabric-sweep watch all of a host's Active ports (one reader per
+// host, NVLink too where GPU memory or NCCL moves the data); fabric-verbs watches the port each rank opened (one
+// reader per host and port).
+class LinkWatch {
+ public:
+  LinkWatch() = default;  // watches nothing: every reading NaN
+  // Collective over `comm`.
+  LinkWatch(const runtime::Communicator& comm, const std::string& host, bool nvlink, std::vector<std::string> ports = {});
+  bool reads() const { return reads_; }
+  CounterReading read() const { return counters_.read(); }
+  // `work()`'s result and the growth of the links while it ran (NaN on ranks that do not read).
+  template <typename Work>
+  auto around(Work&& work) const {
+    const auto before = read();
+    auto value = work();
+    return std::make_pair(std::move(value), read() - before);
+  }
+  // The readers' growth summed on `root`. Collective over `comm`.
+  static CounterReading sum(const runtime::Communicator& comm, const CounterReading& mine, int root);
+
+ private:
+  LinkCounters counters_;
+  bool reads_ = false;
+};
+
+// The election, pure: for each rank (in order) whether it is the first with its key ("host" or "host port").
+std::vector<bool> first_of_each(const std::vector<std::string>& keys);
 
 }  // namespace fabricbench::facts

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "fabricbench/app/benchmark.hpp"
+#include "fabricbench/app/tool_loop.hpp"
 #include "fabricbench/ops/coll_backend.hpp"
 #include "fabricbench/timing/rank_laps.hpp"
 
@@ -43,6 +44,8 @@ class CollBenchmark : public app::Benchmark {
   };
   Measured measure(const app::RunContext& context, const CollCase& c, int warmup, int iterations);
   results::Row make_row(const CollCase& c, const Measured& m, int iterations, int warmup, int nranks) const;
+  // The terminal view (declared beside the table): one line per size, the in-place modes side by side.
+  std::vector<results::TerminalColumn> terminal_view(const std::vector<bool>& modes, bool reference_known) const;
 
   results::TableSpec table_, samples_;
   std::vector<const CollectiveOp*> ops_;

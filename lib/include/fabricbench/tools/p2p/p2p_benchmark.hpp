@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "fabricbench/app/benchmark.hpp"
+#include "fabricbench/app/tool_loop.hpp"
 #include "fabricbench/facts/link_counters.hpp"
 #include "fabricbench/memory/buffer.hpp"
 #include "fabricbench/ops/p2p_exchange.hpp"
@@ -32,10 +33,13 @@ class P2PBenchmark : public app::Benchmark {
  private:
   PairMeasurement measure(const P2PTest& test, std::uint64_t bytes, int iterations, int warmup,
                           const runtime::Communicator& world);
-  // Rank 0: one row (and its samples) from every rank's measurement.
-  // `counters`: this rank's link-counter growth during the measurement (meaningful on each host's first rank).
-  void report(const app::RunContext& context, const P2PTest& test, std::uint64_t bytes, int iterations,
-              int warmup, const PairMeasurement& mine, const facts::CounterReading& counters);
+  // Every rank's measurement gathered; rank 0 writes the row (and its samples) through `loop`, with `grown`, the
+  // links' growth summed over hosts.
+  void report(const app::RunContext& context, const app::ToolLoop& loop, const P2PTest& test, std::uint64_t bytes,
+              int iterations, int warmup, const PairMeasurement& mine, const facts::CounterReading& grown);
+  // The terminal view of `test`'s rows (declared beside the table): its title and the columns it shows.
+  std::string section_title(const P2PTest& test) const;
+  std::vector<results::TerminalColumn> terminal_view(const app::RunContext& context, const P2PTest& test) const;
 
   // What a bandwidth row of `test` is held against (rank 0).
   facts::Reference reference(const app::RunContext& context, const P2PTest& test) const;

@@ -74,7 +74,9 @@ class SweepBenchmark : public app::Benchmark {
   // The pair tests, one per family of metrics asked for (null where none was).
   std::unique_ptr<P2PPairTest> p2p_;
   std::unique_ptr<PairTest> coll_, rdma_;
-  facts::LinkCounters counters_;  // this host's links, read around each metric of a pair test
+  // This host's links, read around each metric of a pair test by the host's first rank (facts::LinkWatch: the
+  // other ranks of a collective pair test read nothing, so a host's growth is counted once).
+  facts::LinkWatch links_;
 };
 
 }  // namespace fabricbench::sweep

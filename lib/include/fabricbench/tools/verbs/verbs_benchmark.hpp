@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "fabricbench/app/benchmark.hpp"
+#include "fabricbench/app/tool_loop.hpp"
 #include "fabricbench/facts/link_counters.hpp"
 #include "fabricbench/runtime/placement.hpp"
 #include "fabricbench/verbs/verbs_link.hpp"
@@ -37,8 +38,12 @@ class VerbsBenchmark : public app::Benchmark {
  private:
   // Rank 0: what a bandwidth row is held against (rank 0's port).
   facts::Reference reference(const app::RunContext& context) const;
-  void report(const app::RunContext& context, const VerbsTest& test, std::uint64_t bytes, int warmup,
-              const VerbsMeasurement& mine, const facts::CounterReading& counters);
+  // Every rank's figures gathered; rank 0 writes the row through `loop` with `grown`, the ports' growth.
+  void report(const app::RunContext& context, const app::ToolLoop& loop, const VerbsTest& test, std::uint64_t bytes,
+              int warmup, const VerbsMeasurement& mine, const facts::CounterReading& grown);
+  // The terminal view of `test`'s rows (declared beside the table): its title and the columns it shows.
+  std::string section_title(const VerbsTest& test) const;
+  std::vector<results::TerminalColumn> terminal_view(const app::RunContext& context, const VerbsTest& test) const;
 
   results::TableSpec table_, samples_;
   std::vector<const VerbsTest*> tests_;
@@ -53,8 +58,6 @@ class VerbsBenchmark : public app::Benchmark {
   std::optional<runtime::RankPairs> pairs_;
   std::unique_ptr<Device> device_;
   std::unique_ptr<VerbsLink> link_;
-  facts::LinkCounters counters_;  // this rank's port, when no lower rank of the host reads the same port
-  bool speaks_for_port_ = false;
 };
 
 }  // namespace fabricbench::verbs
