@@ -63,38 +63,42 @@ Finding from_row(const results::Row& row) {
           status_from_string(text("status")), text("value"), text("expected"), text("hint")};
 }
 
-std::string format_tables(std::vector<Finding> findings, bool show_ok) {
+void write_findings(results::ResultSet& out, const results::TableSpec& table, std::vector<Finding> findings,
+                    bool show_ok) {
   std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
     if (a.host != b.host) return a.host < b.host;
     return a.status > b.status;
   });
   std::map<std::string, std::vector<const Finding*>> by_host;
-  std::map<std::string, std::array<int, 4>> counts;
-  for (const auto& f : findings) {
-    ++counts[f.host][static_cast<std::size_t>(f.status)];
-    if (show_ok || f.status != Status::ok) by_host[f.host].push_back(&f);
-  }
-  std::string out;
-  for (const auto& [host, n] : counts) {
-    out += fmt::format("# host {}: {} fail, {} warn, {} skip, {} ok\n", host.empty() ? "(job)" : host, n[3], n[2], n[1], n[0]);
-    const auto& rows = by_host[host];
-    if (rows.empty()) continue;
+  for (const auto& f : findings) by_host[f.host].push_back(&f);
+  std::vector<results::Row> hidden;
+  for (const auto& [host, all] : by_host)
+    for (const auto* f : all)
+      if (!show_ok && f->status == Status::ok) hidden.push_back(to_row(table, *f));
+  out.section(table, "", {});  // the ok rows the terminal leaves out
+  out.rows(hidden);
+  for (const auto& [host, all] : by_host) {
+    std::array<int, 4> n{};
+    std::vector<results::Row> shown;
     std::size_t wc = 5, ws = 7, wv = 5, we = 8;
-    for (const auto* f : rows) {
+    for (const auto* f : all) {
+      ++n[static_cast<std::size_t>(f->status)];
+      if (!show_ok && f->status == Status::ok) continue;
+      shown.push_back(to_row(table, *f));
       wc = std::max(wc, f->check.size());
-      ws = std::max(ws, f->subject.size() + (f->rank >= 0 ? 8 : 0));
+      ws = std::max(ws, f->subject.size());
       wv = std::min<std::size_t>(48, std::max(wv, f->value.size()));
       we = std::min<std::size_t>(32, std::max(we, f->expected.size()));
     }
-    out += fmt::format("  {:<6} {:<{}} {:<{}} {:<{}} {:<{}} {}\n", "status", "check", wc, "subject", ws, "value", wv,
-                       "expected", we, "hint");
-    for (const auto* f : rows) {
-      const std::string subject = f->rank >= 0 ? fmt::format("rank {}: {}", f->rank, f->subject) : f->subject;
-      out += fmt::format("  {:<6} {:<{}} {:<{}} {:<{}} {:<{}} {}\n", to_string(f->status), f->check, wc, subject, ws,
-                         f->value, wv, f->expected, we, f->hint);
-    }
+    std::vector<results::TerminalColumn> view{{"status"}, {"check"}, {"rank"}, {"subject"}, {"value"}, {"expected"}, {"hint"}};
+    for (auto& c : view) c.left = c.column != "rank";
+    view[0].width = 6, view[1].width = wc, view[2].width = 4, view[3].width = ws, view[4].width = wv, view[5].width = we;
+    view[6].width = 1;
+    view[2].blank_negative = true;
+    out.section(table, fmt::format("host {}: {} fail, {} warn, {} skip, {} ok", host.empty() ? "(job)" : host, n[3], n[2],
+                                   n[1], n[0]), view);
+    out.rows(shown);
   }
-  return out;
 }
 
 std::vector<std::string> warning_lines(const std::vector<Finding>& findings) {

@@ -27,14 +27,16 @@ void TerminalTable::section(const TableSpec& table, const std::string& title,
   precision_.clear();
   pending_.clear();
   parts_ = 1;
+  if (shown_.empty()) return;  // rows not on the terminal
   for (const auto& c : shown_) parts_ = std::max(parts_, c.part + 1);
   std::string header;
   for (const auto& c : shown_) {
     const auto& column = table.column(c.column);
     const auto& title_of_column = c.header.empty() ? column.header() : c.header;
     precision_.push_back(column.precision);
-    widths_.push_back(std::max<std::size_t>(title_of_column.size(), 10));
-    header += fmt::format(" {:>{}}", title_of_column, widths_.back());
+    widths_.push_back(c.width ? std::max(c.width, title_of_column.size()) : std::max<std::size_t>(title_of_column.size(), 10));
+    header += c.left ? fmt::format(" {:<{}}", title_of_column, widths_.back())
+                     : fmt::format(" {:>{}}", title_of_column, widths_.back());
   }
   fmt::print(out_, "#\n# {}\n#{}\n", title, header);
   std::fflush(out_);
@@ -46,12 +48,17 @@ void TerminalTable::note(const std::string& line) {
 }
 
 void TerminalTable::row(const Row& row) {
-  if (row.spec().path() != table_path_) return;
+  if (row.spec().path() != table_path_ || shown_.empty()) return;
   pending_.push_back(row);
   if (static_cast<int>(pending_.size()) < parts_) return;
   std::string line = " ";
-  for (std::size_t i = 0; i < shown_.size(); ++i)
-    line += fmt::format(" {:>{}}", format(pending_[shown_[i].part].get(shown_[i].column), precision_[i]), widths_[i]);
+  for (std::size_t i = 0; i < shown_.size(); ++i) {
+    const auto& value = pending_[shown_[i].part].get(shown_[i].column);
+    const auto* integer = std::get_if<std::int64_t>(&value);
+    const auto text = shown_[i].blank_negative && integer && *integer < 0 ? std::string() : format(value, precision_[i]);
+    line += shown_[i].left ? fmt::format(" {:<{}}", text, widths_[i]) : fmt::format(" {:>{}}", text, widths_[i]);
+  }
+  while (!line.empty() && line.back() == ' ') line.pop_back();
   pending_.clear();
   fmt::print(out_, "{}\n", line);
   std::fflush(out_);

@@ -116,17 +116,12 @@ ExitStatus DoctorBenchmark::run(const app::RunContext& ctx) {
   Findings everything;
   for (const auto& row : all) everything.all().push_back(from_row(row));
   if (selected(selected_, "job.consistency")) check_consistency(ctx.environment.hosts, everything);
-  std::vector<results::Row> rows;
-  for (const auto& f : everything.all()) rows.push_back(to_row(table_, f));
-  ctx.out->rows(rows);
-  if (!ctx.options.quiet) {
-    fmt::print("{}", format_tables(everything.all(), show_ok_));
-    for (const auto& e : ctx.environment.expected)
-      fmt::print("# expected {} {} {}: {} ({})\n", e.host, e.kind, e.subject,
-                 std::isnan(e.gbps) ? std::string("unknown") : fmt::format("{:.2f} GB/s", e.gbps), e.basis);
-    fmt::print("# {} fail, {} warn, {} skip, {} ok\n", everything.count(Status::fail), everything.count(Status::warn),
-               everything.count(Status::skip), everything.count(Status::ok));
-  }
+  write_findings(*ctx.out, table_, everything.all(), show_ok_);
+  for (const auto& e : ctx.environment.expected)
+    ctx.out->note(fmt::format("expected {} {} {}: {} ({})", e.host, e.kind, e.subject,
+                              std::isnan(e.gbps) ? std::string("unknown") : fmt::format("{:.2f} GB/s", e.gbps), e.basis));
+  ctx.out->note(fmt::format("{} fail, {} warn, {} skip, {} ok", everything.count(Status::fail),
+                            everything.count(Status::warn), everything.count(Status::skip), everything.count(Status::ok)));
   const Status worst = everything.worst();
   return worst == Status::fail || (strict_ && worst == Status::warn) ? ExitStatus::measurement_failed : ExitStatus::ok;
 }

@@ -3,6 +3,11 @@
 // NVML behind GpuInfo.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <memory>
+
+#include "fabricbench/results/terminal_table.hpp"
+
 #include <cmath>
 
 #include <cstdlib>
@@ -330,7 +335,7 @@ TEST(DoctorNccl, LogOfP2PRun) {
   NcclContext c;
   c.interfaces = {"eth0", "lo"};
   check_nccl_transport(log, c, f);
-  EXPECT_EQ(f.worst(), Status::ok) << format_tables(f.all(), true);
+  EXPECT_EQ(f.worst(), Status::ok) << join(warning_lines(f.all()), "\n");
   EXPECT_EQ(find(f, "nccl.transport", "network")->value, "Socket");
 }
 
@@ -428,7 +433,7 @@ TEST(DoctorGpu, HealthyH200Pair) {
   c.host = "gpu1";
   c.gpus = &gpus;
   const auto f = run_named("gpu", c);
-  EXPECT_EQ(f.worst(), Status::ok) << format_tables(f.all(), true);
+  EXPECT_EQ(f.worst(), Status::ok) << join(warning_lines(f.all()), "\n");
   EXPECT_EQ(find(f, "gpu.p2p", "GPU0-GPU1")->value, "read OK, write OK, nvlink OK");
   EXPECT_EQ(find(f, "gpu.nvlink", "GPU1")->value, "18/18 links active, 26.56 GB/s each");
   EXPECT_EQ(find(f, "gpu.pcie", "GPU0")->value, "gen 5 x16");
@@ -552,10 +557,19 @@ TEST(DoctorTable, SelectionFindingsAndTerminal) {
   EXPECT_EQ(back[1].rank, 4);
   EXPECT_EQ(back[1].status, Status::fail);
   EXPECT_EQ(back[1].hint, "check the cable");
-  const std::string text = format_tables(back, false);
-  EXPECT_LT(text.find("# host h1"), text.find("# host h2"));
-  EXPECT_NE(text.find("fail   rdma.port_state"), std::string::npos);
-  EXPECT_EQ(text.find("mlx5_1/1"), std::string::npos);  // ok rows left out
+  // The terminal view goes through the terminal sink: a section per host, failures first, ok rows left out.
+  std::FILE* file = std::tmpfile();
+  fabricbench::results::ResultSet out;
+  out.add(std::make_unique<fabricbench::results::TerminalTable>(file));
+  write_findings(out, table, back, false);
+  std::rewind(file);
+  std::string text;
+  for (int c; (c = std::fgetc(file)) != EOF;) text += static_cast<char>(c);
+  std::fclose(file);
+  EXPECT_LT(text.find("# host h1: 1 fail, 0 warn, 0 skip, 1 ok"), text.find("# host h2"));
+  EXPECT_NE(text.find("  fail   rdma.port_state    4 mlx5_0/1 DOWN/Polling ACTIVE/LinkUp check the cable\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("mlx5_1/1"), std::string::npos) << text;  // ok rows left out
+  EXPECT_EQ(text.find("madvise"), std::string::npos) << text;
   const auto lines = warning_lines(back);
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0], "check failed: host h1: rank 4: rdma.port_state mlx5_0/1: DOWN/Polling (expected ACTIVE/LinkUp); check the cable");

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fabricbench/results/result_set.hpp"
 #include "fabricbench/results/table.hpp"
 
 namespace fabricbench::doctor {
@@ -54,9 +55,11 @@ results::Row to_row(const results::TableSpec& table, const Finding& finding);
 // And back (how findings travel between ranks: as rows, results::gather_rows).
 Finding from_row(const results::Row& row);
 
-// The terminal view: one table per host, failures first, then warnings, skips and ok (ok rows left out unless
-// `show_ok`), each with its hint.
-std::string format_tables(std::vector<Finding> findings, bool show_ok);
+// Rank 0: every finding as a row of `table` (findings_table) through `out`, whose terminal shows one section per host
+// (the job's first), titled with its counts: failures first, then warnings, skips and ok (ok rows written to the
+// files but not shown unless `show_ok`), each with its hint.
+void write_findings(results::ResultSet& out, const results::TableSpec& table, std::vector<Finding> findings,
+                    bool show_ok);
 // "a, b, c": the text of lists in values and hints.
 std::string join(const std::vector<std::string>& items, std::string_view sep = ", ");
 // "GPU3": how findings name a GPU (NVML's index).

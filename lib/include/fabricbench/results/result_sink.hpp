@@ -26,12 +26,17 @@ struct RunInfo {
 // overrides it where a section gives the column another meaning (a window's time, not a latency). `part` lets
 // one line show several consecutive rows (nccl-tests' out-of-place and in-place side by side): the value comes
 // from the part-th row of each group.
+// `width` fixes the column's width (0: its header's, at least 10); `left` aligns text to the left (prose such as a
+// check's value and hint; numbers stay right-aligned); `blank_negative` shows an integer below 0 as nothing.
 struct TerminalColumn {
   TerminalColumn(std::string column_name, std::string header_text = "", int part_index = 0)
       : column(std::move(column_name)), header(std::move(header_text)), part(part_index) {}
   std::string column;
   std::string header;  // empty: the column's own
   int part = 0;
+  std::size_t width = 0;
+  bool left = false;
+  bool blank_negative = false;  // an integer below 0 shown blank (a finding's rank -1: about the host, no rank)
 };
 
 class ResultSink {
@@ -39,7 +44,8 @@ class ResultSink {
   virtual ~ResultSink() = default;
   virtual void begin(const RunInfo& info) = 0;
   virtual void declare(const TableSpec& table) = 0;
-  // A titled block of rows to come (terminal prints a heading and column headers; files ignore it).
+  // A titled block of rows to come (terminal prints a heading and column headers; files ignore it). With no
+  // columns shown, the rows that follow are not on the terminal (fabric-doctor's ok rows with --problems-only).
   virtual void section(const TableSpec& /*table*/, const std::string& /*title*/,
                        const std::vector<TerminalColumn>& /*shown*/) {}
   virtual void note(const std::string& /*line*/) {}
