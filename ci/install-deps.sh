@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(build-essential cmake libopenmpi-dev openmpi-bin libhdf5-dev libboost-program-options-dev libfmt-dev
           libgtest-dev googletest libibverbs-dev python3-h5py python3-pandas python3-openpyxl python3-numpy python3-matplotlib
-          prometheus python3-prometheus-client python3-venv python3-setuptools python3-pip)
+          prometheus python3-prometheus-client python3-venv python3-setuptools python3-pip chromium)
 # The rigs (emulated cluster, real Slurm, Soft-RoCE guest) run as root only; then their tools are installed too.
 # The Soft-RoCE rig boots a Debian guest under QEMU (its image built with mmdebstrap, cached outside the clone).
 [ "$(id -u)" -eq 0 ] && packages+=(iproute2 util-linux slurm-wlm munge qemu-system-x86 mmdebstrap e2fsprogs)

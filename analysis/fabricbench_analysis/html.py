@@ -1,5 +1,7 @@
-"""One self-contained HTML page for a run (plots inline as base64 PNG): status, environment, checks, tables and,
-given a second run, the comparison."""
+"""One self-contained HTML page for a run (plots inline as base64 PNG) that leads with the answer: the run's identity,
+then what is wrong (answer.py: the status of a run that did not complete, the sweep's verdicts or "all N hosts pass",
+failed and warned checks, rows below their expected share, wrong data, regressions against a reference run B), then
+the pictures, then every table folded (<details>): the comparison, all checks, results, sweep and /env tables."""
 from __future__ import annotations
 
 import base64
@@ -10,6 +12,7 @@ import tempfile
 import pandas as pd
 
 from . import compare as cmp
+from .answer import answer, checks_table
 from .plots import plot_run
 
 _STYLE = """
@@ -20,6 +23,11 @@ td, th { border: 1px solid #ddd; padding: 2px 6px; text-align: right; }
 th { background: #f0f0f0; } td.t { text-align: left; }
 .ok { color: #167d2b; } .warn { color: #a66a00; } .fail, .bad { color: #b00020; font-weight: bold; }
 img { max-width: 100%; border: 1px solid #eee; margin: 0.3em 0; }
+#answer { border: 2px solid #ccc; padding: 0.4em 1em; margin: 0.8em 0; }
+#answer.wrong { border-color: #b00020; } #answer.clean { border-color: #167d2b; }
+#answer p.line { font-size: 1.15em; margin: 0.3em 0; }
+details { margin: 0.3em 0; } summary { cursor: pointer; font-weight: bold; }
+.identity { color: #444; font-size: 0.9em; }
 """
 
 
@@ -50,38 +58,66 @@ def _images(run) -> str:
         return "\n".join(parts)
 
 
+def _folded(title: str, body: str) -> str:
+    return f"<details><summary>{html.escape(title)}</summary>{body}</details>"
+
+
+def _answer(run, found) -> str:
+    """The first screen: one line per thing wrong (or that nothing is), then the rows behind each."""
+    css = "clean" if found.nothing_wrong else "wrong"
+    out = [f"<section id='answer' class='{css}'><h2>What is wrong</h2>"]
+    for line in found.lines():
+        out.append(f"<p class='line {'ok' if found.nothing_wrong else 'fail'}'>{html.escape(line)}</p>")
+    if found.verdicts is not None and not found.verdicts.empty:
+        out.append("<h3>Verdicts</h3>" + _table(found.verdicts))
+    if not found.checks.empty:
+        name, _ = checks_table(run)
+        out.append(f"<h3>Failed and warned checks ({html.escape(name)})</h3>" + _table(found.checks, "status"))
+    if not found.below_expected.empty:
+        out.append(f"<h3>Below {found.rule[0]:g}% of the expected bandwidth</h3>" + _table(found.below_expected))
+    if not found.wrong.empty:
+        out.append("<h3>Wrong data</h3>" + _table(found.wrong))
+    if found.regressions:
+        out.append("<h3>Regressions against the reference run</h3><p class='bad'>"
+                   + "<br>".join(html.escape(r) for r in found.regressions) + "</p>")
+    out.append("</section>")
+    return "\n".join(out)
+
+
 def page(run, other=None, threshold: float = 0.05) -> str:
     a = run.attrs
     status_css = "ok" if run.complete else "fail"
+    comparison = cmp.compare(other, run, threshold) if other is not None else None
+    found = answer(run, comparison.regressions if comparison else ())
     out = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(str(a.get('tool', '')))} "
            f"{html.escape(run.path.name)}</title><style>{_STYLE}</style></head><body>",
            f"<h1>{html.escape(str(a.get('tool', '')))} — {html.escape(run.path.name)}</h1>",
-           f"<p>status: <span class='{status_css}'>{html.escape(str(a.get('status', '')))}</span><br>"
-           f"hosts: {html.escape(str(a.get('hosts', '')))} ({a.get('world_size', '')} ranks)<br>"
-           f"started {html.escape(str(a.get('started_at', '')))}, finished {html.escape(str(a.get('finished_at', '')))}<br>"
-           f"<code>{html.escape(str(a.get('command_line', '')))}</code></p>"]
-    if other is not None:
-        c = cmp.compare(other, run, threshold)
-        out.append(f"<h2>Comparison with {html.escape(other.path.name)} (B/A; regressions beyond {threshold:.0%})</h2>")
-        out.append("<p class='bad'>" + "<br>".join(html.escape(r) for r in c.regressions) + "</p>"
-                   if c.regressions else "<p class='ok'>no regression</p>")
-        if c.env_changes:
-            out.append("<p>What changed in /env:<br>" + "<br>".join(html.escape(x) for x in c.env_changes) + "</p>")
-        for name, frame in c.tables.items():
-            out.append(f"<h3>{html.escape(name)}</h3>" + _table(frame))
-    out.append("<h2>Plots</h2>" + _images(run))
+           f"<p class='identity'>status: <span class='{status_css}'>{html.escape(str(a.get('status', '')))}</span>; "
+           f"hosts: {html.escape(str(a.get('hosts', '')))} ({a.get('world_size', '')} ranks); "
+           f"started {html.escape(str(a.get('started_at', '')))}, finished {html.escape(str(a.get('finished_at', '')))}"
+           + (f"; compared with {html.escape(other.path.name)} (the reference)" if other is not None else "")
+           + f"<br><code>{html.escape(str(a.get('command_line', '')))}</code></p>",
+           _answer(run, found)]
+    out.append("<section id='pictures'><h2>Plots</h2>" + _images(run) + "</section>")
+    out.append("<section id='tables'><h2>Tables</h2>")
+    if comparison is not None:
+        changes = ("<p>What changed in /env:<br>" + "<br>".join(html.escape(x) for x in comparison.env_changes)
+                   + "</p>") if comparison.env_changes else "<p>/env: the same</p>"
+        body = changes + "".join(f"<h3>{html.escape(name)}</h3>" + _table(frame)
+                                 for name, frame in comparison.tables.items())
+        out.append(_folded(f"Comparison with {other.path.name} (B/A; regressions beyond {threshold:.0%})", body))
     for name in ("doctor/findings", "env/checks"):
         if name in run.tables:
             frame = run.tables[name]
             order = frame.status.map({"fail": 0, "warn": 1, "skip": 2, "ok": 3}).sort_values(kind="stable").index
-            out.append(f"<h2>{name}</h2>" + _table(frame.loc[order], "status"))
+            out.append(_folded(f"{name} ({len(frame)} rows)", _table(frame.loc[order], "status")))
     for name, frame in run.tables.items():
         if name.startswith(("results/", "sweep/")):
-            out.append(f"<h2>{html.escape(name)}</h2>" + _table(frame))
+            out.append(_folded(f"{name} ({len(frame)} rows)", _table(frame)))
     for name in ("env/hosts", "env/expected", "env/ranks", "env/variables"):
         if name in run.tables:
-            out.append(f"<h2>{name}</h2>" + _table(run.tables[name]))
-    out.append("</body></html>")
+            out.append(_folded(f"{name} ({len(run.tables[name])} rows)", _table(run.tables[name])))
+    out.append("</section></body></html>")
     return "\n".join(out)
 
 

@@ -72,6 +72,46 @@ def _time_beside(run, table: str, rows: pd.DataFrame, headline: str):
     return None
 
 
+_STYLES = ["-", "--", ":", "-."]
+MAX_CURVES_IN_ONE_PANEL = 6
+
+
+def _panels(run, table, rows, columns, keys, out: pathlib.Path, paths) -> None:
+    """One panel per series value (fabric-coll --op all: one per op) for each of `columns`, one figure per column;
+    in a panel the other curve keys' values are line styles (in-place solid, out-of-place dashed), named in words."""
+    size = run.size_key(table)
+    series, rest = keys[0], keys[1:]
+    values = list(dict.fromkeys(rows[series]))
+    styles = {v: _STYLES[i % len(_STYLES)] for i, v in enumerate(dict.fromkeys(rows[rest[0]]))} if rest else {}
+    short = table.split("/", 1)[1].replace("/", "_")
+    for col, stem in columns:
+        unit = run.columns[table][col].unit
+        ncols = min(4, len(values))
+        nrows = math.ceil(len(values) / ncols)
+        fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.4 * nrows + 0.6), squeeze=False)
+        for ax, value in zip(axes.flat, values):
+            part = rows[rows[series] == value]
+            groups = part.groupby(rest if len(rest) > 1 else rest[0], sort=False) if rest else [((), part)]
+            for key, curve in groups:
+                key = key if isinstance(key, tuple) else (key,)
+                curve = curve.sort_values(size)
+                ax.plot(curve[size], curve[col], marker="o", markersize=3, linestyle=styles.get(key[0], "-") if rest
+                        else "-", label=curve_label(rest, key) or str(value))
+            _size_axis(ax, size)
+            ax.set_ylabel(f"{col} ({unit})")
+            if unit in TIME_UNITS:
+                ax.set_yscale("log")
+            ax.set_title(str(value), fontsize=10)
+            if unit in _TO_GBPS:
+                _reference_lines(ax, run, table, part, unit)
+            if rest:
+                ax.legend(fontsize=7)
+        for ax in list(axes.flat)[len(values):]:
+            ax.set_visible(False)
+        fig.suptitle(title(run, f"{short} {col} ({unit}), one panel per {series}"), fontsize=10)
+        _save(fig, out.with_name(f"{short}_{stem}{out.suffix}"), paths)
+
+
 def _curves(run, table, out_dir, fmt, paths) -> None:
     """Each headline column against size (the rows that have it), one curve per curve_keys value:
     <table>_latency for a time, <table>_bandwidth for a rate (with the row's time beside it where there is one)."""
@@ -88,9 +128,15 @@ def _curves(run, table, out_dir, fmt, paths) -> None:
         name = headline if name in taken else name
         taken.add(name)
         drawn = [headline] + [c for c in (_time_beside(run, table, rows, headline),) if c]
+        keys = curve_keys(run, table, rows)
+        if keys and keys[0] == run.series(table) and rows[keys].drop_duplicates().shape[0] > MAX_CURVES_IN_ONE_PANEL \
+                and rows[keys[0]].nunique() > 1:
+            # Too many curves for one legend: one panel per series value (the time beside it as a figure of its own).
+            _panels(run, table, rows, [(headline, name)] + [(c, "time") for c in drawn[1:]], keys,
+                    out_dir / f"{short}_{name}.{fmt}", paths)
+            continue
         fig, axes = plt.subplots(1, len(drawn), figsize=(6 * len(drawn), 4.8) if len(drawn) > 1 else (7, 4.8),
                                  squeeze=False)
-        keys = curve_keys(run, table, rows)
         groups = rows.groupby(keys if len(keys) > 1 else keys[0], sort=False) if keys else [((), rows)]
         for key, part in groups:
             part = part.sort_values(size)

@@ -111,10 +111,23 @@ def curve_keys(run: Run, table: str, frame: pd.DataFrame) -> list:
     return keys
 
 
+# Key values a person reads better as words; -1 in a key column means "none" (root, gpu, rank) and is left out.
+_WORDS = {("in_place", 0): "out-of-place", ("in_place", 1): "in-place"}
+
+
 def curve_label(keys: list, values) -> str:
-    """'all_reduce in_place=1': text keys by their value, numbers with their column's name."""
+    """'all_reduce in-place': text keys by their value, numbers with their column's name ('mode=1'), in_place as
+    in-place/out-of-place, a -1 (none, as fabric-coll's root of an operation without one) left out."""
     values = values if isinstance(values, tuple) else (values,)
-    return " ".join(str(v) if isinstance(v, str) else f"{k}={v}" for k, v in zip(keys, values))
+    words = []
+    for k, v in zip(keys, values):
+        if isinstance(v, str):
+            words.append(v)
+        elif (k, v) in _WORDS:
+            words.append(_WORDS[(k, v)])
+        elif v != -1:
+            words.append(f"{k}={v}")
+    return " ".join(words)
 
 
 def _frame(dataset: h5py.Dataset) -> pd.DataFrame:
@@ -273,16 +286,43 @@ def _matrix_sheets(writer, run: Run) -> None:
                                                                end_color=high))
 
 
+def _summary_sheet(writer, run: Run) -> None:
+    """The first sheet leads with the answer, as the HTML page: the run's identity, what is wrong (answer.py) in a
+    few lines, the rows behind it (verdicts, failed and warned checks, rows below expected, wrong data), then each
+    figure's best value."""
+    from openpyxl.styles import Font
+
+    from .answer import answer
+
+    found = answer(run)
+    head = pd.DataFrame([("tool", run.attrs.get("tool", "")), ("status", run.attrs.get("status", "")),
+                         ("hosts", run.attrs.get("hosts", "")), ("started_at", run.attrs.get("started_at", ""))],
+                        columns=["attribute", "value"])
+    head.to_excel(writer, "summary", index=False)
+    sheet = writer.sheets["summary"]
+    row = len(head) + 2  # 0-based row for pandas; openpyxl's rows are 1-based
+    colour = "167D2B" if found.nothing_wrong else "B00020"
+    for line in found.lines():
+        sheet.cell(row + 1, 1, line).font = Font(bold=True, color=colour)
+        row += 1
+    blocks = [("Verdicts", found.verdicts if found.verdicts is not None else pd.DataFrame()),
+              ("Failed and warned checks", found.checks), (f"Below {found.rule[0]:g}% of expected", found.below_expected),
+              ("Wrong data", found.wrong), ("Best figures", _summary(run))]
+    for title, frame in blocks:
+        if frame.empty:
+            continue
+        row += 1
+        sheet.cell(row + 1, 1, title).font = Font(bold=True)
+        frame.to_excel(writer, "summary", index=False, startrow=row + 1)
+        row += len(frame) + 2
+
+
 def to_excel(run: Run, out, include_samples: bool = False) -> None:
-    """A 'summary' sheet (status and each figure's best), a 'run' sheet with the attributes, one sheet per table,
-    native charts of bandwidth against size, and sweep matrices as colour-scaled grids. Samples are large: off by
-    default."""
+    """A 'summary' sheet (identity, what is wrong and the rows behind it, each figure's best), a 'run' sheet with the
+    attributes, one sheet per table, native charts of bandwidth against size, and sweep matrices as colour-scaled
+    grids. Samples are large: off by default."""
     with pd.ExcelWriter(out, engine="openpyxl") as writer:
-        head = pd.DataFrame([("status", run.attrs.get("status", "")), ("tool", run.attrs.get("tool", "")),
-                             ("hosts", run.attrs.get("hosts", "")), ("started_at", run.attrs.get("started_at", ""))],
-                            columns=["attribute", "value"])
-        head.to_excel(writer, "summary", index=False)
-        _summary(run).to_excel(writer, "summary", index=False, startrow=len(head) + 2)
+        _summary_sheet(writer, run)
         pd.DataFrame(sorted(run.attrs.items()), columns=["attribute", "value"]).to_excel(writer, "run", index=False)
         for name, frame in run.tables.items():
             if name.startswith("samples/") and not include_samples:
