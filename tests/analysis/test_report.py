@@ -45,6 +45,19 @@ class Report(LaunchTest):
             r = runner.mpirun(np, exe, args + ["--output", name], transport=transport, env=env)
             assert r.returncode in (0, 1), r.stdout + r.stderr  # sweep: 1 is a verdict
         cls.last_line = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
+        # Shared memory against TCP loopback is a real difference, but on 2 busy vCPUs it has come out reversed; the
+        # tests that need a slower and a faster run use copies of the shared-memory run with the figures scaled.
+        cls.scaled(cls.runs / "slow.h5", 0.4)
+        cls.scaled(cls.runs / "fast.h5", 3.0)
+
+    @classmethod
+    def scaled(cls, path, factor):
+        shutil.copy(cls.runs / "shm.h5", path)
+        with h5py.File(path, "a") as f:
+            rows = f["results/p2p"][:]
+            for column in ("bw_mbps", "bw_min_pair_mbps", "msg_rate_mps"):
+                rows[column] *= factor
+            f["results/p2p"][...] = rows
 
     @classmethod
     def tearDownClass(cls):
@@ -86,8 +99,8 @@ class Report(LaunchTest):
         self.assertEqual(c.env_changes, [])
 
     def test_compare_names_regressions_and_what_changed(self):
-        r = self.report("compare", self.runs / "shm.h5", self.runs / "tcp.h5", "--threshold", "5%")
-        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)  # TCP loopback is slower than shared memory
+        r = self.report("compare", self.runs / "shm.h5", self.runs / "slow.h5", "--threshold", "5%")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)  # 0.4 x the bandwidth
         self.assertIn("REGRESSION results/p2p [test=bw", r.stdout)
         self.assertIn("bw_mbps", r.stdout)
         # What mpirun sets anew for every launch is not a change between the runs.
@@ -105,7 +118,7 @@ class Report(LaunchTest):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn(f"kernel: {old} -> 6.99.0-test", r.stdout)
 
-    def test_a_shared_memory_baseline_fails_tcp_and_passes_itself(self):
+    def test_a_baseline_fails_a_slower_run_and_passes_itself(self):
         base = self.dir / "shm.ini"
         r = self.report("baseline", self.runs / "shm.h5", base)
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -115,11 +128,15 @@ class Report(LaunchTest):
         r = self.report("check", self.runs / "shm.h5", "--baseline", base)
         self.assertEqual(r.returncode, 0, r.stdout)
         self.assertIn(" 0 failed", r.stdout)
-        r = self.report("check", self.runs / "tcp.h5", "--baseline", base)
+        r = self.report("check", self.runs / "slow.h5", "--baseline", base)
         self.assertEqual(r.returncode, 1, r.stdout)
         self.assertIn("BELOW BASELINE [results/p2p", r.stdout)
-        # The C++ tool reads the same file: a TCP run below it exits 1 and says which value; shared memory passes.
-        r = self.mpirun(2, "fabric-p2p", P2P + ["--output", "t.h5", "--baseline", base], transport="tcp")
+        # The C++ tool reads the same file: a run below it (here: below 3 x what shared memory did) exits 1 and says
+        # which value; shared memory passes.
+        fast = self.dir / "fast.ini"
+        r = self.report("baseline", self.runs / "fast.h5", fast)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.mpirun(2, "fabric-p2p", P2P + ["--output", "t.h5", "--baseline", fast], transport="tcp")
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertIn("fabric-p2p: below baseline: [results/p2p", r.stderr)
         # A new shared-memory run varies with this machine's vCPU speed by more than 10% (seen: 25% on 2 cores), so

@@ -51,7 +51,33 @@ double combine_rank_times(const std::vector<double>& t, RankCombine how) {
   }
 }
 
-CollBenchmark::CollBenchmark() : table_(make_table()), samples_(table_.samples()) {}
+CollBenchmark::CollBenchmark() : table_(make_table()), samples_(table_.samples()), col_(table_) {}
+
+CollBenchmark::Columns::Columns(const results::TableSpec& t)
+    : op(t.handle<std::string>("op")),
+      backend(t.handle<std::string>("backend")),
+      dtype(t.handle<std::string>("dtype")),
+      redop(t.handle<std::string>("redop")),
+      timing(t.handle<std::string>("timing")),
+      root(t.handle<std::int64_t>("root")),
+      in_place(t.handle<std::int64_t>("in_place")),
+      bytes(t.handle<std::int64_t>("bytes")),
+      count(t.handle<std::int64_t>("count")),
+      ranks(t.handle<std::int64_t>("ranks")),
+      iterations(t.handle<std::int64_t>("iterations")),
+      warmup(t.handle<std::int64_t>("warmup")),
+      blocks(t.handle<std::int64_t>("blocks")),
+      wrong(t.handle<std::int64_t>("wrong")),
+      time_us_spread_pct(t.handle<double>("time_us_spread_pct")),
+      time_us(t.handle<double>("time_us")),
+      time_us_rank_min(t.handle<double>("time_us_rank_min")),
+      time_us_rank_max(t.handle<double>("time_us_rank_max")),
+      iter_us_min(t.handle<double>("iter_us_min")),
+      iter_us_median(t.handle<double>("iter_us_median")),
+      iter_us_p99(t.handle<double>("iter_us_p99")),
+      iter_us_max(t.handle<double>("iter_us_max")),
+      algbw_gbps(t.handle<double>("algbw_gbps")),
+      busbw_gbps(t.handle<double>("busbw_gbps")) {}
 CollBenchmark::~CollBenchmark() = default;
 
 std::string CollBenchmark::summary() const {
@@ -205,19 +231,19 @@ results::Row CollBenchmark::make_row(const CollCase& c, const Measured& m, int i
   const double algbw = algbw_gbps(bytes, m.time_us * 1e-6);
   const auto laps = m.laps.stats();
   results::Row row(table_);
-  row.set("op", std::string(c.op->name)).set("backend", std::string(to_string(backend_))).set("dtype", std::string(to_string(c.dtype)));
-  row.set("redop", c.op->reduces ? std::string(to_string(c.redop)) : std::string("none"));
-  row.set("root", std::int64_t(c.op->rooted ? c.root : -1)).set("in_place", std::int64_t(c.in_place));
-  row.set("bytes", std::int64_t(bytes)).set("count", std::int64_t(c.counts.param)).set("ranks", std::int64_t(nranks));
-  row.set("iterations", std::int64_t(iterations)).set("warmup", std::int64_t(warmup));
-  row.set("blocks", std::int64_t(m.blocks)).set("time_us_spread_pct", m.spread * 100);
-  row.set("timing", std::string(timing_names[static_cast<int>(timing_)]));
-  row.set("time_us", m.time_us);
-  row.set("time_us_rank_min", *std::min_element(m.rank_us.begin(), m.rank_us.end()));
-  row.set("time_us_rank_max", *std::max_element(m.rank_us.begin(), m.rank_us.end()));
-  row.set("iter_us_min", laps.min).set("iter_us_median", laps.median).set("iter_us_p99", laps.p99);
-  row.set("iter_us_max", laps.max).set("algbw_gbps", algbw).set("busbw_gbps", c.op->busbw_gbps(bytes, m.time_us * 1e-6, nranks));
-  row.set("wrong", std::int64_t(m.wrong));
+  row.set(col_.op, std::string(c.op->name)).set(col_.backend, std::string(to_string(backend_))).set(col_.dtype, std::string(to_string(c.dtype)));
+  row.set(col_.redop, c.op->reduces ? std::string(to_string(c.redop)) : std::string("none"));
+  row.set(col_.root, std::int64_t(c.op->rooted ? c.root : -1)).set(col_.in_place, std::int64_t(c.in_place));
+  row.set(col_.bytes, std::int64_t(bytes)).set(col_.count, std::int64_t(c.counts.param)).set(col_.ranks, std::int64_t(nranks));
+  row.set(col_.iterations, std::int64_t(iterations)).set(col_.warmup, std::int64_t(warmup));
+  row.set(col_.blocks, std::int64_t(m.blocks)).set(col_.time_us_spread_pct, m.spread * 100);
+  row.set(col_.timing, std::string(timing_names[static_cast<int>(timing_)]));
+  row.set(col_.time_us, m.time_us);
+  row.set(col_.time_us_rank_min, *std::min_element(m.rank_us.begin(), m.rank_us.end()));
+  row.set(col_.time_us_rank_max, *std::max_element(m.rank_us.begin(), m.rank_us.end()));
+  row.set(col_.iter_us_min, laps.min).set(col_.iter_us_median, laps.median).set(col_.iter_us_p99, laps.p99);
+  row.set(col_.iter_us_max, laps.max).set(col_.algbw_gbps, algbw).set(col_.busbw_gbps, c.op->busbw_gbps(bytes, m.time_us * 1e-6, nranks));
+  row.set(col_.wrong, std::int64_t(m.wrong));
   return row;
 }
 

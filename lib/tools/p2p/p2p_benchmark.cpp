@@ -15,7 +15,30 @@
 #include "fabricbench/timing/timed_blocks.hpp"
 
 namespace fabricbench::ops {
-P2PBenchmark::P2PBenchmark() : table_(make_table()), samples_(table_.samples()) {}
+P2PBenchmark::P2PBenchmark() : table_(make_table()), samples_(table_.samples()), col_(table_) {}
+
+P2PBenchmark::Columns::Columns(const results::TableSpec& t)
+    : test(t.handle<std::string>("test")),
+      memory(t.handle<std::string>("memory")),
+      bytes(t.handle<std::int64_t>("bytes")),
+      pairs(t.handle<std::int64_t>("pairs")),
+      iterations(t.handle<std::int64_t>("iterations")),
+      warmup(t.handle<std::int64_t>("warmup")),
+      wrong(t.handle<std::int64_t>("wrong")),
+      blocks(t.handle<std::int64_t>("blocks")),
+      window(t.handle<std::int64_t>("window")),
+      time_us_spread_pct(t.handle<double>("time_us_spread_pct")),
+      latency_us(t.handle<double>("latency_us")),
+      bw_mbps(t.handle<double>("bw_mbps")),
+      bw_min_pair_mbps(t.handle<double>("bw_min_pair_mbps")),
+      msg_rate_mps(t.handle<double>("msg_rate_mps")),
+      time_us_min(t.handle<double>("time_us_min")),
+      time_us_median(t.handle<double>("time_us_median")),
+      time_us_mean(t.handle<double>("time_us_mean")),
+      time_us_max(t.handle<double>("time_us_max")),
+      time_us_p90(t.handle<double>("time_us_p90")),
+      time_us_p99(t.handle<double>("time_us_p99")),
+      time_us_stddev(t.handle<double>("time_us_stddev")) {}
 
 std::string P2PBenchmark::summary() const {
   std::string s = "fabric-p2p: OSU-style point-to-point latency and bandwidth over MPI.\n"
@@ -128,21 +151,21 @@ void P2PBenchmark::report(const app::RunContext& context, const app::ToolLoop& l
   const double sample_scale = ping_pong ? 0.5 : 1.0;
   const bool mean = test.aggregate == PairAggregate::mean;
   results::Row row(table_);
-  row.set("test", std::string(test.name)).set("memory", std::string(memory::to_string(memory_)));
-  row.set("bytes", std::int64_t(bytes)).set("pairs", std::int64_t(pairs)).set("iterations", std::int64_t(iterations));
-  row.set("warmup", std::int64_t(warmup)).set("wrong", std::int64_t(wrong));
-  row.set("blocks", std::int64_t(mine.blocks)).set("time_us_spread_pct", spread * 100);
+  row.set(col_.test, std::string(test.name)).set(col_.memory, std::string(memory::to_string(memory_)));
+  row.set(col_.bytes, std::int64_t(bytes)).set(col_.pairs, std::int64_t(pairs)).set(col_.iterations, std::int64_t(iterations));
+  row.set(col_.warmup, std::int64_t(warmup)).set(col_.wrong, std::int64_t(wrong));
+  row.set(col_.blocks, std::int64_t(mine.blocks)).set(col_.time_us_spread_pct, spread * 100);
   if (ping_pong) {
-    row.set("latency_us", latency_sum / pairs).set("window", std::int64_t{1});
+    row.set(col_.latency_us, latency_sum / pairs).set(col_.window, std::int64_t{1});
   } else {
-    row.set("window", std::int64_t(window_)).set("bw_mbps", mean ? bw_sum / pairs : bw_sum);
-    row.set("bw_min_pair_mbps", bw_min).set("msg_rate_mps", mean ? rate_sum / pairs : rate_sum);
+    row.set(col_.window, std::int64_t(window_)).set(col_.bw_mbps, mean ? bw_sum / pairs : bw_sum);
+    row.set(col_.bw_min_pair_mbps, bw_min).set(col_.msg_rate_mps, mean ? rate_sum / pairs : rate_sum);
   }
   // Ranks 0 .. pairs-1 lead their pairs: theirs are the laps.
   const auto stats = laps.stats(sample_scale, pairs);
-  row.set("time_us_min", stats.min).set("time_us_median", stats.median).set("time_us_mean", stats.mean);
-  row.set("time_us_max", stats.max).set("time_us_p90", stats.p90).set("time_us_p99", stats.p99);
-  row.set("time_us_stddev", stats.stddev);
+  row.set(col_.time_us_min, stats.min).set(col_.time_us_median, stats.median).set(col_.time_us_mean, stats.mean);
+  row.set(col_.time_us_max, stats.max).set(col_.time_us_p90, stats.p90).set(col_.time_us_p99, stats.p99);
+  row.set(col_.time_us_stddev, stats.stddev);
   if (!ping_pong) context.expect(row, facts::ExpectedShare::gbps(row.number("bw_mbps"), results::Unit::mbps), reference(context, test), bytes, fmt::format("{} at {} B", test.name, bytes));
   loop.write(row, grown, samples_, [&](std::int64_t index) { return laps.samples(index, sample_scale, pairs); });
 }

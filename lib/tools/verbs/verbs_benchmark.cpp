@@ -50,7 +50,38 @@ constexpr std::uint64_t max_message = std::uint64_t{1} << 31;
 
 }  // namespace
 
-VerbsBenchmark::VerbsBenchmark() : table_(make_table()), samples_(table_.samples()) {}
+VerbsBenchmark::VerbsBenchmark() : table_(make_table()), samples_(table_.samples()), col_(table_) {}
+
+VerbsBenchmark::Columns::Columns(const results::TableSpec& t)
+    : test(t.handle<std::string>("test")),
+      memory(t.handle<std::string>("memory")),
+      device(t.handle<std::string>("device")),
+      link_layer(t.handle<std::string>("link_layer")),
+      bytes(t.handle<std::int64_t>("bytes")),
+      pairs(t.handle<std::int64_t>("pairs")),
+      qps(t.handle<std::int64_t>("qps")),
+      iterations(t.handle<std::int64_t>("iterations")),
+      warmup(t.handle<std::int64_t>("warmup")),
+      tx_depth(t.handle<std::int64_t>("tx_depth")),
+      cq_mod(t.handle<std::int64_t>("cq_mod")),
+      inline_bytes(t.handle<std::int64_t>("inline_bytes")),
+      mtu(t.handle<std::int64_t>("mtu")),
+      port(t.handle<std::int64_t>("port")),
+      gid_index(t.handle<std::int64_t>("gid_index")),
+      wrong(t.handle<std::int64_t>("wrong")),
+      bw_avg_mibps(t.handle<double>("bw_avg_mibps")),
+      bw_avg_gbitps(t.handle<double>("bw_avg_gbitps")),
+      msg_rate_mps(t.handle<double>("msg_rate_mps")),
+      bw_min_pair_mibps(t.handle<double>("bw_min_pair_mibps")),
+      bw_peak_mibps(t.handle<double>("bw_peak_mibps")),
+      bw_peak_gbitps(t.handle<double>("bw_peak_gbitps")),
+      latency_us(t.handle<double>("latency_us")),
+      time_us_min(t.handle<double>("time_us_min")),
+      time_us_max(t.handle<double>("time_us_max")),
+      time_us_mean(t.handle<double>("time_us_mean")),
+      time_us_stddev(t.handle<double>("time_us_stddev")),
+      time_us_p99(t.handle<double>("time_us_p99")),
+      time_us_p999(t.handle<double>("time_us_p999")) {}
 VerbsBenchmark::~VerbsBenchmark() = default;
 
 std::string VerbsBenchmark::summary() const {
@@ -229,17 +260,17 @@ void VerbsBenchmark::report(const app::RunContext& context, const app::ToolLoop&
 
   const auto& port = device_->port();
   results::Row row(table_);
-  row.set("test", std::string(test.name)).set("memory", std::string(memory::to_string(memory_)));
-  row.set("bytes", std::int64_t(bytes)).set("pairs", std::int64_t(pairs_->pairs()));
-  row.set("qps", std::int64_t(test.pattern == Pattern::bandwidth ? settings_.qps : 1));
-  row.set("iterations", std::int64_t(mine.iterations)).set("warmup", std::int64_t(warmup));
-  row.set("tx_depth", std::int64_t(mine.tx_depth)).set("cq_mod", std::int64_t(mine.cq_mod));
-  row.set("inline_bytes", std::int64_t(mine.inline_bytes)).set("mtu", std::int64_t(link_->path_mtu_bytes()));
-  row.set("device", port.device).set("port", std::int64_t(port.port)).set("link_layer", port.link_layer);
-  row.set("gid_index", std::int64_t(port.gid_index));
+  row.set(col_.test, std::string(test.name)).set(col_.memory, std::string(memory::to_string(memory_)));
+  row.set(col_.bytes, std::int64_t(bytes)).set(col_.pairs, std::int64_t(pairs_->pairs()));
+  row.set(col_.qps, std::int64_t(test.pattern == Pattern::bandwidth ? settings_.qps : 1));
+  row.set(col_.iterations, std::int64_t(mine.iterations)).set(col_.warmup, std::int64_t(warmup));
+  row.set(col_.tx_depth, std::int64_t(mine.tx_depth)).set(col_.cq_mod, std::int64_t(mine.cq_mod));
+  row.set(col_.inline_bytes, std::int64_t(mine.inline_bytes)).set(col_.mtu, std::int64_t(link_->path_mtu_bytes()));
+  row.set(col_.device, port.device).set(col_.port, std::int64_t(port.port)).set(col_.link_layer, port.link_layer);
+  row.set(col_.gid_index, std::int64_t(port.gid_index));
   std::uint64_t wrong = 0;
   for (const auto& r : figures) wrong += r.wrong;
-  row.set("wrong", std::int64_t(wrong));
+  row.set(col_.wrong, std::int64_t(wrong));
   if (test.pattern == Pattern::bandwidth) {
     // A pair's figure is the sum of its timed ranks (both with --bidirectional, as perftest adds both sides); the
     // row is the sum over pairs, with the slowest pair beside it.
@@ -252,16 +283,16 @@ void VerbsBenchmark::report(const app::RunContext& context, const app::ToolLoop&
       sum.add_rates(p);
       min_pair = std::min(min_pair, p.avg_mibps);
     }
-    row.set("bw_avg_mibps", sum.avg_mibps).set("bw_avg_gbitps", sum.avg_gbitps);
-    row.set("msg_rate_mps", sum.msg_rate_mps).set("bw_min_pair_mibps", min_pair);
+    row.set(col_.bw_avg_mibps, sum.avg_mibps).set(col_.bw_avg_gbitps, sum.avg_gbitps);
+    row.set(col_.msg_rate_mps, sum.msg_rate_mps).set(col_.bw_min_pair_mibps, min_pair);
     // perftest leaves the peak out (0.00) above 20000 messages; so does the row (NaN).
-    if (sum.peak_mibps > 0) row.set("bw_peak_mibps", sum.peak_mibps).set("bw_peak_gbitps", sum.peak_gbitps);
+    if (sum.peak_mibps > 0) row.set(col_.bw_peak_mibps, sum.peak_mibps).set(col_.bw_peak_gbitps, sum.peak_gbitps);
     context.expect(row, facts::ExpectedShare::gbps(sum.avg_mibps, results::Unit::mibps), reference(context), bytes, fmt::format("{} at {} B", test.name, bytes));
   } else {
     const auto lat = ops::perftest_latency(round_trips.all(), test.latency_divisor);
-    row.set("latency_us", lat.typical_us).set("time_us_min", lat.min_us).set("time_us_max", lat.max_us);
-    row.set("time_us_mean", lat.avg_us).set("time_us_stddev", lat.stdev_us);
-    row.set("time_us_p99", lat.p99_us).set("time_us_p999", lat.p999_us);
+    row.set(col_.latency_us, lat.typical_us).set(col_.time_us_min, lat.min_us).set(col_.time_us_max, lat.max_us);
+    row.set(col_.time_us_mean, lat.avg_us).set(col_.time_us_stddev, lat.stdev_us);
+    row.set(col_.time_us_p99, lat.p99_us).set(col_.time_us_p999, lat.p999_us);
   }
   loop.write(row, grown, samples_, [&](std::int64_t index) { return samples.samples(index); });
 }

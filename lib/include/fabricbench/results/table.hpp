@@ -4,7 +4,9 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <stdexcept>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -57,6 +59,23 @@ Column reference(std::string name, Unit unit, std::string label = "", int precis
 Column headline(Column column);
 Column series(Column column);
 
+// A column of one table by position, with its value type (std::int64_t, double or std::string): Row::set(handle,
+// value) is checked by the compiler, and the column's name and type once, when the handle is made
+// (TableSpec::handle, std::logic_error for a name the table lacks or another type), not row by row. A tool makes
+// its handles beside its table, so a typo stops every run and every test of the tool at its start.
+template <typename T>
+struct ColumnHandle;
+template <typename T>
+struct NoDeduction {  // std::type_identity (C++20): a value converts to the handle's type
+  using type = T;
+};
+
+template <typename T>
+struct ColumnHandle {
+  static_assert(std::is_same_v<T, std::int64_t> || std::is_same_v<T, double> || std::is_same_v<T, std::string>);
+  std::size_t index;
+};
+
 struct TableSpec {
   std::string group;  // "results", "env", "sweep", "samples"
   std::string name;   // "p2p", "ranks", ...
@@ -68,15 +87,31 @@ struct TableSpec {
   const Column& column(const std::string& name) const { return columns[index_of(name)]; }
   // The per-iteration samples of this table: /samples/<name> with row, iteration, rank, time_us.
   TableSpec samples() const;
+  template <typename T>
+  ColumnHandle<T> handle(const std::string& column) const {
+    const auto i = index_of(column);
+    const auto type = columns[i].type;
+    const bool ok = std::is_same_v<T, std::int64_t> ? type == ColumnType::integer
+                    : std::is_same_v<T, double>     ? type == ColumnType::real
+                                                    : type == ColumnType::text;
+    if (!ok) throw std::logic_error("column '" + column + "' of " + path() + " holds another type");
+    return {i};
+  }
 };
 
 using Value = std::variant<std::int64_t, double, std::string>;
+
 
 // One row of a table; unset values are 0, NaN or "" by type.
 class Row {
  public:
   explicit Row(const TableSpec& spec);
   Row& set(const std::string& column, Value value);
+  template <typename T>
+  Row& set(ColumnHandle<T> column, typename NoDeduction<T>::type value) {
+    values_[column.index] = std::move(value);
+    return *this;
+  }
   const Value& operator[](std::size_t i) const { return values_[i]; }
   const Value& get(const std::string& column) const { return values_[spec_->index_of(column)]; }
   double number(const std::string& column) const;  // integer or real as double

@@ -45,6 +45,14 @@ class P2PBenchmark : public app::Benchmark {
   facts::Reference reference(const app::RunContext& context, const P2PTest& test) const;
 
   results::TableSpec table_, samples_;
+  // Handles of the columns the tool sets (made once, beside the table: a wrong name or type stops every run).
+  struct Columns {
+    explicit Columns(const results::TableSpec& t);
+    results::ColumnHandle<std::string> test, memory;
+    results::ColumnHandle<std::int64_t> bytes, pairs, iterations, warmup, wrong, blocks, window;
+    results::ColumnHandle<double> time_us_spread_pct, latency_us, bw_mbps, bw_min_pair_mbps, msg_rate_mps, time_us_min, time_us_median, time_us_mean, time_us_max, time_us_p90, time_us_p99, time_us_stddev;
+  };
+  Columns col_;
   std::vector<const P2PTest*> tests_;
   memory::MemoryKind memory_ = memory::MemoryKind::host;
   int window_ = 64;

@@ -46,6 +46,14 @@ class VerbsBenchmark : public app::Benchmark {
   std::vector<results::TerminalColumn> terminal_view(const app::RunContext& context, const VerbsTest& test) const;
 
   results::TableSpec table_, samples_;
+  // Handles of the columns the tool sets (made once, beside the table: a wrong name or type stops every run).
+  struct Columns {
+    explicit Columns(const results::TableSpec& t);
+    results::ColumnHandle<std::string> test, memory, device, link_layer;
+    results::ColumnHandle<std::int64_t> bytes, pairs, qps, iterations, warmup, tx_depth, cq_mod, inline_bytes, mtu, port, gid_index, wrong;
+    results::ColumnHandle<double> bw_avg_mibps, bw_avg_gbitps, msg_rate_mps, bw_min_pair_mibps, bw_peak_mibps, bw_peak_gbitps, latency_us, time_us_min, time_us_max, time_us_mean, time_us_stddev, time_us_p99, time_us_p999;
+  };
+  Columns col_;
   std::vector<const VerbsTest*> tests_;
   VerbsSettings settings_;
   PortRequest request_;
