@@ -181,6 +181,13 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
     if (const char* stall = std::getenv("FABRICBENCH_TEST_STALL")) std::sscanf(stall, "%d:%d", &context.stall_rank, &context.stall_at);
     ExitStatus status = benchmark.run(context);
     world.barrier();
+    // Datagrams that reached the failure side channel without the job's secret (or over its rate): someone outside
+    // the job knocked. Said once, summed over ranks.
+    const auto counts = report.counts();
+    const auto refused = world.sum(counts.refused, 0), answered = world.sum(counts.answered, 0);
+    if (out && refused > 0)
+      out->note(fmt::format("failure side channel: {} datagram(s) refused (without the job's secret, or over the rate), "
+                            "{} request(s) answered", refused, answered));
     if (baseline_check) {
       for (const auto& line : baseline_check->failures()) {
         out->note("below baseline: " + line);

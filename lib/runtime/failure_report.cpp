@@ -8,10 +8,12 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -28,6 +30,60 @@ namespace {
 constexpr const char* request_tag = "FBREQ";
 constexpr const char* record_tag = "FBREC\n";
 constexpr std::size_t max_datagram = 60000;
+constexpr std::size_t secret_size = 16;
+constexpr int answers_per_second = 4;     // a run's failure asks each rank twice
+constexpr int datagrams_per_poll = 64;    // a flood is drained, not left to fill the socket's buffer
+
+// 16 random bytes (the kernel's generator); Error::runtime where it has none to give.
+std::string random_secret() {
+  std::string secret(secret_size, '\0');
+  std::size_t got = 0;
+  while (got < secret.size()) {
+    const auto n = getrandom(secret.data() + got, secret.size() - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw Error::runtime("failure report: no random bytes for the side channel's secret (getrandom)");
+    got += static_cast<std::size_t>(n);
+  }
+  return secret;
+}
+
+// The local address this host uses toward `peer` (a UDP connect sends nothing); empty where there is no route.
+std::string source_address_toward(const std::string& peer) {
+  const int probe = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (probe < 0) return {};
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(9);
+  std::string out;
+  sockaddr_in local{};
+  socklen_t len = sizeof local;
+  if (inet_pton(AF_INET, peer.c_str(), &to.sin_addr) == 1 && connect(probe, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0 &&
+      getsockname(probe, reinterpret_cast<sockaddr*>(&local), &len) == 0) {
+    char text[INET_ADDRSTRLEN] = {};
+    inet_ntop(AF_INET, &local.sin_addr, text, sizeof text);
+    out = text;
+  }
+  close(probe);
+  return out;
+}
+
+// Rank 0's address the other hosts share most of their prefix with (its interface on their network, not a
+// container bridge), from every rank's list of addresses.
+std::string address_for_the_job(const std::vector<std::string>& own, const std::vector<std::vector<std::string>>& all) {
+  std::string best = own.front();
+  std::size_t best_score = 0;
+  for (const auto& mine : own) {
+    std::size_t score = 0;
+    for (const auto& theirs : all)
+      for (const auto& t : theirs) {
+        std::size_t common = 0;
+        while (common < mine.size() && common < t.size() && mine[common] == t[common]) ++common;
+        if (t != mine) score += common;
+      }
+    if (score > best_score) best = mine, best_score = score;
+  }
+  return best;
+}
 
 // The main thread's frames, written by the SIGUSR2 handler (backtrace() only: no allocation after the warm-up).
 constexpr int max_frames = 64;
@@ -156,27 +212,52 @@ std::vector<std::string> MainThreadBacktrace::capture(std::chrono::milliseconds 
 
 FailureReport::FailureReport(const Communicator& world, std::string host)
     : rank_(world.rank()), size_(world.size()), host_(std::move(host)) {
+  // Rank 0 learns every rank's addresses and chooses its own for the job (loopback when every rank has the same
+  // addresses: one machine); it shares that and the secret. Each rank binds the address it uses toward rank 0's.
+  const auto own = own_addresses();
+  std::string text;
+  for (const auto& a : own) text += a + ",";
+  std::string choice;
+  if (rank_ == 0) {
+    std::vector<std::vector<std::string>> all;
+    bool one_machine = true;
+    for (const auto& entry : world.gather(text, 0)) {
+      all.push_back(split(entry, ','));
+      one_machine = one_machine && entry == text;
+    }
+    choice = random_secret() + (one_machine ? std::string("127.0.0.1") : address_for_the_job(own, all));
+  } else {
+    world.gather(text, 0);
+  }
+  choice = world.broadcast(choice, 0);
+  secret_ = choice.substr(0, secret_size);
+  const std::string job_address = choice.substr(secret_size);
+  std::string bind_address = rank_ == 0 || job_address == "127.0.0.1" ? job_address : source_address_toward(job_address);
+  if (bind_address.empty()) bind_address = own.front();
+
   socket_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  int port = 0;
   if (socket_ >= 0) {
-    sockaddr_in any{};
-    any.sin_family = AF_INET;
-    any.sin_addr.s_addr = htonl(INADDR_ANY);
-    socklen_t len = sizeof any;
-    if (bind(socket_, reinterpret_cast<sockaddr*>(&any), sizeof any) == 0 &&
-        getsockname(socket_, reinterpret_cast<sockaddr*>(&any), &len) == 0)
-      port = ntohs(any.sin_port);
+    sockaddr_in at{};
+    at.sin_family = AF_INET;
+    socklen_t len = sizeof at;
+    if (inet_pton(AF_INET, bind_address.c_str(), &at.sin_addr) == 1 &&
+        bind(socket_, reinterpret_cast<sockaddr*>(&at), sizeof at) == 0 &&
+        getsockname(socket_, reinterpret_cast<sockaddr*>(&at), &len) == 0) {
+      bound_to_ = fmt::format("{}:{}", bind_address, ntohs(at.sin_port));
+    } else {
+      close(socket_);
+      socket_ = -1;
+    }
   }
-  std::string mine = std::to_string(port) + "|";
-  for (const auto& a : own_addresses()) mine += a + ",";
-  const auto all = world.gather(mine, 0);
-  for (const auto& entry : all) {
-    const auto bar = entry.find('|');
-    std::vector<std::string> addresses;
-    if (bar != std::string::npos && std::atoi(entry.c_str()) > 0)
-      for (const auto& a : split(entry.substr(bar + 1), ',')) addresses.push_back(a + ":" + entry.substr(0, bar));
-    addresses_.push_back(std::move(addresses));
-  }
+  addresses_ = world.gather(bound_to_, 0);
+}
+
+bool FailureReport::has_secret(const char* data, std::size_t size, std::size_t at) const {
+  if (size < at + secret_size) return false;
+  unsigned char differ = 0;  // constant time: every byte is compared whatever the first difference
+  for (std::size_t i = 0; i < secret_size; ++i)
+    differ |= static_cast<unsigned char>(data[at + i] ^ secret_[i]);
+  return differ == 0;
 }
 
 FailureReport::~FailureReport() {
@@ -213,12 +294,28 @@ RankRecord FailureReport::own_record() const {
 void FailureReport::poll() {
   if (socket_ < 0) return;
   char buffer[256];
-  sockaddr_in from{};
-  socklen_t len = sizeof from;
-  const auto n = recvfrom(socket_, buffer, sizeof buffer - 1, 0, reinterpret_cast<sockaddr*>(&from), &len);
-  if (n <= 0 || std::strncmp(buffer, request_tag, std::strlen(request_tag)) != 0) return;
-  const auto reply = record_tag + own_record().serialize();
-  sendto(socket_, reply.data(), std::min(reply.size(), max_datagram), 0, reinterpret_cast<sockaddr*>(&from), len);
+  const std::size_t tag = std::strlen(request_tag);
+  for (int k = 0; k < datagrams_per_poll; ++k) {
+    sockaddr_in from{};
+    socklen_t len = sizeof from;
+    const auto n = recvfrom(socket_, buffer, sizeof buffer, 0, reinterpret_cast<sockaddr*>(&from), &len);
+    if (n <= 0) return;
+    const auto size = static_cast<std::size_t>(n);
+    if (size != tag + secret_size || std::memcmp(buffer, request_tag, tag) != 0 || !has_secret(buffer, size, tag)) {
+      ++refused_;
+      continue;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now - window_start_ >= std::chrono::seconds(1)) window_start_ = now, answers_in_window_ = 0;
+    if (answers_in_window_ >= answers_per_second) {
+      ++refused_;
+      continue;
+    }
+    ++answers_in_window_;
+    ++answered_;
+    const auto reply = record_tag + secret_ + own_record().serialize();
+    sendto(socket_, reply.data(), std::min(reply.size(), max_datagram), 0, reinterpret_cast<sockaddr*>(&from), len);
+  }
 }
 
 void FailureReport::answer(std::chrono::milliseconds wait) {
@@ -233,13 +330,13 @@ void FailureReport::answer(std::chrono::milliseconds wait) {
 std::vector<RankRecord> FailureReport::collect(std::chrono::milliseconds wait) {
   std::map<int, RankRecord> got;
   got[rank_] = own_record();
+  const std::string request = request_tag + secret_;
   const auto ask = [&] {
     for (int r = 0; r < static_cast<int>(addresses_.size()); ++r) {
-      if (got.count(r)) continue;
-      for (const auto& a : addresses_[r]) {
-        const auto colon = a.rfind(':');
-        send_to(socket_, a.substr(0, colon), std::atoi(a.c_str() + colon + 1), request_tag);
-      }
+      const auto& a = addresses_[static_cast<std::size_t>(r)];
+      if (got.count(r) || a.empty()) continue;
+      const auto colon = a.rfind(':');
+      send_to(socket_, a.substr(0, colon), std::atoi(a.c_str() + colon + 1), request);
     }
   };
   const auto start = std::chrono::steady_clock::now();
@@ -259,8 +356,12 @@ std::vector<RankRecord> FailureReport::collect(std::chrono::milliseconds wait) {
       const auto n = recv(socket_, buffer.data(), max_datagram, 0);
       if (n <= 0) break;
       const std::string text(buffer.data(), static_cast<std::size_t>(n));
-      if (text.rfind(record_tag, 0) != 0) continue;
-      auto r = RankRecord::parse(text.substr(std::strlen(record_tag)));
+      const std::size_t tag = std::strlen(record_tag);
+      if (text.rfind(record_tag, 0) != 0 || !has_secret(text.data(), text.size(), tag)) {
+        ++refused_;  // a forged or stray record never reaches /failure/ranks
+        continue;
+      }
+      auto r = RankRecord::parse(text.substr(tag + secret_size));
       if (r.rank >= 0 && r.rank < size_) got[r.rank] = std::move(r);
     }
   }

@@ -2,11 +2,16 @@
 // the MPI/NCCL call it is in and a backtrace of its main thread taken inside the process (no debugger). Watchdog
 // threads may not call MPI (thread level SINGLE), so the reports travel over a small UDP side channel set up at
 // start: rank 0 asks every rank, each rank's watchdog answers with its record, and rank 0 names the ranks that did
-// not answer (dead or unreachable). The progress board, where it exists, says who finished; this says where the
+// not answer (dead or unreachable). Nothing outside the job may use the channel: rank 0 makes a secret of 16 random
+// bytes at start and shares it over MPI; every request and reply carries it, and a datagram without it (compared in
+// constant time) is counted and dropped: no answer, no signal to the main thread, never a row of /failure/ranks.
+// Each rank binds one address, the one it uses toward rank 0's host (loopback when the whole job is on one
+// machine), not every interface, and answers at most a few requests a second. The progress board, where it exists, says who finished; this says where the
 // others are, also where the board is missing (Open MPI over TCP between nodes has no one-sided MPI).
 #pragma once
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -63,11 +68,25 @@ class FailureReport {
   // "rank 2 (h3): sweep round 2 ...; pair h3 - h4 ... in MPI_Recv" lines grouped by what they say, for the status.
   static std::string summary(const std::vector<RankRecord>& records);
 
+  // What reached this rank's socket: requests answered and datagrams refused (without the job's secret, or over the
+  // rate). The address the socket is bound to ("10.0.0.3:41234").
+  struct Counts {
+    std::uint64_t answered = 0, refused = 0;
+  };
+  Counts counts() const { return {answered_.load(), refused_.load()}; }
+  const std::string& bound_to() const { return bound_to_; }
+
  private:
   int rank_, size_;
   std::string host_;
   int socket_ = -1;
-  std::vector<std::vector<std::string>> addresses_;  // rank 0: "ip:port" of every rank
+  std::string secret_;    // 16 random bytes from rank 0
+  std::string bound_to_;  // "ip:port"
+  std::vector<std::string> addresses_;  // rank 0: "ip:port" of every rank ("" where a rank has no socket)
+  std::atomic<std::uint64_t> answered_{0}, refused_{0};
+  std::chrono::steady_clock::time_point window_start_{};  // the rate limit's current second
+  int answers_in_window_ = 0;
+  bool has_secret(const char* data, std::size_t size, std::size_t at) const;
   mutable std::mutex mutex_;
   std::string step_, doing_;
 };
