@@ -159,12 +159,12 @@ class NcclCollBackend : public CollBackend {
 
   void launch(const CollCase& c) override {
     if (skip_launches_) {
-      while (has_deadline_ && Clock::now() <= deadline_) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      if (has_deadline_) {
-        comm_.abort();
-        throw Hung("test hook: this rank's NCCL operation never started");
-      }
-      return;
+      // Stuck as a GPU that never starts the operation: until the deadline (fabric-sweep's pairs), or for good
+      // without one, until the watchdog ends the process at --timeout (exit 3). Returning at once instead let a
+      // one-rank job (no peer left waiting) finish as if nothing had stalled.
+      while (!has_deadline_ || Clock::now() <= deadline_) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      comm_.abort();
+      throw Hung("test hook: this rank's NCCL operation never started");
     }
     const auto t = nccl_type(c.dtype);
     const auto n = c.counts.param;
