@@ -271,9 +271,14 @@ ExitStatus CollBenchmark::run(const app::RunContext& context) {
     ranks_per_host = std::max(ranks_per_host, r.local_size);
     hosts.push_back(r.host);
   }
-  const auto reference = context.is_root() ? context.expected.per_rank(hosts, ranks_per_host, backend_ == BackendKind::nccl || device_memory_)
-                                           : facts::Reference{};
+  // One rank moves nothing over any link (its bus bandwidth is 0 or a copy within the GPU): nothing to hold it against.
+  const auto reference = context.is_root() && nranks > 1
+                             ? context.expected.per_rank(hosts, ranks_per_host, backend_ == BackendKind::nccl || device_memory_)
+                             : facts::Reference{};
   if (reference.known()) context.out->note(fmt::format("expected bus bandwidth: {:.2f} GB/s ({})", reference.gbps, reference.basis));
+  else if (nranks == 1 && context.is_root())
+    context.out->note("one rank: no link carries data, so no expected bus bandwidth (busbw is nccl-tests' figure: 0 for "
+                      "all_reduce, all_gather, reduce_scatter and alltoall)");
   app::ToolLoop loop(context);
   for (std::size_t k = 0; k < ops_.size(); ++k) {
     const auto* op = ops_[k];
