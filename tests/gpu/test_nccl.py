@@ -1,5 +1,8 @@
-"""fabric-coll and fabric-p2p on GPUs (label gpu; needs NCCL and at least 2 GPUs): every operation validated on the
-device, in and out of place, every timing mode, every type and reduction, corruption and a hung rank detected."""
+"""fabric-coll and fabric-p2p on GPUs (label gpu; needs NCCL). On any number of GPUs, one rank per GPU (one GPU: one
+rank, a valid NCCL communicator): every operation validated on the device, in and out of place, every timing mode,
+every type and reduction, a count above INT_MAX, corruption caught, a stalled launch ended by --timeout; fabric-p2p
+with pinned buffers on two ranks (sharing the GPU where there is one), device buffers only where MPI is CUDA-aware.
+On two GPUs or more: a hung rank named, and fabric-sweep's NCCL pair tests."""
 import os
 import subprocess
 import unittest
@@ -15,11 +18,21 @@ def _gpu_count():
         return 0
 
 
+def _mpi_is_cuda_aware():
+    """What Open MPI says of itself (ompi_info), independent of the tools' own detection."""
+    try:
+        out = subprocess.run(["ompi_info", "--parsable", "--all"], capture_output=True, text=True).stdout
+    except OSError:
+        return False
+    return "mpi_built_with_cuda_support:value:true" in out
+
+
 GPUS = _gpu_count()
+# Factors of nccl-tests' bus bandwidth on one rank: nothing crosses a link for these, their busbw is 0.
+ZERO_BUSBW_ON_ONE_RANK = {"all_reduce", "all_gather", "reduce_scatter", "alltoall"}
 
 
-@unittest.skipIf(GPUS < 2, "needs at least 2 GPUs")
-class Nccl(LaunchTest):
+class CollTest(LaunchTest):
     def coll(self, args, name, env=None, np=GPUS):
         r = self.mpirun(np, "fabric-coll", ["--backend", "nccl", "--output", name, "-q"] + args, env=env, timeout=300)
         return r, (self.load(name) if (self.dir / name).exists() else None)
@@ -32,23 +45,45 @@ class Nccl(LaunchTest):
         self.assertTrue((rows["backend"] == "nccl").all())
         return rows
 
+
+@unittest.skipIf(GPUS < 1, "needs a GPU")
+class NcclOnEveryGpu(CollTest):
+    """One rank per GPU, however many there are (one is enough)."""
+
     def test_every_operation_in_and_out_of_place_short_sweep(self):
         r, run = self.coll(["--op", "all", "-b", "8", "-e", "64M", "-f", "8", "-n", "10", "-w", "2"], "ops.h5")
         rows = self.assert_clean(r, run)
         self.assertEqual(len(set(rows["op"])), 7)
+        self.assertTrue((rows["ranks"] == GPUS).all())
         self.assertEqual(sorted(rows["in_place"].unique()), [0, 1])
         p2p_based = rows[rows.op.isin(["alltoall", "sendrecv"])]
         self.assertTrue((p2p_based["in_place"] == 0).all(), "NCCL point-to-point is not defined in place")
-        big = rows[rows.bytes == 64 << 20]
-        self.assertTrue((big["busbw_gbps"] > 1).all(), big[["op", "busbw_gbps"]])
+        big = rows[(rows.bytes == 16 << 20) & (rows.in_place == 0)]  # the largest size of 8 x 8^k up to 64M
+        self.assertEqual(len(big), 7)
+        self.assertTrue((big["algbw_gbps"] > 1).all(), big[["op", "algbw_gbps"]])
+        if GPUS > 1:
+            self.assertTrue((big["busbw_gbps"] > 1).all(), big[["op", "busbw_gbps"]])
+        else:  # one rank: nccl-tests' factors, and nothing to hold them against
+            zero = big.op.isin(ZERO_BUSBW_ON_ONE_RANK)
+            self.assertTrue((big[zero]["busbw_gbps"] == 0).all(), big[["op", "busbw_gbps"]])
+            self.assertTrue((big[~zero]["busbw_gbps"] == big[~zero]["algbw_gbps"]).all(), big[["op", "busbw_gbps"]])
+
+    def test_one_rank_is_held_against_no_link(self):
+        # One rank moves nothing over PCIe or NVLink: a 0 GB/s all_reduce is no "% of expected" warning.
+        r, run = self.coll(["--op", "all_reduce,broadcast", "--sizes", "64M", "-n", "5", "--in-place", "0"], "one.h5",
+                           np=1)
+        rows = self.assert_clean(r, run)
+        self.assertNotIn("% of the", r.stderr)
+        self.assertTrue(rows["pct_expected"].isna().all(), rows[["op", "busbw_gbps", "pct_expected"]])
 
     def test_counts_above_int_max_go_whole_to_nccl(self):
         # NCCL counts are size_t: 2 GiB + 256 int8 elements per call, where an int would have wrapped.
         size = 2 ** 31 + 256
         r, run = self.coll(["--op", "all_reduce,broadcast", "--dtype", "int8", "--sizes", str(size), "-n", "2", "-w", "1",
-                            "--in-place", "0"], "big.h5", np=2)
+                            "--in-place", "0"], "big.h5", np=min(GPUS, 2))
         rows = self.assert_clean(r, run)
         self.assertEqual(list(rows["count"]), [size, size])
+        self.assertTrue((rows["algbw_gbps"] > 0).all(), rows[["op", "algbw_gbps"]])
         self.assertTrue((rows["busbw_gbps"] < 2000).all(), rows[["op", "busbw_gbps"]])  # NV18 carries ~480 GB/s
 
     def test_every_type_and_reduction(self):
@@ -56,6 +91,7 @@ class Nccl(LaunchTest):
                             "-n", "3", "-w", "1"], "types.h5")
         rows = self.assert_clean(r, run)
         self.assertEqual(len(set(rows["dtype"])), 10)
+        self.assertEqual(len(set(rows[rows.op == "all_reduce"]["redop"])), 5)
         self.assertIn("avg", set(rows[rows.dtype == "bfloat16"]["redop"]))
 
     def test_graph_events_and_blocking_modes(self):
@@ -64,6 +100,7 @@ class Nccl(LaunchTest):
                 r, run = self.coll(["--op", "all", "--sizes", "1M,16M", "-n", "8", "-w", "2"] + args, mode + ".h5")
                 rows = self.assert_clean(r, run)
                 self.assertTrue((rows["timing"] == mode).all())
+                self.assertTrue((rows["time_us"] > 0).all())
                 if mode != "graph":
                     samples = run.tables["samples/coll"]
                     self.assertEqual(len(samples), len(rows) * GPUS * 8, "one sample per iteration and rank")
@@ -74,6 +111,52 @@ class Nccl(LaunchTest):
                            env={"FABRICBENCH_TEST_FLIP_BYTE": "1"})
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertTrue((run.tables["results/coll"]["wrong"] > 0).all())
+
+    def test_a_stalled_launch_ends_at_the_timeout(self):
+        # FABRICBENCH_TEST_STALL_NCCL=0: rank 0's NCCL operations never start, as on a stuck GPU. With no peer to
+        # wait for it (one GPU), only --timeout can end the run: exit 3, the step named, no row.
+        r, run = self.coll(["--sizes", "1K", "-n", "5", "--in-place", "0", "--timeout", "3"], "stall.h5",
+                           env={"FABRICBENCH_TEST_STALL_NCCL": "0"})
+        self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+        self.assertIn("timeout: all_reduce out-of-place float sum at 1024 B did not finish",
+                      run.attrs["status"])
+        self.assertEqual(len(run.tables["results/coll"]), 0)
+
+    def test_mpi_back_end_with_device_buffers_only_where_mpi_is_cuda_aware(self):
+        r = self.mpirun(1, "fabric-coll", ["--backend", "mpi", "--memory", "device", "--sizes", "8,1M", "-n", "5",
+                                           "--output", "mpi.h5", "-q"], timeout=120)
+        if _mpi_is_cuda_aware():
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertTrue((self.load("mpi.h5").tables["results/coll"]["wrong"] == 0).all())
+        else:
+            self.assert_refused(r, "fabric-coll", "--memory device: this MPI library is not CUDA-aware")
+
+    def test_p2p_with_device_buffers_only_where_mpi_is_cuda_aware(self):
+        r = self.mpirun(2, "fabric-p2p", ["--memory", "device", "--sizes", "8,1M", "-n", "20", "--check", "--output",
+                                          "p2p.h5", "-q"], timeout=120)
+        if not _mpi_is_cuda_aware():
+            self.assert_refused(r, "fabric-p2p", "--memory device: this MPI library is not CUDA-aware")
+            return
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        rows = self.load("p2p.h5").tables["results/p2p"]
+        self.assertTrue((rows["wrong"] == 0).all())
+        self.assertTrue((rows["memory"] == "device").all())
+
+    def test_p2p_with_pinned_buffers(self):
+        # Two ranks, on two GPUs or sharing the one there is.
+        r = self.mpirun(2, "fabric-p2p", ["--memory", "pinned", "--sizes", "8,1M", "-n", "20", "--check", "--output",
+                                          "pinned.h5", "-q"], timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        run = self.load("pinned.h5")
+        rows = run.tables["results/p2p"]
+        self.assertTrue((rows["wrong"] == 0).all())
+        self.assertTrue((rows["memory"] == "pinned").all())
+        self.assertTrue((run.tables["env/ranks"]["gpu_name"].str.len() > 0).all())
+
+
+@unittest.skipIf(GPUS < 2, "needs at least 2 GPUs")
+class NcclOnGpuPairs(CollTest):
+    """A peer that waits, and pairs of GPUs: what one GPU cannot show."""
 
     def test_a_hung_rank_aborts_nccl_and_names_it(self):
         r, run = self.coll(["--sizes", "1K,2K,4K", "-n", "5", "--in-place", "0", "--timeout", "3"], "hang.h5",
@@ -119,24 +202,6 @@ class Nccl(LaunchTest):
         others = rows[~rows.host_a.isin(resting) & ~rows.host_b.isin(resting)]
         self.assertEqual(len(others), (GPUS - 2) * (GPUS - 3) // 2, "every pair of the other hosts is measured")
         self.assertTrue((others["hung"] == 0).all() and (others["value"] > 10).all(), others)
-
-    def test_p2p_with_device_buffers_when_mpi_is_cuda_aware(self):
-        r = self.mpirun(2, "fabric-p2p", ["--memory", "device", "--sizes", "8,1M", "-n", "20", "--check", "--output",
-                                          "p2p.h5", "-q"], timeout=120)
-        if r.returncode == 2 and "not CUDA-aware" in r.stderr:
-            self.skipTest("this MPI is not CUDA-aware")
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        rows = self.load("p2p.h5").tables["results/p2p"]
-        self.assertTrue((rows["wrong"] == 0).all())
-        self.assertTrue((rows["memory"] == "device").all())
-
-    def test_p2p_with_pinned_buffers(self):
-        r = self.mpirun(2, "fabric-p2p", ["--memory", "pinned", "--sizes", "8,1M", "-n", "20", "--check", "--output",
-                                          "pinned.h5", "-q"], timeout=120)
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        run = self.load("pinned.h5")
-        self.assertTrue((run.tables["results/p2p"]["wrong"] == 0).all())
-        self.assertTrue((run.tables["env/ranks"]["gpu_name"].str.len() > 0).all())
 
 
 if __name__ == "__main__":
