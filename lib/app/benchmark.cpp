@@ -106,7 +106,13 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
     agree(world, [&] { go = command_line.parse(argc, argv, root); });
     if (!go) return 0;
     const auto placement = runtime::Placement::discover(world);
-    agree(world, [&] { benchmark.configure(command_line.values(), command_line.common(), placement); });
+    agree(world, [&] {
+      try {
+        benchmark.configure(command_line.values(), command_line.common(), placement);
+      } catch (const Error& e) {
+        throw command_line.attributed(e);  // a value from --config names the file
+      }
+    });
     results::Baseline baseline;
     agree(world, [&] {
       const auto& path = command_line.common().baseline;

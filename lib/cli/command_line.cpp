@@ -1,4 +1,5 @@
 #include "fabricbench/cli/command_line.hpp"
+#include "fabricbench/cli/ini_file.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -112,7 +113,18 @@ bool CommandLine::parse(int argc, char** argv, bool print) {
       const auto path = values_["config"].as<std::string>();
       if (access(path.c_str(), R_OK) != 0)
         throw Error::usage(fmt::format("--config {}: cannot read the file", path));
-      po::store(po::parse_config_file<char>(path.c_str(), all), values_);
+      require_text_file(path, "--config");
+      try {
+        const auto parsed = po::parse_config_file<char>(path.c_str(), all);
+        config_path_ = path;
+        for (const auto& option : parsed.options)  // the command line wins: only what it left unset comes from here
+          if (!values_.count(option.string_key) || values_[option.string_key].defaulted())
+            from_config_.push_back(option.string_key);
+        po::store(parsed, values_);
+      } catch (const po::error& e) {
+        throw Error::usage(fmt::format("--config {}: {} (keys are the long option names; see {} --help)", path,
+                                       e.what(), program_));
+      }
     }
     po::notify(values_);
   } catch (const po::error& e) {
@@ -126,8 +138,20 @@ bool CommandLine::parse(int argc, char** argv, bool print) {
     if (print) std::cout << program_ << " " << FABRICBENCH_VERSION << "\n";
     return false;
   }
-  read_common();
+  try {
+    read_common();
+  } catch (const Error& e) {
+    throw attributed(e);
+  }
   return true;
+}
+
+Error CommandLine::attributed(const Error& e) const {
+  const std::string what = e.what();
+  if (e.status() != ExitStatus::usage || config_path_.empty() || what.rfind("--", 0) != 0) return e;
+  const auto name = what.substr(2, what.find_first_of(" =:'", 2) - 2);
+  if (std::find(from_config_.begin(), from_config_.end(), name) == from_config_.end()) return e;
+  return Error::usage(fmt::format("--config {}: {}", config_path_, what));
 }
 
 void CommandLine::read_common() {

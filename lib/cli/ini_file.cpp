@@ -3,11 +3,58 @@
 #include <boost/property_tree/ini_parser.hpp>
 #include <fmt/format.h>
 
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
 #include "fabricbench/error.hpp"
 
 namespace fabricbench::cli {
 
+namespace {
+
+// The length of the UTF-8 sequence starting at text[i], or 0 where it is not one.
+std::size_t utf8_length(const std::string& text, std::size_t i) {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char c = byte(i);
+  std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+  if (n == 0 || i + n > text.size()) return 0;
+  for (std::size_t k = 1; k < n; ++k)
+    if ((byte(i + k) >> 6) != 0x2) return 0;
+  return n;
+}
+
+}  // namespace
+
+void require_text_file(const std::string& path, const std::string& option) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw Error::usage(fmt::format("{} {}: a directory; give a file", option, path));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error::usage(fmt::format("{} {}: cannot read the file", option, path));
+  constexpr std::size_t max_bytes = 16u << 20, max_line = 4096;
+  std::string text;
+  text.resize(max_bytes + 1);
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > max_bytes) throw Error::usage(fmt::format("{} {}: larger than 16 MiB; not a settings file", option, path));
+  std::size_t line = 1, line_start = 0;
+  for (std::size_t i = 0; i < text.size();) {
+    if (text[i] == '\n') {
+      ++line, line_start = ++i;
+      continue;
+    }
+    if (text[i] == '\0') throw Error::usage(fmt::format("{} {}:{}: a NUL byte; the file must be text", option, path, line));
+    const auto n = utf8_length(text, i);
+    if (n == 0) throw Error::usage(fmt::format("{} {}:{}: bytes that are not UTF-8 text", option, path, line));
+    i += n;
+    if (i - line_start > max_line)
+      throw Error::usage(fmt::format("{} {}:{}: a line longer than {} characters", option, path, line, max_line));
+  }
+}
+
 boost::property_tree::ptree read_ini(const std::string& path, const std::string& option) {
+  require_text_file(path, option);
   boost::property_tree::ptree tree;
   try {
     boost::property_tree::read_ini(path, tree);
@@ -21,7 +68,7 @@ std::optional<double> parse_number(const std::string& text) {
   std::size_t used = 0;
   try {
     const double v = std::stod(text, &used);
-    if (used == text.size()) return v;
+    if (used == text.size() && std::isfinite(v)) return v;
   } catch (const std::exception&) {
   }
   return std::nullopt;

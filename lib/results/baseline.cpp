@@ -31,13 +31,18 @@ Baseline Baseline::load(const std::string& path, const TableSpec& table, const s
   // [baseline] holds the default tolerance (10% when absent: Boost drops an empty section).
   double tolerance = 0.1;
   if (const auto t = tree.get_optional<std::string>("baseline.tolerance")) tolerance = parse_tolerance(*t, path + ": [baseline] tolerance");
+  std::size_t ours_count = 0;
   for (const auto& [section, keys] : tree) {
     if (section == "baseline") continue;
+    if (keys.empty() && !keys.data().empty())
+      throw Error::usage(fmt::format("{}: '{}' stands outside a section; entries are [TABLE NAME] sections of "
+                                     "column = value lines", path, section));
     Entry e;
     e.name = section;
     e.table = section.substr(0, section.find(' '));
     e.tolerance = tolerance;
     const bool ours = e.table == table.path().substr(1);
+    ours_count += ours ? 1 : 0;
     for (const auto& [key, value] : keys) {
       const auto text = value.get_value<std::string>();
       const auto where = fmt::format("{}: [{}] {}", path, section, key);
@@ -51,17 +56,22 @@ Baseline Baseline::load(const std::string& path, const TableSpec& table, const s
         if (c.name == key) column = &c;
       if (!column) throw Error::usage(fmt::format("{}: table {} has no such column", where, e.table));
       if (column->role == Role::key) {
+        const auto n = column->type == ColumnType::text ? std::optional<double>(0) : parse_number(text);
+        if (!n || (column->type == ColumnType::integer && *n != std::floor(*n)))
+          throw Error::usage(fmt::format("{} = '{}': a {} (a key of {}, which no row could match)", where, text,
+                                         column->type == ColumnType::integer ? "whole number" : "number", e.table));
         e.keys[key] = text;
-      } else if (const auto v = parse_number(text)) {
+      } else if (const auto v = parse_number(text); v && *v >= 0) {
         e.expected[key] = *v;
       } else {
-        throw Error::usage(fmt::format("{} = '{}': a number (the expected value of a measured column)", where, text));
+        throw Error::usage(fmt::format("{} = '{}': a number >= 0 (the expected value of a measured column)", where, text));
       }
     }
     b.entries_.push_back(std::move(e));
   }
-  if (b.entries_.empty())
-    throw Error::usage(fmt::format("{} {}: no entries (write a baseline with fabric-report baseline RUN.h5 FILE)", option, path));
+  if (ours_count == 0)
+    throw Error::usage(fmt::format("{} {}: no entries for {} (write a baseline with fabric-report baseline RUN.h5 FILE)",
+                                   option, path, table.path().substr(1)));
   return b;
 }
 

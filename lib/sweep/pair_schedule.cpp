@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <map>
 #include <sstream>
 
@@ -77,9 +78,11 @@ PairSchedule PairSchedule::from_pairs_file(std::istream& in, const std::vector<s
     std::string round_text, a, b, extra;
     if (!(fields >> round_text)) continue;  // blank or comment
     char* end = nullptr;
+    errno = 0;
     const long round = std::strtol(round_text.c_str(), &end, 10);
-    if (*end != '\0' || round < 0 || !(fields >> a >> b) || (fields >> extra))
-      throw Error::usage(fmt::format("{}:{}: expected 'ROUND HOST_A HOST_B' with ROUND a whole number >= 0", source, line));
+    if (*end != '\0' || errno == ERANGE || round < 0 || round > 1000000 || !(fields >> a >> b) || (fields >> extra))
+      throw Error::usage(fmt::format("{}:{}: expected 'ROUND HOST_A HOST_B' with ROUND a whole number 0 to 1000000",
+                                     source, line));
     const int ia = index_of(a, line), ib = index_of(b, line);
     if (ia == ib) throw Error::usage(fmt::format("{}:{}: host '{}' paired with itself", source, line, a));
     auto& busy = used[round];

@@ -13,22 +13,29 @@
 namespace fabricbench::sweep {
 namespace {
 
-double number(const boost::property_tree::ptree& node, const std::string& file, const std::string& key) {
+// A fraction in (0, 1] or (`multiple`) a factor of at least 1.
+double number(const boost::property_tree::ptree& node, const std::string& file, const std::string& key, bool multiple) {
   const auto text = node.get_value<std::string>();
-  if (const auto v = cli::parse_number(text); v && *v >= 0) return *v;
-  throw Error::usage(fmt::format("{}: {} = '{}': give a number >= 0", file, key, text));
+  if (const auto v = cli::parse_number(text); v && (multiple ? *v >= 1 : *v > 0 && *v <= 1)) return *v;
+  throw Error::usage(fmt::format("{}: {} = '{}': give {}", file, key, text,
+                                 multiple ? "a multiple of at least 1" : "a fraction above 0 and at most 1"));
 }
 
 }  // namespace
 
-Rules Rules::load(const std::string& path, const results::Baseline& baseline) {
+Rules Rules::load(const std::string& path, const results::Baseline& baseline, const std::vector<std::string>& metrics) {
   Rules rules;
   for (const auto& [section, keys] : cli::read_ini(path, "--rules")) {
+    if (section != "attribution" && !metrics.empty() && std::find(metrics.begin(), metrics.end(), section) == metrics.end()) {
+      std::string allowed = "attribution";
+      for (const auto& m : metrics) allowed += ", " + m;
+      throw Error::usage(fmt::format("{}: [{}]: unknown section; allowed: {}", path, section, allowed));
+    }
     if (section == "attribution") {
       for (const auto& [key, value] : keys) {
         if (key != "bad_node_fraction")
           throw Error::usage(fmt::format("{}: [attribution] {}: unknown key; allowed: bad_node_fraction", path, key));
-        rules.bad_node_fraction = number(value, path, "[attribution] " + key);
+        rules.bad_node_fraction = number(value, path, "[attribution] " + key, false);
       }
       continue;
     }
@@ -36,9 +43,9 @@ Rules Rules::load(const std::string& path, const results::Baseline& baseline) {
     for (const auto& [key, value] : keys) {
       const auto where = fmt::format("[{}] {}", section, key);
       if (key == "suspect_below_fraction_of_median") {
-        r.below_fraction_of_median = number(value, path, where);
+        r.below_fraction_of_median = number(value, path, where, false);
       } else if (key == "suspect_above_multiple_of_best") {
-        r.above_multiple_of_best = number(value, path, where);
+        r.above_multiple_of_best = number(value, path, where, true);
       } else {
         throw Error::usage(fmt::format("{}: {}: unknown key; allowed: suspect_below_fraction_of_median, "
                                        "suspect_above_multiple_of_best (which way is better is the metric's own)", path, where));

@@ -37,11 +37,12 @@ def is_descendant(pid, ancestor):
 
 
 class Interrupted(LaunchTest):
-    def start_until_rows(self, output, rows):
-        """A long fabric-p2p latency run under mpirun, returned once it has printed `rows` table rows."""
+    def start_until_rows(self, output, rows, session=False):
+        """A long fabric-p2p latency run under mpirun, returned once it has printed `rows` table rows. `session`:
+        mpirun leads a process group of its own, as in a terminal (Ctrl-C reaches the whole group)."""
         cmd = mpirun_command(2, "fabric-p2p", ["--test", "latency", "-n", "200000", "--output", output])
         proc = subprocess.Popen(cmd, cwd=self.dir, env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
+                                text=True, start_new_session=session)
         rows_seen = 0
         deadline = time.time() + 120
         while rows_seen < rows and time.time() < deadline:
@@ -64,6 +65,22 @@ class Interrupted(LaunchTest):
         self.assertNotEqual(proc.returncode, 0)
         run = self.load("term.h5")
         self.assertNotEqual(run.attrs["status"], "complete")
+        self.assertTrue(run.attrs["status"].startswith("failed: terminated by signal"), run.attrs["status"])
+        rows = run.tables["results/p2p"]
+        self.assertGreaterEqual(len(rows), 3)
+        self.assertTrue((rows["time_us_median"] > 0).all())
+
+    def test_ctrl_c_keeps_finished_rows_and_names_the_termination(self):
+        # Ctrl-C in a terminal: SIGINT to mpirun's whole process group (mpirun passes it on to the ranks).
+        proc = self.start_until_rows("int.h5", 3, session=True)
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            self.fail("mpirun did not stop after Ctrl-C")
+        self.assertNotEqual(proc.returncode, 0)
+        run = self.load("int.h5")
         self.assertTrue(run.attrs["status"].startswith("failed: terminated by signal"), run.attrs["status"])
         rows = run.tables["results/p2p"]
         self.assertGreaterEqual(len(rows), 3)

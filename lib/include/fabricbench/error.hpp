@@ -19,12 +19,36 @@ class Error : public std::runtime_error {
   Error(ExitStatus status, const std::string& message) : std::runtime_error(message), status_(status) {}
   ExitStatus status() const noexcept { return status_; }
 
-  static Error usage(const std::string& message) { return {ExitStatus::usage, message}; }
+  // Bad input: the message made one line a person reads (see one_line).
+  static Error usage(const std::string& message) { return {ExitStatus::usage, one_line(message)}; }
   static Error runtime(const std::string& message) { return {ExitStatus::runtime, message}; }
   // A state the code must never reach (a bandwidth from no time or no bytes): exit 3, never a printed figure.
   static Error internal(const std::string& message) { return {ExitStatus::runtime, "internal error: " + message}; }
 
+  // Control characters (a newline, NUL) shown as '?', a quoted value of more than 64 characters cut to its first 48
+  // (a 10 MB line of a bad file is not echoed back), and the whole kept under 600 characters.
+  static std::string one_line(const std::string& message) {
+    std::string out;
+    for (std::size_t i = 0; i < message.size() && out.size() < 560; ++i) {
+      if (message[i] == '\'') {
+        const auto close = message.find('\'', i + 1);
+        if (close != std::string::npos && close - i - 1 > 64) {
+          out += '\'' + printable(message.substr(i + 1, 48)) + "...' (" + std::to_string(close - i - 1) + " characters)";
+          i = close;
+          continue;
+        }
+      }
+      out += printable(message.substr(i, 1));
+    }
+    return out.size() < 560 ? out : out + "... (cut)";
+  }
+
  private:
+  static std::string printable(std::string text) {
+    for (auto& c : text)
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+    return text;
+  }
   ExitStatus status_;
 };
 

@@ -1,5 +1,7 @@
 #include "fabricbench/tools/sweep/sweep_benchmark.hpp"
 
+#include "fabricbench/cli/ini_file.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -115,6 +117,7 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
   const auto pattern = v["pattern"].as<std::string>();
   if (v.count("pairs-file")) {
     const auto path = v["pairs-file"].as<std::string>();
+    cli::require_text_file(path, "--pairs-file");
     std::ifstream in(path);
     if (!in) throw Error::usage(fmt::format("--pairs-file {}: cannot read the file", path));
     schedule_ = PairSchedule::from_pairs_file(in, hosts_, path);
@@ -143,8 +146,11 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
   const auto retest = v["retest"].as<long long>();
   cli::require_in_range("--retest", retest, 0, 10);
   retest_ = static_cast<int>(retest);
+  std::vector<std::string> metric_names;
+  for (const auto& m : sweep_metrics()) metric_names.emplace_back(m.name);
   rules_ = Rules::load(v["rules"].as<std::string>(),
-                       common.baseline.empty() ? results::Baseline() : results::Baseline::load(common.baseline, pairs_table_));
+                       common.baseline.empty() ? results::Baseline() : results::Baseline::load(common.baseline, pairs_table_),
+                       metric_names);
   for (const auto* m : metrics_)
     if (!rules_.metrics.count(std::string(m->name)))
       throw Error::usage(fmt::format("--rules {}: no [{}] section for --metric {}", v["rules"].as<std::string>(), m->name, m->name));

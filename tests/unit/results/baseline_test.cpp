@@ -85,8 +85,13 @@ TEST(Baseline, BadFilesNameTheKey) {
   refused("[baseline]\ntolerance = 150%\n", "tolerance = '150%': allowed values are 0% to 99%");
   refused("[baseline]\n[results/coll 1]\nbusbw = 3\n", "[results/coll 1] busbw: table results/coll has no such column");
   refused("[baseline]\n[results/coll 1]\nbusbw_gbps = fast\n", "busbw_gbps = 'fast': a number");
-  EXPECT_TRUE(load("[baseline]\n[results/p2p 1]\nanything = 1\n").check(row("a", 1, 1, 1)).empty())
-      << "entries of other tables are not ours to judge";
+  // Entries of other tables are not ours to judge, but a file with none of ours is the wrong file, not a pass.
+  refused("[baseline]\n[results/p2p 1]\nanything = 1\n", "no entries for results/coll");
+  refused("anything = 1\n[results/coll 1]\nbusbw_gbps = 3\n", "'anything' stands outside a section");
+  refused("[baseline]\n[results/coll 1]\nbytes = 8K\nbusbw_gbps = 3\n", "bytes = '8K': a whole number");
+  refused("[baseline]\n[results/coll 1]\nbusbw_gbps = nan\n", "busbw_gbps = 'nan': a number >= 0");
+  EXPECT_EQ(load("[baseline]\n[results/p2p 1]\nanything = 1\n[results/coll 1]\nop = x\nbusbw_gbps = 3\n")
+                .check(row("a", 1, 1, 1)).size(), 0u);
   EXPECT_THROW(Baseline::load("/nonexistent/b.ini", table), Error);
 }
 

@@ -3,6 +3,7 @@
 // message sizes. The executable's own group goes on top, and validation turns every bad value into one
 // Error::usage line naming the option and what is allowed.
 #pragma once
+#include "fabricbench/error.hpp"
 #include <boost/program_options.hpp>
 #include <cstdint>
 #include <initializer_list>
@@ -63,6 +64,9 @@ class CommandLine {
   bool parse(int argc, char** argv, bool print);
 
   const po::variables_map& values() const { return values_; }
+  // A usage error about an option whose value came from --config, as "--config FILE: --iters -1: ..." (the file
+  // named); any other error as it is. parse() applies it to the common options, the harness to configure().
+  Error attributed(const Error& e) const;
   const CommonOptions& common() const { return common_; }
   const std::string& program() const { return program_; }
   // What --help prints.
@@ -83,6 +87,8 @@ class CommandLine {
   po::options_description run_desc_, sizes_desc_, osu_desc_, tool_;
   po::variables_map values_;
   CommonOptions common_;
+  std::string config_path_;               // --config, once read
+  std::vector<std::string> from_config_;  // the options it set
 };
 
 // Throws Error::usage("<option> '<value>': allowed values are a, b, c") unless value is one of `allowed`.

@@ -8,10 +8,16 @@
 
 namespace fabricbench::cli {
 
+// What every file a user hands a tool must be before a parser sees it: readable, a regular file, at most 16 MiB,
+// text (UTF-8, no NUL byte) in lines of at most 4096 characters. Error::usage "OPTION PATH:LINE: ..." otherwise.
+// --config and --pairs-file are checked with it; read_ini checks its files with it.
+void require_text_file(const std::string& path, const std::string& option);
+
 // The file's sections and keys; Error::usage "OPTION PATH: what the parser said" when it cannot be read.
 boost::property_tree::ptree read_ini(const std::string& path, const std::string& option);
 
-// The whole of `text` as a number, or nothing: "12abc", "", "fast" and " " are not numbers.
+// The whole of `text` as a finite number, or nothing: "12abc", "", "fast", " ", "nan", "inf" and 1e400 are not
+// numbers.
 std::optional<double> parse_number(const std::string& text);
 
 }  // namespace fabricbench::cli

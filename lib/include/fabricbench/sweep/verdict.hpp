@@ -29,7 +29,10 @@ struct Rules {
   // the metric's own) or bad numbers are
   // Error::usage naming the file and key. `baseline`: entries of table sweep/pairs with key `metric` and the
   // expected `value` (the format of fabric-report baseline, docs/analysis.md), with their tolerance.
-  static Rules load(const std::string& path, const results::Baseline& baseline = {});
+  // `metrics`: the section names allowed besides [attribution] (empty: any). Fractions are refused outside (0, 1],
+  // multiples below 1.
+  static Rules load(const std::string& path, const results::Baseline& baseline = {},
+                    const std::vector<std::string>& metrics = {});
   const MetricRule& rule(const std::string& metric) const;
 };
 
