@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "check_functions.hpp"
+#include "port_mtus.hpp"
 #include "fabricbench/cli/name_list.hpp"
 #include "fabricbench/facts/environment_variables.hpp"
 
@@ -59,7 +60,7 @@ const std::vector<Check> table{
 
 }  // namespace
 
-Context Context::gather(const std::string& host, int rank, int hosts) {
+Context Context::gather(const std::string& host, int rank, int hosts, bool load_nvml) {
   Context c;
   static_cast<facts::Host&>(c) = facts::Host::read(host);
   c.rank = rank;
@@ -74,6 +75,13 @@ Context Context::gather(const std::string& host, int rank, int hosts) {
   if (getrlimit(RLIMIT_MEMLOCK, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) c.memlock_bytes = limit.rlim_cur;
   struct statvfs shm {};
   if (statvfs(c.files.path("/dev/shm").c_str(), &shm) == 0) c.shm_bytes = std::uint64_t(shm.f_blocks) * shm.f_frsize;
+  if (!c.any_gpu()) {
+    c.gpu_skip = "no NVIDIA GPU on this host";
+  } else if (load_nvml) {
+    c.nvml = facts::load_nvml(&c.gpu_skip);
+    c.gpus = c.nvml.get();
+  }
+  if (!c.ports.empty() && c.files.real()) c.active_mtu = active_port_mtus();
   return c;
 }
 

@@ -57,12 +57,7 @@ EnvReport EnvironmentCapture::gather(const runtime::Communicator& world, const r
   if (me.local_rank == 0) {
     // Versions, hardware facts (what describe_host has not said), this rank's CUDA and NCCL for the host.
     auto facts = describe_host(me.host);
-    auto context = doctor::Context::gather(me.host, me.rank, static_cast<int>(placement.hosts().size()));
-    std::unique_ptr<facts::GpuInfo> nvml;
-    if (context.any_gpu()) {
-      nvml = facts::load_nvml(&context.gpu_skip);
-      context.gpus = nvml.get();
-    }
+    const auto context = doctor::Context::gather(me.host, me.rank, static_cast<int>(placement.hosts().size()), true);
     for (auto& [k, v] : facts::hardware_facts(context)) facts.emplace(k, v);
     for (const char* k : {"cuda", "nccl"}) facts.emplace(k, get(rank, k));
     results::Row row(hosts_);

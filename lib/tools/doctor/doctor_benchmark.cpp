@@ -11,7 +11,6 @@
 #include "fabricbench/env/environment.hpp"
 #include "fabricbench/results/row_gather.hpp"
 #include "fabricbench/runtime/gpu.hpp"
-#include "port_mtus.hpp"
 
 namespace fabricbench::doctor {
 namespace {
@@ -74,15 +73,9 @@ void DoctorBenchmark::configure(const cli::po::variables_map& values, const cli:
 
 ExitStatus DoctorBenchmark::run(const app::RunContext& ctx) {
   const auto& me = ctx.placement.me();
-  auto context = Context::gather(me.host, ctx.world.rank(), static_cast<int>(ctx.placement.hosts().size()));
+  auto context = Context::gather(me.host, ctx.world.rank(), static_cast<int>(ctx.placement.hosts().size()),
+                                 me.local_rank == 0);
   context.gpu_bus = gpu_bus_;
-  std::unique_ptr<facts::GpuInfo> nvml;
-  if (!context.any_gpu()) context.gpu_skip = "no NVIDIA GPU on this host";
-  else if (me.local_rank == 0) {
-    nvml = facts::load_nvml(&context.gpu_skip);
-    context.gpus = nvml.get();
-  }
-  if (!context.ports.empty() && context.files.real()) context.active_mtu = active_port_mtus();
 
   // NCCL's own view, when asked for: every rank needs a GPU, or none runs it.
   NcclLog nccl_log;

@@ -4,6 +4,7 @@
 // hosts' facts (consistency.cpp).
 #pragma once
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -35,8 +36,12 @@ struct Context : facts::Host {
   std::optional<std::uint64_t> memlock_bytes;    // nullopt: unlimited
   std::optional<std::uint64_t> shm_bytes;        // nullopt: no /dev/shm
 
-  // This process on this host (files under FABRICBENCH_TEST_SYSROOT when set).
-  static Context gather(const std::string& host, int rank, int hosts);
+  std::unique_ptr<facts::GpuInfo> nvml;          // owns what `gpus` points to, when loaded
+
+  // This process on this host (files under FABRICBENCH_TEST_SYSROOT when set), the one way every tool builds it
+  // (fabric-doctor and the cheap checks of the others): with `load_nvml` (the host's first rank) NVML is loaded
+  // where the host has NVIDIA GPUs, and the RDMA ports' active MTUs come from libibverbs where it is built in.
+  static Context gather(const std::string& host, int rank, int hosts, bool load_nvml);
 };
 
 enum class Scope { host, rank, job };
