@@ -5,10 +5,16 @@
 //    id goes over MPI and each process issues one call per iteration.
 // Timing as nccl-tests: `warmup` untimed iterations, host clock around `iters` back-to-back iterations, then the
 // streams are synchronised; under MPI the per-process times are averaged (nccl-tests -a 1). No validation.
-// GRAPH=G (one process per GPU only): the `iters` iterations are captured in a CUDA graph, launched once untimed
-// (that launch uploads it; GRAPH_UPLOAD_TIMED=1 times it too, as nccl-tests -G does) and then G times, timed.
+// GRAPH=G (one process per GPU, or one process with one GPU): the `iters` iterations are captured in a CUDA graph,
+// launched once untimed (that launch uploads it; GRAPH_UPLOAD_TIMED=1 times it too, as nccl-tests -G does) and then G
+// times, timed.
+// Knobs for telling a harness's cost from NCCL's (docs/perf-nccl-one-gpu.md): ALLOC=nccl allocates the buffers with
+// ncclMemAlloc as nccl-tests 2.19 does (default cudaMalloc, as fabric-coll); ROTATE=1 moves both buffers on by one
+// message every iteration as both tools do (default: the same region each time); NOGROUP=1 issues a process's one
+// call without ncclGroupStart/End around it, as nccl-tests does with one GPU per process.
 //   [mpirun -np N] nccl_peer OP MIN_BYTES MAX_BYTES [ITERS=20] [WARMUP=5] [FACTOR=2]
-//   OP: all_reduce all_gather reduce_scatter alltoall sendrecv, or a comma list of them (run in that order);
+//   OP: all_reduce all_gather reduce_scatter alltoall sendrecv, or a comma list of them (run in that order); memcpy
+//   (one cudaMemcpyAsync of the size per GPU, no NCCL call: the floor of one rank's out-of-place operation);
 //   NGPUS limits the GPUs of the one-process layout.
 // Prints (rank 0): op gpus bytes time_us algbw_gbps busbw_gbps layout
 #include <cuda_runtime.h>
@@ -89,10 +95,18 @@ int main(int argc, char** argv) {
   const int local_gpus = static_cast<int>(devs.size());
   std::vector<float*> send(local_gpus), recv(local_gpus);
   std::vector<cudaStream_t> streams(local_gpus);
+  const bool nccl_alloc = std::getenv("ALLOC") && std::string(std::getenv("ALLOC")) == "nccl";
+  const bool rotate = std::getenv("ROTATE") && std::atoi(std::getenv("ROTATE")) != 0;
+  const bool nogroup = std::getenv("NOGROUP") && std::atoi(std::getenv("NOGROUP")) != 0 && local_gpus == 1;
   for (int g = 0; g < local_gpus; ++g) {
     CHECK_CUDA(cudaSetDevice(devs[g]));
-    CHECK_CUDA(cudaMalloc(&send[g], max_bytes));
-    CHECK_CUDA(cudaMalloc(&recv[g], max_bytes));
+    if (nccl_alloc) {
+      CHECK_NCCL(ncclMemAlloc(reinterpret_cast<void**>(&send[g]), max_bytes));
+      CHECK_NCCL(ncclMemAlloc(reinterpret_cast<void**>(&recv[g]), max_bytes));
+    } else {
+      CHECK_CUDA(cudaMalloc(&send[g], max_bytes));
+      CHECK_CUDA(cudaMalloc(&recv[g], max_bytes));
+    }
     CHECK_CUDA(cudaMemset(send[g], 0, max_bytes));
     CHECK_CUDA(cudaStreamCreateWithFlags(&streams[g], cudaStreamNonBlocking));
   }
@@ -101,28 +115,36 @@ int main(int argc, char** argv) {
     for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= factor_bytes) {
       const size_t count = bytes / sizeof(float), per = count / n;
       // g: local GPU index; me: its rank in the communicator.
+      const size_t steps = rotate ? max_bytes / bytes : 1;
+      size_t launches = 0, shift = 0;  // in floats
       auto one = [&](int g) {
         const int me = per_process ? rank : g;
+        float* const s0 = send[g] + shift;
+        float* const r0 = recv[g] + shift;
         if (op == "all_reduce")
-          CHECK_NCCL(ncclAllReduce(send[g], recv[g], count, ncclFloat, ncclSum, comms[g], streams[g]));
+          CHECK_NCCL(ncclAllReduce(s0, r0, count, ncclFloat, ncclSum, comms[g], streams[g]));
         else if (op == "all_gather")
-          CHECK_NCCL(ncclAllGather(send[g], recv[g], per, ncclFloat, comms[g], streams[g]));
+          CHECK_NCCL(ncclAllGather(s0, r0, per, ncclFloat, comms[g], streams[g]));
         else if (op == "reduce_scatter")
-          CHECK_NCCL(ncclReduceScatter(send[g], recv[g], per, ncclFloat, ncclSum, comms[g], streams[g]));
+          CHECK_NCCL(ncclReduceScatter(s0, r0, per, ncclFloat, ncclSum, comms[g], streams[g]));
         else if (op == "alltoall") {
           for (int p = 0; p < n; ++p) {
-            CHECK_NCCL(ncclSend(send[g] + p * per, per, ncclFloat, p, comms[g], streams[g]));
-            CHECK_NCCL(ncclRecv(recv[g] + p * per, per, ncclFloat, p, comms[g], streams[g]));
+            CHECK_NCCL(ncclSend(s0 + p * per, per, ncclFloat, p, comms[g], streams[g]));
+            CHECK_NCCL(ncclRecv(r0 + p * per, per, ncclFloat, p, comms[g], streams[g]));
           }
         } else if (op == "sendrecv") {
-          CHECK_NCCL(ncclSend(send[g], count, ncclFloat, (me + 1) % n, comms[g], streams[g]));
-          CHECK_NCCL(ncclRecv(recv[g], count, ncclFloat, (me - 1 + n) % n, comms[g], streams[g]));
+          CHECK_NCCL(ncclSend(s0, count, ncclFloat, (me + 1) % n, comms[g], streams[g]));
+          CHECK_NCCL(ncclRecv(r0, count, ncclFloat, (me - 1 + n) % n, comms[g], streams[g]));
+        } else if (op == "memcpy") {  // no NCCL: what NCCL does for one rank out of place, as a floor
+          CHECK_CUDA(cudaMemcpyAsync(r0, s0, bytes, cudaMemcpyDefault, streams[g]));
         } else {
           std::fprintf(stderr, "unknown op %s\n", op.c_str());
           std::exit(2);
         }
       };
       auto iteration = [&] {
+        shift = bytes / sizeof(float) * (launches++ % steps);
+        if (nogroup) return one(0);
         CHECK_NCCL(ncclGroupStart());
         for (int g = 0; g < local_gpus; ++g) one(g);
         CHECK_NCCL(ncclGroupEnd());
@@ -132,7 +154,7 @@ int main(int argc, char** argv) {
       };
       for (int i = 0; i < warmup; ++i) iteration();
       sync();
-      const int graph = per_process && std::getenv("GRAPH") ? std::atoi(std::getenv("GRAPH")) : 0;
+      const int graph = (per_process || local_gpus == 1) && std::getenv("GRAPH") ? std::atoi(std::getenv("GRAPH")) : 0;
       const bool upload_timed = std::getenv("GRAPH_UPLOAD_TIMED") != nullptr;
       cudaGraph_t captured = nullptr;
       cudaGraphExec_t exec = nullptr;
@@ -170,6 +192,15 @@ int main(int argc, char** argv) {
                     per_process ? "process-per-gpu" : "one-process");
         std::fflush(stdout);
       }
+    }
+  }
+  for (int g = 0; g < local_gpus; ++g) {
+    if (nccl_alloc) {
+      ncclMemFree(send[g]);
+      ncclMemFree(recv[g]);
+    } else {
+      cudaFree(send[g]);
+      cudaFree(recv[g]);
     }
   }
   for (auto c : comms) ncclCommDestroy(c);
