@@ -2,10 +2,17 @@
 
 #include <fmt/format.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "fabricbench/error.hpp"
 #include "fabricbench/results/hdf5_sink.hpp"
+#include "fabricbench/results/row_gather.hpp"
 
 namespace fabricbench::results {
 namespace {
@@ -17,9 +24,20 @@ H5Id open_file(const std::string& file) {
   return f;
 }
 
-}  // namespace
+ssize_t read_fd(int fd, char* buffer, std::size_t size) {
+  ssize_t n;
+  while ((n = ::read(fd, buffer, size)) < 0 && errno == EINTR) {
+  }
+  return n;
+}
 
-std::vector<Row> read_rows(const std::string& file, const TableSpec& spec) {
+// The file's size in bytes (0 when HDF5 cannot say).
+std::size_t file_bytes(const H5Id& f) {
+  hsize_t size = 0;
+  return H5Fget_filesize(f.get(), &size) < 0 ? 0 : static_cast<std::size_t>(size);
+}
+
+std::vector<Row> read_rows_here(const std::string& file, const TableSpec& spec) {
   const auto f = open_file(file);
   const auto path = spec.path();
   if (H5Lexists(f.get(), spec.group.c_str(), H5P_DEFAULT) <= 0 || H5Lexists(f.get(), path.c_str(), H5P_DEFAULT) <= 0)
@@ -49,9 +67,15 @@ std::vector<Row> read_rows(const std::string& file, const TableSpec& spec) {
   H5Id memory(H5Tcreate(H5T_COMPOUND, row_size));
   for (std::size_t i = 0; i < spec.columns.size(); ++i)
     H5Tinsert(memory.get(), spec.columns[i].name.c_str(), offsets[i], members[i].get());
+  // A damaged file may say anything: one dimension only (more would be written past `n`), and no more rows than
+  // the file could hold even compressed 1024 to 1.
   H5Id space(H5Dget_space(ds.get()));
+  if (H5Sget_simple_extent_ndims(space.get()) != 1 || H5Tget_class(file_type.get()) != H5T_COMPOUND)
+    throw Error::usage(fmt::format("{}: {} is not a table of rows (a damaged file?)", file, path));
   hsize_t n = 0;
   H5Sget_simple_extent_dims(space.get(), &n, nullptr);
+  if (n > file_bytes(f) * 1024 / std::max<std::size_t>(1, H5Tget_size(file_type.get())) + 1024)  // compressed
+    throw Error::usage(fmt::format("{}: {} claims {} rows, more than the file holds (a damaged file?)", file, path, n));
   std::vector<char> packed(row_size * n + 1);
   if (n && H5Dread(ds.get(), memory.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, packed.data()) < 0)
     throw Error::usage(fmt::format("{}: cannot read {}", file, path));
@@ -78,10 +102,15 @@ std::vector<Row> read_rows(const std::string& file, const TableSpec& spec) {
   return rows;
 }
 
-std::string read_root_attribute(const std::string& file, const std::string& name) {
+std::string read_root_attribute_here(const std::string& file, const std::string& name) {
   const auto f = open_file(file);
   if (H5Aexists(f.get(), name.c_str()) <= 0) return {};
   H5Id attr(H5Aopen(f.get(), name.c_str(), H5P_DEFAULT));
+  // One string only: a damaged file's attribute of several elements would be read past `value`.
+  H5Id file_type(H5Aget_type(attr.get()));
+  H5Id space(H5Aget_space(attr.get()));
+  if (H5Tget_class(file_type.get()) != H5T_STRING || H5Sget_simple_extent_npoints(space.get()) != 1)
+    throw Error::usage(fmt::format("{}: the attribute '{}' is not one text (a damaged file?)", file, name));
   H5Id type(H5Tcopy(H5T_C_S1));
   H5Tset_size(type.get(), H5T_VARIABLE);
   H5Tset_cset(type.get(), H5T_CSET_UTF8);
@@ -90,6 +119,68 @@ std::string read_root_attribute(const std::string& file, const std::string& name
   std::string out = value ? value : "";
   H5free_memory(value);
   return out;
+}
+
+
+// HDF5 trusts what a file says: on a damaged file some versions read out of bounds and crash (1.10.10 in
+// H5HG_read, following a corrupted heap reference of a text attribute). A user's file is therefore read in a child
+// process: its rows come back packed (pack_rows) through a pipe, a usage error as its message, and a crash of the
+// library as a usage error naming the file. The child calls nothing but HDF5 and leaves with _exit.
+template <typename Read>
+std::string in_child(const std::string& file, Read&& read) {
+  int pipe_fd[2];
+  if (pipe(pipe_fd) != 0) return read();  // no pipe: read here, unguarded
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(pipe_fd[0]);
+    close(pipe_fd[1]);
+    return read();
+  }
+  if (pid == 0) {
+    close(pipe_fd[0]);
+    std::string out;
+    int status = 0;
+    try {
+      out = read();
+    } catch (const Error& e) {
+      out = e.what();
+      status = e.status() == ExitStatus::usage ? 2 : 3;
+    } catch (const std::exception& e) {
+      out = e.what();
+      status = 3;
+    }
+    for (std::size_t at = 0; at < out.size();) {
+      const auto n = write(pipe_fd[1], out.data() + at, out.size() - at);
+      if (n <= 0) break;
+      at += static_cast<std::size_t>(n);
+    }
+    _exit(status);
+  }
+  close(pipe_fd[1]);
+  std::string got;
+  char buffer[65536];
+  for (ssize_t n; (n = read_fd(pipe_fd[0], buffer, sizeof buffer)) > 0;) got.append(buffer, static_cast<std::size_t>(n));
+  close(pipe_fd[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status))
+    throw Error::usage(fmt::format("{}: the HDF5 library crashed reading it (signal {}): a damaged file", file,
+                                   WTERMSIG(status)));
+  if (!WIFEXITED(status) || WEXITSTATUS(status) == 3) throw Error::runtime(fmt::format("{}: {}", file, got));
+  if (WEXITSTATUS(status) == 2) throw Error::usage(got);
+  return got;
+}
+
+}  // namespace
+
+std::vector<Row> read_rows(const std::string& file, const TableSpec& spec) {
+  return unpack_rows(spec, in_child(file, [&] { return pack_rows(spec, read_rows_here(file, spec)); }));
+}
+
+std::string read_root_attribute(const std::string& file, const std::string& name) {
+  return in_child(file, [&] { return read_root_attribute_here(file, name); });
 }
 
 }  // namespace fabricbench::results

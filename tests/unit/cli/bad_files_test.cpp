@@ -6,7 +6,10 @@
 // --rules, --pairs-file and --resume (fabric-sweep's configure on rank 0).
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <cstdio>
+#include <execinfo.h>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -204,15 +207,25 @@ TEST(BadFiles, ResumeReadsOrRefusesAnyFile) {
   const Reader r{"--resume", "", [](const std::string& path) {
                    configure<sweep::SweepBenchmark>({"--metric", "p2p_bw", "--resume", path});
                  }};
+  const char* keep = std::getenv("FABRICBENCH_TEST_KEEP_CASE");  // writes that case's file here and reads only it
+  if (keep)  // where a crash was: the frames on stderr
+    std::signal(SIGSEGV, [](int) {
+      void* frames[64];
+      backtrace_symbols_fd(frames, backtrace(frames, 64), 2);
+      std::_Exit(139);
+    });
   for (std::size_t k = 0; k < cases.size(); ++k) {
-    const auto path = dir / ("case-" + std::to_string(k) + ".h5");
+    if (keep && cases[k].first != keep) continue;
+    const auto path = keep ? fs::path("resume-case.h5") : dir / ("case-" + std::to_string(k) + ".h5");
     std::ofstream(path, std::ios::binary) << cases[k].second;
     const int before = tally.read;
+    std::fprintf(stderr, "--resume: %s\n", cases[k].first.c_str());  // the case a crash inside HDF5 stopped at
     one_case(r, cases[k].first, path, tally);
     if (tally.read > before) std::printf("--resume: read %s\n", cases[k].first.c_str());
-    fs::remove(path);
+    if (!keep) fs::remove(path);
   }
   std::printf("--resume: %zu files, %d read, %d refused\n", cases.size(), tally.read, tally.refused);
   EXPECT_GE(cases.size(), 150u);
+  if (keep) return;
   fs::remove_all(dir);
 }
