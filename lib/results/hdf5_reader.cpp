@@ -126,7 +126,8 @@ std::string read_root_attribute_here(const std::string& file, const std::string&
 // H5HG_read, following a corrupted heap reference of a text attribute). A user's file is therefore read in a child
 // process: its rows come back packed (pack_rows) through a pipe, a usage error as its message, and a crash of the
 // library as a usage error naming the file. The child makes no MPI call (HDF5 and the packing only) and leaves with
-// _exit. (Open MPI may warn about fork() where openib/verbs memory is registered; configure runs before any.)
+// _exit. (Open MPI may warn about fork() where openib memory is registered; this runs in configure, before the tool
+// registers any buffer.)
 template <typename Read>
 std::string in_child(const std::string& file, Read&& read) {
   int pipe_fd[2];
