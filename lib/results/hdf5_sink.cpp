@@ -286,6 +286,13 @@ void Hdf5Sink::matrix(const Matrix& m) {
   checked(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL), "H5Fflush");
 }
 
+void Hdf5Sink::attribute(const std::string& name, double value) {
+  std::lock_guard lock(mutex_);
+  if (file_.get() < 0) return;
+  write_attribute(file_.get(), name.c_str(), H5T_NATIVE_DOUBLE, &value);
+  checked(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL), "H5Fflush");
+}
+
 void Hdf5Sink::finish(const std::string& status) {
   std::lock_guard lock(mutex_);
   if (file_.get() < 0) return;

@@ -47,6 +47,9 @@ void ResultSet::samples(const TableSpec& samples, const std::vector<Sample>& val
 void ResultSet::matrix(const Matrix& matrix) {
   for (auto& s : sinks_) s->matrix(matrix);
 }
+void ResultSet::attribute(const std::string& name, double value) {
+  for (auto& s : sinks_) s->attribute(name, value);
+}
 void ResultSet::finish(const std::string& status) {
   for (auto& s : sinks_) s->finish(status);
 }

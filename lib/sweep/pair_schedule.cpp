@@ -1,8 +1,10 @@
 #include "fabricbench/sweep/pair_schedule.hpp"
+#include "fabricbench/sweep/topology.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 #include <cerrno>
 #include <map>
 #include <sstream>
@@ -96,6 +98,51 @@ PairSchedule PairSchedule::from_pairs_file(std::istream& in, const std::vector<s
   if (rounds.empty()) throw Error::usage(fmt::format("{}: no pairs in the file", source));
   for (auto& [round, pairs] : rounds) s.add_round(std::move(pairs));
   return s;
+}
+
+std::size_t PairSchedule::cover(const Topology& topology, int rails) {
+  std::set<std::pair<int, int>> have;
+  for (const auto& round : rounds_)
+    for (const auto& p : round.pairs) have.insert(std::minmax(p.a, p.b));
+  std::vector<HostPair> wanted;
+  std::vector<int> load(static_cast<std::size_t>(hosts_), 0);  // pairs added per host: spread them
+  const auto add = [&](const std::vector<int>& from, const std::vector<int>& to) {
+    int x = -1, y = -1;
+    for (int a : from)
+      for (int b : to)
+        if (a != b && !have.count(std::minmax(a, b)) && (x < 0 || load[a] + load[b] < load[x] + load[y])) x = a, y = b;
+    if (x < 0) return;
+    have.insert(std::minmax(x, y));
+    wanted.push_back({x, y});
+    ++load[x], ++load[y];
+  };
+  for (int r = 0; r < rails; ++r) {
+    const auto leaves = topology.leaves(r);
+    const auto leaf = [&](int h) { return topology.leaf_of(h, r); };
+    const auto crossed = [&](int l, int m) {
+      return std::any_of(have.begin(), have.end(), [&](const std::pair<int, int>& p) {
+        return (leaf(p.first) == l && leaf(p.second) == m) || (leaf(p.first) == m && leaf(p.second) == l);
+      });
+    };
+    for (std::size_t i = 0; i < leaves.size(); ++i) {
+      const auto& hosts_i = topology.switches()[static_cast<std::size_t>(leaves[i])].hosts;
+      if (hosts_i.size() >= 2 && !crossed(leaves[i], leaves[i])) add(hosts_i, hosts_i);
+      for (std::size_t j = i + 1; j < leaves.size(); ++j)
+        if (!crossed(leaves[i], leaves[j])) add(hosts_i, topology.switches()[static_cast<std::size_t>(leaves[j])].hosts);
+    }
+  }
+  // Greedy packing: each pair into the first new round where neither host is busy.
+  std::vector<std::vector<HostPair>> packed;
+  std::vector<std::set<int>> busy;
+  for (const auto& p : wanted) {
+    std::size_t r = 0;
+    while (r < packed.size() && (busy[r].count(p.a) || busy[r].count(p.b))) ++r;
+    if (r == packed.size()) packed.emplace_back(), busy.emplace_back();
+    packed[r].push_back(p);
+    busy[r].insert({p.a, p.b});
+  }
+  for (auto& pairs : packed) add_round(std::move(pairs));
+  return wanted.size();
 }
 
 Round Round::of(int hosts, std::vector<HostPair> pairs) {

@@ -79,6 +79,9 @@ std::vector<PairRecord> P2PPairTest::run(const PairSlot& s) {
     auto rec = s.record(direction);
     rec.iterations = r.iterations, rec.bytes = static_cast<std::int64_t>(bytes), rec.wrong = static_cast<std::int64_t>(r.wrong);
     rec.window = r.window, rec.cut = r.cut ? 1 : 0;
+    // What this end's NIC carried in the timed part (sent + received), for the data-path check.
+    rec.payload = static_cast<double>(bytes) * r.iterations *
+                  (test.ping_pong() ? 2.0 : (s.m.p2p_test == "bibw" ? 2.0 : 1.0) * r.window);
     if (leader) {
       // How long the whole requested test would take at the speed measured (for the next rounds' budgets).
       const double per_message_s = r.elapsed_s / (static_cast<double>(r.iterations) * r.window);
@@ -150,9 +153,12 @@ class CollPairTest : public PairTest {
     }
     const auto times = s.pair.gather_values(r.timing.seconds_per_op, 0);
     const auto wrong = s.pair.sum(r.wrong, 0);
-    if (s.pair.rank() != 0) return {};
-    const double seconds = ops::combine_rank_times(times, ops::RankCombine::average);
     const auto bytes = c.counts.bytes(4);
+    // What this rank's NIC carried (sent + received): the bus factor's share of the buffer each way.
+    const double factor = op->busbw_gbps(bytes, 1.0, s.pair.size()) * 1e9 / static_cast<double>(bytes);
+    rec.payload = 2.0 * factor * static_cast<double>(bytes) * iterations;
+    if (s.pair.rank() != 0) return {rec};  // no figure: rank 0 merges it into the leader's (its payload counts)
+    const double seconds = ops::combine_rank_times(times, ops::RankCombine::average);
     rec.bytes = static_cast<std::int64_t>(bytes), rec.wrong = static_cast<std::int64_t>(wrong);
     rec.value = op->busbw_gbps(bytes, seconds, s.pair.size());
     rec.median_us = seconds * 1e6;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -55,7 +56,8 @@ SweepBenchmark::SweepBenchmark() {
   using namespace results;
   pairs_table_ = {"sweep", "pairs",
                   {key_int("round"), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64),
-                   series(key_text("metric", 16)), key_text("direction", 8, "dir"), key_int("bytes", Unit::bytes),
+                   series(key_text("metric", 16)), key_text("direction", 8, "dir"), key_int("rail"),
+                   setting_text("nic_a", 64), setting_text("nic_b", 64), key_int("bytes", Unit::bytes),
                    setting_int("iterations"), setting_int("window"), setting_int("cut"), setting_int("hung"),
                    headline(measured("value", Unit::none, Better::none)), key_text("unit", 8),
                    statistic("time_us_median", Unit::us, Better::lower), statistic("time_us_p99", Unit::us, Better::lower),
@@ -66,9 +68,9 @@ SweepBenchmark::SweepBenchmark() {
   for (auto& c : facts::ExpectedShare::columns()) pairs_table_.columns.push_back(std::move(c));
   verdicts_table_ = {"sweep", "verdicts",
                      {key_text("metric", 16), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64),
-                      setting_text("reason", 256)}};
+                      key_int("rail"), setting_text("nic", 64), setting_text("switch", 132), setting_text("reason", 320)}};
   nodes_table_ = {"sweep", "nodes",
-                  {key_text("host", 64), series(key_text("metric", 16)),
+                  {key_text("host", 64), series(key_text("metric", 16)), key_int("rail"), setting_text("nic", 64),
                    headline(measured("median", Unit::none, Better::none)), key_text("unit", 8), setting_int("pairs"),
                    measured_int("suspect_pairs", Unit::none, Better::lower, "suspect")}};
   rounds_table_ = {"sweep", "rounds",
@@ -76,6 +78,23 @@ SweepBenchmark::SweepBenchmark() {
                     measured("wall_s", Unit::seconds, Better::lower), measured("longest_test_s", Unit::seconds, Better::lower),
                     measured("overhead_s", Unit::seconds, Better::lower)}};
   schedule_table_ = {"sweep", "schedule", {key_int("round"), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64)}};
+  // Every rank's NICs: as its MPI and NCCL were told (environment), the RDMA port it opened, the one whose counters
+  // it read for the data-path check.
+  nics_table_ = {"sweep", "nics",
+                 {key_text("host", 64), key_int("rail"), key_int("rank"), setting_text("mpi_nic", 64),
+                  setting_text("nccl_nic", 64), setting_text("rdma_nic", 64), setting_text("counter_nic", 64)}};
+  traffic_table_ = {"sweep", "nic_traffic",
+                    {key_int("round"), key_text("host", 64), key_int("rail"), key_text("nic", 64),
+                     measured("bytes", Unit::bytes, Better::none), measured("payload", Unit::bytes, Better::none)}};
+  topology_table_ = {"sweep", "topology",
+                     {key_text("host", 64), key_int("rail"), key_text("leaf", 64), key_text("spine", 64)}};
+  switches_table_ = {"sweep", "switches",
+                     {key_text("switch", 64), key_int("rail"), series(key_text("metric", 16)), key_text("unit", 8),
+                      setting_int("hosts"), setting_int("inside_pairs"),
+                      measured_int("inside_suspect", Unit::none, Better::lower, "in-suspect"), setting_int("crossing_pairs"),
+                      measured_int("crossing_suspect", Unit::none, Better::lower, "x-suspect"),
+                      measured("inside_median", Unit::none, Better::none, "in-median"),
+                      headline(measured("crossing_median", Unit::none, Better::none, "x-median"))}};
 }
 
 std::string SweepBenchmark::summary() const {
@@ -100,6 +119,9 @@ void SweepBenchmark::add_options(cli::po::options_description& options) {
       ("rules", po::value<std::string>()->default_value(app::shipped_config("sweep.ini")), "verdict rules (INI); default: the shipped configs/sweep.ini ($FABRICBENCH_DATA_DIR or <bin>/../share/fabricbench)")
       ("backend", po::value<std::string>()->default_value("auto"), "collective metrics: nccl, mpi, or auto")
       ("sequential", "test the pairs of a round one after another (to measure what running them at once saves)")
+      ("rails", "every local rank takes part: local rank i of one node tests local rank i of the other (rail i), all rails at once, every metric; rows and verdicts name the rail and NIC")
+      ("rail-map", po::value<std::string>(), "with --rails: the NIC of each rail, lines 'RAIL rdma=DEVICE[:PORT] net=INTERFACE' (the launcher's file); the rdma metrics open rail i's device and the data-path check reads its counters")
+      ("topology", po::value<std::string>(), "the switch tree in Slurm's topology.conf format (SwitchName= Nodes=|Switches= [Rail=]); several files, comma-separated, are one per rail: adds leaf switch and uplink verdicts and makes sure every pair of leaves is crossed on every rail")
       ("resume", po::value<std::string>(), "continue the sweep of this HDF5 file (a run that hung, was killed or failed): skip every pair it finished, append to it, end as if run in one go; same hosts and options");
 }
 
@@ -114,6 +136,37 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
     host_of_rank_.push_back(static_cast<int>(std::find(hosts_.begin(), hosts_.end(), r.host) - hosts_.begin()));
   for (const auto& r : placement.ranks()) ranks_per_host_ = std::max(ranks_per_host_, r.local_size);
   const int n = static_cast<int>(hosts_.size());
+  local_rank_ = placement.me().local_rank;
+  rails_ = 1;
+  rail_map_.reset();
+  if (v.count("rails")) {
+    for (const auto& r : placement.ranks())
+      if (r.local_size != ranks_per_host_)
+        throw Error::usage(fmt::format("--rails: every host needs the same number of ranks (one per rail); {} has {}, "
+                                       "another {}", r.host, r.local_size, ranks_per_host_));
+    rails_ = ranks_per_host_;
+    if (v.count("rail-map")) {
+      rail_map_ = facts::RailMap::read(v["rail-map"].as<std::string>());
+      if (rail_map_->rails() < rails_)
+        throw Error::usage(fmt::format("--rail-map {}: {} rails, and the job has {} ranks per host (one per rail)",
+                                       v["rail-map"].as<std::string>(), rail_map_->rails(), rails_));
+    }
+  } else if (v.count("rail-map")) {
+    throw Error::usage("--rail-map: give --rails too (the map names the NIC of each local rank)");
+  }
+  topology_.reset();
+  if (v.count("topology")) {
+    std::vector<std::string> files;
+    std::string list = v["topology"].as<std::string>();
+    for (std::size_t start = 0; start <= list.size();) {
+      const auto comma = std::min(list.find(',', start), list.size());
+      files.push_back(list.substr(start, comma - start));
+      start = comma + 1;
+    }
+    if (files.size() > 1 && static_cast<int>(files.size()) != rails_)
+      throw Error::usage(fmt::format("--topology: {} files are one per rail, and the sweep has {} rail(s)", files.size(), rails_));
+    topology_ = Topology::read(files, hosts_, rails_);
+  }
   const auto pattern = v["pattern"].as<std::string>();
   if (v.count("pairs-file")) {
     const auto path = v["pairs-file"].as<std::string>();
@@ -130,6 +183,9 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
   const auto names = cli::names_of(sweep_metrics(), [](const SweepMetric& m) { return m.name; });
   for (const auto i : cli::parse_name_list("--metric", v["metric"].as<std::string>(), names))
     metrics_.push_back(&sweep_metrics()[i]);
+  if (schedule_->directed() && (rails_ > 1 || topology_))
+    throw Error::usage("--pattern shift sends around a ring of nodes: with --rails or --topology use all-pairs, quick or --pairs-file");
+  if (topology_) schedule_->cover(*topology_, rails_);
   if (schedule_->directed() && (metrics_.size() != 1 || metrics_[0]->name != "p2p_bw"))
     throw Error::usage("--pattern shift sends to one node while receiving from another: it measures --metric p2p_bw only");
   bw_bytes_ = common.sizes.max();
@@ -193,7 +249,22 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
     p2p_ = std::make_unique<P2PPairTest>(metrics_, bw_bytes_, lat_bytes_, window_, pair_time_s_, pair_time_relative_);
   if (collectives) coll_ = make_coll_pair_test(backend_, gpu_, bw_bytes_);
   if (any([](const SweepMetric* m) { return !m->verbs_test.empty(); }))
-    rdma_ = make_rdma_pair_test(placement.me().host, bw_bytes_, lat_bytes_);
+  {
+    // The rail's RDMA device: the rail map's, else the one the launcher chose (nearest the rank's GPU), else (with
+    // --rails) the rail-th Active port, else the Active port on the rank's NUMA node.
+    std::string device;
+    int port = 1;
+    if (rail_map_ && !rail_map_->rail(local_rank_).rdma.empty()) {
+      device = rail_map_->rail(local_rank_).rdma, port = rail_map_->rail(local_rank_).port;
+    } else if (const char* given = std::getenv("FABRICBENCH_RAIL_NIC"); rails_ > 1 && given) {
+      const std::string g = given;
+      if (const auto colon = g.find(':'); colon != std::string::npos && colon > 0) {
+        device = g.substr(0, colon);
+        port = std::atoi(g.c_str() + colon + 1);
+      }
+    }
+    rdma_ = make_rdma_pair_test(placement.me().host, device, port, rails_ > 1 ? local_rank_ : -1, bw_bytes_, lat_bytes_);
+  }
 }
 
 std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& context, const runtime::Communicator& pair,
@@ -203,13 +274,12 @@ std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& cont
   const int my_host = host_of_rank_[context.world.rank()];
   for (std::size_t k = 0; k < metrics_.size(); ++k) {
     const auto& m = *metrics_[k];
-    if (m.collective() == host_level) continue;
+    if (rails_ == 1 && m.collective() == host_level) continue;
     PairTest& test = !m.verbs_test.empty() ? *rdma_ : m.collective() ? *coll_ : static_cast<PairTest&>(*p2p_);
-    auto [records, grown] =
-        links_.around([&] { return test.run({context, pair, round_index, hosts, static_cast<int>(k), m, hosts_}); });
+    const PairSlot slot{context, pair, round_index, hosts, rails_ > 1 ? local_rank_ : 0, static_cast<int>(k), m, hosts_};
+    auto [records, grown] = links_.around([&] { return test.run(slot); });
     // A reader whose rank holds no figure of the pair (the b end of a collective) still sends its links' growth.
-    if (records.empty() && links_.reads())
-      records.push_back(PairRecord::of(round_index, hosts, static_cast<int>(k), m.both_directions ? 0 : 2));
+    if (records.empty() && links_.reads()) records.push_back(slot.record(0));
     if (!records.empty()) {
       // One growth per metric, on its first record only, so that sums over records count it once.
       auto& first = records.front();
@@ -222,6 +292,24 @@ std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& cont
       break;  // the pair's other metrics would hang the same way
   }
   return out;
+}
+
+std::vector<PairRecord> SweepBenchmark::measure_rail(const app::RunContext& context, const runtime::Communicator& rail,
+                                                     int round_index, const HostPair& hosts, std::vector<NicTraffic>& traffic) {
+  const auto files = facts::HostFiles::for_host(context.placement.me().host);
+  const auto device = facts::counter_device(counter_nic_);
+  context.doing("waiting for this host's other rails to start");
+  runtime::idle_barrier(host_comm_.get());  // the host's rails start together...
+  const double before = facts::nic_bytes(files, device);
+  auto records = measure_pair(context, rail, round_index, hosts, true);
+  context.doing("waiting for this host's other rails to finish");
+  runtime::idle_barrier(host_comm_.get());  // ...so that each NIC's counters cover every rail's tests
+  NicTraffic t;
+  t.round = round_index, t.host = host_of_rank_[context.world.rank()], t.rail = local_rank_;
+  t.bytes = facts::nic_bytes(files, device) - before;
+  for (const auto& r : records) t.payload += r.payload;
+  traffic.push_back(t);
+  return records;
 }
 
 std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& context, std::vector<Round> rounds,
@@ -247,6 +335,7 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
     context.measuring(fmt::format("{} round {} ({} pairs)", kind, index, round.pairs.size()), round_timeout_s(context));
     const auto round_start = std::chrono::steady_clock::now();
     std::vector<PairRecord> mine;
+    std::vector<NicTraffic> my_traffic;
     double test_s = 0;  // this rank's pair tests only (not the splits, waiting or gathering)
     const auto timed = [&](auto&& measure) {
       const auto t0 = std::chrono::steady_clock::now();
@@ -263,6 +352,20 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
           if (p.b == h) from = p.a;
         }
         timed([&] { return std::vector<PairRecord>{p2p_->shift(context, leaders, index, h, to, from)}; });
+      }
+    } else if (rails_ > 1) {
+      // Rails: the pair's communicator (every rank of both nodes) split by local rank, as nccl-tests'
+      // NCCL_TESTS_SPLIT_MASK does: rail i's two ranks run every metric, all rails at once.
+      int k = -1, role = 0;
+      for (std::size_t p = 0; p < round.pairs.size(); ++p)
+        if (round.pairs[p].a == h || round.pairs[p].b == h) k = static_cast<int>(p), role = round.pairs[p].a == h ? 0 : 1;
+      const auto pair = world.split(k >= 0 ? k : MPI_UNDEFINED, role * world.size() + me);
+      runtime::Communicator rail;
+      if (!pair.empty()) rail = pair.split(local_rank_, role);
+      if (p2p_) p2p_->plan_round(world, rail.empty() ? nullptr : &rail);
+      if (!rail.empty()) {
+        if (p2p_) test_s += p2p_->probing_s();
+        timed([&] { return measure_rail(context, rail, index, round.pairs[k], my_traffic); });
       }
     } else {
       int k = -1, role = 0;
@@ -290,7 +393,18 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
     context.measured();
     std::vector<PairRecord> records;
     for (const auto& theirs : world.gather_arrays(mine, 0)) records.insert(records.end(), theirs.begin(), theirs.end());
+    std::vector<NicTraffic> traffic;
+    if (rails_ > 1)
+      for (const auto& theirs : world.gather_arrays(my_traffic, 0)) traffic.insert(traffic.end(), theirs.begin(), theirs.end());
     if (context.is_root()) {
+      std::vector<results::Row> rows;
+      for (const auto& t : traffic)
+        rows.push_back(results::Row(traffic_table_).set("round", std::int64_t(t.round)).set("host", hosts_[t.host])
+                           .set("rail", std::int64_t(t.rail))
+                           .set("nic", counter_nics_[static_cast<std::size_t>(t.host * rails_ + t.rail)])
+                           .set("bytes", t.bytes).set("payload", t.payload));
+      context.out->rows(rows);
+      traffic_.insert(traffic_.end(), traffic.begin(), traffic.end());
       // The sweep's own cost in this round: everything but its longest pair test (splits, waiting, gathering).
       double longest = 0;
       for (const auto& r : records) longest = std::max(longest, r.test_s);
@@ -309,6 +423,8 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
 
 ExitStatus SweepBenchmark::run(const app::RunContext& context) {
   links_ = facts::LinkWatch(context.world, context.placement.me().host, backend_ == ops::BackendKind::nccl);
+  if (rails_ > 1) host_comm_ = context.world.split(host_of_rank_[context.world.rank()], context.world.rank());
+  gather_nics(context);
   auto rounds = schedule_->rounds();
   const int n = static_cast<int>(hosts_.size());
   if (sequential_) {  // every pair in a round of its own
@@ -332,16 +448,20 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
       context.out->note(fmt::format("resuming {}: {} pairs finished before are skipped", resume_, skipped));
     std::string metrics;
     for (const auto* m : metrics_) metrics += (metrics.empty() ? "" : ", ") + std::string(m->name);
-    context.out->note(fmt::format("{} hosts, pattern {}{}, {} rounds; metrics: {}; bandwidth message {} B, latency {} B",
-                                  n, schedule_->pattern(), sequential_ ? " (sequential)" : "", rounds.size(), metrics,
-                                  bw_bytes_, lat_bytes_));
+    context.out->note(fmt::format("{} hosts{}, pattern {}{}, {} rounds; metrics: {}; bandwidth message {} B, latency {} B",
+                                  n, rails_ > 1 ? fmt::format(" x {} rails", rails_) : "", schedule_->pattern(),
+                                  sequential_ ? " (sequential)" : "", rounds.size(), metrics, bw_bytes_, lat_bytes_));
     context.out->declare(schedule_table_);
     context.out->declare(rounds_table_);
+    if (rails_ > 1) context.out->declare(traffic_table_);
     for (std::size_t r = 0; resume_.empty() && r < rounds.size(); ++r)
       for (const auto& p : rounds[r].pairs)
         context.out->row(results::Row(schedule_table_).set("round", std::int64_t(r)).set("kind", std::string("sweep"))
                              .set("host_a", hosts_[p.a]).set("host_b", hosts_[p.b]));
-    if (n <= 16)
+    if (n <= 16 && rails_ > 1)
+      context.out->section(pairs_table_, "pair tests", {{"round"}, {"host_a"}, {"host_b"}, {"rail"}, {"metric"},
+                                                        {"direction"}, {"value"}, {"unit"}, {"pct_expected"}, {"wrong"}});
+    else if (n <= 16)
       context.out->section(pairs_table_, "pair tests", {{"round"}, {"host_a"}, {"host_b"}, {"metric"}, {"direction"},
                                                         {"value"}, {"unit"}, {"pct_expected"}, {"wrong"}});
   }
@@ -352,7 +472,7 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
   const auto metrics = judged_metrics();
   for (int pass = 0; pass < retest_; ++pass) {
     std::vector<HostPair> suspects;
-    if (context.is_root()) suspects = judge(records, metrics, rules_, hosts_).suspects;
+    if (context.is_root()) suspects = judge(records, metrics, rules_, fabric()).suspects;
     suspects = context.world.broadcast_array(suspects, 0);
     if (suspects.empty()) break;
     const auto retests = plan_retests(n, suspects);
@@ -362,7 +482,8 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
   }
   std::int64_t verdicts = 0;
   if (context.is_root()) {
-    const auto judgement = judge(records, metrics, rules_, hosts_);
+    const auto judgement = judge(records, metrics, rules_, fabric(), traffic_, counter_nics_);
+    write_topology(context, judgement);
     write_judgement(context, records, judgement);
     verdicts = static_cast<std::int64_t>(judgement.verdicts.size());
   }

@@ -13,7 +13,7 @@ namespace fabricbench::sweep {
 std::vector<JudgedMetric> SweepBenchmark::judged_metrics() const {
   std::vector<JudgedMetric> out;
   for (const auto* m : metrics_)
-    out.push_back({std::string(m->name), std::string(m->unit), m->value_unit, m->better, m->both_directions});
+    out.push_back({std::string(m->name), std::string(m->unit), m->value_unit, m->better, m->both_directions, nics_of(*m)});
   return out;
 }
 
@@ -64,6 +64,7 @@ std::vector<PairRecord> SweepBenchmark::resumed_records() const {
     r.bytes = integer("bytes"), r.wrong = integer("wrong"), r.hung = static_cast<std::int32_t>(integer("hung"));
     r.value = row.number("value"), r.median_us = row.number("time_us_median"), r.p99_us = row.number("time_us_p99");
     r.window = static_cast<std::int32_t>(integer("window")), r.cut = static_cast<std::int32_t>(integer("cut"));
+    r.rail = static_cast<std::int32_t>(integer("rail"));
     // Whose counters grew: the row's sums go to each host it names (to both where both grew).
     std::istringstream grew(text("counters_host"));
     for (std::string host; std::getline(grew, host, ',');)
@@ -79,7 +80,7 @@ std::vector<PairRecord> SweepBenchmark::resumed_records() const {
 std::vector<HostPair> SweepBenchmark::finished_pairs() const {
   // A pair is finished when the earlier part wrote every row it owes: one per metric, two for both-direction ones.
   std::size_t owed = 0;
-  for (const auto* m : metrics_) owed += static_cast<std::size_t>(m->directions());
+  for (const auto* m : metrics_) owed += static_cast<std::size_t>(m->directions() * rails_);
   std::map<std::pair<int, int>, std::size_t> rows;
   for (const auto& r : resumed_records()) ++rows[std::minmax(r.a, r.b)];
   std::vector<HostPair> out;

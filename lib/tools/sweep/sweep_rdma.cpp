@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "fabricbench/error.hpp"
+#include "fabricbench/facts/host_files.hpp"
 #include "fabricbench/timing/sample_stats.hpp"
 #include "fabricbench/tools/sweep/pair_test.hpp"
 #include "fabricbench/verbs/verbs_link.hpp"
@@ -13,8 +15,9 @@ namespace {
 
 class RdmaPairTest : public PairTest {
  public:
-  RdmaPairTest(const std::string& host, std::uint64_t bw_bytes, std::uint64_t lat_bytes)
-      : device_(verbs::Device::open({}, host)), bw_bytes_(bw_bytes), lat_bytes_(std::max<std::uint64_t>(lat_bytes, 1)) {}
+  RdmaPairTest(const std::string& host, const verbs::PortRequest& request, std::uint64_t bw_bytes, std::uint64_t lat_bytes)
+      : device_(verbs::Device::open(request, host)), bw_bytes_(bw_bytes), lat_bytes_(std::max<std::uint64_t>(lat_bytes, 1)) {}
+  std::string nic() const override { return fmt::format("{}:{}", device_.port().device, device_.port().port); }
 
   std::vector<PairRecord> run(const PairSlot& s) override {
     const auto& test = *verbs::find_verbs_test(s.m.verbs_test);
@@ -33,6 +36,7 @@ class RdmaPairTest : public PairTest {
       auto rec = s.record(direction);
       rec.iterations = iterations, rec.bytes = static_cast<std::int64_t>(bytes), rec.wrong = static_cast<std::int64_t>(r.wrong);
       rec.window = r.tx_depth;
+      rec.payload = static_cast<double>(bytes) * iterations * (latency ? 2.0 : 1.0);
       rec.value = r.figure(test);
       if (r.timed) {
         const auto stats = timing::SampleStats::of(r.samples_us);
@@ -50,8 +54,20 @@ class RdmaPairTest : public PairTest {
 
 }  // namespace
 
-std::unique_ptr<PairTest> make_rdma_pair_test(const std::string& host, std::uint64_t bw_bytes, std::uint64_t lat_bytes) {
-  return std::make_unique<RdmaPairTest>(host, bw_bytes, lat_bytes);
+std::unique_ptr<PairTest> make_rdma_pair_test(const std::string& host, const std::string& device, int port, int rail,
+                                              std::uint64_t bw_bytes, std::uint64_t lat_bytes) {
+  verbs::PortRequest request;
+  request.device = device, request.port = device.empty() ? 0 : port;
+  if (device.empty() && rail >= 0) {  // rails without a map: the rail-th Active port, in name order
+    std::vector<facts::RdmaPort> active;
+    for (auto& p : facts::read_rdma_ports(facts::HostFiles::for_host(host)))
+      if (p.active()) active.push_back(p);
+    if (static_cast<std::size_t>(rail) >= active.size())
+      throw Error::usage(fmt::format("--rails: rail {} on host {} needs an RDMA port, and {} has {} Active; give --rail-map",
+                                     rail, host, host, active.size()));
+    request.device = active[static_cast<std::size_t>(rail)].device, request.port = active[static_cast<std::size_t>(rail)].port;
+  }
+  return std::make_unique<RdmaPairTest>(host, request, bw_bytes, lat_bytes);
 }
 
 }  // namespace fabricbench::sweep

@@ -8,6 +8,7 @@
 #include <map>
 #include <tuple>
 
+#include "fabricbench/timing/sample_stats.hpp"
 #include "fabricbench/tools/sweep/sweep_benchmark.hpp"
 
 namespace fabricbench::sweep {
@@ -41,13 +42,14 @@ void SweepBenchmark::stamp_expected(const app::RunContext& context, results::Row
 
 std::vector<PairRecord> SweepBenchmark::report_records(const app::RunContext& context,
                                                        const std::vector<PairRecord>& records, const std::string& kind) {
-  std::map<std::tuple<int, int, int, int, int>, PairRecord> merged;
+  std::map<std::tuple<int, int, int, int, int, int>, PairRecord> merged;
   for (const auto& r : records) {
-    auto [it, fresh] = merged.emplace(std::make_tuple(r.round, r.a, r.b, r.metric, r.direction), r);
+    auto [it, fresh] = merged.emplace(std::make_tuple(r.round, r.a, r.b, r.rail, r.metric, r.direction), r);
     if (fresh) continue;
     auto& m = it->second;
     m.wrong += r.wrong;
     m.hung = std::max(m.hung, r.hung);
+    m.payload += r.payload;
     for (int end = 0; end < 2; ++end) {
       add(m.port_errors[end], r.port_errors[end]);
       add(m.xmit_wait[end], r.xmit_wait[end]);
@@ -71,6 +73,12 @@ std::vector<PairRecord> SweepBenchmark::report_records(const app::RunContext& co
     results::Row row(pairs_table_);
     row.set("round", std::int64_t(r.round)).set("kind", kind).set("host_a", hosts_[r.a]).set("host_b", hosts_[r.b]);
     row.set("metric", std::string(m.name)).set("direction", std::string(direction_names[r.direction]));
+    const auto& nics = nics_of(m);
+    const auto nic = [&](int host) {
+      const auto i = static_cast<std::size_t>(host * rails_ + r.rail);
+      return i < nics.size() ? nics[i] : std::string();
+    };
+    row.set("rail", std::int64_t(r.rail)).set("nic_a", nic(r.a)).set("nic_b", nic(r.b));
     row.set("bytes", std::int64_t(r.bytes)).set("iterations", std::int64_t(r.iterations)).set("value", r.value);
     row.set("window", std::int64_t(r.window)).set("cut", std::int64_t(r.cut)).set("hung", std::int64_t(r.hung));
     row.set("unit", std::string(m.unit)).set("time_us_median", r.median_us).set("time_us_p99", r.p99_us);
@@ -92,20 +100,52 @@ void SweepBenchmark::write_judgement(const app::RunContext& context, const std::
   for (auto matrix : judgement.matrices) context.out->matrix(std::move(matrix));
   if (n > 16)  // no matrix on the terminal: the worst pairs instead
     for (const auto& w : judgement.worst)
-      context.out->note(fmt::format("worst {} pairs: {} - {}: {:.4g} {}", metrics_[w.metric]->name, hosts_[w.a],
-                                    hosts_[w.b], w.value, metrics_[w.metric]->unit));
-  context.out->section(nodes_table_, "per-node medians (over the pairs of each node; best of re-tests)",
-                       {{"host"}, {"metric"}, {"median"}, {"unit"}, {"pairs"}, {"suspect_pairs"}});
+      context.out->note(fmt::format("worst {} pairs: {} - {}{}: {:.4g} {}", metrics_[w.metric]->name, hosts_[w.a],
+                                    hosts_[w.b], rails_ > 1 ? fmt::format(" rail {}", w.rail) : "", w.value,
+                                    metrics_[w.metric]->unit));
+  if (rails_ > 1) {
+    // Per rail: one line per metric, the median of its host medians and its suspect pairs (the terminal's summary
+    // instead of N x N per rail).
+    for (std::size_t k = 0; k < metrics_.size(); ++k)
+      for (int r = 0; r < rails_; ++r) {
+        std::vector<double> medians;
+        std::int64_t suspect = 0, pairs = 0;
+        for (const auto& s : judgement.nodes)
+          if (s.metric == static_cast<int>(k) && s.rail == r) {
+            if (!std::isnan(s.median)) medians.push_back(s.median);
+            suspect += s.suspect_pairs, pairs += s.pairs;
+          }
+        context.out->note(fmt::format("rail {} {}: median host {:.4g} {}, {} of {} pairs suspect", r, metrics_[k]->name,
+                                      medians.empty() ? NAN : timing::SampleStats::of(medians).median, metrics_[k]->unit,
+                                      suspect / 2, pairs / 2));
+      }
+  }
+  if (n * rails_ <= 64)
+    context.out->section(nodes_table_, "per-node medians (over the pairs of each node; best of re-tests)",
+                         rails_ > 1 ? std::vector<results::TerminalColumn>{{"host"}, {"rail"}, {"nic"}, {"metric"}, {"median"},
+                                                                           {"unit"}, {"pairs"}, {"suspect_pairs"}}
+                                    : std::vector<results::TerminalColumn>{{"host"}, {"metric"}, {"median"}, {"unit"},
+                                                                           {"pairs"}, {"suspect_pairs"}});
+  else
+    context.out->section(nodes_table_, "", {});  // too many for the terminal: the file has them
   std::vector<results::Row> node_rows;
   for (const auto& s : judgement.nodes)
     node_rows.push_back(results::Row(nodes_table_).set("host", hosts_[s.host]).set("metric", std::string(metrics_[s.metric]->name))
+                            .set("rail", std::int64_t(s.rail))
+                            .set("nic", [&] {
+                              const auto& nics = nics_of(*metrics_[s.metric]);
+                              const auto i = static_cast<std::size_t>(s.host * rails_ + s.rail);
+                              return i < nics.size() ? nics[i] : std::string();
+                            }())
                             .set("median", s.median).set("unit", std::string(metrics_[s.metric]->unit))
                             .set("pairs", s.pairs).set("suspect_pairs", s.suspect_pairs));
   context.out->rows(node_rows);
   for (const auto& v : judgement.verdicts) {
     if (v.kind == "data") continue;  // the wrong-data line below says it
-    context.out->row(results::Row(verdicts_table_).set("metric", v.metric).set("kind", v.kind).set("host_a", hosts_[v.a])
-                         .set("host_b", v.b >= 0 ? hosts_[v.b] : std::string()).set("reason", v.reason));
+    context.out->row(results::Row(verdicts_table_).set("metric", v.metric).set("kind", v.kind)
+                         .set("host_a", v.a >= 0 ? hosts_[v.a] : std::string())
+                         .set("host_b", v.b >= 0 ? hosts_[v.b] : std::string()).set("rail", std::int64_t(v.rail))
+                         .set("nic", v.nic).set("switch", v.switch_name).set("reason", v.reason));
     context.out->note(fmt::format("VERDICT bad {} ({}): {}", v.kind, v.metric, v.reason));
   }
   if (judgement.wrong > 0) context.out->note(fmt::format("{} bytes failed the check", judgement.wrong));

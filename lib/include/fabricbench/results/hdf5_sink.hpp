@@ -49,6 +49,7 @@ class Hdf5Sink : public ResultSink {
   void rows(const std::vector<Row>& rows) override;
   void samples(const TableSpec& table, const std::vector<Sample>& samples) override;
   void matrix(const Matrix& matrix) override;
+  void attribute(const std::string& name, double value) override;
   void finish(const std::string& status) override;
 
  private:

@@ -25,6 +25,7 @@ class ResultSet {
   void rows(const std::vector<Row>& rows);
   void samples(const TableSpec& samples, const std::vector<Sample>& values);
   void matrix(const Matrix& matrix);
+  void attribute(const std::string& name, double value);
   void finish(const std::string& status);
 
  private:

@@ -57,6 +57,8 @@ class ResultSink {
   // Per-iteration samples, into a table declared as `samples` (TableSpec::samples() of a results table).
   virtual void samples(const TableSpec& /*samples*/, const std::vector<Sample>& /*samples*/) {}
   virtual void matrix(const Matrix& /*matrix*/) {}
+  // A number about the whole run, known only once it ran (HDF5: a root attribute; fabric-sweep's leaf_pair_coverage).
+  virtual void attribute(const std::string& /*name*/, double /*value*/) {}
   // "complete" or "failed: <why>". Must be safe to call from the watchdog thread while the main thread is
   // blocked in MPI (file sinks serialise on their own mutex).
   virtual void finish(const std::string& status) = 0;

@@ -10,6 +10,8 @@
 
 namespace fabricbench::sweep {
 
+class Topology;
+
 struct HostPair {
   int a;  // host index; a leads (and, for shift, sends to b)
   int b;
@@ -32,6 +34,10 @@ class PairSchedule {
   // Lines "round hostA hostB" ('#' starts a comment). Throws Error::usage naming `source`, the line number and what
   // is wrong: a bad line, an unknown host, a host twice in one round, a pair of a host with itself.
   static PairSchedule from_pairs_file(std::istream& in, const std::vector<std::string>& hosts, std::string_view source);
+
+  // With a topology: rounds appended so that every pair of leaves is crossed on every rail below `rails` and every
+  // leaf of two or more hosts has a pair inside it (what the switch and uplink verdicts need). Returns the pairs added.
+  std::size_t cover(const Topology& topology, int rails);
 
   const std::vector<Round>& rounds() const { return rounds_; }
   const std::string& pattern() const { return pattern_; }

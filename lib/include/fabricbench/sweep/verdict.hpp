@@ -7,10 +7,12 @@
 #include <cmath>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "fabricbench/results/baseline.hpp"
 #include "fabricbench/sweep/pair_schedule.hpp"
+#include "fabricbench/sweep/topology.hpp"
 
 namespace fabricbench::sweep {
 
@@ -39,24 +41,58 @@ struct Rules {
 struct PairValue {
   int a, b;
   double value;  // NaN: not measured
+  int rail = 0;
+};
+
+// What the judge knows of the hardware: the hosts, how many rails each has (local rank i of a host is rail i; 1
+// without --rails), the NIC each host-rail used (per metric, in JudgedMetric) and the switch tree, if given.
+struct Fabric {
+  std::vector<std::string> hosts;
+  int rails = 1;
+  const Topology* topology = nullptr;
+  // The rail a verdict or row names: -1 without rails.
+  int rail_column(int rail) const { return rails > 1 ? rail : -1; }
 };
 
 struct Verdict {
+  Verdict(std::string metric_name, std::string verdict_kind, int host_a, int host_b, std::string why, int rail_index = -1,
+          std::string nic_name = {}, std::string switch_names = {})
+      : metric(std::move(metric_name)), kind(std::move(verdict_kind)), a(host_a), b(host_b), reason(std::move(why)),
+        rail(rail_index), nic(std::move(nic_name)), switch_name(std::move(switch_names)) {}
   std::string metric;
-  std::string kind;  // "node" or "link"
-  int a, b;          // b = -1 for a node
+  std::string kind;  // node, link, pair, hung, nic, switch, uplink, path, data
+  int a, b;          // hosts; b = -1 where one host (or none: a = -1 for a switch) is named
   std::string reason;
+  int rail = -1;            // -1: not about one rail
+  std::string nic;          // kind nic and path: the NIC named
+  std::string switch_name;  // kind switch and uplink: the leaf (an uplink that cannot be told from its twins: all, comma-separated)
+};
+
+// One leaf switch on one rail, as a metric saw it (with a topology).
+struct LeafSummary {
+  int leaf, rail;
+  int metric = 0;  // set by the judge
+  std::int64_t hosts = 0, inside_pairs = 0, inside_suspect = 0, crossing_pairs = 0, crossing_suspect = 0;
+  double inside_median = NAN, crossing_median = NAN;
 };
 
 struct Assessment {
-  double reference = NAN;        // the median node's median pair (higher is better) or the best pair (lower)
+  double reference = NAN;        // the median host-rail's median pair (higher is better) or the best pair (lower)
   std::vector<bool> suspect;     // per input value
   std::vector<Verdict> verdicts;
-  std::map<std::pair<int, int>, double> best;  // the best value of each unordered pair (a < b)
+  std::map<std::tuple<int, int, int>, double> best;  // the best value of each unordered pair (a < b) and rail
+  std::vector<LeafSummary> leaves;                   // with a topology: per leaf and rail
 };
 
-// Several values of one pair (directions, re-tests) are combined first: the best of them counts, so a transient
-// slowdown that a re-test does not confirm is no verdict.
+// Several values of one pair on one rail (directions, re-tests) are combined first: the best of them counts, so a
+// transient slowdown that a re-test does not confirm is no verdict. Then the suspect pairs are explained, the
+// widest cause first: with a topology, a leaf switch (every host under it slow on one rail, pairs inside it too) and
+// a leaf's uplink (the pairs crossing it slow, those inside it fine); then a node (slow on every rail it was tested
+// on), a NIC (one host slow on one rail, fine on another), and what is left is a link (or a pair, where the hosts
+// have too few other pairs to tell). `nics`: per host * rails + rail, the NIC used ("" unknown; may be empty).
+Assessment assess(const std::string& metric, const MetricRule& rule, double bad_node_fraction, const Fabric& fabric,
+                  const std::vector<PairValue>& values, const std::vector<std::string>& nics = {});
+// One rail, no topology: the first `hosts` of `names`.
 Assessment assess(const std::string& metric, const MetricRule& rule, double bad_node_fraction, int hosts,
                   const std::vector<PairValue>& values, const std::vector<std::string>& names);
 

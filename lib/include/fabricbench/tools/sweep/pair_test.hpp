@@ -40,11 +40,16 @@ struct PairSlot {
   const runtime::Communicator& pair;  // host level: the two nodes' first ranks; collectives: every rank of both
   int round;
   HostPair hosts;
+  int rail;    // the local rank of both ends (0 without --rails)
   int metric;  // index into the sweep's metrics
   const SweepMetric& m;
   const std::vector<std::string>& host_names;
   // A record of this slot, direction 0/1 for metrics measured each way, 2 otherwise.
-  PairRecord record(int direction) const { return PairRecord::of(round, hosts, metric, m.both_directions ? direction : 2); }
+  PairRecord record(int direction) const {
+    auto r = PairRecord::of(round, hosts, metric, m.both_directions ? direction : 2);
+    r.rail = rail;
+    return r;
+  }
   // "pair h1 - h2: p2p_bw a->b", what this rank is doing (for a failure report).
   std::string doing(int direction) const;
 };
@@ -55,6 +60,8 @@ class PairTest {
   // This rank's records of one metric on one pair: each end returns its own, rank 0 merges them. A pair that did
   // not finish within --timeout (where the back end can abort it) gives a record with `hung` set.
   virtual std::vector<PairRecord> run(const PairSlot& slot) = 0;
+  // The NIC this rank's test opened itself ("mlx5_0:1"; "" where the transport chose it).
+  virtual std::string nic() const { return {}; }
 };
 
 // One round's plan for this rank's p2p pair tests, per (metric, direction) slot.
@@ -95,8 +102,11 @@ class P2PPairTest : public PairTest {
 // fabric-coll's back ends over every rank of both nodes (NCCL communicators abortable under --timeout).
 std::unique_ptr<PairTest> make_coll_pair_test(ops::BackendKind backend, int gpu, std::uint64_t bytes);
 
-// fabric-verbs' link between the first ranks of both nodes. Opens this rank's RDMA port now (exit 2 where there is
-// none, or where the library was built without libibverbs).
-std::unique_ptr<PairTest> make_rdma_pair_test(const std::string& host, std::uint64_t bw_bytes, std::uint64_t lat_bytes);
+// fabric-verbs' link between the first ranks of both nodes (with --rails: between the ranks of each rail). Opens
+// this rank's RDMA port now: `device` ("" the Active port on the rank's NUMA node; with `rail` >= 0 and no device,
+// the rail-th Active port in name order), exit 2 where there is none, or where the library was built without
+// libibverbs.
+std::unique_ptr<PairTest> make_rdma_pair_test(const std::string& host, const std::string& device, int port, int rail,
+                                              std::uint64_t bw_bytes, std::uint64_t lat_bytes);
 
 }  // namespace fabricbench::sweep

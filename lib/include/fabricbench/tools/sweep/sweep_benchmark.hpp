@@ -10,6 +10,8 @@
 
 #include "fabricbench/app/benchmark.hpp"
 #include "fabricbench/facts/link_counters.hpp"
+#include "fabricbench/facts/rail_nic.hpp"
+#include "fabricbench/sweep/topology.hpp"
 #include "fabricbench/sweep/judge.hpp"
 #include "fabricbench/sweep/pair_schedule.hpp"
 #include "fabricbench/tools/sweep/pair_test.hpp"
@@ -35,8 +37,18 @@ class SweepBenchmark : public app::Benchmark {
   std::vector<PairRecord> run_rounds(const app::RunContext& context, std::vector<Round> rounds,
                                      const std::string& kind, int first_round);
   // This rank's records of one round: the metrics of `host_level` (one rank per node) or the collective ones.
+  // With --rails every metric runs on the rail's two ranks (`host_level` is ignored).
   std::vector<PairRecord> measure_pair(const app::RunContext& context, const runtime::Communicator& pair,
                                        int round_index, const HostPair& hosts, bool host_level);
+  // With --rails: this rank's rail NIC's byte counters around `measure` (the host's ranks start and end together).
+  std::vector<PairRecord> measure_rail(const app::RunContext& context, const runtime::Communicator& rail, int round_index,
+                                       const HostPair& hosts, std::vector<NicTraffic>& traffic);
+  // Collective: every rank's NICs (as given, opened and read), to rank 0's nic tables and the /sweep/nics rows.
+  void gather_nics(const app::RunContext& context);
+  // What the judge knows of the hardware.
+  Fabric fabric() const;
+  // Rank 0: the NIC each host-rail used for metric `m` (per host * rails + rail).
+  const std::vector<std::string>& nics_of(const SweepMetric& m) const;
   // Rank 0: merges the two ends' records of each test (value from the leader, wrong bytes and each end's counters
   // from both), writes the rows, returns the merged records.
   std::vector<PairRecord> report_records(const app::RunContext& context, const std::vector<PairRecord>& records,
@@ -46,6 +58,8 @@ class SweepBenchmark : public app::Benchmark {
   // Rank 0: the judge's matrices, per-node medians, verdicts and notes, written; the values of `records` below the
   // "% of expected" rule in one summary line.
   void write_judgement(const app::RunContext& context, const std::vector<PairRecord>& records, const Judgement& judgement);
+  // Rank 0: the switch tree's rows (/sweep/topology) and the per-leaf summaries (/sweep/switches).
+  void write_topology(const app::RunContext& context, const Judgement& judgement);
   std::vector<JudgedMetric> judged_metrics() const;
   double round_timeout_s(const app::RunContext& context) const;
   // After a round: the hosts of every hung pair so far rest; their pairs leave rounds[from...]. Collective.
@@ -55,12 +69,24 @@ class SweepBenchmark : public app::Benchmark {
   std::vector<PairRecord> resumed_records() const;
   std::vector<HostPair> finished_pairs() const;
 
-  results::TableSpec pairs_table_, verdicts_table_, nodes_table_, schedule_table_, rounds_table_;
+  results::TableSpec pairs_table_, verdicts_table_, nodes_table_, schedule_table_, rounds_table_, nics_table_,
+      traffic_table_, topology_table_, switches_table_;
   std::optional<PairSchedule> schedule_;
   std::vector<const SweepMetric*> metrics_;
   std::vector<std::string> hosts_;
   std::vector<int> host_of_rank_;
   int ranks_per_host_ = 1;  // the most ranks any host has
+  // --rails: local rank i of every host is rail i and tests local rank i of the other host (1: no rails).
+  int rails_ = 1;
+  int local_rank_ = 0;
+  std::optional<facts::RailMap> rail_map_;
+  std::optional<Topology> topology_;
+  // Rank 0: per host * rails + rail, the NIC of each family (MPI as given, NCCL as given, RDMA opened) and the one
+  // whose counters were read.
+  std::vector<std::string> mpi_nics_, nccl_nics_, rdma_nics_, counter_nics_;
+  std::string counter_nic_;          // this rank's
+  std::vector<NicTraffic> traffic_;  // rank 0
+  runtime::Communicator host_comm_;  // with --rails: this host's ranks (its rails start and end a round together)
   Rules rules_;
   std::uint64_t bw_bytes_ = 0, lat_bytes_ = 8;
   int window_ = 64, retest_ = 1, gpu_ = -1;

@@ -1,0 +1,226 @@
+// From one metric's pair values to suspects and their explanation (sweep/verdict.hpp): switch, uplink, node, NIC,
+// link, in that order, each cause taking the suspect pairs it explains.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <set>
+
+#include "fabricbench/sweep/verdict.hpp"
+#include "fabricbench/timing/sample_stats.hpp"
+
+namespace fabricbench::sweep {
+namespace {
+
+using PairKey = std::tuple<int, int, int>;  // a < b, rail
+
+double median_of(std::vector<double> v) { return v.empty() ? NAN : timing::SampleStats::of(v).median; }
+
+// The counts a cause is judged on, per host and rail.
+struct Tally {
+  int rails;
+  std::vector<int> tested, bad;  // host * rails + rail
+  int at(int h, int r) const { return h * rails + r; }
+};
+
+}  // namespace
+
+Assessment assess(const std::string& metric, const MetricRule& rule, double bad_node_fraction, int hosts,
+                  const std::vector<PairValue>& values, const std::vector<std::string>& names) {
+  Fabric fabric;
+  fabric.hosts.assign(names.begin(), names.begin() + std::min<std::size_t>(names.size(), static_cast<std::size_t>(hosts)));
+  return assess(metric, rule, bad_node_fraction, fabric, values);
+}
+
+Assessment assess(const std::string& metric, const MetricRule& rule, double f, const Fabric& fabric,
+                  const std::vector<PairValue>& values, const std::vector<std::string>& nics) {
+  const int n = static_cast<int>(fabric.hosts.size()), rails = std::max(1, fabric.rails);
+  const auto& names = fabric.hosts;
+  const auto nic = [&](int h, int r) {
+    const auto i = static_cast<std::size_t>(h * rails + r);
+    return i < nics.size() ? nics[i] : std::string();
+  };
+  Assessment out;
+  auto& best = out.best;
+  for (const auto& v : values) {
+    if (std::isnan(v.value)) continue;
+    const auto [lo, hi] = std::minmax(v.a, v.b);
+    auto [it, fresh] = best.emplace(PairKey{lo, hi, v.rail}, v.value);
+    if (!fresh) it->second = rule.higher_is_better ? std::max(it->second, v.value) : std::min(it->second, v.value);
+  }
+  out.suspect.assign(values.size(), false);
+  if (best.empty()) return out;
+  // Higher is better: the reference is the median over host-rails of each one's median pair. The median pair itself
+  // is not robust: a bad node is in half the pairs of a 4-node sweep, and re-tests add more of its pairs (seen on the
+  // emulated cluster: 3 of 5 pairs slow, the median pair slow, nothing flagged). One bad node (or NIC) cannot move
+  // the median of medians. Lower is better: the best pair.
+  std::vector<double> pair_values, medians;
+  for (const auto& [key, v] : best) pair_values.push_back(v);
+  for (int h = 0; h < n; ++h)
+    for (int r = 0; r < rails; ++r) {
+      std::vector<double> mine;
+      for (const auto& [key, v] : best)
+        if (std::get<2>(key) == r && (std::get<0>(key) == h || std::get<1>(key) == h)) mine.push_back(v);
+      if (!mine.empty()) medians.push_back(median_of(mine));
+    }
+  out.reference = rule.higher_is_better ? median_of(medians) : timing::SampleStats::of(pair_values).min;
+  const auto is_suspect = [&](double v) {
+    if (rule.higher_is_better) {
+      if (v < rule.below_fraction_of_median * out.reference) return true;
+      return !std::isnan(rule.baseline) && v < rule.baseline * (1 - rule.baseline_tolerance);
+    }
+    if (v > rule.above_multiple_of_best * out.reference) return true;
+    return !std::isnan(rule.baseline) && v > rule.baseline * (1 + rule.baseline_tolerance);
+  };
+  std::set<PairKey> suspects, explained;
+  for (const auto& [key, v] : best)
+    if (is_suspect(v)) suspects.insert(key);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const auto [lo, hi] = std::minmax(values[i].a, values[i].b);
+    out.suspect[i] = suspects.count({lo, hi, values[i].rail}) > 0;
+  }
+  // Tested and suspect pairs per host-rail, counting only suspects no wider cause explained.
+  const auto tally = [&] {
+    Tally t{rails, std::vector<int>(static_cast<std::size_t>(n * rails), 0), std::vector<int>(static_cast<std::size_t>(n * rails), 0)};
+    for (const auto& [key, v] : best) {
+      const auto [a, b, r] = key;
+      for (int h : {a, b}) {
+        ++t.tested[t.at(h, r)];
+        if (suspects.count(key) && !explained.count(key)) ++t.bad[t.at(h, r)];
+      }
+    }
+    return t;
+  };
+  const auto bad_on = [&](const Tally& t, int h, int r) {
+    const int i = t.at(h, r);
+    return t.tested[i] >= 2 && t.bad[i] > 0 && t.bad[i] >= f * t.tested[i];
+  };
+  const char* unit_word = rule.higher_is_better ? (rails > 1 ? "median host-rail" : "median node") : "best pair";
+  const auto against = fmt::format("{} {:.4g}", unit_word, out.reference);
+
+  // With a topology: leaf switches, then leaf uplinks, per rail.
+  if (const auto* topo = fabric.topology) {
+    const auto before = tally();
+    for (int r = 0; r < rails; ++r) {
+      const auto leaves = topo->leaves(r);
+      std::vector<int> uplinks;
+      std::set<PairKey> uplink_pairs;
+      for (int leaf : leaves) {
+        const auto& sw = topo->switches()[static_cast<std::size_t>(leaf)];
+        const auto under = [&](int h) { return topo->leaf_of(h, r) == leaf; };
+        LeafSummary s{leaf, r};
+        s.hosts = static_cast<std::int64_t>(sw.hosts.size());
+        std::vector<double> inside, crossing;
+        std::vector<PairKey> crossing_keys;
+        for (const auto& [key, v] : best) {
+          const auto [a, b, pr] = key;
+          if (pr != r || (!under(a) && !under(b))) continue;
+          const bool in = under(a) && under(b), bad = suspects.count(key) > 0;
+          (in ? inside : crossing).push_back(v);
+          (in ? s.inside_pairs : s.crossing_pairs)++;
+          if (bad) (in ? s.inside_suspect : s.crossing_suspect)++;
+          if (!in && bad) crossing_keys.push_back(key);
+        }
+        s.inside_median = median_of(inside), s.crossing_median = median_of(crossing);
+        out.leaves.push_back(s);
+        // Its hosts fine on their other rails (a host slow everywhere is a node, whatever its leaf).
+        bool fine_elsewhere = true;
+        for (int h : sw.hosts)
+          for (int other = 0; other < rails; ++other)
+            if (other != r && bad_on(before, h, other)) fine_elsewhere = false;
+        if (!fine_elsewhere) continue;
+        bool all_hosts_bad = sw.hosts.size() >= 2;
+        for (int h : sw.hosts) all_hosts_bad = all_hosts_bad && bad_on(before, h, r);
+        if (all_hosts_bad && s.inside_pairs > 0 && s.inside_suspect >= f * s.inside_pairs) {
+          out.verdicts.push_back({metric, "switch", -1, -1,
+                                  fmt::format("leaf {} on rail {}: all {} hosts under it slow on rail {} ({} of {} pairs "
+                                              "inside it and {} of {} crossing it suspect; {}); the same hosts fine on "
+                                              "their other rails", sw.name, r, s.hosts, r, s.inside_suspect, s.inside_pairs,
+                                              s.crossing_suspect, s.crossing_pairs, against),
+                                  fabric.rail_column(r), "", sw.name});
+          for (const auto& [key, v] : best)
+            if (std::get<2>(key) == r && (under(std::get<0>(key)) || under(std::get<1>(key)))) explained.insert(key);
+          continue;
+        }
+        if (s.crossing_pairs > 0 && s.crossing_suspect >= f * s.crossing_pairs && s.inside_pairs > 0 &&
+            s.inside_suspect <= (1 - f) * s.inside_pairs) {
+          uplinks.push_back(leaf);
+          uplink_pairs.insert(crossing_keys.begin(), crossing_keys.end());
+        }
+      }
+      if (uplinks.empty()) continue;
+      std::vector<std::string> leaf_names, parents;
+      for (int leaf : uplinks) {
+        leaf_names.push_back(topo->switches()[static_cast<std::size_t>(leaf)].name);
+        const auto p = topo->parent_name(leaf);
+        if (!p.empty() && std::find(parents.begin(), parents.end(), p) == parents.end()) parents.push_back(p);
+      }
+      std::int64_t crossing = 0, slow = 0;
+      for (const auto& s : out.leaves)
+        if (s.rail == r && std::find(uplinks.begin(), uplinks.end(), s.leaf) != uplinks.end())
+          crossing += s.crossing_pairs, slow += s.crossing_suspect;
+      const auto above = parents.empty() ? std::string() : fmt::format(" to {}", fmt::join(parents, ", "));
+      std::string reason;
+      if (uplinks.size() == 1) {
+        const auto& s = *std::find_if(out.leaves.begin(), out.leaves.end(), [&](const LeafSummary& x) {
+          return x.rail == r && x.leaf == uplinks[0];
+        });
+        reason = fmt::format("uplink of leaf {}{} on rail {}: {} of {} pairs crossing it suspect, {} of {} inside it ({}); "
+                             "its hosts fine on their other rails", leaf_names[0], above, r, s.crossing_suspect,
+                             s.crossing_pairs, s.inside_suspect, s.inside_pairs, against);
+      } else {
+        reason = fmt::format("an uplink of leaf {}{} on rail {}: the pairs crossing between them are suspect, those "
+                             "inside each are fine ({}); {}", fmt::join(leaf_names, " or "), above, r, against,
+                             uplinks.size() == leaves.size()
+                                 ? fmt::format("every leaf of rail {} shows it, so the pairs cannot tell which uplink, or "
+                                               "the switch above itself", r)
+                                 : "the pairs cannot tell which of them");
+      }
+      out.verdicts.push_back({metric, "uplink", -1, -1, reason, fabric.rail_column(r), "", fmt::format("{}", fmt::join(leaf_names, ","))});
+      explained.insert(uplink_pairs.begin(), uplink_pairs.end());
+    }
+  }
+
+  // Nodes (slow on every rail tested) and NICs (slow on one rail, fine on another), then links.
+  const auto left = tally();
+  std::set<std::pair<int, int>> blamed;  // host, rail
+  for (int h = 0; h < n; ++h) {
+    std::vector<int> bad_rails, tested_rails;
+    for (int r = 0; r < rails; ++r) {
+      if (left.tested[left.at(h, r)] >= 2) tested_rails.push_back(r);
+      if (bad_on(left, h, r)) bad_rails.push_back(r);
+    }
+    if (bad_rails.empty()) continue;
+    for (int r : bad_rails) blamed.insert({h, r});
+    if (bad_rails.size() == tested_rails.size()) {
+      int bad = 0, tested = 0;
+      for (int r : bad_rails) bad += left.bad[left.at(h, r)], tested += left.tested[left.at(h, r)];
+      out.verdicts.push_back({metric, "node", h, -1,
+                              fmt::format("{}: {} of its {} pairs suspect{} ({})", names[h], bad, tested,
+                                          rails > 1 ? " on every rail" : "", against)});
+      continue;
+    }
+    for (int r : bad_rails) {
+      const auto name = nic(h, r);
+      out.verdicts.push_back({metric, "nic", h, -1,
+                              fmt::format("{}: its rail-{} NIC{}: {} of its {} rail-{} pairs suspect ({}); its other "
+                                          "rails fine", names[h], r, name.empty() ? "" : " " + name,
+                                          left.bad[left.at(h, r)], left.tested[left.at(h, r)], r, against),
+                              fabric.rail_column(r), name});
+    }
+  }
+  for (const auto& key : suspects) {
+    const auto [a, b, r] = key;
+    if (explained.count(key) || blamed.count({a, r}) || blamed.count({b, r})) continue;
+    const bool attributable = left.tested[left.at(a, r)] >= 2 && left.tested[left.at(b, r)] >= 2;
+    out.verdicts.push_back({metric, attributable ? "link" : "pair", a, b,
+                            fmt::format("{} - {}{}: {:.4g} against {}{}", names[a], names[b],
+                                        rails > 1 ? fmt::format(" on rail {}", r) : "", best[key], against,
+                                        attributable ? "; both nodes fine with other peers"
+                                                     : "; too few other pairs to tell node from link (use --retest)"),
+                            fabric.rail_column(r)});
+  }
+  return out;
+}
+
+}  // namespace fabricbench::sweep

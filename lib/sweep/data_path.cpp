@@ -1,0 +1,59 @@
+#include "fabricbench/sweep/data_path.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace fabricbench::sweep {
+
+std::vector<Verdict> check_data_path(const std::vector<NicTraffic>& traffic, const Fabric& fabric,
+                                     const std::vector<std::string>& nics) {
+  const int rails = std::max(1, fabric.rails);
+  const auto nic = [&](int h, int r) {
+    const auto i = static_cast<std::size_t>(h * rails + r);
+    return i < nics.size() ? nics[i] : std::string();
+  };
+  std::vector<Verdict> out;
+  // Two rails of one host on the same NIC.
+  for (std::size_t h = 0; h < fabric.hosts.size(); ++h)
+    for (int r = 0; r < rails; ++r)
+      for (int q = r + 1; q < rails; ++q)
+        if (!nic(static_cast<int>(h), r).empty() && nic(static_cast<int>(h), r) == nic(static_cast<int>(h), q))
+          out.push_back({"data_path", "path", static_cast<int>(h), -1,
+                         fmt::format("{}: rails {} and {} both use {}", fabric.hosts[h], r, q, nic(static_cast<int>(h), r)),
+                         fabric.rail_column(q), nic(static_cast<int>(h), q)});
+  // Per round and host: each rail's bytes against its payload.
+  std::map<std::pair<int, int>, std::map<int, NicTraffic>> by_host;
+  for (const auto& t : traffic) {
+    auto& slot = by_host[{t.round, t.host}][t.rail];
+    slot.round = t.round, slot.host = t.host, slot.rail = t.rail;
+    slot.bytes = t.bytes, slot.payload += t.payload;
+  }
+  std::set<std::pair<int, int>> said;  // host, rail: one finding each, from its first round
+  for (const auto& [where, rails_seen] : by_host) {
+    const int host = where.second;
+    for (const auto& [r, t] : rails_seen) {
+      if (!(t.payload > 0) || std::isnan(t.bytes) || t.bytes >= 0.5 * t.payload || said.count({host, r})) continue;
+      // Where did it go: the NIC of another rail with that much more than its own tests moved.
+      std::string by;
+      for (const auto& [q, u] : rails_seen)
+        if (q != r && !std::isnan(u.bytes) && nic(host, q) != nic(host, r) && u.bytes - u.payload >= 0.5 * t.payload)
+          by = nic(host, q).empty() ? fmt::format("the NIC of rail {}", q) : nic(host, q);
+      said.insert({host, r});
+      const auto own = nic(host, r).empty() ? fmt::format("the NIC of rail {}", r) : nic(host, r);
+      out.push_back({"data_path", "path", host, -1,
+                     by.empty() ? fmt::format("{}: rail {} traffic did not go by {} ({:.3g} MB counted of the {:.3g} MB "
+                                              "its tests moved in round {}), nor by another rail's NIC",
+                                              fabric.hosts[host], r, own, t.bytes / 1e6, t.payload / 1e6, t.round)
+                                : fmt::format("{}: rail {} traffic left by {}, not {} ({:.3g} MB counted of the {:.3g} MB "
+                                              "its tests moved in round {})", fabric.hosts[host], r, by, own,
+                                              t.bytes / 1e6, t.payload / 1e6, t.round),
+                     fabric.rail_column(r), nic(host, r)});
+    }
+  }
+  return out;
+}
+
+}  // namespace fabricbench::sweep

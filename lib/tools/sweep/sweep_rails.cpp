@@ -1,0 +1,105 @@
+// fabric-sweep's rails and switches: every rank's NICs gathered to rank 0 (as its MPI and NCCL were told, as its
+// rdma test opened, as its counters are read), the Fabric the judge reads, and the switch tree's rows and per-leaf
+// summaries.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "fabricbench/results/row_gather.hpp"
+#include "fabricbench/tools/sweep/sweep_benchmark.hpp"
+
+namespace fabricbench::sweep {
+
+Fabric SweepBenchmark::fabric() const {
+  Fabric f;
+  f.hosts = hosts_, f.rails = rails_, f.topology = topology_ ? &*topology_ : nullptr;
+  return f;
+}
+
+const std::vector<std::string>& SweepBenchmark::nics_of(const SweepMetric& m) const {
+  if (!m.verbs_test.empty()) return rdma_nics_;
+  const bool nccl_named = std::any_of(nccl_nics_.begin(), nccl_nics_.end(), [](const auto& s) { return !s.empty(); });
+  return m.collective() && backend_ == ops::BackendKind::nccl && nccl_named ? nccl_nics_ : mpi_nics_;
+}
+
+void SweepBenchmark::gather_nics(const app::RunContext& context) {
+  const auto given = facts::GivenNics::from(
+      [](const char* name) {
+        const char* v = std::getenv(name);
+        return std::string(v ? v : "");
+      },
+      facts::interface_in_subnet);
+  const std::string rdma = rdma_ ? rdma_->nic() : std::string();
+  // The NIC whose counters prove the data path: the rail map's (RDMA port, else interface), else the one opened or
+  // given.
+  counter_nic_.clear();
+  if (rail_map_) {
+    const auto& r = rail_map_->rail(local_rank_);
+    const auto net = facts::interface_in_subnet(r.net);
+    counter_nic_ = !r.rdma.empty() ? r.name() : net.empty() ? r.net : fmt::format("{} ({})", net, r.net);
+  } else {
+    counter_nic_ = !rdma.empty() ? rdma : given.mpi;
+  }
+  results::Row mine(nics_table_);
+  mine.set("host", context.placement.me().host).set("rail", std::int64_t(rails_ > 1 ? local_rank_ : 0))
+      .set("rank", std::int64_t(context.world.rank())).set("mpi_nic", given.mpi).set("nccl_nic", given.nccl)
+      .set("rdma_nic", rdma).set("counter_nic", counter_nic_);
+  const auto rows = results::gather_rows(context.world, nics_table_, {mine}, 0);
+  if (!context.is_root()) return;
+  const auto slots = hosts_.size() * static_cast<std::size_t>(rails_);
+  for (auto* v : {&mpi_nics_, &nccl_nics_, &rdma_nics_, &counter_nics_}) v->assign(slots, std::string());
+  for (std::size_t rank = 0; rank < rows.size(); ++rank) {
+    const int local = context.placement.ranks()[rank].local_rank;
+    if (local >= rails_) continue;  // without --rails: the host's first rank speaks for it
+    const auto i = static_cast<std::size_t>(host_of_rank_[rank] * rails_ + local);
+    mpi_nics_[i] = std::get<std::string>(rows[rank].get("mpi_nic"));
+    nccl_nics_[i] = std::get<std::string>(rows[rank].get("nccl_nic"));
+    rdma_nics_[i] = std::get<std::string>(rows[rank].get("rdma_nic"));
+    counter_nics_[i] = std::get<std::string>(rows[rank].get("counter_nic"));
+  }
+  context.out->declare(nics_table_);
+  context.out->rows(rows);
+}
+
+void SweepBenchmark::write_topology(const app::RunContext& context, const Judgement& judgement) {
+  if (!topology_) return;
+  const auto& switches = topology_->switches();
+  context.out->declare(topology_table_);
+  std::vector<results::Row> rows;
+  for (std::size_t h = 0; h < hosts_.size(); ++h)
+    for (int r = 0; r < rails_; ++r) {
+      const int leaf = topology_->leaf_of(static_cast<int>(h), r);
+      rows.push_back(results::Row(topology_table_).set("host", hosts_[h]).set("rail", std::int64_t(r))
+                         .set("leaf", switches[static_cast<std::size_t>(leaf)].name)
+                         .set("spine", topology_->parent_name(leaf)));
+    }
+  context.out->rows(rows);
+  context.out->declare(switches_table_);
+  context.out->section(switches_table_, "per leaf switch and rail (pairs inside the leaf, pairs crossing it)",
+                       {{"switch"}, {"rail"}, {"metric"}, {"hosts"}, {"inside_pairs"}, {"inside_suspect"},
+                        {"inside_median"}, {"crossing_pairs"}, {"crossing_suspect"}, {"crossing_median"}, {"unit"}});
+  rows.clear();
+  for (const auto& s : judgement.leaves)
+    rows.push_back(results::Row(switches_table_).set("switch", switches[static_cast<std::size_t>(s.leaf)].name)
+                       .set("rail", std::int64_t(s.rail)).set("metric", std::string(metrics_[s.metric]->name))
+                       .set("unit", std::string(metrics_[s.metric]->unit)).set("hosts", s.hosts)
+                       .set("inside_pairs", s.inside_pairs).set("inside_suspect", s.inside_suspect)
+                       .set("crossing_pairs", s.crossing_pairs).set("crossing_suspect", s.crossing_suspect)
+                       .set("inside_median", s.inside_median).set("crossing_median", s.crossing_median));
+  context.out->rows(rows);
+  const double coverage = judgement.leaf_pair_coverage;
+  context.out->attribute("leaf_pair_coverage", coverage);
+  std::size_t wanted = 0;
+  for (int r = 0; r < rails_; ++r) {
+    const auto leaves = topology_->leaves(r).size();
+    wanted += leaves * (leaves - 1) / 2;
+  }
+  context.out->note(std::isnan(coverage)
+                        ? "coverage: no rail has two leaves; nothing to cross"
+                        : fmt::format("coverage: {:.0f}% of leaf pairs x rails crossed by a measured pair ({} of {})",
+                                      100 * coverage, static_cast<std::size_t>(std::lround(coverage * wanted)), wanted));
+}
+
+}  // namespace fabricbench::sweep
