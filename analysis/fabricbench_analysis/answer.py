@@ -1,7 +1,9 @@
 """What an operator opens a report to learn: is anything wrong with this run, and where. The HTML page and the Excel
 summary sheet lead with it: the run's status when it did not complete, the sweep's verdicts (or that every host
 passes), the failed and warned checks, the rows below their expected share (configs/expected.ini's rule), rows with
-wrong data, and, given a reference run, the regressions against it."""
+wrong data, and, given a reference run, the regressions against it. A sweep with rails or a topology names where
+each verdict about one rail points (the NIC of a host, a leaf switch, a leaf's uplink, a path: rails.describe), and
+brings its per-NIC and per-switch tables."""
 from __future__ import annotations
 
 import configparser
@@ -9,6 +11,8 @@ import dataclasses
 import pathlib
 
 import pandas as pd
+
+from . import rails
 
 # configs/expected.ini's defaults; the shipped file is read where it lies beside the package (source tree or prefix).
 WARN_BELOW_PERCENT = 80.0
@@ -44,11 +48,28 @@ class Answer:
     wrong: pd.DataFrame             # table, where, wrong
     regressions: list
     rule: tuple
+    nics: pd.DataFrame | None = None      # per NIC (rails.nic_table): a sweep with more than one rail
+    switches: pd.DataFrame | None = None  # per leaf switch (rails.switch_table): a sweep given a topology
+    coverage: str = ""                    # rails.coverage_text
+
+    # The rail verdicts (nic, switch, uplink, path) named one a line; beyond this many, one line says how many more.
+    MAX_WHERE_LINES = 8
 
     @property
     def nothing_wrong(self) -> bool:
         return (not self.status and (self.verdicts is None or self.verdicts.empty) and self.checks.empty
                 and self.below_expected.empty and self.wrong.empty and not self.regressions)
+
+    def where_lines(self) -> list:
+        """One line per verdict about one rail's hardware: 'p2p_bw: uplink of leaf2 on rail 1', 'p2p_bw: NIC mlx5_1
+        (rail 1) of node7'."""
+        if self.verdicts is None or self.verdicts.empty or "kind" not in self.verdicts:
+            return []
+        rows = [v for v in self.verdicts.to_dict(orient="records") if str(v.get("kind", "")) in rails.RAIL_KINDS]
+        out = [f"{v.get('metric', '')}: {rails.describe(v)}".lstrip(": ") for v in rows[:self.MAX_WHERE_LINES]]
+        if len(rows) > self.MAX_WHERE_LINES:
+            out.append(f"... and {len(rows) - self.MAX_WHERE_LINES} more verdict(s) about one rail (the table below).")
+        return out
 
     def lines(self) -> list:
         """The answer in a few sentences, the worst first."""
@@ -60,7 +81,10 @@ class Answer:
                 out.append(f"All {len(self.hosts)} hosts pass: no verdict.")
             else:
                 named = sorted({h for h in list(self.verdicts.host_a) + list(self.verdicts.host_b) if h})
-                out.append(f"{len(self.verdicts)} verdict(s), naming {', '.join(named)}.")
+                if "switch" in self.verdicts:
+                    named += list(dict.fromkeys(s for v in self.verdicts["switch"] for s in rails.switches_of(v)))
+                out.append(f"{len(self.verdicts)} verdict(s)" + (f", naming {', '.join(named)}." if named else "."))
+                out += self.where_lines()
         fails, warns = self.check_counts.get("fail", 0), self.check_counts.get("warn", 0)
         if fails or warns:
             out.append(f"{fails} failed and {warns} warned check(s).")
@@ -151,5 +175,6 @@ def answer(run, regressions=()) -> Answer:
     status = str(run.attrs.get("status", ""))
     return Answer("" if status == "complete" else status,
                   [h for h in str(run.attrs.get("hosts", "")).split(",") if h],
-                  run.tables.get("sweep/verdicts"), bad, counts, _below_expected(run, rule), _wrong(run),
-                  list(regressions), rule)
+                  rails.verdicts_with_where(run.tables.get("sweep/verdicts")), bad, counts, _below_expected(run, rule),
+                  _wrong(run), list(regressions), rule, rails.nic_table(run), rails.switch_table(run),
+                  rails.coverage_text(run))

@@ -2,7 +2,8 @@
 
   fabric-report show RUN.h5                       status, environment summary and the results tables
   fabric-report plot RUN.h5 [--out DIR] [--format png|svg]
-                                                  busbw/time, latency/bandwidth against size, sweep heat maps,
+                                                  busbw/time, latency/bandwidth against size, sweep heat maps (one
+                                                  per rail, hosts grouped by leaf switch given a topology),
                                                   per-node medians, a stability profile
   fabric-report compare A.h5 B.h5 [--threshold 5%]
                                                   A, B and B/A for every measured value; exit 1 on a regression

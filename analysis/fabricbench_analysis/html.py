@@ -1,7 +1,9 @@
 """One self-contained HTML page for a run (plots inline as base64 PNG) that leads with the answer: the run's identity,
 then what is wrong (answer.py: the status of a run that did not complete, the sweep's verdicts or "all N hosts pass",
 failed and warned checks, rows below their expected share, wrong data, regressions against a reference run B), then
-the pictures, then every table folded (<details>): the comparison, all checks, results, sweep and /env tables."""
+the pictures, then every table folded (<details>): the comparison, all checks, results, sweep and /env tables. A sweep
+with rails or a topology adds, after its verdicts, the per-NIC table (/sweep/nodes per host and rail) and the per-switch
+table (/sweep/switches), the rows with suspect pairs first and highlighted."""
 from __future__ import annotations
 
 import base64
@@ -12,6 +14,7 @@ import tempfile
 import pandas as pd
 
 from . import compare as cmp
+from . import rails
 from .answer import answer, checks_table
 from .plots import plot_run
 
@@ -28,14 +31,17 @@ img { max-width: 100%; border: 1px solid #eee; margin: 0.3em 0; }
 #answer p.line { font-size: 1.15em; margin: 0.3em 0; }
 details { margin: 0.3em 0; } summary { cursor: pointer; font-weight: bold; }
 .identity { color: #444; font-size: 0.9em; }
+tr.suspect td { background: #fde8ea; }
 """
 
 
-def _table(frame: pd.DataFrame, status_column: str = "", max_rows: int = 400) -> str:
+def _table(frame: pd.DataFrame, status_column: str = "", max_rows: int = 400, suspect=None) -> str:
+    """`suspect`: per row, whether to highlight it (class 'suspect')."""
     if frame is None or frame.empty:
         return "<p>(empty)</p>"
     rows = ["<table><tr>" + "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns) + "</tr>"]
-    for _, r in frame.head(max_rows).iterrows():
+    marks = list(suspect) if suspect is not None else [False] * len(frame)
+    for (_, r), mark in zip(frame.head(max_rows).iterrows(), marks):
         cells = []
         for c in frame.columns:
             v = r[c]
@@ -44,7 +50,7 @@ def _table(frame: pd.DataFrame, status_column: str = "", max_rows: int = 400) ->
             if c == status_column or (isinstance(v, (bool,)) and v):
                 css += f" {html.escape(str(v)) if c == status_column else 'bad'}"
             cells.append(f'<td class="{css.strip()}">{html.escape(text)}</td>')
-        rows.append("<tr>" + "".join(cells) + "</tr>")
+        rows.append(("<tr class='suspect'>" if mark else "<tr>") + "".join(cells) + "</tr>")
     more = f"<p>({len(frame) - max_rows} more rows in the file)</p>" if len(frame) > max_rows else ""
     return "\n".join(rows) + "</table>" + more
 
@@ -62,6 +68,32 @@ def _folded(title: str, body: str) -> str:
     return f"<details><summary>{html.escape(title)}</summary>{body}</details>"
 
 
+# Beyond this many rows a per-NIC or per-switch table shows its suspect rows and folds the whole table.
+OPEN_ROWS = 64
+
+
+def _rail_tables(found) -> str:
+    """The per-NIC table (a sweep with more than one rail) and the per-switch table (a sweep given a topology), each
+    with its suspect rows first and highlighted; a long one shows the suspect rows and folds the rest."""
+    out = []
+    for css, title, frame, suspect in (
+            ("nics", "Per NIC (host and rail)", found.nics, rails.nic_suspect),
+            ("switches", "Per leaf switch" + (f" ({found.coverage})" if found.coverage else ""), found.switches,
+             rails.switch_suspect)):
+        if frame is None:
+            continue
+        marks = suspect(frame)
+        count = sum(marks)
+        heading = f"<h3 id='{css}'>{html.escape(title)}: {count} of {len(frame)} row(s) with suspect pairs</h3>"
+        if len(frame) <= OPEN_ROWS:
+            out.append(heading + _table(frame, suspect=marks))
+            continue
+        shown = frame[marks]
+        out.append(heading + _table(shown, suspect=[True] * len(shown))
+                   + _folded(f"all {len(frame)} rows", _table(frame, suspect=marks)))
+    return "\n".join(out)
+
+
 def _answer(run, found) -> str:
     """The first screen: one line per thing wrong (or that nothing is), then the rows behind each."""
     css = "clean" if found.nothing_wrong else "wrong"
@@ -70,6 +102,9 @@ def _answer(run, found) -> str:
         out.append(f"<p class='line {'ok' if found.nothing_wrong else 'fail'}'>{html.escape(line)}</p>")
     if found.verdicts is not None and not found.verdicts.empty:
         out.append("<h3>Verdicts</h3>" + _table(found.verdicts))
+    rail_tables = _rail_tables(found)
+    if rail_tables:
+        out.append(rail_tables)
     if not found.checks.empty:
         name, _ = checks_table(run)
         out.append(f"<h3>Failed and warned checks ({html.escape(name)})</h3>" + _table(found.checks, "status"))

@@ -12,6 +12,7 @@ import calendar
 import math
 import re
 import time
+import types
 
 import pandas as pd
 
@@ -152,13 +153,30 @@ def _results(out: Exposition, run, table: str, frame: pd.DataFrame) -> None:
             out.add(name, help_text, {k: getattr(row, k) for k in keys}, to_base(value, unit))
 
 
+def _rail_labels(row: dict, columns) -> dict:
+    """The rail and NIC labels of a sweep row where its table has them (issue 21's rails): rail (left out where -1,
+    a verdict about no one rail), nic/nic_a/nic_b and switch (left out where empty, as every empty label)."""
+    out = {}
+    for column in columns:
+        if column not in row:
+            continue
+        value = row[column]
+        if column == "rail":
+            if _missing(value) or int(value) < 0:
+                continue
+            value = int(value)
+        out[column] = value
+    return out
+
+
 def _sweep(out: Exposition, run) -> None:
     pairs = run.tables.get("sweep/pairs")
     if pairs is not None and not pairs.empty:
-        for row in pairs.itertuples(index=False):  # in the order measured: a re-test's row is the last word
+        for record in pairs.to_dict(orient="records"):  # in the order measured: a re-test's row is the last word
+            row = types.SimpleNamespace(**record)
             figure = _FIGURE.get(_UNITS.get(str(row.unit), (1.0, "value"))[1], "value")
             labels = {"metric": row.metric, "host_a": row.host_a, "host_b": row.host_b, "direction": row.direction,
-                      "bytes": row.bytes}
+                      "bytes": row.bytes, **_rail_labels(record, ("rail", "nic_a", "nic_b"))}
             out.add(f"sweep_pair_{figure}", f"fabric-sweep: a node pair's {figure.split('_')[0]} (/sweep/pairs "
                     "value), the last measured (a re-test replaces the sweep's row)", labels,
                     to_base(row.value, str(row.unit)))
@@ -167,9 +185,10 @@ def _sweep(out: Exposition, run) -> None:
                         "bandwidth", labels, to_base(row.pct_expected, "%"))
     nodes = run.tables.get("sweep/nodes")
     if nodes is not None and not nodes.empty:
-        for row in nodes.itertuples(index=False):
+        for record in nodes.to_dict(orient="records"):
+            row = types.SimpleNamespace(**record)
             figure = _FIGURE.get(_UNITS.get(str(row.unit), (1.0, "value"))[1], "value")
-            labels = {"metric": row.metric, "host": row.host}
+            labels = {"metric": row.metric, "host": row.host, **_rail_labels(record, ("rail", "nic"))}
             out.add(f"sweep_node_median_{figure}", f"fabric-sweep: the median {figure.split('_')[0]} of a node's pairs "
                     "(/sweep/nodes), best of re-tests", labels, to_base(row.median, str(row.unit)))
             out.add("sweep_node_suspect_pairs", "fabric-sweep: a node's pairs below the rules", labels,
@@ -177,14 +196,35 @@ def _sweep(out: Exposition, run) -> None:
     verdicts = run.tables.get("sweep/verdicts")
     if verdicts is not None:
         fixed = {"metric", "kind", "host_a", "host_b", "reason"}
-        extra = [c for c in verdicts.columns if c not in fixed]  # rail, switch ... as the sweep grows them
+        extra = [c for c in verdicts.columns if c not in fixed]  # rail, nic, switch ... as the sweep grows them
         out.add("sweep_verdicts", "fabric-sweep: how many verdicts the run gave (0: nothing wrong)", {},
                 len(verdicts))
         for row in verdicts.to_dict(orient="records"):
             labels = {"kind": row["kind"], "metric": row["metric"], "host": row["host_a"], "peer": row["host_b"],
-                      **{c: row[c] for c in extra}, "reason": row["reason"]}
-            out.add("sweep_verdict", "fabric-sweep: one verdict (kind node, link, pair, hung, data ...; host and peer; "
-                    "the reason), value 1", labels, 1)
+                      **_rail_labels(row, extra), "reason": row["reason"]}
+            out.add("sweep_verdict", "fabric-sweep: one verdict (kind node, link, pair, hung, nic, switch, uplink, "
+                    "path ...; host and peer; rail, nic and switch where it has them; the reason), value 1", labels, 1)
+    switches = run.tables.get("sweep/switches")
+    if switches is not None and not switches.empty:
+        for row in switches.to_dict(orient="records"):
+            figure = _FIGURE.get(_UNITS.get(str(row.get("unit", "")), (1.0, "value"))[1], "value")
+            for where in ("inside", "crossing"):
+                labels = {"switch": row["switch"], "metric": row["metric"], **_rail_labels(row, ("rail",)),
+                          "pairs": where}
+                if f"{where}_median" in row:
+                    out.add(f"sweep_switch_median_{figure}", "fabric-sweep: the median of the pairs inside a leaf "
+                            "switch or crossing it (/sweep/switches), per rail", labels,
+                            to_base(row[f"{where}_median"], str(row.get("unit", ""))))
+                if f"{where}_suspect" in row:
+                    out.add("sweep_switch_suspect_pairs", "fabric-sweep: the suspect pairs inside a leaf switch or "
+                            "crossing it (/sweep/switches), per rail", labels, float(row[f"{where}_suspect"]))
+    try:
+        coverage = float(run.attrs["leaf_pair_coverage"])
+    except (KeyError, TypeError, ValueError):
+        coverage = None
+    if coverage is not None:
+        out.add("sweep_leaf_pair_coverage_ratio", "fabric-sweep: the share of leaf switch pairs x rails the sweep's "
+                "pairs crossed (given a topology)", {}, coverage)
 
 
 def _checks(out: Exposition, run) -> None:

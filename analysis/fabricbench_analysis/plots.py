@@ -6,6 +6,7 @@ medians); sweep heat maps with the hosts named in verdicts marked; and a stabili
 one size, in order)."""
 from __future__ import annotations
 
+import dataclasses
 import math
 import pathlib
 
@@ -16,6 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from . import rails  # noqa: E402
 from .results import TIME_UNITS, curve_keys, curve_label  # noqa: E402
 
 _TO_GBPS = {"MB/s": 1e-3, "MiB/s": 1048576 / 1e9, "GB/s": 1.0, "Gb/s": 1 / 8}
@@ -156,26 +158,75 @@ def _curves(run, table, out_dir, fmt, paths) -> None:
         _save(fig, out_dir / f"{short}_{name}.{fmt}", paths)
 
 
-def _verdict_hosts(run) -> set:
-    verdicts = run.tables.get("sweep/verdicts")
-    if verdicts is None:
-        return set()
-    return {h for h in list(verdicts.host_a) + list(verdicts.host_b) if h}
+def _verdict_hosts(run, rail=None) -> set:
+    """The hosts named in a sweep verdict; with `rail`, in the verdicts about that rail or about no one rail."""
+    return rails.verdict_hosts(run, rail)
+
+
+@dataclasses.dataclass
+class HeatLayout:
+    """How the heat map of one sweep matrix is drawn: which metric and rail, the hosts in drawing order, the leaf
+    switches (name, first index, end index) and the indices where a new leaf begins (a line before each), the hosts
+    and leaves named in a verdict about that rail (marked `*`, in red)."""
+    metric: str
+    rail: object            # int, or None for a matrix without rails
+    hosts: list
+    leaves: list
+    boundaries: list
+    marked_hosts: set
+    marked_leaves: set
+
+
+def heat_layout(run, name: str) -> HeatLayout:
+    """The layout of the heat map of /`name` (sweep/matrices/<metric> or <metric>_rail<r>): hosts in the matrix's
+    order (the job's) without a topology; with /sweep/topology grouped by that rail's leaves (rails.leaf_order)."""
+    metric, rail = rails.matrix_rail(name.rsplit("/", 1)[1])
+    matrix = run.matrices[name]
+    hosts = [str(h) for h in matrix.index]
+    order = rails.leaf_order(run, hosts, rail)
+    if order.grouped and sorted(order.hosts) != sorted(str(c) for c in matrix.columns):
+        order = rails.LeafOrder(hosts, [], [])  # rows and columns not the same hosts: drawn as stored
+    return HeatLayout(metric, rail, order.hosts, order.leaves, order.boundaries, _verdict_hosts(run, rail),
+                      rails.verdict_switches(run, rail) if order.grouped else set())
+
+
+def _leaf_axes(ax, layout: HeatLayout) -> None:
+    """Leaf boundaries as lines across the map, the leaf names on the top and right axes (named in a verdict: `*`,
+    red)."""
+    for index in layout.boundaries:
+        ax.axhline(index - 0.5, color="black", linewidth=1.5).set_gid(f"leaf-boundary-row-{index}")
+        ax.axvline(index - 0.5, color="black", linewidth=1.5).set_gid(f"leaf-boundary-column-{index}")
+    centers = [(start + end - 1) / 2 for _, start, end in layout.leaves]
+    names = [(f"* {leaf}" if leaf in layout.marked_leaves else leaf) or "(no leaf)" for leaf, _, _ in layout.leaves]
+    top = ax.secondary_xaxis("top")
+    top.set_xticks(centers, names, fontsize=8)
+    right = ax.secondary_yaxis("right")
+    right.set_yticks(centers, names, fontsize=8, rotation=90, va="center")
+    for tick in top.get_xticklabels() + right.get_yticklabels():
+        if tick.get_text().startswith("* "):
+            tick.set_color("red")
 
 
 def _heat_maps(run, out_dir, fmt, paths) -> None:
-    named = _verdict_hosts(run)
+    """One heat map per sweep matrix (with rails: one per metric and rail, titled by its rail); with a topology the
+    hosts grouped by leaf (heat_layout)."""
     for name, matrix in run.matrices.items():
         if not name.startswith("sweep/matrices/"):
             continue
         attrs = run.matrix_attrs.get(name, {})
-        metric = name.rsplit("/", 1)[1]
+        layout = heat_layout(run, name)
+        if layout.leaves:
+            matrix = matrix.copy()
+            matrix.index, matrix.columns = matrix.index.map(str), matrix.columns.map(str)
+            matrix = matrix.loc[layout.hosts, layout.hosts]
+        named = layout.marked_hosts
         n = len(matrix)
-        fig, ax = plt.subplots(figsize=(max(5, 0.5 * n + 3), max(4, 0.5 * n + 2)))
+        wider = 1 if layout.leaves else 0  # the leaf names on the right
+        fig, ax = plt.subplots(figsize=(max(5, 0.5 * n + 3) + wider, max(4, 0.5 * n + 2)))
         values = matrix.to_numpy(dtype=float)
         cmap = "viridis" if attrs.get("better", "higher") == "higher" else "viridis_r"
         image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap)
-        fig.colorbar(image, ax=ax, label=attrs.get("unit", ""))
+        fig.colorbar(image, ax=ax, label=attrs.get("unit", ""), **({"pad": 0.12} if layout.leaves else {}))
         labels = [f"* {h}" if h in named else str(h) for h in matrix.index]
         ax.set_xticks(range(n), [f"* {h}" if h in named else str(h) for h in matrix.columns], rotation=90, fontsize=7)
         ax.set_yticks(range(n), labels, fontsize=7)
@@ -190,15 +241,19 @@ def _heat_maps(run, out_dir, fmt, paths) -> None:
                         shade = norm(values[i, j]) if cmap == "viridis" else 1 - norm(values[i, j])
                         ax.text(j, i, f"{values[i, j]:.3g}", ha="center", va="center", fontsize=6,
                                 color="black" if shade > 0.6 else "white")
+        if layout.leaves:
+            _leaf_axes(ax, layout)
         ax.set_xlabel("to")
         ax.set_ylabel("from")
-        ax.set_title(title(run, f"{metric} ({attrs.get('unit', '')}); * = named in a verdict"), fontsize=9)
-        _save(fig, out_dir / f"sweep_{metric}.{fmt}", paths)
+        what = layout.metric if layout.rail is None else f"{layout.metric} rail {layout.rail}"
+        ax.set_title(title(run, f"{what} ({attrs.get('unit', '')}); * = named in a verdict"), fontsize=9)
+        _save(fig, out_dir / f"sweep_{name.rsplit('/', 1)[1]}.{fmt}", paths)
 
 
 def _bars(run, table, out_dir, fmt, paths) -> None:
     """A table without a size (fabric-sweep's per-node medians): each headline as bars, one panel per series value,
-    each bar named by the text keys that vary within the panel; names in a sweep verdict in red."""
+    each bar named by the text keys that vary within the panel (and its rail where the rows have several); names in a
+    sweep verdict in red."""
     frame = run.tables[table]
     named = _verdict_hosts(run)
     series = run.series(table)
@@ -209,11 +264,20 @@ def _bars(run, table, out_dir, fmt, paths) -> None:
         if rows.empty:
             continue
         panels = list(rows.groupby(series, sort=False)) if series else [("", rows)]
-        fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4), squeeze=False)
+        several_rails = "rail" in rows and rows.groupby(series or (lambda _: 0))["rail"].nunique().max() > 1
+        width = max(5, 0.3 * max(len(part) for _, part in panels)) if several_rails else 5  # a bar per host and rail
+        fig, axes = plt.subplots(1, len(panels), figsize=(width * len(panels), 4), squeeze=False)
         for ax, (value, part) in zip(axes[0], panels):
             varying = [k for k in text_keys if part[k].nunique() > 1] or text_keys[:1]
             labels = [" ".join(str(v) for v in r) for r in part[varying].itertuples(index=False, name=None)]
-            ax.bar(range(len(part)), part[headline], color=["red" if x in named else "tab:blue" for x in labels])
+            red = [x in named for x in labels]
+            if "rail" in part and part["rail"].nunique() > 1:
+                # One bar per host (or leaf) and rail: red where a verdict about that rail (or no one rail) names it.
+                texts = list(part[varying].itertuples(index=False, name=None))
+                labels = [f"{x} rail {r}" for x, r in zip(labels, part["rail"])]
+                red = [any(str(v) in _verdict_hosts(run, r) | rails.verdict_switches(run, r) for v in t)
+                       for t, r in zip(texts, part["rail"])]
+            ax.bar(range(len(part)), part[headline], color=["red" if x else "tab:blue" for x in red])
             ax.set_xticks(range(len(part)), labels, rotation=90, fontsize=7)
             # A table with a per-row unit column (the sweep's) names the unit there.
             unit = columns[headline].unit or (str(part["unit"].iloc[0]) if "unit" in part else "")

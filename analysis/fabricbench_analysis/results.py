@@ -270,20 +270,73 @@ def _chart_sheet(writer, run: Run) -> None:
 
 
 def _matrix_sheets(writer, run: Run) -> None:
-    """Sweep matrices as colour-scaled grids (a heat map in Excel)."""
-    from openpyxl.formatting.rule import ColorScaleRule
+    """Sweep matrices as colour-scaled grids (a heat map in Excel); with a topology the hosts grouped by leaf as the
+    plots group them (plots.heat_layout), the leaf named beside each host."""
     from openpyxl.utils import get_column_letter
 
     for name, matrix in run.matrices.items():
         sheet_name = ("heat_" + name.rsplit("/", 1)[1])[:31]
+        if name.startswith("sweep/matrices/"):
+            from .plots import heat_layout  # matplotlib: only for a sweep's matrices
+
+            layout = heat_layout(run, name)
+            if layout.leaves:
+                matrix = matrix.copy()
+                matrix.index, matrix.columns = matrix.index.map(str), matrix.columns.map(str)
+                matrix = matrix.loc[layout.hosts, layout.hosts]
+                leaf = {h: leaf for leaf, start, end in layout.leaves for h in layout.hosts[start:end]}
+                matrix.index = pd.MultiIndex.from_arrays([[leaf[h] for h in matrix.index], list(matrix.index)],
+                                                         names=["leaf", "host"])
+                matrix.to_excel(writer, sheet_name)
+                sheet = writer.sheets[sheet_name]
+                n_rows, n_cols = matrix.shape
+                cells = f"C2:{get_column_letter(n_cols + 2)}{n_rows + 1}"
+                _colour_scale(sheet, cells, run.matrix_attrs.get(name, {}).get("better", "higher"))
+                continue
         matrix.to_excel(writer, sheet_name)
         sheet = writer.sheets[sheet_name]
         n_rows, n_cols = matrix.shape
         cells = f"B2:{get_column_letter(n_cols + 1)}{n_rows + 1}"
-        low, high = ("F8696B", "63BE7B") if run.matrix_attrs.get(name, {}).get("better", "higher") == "higher" else ("63BE7B", "F8696B")
-        sheet.conditional_formatting.add(cells, ColorScaleRule(start_type="min", start_color=low, mid_type="percentile",
-                                                               mid_value=50, mid_color="FFEB84", end_type="max",
-                                                               end_color=high))
+        _colour_scale(sheet, cells, run.matrix_attrs.get(name, {}).get("better", "higher"))
+
+
+def _colour_scale(sheet, cells: str, better: str) -> None:
+    from openpyxl.formatting.rule import ColorScaleRule
+
+    low, high = ("F8696B", "63BE7B") if better == "higher" else ("63BE7B", "F8696B")
+    sheet.conditional_formatting.add(cells, ColorScaleRule(start_type="min", start_color=low, mid_type="percentile",
+                                                           mid_value=50, mid_color="FFEB84", end_type="max",
+                                                           end_color=high))
+
+
+SUSPECT_FILL = "FDE8EA"  # the rows of a per-NIC or per-switch table with suspect pairs (the page's highlight)
+
+
+def _highlight(sheet, first_row: int, marks, width: int) -> None:
+    """Fill the rows of a table written from sheet row `first_row` (1-based, its first data row) where `marks`."""
+    from openpyxl.styles import PatternFill
+
+    fill = PatternFill("solid", start_color=SUSPECT_FILL, end_color=SUSPECT_FILL)
+    for i, mark in enumerate(marks):
+        if mark:
+            for c in range(1, width + 1):
+                sheet.cell(first_row + i, c).fill = fill
+
+
+def _rail_sheets(writer, run: Run) -> None:
+    """per_nic (a sweep with more than one rail) and per_switch (a sweep given a topology): the rows with suspect
+    pairs first and filled, a filter on the header."""
+    from . import rails
+
+    for sheet_name, frame, suspect in (("per_nic", rails.nic_table(run), rails.nic_suspect),
+                                       ("per_switch", rails.switch_table(run), rails.switch_suspect)):
+        if frame is None:
+            continue
+        frame.to_excel(writer, sheet_name, index=False)
+        sheet = writer.sheets[sheet_name]
+        _highlight(sheet, 2, suspect(frame), frame.shape[1])
+        if not frame.empty:
+            sheet.auto_filter.ref = sheet.dimensions
 
 
 def _summary_sheet(writer, run: Run) -> None:
@@ -305,22 +358,31 @@ def _summary_sheet(writer, run: Run) -> None:
     for line in found.lines():
         sheet.cell(row + 1, 1, line).font = Font(bold=True, color=colour)
         row += 1
-    blocks = [("Verdicts", found.verdicts if found.verdicts is not None else pd.DataFrame()),
-              ("Failed and warned checks", found.checks), (f"Below {found.rule[0]:g}% of expected", found.below_expected),
-              ("Wrong data", found.wrong), ("Best figures", _summary(run))]
-    for title, frame in blocks:
+    from . import rails
+
+    switches = "Per leaf switch" + (f" ({found.coverage})" if found.coverage else "")
+    blocks = [("Verdicts", found.verdicts if found.verdicts is not None else pd.DataFrame(), None),
+              ("Per NIC (host and rail)", found.nics if found.nics is not None else pd.DataFrame(), rails.nic_suspect),
+              (switches, found.switches if found.switches is not None else pd.DataFrame(), rails.switch_suspect),
+              ("Failed and warned checks", found.checks, None),
+              (f"Below {found.rule[0]:g}% of expected", found.below_expected, None),
+              ("Wrong data", found.wrong, None), ("Best figures", _summary(run), None)]
+    for title, frame, suspect in blocks:
         if frame.empty:
             continue
         row += 1
         sheet.cell(row + 1, 1, title).font = Font(bold=True)
         frame.to_excel(writer, "summary", index=False, startrow=row + 1)
+        if suspect is not None:
+            _highlight(sheet, row + 3, suspect(frame), frame.shape[1])
         row += len(frame) + 2
 
 
 def to_excel(run: Run, out, include_samples: bool = False) -> None:
     """A 'summary' sheet (identity, what is wrong and the rows behind it, each figure's best), a 'run' sheet with the
-    attributes, one sheet per table, native charts of bandwidth against size, and sweep matrices as colour-scaled
-    grids. Samples are large: off by default."""
+    attributes, one sheet per table, a sweep's per_nic and per_switch sheets (with rails, with a topology), native
+    charts of bandwidth against size, and sweep matrices as colour-scaled grids (one per rail; with a topology the
+    hosts grouped by leaf). Samples are large: off by default."""
     with pd.ExcelWriter(out, engine="openpyxl") as writer:
         _summary_sheet(writer, run)
         pd.DataFrame(sorted(run.attrs.items()), columns=["attribute", "value"]).to_excel(writer, "run", index=False)
@@ -328,6 +390,7 @@ def to_excel(run: Run, out, include_samples: bool = False) -> None:
             if name.startswith("samples/") and not include_samples:
                 continue
             frame.to_excel(writer, _sheet_name(name), index=False)
+        _rail_sheets(writer, run)
         _chart_sheet(writer, run)
         _matrix_sheets(writer, run)
 

@@ -56,6 +56,18 @@ def key(name, tool, **labels):
     return name, frozenset({"tool": tool, **{k: str(v) for k, v in labels.items() if str(v) != ""}}.items())
 
 
+def rail_labels(row, *columns):
+    """The labels of a sweep row's rail columns where its table has them (issue 21): rail unless -1 (a verdict about
+    no one rail), the NIC and switch names (an empty one is no label, as `key` reads it)."""
+    out = {}
+    for column in columns:
+        if hasattr(row, column):
+            value = getattr(row, column)
+            if column != "rail" or value >= 0:
+                out[column] = value
+    return out
+
+
 class Metrics(LaunchTest):
     @classmethod
     def setUpClass(cls):
@@ -175,20 +187,21 @@ class Metrics(LaunchTest):
                            ("fabricbench_sweep_pair_bandwidth_bytes_per_second", row.value * 1e6))
             self.assertEqual(row.unit, "us" if row.metric == "p2p_latency" else "MB/s")
             k = key(name, "fabric-sweep", metric=row.metric, host_a=row.host_a, host_b=row.host_b,
-                    direction=row.direction, bytes=row.bytes)
+                    direction=row.direction, bytes=row.bytes, **rail_labels(row, "rail", "nic_a", "nic_b"))
             self.assertTrue(math.isclose(got[k], value, rel_tol=1e-12), (k, got[k], value))
         for row in run.tables["sweep/nodes"].itertuples(index=False):
             name, value = (("fabricbench_sweep_node_median_latency_seconds", row.median / 1e6) if row.unit == "us" else
                            ("fabricbench_sweep_node_median_bandwidth_bytes_per_second", row.median * 1e6))
-            self.assertTrue(math.isclose(got[key(name, "fabric-sweep", metric=row.metric, host=row.host)], value,
-                                         rel_tol=1e-12))
+            self.assertTrue(math.isclose(got[key(name, "fabric-sweep", metric=row.metric, host=row.host,
+                                                 **rail_labels(row, "rail", "nic"))], value, rel_tol=1e-12))
         verdicts = run.tables["sweep/verdicts"]
         self.assertEqual(got[key("fabricbench_sweep_verdicts", "fabric-sweep")], len(verdicts))
         nodes = verdicts[(verdicts.kind == "node") & (verdicts.metric == "p2p_bw")]  # latency's depend on noise
         self.assertEqual(len(nodes), 4, verdicts)
         for row in nodes.itertuples(index=False):
             self.assertEqual(got[key("fabricbench_sweep_verdict", "fabric-sweep", kind="node", metric=row.metric,
-                                     host=row.host_a, reason=row.reason)], 1)
+                                     host=row.host_a, reason=row.reason, **rail_labels(row, "rail", "nic", "switch"))],
+                             1)
 
     def test_the_doctors_findings_one_gauge_per_check_and_status(self):
         got = samples(self.metrics("doctor.h5"))
