@@ -72,7 +72,8 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double f, c
     if (v > rule.above_multiple_of_best * out.reference) return true;
     return !std::isnan(rule.baseline) && v > rule.baseline * (1 + rule.baseline_tolerance);
   };
-  std::set<PairKey> suspects, explained;
+  auto& suspects = out.suspects;
+  std::set<PairKey> explained;
   for (const auto& [key, v] : best)
     if (is_suspect(v)) suspects.insert(key);
   for (std::size_t i = 0; i < values.size(); ++i) {

@@ -74,7 +74,8 @@ double leaf_pair_coverage(const std::vector<PairRecord>& records, const Topology
   }
   for (const auto& rec : records) {
     if (std::isnan(rec.value)) continue;
-    const auto [x, y] = std::minmax(topology.leaf_of(rec.a, rec.rail), topology.leaf_of(rec.b, rec.rail));
+    const int la = topology.leaf_of(rec.a, rec.rail), lb = topology.leaf_of(rec.b, rec.rail);
+    const int x = std::min(la, lb), y = std::max(la, lb);
     if (wanted.count({x, y, rec.rail})) crossed.insert({x, y, rec.rail});
   }
   return wanted.empty() ? NAN : static_cast<double>(crossed.size()) / static_cast<double>(wanted.size());
@@ -140,8 +141,8 @@ Judgement judge(const std::vector<PairRecord>& records, const std::vector<Judged
         std::int64_t suspect = 0;
         for (const auto& [key, v] : a.best)
           if (std::get<2>(key) == rail && (std::get<0>(key) == h || std::get<1>(key) == h)) mine.push_back(v);
-        for (std::size_t i = 0; i < values.size(); ++i)
-          if (a.suspect[i] && values[i].rail == rail && (values[i].a == h || values[i].b == h)) ++suspect;
+        for (const auto& [x, y, r] : a.suspects)
+          if (r == rail && (x == h || y == h)) ++suspect;
         out.nodes.push_back({h, static_cast<int>(k), rail, timing::SampleStats::of(mine).median,
                              static_cast<std::int64_t>(mine.size()), suspect});
       }

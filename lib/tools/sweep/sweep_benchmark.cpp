@@ -453,7 +453,10 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
                                   sequential_ ? " (sequential)" : "", rounds.size(), metrics, bw_bytes_, lat_bytes_));
     context.out->declare(schedule_table_);
     context.out->declare(rounds_table_);
-    if (rails_ > 1) context.out->declare(traffic_table_);
+    if (rails_ > 1) {
+      context.out->declare(traffic_table_);
+      context.out->attribute("rails", rails_);
+    }
     for (std::size_t r = 0; resume_.empty() && r < rounds.size(); ++r)
       for (const auto& p : rounds[r].pairs)
         context.out->row(results::Row(schedule_table_).set("round", std::int64_t(r)).set("kind", std::string("sweep"))

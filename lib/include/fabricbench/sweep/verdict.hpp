@@ -6,6 +6,7 @@
 #pragma once
 #include <cmath>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -81,6 +82,7 @@ struct Assessment {
   std::vector<bool> suspect;     // per input value
   std::vector<Verdict> verdicts;
   std::map<std::tuple<int, int, int>, double> best;  // the best value of each unordered pair (a < b) and rail
+  std::set<std::tuple<int, int, int>> suspects;      // the keys of `best` that are suspect
   std::vector<LeafSummary> leaves;                   // with a topology: per leaf and rail
 };
 
