@@ -1,5 +1,9 @@
 """fabric-sweep under mpirun on one machine split into fake hosts (FABRICBENCH_TEST_RANKS_PER_HOST): the schedule,
 tables, matrices and bad input. Verdicts on real (emulated) hosts are in rigs/test_netns_sweep.py."""
+import pathlib
+import shutil
+import tempfile
+
 import h5py
 import numpy as np
 
@@ -176,3 +180,48 @@ class SweepBadInput(LaunchTest):
         r = self.mpirun(2, "fabric-sweep", [])
         self.assertEqual(r.returncode, 2)
         self.assertIn("this job has 1 host", r.stderr)
+
+
+class SweepRails(LaunchTest):
+    """--rails on one machine split into fake hosts of two ranks: the rail-aligned split with the MPI back end (the
+    plan the NCCL split follows on GPUs), one row per rail, the NICs table, and the refusals."""
+    RAILS = {"FABRICBENCH_TEST_RANKS_PER_HOST": "2"}
+
+    def test_every_metric_runs_on_each_rail_with_the_mpi_back_end(self):
+        r = self.mpirun(8, "fabric-sweep", ["--output", "r.h5", "-q", "--rails", "--backend", "mpi", "--sizes", "16K",
+                                            "-W", "4", "-n", "3", "-w", "1", "--retest", "0",
+                                            "--metric", "p2p_bw,allreduce,sendrecv"], env=self.RAILS)
+        self.assertIn(r.returncode, (0, 1), r.stderr)
+        run = self.load("r.h5")
+        self.assertEqual(run.attrs["status"], "complete")
+        self.assertEqual(run.attrs["rails"], 2)
+        rows = run.tables["sweep/pairs"]
+        for metric, per_pair in (("p2p_bw", 2), ("allreduce", 1), ("sendrecv", 1)):
+            mine = rows[rows.metric == metric]
+            self.assertEqual(sorted(mine.rail.unique()), [0, 1], metric)
+            self.assertEqual(len(mine[mine.rail == 1]), 6 * per_pair, f"{metric}: every pair of 4 hosts on rail 1")
+            self.assertTrue((mine.value > 0).all(), metric)
+        # A rail's collective is over its two ranks only: sendrecv on 2 ranks moves its whole buffer each way.
+        self.assertTrue((rows[rows.metric == "sendrecv"].bytes == 16384).all())
+        self.assertTrue({f"sweep/matrices/{m}_rail{r}" for m in ("p2p_bw", "allreduce") for r in (0, 1)} <= set(run.matrices))
+        nics = run.tables["sweep/nics"]
+        self.assertEqual(list(nics.rail), [0, 1] * 4, "local rank i is rail i")
+        nodes = run.tables["sweep/nodes"]
+        self.assertEqual(len(nodes), 4 * 3 * 2, "per host, metric and rail")
+
+    def test_refusals(self):
+        inputs = pathlib.Path(tempfile.mkdtemp(prefix="fabricbench-inputs-"))
+        self.addCleanup(shutil.rmtree, inputs, True)
+        (inputs / "topo.conf").write_text("SwitchName=l1 Nodes=node[0-1]\nSwitchName=l2 Nodes=node[2-3] Speed=1\n")
+        (inputs / "rails.map").write_text("0 net=lo\n")
+        topo, rails = str(inputs / "topo.conf"), str(inputs / "rails.map")
+        cases = [
+            (8, ["--rail-map", rails], "--rail-map: give --rails too"),
+            (8, ["--rails", "--rail-map", rails], "rails.map: 1 rails, and the job has 2 ranks per host"),
+            (5, ["--rails"], "--rails: every host needs the same number of ranks (one per rail); node0 has 2, node2 has 1"),
+            (8, ["--rails", "--pattern", "shift", "--metric", "p2p_bw"], "--pattern shift sends around a ring"),
+            (8, ["--topology", topo], "topo.conf:2: unknown key 'Speed'"),
+        ]
+        for np_, args, expected in cases:
+            with self.subTest(args=args):
+                self.assert_refused(self.mpirun(np_, "fabric-sweep", args, env=self.RAILS), "fabric-sweep", expected)

@@ -140,10 +140,12 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
   rails_ = 1;
   rail_map_.reset();
   if (v.count("rails")) {
-    for (const auto& r : placement.ranks())
-      if (r.local_size != ranks_per_host_)
+    std::vector<int> per_host(hosts_.size(), 0);
+    for (std::size_t rank = 0; rank < host_of_rank_.size(); ++rank) ++per_host[static_cast<std::size_t>(host_of_rank_[rank])];
+    for (std::size_t h = 0; h < hosts_.size(); ++h)
+      if (per_host[h] != per_host[0])
         throw Error::usage(fmt::format("--rails: every host needs the same number of ranks (one per rail); {} has {}, "
-                                       "another {}", r.host, r.local_size, ranks_per_host_));
+                                       "{} has {}", hosts_[0], per_host[0], hosts_[h], per_host[h]));
     rails_ = ranks_per_host_;
     if (v.count("rail-map")) {
       rail_map_ = facts::RailMap::read(v["rail-map"].as<std::string>());
