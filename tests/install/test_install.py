@@ -49,7 +49,7 @@ class OutOfTheTrees(unittest.TestCase):
         prefix = self.dir / "prefix"
         r = subprocess.run(["cmake", "--install", str(BUILD), "--prefix", str(prefix)], capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        for path in ("bin/fabric-p2p", "bin/fabric-coll", "bin/fabric-sweep", "bin/fabric-mpirun", "bin/fabric-report",
+        for path in ("bin/fabric-p2p", "bin/fabric-coll", "bin/fabric-sweep", "bin/fabric-mpirun", "bin/fabric-rail-exec", "bin/fabric-report",
                      "share/fabricbench/configs/sweep.ini", "share/fabricbench/analysis/fabricbench_analysis/cli.py"):
             self.assertTrue((prefix / path).exists(), path)
         bin_ = prefix / "bin"
