@@ -136,39 +136,7 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
     host_of_rank_.push_back(static_cast<int>(std::find(hosts_.begin(), hosts_.end(), r.host) - hosts_.begin()));
   for (const auto& r : placement.ranks()) ranks_per_host_ = std::max(ranks_per_host_, r.local_size);
   const int n = static_cast<int>(hosts_.size());
-  local_rank_ = placement.me().local_rank;
-  rails_ = 1;
-  rail_map_.reset();
-  if (v.count("rails")) {
-    std::vector<int> per_host(hosts_.size(), 0);
-    for (std::size_t rank = 0; rank < host_of_rank_.size(); ++rank) ++per_host[static_cast<std::size_t>(host_of_rank_[rank])];
-    for (std::size_t h = 0; h < hosts_.size(); ++h)
-      if (per_host[h] != per_host[0])
-        throw Error::usage(fmt::format("--rails: every host needs the same number of ranks (one per rail); {} has {}, "
-                                       "{} has {}", hosts_[0], per_host[0], hosts_[h], per_host[h]));
-    rails_ = ranks_per_host_;
-    if (v.count("rail-map")) {
-      rail_map_ = facts::RailMap::read(v["rail-map"].as<std::string>());
-      if (rail_map_->rails() < rails_)
-        throw Error::usage(fmt::format("--rail-map {}: {} rails, and the job has {} ranks per host (one per rail)",
-                                       v["rail-map"].as<std::string>(), rail_map_->rails(), rails_));
-    }
-  } else if (v.count("rail-map")) {
-    throw Error::usage("--rail-map: give --rails too (the map names the NIC of each local rank)");
-  }
-  topology_.reset();
-  if (v.count("topology")) {
-    std::vector<std::string> files;
-    std::string list = v["topology"].as<std::string>();
-    for (std::size_t start = 0; start <= list.size();) {
-      const auto comma = std::min(list.find(',', start), list.size());
-      files.push_back(list.substr(start, comma - start));
-      start = comma + 1;
-    }
-    if (files.size() > 1 && static_cast<int>(files.size()) != rails_)
-      throw Error::usage(fmt::format("--topology: {} files are one per rail, and the sweep has {} rail(s)", files.size(), rails_));
-    topology_ = Topology::read(files, hosts_, rails_);
-  }
+  configure_rails(v, placement);
   const auto pattern = v["pattern"].as<std::string>();
   if (v.count("pairs-file")) {
     const auto path = v["pairs-file"].as<std::string>();
@@ -251,22 +219,7 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
     p2p_ = std::make_unique<P2PPairTest>(metrics_, bw_bytes_, lat_bytes_, window_, pair_time_s_, pair_time_relative_);
   if (collectives) coll_ = make_coll_pair_test(backend_, gpu_, bw_bytes_);
   if (any([](const SweepMetric* m) { return !m->verbs_test.empty(); }))
-  {
-    // The rail's RDMA device: the rail map's, else the one the launcher chose (nearest the rank's GPU), else (with
-    // --rails) the rail-th Active port, else the Active port on the rank's NUMA node.
-    std::string device;
-    int port = 1;
-    if (rail_map_ && !rail_map_->rail(local_rank_).rdma.empty()) {
-      device = rail_map_->rail(local_rank_).rdma, port = rail_map_->rail(local_rank_).port;
-    } else if (const char* given = std::getenv("FABRICBENCH_RAIL_NIC"); rails_ > 1 && given) {
-      const std::string g = given;
-      if (const auto colon = g.find(':'); colon != std::string::npos && colon > 0) {
-        device = g.substr(0, colon);
-        port = std::atoi(g.c_str() + colon + 1);
-      }
-    }
-    rdma_ = make_rdma_pair_test(placement.me().host, device, port, rails_ > 1 ? local_rank_ : -1, bw_bytes_, lat_bytes_);
-  }
+    rdma_ = make_rail_rdma_test(placement.me().host);
 }
 
 std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& context, const runtime::Communicator& pair,
@@ -294,24 +247,6 @@ std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& cont
       break;  // the pair's other metrics would hang the same way
   }
   return out;
-}
-
-std::vector<PairRecord> SweepBenchmark::measure_rail(const app::RunContext& context, const runtime::Communicator& rail,
-                                                     int round_index, const HostPair& hosts, std::vector<NicTraffic>& traffic) {
-  const auto files = facts::HostFiles::for_host(context.placement.me().host);
-  const auto device = facts::counter_device(counter_nic_);
-  context.doing("waiting for this host's other rails to start");
-  runtime::idle_barrier(host_comm_.get());  // the host's rails start together...
-  const double before = facts::nic_bytes(files, device);
-  auto records = measure_pair(context, rail, round_index, hosts, true);
-  context.doing("waiting for this host's other rails to finish");
-  runtime::idle_barrier(host_comm_.get());  // ...so that each NIC's counters cover every rail's tests
-  NicTraffic t;
-  t.round = round_index, t.host = host_of_rank_[context.world.rank()], t.rail = local_rank_;
-  t.bytes = facts::nic_bytes(files, device) - before;
-  for (const auto& r : records) t.payload += r.payload;
-  traffic.push_back(t);
-  return records;
 }
 
 std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& context, std::vector<Round> rounds,

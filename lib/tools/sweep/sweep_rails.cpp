@@ -1,16 +1,87 @@
-// fabric-sweep's rails and switches: every rank's NICs gathered to rank 0 (as its MPI and NCCL were told, as its
-// rdma test opened, as its counters are read), the Fabric the judge reads, and the switch tree's rows and per-leaf
-// summaries.
+// fabric-sweep's rails and switches: --rails, --rail-map and --topology read; each rail's RDMA device; a rail's
+// tests with its NIC's byte counters read around them; every rank's NICs gathered to rank 0 (as its MPI and NCCL were
+// told, as its rdma test opened, as its counters are read); the Fabric the judge reads; the switch tree's rows and
+// per-leaf summaries.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
+#include "fabricbench/error.hpp"
 #include "fabricbench/results/row_gather.hpp"
 #include "fabricbench/tools/sweep/sweep_benchmark.hpp"
 
 namespace fabricbench::sweep {
+
+void SweepBenchmark::configure_rails(const cli::po::variables_map& v, const runtime::Placement& placement) {
+  local_rank_ = placement.me().local_rank;
+  rails_ = 1;
+  rail_map_.reset();
+  if (v.count("rails")) {
+    std::vector<int> per_host(hosts_.size(), 0);
+    for (std::size_t rank = 0; rank < host_of_rank_.size(); ++rank) ++per_host[static_cast<std::size_t>(host_of_rank_[rank])];
+    for (std::size_t h = 0; h < hosts_.size(); ++h)
+      if (per_host[h] != per_host[0])
+        throw Error::usage(fmt::format("--rails: every host needs the same number of ranks (one per rail); {} has {}, "
+                                       "{} has {}", hosts_[0], per_host[0], hosts_[h], per_host[h]));
+    rails_ = per_host[0];
+    if (v.count("rail-map")) {
+      rail_map_ = facts::RailMap::read(v["rail-map"].as<std::string>());
+      if (rail_map_->rails() < rails_)
+        throw Error::usage(fmt::format("--rail-map {}: {} rails, and the job has {} ranks per host (one per rail)",
+                                       v["rail-map"].as<std::string>(), rail_map_->rails(), rails_));
+    }
+  } else if (v.count("rail-map")) {
+    throw Error::usage("--rail-map: give --rails too (the map names the NIC of each local rank)");
+  }
+  topology_.reset();
+  if (v.count("topology")) {
+    std::vector<std::string> files;
+    std::string list = v["topology"].as<std::string>();
+    for (std::size_t start = 0; start <= list.size();) {
+      const auto comma = std::min(list.find(',', start), list.size());
+      files.push_back(list.substr(start, comma - start));
+      start = comma + 1;
+    }
+    if (files.size() > 1 && static_cast<int>(files.size()) != rails_)
+      throw Error::usage(fmt::format("--topology: {} files are one per rail, and the sweep has {} rail(s)", files.size(), rails_));
+    topology_ = Topology::read(files, hosts_, rails_);
+  }
+}
+
+std::unique_ptr<PairTest> SweepBenchmark::make_rail_rdma_test(const std::string& host) const {
+  std::string device;
+  int port = 1;
+  if (rail_map_ && !rail_map_->rail(local_rank_).rdma.empty()) {
+    device = rail_map_->rail(local_rank_).rdma, port = rail_map_->rail(local_rank_).port;
+  } else if (const char* given = std::getenv("FABRICBENCH_RAIL_NIC"); rails_ > 1 && given) {
+    const std::string g = given;
+    if (const auto colon = g.find(':'); colon != std::string::npos && colon > 0) {
+      device = g.substr(0, colon);
+      port = std::atoi(g.c_str() + colon + 1);
+    }
+  }
+  return make_rdma_pair_test(host, device, port, rails_ > 1 ? local_rank_ : -1, bw_bytes_, lat_bytes_);
+}
+
+std::vector<PairRecord> SweepBenchmark::measure_rail(const app::RunContext& context, const runtime::Communicator& rail,
+                                                     int round_index, const HostPair& hosts, std::vector<NicTraffic>& traffic) {
+  const auto files = facts::HostFiles::for_host(context.placement.me().host);
+  const auto device = facts::counter_device(counter_nic_);
+  context.doing("waiting for this host's other rails to start");
+  runtime::idle_barrier(host_comm_.get());  // the host's rails start together...
+  const double before = facts::nic_bytes(files, device);
+  auto records = measure_pair(context, rail, round_index, hosts, true);
+  context.doing("waiting for this host's other rails to finish");
+  runtime::idle_barrier(host_comm_.get());  // ...so that each NIC's counters cover every rail's tests
+  NicTraffic t;
+  t.round = round_index, t.host = host_of_rank_[context.world.rank()], t.rail = local_rank_;
+  t.bytes = facts::nic_bytes(files, device) - before;
+  for (const auto& r : records) t.payload += r.payload;
+  traffic.push_back(t);
+  return records;
+}
 
 Fabric SweepBenchmark::fabric() const {
   Fabric f;

@@ -3,7 +3,7 @@
 // Each case is either read (a truncated file can still be a valid one) or refused with Error::usage (exit 2) in one
 // line that names the file; never another exception, a crash, a hang or (in the sanitizer build) a report.
 // The same readers the executables run: --config (the command line), --baseline and --expected-rule (the harness),
-// --rules, --pairs-file and --resume (fabric-sweep's configure on rank 0).
+// --rules, --pairs-file, --topology, --rail-map and --resume (fabric-sweep's configure on rank 0).
 #include <gtest/gtest.h>
 
 #include <csignal>
@@ -70,6 +70,11 @@ std::vector<Reader> readers() {
        [](const std::string& path) { configure<sweep::SweepBenchmark>({"--metric", "p2p_bw", "--rules", path}); }},
       {"--pairs-file", "# ROUND HOST_A HOST_B\n0 h0 h1\n0 h2 h3\n1 h0 h2\n1 h1 h3\n",
        [](const std::string& path) { configure<sweep::SweepBenchmark>({"--metric", "p2p_bw", "--pairs-file", path}); }},
+      {"--topology", "# two leaves\nSwitchName=leaf1 Nodes=h[0-1] LinkSpeed=400\nSwitchName=leaf2 Nodes=h[2-3]\n"
+       "SwitchName=spine Switches=leaf[1-2]\n",
+       [](const std::string& path) { configure<sweep::SweepBenchmark>({"--metric", "p2p_bw", "--topology", path}); }},
+      {"--rail-map", "# RAIL NIC\n0 rdma=mlx5_0:1 net=10.91.0.0/24\n",
+       [](const std::string& path) { configure<sweep::SweepBenchmark>({"--metric", "p2p_bw", "--rails", "--rail-map", path}); }},
   };
 }
 

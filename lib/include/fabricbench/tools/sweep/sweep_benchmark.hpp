@@ -45,6 +45,12 @@ class SweepBenchmark : public app::Benchmark {
                                        const HostPair& hosts, std::vector<NicTraffic>& traffic);
   // Collective: every rank's NICs (as given, opened and read), to rank 0's nic tables and the /sweep/nics rows.
   void gather_nics(const app::RunContext& context);
+  // --rails, --rail-map, --topology: read and checked against the placement (sweep_rails.cpp).
+  void configure_rails(const cli::po::variables_map& values, const runtime::Placement& placement);
+  // The rdma pair test on this rank's rail device: the rail map's, else the one the launcher chose (nearest the
+  // rank's GPU, FABRICBENCH_RAIL_NIC), else (with --rails) the rail-th Active port, else the Active port on the
+  // rank's NUMA node.
+  std::unique_ptr<PairTest> make_rail_rdma_test(const std::string& host) const;
   // What the judge knows of the hardware.
   Fabric fabric() const;
   // Rank 0: the NIC each host-rail used for metric `m` (per host * rails + rail).
