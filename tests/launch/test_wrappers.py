@@ -70,7 +70,10 @@ RAIL_VARIABLES = ("UCX_NET_DEVICES", "NCCL_IB_HCA", "OMPI_MCA_btl_openib_if_incl
                   "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "PMIX_LOCAL_RANK", "OMPI_COMM_WORLD_RANK",
                   "SLURM_PROCID", "PMIX_RANK", "CUDA_VISIBLE_DEVICES", "FABRICBENCH_SYSFS_ROOT")
 GOOD_MAP = "# one line per rail\n0 rdma=mlx5_0:1 net=ib0\n\n1 rdma=mlx5_1 net=10.91.0.0/24   # a subnet, port 1\n"
-PRINT_ENV = ("import os; print(' '.join(f'{k}={os.environ.get(k)}' for k in ('OMPI_COMM_WORLD_LOCAL_RANK', "
+# Each rank writes its line to its own file under $PRINT_DIR: two ranks printing to mpirun's forwarded stdout at once
+# were seen interleaving within a line (about 1 run in 5).
+PRINT_ENV = ("import os; open(os.path.join(os.environ['PRINT_DIR'], os.environ['OMPI_COMM_WORLD_RANK']), 'w').write("
+             "' '.join(f'{k}={os.environ.get(k)}' for k in ('OMPI_COMM_WORLD_LOCAL_RANK', "
              "'FABRICBENCH_RAIL', 'FABRICBENCH_RAIL_NIC', 'NCCL_IB_HCA', 'UCX_NET_DEVICES')))")
 
 
@@ -353,9 +356,10 @@ class MpirunRails(RailsTest):
     def test_each_rank_really_gets_its_rail(self):
         r = subprocess.run([str(LAUNCH / "fabric-mpirun"), "--hosts", "localhost", "--ranks-per-node", "2", "--rails",
                             "--mpirun-opt=--oversubscribe", "--", sys.executable, "-c", PRINT_ENV], capture_output=True,
-                           text=True, timeout=120, env=rail_env(make_sysfs(self.dir / "sys")))
+                           text=True, timeout=120,
+                           env=rail_env(make_sysfs(self.dir / "sys"), PRINT_DIR=str(self.dir)))
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(sorted(r.stdout.splitlines()), [
+        self.assertEqual(sorted((self.dir / str(rank)).read_text() for rank in (0, 1)), [
             "OMPI_COMM_WORLD_LOCAL_RANK=0 FABRICBENCH_RAIL=0 FABRICBENCH_RAIL_NIC=mlx5_1:1 NCCL_IB_HCA==mlx5_1 UCX_NET_DEVICES=mlx5_1:1",
             "OMPI_COMM_WORLD_LOCAL_RANK=1 FABRICBENCH_RAIL=1 FABRICBENCH_RAIL_NIC=mlx5_0:1 NCCL_IB_HCA==mlx5_0 UCX_NET_DEVICES=mlx5_0:1"])
 
