@@ -20,59 +20,32 @@ rig=${2:?rig id}
 state=/run/fabricbench-rig-$rig
 
 host_index() { [[ "$1" =~ ^$rig-h([0-9]+)$ ]] || { echo "unknown host '$1' (expected $rig-hN)" >&2; exit 2; }; echo "${BASH_REMATCH[1]}"; }
+. "$(dirname "$0")/netns_hosts.sh"
 in_host() { local h=$1; shift; nsenter --net=/run/netns/"$h" --uts="$state/uts/$h" -- "$@"; }
 
 case "$cmd" in
 up)
   net=${3:?NET (third octet)}; n=${4:?number of hosts}
   [[ "$net" =~ ^[0-9]+$ && "$net" -le 255 && "$n" =~ ^[0-9]+$ && "$n" -ge 2 && "$n" -le 32 ]] || { echo "bad NET or HOSTS" >&2; exit 2; }
-  mkdir -p "$state/uts"
+  rig_hosts_up "$n"
   echo "$net" > "$state/net"
-  # A private mount so that namespace files can be bind-mounted onto files in it.
-  mountpoint -q "$state/uts" || { mount --bind "$state/uts" "$state/uts" && mount --make-private "$state/uts"; }
   ip link add "${rig}br" type bridge
   ip addr add "10.77.$net.254/24" dev "${rig}br"
   ip link set "${rig}br" up
   for i in $(seq 1 "$n"); do
     h=$rig-h$i
-    ip netns add "$h"
     ip link add "${rig}v$i" type veth peer name "${rig}p$i"
     ip link set "${rig}v$i" master "${rig}br" up
     ip link set "${rig}p$i" netns "$h"
     ip -n "$h" link set "${rig}p$i" name eth0
     ip -n "$h" addr add "10.77.$net.$i/24" dev eth0
     ip -n "$h" link set eth0 up
-    ip -n "$h" link set lo up
-    touch "$state/uts/$h"
-    unshare --uts="$state/uts/$h" hostname "$h"
     echo "10.77.$net.$i $h" >> "$state/hosts"
   done
-  # The rsh agent Open MPI calls as "agent HOST COMMAND...": run the command inside that host's namespaces.
-  cat > "$state/agent" <<AGENT
-#!/bin/sh
-host=\$1; shift
-case "\$host" in $rig-h[0-9]*) ;; *) echo "agent: unknown host \$host" >&2; exit 1;; esac
-exec nsenter --net=/run/netns/"\$host" --uts="$state/uts/\$host" -- /bin/sh -c "\$*"
-AGENT
-  chmod +x "$state/agent"
   ;;
 down)
-  # Processes still inside a host (a rank stuck on a cut link) keep its namespace and veth alive after `netns del`,
-  # and the next `up` of the same rig would find them: kill them first, and delete the veths by name.
-  for ns in $(ip netns list | awk '{print $1}' | grep "^$rig-h" || true); do
-    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
-  done
-  sleep 0.2
-  for ns in $(ip netns list | awk '{print $1}' | grep "^$rig-h" || true); do ip netns del "$ns" || true; done
-  for link in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' | grep "^${rig}v[0-9]" || true); do
-    ip link del "$link" 2>/dev/null || true
-  done
+  rig_down "^${rig}v[0-9]"
   ip link del "${rig}br" 2>/dev/null || true
-  if [ -d "$state/uts" ]; then
-    for f in "$state"/uts/*; do [ -e "$f" ] && { umount "$f" 2>/dev/null || true; }; done
-    umount "$state/uts" 2>/dev/null || true
-  fi
-  rm -rf "$state"
   ;;
 shape-host)
   h=$3; rate=$4; i=$(host_index "$h")

@@ -24,6 +24,7 @@ rig=${2:?rig id}
 state=/run/fabricbench-rig-$rig
 
 host_index() { [[ "$1" =~ ^$rig-h([0-9]+)$ ]] || { echo "unknown host '$1' (expected $rig-hN)" >&2; exit 2; }; echo "${BASH_REMATCH[1]}"; }
+. "$(dirname "$0")/netns_hosts.sh"
 in_host() { local h=$1; shift; nsenter --net=/run/netns/"$h" --uts="$state/uts/$h" -- "$@"; }
 tbf() { "$@" root tbf rate "$rate" burst 32kbit latency 50ms; }
 
@@ -35,16 +36,8 @@ up)
   IFS=, read -ra sizes <<< "$leaves"
   total=0; for s in "${sizes[@]}"; do total=$((total + s)); done
   [ "$total" -eq "$n" ] || { echo "LEAVES $leaves: sizes must add up to $n hosts" >&2; exit 2; }
-  mkdir -p "$state/uts"
+  rig_hosts_up "$n"
   echo "$net" > "$state/net"; echo "$rails" > "$state/rails"; echo "$leaves" > "$state/leaves"; echo "$n" > "$state/hosts"
-  mountpoint -q "$state/uts" || { mount --bind "$state/uts" "$state/uts" && mount --make-private "$state/uts"; }
-  for i in $(seq 1 "$n"); do
-    h=$rig-h$i
-    ip netns add "$h"
-    ip -n "$h" link set lo up
-    touch "$state/uts/$h"
-    unshare --uts="$state/uts/$h" hostname "$h"
-  done
   for r in $(seq 0 $((rails - 1))); do
     ip link add "${rig}s$r" type bridge
     ip link set "${rig}s$r" up
@@ -70,12 +63,6 @@ up)
   done
   # mpirun's daemons talk over rail 0: the root namespace gets an address on rail 0's spine.
   ip addr add "10.100.$net.254/24" dev "${rig}s0"
-  cat > "$state/agent" <<AGENT
-#!/bin/sh
-host=\$1; shift
-case "\$host" in $rig-h[0-9]*) ;; *) echo "agent: unknown host \$host" >&2; exit 1;; esac
-exec nsenter --net=/run/netns/"\$host" --uts="$state/uts/\$host" -- /bin/sh -c "\$*"
-AGENT
   # Each rank's MPI on its rail (local rank r -> rail r's subnet), unless this host's rail 1 is misbound.
   cat > "$state/rail-exec" <<EXEC
 #!/bin/sh
@@ -84,22 +71,10 @@ if [ -f "$state/misbind" ] && [ "\$(hostname)" = "\$(cat "$state/misbind")" ] &&
 export OMPI_MCA_btl_tcp_if_include=10.\$((100 + r)).$net.0/24
 exec "\$@"
 EXEC
-  chmod +x "$state/agent" "$state/rail-exec"
+  chmod +x "$state/rail-exec"
   ;;
 down)
-  for ns in $(ip netns list | awk '{print $1}' | grep "^$rig-h" || true); do
-    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
-  done
-  sleep 0.2
-  for ns in $(ip netns list | awk '{print $1}' | grep "^$rig-h" || true); do ip netns del "$ns" || true; done
-  for link in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' | grep -E "^${rig}[vudls][0-9]" || true); do
-    ip link del "$link" 2>/dev/null || true
-  done
-  if [ -d "$state/uts" ]; then
-    for f in "$state"/uts/*; do [ -e "$f" ] && { umount "$f" 2>/dev/null || true; }; done
-    umount "$state/uts" 2>/dev/null || true
-  fi
-  rm -rf "$state"
+  rig_down "^${rig}[vudls][0-9]"
   ;;
 topology)
   rails=$(cat "$state/rails"); IFS=, read -ra sizes < "$state/leaves"
