@@ -5,8 +5,10 @@
 #include <ifaddrs.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <fstream>
 #include <memory>
+#include <tuple>
 #include <sstream>
 
 #include "fabricbench/cli/ini_file.hpp"
@@ -154,6 +156,46 @@ double nic_bytes(const HostFiles& files, const std::string& device) {
     return v.size() >= 9 ? v[0] + v[8] : NAN;
   }
   return NAN;
+}
+
+std::optional<RailPort> rail_rdma_port(const HostFiles& files, int rail, const char* cuda_visible) {
+  std::vector<RdmaPort> active;
+  for (auto& p : read_rdma_ports(files))
+    if (p.active()) active.push_back(std::move(p));
+  if (rail < 0 || active.empty()) return std::nullopt;
+  // The rail's GPU as CUDA numbers them. A CUDA_VISIBLE_DEVICES of UUIDs or MIG names leaves the order unknown here.
+  auto gpus = pci_devices(files, "0x10de", {"0300", "0302"});
+  if (cuda_visible) {
+    std::vector<std::string> picked;
+    std::istringstream in(cuda_visible);
+    for (std::string item; std::getline(in, item, ',');) {
+      if (!digits(item) || std::stoul(item) >= gpus.size()) {
+        picked.clear();
+        break;
+      }
+      picked.push_back(gpus[std::stoul(item)]);
+    }
+    gpus = picked;
+  }
+  if (static_cast<std::size_t>(rail) < gpus.size()) {
+    const auto& gpu = gpus[static_cast<std::size_t>(rail)];
+    const auto gpu_up = pci_upstream(files, gpu);
+    const int gpu_numa = pci_numa_node(files, gpu);
+    const RdmaPort* best = nullptr;
+    std::tuple<long, int, std::string> best_key;
+    for (const auto& p : active) {
+      if (p.pci_address.empty()) continue;  // a software device (Soft-RoCE) is near no GPU
+      const auto up = pci_upstream(files, p.pci_address);
+      std::size_t shared = 0;
+      while (shared < up.size() && shared < gpu_up.size() && up[shared] == gpu_up[shared]) ++shared;
+      const std::tuple<long, int, std::string> key{-static_cast<long>(shared),
+                                                   gpu_numa >= 0 && p.numa_node == gpu_numa ? 0 : 1, p.name()};
+      if (!best || key < best_key) best = &p, best_key = key;
+    }
+    if (best) return RailPort{*best, "nearest GPU " + gpu};
+  }
+  if (static_cast<std::size_t>(rail) >= active.size()) return std::nullopt;
+  return RailPort{active[static_cast<std::size_t>(rail)], fmt::format("Active port {} in name order", rail)};
 }
 
 }  // namespace fabricbench::facts

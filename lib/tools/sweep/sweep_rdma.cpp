@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "fabricbench/error.hpp"
 #include "fabricbench/facts/host_files.hpp"
+#include "fabricbench/facts/rail_nic.hpp"
 #include "fabricbench/timing/sample_stats.hpp"
 #include "fabricbench/tools/sweep/pair_test.hpp"
 #include "fabricbench/verbs/verbs_link.hpp"
@@ -58,14 +60,16 @@ std::unique_ptr<PairTest> make_rdma_pair_test(const std::string& host, const std
                                               std::uint64_t bw_bytes, std::uint64_t lat_bytes) {
   verbs::PortRequest request;
   request.device = device, request.port = device.empty() ? 0 : port;
-  if (device.empty() && rail >= 0) {  // rails without a map: the rail-th Active port, in name order
-    std::vector<facts::RdmaPort> active;
-    for (auto& p : facts::read_rdma_ports(facts::HostFiles::for_host(host)))
-      if (p.active()) active.push_back(p);
-    if (static_cast<std::size_t>(rail) >= active.size())
+  if (device.empty() && rail >= 0) {  // rails without a map or a launcher's choice: the host's facts
+    const auto files = facts::HostFiles::for_host(host);
+    const auto chosen = facts::rail_rdma_port(files, rail, std::getenv("CUDA_VISIBLE_DEVICES"));
+    if (!chosen) {
+      std::size_t active = 0;
+      for (const auto& p : facts::read_rdma_ports(files)) active += p.active() ? 1 : 0;
       throw Error::usage(fmt::format("--rails: rail {} on host {} needs an RDMA port, and {} has {} Active; give --rail-map",
-                                     rail, host, host, active.size()));
-    request.device = active[static_cast<std::size_t>(rail)].device, request.port = active[static_cast<std::size_t>(rail)].port;
+                                     rail, host, host, active));
+    }
+    request.device = chosen->port.device, request.port = chosen->port.port;
   }
   return std::make_unique<RdmaPairTest>(host, request, bw_bytes, lat_bytes);
 }

@@ -76,3 +76,72 @@ TEST(NicBytes, ReadsProcNetDevAndRdmaPortCounters) {
   EXPECT_TRUE(std::isnan(nic_bytes(files, "10.91.0.0/24")));
   std::filesystem::remove_all(root);
 }
+
+namespace {
+// A host of two sockets: GPU 0000:1a and NIC mlx5_1 under switch 0000:18:00.0 on NUMA 0, GPU 0000:9a and NIC mlx5_0
+// under switch 0000:98:00.0 on NUMA 1 (so name order and nearness disagree), a NIC mlx5_2 on NUMA 1 under no shared
+// switch, and a Soft-RoCE device on no PCI device.
+class TwoSocketHost {
+ public:
+  TwoSocketHost() : root_(std::filesystem::temp_directory_path() / ("rail-port-" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(root_);
+    device("0000:1a:00.0", "pci0000:17/0000:17:01.0/0000:18:00.0", 0, "0x10de", "0x030200");
+    device("0000:1b:00.0", "pci0000:17/0000:17:01.0/0000:18:00.0", 0, "0x15b3", "0x020700");
+    device("0000:9a:00.0", "pci0000:97/0000:97:01.0/0000:98:00.0", 1, "0x10de", "0x030200");
+    device("0000:9b:00.0", "pci0000:97/0000:97:01.0/0000:98:00.0", 1, "0x15b3", "0x020700");
+    device("0000:c1:00.0", "pci0000:c0/0000:c0:01.0", 1, "0x15b3", "0x020700");
+    port("mlx5_0", "0000:9b:00.0", "4: ACTIVE");
+    port("mlx5_1", "0000:1b:00.0", "4: ACTIVE");
+    port("mlx5_2", "0000:c1:00.0", "4: ACTIVE");
+    port("rxe0", "", "4: ACTIVE");
+  }
+  ~TwoSocketHost() { std::filesystem::remove_all(root_); }
+  HostFiles files() const { return HostFiles(root_.string()); }
+  void set_state(const std::string& dev, const std::string& state) { write("sys/class/infiniband/" + dev + "/ports/1/state", state); }
+
+ private:
+  void write(const std::string& path, const std::string& text) {
+    std::filesystem::create_directories((root_ / path).parent_path());
+    std::ofstream(root_ / path) << text << "\n";
+  }
+  void device(const std::string& address, const std::string& above, int numa, const std::string& vendor, const std::string& cls) {
+    const auto dir = "sys/devices/" + above + "/" + address;
+    write(dir + "/vendor", vendor);
+    write(dir + "/class", cls);
+    write(dir + "/numa_node", std::to_string(numa));
+    std::filesystem::create_directories(root_ / "sys/bus/pci/devices");
+    std::filesystem::create_symlink("../../../devices/" + above + "/" + address, root_ / "sys/bus/pci/devices" / address);
+  }
+  void port(const std::string& dev, const std::string& address, const std::string& state) {
+    set_state(dev, state);
+    write("sys/class/infiniband/" + dev + "/ports/1/phys_state", "5: LinkUp");
+    if (!address.empty())
+      std::filesystem::create_symlink("../../../bus/pci/devices/" + address, root_ / "sys/class/infiniband" / dev / "device");
+  }
+  std::filesystem::path root_;
+};
+}  // namespace
+
+TEST(RailRdmaPort, TakesTheActivePortNearestTheRailsGpu) {
+  TwoSocketHost host;
+  const auto files = host.files();
+  auto rail0 = rail_rdma_port(files, 0, nullptr);
+  ASSERT_TRUE(rail0);
+  EXPECT_EQ(rail0->port.device, "mlx5_1") << "under GPU 0's PCIe switch, though mlx5_0 comes first by name";
+  EXPECT_EQ(rail0->why, "nearest GPU 0000:1a:00.0");
+  EXPECT_EQ(rail_rdma_port(files, 1, nullptr)->port.device, "mlx5_0") << "the switch beats mlx5_2's NUMA node";
+  // CUDA_VISIBLE_DEVICES=1,0: rail 0's GPU is the second in PCI order.
+  EXPECT_EQ(rail_rdma_port(files, 0, "1,0")->port.device, "mlx5_0");
+  // More rails than GPUs: the rail-th Active port in name order, as without facts.
+  const auto rail2 = rail_rdma_port(files, 2, nullptr);
+  EXPECT_EQ(rail2->port.device, "mlx5_2");
+  EXPECT_EQ(rail2->why, "Active port 2 in name order");
+  EXPECT_EQ(rail_rdma_port(files, 0, "GPU-6a1e")->why, "Active port 0 in name order") << "UUIDs: order unknown";
+  EXPECT_FALSE(rail_rdma_port(files, 4, nullptr)) << "four Active ports: no fifth rail";
+  // With GPU 1's switch NIC down, no NIC shares a bridge with GPU 1: its NUMA node decides (mlx5_2, not mlx5_1 which
+  // comes first by name).
+  host.set_state("mlx5_0", "1: DOWN");
+  EXPECT_EQ(rail_rdma_port(files, 1, nullptr)->port.device, "mlx5_2");
+  host.set_state("mlx5_1", "1: DOWN");
+  EXPECT_EQ(rail_rdma_port(files, 0, nullptr)->port.device, "mlx5_2") << "the only Active port on a PCI device left";
+}

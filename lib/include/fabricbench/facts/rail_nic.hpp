@@ -59,6 +59,17 @@ std::string interface_in_subnet(const std::string& cidr);
 // "mlx5_0:1". Used to read its counters.
 std::string counter_device(const std::string& nic);
 
+// The RDMA port of rail `rail` from the host's facts, as launch/fabric-rail-exec chooses it: the Active port nearest
+// GPU `rail` (GPUs as CUDA numbers them: PCI address order, or the entries of a numeric CUDA_VISIBLE_DEVICES given
+// as `cuda_visible`, null when unset), nearest meaning the longest run of PCI bridges the two share, then the same
+// NUMA node, then the name; where the host has no such GPU or no Active port on a PCI device (Soft-RoCE), the
+// rail-th Active port in name order. nullopt when there is neither. `why` says which rule chose.
+struct RailPort {
+  RdmaPort port;
+  std::string why;  // "nearest GPU 0000:17:00.0" | "Active port 1 in name order"
+};
+std::optional<RailPort> rail_rdma_port(const HostFiles& files, int rail, const char* cuda_visible);
+
 // Bytes the NIC moved so far, both directions: a network interface's statistics/{tx,rx}_bytes, or an RDMA port's
 // counters/port_{xmit,rcv}_data (in 4-byte words) for "device:port". NaN where there are no such counters.
 double nic_bytes(const HostFiles& files, const std::string& device);
