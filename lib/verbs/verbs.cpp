@@ -120,6 +120,7 @@ QueuePair::QueuePair(const Device& device, const CompletionQueue& send_cq, const
     fail(fmt::format("ibv_create_qp (send depth {}, receive depth {}, inline {} B)", limits.send_depth,
                      limits.receive_depth, limits.inline_bytes), errno);
   inline_bytes_ = static_cast<int>(init.cap.max_inline_data);
+  ack_timeout_ = limits.ack_timeout;
   reads_in_flight_ = std::max(1, std::min({limits.reads_in_flight, device.attributes().max_qp_rd_atom,
                                            device.attributes().max_qp_init_rd_atom}));
 }
@@ -168,7 +169,7 @@ void QueuePair::connect(const Device& device, const Endpoint& remote, std::uint3
 
   a = {};
   a.qp_state = IBV_QPS_RTS;
-  a.timeout = 14;
+  a.timeout = ack_timeout_;
   a.retry_cnt = 7;
   a.rnr_retry = 7;
   a.sq_psn = psn;

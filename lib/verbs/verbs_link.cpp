@@ -45,6 +45,7 @@ VerbsLink::VerbsLink(const Device& device, memory::MemoryKind memory, std::uint6
   limits.send_depth = std::max(settings.tx_depth, 128);
   limits.receive_depth = std::max(settings.rx_depth, 1);
   limits.inline_bytes = settings.inline_bytes >= 0 ? settings.inline_bytes : 236;
+  limits.ack_timeout = settings.qp_timeout;
   for (int q = 0; q < settings.qps; ++q) {
     try {
       m.qps.push_back(std::make_unique<QueuePair>(device, m.send_cq, m.receive_cq, limits));

@@ -156,6 +156,15 @@ class SweepBadInput(LaunchTest):
         (["--rules", "/nonexistent/rules.ini"], "--rules /nonexistent/rules.ini"),
         (["--lat-bytes", "8Q"], "--lat-bytes '8Q'"),
         (["--retest", "11"], "--retest 11: must be at most 10"),
+        (["--qp-timeout", "32"], "--qp-timeout 32: must be at most 31"),
+        (["--budget", "0"], "--budget '0': give a positive duration"),
+        (["--budget", "abc"], "--budget 'abc': give a positive duration"),
+        (["--hosts", "8"], "--hosts/--hostfile plan for hosts other than the job's: give --dry-run too"),
+        (["--dry-run", "--hosts", "1"], "--hosts 1: a sweep plans pairs of 2 to 100000 hosts"),
+        (["--dry-run", "--hostfile", "/nonexistent/hosts"], "--hostfile /nonexistent/hosts"),
+        (["--plan", "ring"], "--plan 'ring': allowed values are all-pairs, quick, shift"),
+        (["--plan", "quick", "--pattern", "shift"], "--plan and --pattern are the same option"),
+        (["--rails=3"], "--rails=3: the job has 1 ranks per host"),
         (["--resume", "/nonexistent/s.h5"], "/nonexistent/s.h5: not a readable HDF5 file"),
         (["--pair-time", "soon"], "--pair-time 'soon'"),
         (["--pair-time-relative", "0.5"], "--pair-time-relative 0.5: give a factor from 1 to 1000"),
@@ -180,6 +189,65 @@ class SweepBadInput(LaunchTest):
         r = self.mpirun(2, "fabric-sweep", [])
         self.assertEqual(r.returncode, 2)
         self.assertIn("this job has 1 host", r.stderr)
+
+
+class SweepPlanAndBudget(LaunchTest):
+    """--dry-run prints the plan and measures nothing; --budget ends the sweep when the next round would not fit and
+    records the pairs it left out."""
+
+    def test_dry_run_for_hosts_not_in_the_job(self):
+        (self.dir / "hosts").write_text("# the partition\nnodeA slots=8\nnodeB\nnodeC\n\nnodeD\nnodeE # spare\n")
+        r = self.mpirun(1, "fabric-sweep", ["--dry-run", "--hostfile", "hosts", "--metric", "p2p_bw",
+                                            "--pair-time-estimate", "3s", "--budget", "10s"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # 5 hosts: the circle method's 5 rounds of 2 pairs (one host rests), 3 s each.
+        self.assertIn("5 hosts, plan all-pairs: 5 rounds of 2 pairs (10 pair tests); metrics: p2p_bw", r.stdout)
+        self.assertIn("estimated 3 s per round (--pair-time-estimate): 15 s in all", r.stdout)
+        self.assertIn("--budget 10s: 3 of 5 rounds fit, 6 of 10 pairs", r.stdout)
+        self.assertEqual(self.files(), ["hosts"], "a plan writes nothing")
+        r = self.mpirun(1, "fabric-sweep", ["--dry-run", "--hosts", "1024", "--rails=8", "--plan", "quick"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("1024 hosts x 8 rails, plan quick: 1 rounds of 512 pairs", r.stdout)
+        # The default guess: --pair-time (2 s) per metric and direction, p2p_bw's two and p2p_latency's one.
+        self.assertIn("estimated 6 s per round (2 s per metric and direction (--pair-time)", r.stdout)
+
+    def test_dry_run_with_the_jobs_ranks(self):
+        r = self.mpirun(4, "fabric-sweep", ["--dry-run", "--metric", "p2p_latency", "--pair-time", "1s"], env=FAKE)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("4 hosts, plan all-pairs: 3 rounds of 2 pairs (6 pair tests)", r.stdout)
+        self.assertIn("estimated 1 s per round", r.stdout)
+        self.assertEqual(self.files(), [])
+
+    def test_a_budget_ends_the_sweep_and_names_what_it_left_out(self):
+        # 8 hosts: 7 rounds of a p2p_bw test capped at 0.3 s per direction; about two rounds fit in 1.5 s.
+        args = ["--metric", "p2p_bw", "--sizes", "4M", "-n", "100000", "--pair-time", "0.3s", "--pair-time-relative",
+                "1", "--retest", "0", "--budget", "1.5s", "-q"]
+        r = self.mpirun(8, "fabric-sweep", args + ["--output", "b.h5"], env=FAKE, timeout=300)
+        self.assertIn(r.returncode, (0, 1), r.stderr)
+        run = self.load("b.h5")
+        self.assertEqual(run.attrs["status"], "complete")
+        self.assertAlmostEqual(run.attrs["budget_s"], 1.5)
+        measured = run.tables["sweep/pairs"]
+        tested = {tuple(sorted(p)) for p in zip(measured.host_a, measured.host_b)}
+        untested = run.tables["sweep/untested"]
+        left = {tuple(sorted(p)) for p in zip(untested.host_a, untested.host_b)}
+        self.assertTrue(1 <= len(tested) < 28, tested)
+        self.assertEqual(len(tested) % 4, 0, "whole rounds of 4 pairs")
+        self.assertEqual(tested | left, {tuple(sorted((f"node{a}", f"node{b}"))) for a in range(8) for b in range(a + 1, 8)})
+        self.assertFalse(tested & left)
+        self.assertEqual(run.attrs["pairs_not_covered"], len(left))
+        self.assertTrue((untested.reason == "budget").all())
+        self.assertTrue((untested["round"] >= len(tested) // 4).all(), "the rounds after the last one run")
+        rounds = run.tables["sweep/rounds"]
+        self.assertLessEqual(rounds.wall_s.sum(), 1.5 + rounds.wall_s.max(), "at most one round past the budget")
+
+    def test_a_budget_that_holds_everything_says_so(self):
+        r = self.mpirun(4, "fabric-sweep", ["--metric", "p2p_latency", "--budget", "1h", "--output", "all.h5"], env=FAKE)
+        self.assertIn(r.returncode, (0, 1), r.stderr)
+        run = self.load("all.h5")
+        self.assertEqual(run.attrs["pairs_not_covered"], 0)
+        self.assertNotIn("sweep/untested", run.tables)
+        self.assertIn("every pair covered", r.stdout)
 
 
 class SweepRails(LaunchTest):

@@ -1,7 +1,9 @@
 """fabric-verbs and fabric-sweep's rdma metrics on real verbs traffic: Soft-RoCE (rdma_rxe) inside a QEMU guest
 (tests/rigs/rxe_vm.sh), all cases in one boot. Every test type with --check and zero wrong bytes; several QPs and
 both directions; fabric-doctor's view of the rxe ports; a bad device name and a port that is not Active give exit 2; a QP moved to the error state mid-run
-and a hung peer give exit 3 with a status that says why; -D; the rdma_bw and rdma_lat sweep metrics.
+and a hung peer give exit 3 with a status that says why; -D; the rdma_bw and rdma_lat sweep metrics; fabric-sweep --rails
+over two rails of rxe devices on veths (tests/rigs/rxe_rails.sh): no verdict unshaped, the NIC named when one host's
+rail is slowed inside the guest.
 Needs root (the image is built with mmdebstrap); says 'skipped: needs root' otherwise."""
 import os
 import pathlib
@@ -13,6 +15,14 @@ import fabricbench_analysis
 from fbtest import BIN
 from rigs.rxe_guest import MPIRUN, run_guest
 
+RIG = pathlib.Path(__file__).resolve().parent
+# Four fake hosts of two ranks (rails) each; every rank opens its own rail's rxe device (rxe_rails.sh exec).
+RAILS_SWEEP = (f"mpirun --allow-run-as-root -np 8 --oversubscribe --bind-to none --mca btl self,vader "
+               f"-x FABRICBENCH_TEST_RANKS_PER_HOST=2 sh rxe_rails.sh exec 2 {BIN}/fabric-sweep --rails "
+               # Eight ranks on two emulated CPUs answer late: perftest's ACK timeout (67 ms) retransmits, and
+               # rxe then fails the QP (remote invalid request); 2^18 x 4 us (1 s) does not.
+               f"--metric rdma_bw --sizes 64K -n 50 --qp-timeout 18")
+
 
 @unittest.skipUnless(os.geteuid() == 0, "skipped: needs root")
 @unittest.skipUnless(shutil.which("qemu-system-x86_64") and shutil.which("mmdebstrap"),
@@ -21,6 +31,7 @@ class SoftRoceGuest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.out = pathlib.Path(tempfile.mkdtemp(prefix="fabricbench-rxe-"))
+        shutil.copy(RIG / "rxe_rails.sh", cls.out)
         v = f"{BIN}/fabric-verbs"
         cls.cases = run_guest(cls.out, [
             ("all", f"{MPIRUN} {v} --test all --check -n 200 --output all.h5"),
@@ -36,6 +47,14 @@ class SoftRoceGuest(unittest.TestCase):
             ("sweep", f"{MPIRUN} -x FABRICBENCH_TEST_RANKS_PER_HOST=1 {BIN}/fabric-sweep --metric rdma_bw,rdma_lat "
                       f"--sizes 64K -n 100 --check --output sweep.h5"),
             ("doctor", f"{MPIRUN} {BIN}/fabric-doctor --checks rdma,limits,host --output doctor.h5"),
+            ("badtimeout", f"{MPIRUN} {v} --qp-timeout 32 --output badtimeout.h5"),
+            # Last: the rails change the guest's routing.
+            ("rails_up", "sh rxe_rails.sh up 4 2"),
+            ("rails", f"{RAILS_SWEEP} --output rails.h5"),
+            # node2's rail 1: 60 ms each way. rxe keeps 128 packets unacknowledged: about 1 MB/s at most.
+            ("rails_delay", "sh rxe_rails.sh delay 2 1 60"),
+            ("rails_slow", f"{RAILS_SWEEP} --output rails_slow.h5"),
+            ("rails_veth", "cat /sys/class/net/h2r1/statistics/tx_bytes /sys/class/net/h2r0/statistics/tx_bytes"),
         ], BIN)
 
     @classmethod
@@ -156,6 +175,48 @@ class SoftRoceGuest(unittest.TestCase):
         self.assertTrue((pairs["value"] > 0).all(), pairs)
         self.assertTrue((pairs["wrong"] == 0).all())
         self.assertEqual(set(pairs["unit"]), {"MiB/s", "us"})
+
+    def test_qp_timeout_out_of_range_is_a_usage_error(self):
+        c = self.cases["badtimeout"]
+        self.assertEqual(c.rc, 2, c)
+        self.assertIn("--qp-timeout", c.stderr)
+        self.assertFalse((self.out / "badtimeout.h5").exists())
+
+    def rails_run(self, name):
+        c = self.cases[name]
+        self.assertEqual(self.cases["rails_up"].rc, 0, self.cases["rails_up"])
+        self.assertIn(c.rc, (0, 1), c)
+        run = self.load(f"{name}.h5")
+        self.assertEqual(run.attrs["status"], "complete")
+        self.assertEqual(run.attrs["rails"], 2)
+        pairs = run.tables["sweep/pairs"]
+        first = pairs[pairs["round"] < 3]  # the all-pairs rounds, before re-tests
+        self.assertEqual(len(first), 6 * 2 * 2, "6 host pairs x 2 rails x 2 directions")
+        # Each end on its own host's device of the pair's rail.
+        for row in pairs.itertuples():
+            for host, nic in ((row.host_a, row.nic_a), (row.host_b, row.nic_b)):
+                self.assertEqual(nic, f"rxe_h{host[-1]}r{row.rail}:1", row)
+        self.assertTrue((pairs["wrong"] == 0).all() and (pairs["value"] > 0).all(), pairs)
+        return c, run
+
+    def test_rails_of_soft_roce_unshaped_give_no_verdict(self):
+        c, run = self.rails_run("rails")
+        self.assertEqual(c.rc, 0, c)
+        self.assertEqual(len(run.tables["sweep/verdicts"]), 0, run.tables["sweep/verdicts"])
+        self.assertTrue({"sweep/matrices/rdma_bw_rail0", "sweep/matrices/rdma_bw_rail1"} <= set(run.matrices))
+        nics = run.tables["sweep/nics"]
+        self.assertEqual(list(nics["rdma_nic"]), [f"rxe_h{h}r{r}:1" for h in range(4) for r in range(2)])
+
+    def test_a_rail_slowed_inside_the_guest_is_named_as_that_nic(self):
+        c, run = self.rails_run("rails_slow")
+        self.assertEqual(c.rc, 1, c)
+        verdicts = run.tables["sweep/verdicts"]
+        self.assertEqual([(v.kind, v.host_a, v.rail, v.nic) for v in verdicts.itertuples()],
+                         [("nic", "node2", 1, "rxe_h2r1:1")], verdicts)
+        # The rdma traffic crossed the rail's netdev (what tc slowed), not lo.
+        tx_rail1, tx_rail0 = (int(x) for x in self.cases["rails_veth"].stdout.split())
+        self.assertGreater(tx_rail1, 10 << 20)
+        self.assertGreater(tx_rail0, 10 << 20)
 
 
 if __name__ == "__main__":

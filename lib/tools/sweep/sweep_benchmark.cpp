@@ -78,6 +78,10 @@ SweepBenchmark::SweepBenchmark() {
                     measured("wall_s", Unit::seconds, Better::lower), measured("longest_test_s", Unit::seconds, Better::lower),
                     measured("overhead_s", Unit::seconds, Better::lower)}};
   schedule_table_ = {"sweep", "schedule", {key_int("round"), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64)}};
+  // Pairs of the plan that were not tested, and why ("budget").
+  untested_table_ = {"sweep", "untested",
+                     {key_int("round"), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64),
+                      setting_text("reason", 64)}};
   // Every rank's NICs: as its MPI and NCCL were told (environment), the RDMA port it opened, the one whose counters
   // it read for the data-path check.
   nics_table_ = {"sweep", "nics",
@@ -107,7 +111,13 @@ std::string SweepBenchmark::summary() const {
 void SweepBenchmark::add_options(cli::po::options_description& options) {
   namespace po = cli::po;
   options.add_options()
-      ("pattern", po::value<std::string>()->default_value("all-pairs"), "all-pairs (circle method), quick (node i with i+N/2) or shift (mpiGraph; p2p_bw only)")
+      ("plan", po::value<std::string>(), "all-pairs (circle method), quick (node i with i+N/2) or shift (mpiGraph; p2p_bw only); --pattern is the same option")
+      ("pattern", po::value<std::string>()->default_value("all-pairs"), "the same as --plan")
+      ("budget", po::value<std::string>(), "a time limit on the whole sweep (15m, 1h, 90s): rounds run while the next one fits, judged from the rounds measured so far; the end of the run says which pairs were not covered (/sweep/untested)")
+      ("dry-run", "measure nothing: print the plan (rounds, pairs per round) and its estimated time, and with --budget how much of it fits")
+      ("hosts", po::value<long long>(), "with --dry-run: plan for this many hosts instead of the job's (one process is enough)")
+      ("hostfile", po::value<std::string>(), "with --dry-run: plan for the hosts of this file (one per line, the first word; '#' comments), e.g. for --topology")
+      ("pair-time-estimate", po::value<std::string>(), "the time of one round's pair tests (all metrics) before any was measured, for --dry-run and --budget; default: --pair-time per metric and direction")
       ("pairs-file", po::value<std::string>(), "rounds from a file, lines 'ROUND HOST_A HOST_B' (instead of --pattern)")
       ("metric", po::value<std::string>()->default_value("p2p_bw,p2p_latency"),
        ("comma list of " + cli::name_choices(cli::names_of(sweep_metrics(), [](const SweepMetric& m) { return m.name; }))).c_str())
@@ -115,11 +125,12 @@ void SweepBenchmark::add_options(cli::po::options_description& options) {
       ("window,W", po::value<long long>()->default_value(64), "messages in flight for the bandwidth metrics")
       ("pair-time", po::value<std::string>()->default_value("2s"), "time budget of one p2p pair test (per metric and direction): a slower pair runs fewer iterations (or a smaller window) and reports what it moved; 0: none")
       ("pair-time-relative", po::value<double>()->default_value(1.5), "after the first round the budget is at least this many times the fastest pair's full test time measured so far")
+      ("qp-timeout", po::value<int>()->default_value(14), "the rdma metrics' local ACK timeout 0-31, 4.096 us x 2^N before a retransmission (perftest -u)")
       ("retest", po::value<long long>()->default_value(1), "passes that re-test suspect pairs, also against good nodes (0: none)")
       ("rules", po::value<std::string>()->default_value(app::shipped_config("sweep.ini")), "verdict rules (INI); default: the shipped configs/sweep.ini ($FABRICBENCH_DATA_DIR or <bin>/../share/fabricbench)")
       ("backend", po::value<std::string>()->default_value("auto"), "collective metrics: nccl, mpi, or auto")
       ("sequential", "test the pairs of a round one after another (to measure what running them at once saves)")
-      ("rails", "every local rank takes part: local rank i of one node tests local rank i of the other (rail i), all rails at once, every metric; rows and verdicts name the rail and NIC")
+      ("rails", po::value<int>()->implicit_value(0), "every local rank takes part: local rank i of one node tests local rank i of the other (rail i), all rails at once, every metric; rows and verdicts name the rail and NIC")
       ("rail-map", po::value<std::string>(), "with --rails: the NIC of each rail, lines 'RAIL rdma=DEVICE[:PORT] net=INTERFACE' (the launcher's file); the rdma metrics open rail i's device and the data-path check reads its counters")
       ("topology", po::value<std::string>(), "the switch tree in Slurm's topology.conf format (SwitchName= Nodes=|Switches= [Rail=]); several files, comma-separated, are one per rail: adds leaf switch and uplink verdicts and makes sure every pair of leaves is crossed on every rail")
       ("resume", po::value<std::string>(), "continue the sweep of this HDF5 file (a run that hung, was killed or failed): skip every pair it finished, append to it, end as if run in one go; same hosts and options");
@@ -127,17 +138,29 @@ void SweepBenchmark::add_options(cli::po::options_description& options) {
 
 void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::CommonOptions& common,
                                const runtime::Placement& placement) {
-  hosts_ = placement.hosts();
-  if (hosts_.size() < 2)
-    throw Error::usage(fmt::format("fabric-sweep tests pairs of nodes and this job has 1 host ({}); launch it across 2 "
-                                   "or more nodes (ranks are grouped by host name)", hosts_.front()));
+  dry_run_ = v.count("dry-run") > 0;
+  planned_ = v.count("hosts") || v.count("hostfile");
   host_of_rank_.clear();
-  for (const auto& r : placement.ranks())
-    host_of_rank_.push_back(static_cast<int>(std::find(hosts_.begin(), hosts_.end(), r.host) - hosts_.begin()));
-  for (const auto& r : placement.ranks()) ranks_per_host_ = std::max(ranks_per_host_, r.local_size);
+  if (planned_) {  // --dry-run for hosts other than the job's: R ranks per host with --rails=R
+    hosts_ = planned_hosts(v);
+    const int per = v.count("rails") ? v["rails"].as<int>() : 1;
+    if (per < 1) throw Error::usage("--rails with --hosts/--hostfile: give the rails per host, --rails=8");
+    for (std::size_t h = 0; h < hosts_.size(); ++h) host_of_rank_.insert(host_of_rank_.end(), static_cast<std::size_t>(per), static_cast<int>(h));
+  } else {
+    hosts_ = placement.hosts();
+    if (hosts_.size() < 2)
+      throw Error::usage(fmt::format("fabric-sweep tests pairs of nodes and this job has 1 host ({}); launch it across 2 "
+                                     "or more nodes (ranks are grouped by host name), or plan with --dry-run --hosts N",
+                                     hosts_.front()));
+    for (const auto& r : placement.ranks())
+      host_of_rank_.push_back(static_cast<int>(std::find(hosts_.begin(), hosts_.end(), r.host) - hosts_.begin()));
+    for (const auto& r : placement.ranks()) ranks_per_host_ = std::max(ranks_per_host_, r.local_size);
+  }
   const int n = static_cast<int>(hosts_.size());
   configure_rails(v, placement);
-  const auto pattern = v["pattern"].as<std::string>();
+  if (v.count("plan") && !v["pattern"].defaulted())
+    throw Error::usage("--plan and --pattern are the same option: give one");
+  const auto pattern = v.count("plan") ? v["plan"].as<std::string>() : v["pattern"].as<std::string>();
   if (v.count("pairs-file")) {
     const auto path = v["pairs-file"].as<std::string>();
     cli::require_text_file(path, "--pairs-file");
@@ -145,7 +168,7 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
     if (!in) throw Error::usage(fmt::format("--pairs-file {}: cannot read the file", path));
     schedule_ = PairSchedule::from_pairs_file(in, hosts_, path);
   } else {
-    cli::require_choice("--pattern", pattern, {"all-pairs", "quick", "shift"});
+    cli::require_choice(v.count("plan") ? "--plan" : "--pattern", pattern, {"all-pairs", "quick", "shift"});
     schedule_ = pattern == "all-pairs" ? PairSchedule::all_pairs(n) : pattern == "quick" ? PairSchedule::quick(n)
                                                                                          : PairSchedule::shift(n);
   }
@@ -170,6 +193,8 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
   if (!(pair_time_relative_ >= 1) || pair_time_relative_ > 1000)
     throw Error::usage(fmt::format("--pair-time-relative {}: give a factor from 1 to 1000", pair_time_relative_));
   const auto retest = v["retest"].as<long long>();
+  const int qp_timeout = v["qp-timeout"].as<int>();
+  cli::require_in_range("--qp-timeout", qp_timeout, 0, 31);
   cli::require_in_range("--retest", retest, 0, 10);
   retest_ = static_cast<int>(retest);
   std::vector<std::string> metric_names;
@@ -208,6 +233,8 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
     // Two nodes' ranks at least; more ranks only shrink all_reduce/sendrecv counts.
     ops::require_mpi_counts(ops, {ops::DataType::float32}, bw_bytes_, 2, common.sizes_option);
   }
+  configure_budget(v);
+  if (dry_run_) return;  // nothing is opened for a plan
   if (collectives && backend_ == ops::BackendKind::nccl) gpu_ = runtime::bind_gpu(placement.me().machine_local_rank);
   // The pair tests of the metrics asked for. The rdma one opens every rank's port now: no RDMA device, a port that
   // is not Active or a build without libibverbs is exit 2, before any output.
@@ -219,7 +246,7 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
     p2p_ = std::make_unique<P2PPairTest>(metrics_, bw_bytes_, lat_bytes_, window_, pair_time_s_, pair_time_relative_);
   if (collectives) coll_ = make_coll_pair_test(backend_, gpu_, bw_bytes_);
   if (any([](const SweepMetric* m) { return !m->verbs_test.empty(); }))
-    rdma_ = make_rail_rdma_test(placement.me().host);
+    rdma_ = make_rail_rdma_test(placement.me().host, qp_timeout);
 }
 
 std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& context, const runtime::Communicator& pair,
@@ -264,6 +291,8 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
     const auto& round = rounds[i];
     const int index = first_round + static_cast<int>(i);
     if (round.pairs.empty()) continue;  // every pair of it finished before a --resume, or its hosts rest
+    if (!round_fits(context, rounds, i, kind, first_round)) break;
+    if (kind == "sweep") ++sweep_rounds_run_;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     context.progress(fmt::format("{} round {} of {}: {} pairs now, {} of {} pairs done, {:.1f} s elapsed{}", kind,
                                  i + 1, rounds.size(), round.pairs.size(), pairs_done, pairs_total, elapsed,
@@ -349,6 +378,7 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
       all.insert(all.end(), merged.begin(), merged.end());
       // Rank 0's round ends once its rows are written: the other ranks wait for it at the next split.
       const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - round_start).count();
+      budget_.measured(wall);
       context.out->row(results::Row(rounds_table_).set("round", std::int64_t(index)).set("kind", kind)
                            .set("pairs", std::int64_t(round.pairs.size())).set("wall_s", wall)
                            .set("longest_test_s", longest).set("overhead_s", wall - longest));
@@ -359,6 +389,7 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
 }
 
 ExitStatus SweepBenchmark::run(const app::RunContext& context) {
+  started_ = std::chrono::steady_clock::now();  // --budget counts from here
   links_ = facts::LinkWatch(context.world, context.placement.me().host, backend_ == ops::BackendKind::nccl);
   if (rails_ > 1) host_comm_ = context.world.split(host_of_rank_[context.world.rank()], context.world.rank());
   gather_nics(context);
@@ -405,6 +436,7 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
       context.out->section(pairs_table_, "pair tests", {{"round"}, {"host_a"}, {"host_b"}, {"metric"}, {"direction"},
                                                         {"value"}, {"unit"}, {"pct_expected"}, {"wrong"}});
   }
+  sweep_rounds_planned_ = static_cast<int>(std::count_if(rounds.begin(), rounds.end(), [](const Round& r) { return !r.pairs.empty(); }));
   auto records = context.is_root() ? resumed_records() : std::vector<PairRecord>{};
   auto measured = run_rounds(context, rounds, "sweep", 0);
   records.insert(records.end(), measured.begin(), measured.end());
@@ -424,6 +456,7 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
   if (context.is_root()) {
     const auto judgement = judge(records, metrics, rules_, fabric(), traffic_, counter_nics_);
     write_topology(context, judgement);
+    write_untested(context);
     write_judgement(context, records, judgement);
     verdicts = static_cast<std::int64_t>(judgement.verdicts.size());
   }

@@ -15,7 +15,7 @@
 namespace fabricbench::sweep {
 
 void SweepBenchmark::configure_rails(const cli::po::variables_map& v, const runtime::Placement& placement) {
-  local_rank_ = placement.me().local_rank;
+  local_rank_ = planned_ ? 0 : placement.me().local_rank;
   rails_ = 1;
   rail_map_.reset();
   if (v.count("rails")) {
@@ -26,6 +26,8 @@ void SweepBenchmark::configure_rails(const cli::po::variables_map& v, const runt
         throw Error::usage(fmt::format("--rails: every host needs the same number of ranks (one per rail); {} has {}, "
                                        "{} has {}", hosts_[0], per_host[0], hosts_[h], per_host[h]));
     rails_ = per_host[0];
+    if (const int given = v["rails"].as<int>(); given > 0 && given != rails_)
+      throw Error::usage(fmt::format("--rails={}: the job has {} ranks per host (one per rail)", given, rails_));
     if (v.count("rail-map")) {
       rail_map_ = facts::RailMap::read(v["rail-map"].as<std::string>());
       if (rail_map_->rails() < rails_)
@@ -50,19 +52,20 @@ void SweepBenchmark::configure_rails(const cli::po::variables_map& v, const runt
   }
 }
 
-std::unique_ptr<PairTest> SweepBenchmark::make_rail_rdma_test(const std::string& host) const {
-  std::string device;
-  int port = 1;
+std::unique_ptr<PairTest> SweepBenchmark::make_rail_rdma_test(const std::string& host, int qp_timeout) const {
+  RdmaPairSettings settings;
+  settings.rail = rails_ > 1 ? local_rank_ : -1;
+  settings.bw_bytes = bw_bytes_, settings.lat_bytes = lat_bytes_, settings.qp_timeout = qp_timeout;
   if (rail_map_ && !rail_map_->rail(local_rank_).rdma.empty()) {
-    device = rail_map_->rail(local_rank_).rdma, port = rail_map_->rail(local_rank_).port;
+    settings.device = rail_map_->rail(local_rank_).rdma, settings.port = rail_map_->rail(local_rank_).port;
   } else if (const char* given = std::getenv("FABRICBENCH_RAIL_NIC"); rails_ > 1 && given) {
     const std::string g = given;
     if (const auto colon = g.find(':'); colon != std::string::npos && colon > 0) {
-      device = g.substr(0, colon);
-      port = std::atoi(g.c_str() + colon + 1);
+      settings.device = g.substr(0, colon);
+      settings.port = std::atoi(g.c_str() + colon + 1);
     }
   }
-  return make_rdma_pair_test(host, device, port, rails_ > 1 ? local_rank_ : -1, bw_bytes_, lat_bytes_);
+  return make_rdma_pair_test(host, settings);
 }
 
 std::vector<PairRecord> SweepBenchmark::measure_rail(const app::RunContext& context, const runtime::Communicator& rail,

@@ -17,8 +17,11 @@ namespace {
 
 class RdmaPairTest : public PairTest {
  public:
-  RdmaPairTest(const std::string& host, const verbs::PortRequest& request, std::uint64_t bw_bytes, std::uint64_t lat_bytes)
-      : device_(verbs::Device::open(request, host)), bw_bytes_(bw_bytes), lat_bytes_(std::max<std::uint64_t>(lat_bytes, 1)) {}
+  RdmaPairTest(const std::string& host, const verbs::PortRequest& request, const RdmaPairSettings& settings)
+      : device_(verbs::Device::open(request, host)), bw_bytes_(settings.bw_bytes),
+        lat_bytes_(std::max<std::uint64_t>(settings.lat_bytes, 1)) {
+    link_.qp_timeout = settings.qp_timeout;
+  }
   std::string nic() const override { return fmt::format("{}:{}", device_.port().device, device_.port().port); }
 
   std::vector<PairRecord> run(const PairSlot& s) override {
@@ -33,7 +36,7 @@ class RdmaPairTest : public PairTest {
     std::vector<PairRecord> out;
     for (int direction = 0; direction < s.m.directions(); ++direction) {
       s.context.doing(s.doing(direction));
-      verbs::VerbsLink link(device_, memory::MemoryKind::host, bytes, {}, s.pair.get(), 1 - me, me == direction);
+      verbs::VerbsLink link(device_, memory::MemoryKind::host, bytes, link_, s.pair.get(), 1 - me, me == direction);
       const auto r = link.run(test, bytes, iterations, warmup, options.check);
       auto rec = s.record(direction);
       rec.iterations = iterations, rec.bytes = static_cast<std::int64_t>(bytes), rec.wrong = static_cast<std::int64_t>(r.wrong);
@@ -52,15 +55,16 @@ class RdmaPairTest : public PairTest {
  private:
   verbs::Device device_;
   std::uint64_t bw_bytes_, lat_bytes_;
+  verbs::VerbsSettings link_;  // perftest's defaults but the ACK timeout
 };
 
 }  // namespace
 
-std::unique_ptr<PairTest> make_rdma_pair_test(const std::string& host, const std::string& device, int port, int rail,
-                                              std::uint64_t bw_bytes, std::uint64_t lat_bytes) {
+std::unique_ptr<PairTest> make_rdma_pair_test(const std::string& host, const RdmaPairSettings& settings) {
+  const int rail = settings.rail;
   verbs::PortRequest request;
-  request.device = device, request.port = device.empty() ? 0 : port;
-  if (device.empty() && rail >= 0) {  // rails without a map or a launcher's choice: the host's facts
+  request.device = settings.device, request.port = settings.device.empty() ? 0 : settings.port;
+  if (settings.device.empty() && rail >= 0) {  // rails without a map or a launcher's choice: the host's facts
     const auto files = facts::HostFiles::for_host(host);
     const auto chosen = facts::rail_rdma_port(files, rail, std::getenv("CUDA_VISIBLE_DEVICES"));
     if (!chosen) {
@@ -71,7 +75,7 @@ std::unique_ptr<PairTest> make_rdma_pair_test(const std::string& host, const std
     }
     request.device = chosen->port.device, request.port = chosen->port.port;
   }
-  return std::make_unique<RdmaPairTest>(host, request, bw_bytes, lat_bytes);
+  return std::make_unique<RdmaPairTest>(host, request, settings);
 }
 
 }  // namespace fabricbench::sweep

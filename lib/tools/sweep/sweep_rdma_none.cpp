@@ -4,8 +4,7 @@
 
 namespace fabricbench::sweep {
 
-std::unique_ptr<PairTest> make_rdma_pair_test(const std::string&, const std::string&, int, int, std::uint64_t,
-                                              std::uint64_t) {
+std::unique_ptr<PairTest> make_rdma_pair_test(const std::string&, const RdmaPairSettings&) {
   throw Error::usage("--metric rdma_bw/rdma_lat: this build has no libibverbs (rebuild with libibverbs-dev)");
 }
 

@@ -134,6 +134,7 @@ void VerbsBenchmark::add_options(cli::po::options_description& options) {
       ("cq-mod,Q", cli::po::value<int>(), "a completion every N messages (perftest -Q); default 100, 1 above 8 KiB unless -a")
       ("inline,I", cli::po::value<int>(), "largest message sent inline (perftest -I); default 220 write_lat, 236 send_lat, 0 otherwise")
       ("mtu,m", cli::po::value<int>(), "path MTU 256-4096 (perftest -m); default the ports' active MTU")
+      ("qp-timeout,u", cli::po::value<int>()->default_value(14), "local ACK timeout 0-31, 4.096 us x 2^N before a retransmission (perftest -u)")
       ("gid-index,x", cli::po::value<int>(), "GID index (perftest -x); default detected: the IPv4 RoCE v2 entry on Ethernet, none on InfiniBand")
       ("ib-dev,d", cli::po::value<std::string>(), "RDMA device (perftest -d); default the one on the rank's NUMA node, else the first with an Active port")
       ("ib-port,i", cli::po::value<int>(), "port of the device (perftest -i); default its first Active port")
@@ -191,6 +192,8 @@ void VerbsBenchmark::configure(const cli::po::variables_map& values, const cli::
     cli::require_in_range("--inline", values["inline"].as<int>(), 0, 1024);
     settings_.inline_bytes = values["inline"].as<int>();
   }
+  settings_.qp_timeout = values["qp-timeout"].as<int>();
+  cli::require_in_range("--qp-timeout", settings_.qp_timeout, 0, 31);
   if (values.count("mtu")) settings_.mtu = mtu_bytes(parse_mtu(values["mtu"].as<int>()));
   const auto atomic = values["atomic-type"].as<std::string>();
   cli::require_choice("--atomic-type", atomic, {"fetch_add", "cmp_swap"});

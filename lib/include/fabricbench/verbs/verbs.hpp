@@ -124,6 +124,7 @@ struct Endpoint {
 
 struct QueuePairLimits {
   int send_depth = 128, receive_depth = 512, inline_bytes = 0, reads_in_flight = 16;
+  int ack_timeout = 14;  // local ACK timeout, 4.096 us x 2^ack_timeout (perftest -u; 0: none)
 };
 
 // A Reliable Connected queue pair, moved RESET -> INIT -> RTR -> RTS by connect().
@@ -144,7 +145,7 @@ class QueuePair {
 
  private:
   Owned<ibv_qp, ibv_destroy_qp> qp_;
-  int inline_bytes_ = 0, reads_in_flight_ = 1;
+  int inline_bytes_ = 0, reads_in_flight_ = 1, ack_timeout_ = 14;
 };
 
 // Every device and its ports as libibverbs sees them (for errors, the environment and the doctor).

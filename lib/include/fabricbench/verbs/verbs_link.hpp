@@ -26,6 +26,7 @@ struct VerbsSettings {
   int cq_mod = -1;        // -Q: a completion every cq_mod messages (100; 1 above 8 KiB unless -Q or -a)
   int inline_bytes = -1;  // -I: 220 write_lat, 236 send_lat, 0 otherwise
   int mtu = 0;            // --mtu: 0 takes the smaller active MTU of the two ports
+  int qp_timeout = 14;    // -u: local ACK timeout exponent, 4.096 us x 2^N before a retransmission
   bool bidirectional = false, events = false, all_sizes = false;
   AtomicOp atomic = AtomicOp::fetch_add;
 };

@@ -102,11 +102,17 @@ class P2PPairTest : public PairTest {
 // fabric-coll's back ends over every rank of both nodes (NCCL communicators abortable under --timeout).
 std::unique_ptr<PairTest> make_coll_pair_test(ops::BackendKind backend, int gpu, std::uint64_t bytes);
 
+// What the rdma metrics open and send.
+struct RdmaPairSettings {
+  std::string device;  // "" the Active port on the rank's NUMA node; with `rail` >= 0, facts::rail_rdma_port's
+  int port = 1;
+  int rail = -1;       // this rank's rail under --rails, else -1
+  std::uint64_t bw_bytes = 0, lat_bytes = 0;
+  int qp_timeout = 14;  // --qp-timeout (perftest -u)
+};
+
 // fabric-verbs' link between the first ranks of both nodes (with --rails: between the ranks of each rail). Opens
-// this rank's RDMA port now: `device` ("" the Active port on the rank's NUMA node; with `rail` >= 0 and no device,
-// the rail-th Active port in name order), exit 2 where there is none, or where the library was built without
-// libibverbs.
-std::unique_ptr<PairTest> make_rdma_pair_test(const std::string& host, const std::string& device, int port, int rail,
-                                              std::uint64_t bw_bytes, std::uint64_t lat_bytes);
+// this rank's RDMA port now; exit 2 where there is none, or where the library was built without libibverbs.
+std::unique_ptr<PairTest> make_rdma_pair_test(const std::string& host, const RdmaPairSettings& settings);
 
 }  // namespace fabricbench::sweep

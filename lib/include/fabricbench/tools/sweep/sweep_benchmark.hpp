@@ -3,6 +3,7 @@
 // go to rank 0, which writes them and hands them to the pure judge (sweep/judge.hpp) for matrices, per-node medians
 // and verdicts, with the rules of configs/sweep.ini.
 #pragma once
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,6 +15,7 @@
 #include "fabricbench/sweep/topology.hpp"
 #include "fabricbench/sweep/judge.hpp"
 #include "fabricbench/sweep/pair_schedule.hpp"
+#include "fabricbench/sweep/round_budget.hpp"
 #include "fabricbench/tools/sweep/pair_test.hpp"
 
 namespace fabricbench::sweep {
@@ -30,6 +32,7 @@ class SweepBenchmark : public app::Benchmark {
   const results::TableSpec& table() const override { return pairs_table_; }
   int gpu() const override { return gpu_; }
   std::string resume_file() const override { return resume_; }
+  std::string answer_without_run() const override;  // --dry-run: the plan and its estimated time
   ExitStatus run(const app::RunContext& context) override;
 
  private:
@@ -50,7 +53,7 @@ class SweepBenchmark : public app::Benchmark {
   // The rdma pair test on this rank's rail device: the rail map's, else the one the launcher chose (nearest the
   // rank's GPU, FABRICBENCH_RAIL_NIC), else (with --rails) the rail-th Active port, else the Active port on the
   // rank's NUMA node.
-  std::unique_ptr<PairTest> make_rail_rdma_test(const std::string& host) const;
+  std::unique_ptr<PairTest> make_rail_rdma_test(const std::string& host, int qp_timeout) const;
   // What the judge knows of the hardware.
   Fabric fabric() const;
   // Rank 0: the NIC each host-rail used for metric `m` (per host * rails + rail).
@@ -71,12 +74,22 @@ class SweepBenchmark : public app::Benchmark {
   // After a round: the hosts of every hung pair so far rest; their pairs leave rounds[from...]. Collective.
   void rest_hung_hosts(const app::RunContext& context, const std::vector<PairRecord>& records,
                        std::vector<Round>& rounds, std::size_t from);
+  // --hosts N or --hostfile FILE (sweep_plan.cpp).
+  static std::vector<std::string> planned_hosts(const cli::po::variables_map& values);
+  // --budget and --pair-time-estimate.
+  void configure_budget(const cli::po::variables_map& values);
+  // Collective, before round `i` of `rounds`: whether it fits the budget. When it does not, rank 0 records its pairs
+  // and every later round's as not covered.
+  bool round_fits(const app::RunContext& context, const std::vector<Round>& rounds, std::size_t i,
+                  const std::string& kind, int first_round);
+  // Rank 0: /sweep/untested and the budget's note and attributes.
+  void write_untested(const app::RunContext& context);
   // Rank 0: what the earlier part measured, as records; the unordered pairs it finished.
   std::vector<PairRecord> resumed_records() const;
   std::vector<HostPair> finished_pairs() const;
 
   results::TableSpec pairs_table_, verdicts_table_, nodes_table_, schedule_table_, rounds_table_, nics_table_,
-      traffic_table_, topology_table_, switches_table_;
+      traffic_table_, topology_table_, switches_table_, untested_table_;
   std::optional<PairSchedule> schedule_;
   std::vector<const SweepMetric*> metrics_;
   std::vector<std::string> hosts_;
@@ -98,6 +111,18 @@ class SweepBenchmark : public app::Benchmark {
   int window_ = 64, retest_ = 1, gpu_ = -1;
   double pair_time_s_ = 2, pair_time_relative_ = 1.5;
   bool sequential_ = false;
+  // --dry-run (with --hosts/--hostfile: `planned_`, the hosts are not the job's), --budget.
+  bool dry_run_ = false, planned_ = false;
+  RoundBudget budget_;
+  std::string budget_given_, estimate_source_;
+  std::chrono::steady_clock::time_point started_;
+  struct Untested {
+    int round;
+    std::string kind;
+    HostPair pair;
+  };
+  std::vector<Untested> untested_;  // rank 0
+  int sweep_rounds_planned_ = 0, sweep_rounds_run_ = 0;
   ops::BackendKind backend_ = ops::BackendKind::mpi;
   // --resume: the file, and (rank 0) the pair rows it holds from the run it continues.
   std::string resume_;
