@@ -125,6 +125,19 @@ class HealthCheckScript(LaunchTest):
             "printf 'host,rank,check,subject,status,value\\nn1,-1,gpu.ecc,GPU3,fail,\"12 $(reboot) `x`\"\\n' > \"$csv\"; exit 1"))
         self.assertEqual(r.stdout, 'scontrol update nodename=n1 state=drain reason="fabricbench: gpu.ecc GPU3 12 _(reboot) _x_"\n')
 
+    def test_finds_the_doctor_in_an_installed_prefix(self):
+        prefix = self.dir / "prefix"
+        (prefix / "share/fabricbench/slurm").mkdir(parents=True)
+        (prefix / "bin").mkdir()
+        (prefix / "bin/fabric-doctor").symlink_to(BIN / "fabric-doctor")
+        shutil.copy2(HEALTHCHECK, prefix / "share/fabricbench/slurm/healthcheck.sh")
+        root = self.dir / "fail_tree"
+        fail_tree(root)
+        r = subprocess.run([str(prefix / "share/fabricbench/slurm/healthcheck.sh"), "--node", "n1", "--dry-run"],
+                           capture_output=True, text=True, timeout=120, preexec_fn=low_memlock,
+                           env=clean_env(FABRICBENCH_TEST_SYSROOT=str(root), FABRICBENCH_BIN=""))
+        self.assertIn(FAIL_REASON, r.stdout, r.stderr)
+
     def test_as_a_prolog_a_failure_exits_1_so_slurm_requeues_the_job(self):
         r = self.run_check("--node", "n1", "--dry-run", "--prolog", tree=fail_tree)
         self.assertEqual(r.returncode, 1, r.stderr)
