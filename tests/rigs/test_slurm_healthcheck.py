@@ -6,14 +6,13 @@ its reason, whether the script runs inside each host as slurmd would, as slurmd'
 import os
 import pathlib
 import re
-import shutil
 import subprocess
 import time
 import unittest
 
 from fbtest import BIN, LaunchTest
 from launch.test_healthcheck import FAIL_REASON, HEALTHCHECK, clean_env, fail_tree, healthy_tree, low_memlock, warn_tree
-from rigs.test_slurm_sweep import slurm
+from rigs.test_slurm_sweep import needs_slurm, slurm
 from rigs.test_netns_sweep import rig
 
 TREES = {"h1": healthy_tree, "h2": fail_tree, "h3": warn_tree, "h4": healthy_tree}
@@ -28,8 +27,7 @@ def free_net():
     return next(150 + (start + i) % 100 for i in range(100) if 150 + (start + i) % 100 not in used)
 
 
-@unittest.skipUnless(os.geteuid() == 0 and shutil.which("slurmctld") and shutil.which("munged"),
-                     "skipped: needs root and slurm-wlm + munge")
+@needs_slurm
 class SlurmHealthCheck(LaunchTest):
     def setUp(self):
         super().setUp()
