@@ -50,7 +50,8 @@ class OutOfTheTrees(unittest.TestCase):
         r = subprocess.run(["cmake", "--install", str(BUILD), "--prefix", str(prefix)], capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         for path in ("bin/fabric-p2p", "bin/fabric-coll", "bin/fabric-sweep", "bin/fabric-mpirun", "bin/fabric-rail-exec", "bin/fabric-report",
-                     "share/fabricbench/configs/sweep.ini", "share/fabricbench/analysis/fabricbench_analysis/cli.py"):
+                     "share/fabricbench/configs/sweep.ini", "share/fabricbench/analysis/fabricbench_analysis/cli.py",
+                     "share/fabricbench/slurm/healthcheck.sh"):
             self.assertTrue((prefix / path).exists(), path)
         bin_ = prefix / "bin"
         # The script runs under `set -e`: the sweep's exit status is caught, since 1 (a verdict) is fine here.

@@ -3,7 +3,7 @@
 # socket, slurmctld in the root namespace on the bridge address, one slurmd per namespace host; every path under
 # the rig's run folder and the controller's port derived from NET, so rigs can run side by side. Needs root.
 #
-#   slurm_cluster.sh up RIG        (after: netns_cluster.sh up RIG NET N)
+#   slurm_cluster.sh up RIG [CONF] (after: netns_cluster.sh up RIG NET N); CONF: more slurm.conf lines (a file)
 #   slurm_cluster.sh down RIG
 #   slurm_cluster.sh env RIG       prints the variables srun/sbatch need (SLURM_CONF, OMPI_MCA_* for TCP)
 set -euo pipefail
@@ -64,6 +64,7 @@ up)
     echo "AccountingStorageType=accounting_storage/none"
     echo "PropagateResourceLimits=NONE"
     echo "SlurmdTimeout=30"
+    [ -z "${3:-}" ] || cat "$3"
     for i in "${!hosts[@]}"; do echo "NodeName=${hosts[$i]} NodeAddr=10.77.$net.$((i + 1)) CPUs=2 State=UNKNOWN"; done
     echo "PartitionName=fb Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4"
   } > "$dir/slurm.conf"
@@ -71,8 +72,9 @@ up)
   for h in "${hosts[@]}"; do
     nsenter --net=/run/netns/"$h" --uts="$state/uts/$h" -- slurmd -f "$dir/slurm.conf" -N "$h"
   done
+  # Up: every node registered, idle or drained (a health check in CONF may drain one as slurmd starts).
   for _ in $(seq 1 100); do
-    idle=$(SLURM_CONF=$dir/slurm.conf sinfo -h -o '%T %D' 2>/dev/null | awk '$1=="idle"{print $2}')
+    idle=$(SLURM_CONF=$dir/slurm.conf sinfo -h -o '%T %D' 2>/dev/null | awk '$1=="idle"||$1=="drained"{n+=$2} END{print n}')
     [ "${idle:-0}" = "${#hosts[@]}" ] && exit 0
     sleep 0.2
   done

@@ -18,8 +18,11 @@ def slurm(*args, check=True):
                           check=check)
 
 
-@unittest.skipUnless(os.geteuid() == 0 and shutil.which("slurmctld") and shutil.which("munged"),
-                     "skipped: needs root and slurm-wlm + munge")
+needs_slurm = unittest.skipUnless(os.geteuid() == 0 and shutil.which("slurmctld") and shutil.which("munged"),
+                                  "skipped: needs root and slurm-wlm + munge")
+
+
+@needs_slurm
 class SlurmSweep(LaunchTest):
     def setUp(self):
         super().setUp()
