@@ -205,3 +205,35 @@ TEST_F(Hdf5SinkTest, AMatrixCarriesItsOwnLabels) {
   H5Dclose(ds);
   H5Fclose(f);
 }
+
+TEST_F(Hdf5SinkTest, AMatrixOfThousandsOfHostsIsChunkedAndCompressed) {
+  const std::size_t n = 1024;
+  std::vector<std::string> labels;
+  for (std::size_t i = 0; i < n; ++i) labels.push_back("node" + std::to_string(i));
+  std::vector<double> values(n * n, std::nan(""));  // a budget's sweep: most pairs not measured
+  for (std::size_t i = 0; i + 1 < n; i += 2) values[i * n + i + 1] = values[(i + 1) * n + i] = 100.0 + static_cast<double>(i);
+  {
+    Hdf5Sink sink(path.string(), false);
+    sink.begin({"fabric-test", "9.9", "x", "t", 1, {"a"}});
+    sink.matrix({"/sweep/matrices/p2p_bw", "p2p_bw (MB/s)", Unit::mbps, Better::higher, labels, labels, values});
+    sink.finish("complete");
+  }
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  const hid_t ds = H5Dopen2(f, "/sweep/matrices/p2p_bw", H5P_DEFAULT);
+  const hid_t props = H5Dget_create_plist(ds);
+  EXPECT_EQ(H5Pget_layout(props), H5D_CHUNKED);
+  hsize_t chunk[2] = {};
+  EXPECT_EQ(H5Pget_chunk(props, 2, chunk), 2);
+  EXPECT_EQ(chunk[0], 256u);
+  EXPECT_EQ(chunk[1], 256u);
+  if (H5Zfilter_avail(H5Z_FILTER_DEFLATE) > 0) {
+    EXPECT_LT(H5Dget_storage_size(ds), n * n * sizeof(double) / 20) << "8 MiB of mostly NaN";
+  }
+  std::vector<double> back(n * n);
+  H5Dread(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, back.data());
+  EXPECT_DOUBLE_EQ(back[2 * n + 3], 102.0);
+  EXPECT_TRUE(std::isnan(back[5]));
+  H5Pclose(props);
+  H5Dclose(ds);
+  H5Fclose(f);
+}
