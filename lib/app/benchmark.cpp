@@ -70,11 +70,13 @@ class BaselineCheck : public results::ResultSink {
   std::size_t rows_ = 0;
 };
 
-// /failure/ranks: one row per rank, what it said (or that it said nothing). Rows only; the status says the rest.
-void write_failure_records(results::ResultSet* out, const std::vector<runtime::RankRecord>& records) {
+// /failure/ranks: one row per rank, what it said (or that it said nothing), and whether it had started the step in
+// flight (0: the one the others wait for; -1 unknown). Rows only; the status says the rest.
+void write_failure_records(results::ResultSet* out, const std::vector<runtime::RankRecord>& records,
+                           const std::vector<int>& started) {
   using namespace results;
   static const TableSpec table{"failure", "ranks",
-                               {key_int("rank"), setting_text("host", 64), setting_int("answered"),
+                               {key_int("rank"), setting_text("host", 64), setting_int("answered"), setting_int("started"),
                                 setting_text("step", 256), setting_text("doing", 256), setting_text("last_call", 64),
                                 setting_text("backtrace", 8192)}};
   try {
@@ -82,7 +84,10 @@ void write_failure_records(results::ResultSet* out, const std::vector<runtime::R
     std::vector<Row> rows;
     for (const auto& r : records)
       rows.push_back(Row(table).set("rank", std::int64_t(r.rank)).set("host", r.host)
-                         .set("answered", std::int64_t(r.answered)).set("step", r.step).set("doing", r.doing)
+                         .set("answered", std::int64_t(r.answered))
+                         .set("started", std::int64_t(static_cast<std::size_t>(r.rank) < started.size()
+                                                          ? started[static_cast<std::size_t>(r.rank)] : -1))
+                         .set("step", r.step).set("doing", r.doing)
                          .set("last_call", r.last_call).set("backtrace", r.backtrace));
     out->rows(rows);
   } catch (const std::exception& e) {
@@ -166,7 +171,7 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
           if (!laggards.empty()) why += "; " + laggards;
           why += "; " + runtime::FailureReport::summary(records);
           fmt::print(stderr, "{}: {}\n", program, why);
-          write_failure_records(out.get(), records);
+          write_failure_records(out.get(), records, board.started_step(board.current_step()));
           finish_quietly(out.get(), "failed: " + why);
         },
         [&] { report.poll(); });

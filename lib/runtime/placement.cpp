@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "fabricbench/error.hpp"
 
@@ -23,10 +26,18 @@ Placement Placement::discover(const Communicator& world) {
   const int machine_local_rank = local.rank();
   int local_rank = machine_local_rank, local_size = local.size();
   // Test hook: FABRICBENCH_TEST_RANKS_PER_HOST=R splits one machine into hosts "node0", "node1", ... of R ranks
-  // each, so that node-level logic (fabric-sweep) can be tested without a cluster.
+  // each, so that node-level logic (fabric-sweep) can be tested without a cluster; FABRICBENCH_TEST_HOST_NAMES=a,b,...
+  // names fake host k after its k-th entry instead (a job on some of an earlier job's hosts).
   if (const char* fake = std::getenv("FABRICBENCH_TEST_RANKS_PER_HOST")) {
     const int per = std::max(1, std::atoi(fake));
     std::snprintf(name, sizeof name, "node%d", world.rank() / per);
+    if (const char* names = std::getenv("FABRICBENCH_TEST_HOST_NAMES")) {
+      std::vector<std::string> list;
+      std::istringstream in(names);
+      for (std::string entry; std::getline(in, entry, ',');) list.push_back(entry);
+      const auto k = static_cast<std::size_t>(world.rank() / per);
+      if (k < list.size() && !list[k].empty()) std::snprintf(name, sizeof name, "%s", list[k].c_str());
+    }
     local_rank = world.rank() % per;
     local_size = per;
   }

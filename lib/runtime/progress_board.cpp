@@ -49,6 +49,13 @@ void ProgressBoard::started(std::int64_t step) {
 
 void ProgressBoard::finished(std::int64_t step) { publish(nranks_ + rank_, step + 1); }
 
+std::vector<int> ProgressBoard::started_step(std::int64_t step) const {
+  std::vector<int> out;
+  if (rank_ != 0 || win_ == MPI_WIN_NULL) return out;
+  for (int r = 0; r < nranks_; ++r) out.push_back(__atomic_load_n(&slots_[r], __ATOMIC_ACQUIRE) > step ? 1 : 0);
+  return out;
+}
+
 std::string ProgressBoard::laggards(std::int64_t step) const {
   if (rank_ != 0 || win_ == MPI_WIN_NULL) return {};
   std::string not_finished, not_started;

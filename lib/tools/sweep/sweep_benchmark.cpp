@@ -16,7 +16,6 @@
 #include "fabricbench/app/shipped_files.hpp"
 #include "fabricbench/cli/byte_size.hpp"
 #include "fabricbench/cli/name_list.hpp"
-#include "fabricbench/results/hdf5_reader.hpp"
 #include "fabricbench/memory/buffer.hpp"
 #include "fabricbench/ops/bandwidth.hpp"
 #include "fabricbench/tools/coll/coll_benchmark.hpp"
@@ -133,7 +132,8 @@ void SweepBenchmark::add_options(cli::po::options_description& options) {
       ("rails", po::value<int>()->implicit_value(0), "every local rank takes part: local rank i of one node tests local rank i of the other (rail i), all rails at once, every metric; rows and verdicts name the rail and NIC")
       ("rail-map", po::value<std::string>(), "with --rails: the NIC of each rail, lines 'RAIL rdma=DEVICE[:PORT] net=INTERFACE' (the launcher's file); the rdma metrics open rail i's device and the data-path check reads its counters")
       ("topology", po::value<std::string>(), "the switch tree in Slurm's topology.conf format (SwitchName= Nodes=|Switches= [Rail=]); several files, comma-separated, are one per rail: adds leaf switch and uplink verdicts and makes sure every pair of leaves is crossed on every rail")
-      ("resume", po::value<std::string>(), "continue the sweep of this HDF5 file (a run that hung, was killed or failed): skip every pair it finished, append to it, end as if run in one go; same hosts and options");
+      ("resume", po::value<std::string>(), "continue the sweep of this HDF5 file (a run that hung, was killed or failed): skip every pair it finished, append to it, end as if run in one go; same options, and its hosts less those excluded")
+      ("exclude", po::value<std::string>(), "with --resume: go on without these hosts (comma-separated; a host the earlier part named hung is left out by itself); their pairs are recorded as not tested (/sweep/untested)");
 }
 
 void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::CommonOptions& common,
@@ -206,22 +206,7 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
     if (!rules_.metrics.count(std::string(m->name)))
       throw Error::usage(fmt::format("--rules {}: no [{}] section for --metric {}", v["rules"].as<std::string>(), m->name, m->name));
   sequential_ = v.count("sequential") > 0;
-  resume_ = v.count("resume") ? v["resume"].as<std::string>() : std::string();
-  resumed_rows_.clear();
-  if (!resume_.empty() && placement.me().rank == 0) {  // rank 0 reads it; the others learn the finished pairs in run()
-    if (results::read_root_attribute(resume_, "tool") != program())
-      throw Error::usage(fmt::format("--resume {}: not a fabric-sweep results file", resume_));
-    const auto hosts = results::read_root_attribute(resume_, "hosts");
-    if (hosts != fmt::format("{}", fmt::join(hosts_, ",")))
-      throw Error::usage(fmt::format("--resume {}: its hosts ({}) are not this job's ({}); launch on the same hosts",
-                                     resume_, hosts, fmt::join(hosts_, ",")));
-    resumed_rows_ = results::read_rows(resume_, pairs_table_);
-    for (const auto& row : resumed_rows_) {
-      const auto metric = std::get<std::string>(row.get("metric"));
-      if (std::none_of(metrics_.begin(), metrics_.end(), [&](const SweepMetric* m) { return m->name == metric; }))
-        throw Error::usage(fmt::format("--resume {}: it measured --metric {}; give the same metrics", resume_, metric));
-    }
-  }
+  configure_resume(v, placement);
   backend_ = ops::choose_backend(v["backend"].as<std::string>());
   const bool collectives = std::any_of(metrics_.begin(), metrics_.end(), [](const SweepMetric* m) { return m->collective(); });
   if (collectives && bw_bytes_ < 4)

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "fabricbench/cli/ini_file.hpp"
+#include "fabricbench/results/hdf5_reader.hpp"
 
 #include "fabricbench/tools/sweep/sweep_benchmark.hpp"
 
@@ -41,6 +42,91 @@ std::vector<std::string> SweepBenchmark::planned_hosts(const cli::po::variables_
   }
   if (hosts.size() < 2) throw Error::usage(fmt::format("--hostfile {}: {} host(s); a sweep plans pairs of 2 or more", path, hosts.size()));
   return hosts;
+}
+
+void SweepBenchmark::configure_resume(const cli::po::variables_map& v, const runtime::Placement& placement) {
+  resume_ = v.count("resume") ? v["resume"].as<std::string>() : std::string();
+  resumed_rows_.clear();
+  excluded_.clear();
+  untested_.clear();
+  if (v.count("exclude") && resume_.empty())
+    throw Error::usage("--exclude: give --resume FILE too (a new sweep leaves a host out of its allocation: srun --exclude)");
+  if (resume_.empty() || placement.me().rank != 0) return;  // rank 0 reads it; the others learn the finished pairs in run()
+  if (results::read_root_attribute(resume_, "tool") != program())
+    throw Error::usage(fmt::format("--resume {}: not a fabric-sweep results file", resume_));
+  const auto list = [](const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string item; std::getline(in, item, ',');)
+      if (!item.empty()) out.push_back(item);
+    return out;
+  };
+  const auto before = list(results::read_root_attribute(resume_, "hosts"));
+  const auto in_file = [&](const std::string& h) { return std::find(before.begin(), before.end(), h) != before.end(); };
+  const auto add = [&](const std::string& host, const std::string& why) {
+    if (std::none_of(excluded_.begin(), excluded_.end(), [&](const auto& e) { return e.first == host; }))
+      excluded_.emplace_back(host, why);
+  };
+  const auto in_job = [&](const std::string& h) { return std::find(hosts_.begin(), hosts_.end(), h) != hosts_.end(); };
+  for (const auto& host : list(v.count("exclude") ? v["exclude"].as<std::string>() : std::string())) {
+    if (!in_file(host))
+      throw Error::usage(fmt::format("--exclude {}: not a host of {} ({})", host, resume_, fmt::join(before, ",")));
+    if (in_job(host))
+      throw Error::usage(fmt::format("--exclude {}: this job runs on it; launch without it (srun --exclude {})", host, host));
+    add(host, "--exclude");
+  }
+  // A host the earlier part named hung (a rank of it never started the step the others waited in, or never answered)
+  // is left out when the job was launched without it; launched with it (repaired), it takes part again.
+  using namespace results;
+  const TableSpec failures{"failure", "ranks", {key_int("rank"), setting_text("host", 64), setting_int("answered"), setting_int("started")}};
+  try {
+    for (const auto& row : read_rows(resume_, failures))
+      if ((std::get<std::int64_t>(row.get("answered")) == 0 || std::get<std::int64_t>(row.get("started")) == 0) &&
+          !in_job(std::get<std::string>(row.get("host"))))
+        add(std::get<std::string>(row.get("host")), "hung in the earlier part");
+  } catch (const Error&) {
+    // a file of an older version: /failure/ranks without "started"; only --exclude leaves hosts out
+  }
+  for (const auto& host : hosts_)
+    if (!in_file(host))
+      throw Error::usage(fmt::format("--resume {}: host {} is not one of its hosts ({}); a resumed sweep runs on the same "
+                                     "hosts, less any --exclude", resume_, host, fmt::join(before, ",")));
+  std::vector<std::string> expected;
+  for (const auto& host : before)
+    if (std::none_of(excluded_.begin(), excluded_.end(), [&](const auto& e) { return e.first == host; })) expected.push_back(host);
+  auto job = hosts_;
+  std::sort(job.begin(), job.end());
+  auto want = expected;
+  std::sort(want.begin(), want.end());
+  if (job != want) {
+    std::vector<std::string> missing;
+    std::set_difference(want.begin(), want.end(), job.begin(), job.end(), std::back_inserter(missing));
+    std::string left_out;
+    for (const auto& [host, why] : excluded_) left_out += fmt::format("{}{} ({})", left_out.empty() ? "" : ", ", host, why);
+    throw Error::usage(fmt::format("--resume {}: this job lacks {} of its hosts{}; launch on them, or go on without them "
+                                   "with --exclude {}", resume_, fmt::join(missing, ","),
+                                   left_out.empty() ? "" : fmt::format(" (left out: {})", left_out), fmt::join(missing, ",")));
+  }
+  resumed_rows_ = read_rows(resume_, pairs_table_);
+  for (const auto& row : resumed_rows_) {
+    const auto metric = std::get<std::string>(row.get("metric"));
+    if (std::none_of(metrics_.begin(), metrics_.end(), [&](const SweepMetric* m) { return m->name == metric; }))
+      throw Error::usage(fmt::format("--resume {}: it measured --metric {}; give the same metrics", resume_, metric));
+  }
+  // Every pair of an excluded host the earlier part did not measure is not tested, with the reason.
+  std::set<std::pair<std::string, std::string>> measured;
+  for (const auto& row : resumed_rows_) {
+    auto a = std::get<std::string>(row.get("host_a")), b = std::get<std::string>(row.get("host_b"));
+    measured.insert(std::minmax(a, b));
+  }
+  std::set<std::pair<std::string, std::string>> listed;  // a pair of two excluded hosts once, with the first's reason
+  for (const auto& [host, why] : excluded_)
+    for (const auto& other : before) {
+      if (other == host) continue;
+      const std::pair<std::string, std::string> pair = std::minmax(host, other);
+      if (measured.count(pair) || !listed.insert(pair).second) continue;
+      untested_.push_back({-1, "sweep", pair.first, pair.second, why == "--exclude" ? "excluded" : "hung"});
+    }
 }
 
 void SweepBenchmark::configure_budget(const cli::po::variables_map& v) {
@@ -107,39 +193,49 @@ bool SweepBenchmark::round_fits(const app::RunContext& context, const std::vecto
     fits = budget_.fits(std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count()) ? 1 : 0;
     if (!fits)
       for (std::size_t j = i; j < rounds.size(); ++j)
-        for (const auto& p : rounds[j].pairs) untested_.push_back({first_round + static_cast<int>(j), kind, p});
+        for (const auto& p : rounds[j].pairs)
+          untested_.push_back({first_round + static_cast<int>(j), kind, hosts_[static_cast<std::size_t>(p.a)],
+                               hosts_[static_cast<std::size_t>(p.b)], "budget"});
   }
   return context.world.broadcast_value(fits, 0) == 1;
 }
 
 void SweepBenchmark::write_untested(const app::RunContext& context) {
-  if (!budget_.limited()) return;
-  context.out->attribute("budget_s", budget_.budget_s());
-  std::set<std::pair<int, int>> sweep_pairs;
-  for (const auto& u : untested_)
-    if (u.kind == "sweep") sweep_pairs.insert({u.pair.unordered().a, u.pair.unordered().b});
-  context.out->attribute("pairs_not_covered", static_cast<double>(sweep_pairs.size()));
-  std::size_t planned = 0;
-  for (const auto& r : schedule_->rounds()) planned += r.pairs.size();
-  const auto spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-  auto note = fmt::format("--budget {}: {} of {} rounds run in {} (a round: {})", budget_given_, sweep_rounds_run_,
-                          sweep_rounds_planned_, human_duration(spent), human_duration(budget_.round_estimate_s()));
-  if (untested_.empty()) {
-    context.out->note(note + "; every pair covered");
-    return;
+  std::set<std::pair<std::string, std::string>> sweep_pairs;
+  std::size_t retests = 0;
+  for (const auto& u : untested_) {
+    if (u.kind == "sweep") sweep_pairs.insert(std::minmax(u.host_a, u.host_b));
+    else ++retests;
   }
-  const auto retests = untested_.size() - static_cast<std::size_t>(std::count_if(untested_.begin(), untested_.end(),
-                                                                                  [](const Untested& u) { return u.kind == "sweep"; }));
-  note += fmt::format("; not covered: {} of {} pairs{}", sweep_pairs.size(), planned,
-                      rails_ > 1 ? fmt::format(" (on all {} rails)", rails_) : "");
-  if (retests) note += fmt::format(", {} re-tests", retests);
-  context.out->note(note + " (/sweep/untested)");
+  if (budget_.limited() || !untested_.empty()) context.out->attribute("pairs_not_covered", static_cast<double>(sweep_pairs.size()));
+  if (!excluded_.empty()) {
+    std::string left_out;
+    for (const auto& [host, why] : excluded_) left_out += fmt::format("{}{} ({})", left_out.empty() ? "" : ", ", host, why);
+    context.out->note(fmt::format("resumed without {}: their pairs the earlier part had not measured are not tested", left_out));
+  }
+  if (budget_.limited()) {
+    context.out->attribute("budget_s", budget_.budget_s());
+    const auto spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    auto note = fmt::format("--budget {}: {} of {} rounds run in {} (a round: {})", budget_given_, sweep_rounds_run_,
+                            sweep_rounds_planned_, human_duration(spent), human_duration(budget_.round_estimate_s()));
+    std::size_t planned = 0;
+    for (const auto& r : schedule_->rounds()) planned += r.pairs.size();
+    const auto by_budget = static_cast<std::size_t>(std::count_if(untested_.begin(), untested_.end(), [](const Untested& u) {
+      return u.kind == "sweep" && u.reason == "budget";
+    }));
+    if (by_budget == 0 && retests == 0) note += "; every pair covered";
+    else note += fmt::format("; not covered: {} of {} pairs{}{}", by_budget, planned,
+                             rails_ > 1 ? fmt::format(" (on all {} rails)", rails_) : "",
+                             retests ? fmt::format(", {} re-tests", retests) : "");
+    context.out->note(note);
+  }
+  if (untested_.empty()) return;
+  context.out->note(fmt::format("{} pairs not tested: /sweep/untested", sweep_pairs.size()));
   context.out->declare(untested_table_);
   std::vector<results::Row> rows;
   for (const auto& u : untested_)
     rows.push_back(results::Row(untested_table_).set("round", std::int64_t(u.round)).set("kind", u.kind)
-                       .set("host_a", hosts_[static_cast<std::size_t>(u.pair.a)])
-                       .set("host_b", hosts_[static_cast<std::size_t>(u.pair.b)]).set("reason", std::string("budget")));
+                       .set("host_a", u.host_a).set("host_b", u.host_b).set("reason", u.reason));
   context.out->rows(rows);
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "fabricbench/runtime/mpi.hpp"
 
@@ -20,6 +21,9 @@ class ProgressBoard {
   void finished(std::int64_t step);
   // Rank 0, any thread: "ranks not finished: 0,1,3; not started: 1" for `step` ("" if all finished).
   std::string laggards(std::int64_t step) const;
+  // Rank 0: per rank, whether it started `step` (1) or not (0: the rank the others wait for); empty where the board
+  // is off.
+  std::vector<int> started_step(std::int64_t step) const;
   std::int64_t current_step() const { return current_; }
 
  private:

@@ -76,6 +76,9 @@ class SweepBenchmark : public app::Benchmark {
                        std::vector<Round>& rounds, std::size_t from);
   // --hosts N or --hostfile FILE (sweep_plan.cpp).
   static std::vector<std::string> planned_hosts(const cli::po::variables_map& values);
+  // --resume FILE and --exclude: the file's hosts less the excluded (given, or named hung in the file) must be the
+  // job's; rank 0 reads the rows the earlier part measured.
+  void configure_resume(const cli::po::variables_map& values, const runtime::Placement& placement);
   // --budget and --pair-time-estimate.
   void configure_budget(const cli::po::variables_map& values);
   // Collective, before round `i` of `rounds`: whether it fits the budget. When it does not, rank 0 records its pairs
@@ -117,9 +120,8 @@ class SweepBenchmark : public app::Benchmark {
   std::string budget_given_, estimate_source_;
   std::chrono::steady_clock::time_point started_;
   struct Untested {
-    int round;
-    std::string kind;
-    HostPair pair;
+    int round;  // -1: a pair of an excluded host
+    std::string kind, host_a, host_b, reason;
   };
   std::vector<Untested> untested_;  // rank 0
   int sweep_rounds_planned_ = 0, sweep_rounds_run_ = 0;
@@ -127,6 +129,8 @@ class SweepBenchmark : public app::Benchmark {
   // --resume: the file, and (rank 0) the pair rows it holds from the run it continues.
   std::string resume_;
   std::vector<results::Row> resumed_rows_;
+  // Rank 0: hosts of the file this run goes on without, with why ("--exclude", "hung in the earlier part").
+  std::vector<std::pair<std::string, std::string>> excluded_;
   std::vector<int> resting_;  // hosts of a hung pair: they rest for the rest of the sweep
   // The pair tests, one per family of metrics asked for (null where none was).
   std::unique_ptr<P2PPairTest> p2p_;
