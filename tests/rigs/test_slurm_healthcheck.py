@@ -5,26 +5,16 @@ its reason, whether the script runs inside each host as slurmd would, as slurmd'
 (which also keeps the job off h2). Needs root, slurm-wlm and munge."""
 import os
 import pathlib
-import re
 import subprocess
 import time
 import unittest
 
 from fbtest import BIN, LaunchTest
 from launch.test_healthcheck import FAIL_REASON, HEALTHCHECK, clean_env, fail_tree, healthy_tree, low_memlock, warn_tree
-from rigs.test_slurm_sweep import needs_slurm, slurm
+from rigs.test_slurm_sweep import free_net, needs_slurm, slurm
 from rigs.test_netns_sweep import rig
 
 TREES = {"h1": healthy_tree, "h2": fail_tree, "h3": warn_tree, "h4": healthy_tree}
-
-
-def free_net():
-    """A third octet no running rig uses (slurmctld's port derives from it too)."""
-    used = {int(p.read_text()) for p in pathlib.Path("/run").glob("fabricbench-rig-*/net")}
-    used |= {int(m) for m in re.findall(r"inet 10\.77\.(\d+)\.", subprocess.run(
-        ["ip", "-o", "-4", "addr"], capture_output=True, text=True).stdout)}
-    start = os.getpid() % 100
-    return next(150 + (start + i) % 100 for i in range(100) if 150 + (start + i) % 100 not in used)
 
 
 @needs_slurm

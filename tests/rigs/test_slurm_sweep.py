@@ -2,6 +2,7 @@
 `srun --mpi=pmix` and by launch/sbatch/sweep.sbatch, it reaches the same verdict. Needs root and slurm-wlm."""
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import unittest
@@ -22,25 +23,42 @@ needs_slurm = unittest.skipUnless(os.geteuid() == 0 and shutil.which("slurmctld"
                                   "skipped: needs root and slurm-wlm + munge")
 
 
-@needs_slurm
-class SlurmSweep(LaunchTest):
+def free_net():
+    """A third octet no running rig uses (slurmctld's port derives from it too)."""
+    used = {int(p.read_text()) for p in pathlib.Path("/run").glob("fabricbench-rig-*/net")}
+    used |= {int(m) for m in re.findall(r"inet 10\.77\.(\d+)\.", subprocess.run(
+        ["ip", "-o", "-4", "addr"], capture_output=True, text=True).stdout)}
+    start = os.getpid() % 100
+    return next(150 + (start + i) % 100 for i in range(100) if 150 + (start + i) % 100 not in used)
+
+
+class SlurmRig(LaunchTest):
+    """Four namespace hosts RIG-h1..h4, each with its slurmd, up for each test; self.slurm_env points srun/sbatch at
+    them. Subclasses name their rig's first letter (PREFIX) and add @needs_slurm."""
+    PREFIX = "s"
+
     def setUp(self):
         super().setUp()
-        self.rig = f"s{os.getpid() % 100000}"
-        net = 150 + os.getpid() % 100
+        self.rig = f"{self.PREFIX}{os.getpid() % 100000}"
         slurm("down", self.rig, check=False)
         rig("down", self.rig, check=False)
-        rig("up", self.rig, net, 4)
+        rig("up", self.rig, free_net(), 4)
         up = slurm("up", self.rig, check=False)
         self.assertEqual(up.returncode, 0, up.stdout + up.stderr)
         self.hosts = [f"{self.rig}-h{i}" for i in range(1, 5)]
         self.slurm_env = dict(line.split("=", 1) for line in slurm("env", self.rig).stdout.split())
-        rig("shape-host", self.rig, self.hosts[2], SLOW)
 
     def tearDown(self):
         slurm("down", self.rig, check=False)
         rig("down", self.rig, check=False)
         super().tearDown()
+
+
+@needs_slurm
+class SlurmSweep(SlurmRig):
+    def setUp(self):
+        super().setUp()
+        rig("shape-host", self.rig, self.hosts[2], SLOW)
 
     def verdicts(self, name):
         v = self.load(name).tables.get("sweep/verdicts")
