@@ -85,6 +85,10 @@ class SweepStructure(LaunchTest):
         self.assertTrue((allreduce["unit"] == "GB/s").all())
         self.assertTrue((allreduce["value"] > 0).all())
         self.assertEqual(len(run.tables["env/hosts"]), 4)
+        # Setup: each collective builds its back end on the pair's communicator (timed), and every pair pays a split.
+        self.assertTrue((allreduce["setup_s"] > 0).all(), allreduce)
+        rounds = run.tables["sweep/rounds"]
+        self.assertTrue(((rounds.setup_s > 0) & (rounds.setup_s < rounds.wall_s)).all(), rounds)
 
     def test_sequential_runs_one_pair_per_round(self):
         r, run = self.sweep(4, ["--metric", "p2p_latency", "--sequential"])

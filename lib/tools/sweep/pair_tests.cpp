@@ -127,7 +127,9 @@ class CollPairTest : public PairTest {
     const auto& options = s.context.options;
     s.context.doing(s.doing(2));
     const auto* op = ops::find_collective(s.m.coll == ops::CollKind::sendrecv ? "sendrecv" : "all_reduce");
+    const auto setup_start = std::chrono::steady_clock::now();
     auto backend = ops::make_backend(backend_, s.pair, gpu_, false, options.timeout_s > 0);
+    const double setup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_start).count();
     backend->allocate(bytes_, bytes_);
     const ops::CollCase c{op, ops::DataType::float32, ops::RedOp::sum, 0, false, op->counts(bytes_ / 4, s.pair.size())};
     const int iterations = s.m.defaults.iterations(bytes_, options.iterations);
@@ -145,7 +147,7 @@ class CollPairTest : public PairTest {
       hung = 1;
     }
     auto rec = s.record(2);
-    rec.iterations = iterations, rec.window = 1;
+    rec.iterations = iterations, rec.window = 1, rec.setup_s = setup_s;
     if (s.pair.all_sum(hung) > 0) {  // every rank of the pair agrees, over MPI, which still works
       backend.reset();
       rec.hung = 1;

@@ -60,6 +60,7 @@ SweepBenchmark::SweepBenchmark() {
                    setting_int("iterations"), setting_int("window"), setting_int("cut"), setting_int("hung"),
                    headline(measured("value", Unit::none, Better::none)), key_text("unit", 8),
                    statistic("time_us_median", Unit::us, Better::lower), statistic("time_us_p99", Unit::us, Better::lower),
+                   measured("setup_s", Unit::seconds, Better::lower, "setup"),
                    measured_int("wrong", Unit::bytes, Better::lower, "#wrong")}};
   for (auto& c : facts::counter_columns()) pairs_table_.columns.push_back(std::move(c));
   // Whose error counters grew during the test (the hosts of the pair, comma-separated), so that a --resume keeps them.
@@ -75,7 +76,8 @@ SweepBenchmark::SweepBenchmark() {
   rounds_table_ = {"sweep", "rounds",
                    {key_int("round"), key_text("kind", 8), setting_int("pairs"),
                     measured("wall_s", Unit::seconds, Better::lower), measured("longest_test_s", Unit::seconds, Better::lower),
-                    measured("overhead_s", Unit::seconds, Better::lower)}};
+                    measured("overhead_s", Unit::seconds, Better::lower),
+                    measured("setup_s", Unit::seconds, Better::lower)}};
   schedule_table_ = {"sweep", "schedule", {key_int("round"), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64)}};
   // Pairs of the plan that were not tested, and why ("budget").
   untested_table_ = {"sweep", "untested",
@@ -287,7 +289,14 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
     const auto round_start = std::chrono::steady_clock::now();
     std::vector<PairRecord> mine;
     std::vector<NicTraffic> my_traffic;
-    double test_s = 0;  // this rank's pair tests only (not the splits, waiting or gathering)
+    double test_s = 0;   // this rank's pair tests only (not the splits, waiting or gathering)
+    double split_s = 0;  // this rank's pair (and rail) communicators' splits: setup
+    const auto split = [&](auto&& make) {
+      const auto t0 = std::chrono::steady_clock::now();
+      auto comm = make();
+      split_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      return comm;
+    };
     const auto timed = [&](auto&& measure) {
       const auto t0 = std::chrono::steady_clock::now();
       auto r = measure();
@@ -310,9 +319,9 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
       int k = -1, role = 0;
       for (std::size_t p = 0; p < round.pairs.size(); ++p)
         if (round.pairs[p].a == h || round.pairs[p].b == h) k = static_cast<int>(p), role = round.pairs[p].a == h ? 0 : 1;
-      const auto pair = world.split(k >= 0 ? k : MPI_UNDEFINED, role * world.size() + me);
+      const auto pair = split([&] { return world.split(k >= 0 ? k : MPI_UNDEFINED, role * world.size() + me); });
       runtime::Communicator rail;
-      if (!pair.empty()) rail = pair.split(local_rank_, role);
+      if (!pair.empty()) rail = split([&] { return pair.split(local_rank_, role); });
       if (p2p_) p2p_->plan_round(world, rail.empty() ? nullptr : &rail);
       if (!rail.empty()) {
         if (p2p_) test_s += p2p_->probing_s();
@@ -326,7 +335,7 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
           role = round.pairs[p].a == h ? 0 : 1;
         }
       if (any_host_level) {  // one rank per node
-        const auto pair = world.split(k >= 0 && host_leader ? k : MPI_UNDEFINED, role);
+        const auto pair = split([&] { return world.split(k >= 0 && host_leader ? k : MPI_UNDEFINED, role); });
         if (p2p_) p2p_->plan_round(world, pair.empty() ? nullptr : &pair);
         if (!pair.empty()) {
           if (p2p_) test_s += p2p_->probing_s();  // the probes are link time, part of the pair's test
@@ -334,11 +343,12 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
         }
       }
       if (coll_) {  // every rank of both nodes
-        const auto pair = world.split(k >= 0 ? k : MPI_UNDEFINED, role * world.size() + me);
+        const auto pair = split([&] { return world.split(k >= 0 ? k : MPI_UNDEFINED, role * world.size() + me); });
         if (!pair.empty()) timed([&] { return measure_pair(context, pair, index, round.pairs[k], false); });
       }
     }
     for (auto& r : mine) r.test_s = test_s;
+    if (!mine.empty()) mine.front().setup_s += split_s;  // the splits are the pair's, paid once
     context.doing("waiting for the round's other pairs");
     runtime::idle_barrier(world.get());
     context.measured();
@@ -357,8 +367,8 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
       context.out->rows(rows);
       traffic_.insert(traffic_.end(), traffic.begin(), traffic.end());
       // The sweep's own cost in this round: everything but its longest pair test (splits, waiting, gathering).
-      double longest = 0;
-      for (const auto& r : records) longest = std::max(longest, r.test_s);
+      double longest = 0, setup = 0;  // the round's longest pair test, and its longest setup of one metric
+      for (const auto& r : records) longest = std::max(longest, r.test_s), setup = std::max(setup, r.setup_s);
       const auto merged = report_records(context, records, kind);
       all.insert(all.end(), merged.begin(), merged.end());
       // Rank 0's round ends once its rows are written: the other ranks wait for it at the next split.
@@ -366,7 +376,8 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
       budget_.measured(wall);
       context.out->row(results::Row(rounds_table_).set("round", std::int64_t(index)).set("kind", kind)
                            .set("pairs", std::int64_t(round.pairs.size())).set("wall_s", wall)
-                           .set("longest_test_s", longest).set("overhead_s", wall - longest));
+                           .set("longest_test_s", longest).set("overhead_s", wall - longest).set("setup_s", setup));
+      setup_total_s_ += setup, measure_total_s_ += longest;
     }
     rest_hung_hosts(context, all, rounds, i + 1);
   }
@@ -421,6 +432,7 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
       context.out->section(pairs_table_, "pair tests", {{"round"}, {"host_a"}, {"host_b"}, {"metric"}, {"direction"},
                                                         {"value"}, {"unit"}, {"pct_expected"}, {"wrong"}});
   }
+  setup_total_s_ = measure_total_s_ = 0;
   sweep_rounds_planned_ = static_cast<int>(std::count_if(rounds.begin(), rounds.end(), [](const Round& r) { return !r.pairs.empty(); }));
   auto records = context.is_root() ? resumed_records() : std::vector<PairRecord>{};
   auto measured = run_rounds(context, rounds, "sweep", 0);
@@ -442,6 +454,9 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
     const auto judgement = judge(records, metrics, rules_, fabric(), traffic_, counter_nics_);
     write_topology(context, judgement);
     write_untested(context);
+    context.out->note(fmt::format("pair tests {} (each round's longest, summed); setup {} (communicator splits, NCCL "
+                                  "communicators, QPs: each round's longest of one metric, summed; /sweep/pairs setup_s)",
+                                  human_duration(measure_total_s_), human_duration(setup_total_s_)));
     write_judgement(context, records, judgement);
     verdicts = static_cast<std::int64_t>(judgement.verdicts.size());
   }

@@ -15,6 +15,9 @@ struct PairRecord {
   std::int64_t bytes = 0, wrong = 0;
   double value = NAN, median_us = NAN, p99_us = NAN;
   double test_s = 0;  // wall time of this rank's part of the pair test (all its metrics)
+  // Setup of this metric on this pair: the test's own (NCCL communicator, QPs connected), plus, on the round's first
+  // metric, the pair communicator's split. The row takes the larger end's.
+  double setup_s = 0;
   std::int32_t window = 0, cut = 0;  // messages in flight used; 1 when the budget cut the counts
   std::int32_t hung = 0;             // 1: the pair did not finish within --timeout (NCCL: communicator aborted)
   std::int32_t rail = 0;             // the local rank of both ends (0 without --rails)

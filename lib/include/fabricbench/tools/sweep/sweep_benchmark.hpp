@@ -125,6 +125,7 @@ class SweepBenchmark : public app::Benchmark {
   };
   std::vector<Untested> untested_;  // rank 0
   int sweep_rounds_planned_ = 0, sweep_rounds_run_ = 0;
+  double setup_total_s_ = 0, measure_total_s_ = 0;  // rank 0: over the rounds, the longest setup and pair test
   ops::BackendKind backend_ = ops::BackendKind::mpi;
   // --resume: the file, and (rank 0) the pair rows it holds from the run it continues.
   std::string resume_;
