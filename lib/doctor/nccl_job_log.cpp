@@ -121,11 +121,9 @@ void NcclJobLog::take_call(NcclProcess& p, std::string_view message) {
   if (size == 0) ++kind.unknown_type;
   kind.total.add(bytes);
   kind.bins[size == 0 ? -2 : size_bin(bytes)].add(bytes);
-  const auto segment = static_cast<std::size_t>(files_.back().markers);
-  if (p.segments.size() <= segment) p.segments.resize(segment + 1);
-  auto& tallies = p.segments[segment];
-  if (tallies.size() < p.kinds.size()) tallies.resize(p.kinds.size());
-  tallies[k].add(bytes);
+  const auto piece = static_cast<std::size_t>(files_.back().markers);
+  if (kind.pieces.size() <= piece) kind.pieces.resize(piece + 1);
+  kind.pieces[piece].add(bytes);
 }
 
 void NcclJobLog::line(std::string_view text) {

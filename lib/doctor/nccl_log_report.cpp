@@ -110,9 +110,7 @@ IterationSummary summarize_iterations(const NcclProcess& p, std::uint64_t marker
   IterationSummary out;
   if (markers < 2) return out;
   out.whole = markers - 1;
-  const auto tally = [&](std::uint64_t s, std::size_t k) {
-    return s < p.segments.size() && k < p.segments[s].size() ? p.segments[s][k] : CallTally{};
-  };
+  const auto tally = [&](std::uint64_t s, std::size_t k) { return p.kinds[k].piece(s); };
   for (std::size_t k = 0; k < p.kinds.size(); ++k) {
     std::vector<std::uint64_t> calls, bytes;
     for (std::uint64_t s = 1; s < markers; ++s) calls.push_back(tally(s, k).calls), bytes.push_back(tally(s, k).bytes);
@@ -172,6 +170,25 @@ std::string rank_label(const std::vector<const NcclProcess*>& processes) {
   return join(parts, ",");
 }
 
+void piece_rows(const NcclLogTables& t, const NcclJobLog& job, const std::vector<const NcclProcess*>& processes,
+                const std::function<void(const std::vector<results::Row>&)>& write, std::size_t batch) {
+  std::vector<Row> rows;
+  for (const auto* p : processes) {
+    const auto markers = job.markers_of(*p);
+    for (std::uint64_t s = 0; markers > 0 && s <= markers; ++s)
+      for (const auto& k : p->kinds) {
+        const CallTally c = k.piece(s);
+        rows.push_back(process_row(t.calls, *p).set("kind", k.kind).set("iteration", i64(s))
+                           .set("calls", i64(c.calls)).set("bytes", i64(c.bytes)));
+        if (rows.size() == batch) {
+          write(rows);
+          rows.clear();
+        }
+      }
+  }
+  if (!rows.empty()) write(rows);
+}
+
 NcclLogReport report_rows(const NcclLogTables& t, const NcclJobLog& job, const std::vector<const NcclProcess*>& processes) {
   NcclLogReport out;
   out.transport_groups = group_by(processes, transport_signature);
@@ -194,16 +211,6 @@ NcclLogReport report_rows(const NcclLogTables& t, const NcclJobLog& job, const s
                          .set("calls", i64(k.total.calls)).set("bytes", i64(k.total.bytes)).set("alike", alike));
     return rows;
   });
-  // The pieces between marker lines: rows of the file only (the iterations table sums them up on the terminal).
-  for (const auto* p : processes) {
-    const auto markers = job.markers_of(*p);
-    for (std::uint64_t s = 0; markers > 0 && s <= markers; ++s)
-      for (std::size_t k = 0; k < p->kinds.size(); ++k) {
-        const CallTally c = s < p->segments.size() && k < p->segments[s].size() ? p->segments[s][k] : CallTally{};
-        out.calls.hidden.push_back(process_row(t.calls, *p).set("kind", p->kinds[k].kind)
-                                       .set("iteration", i64(s)).set("calls", i64(c.calls)).set("bytes", i64(c.bytes)));
-      }
-  }
   out.sizes = rows_by_group(processes, sizes_signature, [&](const NcclProcess& p, const std::string& alike) {
     std::vector<Row> rows;
     for (const auto& k : p.kinds)

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "fabricbench/cli/ini_file.hpp"
+#include "fabricbench/error.hpp"
 
 namespace fabricbench::results {
 
@@ -37,8 +38,15 @@ std::string JsonSink::quoted(const std::string& text) {
 
 void JsonSink::begin(const RunInfo& info) { info_ = info; }
 
-void JsonSink::declare(const TableSpec& table) {
-  if (std::find(order_.begin(), order_.end(), table.path()) == order_.end()) order_.push_back(table.path());
+void JsonSink::declare(const TableSpec& table) { spill(table.path()); }
+
+JsonSink::Spill& JsonSink::spill(const std::string& path) {
+  auto it = rows_.find(path);
+  if (it != rows_.end()) return it->second;
+  Spill s{std::unique_ptr<std::FILE, Close>(std::tmpfile())};
+  if (!s.file) throw Error::runtime("--json: cannot create a temporary file for the rows");
+  order_.push_back(path);
+  return rows_.emplace(path, std::move(s)).first->second;
 }
 
 void JsonSink::row(const Row& row) {
@@ -51,8 +59,11 @@ void JsonSink::row(const Row& row) {
     else if (const auto* d = std::get_if<double>(&v)) object += std::isfinite(*d) ? fmt::format("{}", *d) : "null";
     else object += quoted(std::get<std::string>(v));
   }
-  declare(spec);
-  rows_[spec.path()].push_back(object + "}");
+  object += "}";
+  auto& s = spill(spec.path());
+  const std::string text = (s.rows++ ? ",\n      " : "\n      ") + object;
+  if (std::fwrite(text.data(), 1, text.size(), s.file.get()) != text.size())
+    throw Error::runtime("--json: writing the rows to a temporary file failed");
 }
 
 void JsonSink::finish(const std::string& status) {
@@ -67,14 +78,17 @@ void JsonSink::finish(const std::string& status) {
       "\"status\": {}, \"world_size\": {}, \"hosts\": [{}]}},\n  \"notes\": [{}{}],\n  \"tables\": {{",
       quoted(info_.tool), quoted(info_.tool_version), quoted(info_.command_line), quoted(info_.started_at),
       quoted(utc_timestamp()), quoted(status), info_.world_size, hosts, notes.empty() ? "" : "\n    ", notes);
-  for (std::size_t t = 0; t < order_.size(); ++t) {
-    doc += fmt::format("{}\n    {}: [", t ? "," : "", quoted(order_[t]));
-    const auto& rows = rows_[order_[t]];
-    for (std::size_t r = 0; r < rows.size(); ++r) doc += (r ? ",\n      " : "\n      ") + rows[r];
-    doc += rows.empty() ? "]" : "\n    ]";
-  }
-  doc += "\n  }\n}\n";
   std::fwrite(doc.data(), 1, doc.size(), out_);
+  std::vector<char> block(1 << 20);
+  for (std::size_t t = 0; t < order_.size(); ++t) {
+    auto& s = rows_.at(order_[t]);
+    const std::string head = fmt::format("{}\n    {}: [", t ? "," : "", quoted(order_[t]));
+    std::fwrite(head.data(), 1, head.size(), out_);
+    std::rewind(s.file.get());
+    for (std::size_t n; (n = std::fread(block.data(), 1, block.size(), s.file.get())) > 0;) std::fwrite(block.data(), 1, n, out_);
+    std::fputs(s.rows ? "\n    ]" : "]", out_);
+  }
+  std::fputs("\n  }\n}\n", out_);
   std::fflush(out_);
 }
 

@@ -98,6 +98,8 @@ ExitStatus NcclLogMode::write(results::ResultSet& out, const results::TableSpec&
     out.rows(rows);
   }
 
+  out.section(tables.calls, "", {});
+  piece_rows(tables, job_, processes_, [&](const std::vector<results::Row>& rows) { out.rows(rows); });
   write_rows(out, tables.calls, report.calls, "calls per kind over the whole log (bytes: count x type size)",
              {"alike", "kind", "calls", "bytes"});
   write_rows(out, tables.sizes, report.sizes, "message sizes per kind, power-of-two bins of bytes",

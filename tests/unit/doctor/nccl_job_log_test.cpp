@@ -288,9 +288,11 @@ TEST(NcclJobLog, IterationsBetweenMarkerLines) {
   const auto job = read_lines(log, "iteration [0-9]+");
   ASSERT_EQ(job.files()[0].markers, 4u);
   const auto& proc = *job.processes()[0];
-  ASSERT_EQ(proc.segments.size(), 5u);
-  EXPECT_EQ(proc.segments[0][0].calls, 1u);
-  EXPECT_EQ(proc.segments[2][1].calls, 1u);
+  ASSERT_EQ(proc.kinds[0].pieces.size(), 5u);
+  EXPECT_EQ(proc.kinds[0].piece(0).calls, 1u);
+  EXPECT_EQ(proc.kinds[0].piece(4).bytes, 4096u);
+  EXPECT_EQ(proc.kinds[1].piece(2).calls, 1u);
+  EXPECT_EQ(proc.kinds[1].piece(3).calls, 0u);
   const auto s = summarize_iterations(proc, job.markers_of(proc));
   EXPECT_EQ(s.whole, 3u);
   ASSERT_EQ(s.kinds.size(), 2u);

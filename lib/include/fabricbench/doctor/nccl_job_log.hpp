@@ -29,6 +29,10 @@ struct KindCalls {
   CallTally total;
   std::map<int, CallTally> bins;  // size_bin(bytes) -> calls of that size
   std::uint64_t unknown_type = 0;  // calls of a datatype number this reader does not know (no bytes counted)
+  // pieces[s]: the calls after the s-th marker line of the process's file (s = 0: before the first); 16 bytes per
+  // iteration and kind are all that grows with the log's length.
+  std::vector<CallTally> pieces;
+  CallTally piece(std::uint64_t s) const { return s < pieces.size() ? pieces[s] : CallTally{}; }
 };
 
 struct NcclProcess {
@@ -40,8 +44,6 @@ struct NcclProcess {
   NcclLog log;
   std::map<std::string, std::pair<int, int>> comms;  // communicator -> (rank, nranks), from Init START/COMPLETE
   std::vector<KindCalls> kinds;  // in order of first call
-  // segments[s][k]: calls of kinds[k] after the s-th marker line of its file (s = 0: before the first)
-  std::vector<std::vector<CallTally>> segments;
   std::uint64_t lines = 0, warnings = 0;
   std::string first_warning;
 
@@ -72,7 +74,7 @@ class NcclJobLog {
   std::vector<const NcclProcess*> processes() const;
   const std::vector<NcclFileStats>& files() const { return files_; }
   std::size_t host_count() const;
-  // Marker lines of the file `p` came from: its segments 1 .. markers-1 are whole iterations.
+  // Marker lines of the file `p` came from: its pieces 1 .. markers-1 are whole iterations.
   std::uint64_t markers_of(const NcclProcess& p) const { return files_.at(p.file).markers; }
 
  private:

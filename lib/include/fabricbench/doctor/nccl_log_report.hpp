@@ -4,6 +4,7 @@
 // that table are the same, so that the terminal shows one row for them while the file keeps every rank's.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -51,5 +52,9 @@ struct NcclLogReport {
 };
 NcclLogReport report_rows(const NcclLogTables& tables, const NcclJobLog& job,
                           const std::vector<const NcclProcess*>& processes);
+// The rows of /doctor/nccl_calls per piece between marker lines (iteration 0 .. markers), handed to `write` `batch`
+// at a time: a long job has millions, never all in memory at once.
+void piece_rows(const NcclLogTables& tables, const NcclJobLog& job, const std::vector<const NcclProcess*>& processes,
+                const std::function<void(const std::vector<results::Row>&)>& write, std::size_t batch = 16384);
 
 }  // namespace fabricbench::doctor

@@ -1,9 +1,11 @@
 // The results model as one JSON document: the run's description, its notes and status, and every table's rows as
 // objects keyed by column name ({"run": {...}, "notes": [...], "tables": {"/doctor/findings": [{...}, ...]}}).
-// Written at finish(), so the document is whole or absent; NaN becomes null.
+// Written at finish(), so the document is whole or absent; NaN becomes null. Rows wait in a temporary file per table,
+// not in memory (a job's log gives millions of rows).
 #pragma once
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,8 +30,17 @@ class JsonSink : public ResultSink {
   bool finished_ = false;
   RunInfo info_;
   std::vector<std::string> notes_;
-  std::vector<std::string> order_;                       // tables as declared
-  std::map<std::string, std::vector<std::string>> rows_;  // path -> rows as JSON objects
+  struct Close {
+    void operator()(std::FILE* f) const { std::fclose(f); }
+  };
+  struct Spill {
+    std::unique_ptr<std::FILE, Close> file;  // the rows as JSON objects, ",\n      " between them
+    std::size_t rows = 0;
+  };
+  Spill& spill(const std::string& path);
+
+  std::vector<std::string> order_;  // tables as declared
+  std::map<std::string, Spill> rows_;
 };
 
 }  // namespace fabricbench::results
