@@ -88,17 +88,17 @@ NcclLogTables::NcclLogTables() {
                         measured_int("warnings", Unit::none, Better::lower), setting_text("first_warning", 256),
                         setting_text("file", 256), alike})};
   calls = {"doctor", "nccl_calls",
-           with(who(), {series(key_text("kind", 32)), key_int("iteration"),
-                        headline(measured_int("calls", Unit::none, Better::none)),
+           with(who(), {key_text("kind", 32), key_int("iteration"),
+                        measured_int("calls", Unit::none, Better::none),
                         measured_int("bytes", Unit::bytes, Better::none), alike})};
   calls.bulk = true;
   sizes = {"doctor", "nccl_sizes",
-           with(who(), {series(key_text("kind", 32)), key_int("bin"), setting_text("range", 16),
-                        headline(measured_int("calls", Unit::none, Better::none)),
+           with(who(), {key_text("kind", 32), key_int("bin"), setting_text("range", 16),
+                        measured_int("calls", Unit::none, Better::none),
                         measured_int("bytes", Unit::bytes, Better::none), alike})};
   iterations = {"doctor", "nccl_iterations",
-                with(who(), {series(key_text("kind", 32)), setting_int("iterations"),
-                             headline(measured_int("median_calls", Unit::none, Better::none)),
+                with(who(), {key_text("kind", 32), setting_int("iterations"),
+                             measured_int("median_calls", Unit::none, Better::none),
                              measured_int("min_calls", Unit::none, Better::none),
                              measured_int("max_calls", Unit::none, Better::none),
                              measured_int("median_bytes", Unit::bytes, Better::none),
