@@ -63,7 +63,7 @@ ExitStatus NcclLogMode::write(results::ResultSet& out, const results::TableSpec&
                        seconds_ > 0 ? bytes / 1e6 / seconds_ : 0.0, processes_.size(), job_.host_count()));
   const auto report = report_rows(tables, job_, processes_);
 
-  write_rows(out, tables.ranks, report.ranks, "processes: one row per group of ranks whose INIT/NET lines agree",
+  write_rows(out, tables.ranks, report.ranks, "processes: one row per group of ranks whose INIT/NET lines agree (host: the first rank's)",
              {"alike", "host", "nranks", "version", "network", "ib_devices", "socket_interfaces", "channels", "calls",
                    "warnings"});
 
