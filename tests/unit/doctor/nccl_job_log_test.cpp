@@ -16,6 +16,7 @@
 #include "fabricbench/doctor/nccl_line.hpp"
 #include "fabricbench/doctor/nccl_log_report.hpp"
 #include "fabricbench/error.hpp"
+#include "../fixtures.hpp"
 #include "fabricbench/results/json_sink.hpp"
 
 namespace fs = std::filesystem;
@@ -39,12 +40,6 @@ class TempFile {
   fs::path path_;
 };
 
-fs::path fixtures_folder() {
-  if (const char* dir = std::getenv("FABRICBENCH_FIXTURES"); dir && *dir) return dir;
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::path("fixtures") : exe.parent_path() / "fixtures";
-}
 
 NcclJobLog read_lines(const std::string& text, const std::string& marker = "") {
   NcclJobLog job(marker);
