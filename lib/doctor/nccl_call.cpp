@@ -13,9 +13,18 @@ struct DataType {
   const char* name;
   int size;
 };
-constexpr std::array<DataType, 12> data_types{{{"int8", 1}, {"uint8", 1}, {"int32", 4}, {"uint32", 4}, {"int64", 8},
-                                               {"uint64", 8}, {"float16", 2}, {"float32", 4}, {"float64", 8},
-                                               {"bfloat16", 2}, {"float8e4m3", 1}, {"float8e5m2", 1}}};
+constexpr std::array<DataType, 12> data_types{{{"int8", 1},
+                                               {"uint8", 1},
+                                               {"int32", 4},
+                                               {"uint32", 4},
+                                               {"int64", 8},
+                                               {"uint64", 8},
+                                               {"float16", 2},
+                                               {"float32", 4},
+                                               {"float64", 8},
+                                               {"bfloat16", 2},
+                                               {"float8e4m3", 1},
+                                               {"float8e5m2", 1}}};
 
 template <typename T>
 bool number(std::string_view text, T& value, int base = 10) {
@@ -51,22 +60,30 @@ std::optional<NcclCall> parse_nccl_call(std::string_view m) {
       continue;
     }
     const auto value = next_word(rest);
-    if (key == "count") have_count = number(value, call.count);
-    else if (key == "datatype") have_type = number(value, call.datatype);
-    else if (key == "op") number(value, call.op);
-    else if (key == "root") number(value, call.root);
-    else if (key == "comm") call.comm = value;
+    if (key == "count")
+      have_count = number(value, call.count);
+    else if (key == "datatype")
+      have_type = number(value, call.datatype);
+    else if (key == "op")
+      number(value, call.op);
+    else if (key == "root")
+      number(value, call.root);
+    else if (key == "comm")
+      call.comm = value;
   }
   if (!have_count || !have_type) return std::nullopt;
   return call;
 }
 
 int datatype_size(int datatype) {
-  return datatype >= 0 && datatype < static_cast<int>(data_types.size()) ? data_types[static_cast<std::size_t>(datatype)].size : 0;
+  return datatype >= 0 && datatype < static_cast<int>(data_types.size())
+             ? data_types[static_cast<std::size_t>(datatype)].size
+             : 0;
 }
 
 std::string datatype_name(int datatype) {
-  return datatype_size(datatype) ? data_types[static_cast<std::size_t>(datatype)].name : fmt::format("type {}", datatype);
+  return datatype_size(datatype) ? data_types[static_cast<std::size_t>(datatype)].name
+                                 : fmt::format("type {}", datatype);
 }
 
 int size_bin(std::uint64_t bytes) {

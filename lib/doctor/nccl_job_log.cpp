@@ -66,8 +66,10 @@ NcclJobLog::NcclJobLog(const std::string& marker, std::string option) : option_(
     marker_ = std::regex(marker, std::regex::ECMAScript | std::regex::optimize);
     has_marker_ = true;
   } catch (const std::regex_error& e) {
-    throw Error::usage(fmt::format("--iteration-marker '{}': not a regular expression ({}); give one such as "
-                                   "'iteration[: ]+[0-9]+'", marker, e.what()));
+    throw Error::usage(
+        fmt::format("--iteration-marker '{}': not a regular expression ({}); give one such as "
+                    "'iteration[: ]+[0-9]+'",
+                    marker, e.what()));
   }
 }
 
@@ -76,18 +78,24 @@ void NcclJobLog::begin_file(const std::string& name) { files_.push_back({name});
 void NcclJobLog::read_file(const std::string& path) {
   cli::LineReader reader(path, option_);
   const std::string_view head = reader.head();
-  if (head.empty()) throw Error::usage(fmt::format("{} {}: empty; expected an NCCL log (a job's output with NCCL_DEBUG=INFO)", option_, path));
+  if (head.empty())
+    throw Error::usage(
+        fmt::format("{} {}: empty; expected an NCCL log (a job's output with NCCL_DEBUG=INFO)", option_, path));
   if (const auto why = binary_reason(head); !why.empty())
-    throw Error::usage(fmt::format("{} {}: not text ({} in the first 64 KiB); expected an NCCL log as written by "
-                                   "NCCL_DEBUG=INFO (decompress a .gz first)", option_, path, why));
+    throw Error::usage(
+        fmt::format("{} {}: not text ({} in the first 64 KiB); expected an NCCL log as written by "
+                    "NCCL_DEBUG=INFO (decompress a .gz first)",
+                    option_, path, why));
   begin_file(path);
   for (std::string_view text; reader.next(text);) line(text);
   auto& stats = files_.back();
   stats.bytes = reader.bytes();
   stats.cut_lines = reader.cut_lines();
   if (stats.nccl_lines == 0)
-    throw Error::usage(fmt::format("{} {}: no NCCL line in {} line(s) (none with 'NCCL INFO' or 'NCCL WARN'); expected "
-                                   "the output of a job run with NCCL_DEBUG=INFO", option_, path, stats.lines));
+    throw Error::usage(
+        fmt::format("{} {}: no NCCL line in {} line(s) (none with 'NCCL INFO' or 'NCCL WARN'); expected "
+                    "the output of a job run with NCCL_DEBUG=INFO",
+                    option_, path, stats.lines));
 }
 
 NcclProcess& NcclJobLog::process(std::string_view host, long pid, int device) {

@@ -74,11 +74,13 @@ NcclLine split_nccl_line(std::string_view line) {
     if (at == std::string_view::npos) return {};
   }
   out.message = line.substr(at + info.size());
-  for (int n = 0; n < 3 && strip_tag(line, out.tag_rank); ++n) at = line.find(out.level == NcclLine::Level::info ? info : warn);
+  for (int n = 0; n < 3 && strip_tag(line, out.tag_rank); ++n)
+    at = line.find(out.level == NcclLine::Level::info ? info : warn);
   std::string_view prefix = line.substr(0, at);
   if (out.level == NcclLine::Level::warn) last_word(prefix);  // file.cc:123
   const auto device = last_word(prefix);
-  if (device.size() >= 3 && device.front() == '[' && device.back() == ']' && all_digits(device.substr(1, device.size() - 2)))
+  if (device.size() >= 3 && device.front() == '[' && device.back() == ']' &&
+      all_digits(device.substr(1, device.size() - 2)))
     out.device = static_cast<int>(to_number(device.substr(1, device.size() - 2)));
   else
     return out;

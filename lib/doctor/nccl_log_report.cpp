@@ -80,30 +80,29 @@ NcclLogTables::NcclLogTables() {
     return a;
   };
   const Column alike = setting_text("alike", 256, "ranks");
-  ranks = {"doctor", "nccl_ranks",
-           with(who(), {setting_int("device"), setting_int("nranks"), setting_int("communicators"),
-                        setting_text("version", 32), setting_text("network", 32), setting_text("ib_devices", 256),
-                        setting_text("socket_interfaces", 256), setting_text("channels", 256),
-                        measured_int("lines", Unit::none, Better::none), measured_int("calls", Unit::none, Better::none),
-                        measured_int("warnings", Unit::none, Better::lower), setting_text("first_warning", 256),
-                        setting_text("file", 256), alike})};
+  ranks = {
+      "doctor", "nccl_ranks",
+      with(who(),
+           {setting_int("device"), setting_int("nranks"), setting_int("communicators"), setting_text("version", 32),
+            setting_text("network", 32), setting_text("ib_devices", 256), setting_text("socket_interfaces", 256),
+            setting_text("channels", 256), measured_int("lines", Unit::none, Better::none),
+            measured_int("calls", Unit::none, Better::none), measured_int("warnings", Unit::none, Better::lower),
+            setting_text("first_warning", 256), setting_text("file", 256), alike})};
   calls = {"doctor", "nccl_calls",
-           with(who(), {key_text("kind", 32), key_int("iteration"),
-                        measured_int("calls", Unit::none, Better::none),
+           with(who(), {key_text("kind", 32), key_int("iteration"), measured_int("calls", Unit::none, Better::none),
                         measured_int("bytes", Unit::bytes, Better::none), alike})};
   calls.bulk = true;
   sizes = {"doctor", "nccl_sizes",
            with(who(), {key_text("kind", 32), key_int("bin"), setting_text("range", 16),
                         measured_int("calls", Unit::none, Better::none),
                         measured_int("bytes", Unit::bytes, Better::none), alike})};
-  iterations = {"doctor", "nccl_iterations",
-                with(who(), {key_text("kind", 32), setting_int("iterations"),
-                             measured_int("median_calls", Unit::none, Better::none),
-                             measured_int("min_calls", Unit::none, Better::none),
-                             measured_int("max_calls", Unit::none, Better::none),
-                             measured_int("median_bytes", Unit::bytes, Better::none),
-                             measured_int("differing", Unit::none, Better::lower), setting_text("differing_iterations", 256),
-                             alike})};
+  iterations = {
+      "doctor", "nccl_iterations",
+      with(who(),
+           {key_text("kind", 32), setting_int("iterations"), measured_int("median_calls", Unit::none, Better::none),
+            measured_int("min_calls", Unit::none, Better::none), measured_int("max_calls", Unit::none, Better::none),
+            measured_int("median_bytes", Unit::bytes, Better::none),
+            measured_int("differing", Unit::none, Better::lower), setting_text("differing_iterations", 256), alike})};
 }
 
 IterationSummary summarize_iterations(const NcclProcess& p, std::uint64_t markers) {
@@ -131,7 +130,8 @@ IterationSummary summarize_iterations(const NcclProcess& p, std::uint64_t marker
   return out;
 }
 
-std::vector<std::vector<Finding>> transport_findings(const NcclJobLog& job, const std::vector<const NcclProcess*>& processes) {
+std::vector<std::vector<Finding>> transport_findings(const NcclJobLog& job,
+                                                     const std::vector<const NcclProcess*>& processes) {
   NcclContext context;
   context.host_facts = false;
   context.hosts = static_cast<int>(job.host_count());
@@ -141,7 +141,8 @@ std::vector<std::vector<Finding>> transport_findings(const NcclJobLog& job, cons
     found.begin_check(p->host, p->rank(), "nccl.transport");
     check_nccl_transport(p->log, context, found);
     if (p->warnings > 0)
-      found.add("NCCL WARN", Status::warn, fmt::format("{} warning line(s)", p->warnings), "none", "first: " + p->first_warning);
+      found.add("NCCL WARN", Status::warn, fmt::format("{} warning line(s)", p->warnings), "none",
+                "first: " + p->first_warning);
     out.push_back(found.all());
   }
   return out;
@@ -155,8 +156,10 @@ std::string rank_label(const std::vector<const NcclProcess*>& processes) {
   std::vector<int> ranks;
   std::vector<std::string> names;
   for (const auto* p : processes)
-    if (p->rank() >= 0) ranks.push_back(p->rank());
-    else names.push_back(process_name(*p));
+    if (p->rank() >= 0)
+      ranks.push_back(p->rank());
+    else
+      names.push_back(process_name(*p));
   std::sort(ranks.begin(), ranks.end());
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
   std::vector<std::string> parts;
@@ -178,8 +181,11 @@ void piece_rows(const NcclLogTables& t, const NcclJobLog& job, const std::vector
     for (std::uint64_t s = 0; markers > 0 && s <= markers; ++s)
       for (const auto& k : p->kinds) {
         const CallTally c = k.piece(s);
-        rows.push_back(process_row(t.calls, *p).set("kind", k.kind).set("iteration", i64(s))
-                           .set("calls", i64(c.calls)).set("bytes", i64(c.bytes)));
+        rows.push_back(process_row(t.calls, *p)
+                           .set("kind", k.kind)
+                           .set("iteration", i64(s))
+                           .set("calls", i64(c.calls))
+                           .set("bytes", i64(c.bytes)));
         if (rows.size() == batch) {
           write(rows);
           rows.clear();
@@ -189,41 +195,59 @@ void piece_rows(const NcclLogTables& t, const NcclJobLog& job, const std::vector
   if (!rows.empty()) write(rows);
 }
 
-NcclLogReport report_rows(const NcclLogTables& t, const NcclJobLog& job, const std::vector<const NcclProcess*>& processes) {
+NcclLogReport report_rows(const NcclLogTables& t, const NcclJobLog& job,
+                          const std::vector<const NcclProcess*>& processes) {
   NcclLogReport out;
   out.transport_groups = group_by(processes, transport_signature);
   out.ranks = rows_by_group(processes, transport_signature, [&](const NcclProcess& p, const std::string& alike) {
     std::uint64_t calls = 0;
     for (const auto& k : p.kinds) calls += k.total.calls;
     Row row = process_row(t.ranks, p);
-    row.set("device", std::int64_t(p.device)).set("nranks", std::int64_t(p.nranks()))
-        .set("communicators", i64(p.comms.size())).set("version", p.log.version).set("network", p.log.network)
-        .set("ib_devices", join(p.log.ib_devices)).set("socket_interfaces", join(p.log.socket_ifaces))
-        .set("channels", p.log.channel_summary()).set("lines", i64(p.lines)).set("calls", i64(calls))
-        .set("warnings", i64(p.warnings)).set("first_warning", p.first_warning)
-        .set("file", job.files().at(p.file).path).set("alike", alike);
+    row.set("device", std::int64_t(p.device))
+        .set("nranks", std::int64_t(p.nranks()))
+        .set("communicators", i64(p.comms.size()))
+        .set("version", p.log.version)
+        .set("network", p.log.network)
+        .set("ib_devices", join(p.log.ib_devices))
+        .set("socket_interfaces", join(p.log.socket_ifaces))
+        .set("channels", p.log.channel_summary())
+        .set("lines", i64(p.lines))
+        .set("calls", i64(calls))
+        .set("warnings", i64(p.warnings))
+        .set("first_warning", p.first_warning)
+        .set("file", job.files().at(p.file).path)
+        .set("alike", alike);
     return std::vector<Row>{row};
   });
   out.calls = rows_by_group(processes, calls_signature, [&](const NcclProcess& p, const std::string& alike) {
     std::vector<Row> rows;
     for (const auto& k : p.kinds)
-      rows.push_back(process_row(t.calls, p).set("kind", k.kind).set("iteration", std::int64_t(-1))
-                         .set("calls", i64(k.total.calls)).set("bytes", i64(k.total.bytes)).set("alike", alike));
+      rows.push_back(process_row(t.calls, p)
+                         .set("kind", k.kind)
+                         .set("iteration", std::int64_t(-1))
+                         .set("calls", i64(k.total.calls))
+                         .set("bytes", i64(k.total.bytes))
+                         .set("alike", alike));
     return rows;
   });
   out.sizes = rows_by_group(processes, sizes_signature, [&](const NcclProcess& p, const std::string& alike) {
     std::vector<Row> rows;
     for (const auto& k : p.kinds)
       for (const auto& [bin, c] : k.bins)
-        rows.push_back(process_row(t.sizes, p).set("kind", k.kind).set("bin", std::int64_t(bin))
+        rows.push_back(process_row(t.sizes, p)
+                           .set("kind", k.kind)
+                           .set("bin", std::int64_t(bin))
                            .set("range", bin == -2 ? std::string("unknown type") : size_bin_label(bin))
-                           .set("calls", i64(c.calls)).set("bytes", i64(c.bytes)).set("alike", alike));
+                           .set("calls", i64(c.calls))
+                           .set("bytes", i64(c.bytes))
+                           .set("alike", alike));
     return rows;
   });
   const auto iteration_text = [&](const NcclProcess& p) {
     const auto s = summarize_iterations(p, job.markers_of(p));
     std::string text = fmt::format("{}|", s.whole);
-    for (const auto& k : s.kinds) text += fmt::format("{}:{}:{}:{}:{};", k.kind, k.median_calls, k.median_bytes, k.min_calls, k.max_calls);
+    for (const auto& k : s.kinds)
+      text += fmt::format("{}:{}:{}:{}:{};", k.kind, k.median_calls, k.median_bytes, k.min_calls, k.max_calls);
     for (auto d : s.differing) text += fmt::format("{},", d);
     return text;
   };
@@ -231,13 +255,19 @@ NcclLogReport report_rows(const NcclLogTables& t, const NcclJobLog& job, const s
     const auto s = summarize_iterations(p, job.markers_of(p));
     std::vector<std::string> listed;
     for (std::size_t i = 0; i < s.differing.size() && i < 12; ++i) listed.push_back(std::to_string(s.differing[i]));
-    if (s.differing.size() > listed.size()) listed.push_back(fmt::format("(+{} more)", s.differing.size() - listed.size()));
+    if (s.differing.size() > listed.size())
+      listed.push_back(fmt::format("(+{} more)", s.differing.size() - listed.size()));
     std::vector<Row> rows;
     for (const auto& k : s.kinds)
-      rows.push_back(process_row(t.iterations, p).set("kind", k.kind).set("iterations", i64(s.whole))
-                         .set("median_calls", i64(k.median_calls)).set("min_calls", i64(k.min_calls))
-                         .set("max_calls", i64(k.max_calls)).set("median_bytes", i64(k.median_bytes))
-                         .set("differing", i64(s.differing.size())).set("differing_iterations", join(listed))
+      rows.push_back(process_row(t.iterations, p)
+                         .set("kind", k.kind)
+                         .set("iterations", i64(s.whole))
+                         .set("median_calls", i64(k.median_calls))
+                         .set("min_calls", i64(k.min_calls))
+                         .set("max_calls", i64(k.max_calls))
+                         .set("median_bytes", i64(k.median_bytes))
+                         .set("differing", i64(s.differing.size()))
+                         .set("differing_iterations", join(listed))
                          .set("alike", alike));
     return rows;
   });

@@ -23,14 +23,26 @@ std::string JsonSink::quoted(const std::string& text) {
       continue;
     }
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
-        if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
-        else out += c;
+        if (static_cast<unsigned char>(c) < 0x20)
+          out += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
+        else
+          out += c;
     }
   }
   return out + "\"";
@@ -55,9 +67,12 @@ void JsonSink::row(const Row& row) {
   for (std::size_t i = 0; i < spec.columns.size(); ++i) {
     object += (i ? ", " : "") + quoted(spec.columns[i].name) + ": ";
     const Value& v = row[i];
-    if (const auto* n = std::get_if<std::int64_t>(&v)) object += std::to_string(*n);
-    else if (const auto* d = std::get_if<double>(&v)) object += std::isfinite(*d) ? fmt::format("{}", *d) : "null";
-    else object += quoted(std::get<std::string>(v));
+    if (const auto* n = std::get_if<std::int64_t>(&v))
+      object += std::to_string(*n);
+    else if (const auto* d = std::get_if<double>(&v))
+      object += std::isfinite(*d) ? fmt::format("{}", *d) : "null";
+    else
+      object += quoted(std::get<std::string>(v));
   }
   object += "}";
   auto& s = spill(spec.path());
@@ -74,7 +89,8 @@ void JsonSink::finish(const std::string& status) {
   std::string notes;
   for (const auto& n : notes_) notes += (notes.empty() ? "" : ",\n    ") + quoted(n);
   std::string doc = fmt::format(
-      "{{\n  \"run\": {{\"tool\": {}, \"tool_version\": {}, \"command_line\": {}, \"started_at\": {}, \"finished_at\": {}, "
+      "{{\n  \"run\": {{\"tool\": {}, \"tool_version\": {}, \"command_line\": {}, \"started_at\": {}, \"finished_at\": "
+      "{}, "
       "\"status\": {}, \"world_size\": {}, \"hosts\": [{}]}},\n  \"notes\": [{}{}],\n  \"tables\": {{",
       quoted(info_.tool), quoted(info_.tool_version), quoted(info_.command_line), quoted(info_.started_at),
       quoted(utc_timestamp()), quoted(status), info_.world_size, hosts, notes.empty() ? "" : "\n    ", notes);
@@ -85,7 +101,8 @@ void JsonSink::finish(const std::string& status) {
     const std::string head = fmt::format("{}\n    {}: [", t ? "," : "", quoted(order_[t]));
     std::fwrite(head.data(), 1, head.size(), out_);
     std::rewind(s.file.get());
-    for (std::size_t n; (n = std::fread(block.data(), 1, block.size(), s.file.get())) > 0;) std::fwrite(block.data(), 1, n, out_);
+    for (std::size_t n; (n = std::fread(block.data(), 1, block.size(), s.file.get())) > 0;)
+      std::fwrite(block.data(), 1, n, out_);
     std::fputs(s.rows ? "\n    ]" : "]", out_);
   }
   std::fputs("\n  }\n}\n", out_);

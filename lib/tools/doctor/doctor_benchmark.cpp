@@ -38,6 +38,7 @@ DoctorBenchmark::DoctorBenchmark() : table_(findings_table("doctor", "findings")
 std::string DoctorBenchmark::summary() const {
   return "fabric-doctor: RDMA ports and counters, limits, NCCL's transports, GPUs through NVML (P2P, NVLink, remapped "
          "rows, ECC, PCIe), host settings (THP, NUMA, ACS, IOMMU) and versions across hosts, on every host of the job.\n"
+         "With --nccl-log LOG...: a real job's NCCL_DEBUG=INFO logs read instead (transports, calls per collective).\n"
          "Exit status 1 when a check fails (--strict: or warns).";
 }
 

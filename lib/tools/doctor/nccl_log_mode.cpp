@@ -26,8 +26,8 @@ std::vector<results::TerminalColumn> view(const results::TableSpec& table, const
   return out;
 }
 
-void write_rows(results::ResultSet& out, const results::TableSpec& table, const ReportRows& rows, const std::string& title,
-                std::initializer_list<const char*> columns) {
+void write_rows(results::ResultSet& out, const results::TableSpec& table, const ReportRows& rows,
+                const std::string& title, std::initializer_list<const char*> columns) {
   out.section(table, "", {});  // every other rank's rows: the file's, not the terminal's
   out.rows(rows.hidden);
   out.section(table, title, view(table, rows.shown, columns));
@@ -44,8 +44,8 @@ NcclLogMode::NcclLogMode(const std::vector<std::string>& paths, const std::strin
   for (const auto* p : job_.processes())
     if (rank < 0 || p->rank() == rank) processes_.push_back(p);
   if (processes_.empty())
-    throw Error::usage(fmt::format("--rank {}: no process of the logs has that rank (ranks: {})", rank,
-                                   rank_label(job_.processes())));
+    throw Error::usage(
+        fmt::format("--rank {}: no process of the logs has that rank (ranks: {})", rank, rank_label(job_.processes())));
 }
 
 ExitStatus NcclLogMode::write(results::ResultSet& out, const results::TableSpec& findings_table, bool show_ok,
@@ -58,14 +58,17 @@ ExitStatus NcclLogMode::write(results::ResultSet& out, const results::TableSpec&
     if (has_marker_ && f.markers == 0) out.note(fmt::format("--iteration-marker matched no line of {}", f.path));
     if (f.cut_lines) out.note(fmt::format("{}: {} line(s) longer than 64 KiB cut there", f.path, f.cut_lines));
   }
-  out.note(fmt::format("read {} file(s): {:.1f} MB, {} lines ({} NCCL, {} COLL) in {:.2f} s ({:.0f} MB/s); {} process(es) "
-                       "on {} host(s)", job_.files().size(), bytes / 1e6, lines, nccl, coll, seconds_,
-                       seconds_ > 0 ? bytes / 1e6 / seconds_ : 0.0, processes_.size(), job_.host_count()));
+  out.note(
+      fmt::format("read {} file(s): {:.1f} MB, {} lines ({} NCCL, {} COLL) in {:.2f} s ({:.0f} MB/s); {} process(es) "
+                  "on {} host(s)",
+                  job_.files().size(), bytes / 1e6, lines, nccl, coll, seconds_,
+                  seconds_ > 0 ? bytes / 1e6 / seconds_ : 0.0, processes_.size(), job_.host_count()));
   const auto report = report_rows(tables, job_, processes_);
 
-  write_rows(out, tables.ranks, report.ranks, "processes: one row per group of ranks whose INIT/NET lines agree (host: the first rank's)",
+  write_rows(out, tables.ranks, report.ranks,
+             "processes: one row per group of ranks whose INIT/NET lines agree (host: the first rank's)",
              {"alike", "host", "nranks", "version", "network", "ib_devices", "socket_interfaces", "channels", "calls",
-                   "warnings"});
+              "warnings"});
 
   // nccl.transport: every rank's findings in the file; the terminal shows one rank's for each group that agrees.
   const auto found = transport_findings(job_, processes_);
@@ -81,8 +84,10 @@ ExitStatus NcclLogMode::write(results::ResultSet& out, const results::TableSpec&
     std::vector<const Finding*> first, visible;
     for (const auto& f : *of[group.front()]) {
       first.push_back(&f);
-      if (show_ok || f.status != Status::ok) visible.push_back(&f);
-      else hidden.push_back(to_row(findings_table, f));
+      if (show_ok || f.status != Status::ok)
+        visible.push_back(&f);
+      else
+        hidden.push_back(to_row(findings_table, f));
     }
     for (std::size_t i = 1; i < group.size(); ++i)
       for (const auto& f : *of[group[i]]) hidden.push_back(to_row(findings_table, f));

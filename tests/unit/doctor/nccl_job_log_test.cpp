@@ -1,22 +1,23 @@
 // fabric-doctor --nccl-log's reader: NCCL's line prefixes behind launchers' tags, COLL lines of several NCCL versions
 // (shapes from src/collectives/*.cu of 2.3 and enqueue.cc of 2.4-2.30), per-process state of interleaved logs, the
 // iterations between marker lines, the transport rules on a log alone, and the input it refuses.
-#include <gtest/gtest.h>
+#include "fabricbench/doctor/nccl_job_log.hpp"
 
-#include <cstdlib>
-#include <functional>
-#include <sstream>
-#include <filesystem>
-#include <fstream>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include "../fixtures.hpp"
 #include "fabricbench/cli/line_reader.hpp"
 #include "fabricbench/doctor/nccl_call.hpp"
-#include "fabricbench/doctor/nccl_job_log.hpp"
 #include "fabricbench/doctor/nccl_line.hpp"
 #include "fabricbench/doctor/nccl_log_report.hpp"
 #include "fabricbench/error.hpp"
-#include "../fixtures.hpp"
 #include "fabricbench/results/json_sink.hpp"
 
 namespace fs = std::filesystem;
@@ -29,7 +30,8 @@ namespace {
 class TempFile {
  public:
   explicit TempFile(const std::string& text, const std::string& name = "log") {
-    path_ = fs::temp_directory_path() / ("fb-nccl-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++) + "-" + name);
+    path_ = fs::temp_directory_path() /
+            ("fb-nccl-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++) + "-" + name);
     std::ofstream(path_, std::ios::binary) << text;
   }
   ~TempFile() { fs::remove(path_); }
@@ -39,7 +41,6 @@ class TempFile {
   static inline int counter_ = 0;
   fs::path path_;
 };
-
 
 NcclJobLog read_lines(const std::string& text, const std::string& marker = "") {
   NcclJobLog job(marker);
@@ -74,9 +75,10 @@ std::string usage_error(const std::function<void()>& step) {
 // One COLL line as NCCL 2.4-2.30 prints it (2.3 printed the same fields from each collective's own file).
 std::string coll(const std::string& prefix, const std::string& kind, int op_count, unsigned long count, int datatype,
                  const std::string& comm, int nranks) {
-  return prefix + " NCCL INFO " + kind + ": opCount " + std::to_string(op_count) + " sendbuff 0x7f1c2a000000 recvbuff " +
-         "0x7f1c2a000000 count " + std::to_string(count) + " datatype " + std::to_string(datatype) + " op 0 root 0 comm " +
-         comm + " [nranks=" + std::to_string(nranks) + "] stream 0x5603e8b1c0a0\n";
+  return prefix + " NCCL INFO " + kind + ": opCount " + std::to_string(op_count) +
+         " sendbuff 0x7f1c2a000000 recvbuff " + "0x7f1c2a000000 count " + std::to_string(count) + " datatype " +
+         std::to_string(datatype) + " op 0 root 0 comm " + comm + " [nranks=" + std::to_string(nranks) +
+         "] stream 0x5603e8b1c0a0\n";
 }
 
 }  // namespace
@@ -121,7 +123,8 @@ TEST(NcclLine, NcclPrefixBehindEachLaunchersTag) {
 TEST(NcclCall, CollLinesOfEveryVersion) {
   // 2.3 (all_reduce.cu) and 2.4-2.30 (enqueue.cc) print the same fields; opCount in hex; 2.21+ print %zu counts.
   const auto c = parse_nccl_call(
-      "AllReduce: opCount 1b sendbuff 0x7f00 recvbuff 0x7f00 count 262144 datatype 7 op 0 root 0 comm 0x55d1 [nranks=16] "
+      "AllReduce: opCount 1b sendbuff 0x7f00 recvbuff 0x7f00 count 262144 datatype 7 op 0 root 0 comm 0x55d1 "
+      "[nranks=16] "
       "stream 0x1");
   ASSERT_TRUE(c);
   EXPECT_EQ(c->kind, "AllReduce");
@@ -130,7 +133,9 @@ TEST(NcclCall, CollLinesOfEveryVersion) {
   EXPECT_EQ(c->comm, "0x55d1");
   EXPECT_EQ(c->nranks, 16);
   // Send/Recv (2.7+) with a NULL buffer, as glibc prints it.
-  const auto r = parse_nccl_call("Recv: opCount 3 sendbuff (nil) recvbuff 0x7f00 count 4096 datatype 0 op 0 root 1 comm 0x9 [nranks=2] stream 0x1");
+  const auto r = parse_nccl_call(
+      "Recv: opCount 3 sendbuff (nil) recvbuff 0x7f00 count 4096 datatype 0 op 0 root 1 comm 0x9 [nranks=2] stream "
+      "0x1");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->kind, "Recv");
   EXPECT_EQ(r->root, 1);
@@ -230,8 +235,8 @@ TEST(NcclJobLog, InterleavedRanksOfTwoHostsCountedPerProcess) {
   log += coll("a:100:101 [0]", "AllGather", 1, 1000, 9, "0xa1", 2);    // 2000 B of bfloat16
   log += coll("a:100:101 [0]", "ReduceScatter", 2, 3, 10, "0xa1", 2);  // 3 B of fp8
   log += coll("b:100:101 [0]", "AllGather", 1, 1000, 9, "0xb1", 2);
-  log += coll("a:100:101 [0]", "AllReduce", 3, 1, 8, "0xa1", 2);       // 8 B
-  log += coll("a:100:101 [0]", "Broadcast", 4, 5, 13, "0xa1", 2);      // an unknown type: a call, no bytes
+  log += coll("a:100:101 [0]", "AllReduce", 3, 1, 8, "0xa1", 2);   // 8 B
+  log += coll("a:100:101 [0]", "Broadcast", 4, 5, 13, "0xa1", 2);  // an unknown type: a call, no bytes
   const auto job = read_lines(log);
   const auto ps = job.processes();
   ASSERT_EQ(ps.size(), 2u);
@@ -334,7 +339,8 @@ TEST(NcclJobLog, TransportRulesOnALogAlone) {
   EXPECT_EQ(find(found[0], "NET/Socket docker0")->status, Status::fail);  // between hosts
   EXPECT_EQ(find(found[0], "NET/Socket eth0")->status, Status::ok);
   // A net plugin is named as the log names it; a process with only COLL lines is a skip, not a warning.
-  job = read_lines("a:1:1 [0] NCCL INFO Using network AWS Libfabric\n" + coll("a:2:2 [1]", "AllReduce", 0, 1, 7, "0x1", 2) +
+  job = read_lines("a:1:1 [0] NCCL INFO Using network AWS Libfabric\n" +
+                   coll("a:2:2 [1]", "AllReduce", 0, 1, 7, "0x1", 2) +
                    "a:1:1 [0] transport.cc:10 NCCL WARN Call to ibv_reg_mr failed\n");
   found = transport_findings(job, job.processes());
   EXPECT_EQ(find(found[0], "network")->value, "AWS Libfabric");
@@ -347,16 +353,22 @@ TEST(NcclJobLog, RefusesWhatIsNotAnNcclLog) {
   TempFile empty("");
   EXPECT_EQ(usage_error([&] { NcclJobLog().read_file(empty.path()); }),
             "--nccl-log " + empty.path() + ": empty; expected an NCCL log (a job's output with NCCL_DEBUG=INFO)");
-  TempFile binary(std::string("\x7f" "ELF\0\0\0", 7) + "NCCL INFO x\n");
+  TempFile binary(std::string("\x7f"
+                              "ELF\0\0\0",
+                              7) +
+                  "NCCL INFO x\n");
   EXPECT_EQ(usage_error([&] { NcclJobLog().read_file(binary.path()); }),
-            "--nccl-log " + binary.path() + ": not text (a NUL byte in the first 64 KiB); expected an NCCL log as "
-            "written by NCCL_DEBUG=INFO (decompress a .gz first)");
+            "--nccl-log " + binary.path() +
+                ": not text (a NUL byte in the first 64 KiB); expected an NCCL log as "
+                "written by NCCL_DEBUG=INFO (decompress a .gz first)");
   TempFile latin1("caf\xe9 NCCL INFO x\n");
-  EXPECT_NE(usage_error([&] { NcclJobLog().read_file(latin1.path()); }).find("bytes that are not UTF-8 text"), std::string::npos);
+  EXPECT_NE(usage_error([&] { NcclJobLog().read_file(latin1.path()); }).find("bytes that are not UTF-8 text"),
+            std::string::npos);
   TempFile prose("epoch 1 loss 2.3\nepoch 2 loss 2.1\n");
   EXPECT_EQ(usage_error([&] { NcclJobLog().read_file(prose.path()); }),
-            "--nccl-log " + prose.path() + ": no NCCL line in 2 line(s) (none with 'NCCL INFO' or 'NCCL WARN'); expected "
-            "the output of a job run with NCCL_DEBUG=INFO");
+            "--nccl-log " + prose.path() +
+                ": no NCCL line in 2 line(s) (none with 'NCCL INFO' or 'NCCL WARN'); expected "
+                "the output of a job run with NCCL_DEBUG=INFO");
   EXPECT_EQ(usage_error([] { NcclJobLog().read_file("/nonexistent/nccl.log"); }),
             "--nccl-log /nonexistent/nccl.log: cannot read the file (No such file or directory)");
   EXPECT_EQ(usage_error([] { NcclJobLog("iteration ("); }).substr(0, 50),
@@ -366,7 +378,7 @@ TEST(NcclJobLog, RefusesWhatIsNotAnNcclLog) {
 TEST(LineReader, LinesAcrossBlocksCutAndWithoutANewline) {
   std::string text;
   for (int i = 0; i < 150000; ++i) text += "line " + std::to_string(i) + "\r\n";  // ~1.6 MB: lines span blocks
-  text += std::string(100000, 'x') + "\n";                                       // longer than the 64 KiB limit
+  text += std::string(100000, 'x') + "\n";                                        // longer than the 64 KiB limit
   text += "last";
   TempFile file(text);
   cli::LineReader reader(file.path(), "--nccl-log");
@@ -390,7 +402,8 @@ TEST(NcclLogReport, RowsGroupRanksThatAgree) {
   std::string log;
   for (int r = 0; r < 4; ++r) {
     const std::string p = "h:" + std::to_string(10 + r) + ":1 [" + std::to_string(r) + "]";
-    log += p + " NCCL INFO comm 0x" + std::to_string(r) + " rank " + std::to_string(r) + " nranks 4 cudaDev 0 - Init COMPLETE\n";
+    log += p + " NCCL INFO comm 0x" + std::to_string(r) + " rank " + std::to_string(r) +
+           " nranks 4 cudaDev 0 - Init COMPLETE\n";
     log += coll(p, "AllReduce", 0, 256, 7, "0x1", 4);
     if (r == 2) log += coll(p, "AllReduce", 1, 256, 7, "0x1", 4);
   }

@@ -21,9 +21,9 @@ class LineReader {
   // The next line without its "\n" or "\r\n", valid until the next call; false at the end of the file.
   bool next(std::string_view& line);
 
-  std::uint64_t bytes() const { return bytes_; }     // read so far
-  std::uint64_t lines() const { return lines_; }     // returned so far
-  std::uint64_t cut_lines() const { return cut_; }   // longer than the limit
+  std::uint64_t bytes() const { return bytes_; }    // read so far
+  std::uint64_t lines() const { return lines_; }    // returned so far
+  std::uint64_t cut_lines() const { return cut_; }  // longer than the limit
 
  private:
   struct Close {

@@ -1,6 +1,7 @@
 // One collective call as NCCL logs it with NCCL_DEBUG_SUBSYS=COLL, the same shape from 2.3 to 2.30
 // (src/collectives/*.cu up to 2.3, then ncclEnqueueCheck in enqueue.cc):
-//   "AllReduce: opCount 1b sendbuff 0x7f.. recvbuff 0x7f.. count 262144 datatype 7 op 0 root 0 comm 0x55.. [nranks=16] stream 0x.."
+//   "AllReduce: opCount 1b sendbuff 0x7f.. recvbuff 0x7f.. count 262144 datatype 7 op 0 root 0 comm 0x55.. [nranks=16]
+//   stream 0x.."
 // Kinds: AllReduce, AllGather, ReduceScatter, Broadcast, Reduce, Send, Recv, and the newer AlltoAll, Gather,
 // Scatter; buffers may print as "(nil)". Bytes are NCCL's count x the size of its datatype.
 #pragma once

@@ -27,7 +27,7 @@ struct CallTally {
 struct KindCalls {
   std::string kind;
   CallTally total;
-  std::map<int, CallTally> bins;  // size_bin(bytes) -> calls of that size
+  std::map<int, CallTally> bins;   // size_bin(bytes) -> calls of that size
   std::uint64_t unknown_type = 0;  // calls of a datatype number this reader does not know (no bytes counted)
   // pieces[s]: the calls after the s-th marker line of the process's file (s = 0: before the first); 16 bytes per
   // iteration and kind are all that grows with the log's length.
@@ -38,12 +38,12 @@ struct KindCalls {
 struct NcclProcess {
   std::string host;  // "" when the lines carry no host:pid:tid
   long pid = -1;
-  int device = -1;   // NCCL's [N] of its first line
-  int tag_rank = -1;  // from a launcher's tag
+  int device = -1;       // NCCL's [N] of its first line
+  int tag_rank = -1;     // from a launcher's tag
   std::size_t file = 0;  // index of the first file it appeared in
   NcclLog log;
   std::map<std::string, std::pair<int, int>> comms;  // communicator -> (rank, nranks), from Init START/COMPLETE
-  std::vector<KindCalls> kinds;  // in order of first call
+  std::vector<KindCalls> kinds;                      // in order of first call
   std::uint64_t lines = 0, warnings = 0;
   std::string first_warning;
 

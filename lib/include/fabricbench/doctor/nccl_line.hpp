@@ -9,10 +9,10 @@ namespace fabricbench::doctor {
 struct NcclLine {
   enum class Level { none, info, warn };  // none: not a line NCCL wrote
   Level level = Level::none;
-  std::string_view host;   // "" when the line carries no host:pid:tid
+  std::string_view host;  // "" when the line carries no host:pid:tid
   long pid = -1;
-  int device = -1;         // NCCL's "[N]": the CUDA device of the thread that logged, not the rank
-  int tag_rank = -1;       // the global rank a launcher's tag names (mpirun, srun, torchrun's [rankN]), else -1
+  int device = -1;           // NCCL's "[N]": the CUDA device of the thread that logged, not the rank
+  int tag_rank = -1;         // the global rank a launcher's tag names (mpirun, srun, torchrun's [rankN]), else -1
   std::string_view message;  // after "NCCL INFO " / "NCCL WARN "
 };
 

@@ -36,7 +36,8 @@ IterationSummary summarize_iterations(const NcclProcess& process, std::uint64_t 
 
 // nccl.transport for each of `processes` (in their order), from its log alone (NcclContext::host_facts false; hosts:
 // those in the logs), and its NCCL WARN lines.
-std::vector<std::vector<Finding>> transport_findings(const NcclJobLog& job, const std::vector<const NcclProcess*>& processes);
+std::vector<std::vector<Finding>> transport_findings(const NcclJobLog& job,
+                                                     const std::vector<const NcclProcess*>& processes);
 
 // "0-7,12": ranks as ranges; a process without a rank is named host:pid.
 std::string rank_label(const std::vector<const NcclProcess*>& processes);
