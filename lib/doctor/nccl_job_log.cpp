@@ -21,7 +21,7 @@ std::string binary_reason(std::string_view head) {
     if (head[i] == '\0') return "a NUL byte";
     const auto n = cli::utf8_length(head, i);
     if (n == 0) {
-      if (head.size() - i < 4 && static_cast<unsigned char>(head[i]) >= 0xc0) break;
+      if (head.size() == (64u << 10) && head.size() - i < 4 && static_cast<unsigned char>(head[i]) >= 0xc0) break;
       return "bytes that are not UTF-8 text";
     }
     i += n;

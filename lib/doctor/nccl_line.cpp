@@ -6,8 +6,9 @@ namespace fabricbench::doctor {
 namespace {
 
 bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+// 1 to 9 decimal digits: a pid, a device, a rank (more is not one of those, and would not fit an int).
 bool all_digits(std::string_view s) {
-  if (s.empty()) return false;
+  if (s.empty() || s.size() > 9) return false;
   for (char c : s)
     if (!is_digit(c)) return false;
   return true;
@@ -46,7 +47,7 @@ bool strip_tag(std::string_view& line, int& tag_rank) {
   while (i < line.size() && line[i] == ' ') ++i;  // srun --label: "3: ", right-aligned
   const std::size_t digits = i;
   while (i < line.size() && is_digit(line[i])) ++i;
-  if (i == digits || line.substr(i, 2) != ": ") return false;
+  if (!all_digits(line.substr(digits, i - digits)) || line.substr(i, 2) != ": ") return false;
   tag_rank = static_cast<int>(to_number(line.substr(digits, i - digits)));
   line.remove_prefix(i + 2);
   return true;

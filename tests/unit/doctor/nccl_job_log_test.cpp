@@ -118,6 +118,12 @@ TEST(NcclLine, NcclPrefixBehindEachLaunchersTag) {
   EXPECT_EQ(l.level, NcclLine::Level::info);
   EXPECT_EQ(l.pid, -1);
   EXPECT_EQ(split_nccl_line(" iteration 10/ 100 | loss 2.3").level, NcclLine::Level::none);
+  // Numbers too long to be a pid, a device or a rank are not read as one.
+  l = split_nccl_line("9999999999999999999: h:99999999999999999999:1 [99999999999999] NCCL INFO x");
+  EXPECT_EQ(l.tag_rank, -1);
+  EXPECT_EQ(l.device, -1);
+  EXPECT_EQ(l.pid, -1);
+  EXPECT_EQ(l.message, "x");
 }
 
 TEST(NcclCall, CollLinesOfEveryVersion) {
