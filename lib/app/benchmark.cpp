@@ -13,6 +13,7 @@
 #include "fabricbench/results/baseline.hpp"
 #include "fabricbench/results/csv_sink.hpp"
 #include "fabricbench/results/hdf5_sink.hpp"
+#include "fabricbench/results/json_sink.hpp"
 #include "fabricbench/results/terminal_table.hpp"
 #include "fabricbench/runtime/failure_report.hpp"
 
@@ -141,7 +142,8 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
     // Outputs exist only from here on, after every rank accepted the input.
     if (root) {
       out = std::make_unique<results::ResultSet>();
-      if (!options.quiet) out->add(std::make_unique<results::TerminalTable>());
+      if (benchmark.json_output()) out->add(std::make_unique<results::JsonSink>(stdout));
+      else if (!options.quiet) out->add(std::make_unique<results::TerminalTable>());
       if (resume.empty()) out->add(std::make_unique<results::Hdf5Sink>(options.output, options.force));
       else out->add(std::make_unique<results::Hdf5Sink>(resume, results::Hdf5Sink::Mode::append));
       if (!options.csv.empty()) out->add(std::make_unique<results::CsvSink>(options.csv, benchmark.table().path()));
@@ -181,7 +183,8 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
     // A resumed run keeps the /env of its first part (the hosts were checked to be the same).
     const bool resumed = world.broadcast_value(static_cast<int>(!resume.empty()), 0) != 0;
     env::EnvReport environment;
-    if (!resumed) environment = env::EnvironmentCapture().gather(world, placement, benchmark.gpu(), out.get(), options.checks);
+    if (!resumed) environment = env::EnvironmentCapture().gather(world, placement, benchmark.gpu(), out.get(),
+                                                                options.checks && benchmark.checks_this_host());
     // One line per cheap check that warned or failed; the run goes on (fabric-doctor is where checks decide).
     if (out)
       for (const auto& line : doctor::warning_lines(environment.checks)) fmt::print(stderr, "{}: {}\n", program, line);
@@ -217,7 +220,7 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
     }
     if (out) {
       out->finish("complete");
-      if (!options.quiet)
+      if (!options.quiet && !benchmark.json_output())
         fmt::print("# results: {}{}\n# plots: fabric-report plot {}\n", resume.empty() ? options.output : resume,
                    options.csv.empty() ? "" : " and " + options.csv, resume.empty() ? options.output : resume);
     }

@@ -11,10 +11,7 @@
 
 namespace fabricbench::cli {
 
-namespace {
-
-// The length of the UTF-8 sequence starting at text[i], or 0 where it is not one.
-std::size_t utf8_length(const std::string& text, std::size_t i) {
+std::size_t utf8_length(std::string_view text, std::size_t i) {
   const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
   const unsigned char c = byte(i);
   std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
@@ -23,8 +20,6 @@ std::size_t utf8_length(const std::string& text, std::size_t i) {
     if ((byte(i + k) >> 6) != 0x2) return 0;
   return n;
 }
-
-}  // namespace
 
 void require_text_file(const std::string& path, const std::string& option) {
   std::error_code ec;

@@ -78,27 +78,36 @@ void write_findings(results::ResultSet& out, const results::TableSpec& table, st
   out.section(table, "", {});  // the ok rows the terminal leaves out
   out.rows(hidden);
   for (const auto& [host, all] : by_host) {
-    std::array<int, 4> n{};
-    std::vector<results::Row> shown;
-    std::size_t wc = 5, ws = 7, wv = 5, we = 8;
-    for (const auto* f : all) {
-      ++n[static_cast<std::size_t>(f->status)];
-      if (!show_ok && f->status == Status::ok) continue;
-      shown.push_back(to_row(table, *f));
-      wc = std::max(wc, f->check.size());
-      ws = std::max(ws, f->subject.size());
-      wv = std::min<std::size_t>(48, std::max(wv, f->value.size()));
-      we = std::min<std::size_t>(32, std::max(we, f->expected.size()));
-    }
-    std::vector<results::TerminalColumn> view{{"status"}, {"check"}, {"rank"}, {"subject"}, {"value"}, {"expected"}, {"hint"}};
-    for (auto& c : view) c.left = c.column != "rank";
-    view[0].width = 6, view[1].width = wc, view[2].width = 4, view[3].width = ws, view[4].width = wv, view[5].width = we;
-    view[6].width = 1;
-    view[2].blank_negative = true;
-    out.section(table, fmt::format("host {}: {} fail, {} warn, {} skip, {} ok", host.empty() ? "(job)" : host, n[3], n[2],
-                                   n[1], n[0]), view);
-    out.rows(shown);
+    std::vector<const Finding*> shown;
+    for (const auto* f : all)
+      if (show_ok || f->status != Status::ok) shown.push_back(f);
+    out.section(table, fmt::format("host {}: {}", host.empty() ? "(job)" : host, status_counts(all)), findings_view(shown));
+    std::vector<results::Row> rows;
+    for (const auto* f : shown) rows.push_back(to_row(table, *f));
+    out.rows(rows);
   }
+}
+
+std::vector<results::TerminalColumn> findings_view(const std::vector<const Finding*>& shown) {
+  std::size_t wc = 5, ws = 7, wv = 5, we = 8;
+  for (const auto* f : shown) {
+    wc = std::max(wc, f->check.size());
+    ws = std::max(ws, f->subject.size());
+    wv = std::min<std::size_t>(48, std::max(wv, f->value.size()));
+    we = std::min<std::size_t>(32, std::max(we, f->expected.size()));
+  }
+  std::vector<results::TerminalColumn> view{{"status"}, {"check"}, {"rank"}, {"subject"}, {"value"}, {"expected"}, {"hint"}};
+  for (auto& c : view) c.left = c.column != "rank";
+  view[0].width = 6, view[1].width = wc, view[2].width = 4, view[3].width = ws, view[4].width = wv, view[5].width = we;
+  view[6].width = 1;
+  view[2].blank_negative = true;
+  return view;
+}
+
+std::string status_counts(const std::vector<const Finding*>& findings) {
+  std::array<int, 4> n{};
+  for (const auto* f : findings) ++n[static_cast<std::size_t>(f->status)];
+  return fmt::format("{} fail, {} warn, {} skip, {} ok", n[3], n[2], n[1], n[0]);
 }
 
 std::vector<std::string> warning_lines(const std::vector<Finding>& findings) {

@@ -8,17 +8,10 @@
 namespace fabricbench::doctor {
 namespace {
 
-// The message part of an INFO line: everything after "NCCL INFO ".
-std::string message_of(const std::string& line) {
-  const auto at = line.find("NCCL INFO ");
-  return at == std::string::npos ? std::string() : line.substr(at + 10);
-}
-
 // "[0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]; OOB ..." -> {"mlx5_0:1/IB", "mlx5_1:1/RoCE"}
-std::vector<std::string> indexed_list(const std::string& text) {
+std::vector<std::string> indexed_list(std::string_view text) {
   std::vector<std::string> out;
-  const std::string list = text.substr(0, text.find(';'));
-  std::istringstream in(list);
+  std::istringstream in(std::string(text.substr(0, text.find(';'))));
   for (std::string word; in >> word;) {
     if (word.size() < 4 || word[0] != '[' || !std::isdigit(static_cast<unsigned char>(word[1]))) continue;
     std::string item = word.substr(word.find(']') + 1);
@@ -28,9 +21,20 @@ std::vector<std::string> indexed_list(const std::string& text) {
   return out;
 }
 
+// The text without trailing blanks and carriage returns.
+std::string trimmed(std::string_view text) {
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\r')) text.remove_suffix(1);
+  return std::string(text);
+}
+
+void add_unique(std::vector<std::string>& list, std::vector<std::string> items) {
+  for (auto& item : items)
+    if (std::find(list.begin(), list.end(), item) == list.end()) list.push_back(std::move(item));
+}
+
 constexpr std::string_view set_by_env = " set by environment to ";
 
-bool starts_with(const std::string& s, std::string_view prefix) { return s.rfind(prefix, 0) == 0; }
+bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
 bool is_virtual_interface(const std::string& name) {
   for (std::string_view prefix : {"lo", "docker", "veth", "virbr", "br-", "cni", "flannel", "cali", "vxlan", "tun", "tap"})
@@ -46,42 +50,40 @@ std::string NcclLog::channel_summary() const {
   return join(parts);
 }
 
+bool NcclLog::read(std::string_view m) {
+  if (starts_with(m, "NCCL version ")) {
+    version = trimmed(m.substr(13));
+  } else if (starts_with(m, "Using network ")) {
+    network = trimmed(m.substr(14));
+  } else if (starts_with(m, "NET/IB : No device found")) {
+    ib_none = true;
+  } else if (starts_with(m, "NET/IB : Using ")) {
+    add_unique(ib_devices, indexed_list(m.substr(15)));
+  } else if (starts_with(m, "NET/Socket : Using ")) {
+    add_unique(socket_ifaces, indexed_list(m.substr(19)));
+  } else if (starts_with(m, "Channel ") && m.find(" via ") != std::string_view::npos) {
+    // One count per distinct (channel, peers) line: a log of several ranks repeats nothing then.
+    const std::string line = trimmed(m);
+    std::string_view transport = std::string_view(line).substr(line.find(" via ") + 5);
+    transport = transport.substr(0, transport.find(' '));
+    if (channel_lines_.insert(line).second) ++channels[std::string(transport)];
+  } else if (const auto at = m.find(set_by_env); at != std::string_view::npos && starts_with(m, "NCCL_")) {
+    std::string_view value = m.substr(at + set_by_env.size());
+    while (!value.empty() && (value.back() == '.' || value.back() == ' ' || value.back() == '\r')) value.remove_suffix(1);
+    variables[std::string(m.substr(0, at))] = std::string(value);
+  } else if (m.find("Init COMPLETE") != std::string_view::npos) {
+    init_complete = true;
+  } else {
+    return false;
+  }
+  return true;
+}
+
 NcclLog parse_nccl_log(const std::string& text) {
   NcclLog log;
   std::istringstream in(text);
-  std::set<std::string> seen_channels;
-  for (std::string line; std::getline(in, line);) {
-    const std::string m = message_of(line);
-    if (m.empty()) continue;
-    if (starts_with(m, "NCCL version ")) {
-      log.version = m.substr(13);
-      log.version.erase(log.version.find_last_not_of(" \r") + 1);
-    } else if (starts_with(m, "Using network ")) {
-      log.network = m.substr(14);
-      log.network.erase(log.network.find_last_not_of(" \r") + 1);
-    } else if (starts_with(m, "NET/IB : No device found")) {
-      log.ib_none = true;
-    } else if (starts_with(m, "NET/IB : Using ")) {
-      for (auto& d : indexed_list(m.substr(15)))
-        if (std::find(log.ib_devices.begin(), log.ib_devices.end(), d) == log.ib_devices.end()) log.ib_devices.push_back(d);
-    } else if (starts_with(m, "NET/Socket : Using ")) {
-      for (auto& d : indexed_list(m.substr(19)))
-        if (std::find(log.socket_ifaces.begin(), log.socket_ifaces.end(), d) == log.socket_ifaces.end())
-          log.socket_ifaces.push_back(d);
-    } else if (starts_with(m, "Channel ") && m.find(" via ") != std::string::npos) {
-      // One count per distinct (channel, peers) line: a log of several ranks repeats nothing then.
-      std::string transport = m.substr(m.find(" via ") + 5);
-      transport.erase(transport.find_last_not_of(" \r") + 1);
-      if (const auto sp = transport.find(' '); sp != std::string::npos) transport.erase(sp);
-      if (seen_channels.insert(m).second) ++log.channels[transport];
-    } else if (const auto at = m.find(set_by_env); at != std::string::npos && starts_with(m, "NCCL_")) {
-      std::string value = m.substr(at + set_by_env.size());
-      while (!value.empty() && (value.back() == '.' || value.back() == ' ' || value.back() == '\r')) value.pop_back();
-      log.variables[m.substr(0, at)] = value;
-    } else if (m.find("Init COMPLETE") != std::string::npos) {
-      log.init_complete = true;
-    }
-  }
+  for (std::string line; std::getline(in, line);)
+    if (const auto at = line.find("NCCL INFO "); at != std::string::npos) log.read(std::string_view(line).substr(at + 10));
   return log;
 }
 
@@ -143,6 +145,11 @@ void check_nccl_variables(const NcclContext& c, Findings& out) {
 }
 
 void check_nccl_transport(const NcclLog& log, const NcclContext& c, Findings& out) {
+  if (log.empty() && !c.host_facts) {
+    out.skip("log", "no INIT/NET lines from this process: log them with NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS unset "
+                    "or including INIT,NET");
+    return;
+  }
   if (log.empty()) {
     out.add("log", Status::warn, "NCCL wrote no INFO lines", "NCCL_DEBUG=INFO output",
             "NCCL_DEBUG_FILE could not be written or NCCL failed before init; run with NCCL_DEBUG=INFO to see why");
@@ -150,7 +157,12 @@ void check_nccl_transport(const NcclLog& log, const NcclContext& c, Findings& ou
   }
   // The network NCCL chose.
   const bool socket = log.network == "Socket";
-  if (socket && !c.active_rdma_ports.empty())
+  if (socket && !c.host_facts && c.hosts > 1)
+    out.add("network", Status::warn, "Socket", "IB or a net plugin between hosts",
+            std::string("NCCL used TCP sockets between hosts; whether they had Active RDMA ports is not in the log") +
+                (log.ib_none ? " (NET/IB : No device found: NCCL saw no RDMA device)" : "") +
+                ": run fabric-doctor --checks rdma,nccl on them, and check NCCL_IB_DISABLE, NCCL_NET, NCCL_IB_HCA");
+  else if (socket && !c.active_rdma_ports.empty())
     out.add("network", c.hosts > 1 ? Status::fail : Status::warn, "Socket", "IB (Active RDMA ports: " + join(c.active_rdma_ports) + ")",
             "NCCL fell back to TCP sockets although RDMA ports are Active: check NCCL_IB_DISABLE, NCCL_NET, NCCL_IB_HCA "
             "and that libibverbs and the HCA driver load in this container");

@@ -229,16 +229,31 @@ void Hdf5Sink::row(const Row& row) {
 
 void Hdf5Sink::rows(const std::vector<Row>& rows) {
   std::lock_guard lock(mutex_);
-  for (const auto& r : rows) append_row(r, false);
+  // Each run of rows of one table in one write: a compressed chunk is then written once, not once per row.
+  for (std::size_t begin = 0; begin < rows.size();) {
+    const auto path = rows[begin].spec().path();
+    std::size_t end = begin + 1;
+    while (end < rows.size() && &rows[end].spec() == &rows[begin].spec()) ++end;
+    auto& ds = datasets_.at(path);
+    std::vector<char> packed(ds.row_size * (end - begin), 0);
+    for (std::size_t i = begin; i < end; ++i) pack(ds, rows[i], packed.data() + (i - begin) * ds.row_size);
+    append(ds, packed.data(), end - begin, false);
+    begin = end;
+  }
   checked(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL), "H5Fflush");
 }
 
 void Hdf5Sink::append_row(const Row& row, bool flush) {
   auto& ds = datasets_.at(row.spec().path());
   std::vector<char> packed(ds.row_size, 0);
+  pack(ds, row, packed.data());
+  append(ds, packed.data(), 1, flush);
+}
+
+void Hdf5Sink::pack(const Dataset& ds, const Row& row, char* out) const {
   const auto& columns = row.spec().columns;
   for (std::size_t i = 0; i < columns.size(); ++i) {
-    char* at = packed.data() + ds.offsets[i];
+    char* at = out + ds.offsets[i];
     if (const auto* v = std::get_if<std::int64_t>(&row[i])) std::memcpy(at, v, 8);
     else if (const auto* d = std::get_if<double>(&row[i])) std::memcpy(at, d, 8);
     else {
@@ -246,7 +261,6 @@ void Hdf5Sink::append_row(const Row& row, bool flush) {
       std::memcpy(at, s.data(), std::min(s.size(), columns[i].width));
     }
   }
-  append(ds, packed.data(), 1, flush);
 }
 
 void Hdf5Sink::samples(const TableSpec& table, const std::vector<Sample>& samples) {

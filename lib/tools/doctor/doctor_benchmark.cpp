@@ -7,6 +7,7 @@
 
 #include <memory>
 
+#include "fabricbench/cli/command_line.hpp"
 #include "fabricbench/cli/name_list.hpp"
 #include "fabricbench/env/environment.hpp"
 #include "fabricbench/results/row_gather.hpp"
@@ -37,6 +38,7 @@ DoctorBenchmark::DoctorBenchmark() : table_(findings_table("doctor", "findings")
 std::string DoctorBenchmark::summary() const {
   return "fabric-doctor: RDMA ports and counters, limits, NCCL's transports, GPUs through NVML (P2P, NVLink, remapped "
          "rows, ECC, PCIe), host settings (THP, NUMA, ACS, IOMMU) and versions across hosts, on every host of the job.\n"
+         "With --nccl-log LOG...: a real job's NCCL_DEBUG=INFO logs read instead (transports, calls per collective).\n"
          "Exit status 1 when a check fails (--strict: or warns).";
 }
 
@@ -50,14 +52,57 @@ void DoctorBenchmark::add_options(cli::po::options_description& options) {
         ") or a check's name (see --list)").c_str())
       ("list", "list the checks with one line each and exit")
       ("strict", "exit 1 when a check warns, not only when one fails")
-      ("problems-only", "show only warn, fail and skip rows on the terminal (the file keeps all)");
+      ("problems-only", "show only warn, fail and skip rows on the terminal (the file keeps all)")
+      ("json", "print one JSON document of every table on stdout instead of the terminal tables")
+      ("nccl-log", cli::po::value<std::vector<std::string>>()->multitoken(),
+       "LOG[,LOG...]: read a job's NCCL_DEBUG=INFO logs (one per rank from NCCL_DEBUG_FILE, or the job's output with "
+       "every rank's lines; '-' for stdin) instead of checking this host: network, devices, channels, the transport "
+       "rules, and with NCCL_DEBUG_SUBSYS=COLL the calls per collective (see docs/nccl-log.md)")
+      ("iteration-marker", cli::po::value<std::string>(),
+       "with --nccl-log: a regular expression (ECMAScript) matching the line the job prints once per iteration "
+       "('iteration +[0-9]+'): calls are counted per iteration too, as csplit would cut the log")
+      ("rank", cli::po::value<int>(), "with --nccl-log: report this rank's processes only");
 }
+
+namespace {
+
+// --nccl-log a.log,b.log c.log -> {a.log, b.log, c.log}
+std::vector<std::string> log_paths(const std::vector<std::string>& values) {
+  std::vector<std::string> out;
+  for (const auto& value : values) {
+    std::size_t from = 0;
+    for (std::size_t comma; (comma = value.find(',', from)) != std::string::npos; from = comma + 1)
+      if (comma > from) out.push_back(value.substr(from, comma - from));
+    if (from < value.size()) out.push_back(value.substr(from));
+  }
+  if (out.empty()) throw Error::usage("--nccl-log '': give one or more log files (LOG[,LOG...])");
+  return out;
+}
+
+}  // namespace
 
 void DoctorBenchmark::configure(const cli::po::variables_map& values, const cli::CommonOptions&,
                                 const runtime::Placement& placement) {
   list_ = values.count("list") > 0;
   strict_ = values.count("strict") > 0;
   show_ok_ = values.count("problems-only") == 0;
+  json_ = values.count("json") > 0;
+  nccl_log_reader_ = values.count("nccl-log") > 0;
+  if (!nccl_log_reader_) {
+    for (const char* option : {"iteration-marker", "rank"})
+      if (values.count(option)) throw Error::usage(fmt::format("--{} reads with --nccl-log only; give the logs with --nccl-log LOG", option));
+  } else {
+    if (!values["checks"].defaulted())
+      throw Error::usage("--checks with --nccl-log: the log mode reads logs and checks nothing on this host; drop one of them");
+    const int rank = values.count("rank") ? values["rank"].as<int>() : -1;
+    if (values.count("rank")) cli::require_at_least("--rank", rank, 0);
+    const auto paths = log_paths(values["nccl-log"].as<std::vector<std::string>>());
+    const std::string marker = values.count("iteration-marker") ? values["iteration-marker"].as<std::string>() : "";
+    if (values.count("iteration-marker") && marker.empty())
+      throw Error::usage("--iteration-marker '': give a regular expression matching the job's iteration lines");
+    if (placement.me().rank == 0) nccl_log_ = std::make_unique<NcclLogMode>(paths, marker, rank);
+    return;  // no GPU needed
+  }
   selected_ = select_checks(values["checks"].as<std::string>());
 #ifdef FABRICBENCH_HAVE_CUDA
   try {
@@ -72,6 +117,7 @@ void DoctorBenchmark::configure(const cli::po::variables_map& values, const cli:
 }
 
 ExitStatus DoctorBenchmark::run(const app::RunContext& ctx) {
+  if (nccl_log_reader_) return ctx.is_root() ? nccl_log_->write(*ctx.out, table_, show_ok_, strict_) : ExitStatus::ok;
   const auto& me = ctx.placement.me();
   auto context = Context::gather(me.host, ctx.world.rank(), static_cast<int>(ctx.placement.hosts().size()),
                                  me.local_rank == 0);

@@ -3,7 +3,8 @@
 // Each case is either read (a truncated file can still be a valid one) or refused with Error::usage (exit 2) in one
 // line that names the file; never another exception, a crash, a hang or (in the sanitizer build) a report.
 // The same readers the executables run: --config (the command line), --baseline and --expected-rule (the harness),
-// --rules, --pairs-file, --topology, --rail-map and --resume (fabric-sweep's configure on rank 0).
+// --rules, --pairs-file, --topology, --rail-map and --resume (fabric-sweep's configure on rank 0), --nccl-log
+// (fabric-doctor's configure on rank 0).
 #include <gtest/gtest.h>
 
 #include <csignal>
@@ -21,6 +22,7 @@
 #include "fabricbench/facts/expected_share.hpp"
 #include "fabricbench/results/baseline.hpp"
 #include "fabricbench/results/hdf5_sink.hpp"
+#include "fabricbench/tools/doctor/doctor_benchmark.hpp"
 #include "fabricbench/tools/p2p/p2p_benchmark.hpp"
 #include "fabricbench/tools/sweep/sweep_benchmark.hpp"
 
@@ -75,6 +77,19 @@ std::vector<Reader> readers() {
        [](const std::string& path) { configure<sweep::SweepBenchmark>({"--metric", "p2p_bw", "--topology", path}); }},
       {"--rail-map", "# RAIL NIC\n0 rdma=mlx5_0:1 net=10.91.0.0/24\n",
        [](const std::string& path) { configure<sweep::SweepBenchmark>({"--metric", "p2p_bw", "--rails", "--rail-map", path}); }},
+      {"--nccl-log",
+       "[1,0]<stdout>:n1:10:10 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+       "[1,0]<stdout>:n1:10:10 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB ib0:10.0.0.1<0>\n"
+       "[1,0]<stdout>:n1:10:10 [0] NCCL INFO comm 0x5a rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n"
+       "[1,0]<stdout>:n1:10:10 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0\n"
+       "[1,0]<stdout>: iteration 1\n"
+       "[1,0]<stdout>:n1:10:10 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x7f00 recvbuff 0x7f00 count 262144 "
+       "datatype 7 op 0 root 0 comm 0x5a [nranks=2] stream 0x1\n"
+       "[1,0]<stdout>: iteration 2\n"
+       "[1,0]<stdout>:n1:10:10 [0] misc/socket.cc:50 NCCL WARN socket closed\n",
+       [](const std::string& path) {
+         configure<doctor::DoctorBenchmark>({"--nccl-log", path, "--iteration-marker", "iteration [0-9]+"});
+       }},
   };
 }
 

@@ -16,6 +16,7 @@
 
 #include "fabricbench/doctor/checks.hpp"
 #include "fabricbench/error.hpp"
+#include "../fixtures.hpp"
 
 namespace fs = std::filesystem;
 using namespace fabricbench::doctor;
@@ -63,14 +64,6 @@ class Tree {
   fs::path root_;
 };
 
-// The build copies tests/fixtures next to the test binary (<its folder>/fixtures, as a moved build tree or a carried
-// prefix keep it); $FABRICBENCH_FIXTURES overrides. No source path is compiled in.
-fs::path fixtures_folder() {
-  if (const char* dir = std::getenv("FABRICBENCH_FIXTURES"); dir && *dir) return dir;
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::path("fixtures") : exe.parent_path() / "fixtures";
-}
 
 std::string fixture(const std::string& name) {
   const fs::path folder = fixtures_folder();

@@ -28,6 +28,11 @@ class Benchmark {
   virtual std::string resume_file() const { return {}; }
   // Text that answers the command line without a run (fabric-doctor --list): printed by rank 0, exit 0, no file.
   virtual std::string answer_without_run() const { return {}; }
+  // One JSON document on stdout instead of the terminal table (fabric-doctor --json); known after configure().
+  virtual bool json_output() const { return false; }
+  // Whether the cheap checks of the hosts it runs on concern the run (fabric-doctor --nccl-log reads another job's
+  // logs: its warnings would be about the wrong machine). /env is captured either way.
+  virtual bool checks_this_host() const { return true; }
   // The GPU this rank uses, or -1 (recorded in /env/ranks).
   virtual int gpu() const { return -1; }
   virtual ExitStatus run(const RunContext& context) = 0;

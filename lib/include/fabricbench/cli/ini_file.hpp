@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace fabricbench::cli {
 
@@ -12,6 +13,10 @@ namespace fabricbench::cli {
 // text (UTF-8, no NUL byte) in lines of at most 4096 characters. Error::usage "OPTION PATH:LINE: ..." otherwise.
 // --config and --pairs-file are checked with it; read_ini checks its files with it.
 void require_text_file(const std::string& path, const std::string& option);
+
+// The length of the UTF-8 sequence starting at text[i], or 0 where none starts there (the text checks of
+// require_text_file and of the logs fabric-doctor --nccl-log reads).
+std::size_t utf8_length(std::string_view text, std::size_t i);
 
 // The file's sections and keys; Error::usage "OPTION PATH: what the parser said" when it cannot be read.
 boost::property_tree::ptree read_ini(const std::string& path, const std::string& option);

@@ -60,6 +60,11 @@ Finding from_row(const results::Row& row);
 // files but not shown unless `show_ok`), each with its hint.
 void write_findings(results::ResultSet& out, const results::TableSpec& table, std::vector<Finding> findings,
                     bool show_ok);
+// The terminal columns of findings (status, check, rank, subject, value, expected, hint), sized to `shown`.
+std::vector<results::TerminalColumn> findings_view(const std::vector<const Finding*>& shown);
+// "1 fail, 2 warn, 0 skip, 5 ok": the title of a block of findings.
+std::string status_counts(const std::vector<const Finding*>& findings);
+
 // "a, b, c": the text of lists in values and hints.
 std::string join(const std::vector<std::string>& items, std::string_view sep = ", ");
 // "GPU3": how findings name a GPU (NVML's index).

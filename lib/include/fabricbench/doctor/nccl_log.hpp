@@ -7,10 +7,13 @@
 //   "NCCL INFO NET/Socket : Using [0]eth0:192.0.2.2<0> [1]eth1:..."
 //   "NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM" (P2P/IPC, SHM, NET/IB/0, NET/Socket/0 ...)
 //   "NCCL INFO NCCL_P2P_DISABLE set by environment to 1"
+// One implementation reads them: NcclLog::read takes one message at a time (the probe's log through parse_nccl_log,
+// a job's logs of any size through NcclJobLog, nccl_job_log.hpp).
 #pragma once
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fabricbench/doctor/findings.hpp"
@@ -29,8 +32,14 @@ struct NcclLog {
   bool empty() const { return version.empty() && network.empty() && channels.empty(); }
   // "P2P/CUMEM x24, NET/Socket/0 x2"
   std::string channel_summary() const;
+  // One INFO message (the text after "NCCL INFO "); false when it is none of the lines above.
+  bool read(std::string_view message);
+
+ private:
+  std::set<std::string, std::less<>> channel_lines_;  // each (channel, peers) line counted once
 };
 
+// Every INFO line of `text` (lines of several ranks merged into one view).
 NcclLog parse_nccl_log(const std::string& text);
 
 // What the transport rules compare the log with.
@@ -40,6 +49,9 @@ struct NcclContext {
   std::set<std::string> interfaces;            // network interfaces on the host (/sys/class/net)
   std::map<std::string, std::string> variables;  // NCCL_* from the process environment
   int hosts = 1;                                 // hosts in the job: a single host needs no network
+  // false: the context comes from a log alone (fabric-doctor --nccl-log), and what the hosts have (RDMA ports,
+  // interfaces) is unknown; the rules that need it say so instead of judging.
+  bool host_facts = true;
 };
 
 // nccl.variables: NCCL_IB_HCA / NCCL_SOCKET_IFNAME naming what does not exist, P2P/SHM disabled.

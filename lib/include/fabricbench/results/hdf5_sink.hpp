@@ -65,6 +65,7 @@ class Hdf5Sink : public ResultSink {
   void open_table(const TableSpec& table);  // append mode: a table the file already has
   void append(Dataset& ds, const void* rows, hsize_t count, bool flush = true);
   void append_row(const Row& row, bool flush);
+  void pack(const Dataset& ds, const Row& row, char* out) const;  // one row in the dataset's packed layout
 
   std::mutex mutex_;
   std::string path_;

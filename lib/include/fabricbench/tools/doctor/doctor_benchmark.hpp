@@ -2,11 +2,13 @@
 // nvlink -s/-e, remapped rows, THP, NUMA, versions across hosts) in one MPI job over every host. Findings go to
 // /doctor/findings and to one table per host on the terminal; exit 1 when a check fails (--strict: or warns).
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "fabricbench/app/benchmark.hpp"
 #include "fabricbench/doctor/checks.hpp"
+#include "fabricbench/tools/doctor/nccl_log_mode.hpp"
 
 namespace fabricbench::doctor {
 
@@ -31,12 +33,16 @@ class DoctorBenchmark : public app::Benchmark {
   std::string answer_without_run() const override { return list_ ? list_checks() : std::string(); }
   const results::TableSpec& table() const override { return table_; }
   int gpu() const override { return gpu_; }
+  bool json_output() const override { return json_; }
+  bool checks_this_host() const override { return !nccl_log_reader_; }
   ExitStatus run(const app::RunContext& context) override;
 
  private:
   results::TableSpec table_;
   std::vector<const Check*> selected_;
-  bool list_ = false, strict_ = false, show_ok_ = true;
+  bool list_ = false, strict_ = false, show_ok_ = true, json_ = false;
+  bool nccl_log_reader_ = false;             // --nccl-log given (every rank)
+  std::unique_ptr<NcclLogMode> nccl_log_;    // the logs read (rank 0)
   int gpu_ = -1;
   std::string gpu_bus_;
 };

@@ -1,0 +1,277 @@
+#include "fabricbench/doctor/nccl_log_report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+
+#include "fabricbench/doctor/nccl_call.hpp"
+
+namespace fabricbench::doctor {
+namespace {
+
+using results::Row;
+using Group = std::vector<const NcclProcess*>;
+
+// Processes in groups of equal signature, in the order of each group's first process.
+std::vector<Group> group_by(const Group& processes, const std::function<std::string(const NcclProcess&)>& signature) {
+  std::vector<Group> groups;
+  std::map<std::string, std::size_t> index;
+  for (const auto* p : processes) {
+    const auto [it, fresh] = index.emplace(signature(*p), groups.size());
+    if (fresh) groups.emplace_back();
+    groups[it->second].push_back(p);
+  }
+  return groups;
+}
+
+// Every process's rows of one table: the first of each group shown, the others kept for the file only.
+ReportRows rows_by_group(const Group& processes, const std::function<std::string(const NcclProcess&)>& signature,
+                         const std::function<std::vector<Row>(const NcclProcess&, const std::string& alike)>& rows) {
+  ReportRows out;
+  for (const auto& group : group_by(processes, signature)) {
+    const std::string alike = rank_label(group);
+    for (const auto* p : group)
+      for (auto& row : rows(*p, alike)) (p == group.front() ? out.shown : out.hidden).push_back(std::move(row));
+  }
+  return out;
+}
+
+std::string transport_signature(const NcclProcess& p) {
+  const auto& l = p.log;
+  std::string vars;
+  for (const auto& [k, v] : l.variables) vars += k + "=" + v + ";";
+  return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", l.version, l.network, join(l.ib_devices), join(l.socket_ifaces),
+                     l.ib_none, l.channel_summary(), vars, p.nranks(), p.warnings > 0, p.first_warning);
+}
+
+std::string calls_signature(const NcclProcess& p) {
+  std::string s;
+  for (const auto& k : p.kinds) s += fmt::format("{}:{}:{};", k.kind, k.total.calls, k.total.bytes);
+  return s;
+}
+
+std::string sizes_signature(const NcclProcess& p) {
+  std::string s;
+  for (const auto& k : p.kinds) {
+    s += k.kind + ":";
+    for (const auto& [bin, t] : k.bins) s += fmt::format("{}={}/{},", bin, t.calls, t.bytes);
+    s += ";";
+  }
+  return s;
+}
+
+std::int64_t i64(std::uint64_t v) { return static_cast<std::int64_t>(v); }
+
+Row process_row(const results::TableSpec& table, const NcclProcess& p) {
+  Row row(table);
+  row.set("host", p.host).set("rank", std::int64_t(p.rank())).set("pid", std::int64_t(p.pid));
+  return row;
+}
+
+}  // namespace
+
+NcclLogTables::NcclLogTables() {
+  using namespace results;
+  const auto who = [] { return std::vector<Column>{key_text("host", 64), key_int("rank"), key_int("pid")}; };
+  const auto with = [](std::vector<Column> a, std::vector<Column> b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  const Column alike = setting_text("alike", 256, "ranks");
+  ranks = {
+      "doctor", "nccl_ranks",
+      with(who(),
+           {setting_int("device"), setting_int("nranks"), setting_int("communicators"), setting_text("version", 32),
+            setting_text("network", 32), setting_text("ib_devices", 256), setting_text("socket_interfaces", 256),
+            setting_text("channels", 256), measured_int("lines", Unit::none, Better::none),
+            measured_int("calls", Unit::none, Better::none), measured_int("warnings", Unit::none, Better::lower),
+            setting_text("first_warning", 256), setting_text("file", 256), alike})};
+  calls = {"doctor", "nccl_calls",
+           with(who(), {key_text("kind", 32), key_int("iteration"), measured_int("calls", Unit::none, Better::none),
+                        measured_int("bytes", Unit::bytes, Better::none), alike})};
+  calls.bulk = true;
+  sizes = {"doctor", "nccl_sizes",
+           with(who(), {key_text("kind", 32), key_int("bin"), setting_text("range", 16),
+                        measured_int("calls", Unit::none, Better::none),
+                        measured_int("bytes", Unit::bytes, Better::none), alike})};
+  iterations = {
+      "doctor", "nccl_iterations",
+      with(who(),
+           {key_text("kind", 32), setting_int("iterations"), measured_int("median_calls", Unit::none, Better::none),
+            measured_int("min_calls", Unit::none, Better::none), measured_int("max_calls", Unit::none, Better::none),
+            measured_int("median_bytes", Unit::bytes, Better::none),
+            measured_int("differing", Unit::none, Better::lower), setting_text("differing_iterations", 256), alike})};
+}
+
+IterationSummary summarize_iterations(const NcclProcess& p, std::uint64_t markers) {
+  IterationSummary out;
+  if (markers < 2) return out;
+  out.whole = markers - 1;
+  const auto tally = [&](std::uint64_t s, std::size_t k) { return p.kinds[k].piece(s); };
+  for (std::size_t k = 0; k < p.kinds.size(); ++k) {
+    std::vector<std::uint64_t> calls, bytes;
+    for (std::uint64_t s = 1; s < markers; ++s) calls.push_back(tally(s, k).calls), bytes.push_back(tally(s, k).bytes);
+    const auto lower_median = [](std::vector<std::uint64_t> v) {
+      const auto mid = v.begin() + static_cast<std::ptrdiff_t>((v.size() - 1) / 2);
+      std::nth_element(v.begin(), mid, v.end());
+      return *mid;
+    };
+    const auto [lo, hi] = std::minmax_element(calls.begin(), calls.end());
+    out.kinds.push_back({p.kinds[k].kind, lower_median(calls), lower_median(bytes), *lo, *hi});
+  }
+  for (std::uint64_t s = 1; s < markers; ++s)
+    for (std::size_t k = 0; k < p.kinds.size(); ++k)
+      if (tally(s, k).calls != out.kinds[k].median_calls) {
+        out.differing.push_back(s);
+        break;
+      }
+  return out;
+}
+
+std::vector<std::vector<Finding>> transport_findings(const NcclJobLog& job,
+                                                     const std::vector<const NcclProcess*>& processes) {
+  NcclContext context;
+  context.host_facts = false;
+  context.hosts = static_cast<int>(job.host_count());
+  std::vector<std::vector<Finding>> out;
+  for (const auto* p : processes) {
+    Findings found;
+    found.begin_check(p->host, p->rank(), "nccl.transport");
+    check_nccl_transport(p->log, context, found);
+    if (p->warnings > 0)
+      found.add("NCCL WARN", Status::warn, fmt::format("{} warning line(s)", p->warnings), "none",
+                "first: " + p->first_warning);
+    out.push_back(found.all());
+  }
+  return out;
+}
+
+std::string process_name(const NcclProcess& p) {
+  return p.rank() >= 0 ? std::to_string(p.rank()) : fmt::format("{}:{}", p.host.empty() ? "?" : p.host, p.pid);
+}
+
+std::string rank_label(const std::vector<const NcclProcess*>& processes) {
+  std::vector<int> ranks;
+  std::vector<std::string> names;
+  for (const auto* p : processes)
+    if (p->rank() >= 0)
+      ranks.push_back(p->rank());
+    else
+      names.push_back(process_name(*p));
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  std::vector<std::string> parts;
+  for (std::size_t i = 0; i < ranks.size();) {
+    std::size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    parts.push_back(j == i ? std::to_string(ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]));
+    i = j + 1;
+  }
+  parts.insert(parts.end(), names.begin(), names.end());
+  return join(parts, ",");
+}
+
+void piece_rows(const NcclLogTables& t, const NcclJobLog& job, const std::vector<const NcclProcess*>& processes,
+                const std::function<void(const std::vector<results::Row>&)>& write, std::size_t batch) {
+  std::vector<Row> rows;
+  for (const auto* p : processes) {
+    const auto markers = job.markers_of(*p);
+    for (std::uint64_t s = 0; markers > 0 && s <= markers; ++s)
+      for (const auto& k : p->kinds) {
+        const CallTally c = k.piece(s);
+        rows.push_back(process_row(t.calls, *p)
+                           .set("kind", k.kind)
+                           .set("iteration", i64(s))
+                           .set("calls", i64(c.calls))
+                           .set("bytes", i64(c.bytes)));
+        if (rows.size() == batch) {
+          write(rows);
+          rows.clear();
+        }
+      }
+  }
+  if (!rows.empty()) write(rows);
+}
+
+NcclLogReport report_rows(const NcclLogTables& t, const NcclJobLog& job,
+                          const std::vector<const NcclProcess*>& processes) {
+  NcclLogReport out;
+  out.transport_groups = group_by(processes, transport_signature);
+  out.ranks = rows_by_group(processes, transport_signature, [&](const NcclProcess& p, const std::string& alike) {
+    std::uint64_t calls = 0;
+    for (const auto& k : p.kinds) calls += k.total.calls;
+    Row row = process_row(t.ranks, p);
+    row.set("device", std::int64_t(p.device))
+        .set("nranks", std::int64_t(p.nranks()))
+        .set("communicators", i64(p.comms.size()))
+        .set("version", p.log.version)
+        .set("network", p.log.network)
+        .set("ib_devices", join(p.log.ib_devices))
+        .set("socket_interfaces", join(p.log.socket_ifaces))
+        .set("channels", p.log.channel_summary())
+        .set("lines", i64(p.lines))
+        .set("calls", i64(calls))
+        .set("warnings", i64(p.warnings))
+        .set("first_warning", p.first_warning)
+        .set("file", job.files().at(p.file).path)
+        .set("alike", alike);
+    return std::vector<Row>{row};
+  });
+  out.calls = rows_by_group(processes, calls_signature, [&](const NcclProcess& p, const std::string& alike) {
+    std::vector<Row> rows;
+    for (const auto& k : p.kinds)
+      rows.push_back(process_row(t.calls, p)
+                         .set("kind", k.kind)
+                         .set("iteration", std::int64_t(-1))
+                         .set("calls", i64(k.total.calls))
+                         .set("bytes", i64(k.total.bytes))
+                         .set("alike", alike));
+    return rows;
+  });
+  out.sizes = rows_by_group(processes, sizes_signature, [&](const NcclProcess& p, const std::string& alike) {
+    std::vector<Row> rows;
+    for (const auto& k : p.kinds)
+      for (const auto& [bin, c] : k.bins)
+        rows.push_back(process_row(t.sizes, p)
+                           .set("kind", k.kind)
+                           .set("bin", std::int64_t(bin))
+                           .set("range", bin == -2 ? std::string("unknown type") : size_bin_label(bin))
+                           .set("calls", i64(c.calls))
+                           .set("bytes", i64(c.bytes))
+                           .set("alike", alike));
+    return rows;
+  });
+  const auto iteration_text = [&](const NcclProcess& p) {
+    const auto s = summarize_iterations(p, job.markers_of(p));
+    std::string text = fmt::format("{}|", s.whole);
+    for (const auto& k : s.kinds)
+      text += fmt::format("{}:{}:{}:{}:{};", k.kind, k.median_calls, k.median_bytes, k.min_calls, k.max_calls);
+    for (auto d : s.differing) text += fmt::format("{},", d);
+    return text;
+  };
+  out.iterations = rows_by_group(processes, iteration_text, [&](const NcclProcess& p, const std::string& alike) {
+    const auto s = summarize_iterations(p, job.markers_of(p));
+    std::vector<std::string> listed;
+    for (std::size_t i = 0; i < s.differing.size() && i < 12; ++i) listed.push_back(std::to_string(s.differing[i]));
+    if (s.differing.size() > listed.size())
+      listed.push_back(fmt::format("(+{} more)", s.differing.size() - listed.size()));
+    std::vector<Row> rows;
+    for (const auto& k : s.kinds)
+      rows.push_back(process_row(t.iterations, p)
+                         .set("kind", k.kind)
+                         .set("iterations", i64(s.whole))
+                         .set("median_calls", i64(k.median_calls))
+                         .set("min_calls", i64(k.min_calls))
+                         .set("max_calls", i64(k.max_calls))
+                         .set("median_bytes", i64(k.median_bytes))
+                         .set("differing", i64(s.differing.size()))
+                         .set("differing_iterations", join(listed))
+                         .set("alike", alike));
+    return rows;
+  });
+  return out;
+}
+
+}  // namespace fabricbench::doctor

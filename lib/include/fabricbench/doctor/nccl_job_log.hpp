@@ -1,0 +1,92 @@
+// The NCCL logs of a real job read as a stream (one file per rank from NCCL_DEBUG_FILE, or the job's output with
+// every rank's lines interleaved): per process (host, pid) what NCCL_DEBUG=INFO said about its transports (NcclLog)
+// and, with NCCL_DEBUG_SUBSYS=COLL, the collectives it called: per kind the calls, the bytes and their power-of-two
+// size bins, in total and per stretch between two lines that match an iteration marker (the pieces `csplit` cuts).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <regex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "fabricbench/doctor/nccl_log.hpp"
+
+namespace fabricbench::doctor {
+
+struct CallTally {
+  std::uint64_t calls = 0, bytes = 0;
+  void add(std::uint64_t b) { ++calls, bytes += b; }
+  bool operator==(const CallTally& o) const { return calls == o.calls && bytes == o.bytes; }
+};
+
+// One process's calls of one kind ("AllReduce").
+struct KindCalls {
+  std::string kind;
+  CallTally total;
+  std::map<int, CallTally> bins;   // size_bin(bytes) -> calls of that size
+  std::uint64_t unknown_type = 0;  // calls of a datatype number this reader does not know (no bytes counted)
+  // pieces[s]: the calls after the s-th marker line of the process's file (s = 0: before the first); 16 bytes per
+  // iteration and kind are all that grows with the log's length.
+  std::vector<CallTally> pieces;
+  CallTally piece(std::uint64_t s) const { return s < pieces.size() ? pieces[s] : CallTally{}; }
+};
+
+struct NcclProcess {
+  std::string host;  // "" when the lines carry no host:pid:tid
+  long pid = -1;
+  int device = -1;       // NCCL's [N] of its first line
+  int tag_rank = -1;     // from a launcher's tag
+  std::size_t file = 0;  // index of the first file it appeared in
+  NcclLog log;
+  std::map<std::string, std::pair<int, int>> comms;  // communicator -> (rank, nranks), from Init START/COMPLETE
+  std::vector<KindCalls> kinds;                      // in order of first call
+  std::uint64_t lines = 0, warnings = 0;
+  std::string first_warning;
+
+  // Its rank in its largest communicator (the first of those on ties), else the launcher's tag, else -1.
+  int rank() const;
+  int nranks() const;  // the largest communicator's size, 0 when no init line was seen
+};
+
+struct NcclFileStats {
+  std::string path;
+  std::uint64_t bytes = 0, lines = 0, nccl_lines = 0, coll_lines = 0, markers = 0, cut_lines = 0;
+};
+
+class NcclJobLog {
+ public:
+  // `marker`: an ECMAScript regular expression (grep -E's flavour); "" for none. `option` names the logs in errors.
+  // Throws Error::usage "--iteration-marker '...': ..." for a marker that is not a regular expression.
+  explicit NcclJobLog(const std::string& marker = "", std::string option = "--nccl-log");
+
+  // Streams one file ("-": standard input) to its end. Throws Error::usage "OPTION PATH: ..." when it is missing,
+  // empty, binary (a NUL byte or bytes that are not UTF-8 in its first 64 KiB) or holds no NCCL line.
+  void read_file(const std::string& path);
+  // The same for lines handed in one by one (what read_file does per line): begin_file, then line().
+  void begin_file(const std::string& name);
+  void line(std::string_view text);
+
+  // Ordered by rank (unknown last), host, pid.
+  std::vector<const NcclProcess*> processes() const;
+  const std::vector<NcclFileStats>& files() const { return files_; }
+  std::size_t host_count() const;
+  // Marker lines of the file `p` came from: its pieces 1 .. markers-1 are whole iterations.
+  std::uint64_t markers_of(const NcclProcess& p) const { return files_.at(p.file).markers; }
+
+ private:
+  NcclProcess& process(std::string_view host, long pid, int device);
+  void take_call(NcclProcess& p, std::string_view message);
+
+  std::string option_;
+  bool has_marker_ = false;
+  std::regex marker_;
+  std::vector<NcclFileStats> files_;
+  std::vector<std::unique_ptr<NcclProcess>> processes_;
+  std::unordered_map<long, std::vector<NcclProcess*>> by_pid_;
+};
+
+}  // namespace fabricbench::doctor
