@@ -1,0 +1,86 @@
+// fabric-sweep's metrics and the tables it writes, declared once: what each column is (unit, role, which way is
+// better) is what the terminal, the HDF5 file and fabric-report read.
+#include "fabricbench/facts/expected_share.hpp"
+#include "fabricbench/tools/sweep/sweep_benchmark.hpp"
+
+namespace fabricbench::sweep {
+
+const std::vector<SweepMetric>& sweep_metrics() {
+  using results::Better;
+  using results::Unit;
+  // Fewer iterations than fabric-p2p's OSU defaults: a sweep runs N-1 rounds and wants a value per pair, not a curve.
+  constexpr auto bandwidth = ops::IterationDefaults::fixed(20, 2);
+  constexpr auto latency = ops::IterationDefaults::fixed(1000, 100);
+  static const std::vector<SweepMetric> metrics{
+      {"p2p_bw", "MB/s", "one direction at a time, a->b then b->a (osu_bw), one rank per node", "bw", true,
+       ops::CollKind::all_reduce, bandwidth, Unit::mbps, Better::higher},
+      {"p2p_bibw", "MB/s", "both directions at once (osu_bibw), one rank per node", "bibw", false,
+       ops::CollKind::all_reduce, bandwidth, Unit::mbps, Better::higher},
+      {"p2p_latency", "us", "ping-pong, half the round trip (osu_latency), one rank per node", "latency", false,
+       ops::CollKind::all_reduce, latency, Unit::us, Better::lower},
+      {"allreduce", "GB/s", "all_reduce bus bandwidth over every rank of both nodes (NCCL on GPUs, else MPI)", "", false,
+       ops::CollKind::all_reduce, ops::nccl_tests_iterations, Unit::gbps, Better::higher},
+      {"sendrecv", "GB/s", "sendrecv ring over every rank of both nodes (NCCL on GPUs, else MPI)", "", false,
+       ops::CollKind::sendrecv, ops::nccl_tests_iterations, Unit::gbps, Better::higher},
+      {"rdma_bw", "MiB/s", "RDMA write bandwidth, a->b then b->a (ib_write_bw; fabric-verbs' options), one rank per node",
+       "", true, ops::CollKind::all_reduce, ops::IterationDefaults::fixed(1000, 50), Unit::mibps, Better::higher,
+       "write_bw"},
+      {"rdma_lat", "us", "RDMA write ping-pong, half the round trip, typical (ib_write_lat), one rank per node", "",
+       false, ops::CollKind::all_reduce, ops::IterationDefaults::fixed(1000, 100), Unit::us, Better::lower,
+       "write_lat"},
+  };
+  return metrics;
+}
+
+SweepBenchmark::SweepBenchmark() {
+  using namespace results;
+  pairs_table_ = {"sweep", "pairs",
+                  {key_int("round"), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64),
+                   series(key_text("metric", 16)), key_text("direction", 8, "dir"), key_int("rail"),
+                   setting_text("nic_a", 64), setting_text("nic_b", 64), key_int("bytes", Unit::bytes),
+                   setting_int("iterations"), setting_int("window"), setting_int("cut"), setting_int("hung"),
+                   headline(measured("value", Unit::none, Better::none)), key_text("unit", 8),
+                   statistic("time_us_median", Unit::us, Better::lower), statistic("time_us_p99", Unit::us, Better::lower),
+                   measured("setup_s", Unit::seconds, Better::lower, "setup"),
+                   measured_int("wrong", Unit::bytes, Better::lower, "#wrong")}};
+  for (auto& c : facts::counter_columns()) pairs_table_.columns.push_back(std::move(c));
+  // Whose error counters grew during the test (the hosts of the pair, comma-separated), so that a --resume keeps them.
+  pairs_table_.columns.push_back(results::setting_text("counters_host", 132));
+  for (auto& c : facts::ExpectedShare::columns()) pairs_table_.columns.push_back(std::move(c));
+  verdicts_table_ = {"sweep", "verdicts",
+                     {key_text("metric", 16), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64),
+                      key_int("rail"), setting_text("nic", 64), setting_text("switch", 132), setting_text("reason", 320)}};
+  nodes_table_ = {"sweep", "nodes",
+                  {key_text("host", 64), series(key_text("metric", 16)), key_int("rail"), setting_text("nic", 64),
+                   headline(measured("median", Unit::none, Better::none)), key_text("unit", 8), setting_int("pairs"),
+                   measured_int("suspect_pairs", Unit::none, Better::lower, "suspect")}};
+  rounds_table_ = {"sweep", "rounds",
+                   {key_int("round"), key_text("kind", 8), setting_int("pairs"),
+                    measured("wall_s", Unit::seconds, Better::lower), measured("longest_test_s", Unit::seconds, Better::lower),
+                    measured("overhead_s", Unit::seconds, Better::lower),
+                    measured("setup_s", Unit::seconds, Better::lower)}};
+  schedule_table_ = {"sweep", "schedule", {key_int("round"), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64)}};
+  // Pairs of the plan that were not tested, and why ("budget").
+  untested_table_ = {"sweep", "untested",
+                     {key_int("round"), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64),
+                      setting_text("reason", 64)}};
+  // Every rank's NICs: as its MPI and NCCL were told (environment), the RDMA port it opened, the one whose counters
+  // it read for the data-path check.
+  nics_table_ = {"sweep", "nics",
+                 {key_text("host", 64), key_int("rail"), key_int("rank"), setting_text("mpi_nic", 64),
+                  setting_text("nccl_nic", 64), setting_text("rdma_nic", 64), setting_text("counter_nic", 64)}};
+  traffic_table_ = {"sweep", "nic_traffic",
+                    {key_int("round"), key_text("host", 64), key_int("rail"), key_text("nic", 64),
+                     measured("bytes", Unit::bytes, Better::none), measured("payload", Unit::bytes, Better::none)}};
+  topology_table_ = {"sweep", "topology",
+                     {key_text("host", 64), key_int("rail"), key_text("leaf", 64), key_text("spine", 64)}};
+  switches_table_ = {"sweep", "switches",
+                     {key_text("switch", 64), key_int("rail"), series(key_text("metric", 16)), key_text("unit", 8),
+                      setting_int("hosts"), setting_int("inside_pairs"),
+                      measured_int("inside_suspect", Unit::none, Better::lower, "in-suspect"), setting_int("crossing_pairs"),
+                      measured_int("crossing_suspect", Unit::none, Better::lower, "x-suspect"),
+                      measured("inside_median", Unit::none, Better::none, "in-median"),
+                      headline(measured("crossing_median", Unit::none, Better::none, "x-median"))}};
+}
+
+}  // namespace fabricbench::sweep
