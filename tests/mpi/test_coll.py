@@ -74,10 +74,13 @@ class CollRuns(LaunchTest):
 
     def test_without_n_timed_blocks_repeat_for_the_time_budget_and_the_row_says_how_steady(self):
         import math
-        r = self.mpirun(2, "fabric-coll", ["--op", "all_reduce", "--sizes", "8,4K", "--in-place", "0", "--output", "b.h5"])
+        # --min-time 60: a budget that asks for more blocks than the cap of 100 even when the first block of 20
+        # iterations of 8 B, which sets the count, takes tens of milliseconds (two ranks on a loaded 2-core machine:
+        # 2 blocks at the default 0.1 s, 63 at 5 s).
+        r = self.mpirun(2, "fabric-coll", ["--op", "all_reduce", "--sizes", "8,4K", "--in-place", "0", "--min-time", "60",
+                                           "--output", "b.h5"])
         self.assertEqual(r.returncode, 0, r.stderr)
         rows = self.load("b.h5").tables["results/coll"]
-        # 20 iterations of 8 B take microseconds: the 0.1 s budget asks for more blocks than the cap of 100.
         self.assertEqual(list(rows.blocks), [100, 100], rows)
         self.assertTrue((rows.iterations == 20).all())
         self.assertTrue(all(s >= 0 and not math.isnan(s) for s in rows.time_us_spread_pct), rows)
