@@ -16,12 +16,7 @@
 set -euo pipefail
 cmd=${1:?usage: netns_cluster.sh up|down|shape-host|shape-link|mpirun RIG ...}
 rig=${2:?rig id}
-[[ "$rig" =~ ^[a-z][a-z0-9]{0,5}$ ]] || { echo "rig id '$rig': 1-6 lowercase letters/digits, starting with a letter" >&2; exit 2; }
-state=/run/fabricbench-rig-$rig
-
-host_index() { [[ "$1" =~ ^$rig-h([0-9]+)$ ]] || { echo "unknown host '$1' (expected $rig-hN)" >&2; exit 2; }; echo "${BASH_REMATCH[1]}"; }
 . "$(dirname "$0")/netns_hosts.sh"
-in_host() { local h=$1; shift; nsenter --net=/run/netns/"$h" --uts="$state/uts/$h" -- "$@"; }
 
 case "$cmd" in
 up)

@@ -1,5 +1,12 @@
 # Sourced by the rigs (netns_cluster.sh, rails_fabric.sh): emulated hosts as network + UTS namespaces, the rsh agent
-# mpirun enters them with, and their teardown. Expects $rig (the rig id) and $state (its run folder).
+# mpirun enters them with, and their teardown. Expects $rig (the rig id); sets $state (its run folder).
+[[ "$rig" =~ ^[a-z][a-z0-9]{0,5}$ ]] || { echo "rig id '$rig': 1-6 lowercase letters/digits, starting with a letter" >&2; exit 2; }
+state=/run/fabricbench-rig-$rig
+
+# "RIG-h3" -> 3; any other name is refused.
+host_index() { [[ "$1" =~ ^$rig-h([0-9]+)$ ]] || { echo "unknown host '$1' (expected $rig-hN)" >&2; exit 2; }; echo "${BASH_REMATCH[1]}"; }
+# Run a command inside a host's network and UTS namespaces.
+in_host() { local h=$1; shift; nsenter --net=/run/netns/"$h" --uts="$state/uts/$h" -- "$@"; }
 
 # Namespaces $rig-h1..$rig-hN, each with its own host name and lo up, and the agent.
 rig_hosts_up() {

@@ -20,12 +20,7 @@
 set -euo pipefail
 cmd=${1:?usage: rails_fabric.sh up|down|topology|rail-map|shape-*|misbind|mpirun RIG ...}
 rig=${2:?rig id}
-[[ "$rig" =~ ^[a-z][a-z0-9]{0,5}$ ]] || { echo "rig id '$rig': 1-6 lowercase letters/digits, starting with a letter" >&2; exit 2; }
-state=/run/fabricbench-rig-$rig
-
-host_index() { [[ "$1" =~ ^$rig-h([0-9]+)$ ]] || { echo "unknown host '$1' (expected $rig-hN)" >&2; exit 2; }; echo "${BASH_REMATCH[1]}"; }
 . "$(dirname "$0")/netns_hosts.sh"
-in_host() { local h=$1; shift; nsenter --net=/run/netns/"$h" --uts="$state/uts/$h" -- "$@"; }
 tbf() { "$@" root tbf rate "$rate" burst 32kbit latency 50ms; }
 
 case "$cmd" in
