@@ -224,6 +224,8 @@ class SweepBadInput(LaunchTest):
         (["--plan", "quick", "--pattern", "shift"], "--plan and --pattern are the same option"),
         (["--rails=3"], "--rails=3: the job has 1 ranks per host"),
         (["--exclude", "node1"], "--exclude: give --resume FILE too"),
+        (["--dry-run", "--pair-time-estimate", "0"], "--pair-time-estimate '0': give a positive duration"),
+        (["--rails=abc"], "the argument ('abc') for option '--rails' is invalid"),
         (["--resume", "/nonexistent/s.h5"], "/nonexistent/s.h5: not a readable HDF5 file"),
         (["--pair-time", "soon"], "--pair-time 'soon'"),
         (["--pair-time-relative", "0.5"], "--pair-time-relative 0.5: give a factor from 1 to 1000"),
@@ -264,6 +266,10 @@ class SweepPlanAndBudget(LaunchTest):
         self.assertIn("estimated 3 s per round (--pair-time-estimate): 15 s in all", r.stdout)
         self.assertIn("--budget 10s: 3 of 5 rounds fit, 6 of 10 pairs", r.stdout)
         self.assertEqual(self.files(), ["hosts"], "a plan writes nothing")
+        (self.dir / "one").write_text("nodeA\n# nodeB\n")
+        r = self.mpirun(1, "fabric-sweep", ["--dry-run", "--hostfile", "one"])
+        self.assertEqual((r.returncode, r.stdout), (2, ""), r.stderr)
+        self.assertIn("fabric-sweep: --hostfile one: 1 host(s); a sweep plans pairs of 2 or more", r.stderr)
         r = self.mpirun(1, "fabric-sweep", ["--dry-run", "--hosts", "1024", "--rails=8", "--plan", "quick"])
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("1024 hosts x 8 rails, plan quick: 1 rounds of 512 pairs", r.stdout)
