@@ -376,8 +376,8 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
     const auto judgement = judge(records, metrics, rules_, fabric(), traffic_, counter_nics_);
     write_topology(context, judgement);
     write_untested(context);
-    context.out->note(fmt::format("pair tests {} (each round's longest, summed); setup {} (communicator splits, NCCL "
-                                  "communicators, QPs: each round's longest of one metric, summed; /sweep/pairs setup_s)",
+    context.out->note(fmt::format("time of the rounds: pair tests {}, setup {} (each round's longest, summed; setup: "
+                                  "communicator splits, NCCL communicators, QPs; per pair in /sweep/pairs setup_s)",
                                   human_duration(measure_total_s_), human_duration(setup_total_s_)));
     write_judgement(context, records, judgement);
     verdicts = static_cast<std::int64_t>(judgement.verdicts.size());
