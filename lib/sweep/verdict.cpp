@@ -100,4 +100,16 @@ std::vector<Round> plan_retests(int hosts, const std::vector<HostPair>& suspects
   return rounds;
 }
 
+std::vector<HostPair> RetestLedger::due(const std::vector<HostPair>& suspects) {
+  std::vector<HostPair> due;
+  for (const auto& p : suspects) {
+    const auto u = p.unordered();
+    auto& done = done_[{u.a, u.b}];
+    if (done >= passes_) continue;
+    ++done;
+    due.push_back(p);
+  }
+  return due;
+}
+
 }  // namespace fabricbench::sweep

@@ -49,7 +49,7 @@ void SweepBenchmark::add_options(cli::po::options_description& options) {
       ("pair-time", po::value<std::string>()->default_value("2s"), "time budget of one p2p pair test (per metric and direction): a slower pair runs fewer iterations (or a smaller window) and reports what it moved; 0: none")
       ("pair-time-relative", po::value<double>()->default_value(1.5), "after the first round the budget is at least this many times the fastest pair's full test time measured so far")
       ("qp-timeout", po::value<int>()->default_value(14), "the rdma metrics' local ACK timeout 0-31, 4.096 us x 2^N before a retransmission (perftest -u)")
-      ("retest", po::value<long long>()->default_value(1), "passes that re-test suspect pairs, also against good nodes (0: none)")
+      ("retest", po::value<long long>()->default_value(1), "times each suspect pair is re-tested, also against good nodes; a pair that turns suspect after a re-test gets its own (0: none)")
       ("rules", po::value<std::string>()->default_value(app::shipped_config("sweep.ini")), "verdict rules (INI); default: the shipped configs/sweep.ini ($FABRICBENCH_DATA_DIR or <bin>/../share/fabricbench)")
       ("backend", po::value<std::string>()->default_value("auto"), "collective metrics: nccl, mpi, or auto")
       ("sequential", "test the pairs of a round one after another (to measure what running them at once saves)")
@@ -361,9 +361,10 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
   records.insert(records.end(), measured.begin(), measured.end());
   int next_round = static_cast<int>(rounds.size());
   const auto metrics = judged_metrics();
-  for (int pass = 0; pass < retest_; ++pass) {
+  RetestLedger ledger(retest_);
+  while (true) {  // ends: each pass re-tests at least one pair, and each pair at most retest_ times
     std::vector<HostPair> suspects;
-    if (context.is_root()) suspects = judge(records, metrics, rules_, fabric()).suspects;
+    if (context.is_root()) suspects = ledger.due(judge(records, metrics, rules_, fabric()).suspects);
     suspects = context.world.broadcast_array(suspects, 0);
     if (suspects.empty()) break;
     const auto retests = plan_retests(n, suspects);

@@ -113,6 +113,22 @@ TEST(PlanRetests, PairsEachSuspectHostWithAGoodHostInDisjointRounds) {
   EXPECT_EQ(with_good, 2) << "each suspect host is paired with a good host";
 }
 
+TEST(RetestLedger, EachPairIsReTestedItsPassesWhenEverItTurnsSuspect) {
+  RetestLedger ledger(1);
+  const auto first = ledger.due({{0, 1}});
+  ASSERT_EQ(first.size(), 1u);
+  // The re-test moved the median: {2, 3} is suspect now and {0, 1} still; only {2, 3} is due (once), in either order.
+  const auto second = ledger.due({{1, 0}, {3, 2}});
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].unordered(), (HostPair{2, 3}));
+  EXPECT_TRUE(ledger.due({{0, 1}, {2, 3}}).empty());
+  RetestLedger twice(2);
+  EXPECT_EQ(twice.due({{0, 1}}).size(), 1u);
+  EXPECT_EQ(twice.due({{0, 1}}).size(), 1u);
+  EXPECT_TRUE(twice.due({{0, 1}}).empty());
+  EXPECT_TRUE(RetestLedger(0).due({{0, 1}}).empty());
+}
+
 TEST(Rules, LoadsTheShippedConfigAndRejectsBadKeys) {
   const auto rules = Rules::load(fabricbench::app::shipped_config("sweep.ini"));
   EXPECT_DOUBLE_EQ(rules.rule("p2p_latency").above_multiple_of_best, 3.0);

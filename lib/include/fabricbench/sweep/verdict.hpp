@@ -102,4 +102,17 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double bad_
 // hosts disjoint within a round.
 std::vector<Round> plan_retests(int hosts, const std::vector<HostPair>& suspects);
 
+// How often each unordered pair was re-tested. A re-test moves the medians, so a pair can turn suspect only after
+// the pass that re-tested others: the re-test count is per pair (`passes` each), not a number of passes.
+class RetestLedger {
+ public:
+  explicit RetestLedger(int passes) : passes_(passes) {}
+  // The suspects re-tested fewer than `passes` times, each counted as re-tested once more.
+  std::vector<HostPair> due(const std::vector<HostPair>& suspects);
+
+ private:
+  int passes_;
+  std::map<std::pair<int, int>, int> done_;
+};
+
 }  // namespace fabricbench::sweep
