@@ -23,7 +23,7 @@ Watchdog::Watchdog(std::function<void(const std::string&)> on_failure, std::func
   struct sigaction sa {};
   sa.sa_handler = record_signal;
   sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaction(sig, &sa, nullptr);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGUSR1}) sigaction(sig, &sa, nullptr);
   thread_ = std::thread([this] { watch(); });
 }
 
@@ -50,12 +50,21 @@ void Watchdog::disarm() {
   armed_ = false;
 }
 
+void Watchdog::stop_after_signal() {
+  std::lock_guard lock(mutex_);
+  stop_after_signal_ = true;
+}
+
 void Watchdog::watch() {
   std::unique_lock lock(mutex_);
   while (!stop_) {
     wake_.wait_for(lock, poll_interval);
     std::string reason;
-    if (int sig = g_signal.load()) {
+    if (int sig = g_signal.load(); sig && stop_after_signal_ && !stop_requested_.load()) {
+      g_signal.compare_exchange_strong(sig, 0);  // the first one: a request, seen at the tool's next clean point
+      stop_requested_.store(true);
+      continue;
+    } else if (sig) {
       reason = fmt::format("terminated by signal {} ({})", sig, strsignal(sig));
       if (armed_) reason += " during " + what_;
     } else if (armed_ && seconds_ > 0 && std::chrono::steady_clock::now() > deadline_) {
