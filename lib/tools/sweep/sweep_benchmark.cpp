@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -57,6 +58,9 @@ void SweepBenchmark::add_options(cli::po::options_description& options) {
       ("rail-map", po::value<std::string>(), "with --rails: the NIC of each rail, lines 'RAIL rdma=DEVICE[:PORT] net=INTERFACE' (the launcher's file); the rdma metrics open rail i's device and the data-path check reads its counters")
       ("topology", po::value<std::string>(), "the switch tree in Slurm's topology.conf format (SwitchName= Nodes=|Switches= [Rail=]); several files, comma-separated, are one per rail: adds leaf switch and uplink verdicts and makes sure every pair of leaves is crossed on every rail")
       ("resume", po::value<std::string>(), "continue the sweep of this HDF5 file (a run that hung, was killed or failed): skip every pair it finished, append to it, end as if run in one go; same options, and its hosts less those excluded")
+      ("repeat", po::value<long long>(), "a continuous mesh: run the sweep this many passes (0: until stopped; SIGTERM, or SIGUSR1 to mpirun, stops it after the pass in flight), each judged on its own; the passes go to one file (/sweep/passes, the pass column), and a verdict that appears or goes is named with its pass (/sweep/changes)")
+      ("every", po::value<std::string>(), "with --repeat: start a pass this often (30s, 5m; default 0: back to back); a pass that overruns starts the next at once")
+      ("prometheus", po::value<std::string>(), "write the figures, verdicts and pass in Prometheus' text format to this .prom file (node_exporter's textfile collector), replaced whole after each pass")
       ("exclude", po::value<std::string>(), "with --resume: go on without these hosts (comma-separated; a host the earlier part named hung is left out by itself); their pairs are recorded as not tested (/sweep/untested)");
 }
 
@@ -131,6 +135,7 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
       throw Error::usage(fmt::format("--rules {}: no [{}] section for --metric {}", v["rules"].as<std::string>(), m->name, m->name));
   sequential_ = v.count("sequential") > 0;
   configure_resume(v, placement);
+  configure_mesh(v, placement.me().rank == 0);
   backend_ = ops::choose_backend(v["backend"].as<std::string>());
   const bool collectives = std::any_of(metrics_.begin(), metrics_.end(), [](const SweepMetric* m) { return m->collective(); });
   if (collectives && bw_bytes_ < 4)
@@ -296,7 +301,7 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
       // Rank 0's round ends once its rows are written: the other ranks wait for it at the next split.
       const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - round_start).count();
       budget_.measured(wall);
-      context.out->row(results::Row(rounds_table_).set("round", std::int64_t(index)).set("kind", kind)
+      context.out->row(results::Row(rounds_table_).set("pass", std::int64_t(pass_)).set("round", std::int64_t(index)).set("kind", kind)
                            .set("pairs", std::int64_t(round.pairs.size())).set("wall_s", wall)
                            .set("longest_test_s", longest).set("overhead_s", wall - longest).set("setup_s", setup));
       setup_total_s_ += setup, measure_total_s_ += longest;
@@ -347,7 +352,9 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
       for (const auto& p : rounds[r].pairs)
         context.out->row(results::Row(schedule_table_).set("round", std::int64_t(r)).set("kind", std::string("sweep"))
                              .set("host_a", hosts_[p.a]).set("host_b", hosts_[p.b]));
-    if (n <= 16 && rails_ > 1)
+    if (mesh_) {
+      // each pass is a line; the pair rows go to the file only
+    } else if (n <= 16 && rails_ > 1)
       context.out->section(pairs_table_, "pair tests", {{"round"}, {"host_a"}, {"host_b"}, {"rail"}, {"metric"},
                                                         {"direction"}, {"value"}, {"unit"}, {"pct_expected"}, {"wrong"}});
     else if (n <= 16)
@@ -356,32 +363,72 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
   }
   setup_total_s_ = measure_total_s_ = 0;
   sweep_rounds_planned_ = static_cast<int>(std::count_if(rounds.begin(), rounds.end(), [](const Round& r) { return !r.pairs.empty(); }));
-  auto records = context.is_root() ? resumed_records() : std::vector<PairRecord>{};
-  auto measured = run_rounds(context, rounds, "sweep", 0);
-  records.insert(records.end(), measured.begin(), measured.end());
-  int next_round = static_cast<int>(rounds.size());
   const auto metrics = judged_metrics();
-  RetestLedger ledger(retest_);
-  while (true) {  // ends: each pass re-tests at least one pair, and each pair at most retest_ times
-    std::vector<HostPair> suspects;
-    if (context.is_root()) suspects = ledger.due(judge(records, metrics, rules_, fabric()).suspects);
-    suspects = context.world.broadcast_array(suspects, 0);
-    if (suspects.empty()) break;
-    const auto retests = plan_retests(n, suspects);
-    auto more = run_rounds(context, retests, "retest", next_round);
-    next_round += static_cast<int>(retests.size());
-    records.insert(records.end(), more.begin(), more.end());
+  if (mesh_) {
+    if (context.is_root()) {
+      context.out->declare(passes_table_);
+      context.out->declare(changes_table_);
+      context.out->attribute("repeat", static_cast<std::int64_t>(repeat_));
+      context.out->attribute("every_s", every_s_);
+      mesh_history_.emplace(metrics, fabric());
+      if (first_pass_ > 1)  // a resumed mesh: the last pass done is what the next one is held against
+        mesh_history_->add(first_pass_ - 1, "", judge(resumed_records(first_pass_ - 1), metrics, rules_, fabric()));
+    }
+    context.watchdog.stop_after_signal();  // SIGTERM: stop after the pass in flight
+  }
+  std::vector<PairRecord> records;
+  Judgement judgement;
+  bool any_verdict = false;
+  int next_round = first_round_, passes_done = first_pass_ - 1;
+  first_pass_ = context.world.broadcast_value(first_pass_, 0);
+  next_round = first_round_ = context.world.broadcast_value(first_round_, 0);
+  const auto first_start = std::chrono::steady_clock::now();
+  mesh_start_epoch_ = static_cast<double>(std::time(nullptr));
+  for (pass_ = first_pass_;; ++pass_) {
+    const auto planned = first_start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                           std::chrono::duration<double>(every_s_ * (pass_ - first_pass_)));
+    if (pass_ > first_pass_ && !wait_for_pass(context, planned)) break;
+    const auto pass_start = std::chrono::steady_clock::now();
+    const auto started = results::utc_timestamp();
+    records = context.is_root() && !mesh_ ? resumed_records() : std::vector<PairRecord>{};
+    auto measured = run_rounds(context, rounds, "sweep", next_round);
+    next_round += static_cast<int>(rounds.size());
+    records.insert(records.end(), measured.begin(), measured.end());
+    RetestLedger ledger(retest_);
+    while (true) {  // ends: each pass re-tests at least one pair, and each pair at most retest_ times
+      std::vector<HostPair> suspects;
+      if (context.is_root()) suspects = ledger.due(judge(records, metrics, rules_, fabric()).suspects);
+      suspects = context.world.broadcast_array(suspects, 0);
+      if (suspects.empty()) break;
+      const auto retests = plan_retests(n, suspects);
+      auto more = run_rounds(context, retests, "retest", next_round);
+      next_round += static_cast<int>(retests.size());
+      records.insert(records.end(), more.begin(), more.end());
+    }
+    passes_done = pass_;
+    const bool stop = context.world.all_sum(context.watchdog.stop_requested() ? 1 : 0) > 0;
+    const bool last = stop || (repeat_ > 0 && pass_ >= repeat_);
+    if (context.is_root()) {
+      judgement = judge(records, metrics, rules_, fabric(), traffic_, counter_nics_);
+      any_verdict = any_verdict || !judgement.verdicts.empty();
+      if (mesh_)
+        write_pass(context, started, std::chrono::duration<double>(std::chrono::steady_clock::now() - pass_start).count(),
+                   static_cast<std::size_t>(next_round), records, judgement, last);
+    }
+    if (last) break;
+    if (rails_ > 1) traffic_.clear();  // the data-path check of each pass reads its own rounds
   }
   std::int64_t verdicts = 0;
   if (context.is_root()) {
-    const auto judgement = judge(records, metrics, rules_, fabric(), traffic_, counter_nics_);
+    if (mesh_)
+      context.out->attribute("passes", static_cast<std::int64_t>(passes_done));
     write_topology(context, judgement);
     write_untested(context);
     context.out->note(fmt::format("time of the rounds: pair tests {}, setup {} (each round's longest, summed; setup: "
                                   "communicator splits, NCCL communicators, QPs; per pair in /sweep/pairs setup_s)",
                                   human_duration(measure_total_s_), human_duration(setup_total_s_)));
     write_judgement(context, records, judgement);
-    verdicts = static_cast<std::int64_t>(judgement.verdicts.size());
+    verdicts = static_cast<std::int64_t>(judgement.verdicts.size()) + (any_verdict ? 1 : 0) + changes_;
   }
   return context.world.broadcast_value(verdicts, 0) > 0 ? ExitStatus::measurement_failed : ExitStatus::ok;
 }

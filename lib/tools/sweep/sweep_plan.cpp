@@ -272,7 +272,7 @@ void SweepBenchmark::rest_hung_hosts(const app::RunContext& context, const std::
     rounds[i].pairs.erase(std::remove_if(rounds[i].pairs.begin(), rounds[i].pairs.end(), rests), rounds[i].pairs.end());
 }
 
-std::vector<PairRecord> SweepBenchmark::resumed_records() const {
+std::vector<PairRecord> SweepBenchmark::resumed_records(int pass) const {
   const auto index = [](const auto& names, const std::string& name) {
     for (std::size_t i = 0; i < names.size(); ++i)
       if (std::string_view(names[i]) == name) return static_cast<std::int32_t>(i);
@@ -282,7 +282,9 @@ std::vector<PairRecord> SweepBenchmark::resumed_records() const {
   for (const auto* m : metrics_) metric_names.emplace_back(m->name);
   std::vector<PairRecord> out;
   for (const auto& row : resumed_rows_) {
-    if (std::get<std::string>(row.get("kind")) != "sweep") continue;  // re-tests run again after the sweep
+    if (pass > 0 ? std::get<std::int64_t>(row.get("pass")) != pass
+                 : std::get<std::string>(row.get("kind")) != "sweep")
+      continue;  // re-tests run again after the sweep
     const auto text = [&](const char* c) { return std::get<std::string>(row.get(c)); };
     const auto integer = [&](const char* c) { return std::get<std::int64_t>(row.get(c)); };
     auto r = PairRecord::of(static_cast<int>(integer("round")),
@@ -307,6 +309,7 @@ std::vector<PairRecord> SweepBenchmark::resumed_records() const {
 }
 
 std::vector<HostPair> SweepBenchmark::finished_pairs() const {
+  if (mesh_) return {};  // a mesh's unfinished pass runs again whole
   // A pair is finished when the earlier part wrote every row it owes: one per metric, two for both-direction ones.
   std::size_t owed = 0;
   for (const auto* m : metrics_) owed += static_cast<std::size_t>(m->directions() * rails_);

@@ -72,7 +72,7 @@ std::vector<PairRecord> SweepBenchmark::report_records(const app::RunContext& co
       if (r.port_errors[end] > 0 || r.nvlink_errors[end] > 0) grew.push_back(hosts_[end == 0 ? r.a : r.b]);
     }
     results::Row row(pairs_table_);
-    row.set("round", std::int64_t(r.round)).set("kind", kind).set("host_a", hosts_[r.a]).set("host_b", hosts_[r.b]);
+    row.set("pass", std::int64_t(pass_)).set("round", std::int64_t(r.round)).set("kind", kind).set("host_a", hosts_[r.a]).set("host_b", hosts_[r.b]);
     row.set("metric", std::string(m.name)).set("direction", std::string(direction_names[r.direction]));
     const auto& nics = nics_of(m);
     const auto nic = [&](int host) {

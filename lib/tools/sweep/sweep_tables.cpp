@@ -35,7 +35,7 @@ const std::vector<SweepMetric>& sweep_metrics() {
 SweepBenchmark::SweepBenchmark() {
   using namespace results;
   pairs_table_ = {"sweep", "pairs",
-                  {key_int("round"), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64),
+                  {key_int("pass"), key_int("round"), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64),
                    series(key_text("metric", 16)), key_text("direction", 8, "dir"), key_int("rail"),
                    setting_text("nic_a", 64), setting_text("nic_b", 64), key_int("bytes", Unit::bytes),
                    setting_int("iterations"), setting_int("window"), setting_int("cut"), setting_int("hung"),
@@ -55,10 +55,22 @@ SweepBenchmark::SweepBenchmark() {
                    headline(measured("median", Unit::none, Better::none)), key_text("unit", 8), setting_int("pairs"),
                    measured_int("suspect_pairs", Unit::none, Better::lower, "suspect")}};
   rounds_table_ = {"sweep", "rounds",
-                   {key_int("round"), key_text("kind", 8), setting_int("pairs"),
+                   {key_int("pass"), key_int("round"), key_text("kind", 8), setting_int("pairs"),
                     measured("wall_s", Unit::seconds, Better::lower), measured("longest_test_s", Unit::seconds, Better::lower),
                     measured("overhead_s", Unit::seconds, Better::lower),
                     measured("setup_s", Unit::seconds, Better::lower)}};
+  // --repeat: one row per pass done (its start, UTC and seconds after the first pass's; its wall time; how many rounds,
+  // verdicts and changes), and each change: a verdict that appeared or went, with the figure before and after.
+  passes_table_ = {"sweep", "passes",
+                   {key_int("pass"), setting_text("started", 24), measured("start_s", Unit::seconds, Better::none),
+                    measured("wall_s", Unit::seconds, Better::lower), setting_int("rounds"), setting_int("pairs"),
+                    measured_int("verdicts", Unit::none, Better::lower), measured_int("changes", Unit::none, Better::lower)}};
+  changes_table_ = {"sweep", "changes",
+                    {key_int("pass"), setting_text("started", 24), key_text("change", 10), key_text("kind", 8),
+                     series(key_text("metric", 16)), key_text("host_a", 64), key_text("host_b", 64), key_int("rail"),
+                     setting_text("nic", 64), setting_text("switch", 132), measured("before", Unit::none, Better::none),
+                     headline(measured("after", Unit::none, Better::none)), key_text("unit", 8),
+                     setting_text("text", 400)}};
   schedule_table_ = {"sweep", "schedule", {key_int("round"), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64)}};
   // Pairs of the plan that were not tested, and why ("budget").
   untested_table_ = {"sweep", "untested",

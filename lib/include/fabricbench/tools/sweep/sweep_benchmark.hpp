@@ -14,6 +14,7 @@
 #include "fabricbench/facts/rail_nic.hpp"
 #include "fabricbench/sweep/topology.hpp"
 #include "fabricbench/sweep/judge.hpp"
+#include "fabricbench/sweep/mesh_history.hpp"
 #include "fabricbench/sweep/pair_schedule.hpp"
 #include "fabricbench/sweep/round_budget.hpp"
 #include "fabricbench/tools/sweep/pair_test.hpp"
@@ -87,12 +88,34 @@ class SweepBenchmark : public app::Benchmark {
                   const std::string& kind, int first_round);
   // Rank 0: /sweep/untested and the budget's note and attributes.
   void write_untested(const app::RunContext& context);
-  // Rank 0: what the earlier part measured, as records; the unordered pairs it finished.
-  std::vector<PairRecord> resumed_records() const;
+  // Rank 0: what the earlier part measured, as records (its sweep rounds; with `pass` >= 1, every row of that pass);
+  // the unordered pairs it finished (none for a mesh: its unfinished pass runs again whole).
+  std::vector<PairRecord> resumed_records(int pass = 0) const;
   std::vector<HostPair> finished_pairs() const;
 
+  // The continuous mesh (sweep_mesh.cpp): --repeat, --every, --prometheus; with --resume, the passes it continues.
+  void configure_mesh(const cli::po::variables_map& values, bool root);
+  // Collective: waits without spinning until `when` on rank 0's clock; false as soon as any rank was asked to stop
+  // (a signal: Watchdog::stop_after_signal).
+  bool wait_for_pass(const app::RunContext& context, std::chrono::steady_clock::time_point when) const;
+  // Rank 0, after a pass: its /sweep/passes row, its changes (/sweep/changes and one line each), the Prometheus file.
+  void write_pass(const app::RunContext& context, const std::string& started, double wall_s, std::size_t rounds,
+                  const std::vector<PairRecord>& records, const Judgement& judgement, bool last);
+  void write_prometheus(const app::RunContext& context, const std::string& started,
+                        const std::vector<PairRecord>& records, const Judgement& judgement, bool last) const;
+
   results::TableSpec pairs_table_, verdicts_table_, nodes_table_, schedule_table_, rounds_table_, nics_table_,
-      traffic_table_, topology_table_, switches_table_, untested_table_;
+      traffic_table_, topology_table_, switches_table_, untested_table_, passes_table_, changes_table_;
+  bool mesh_ = false;  // --repeat given
+  int repeat_ = 1;     // passes in all (0: until stopped)
+  double every_s_ = 0;
+  std::string prometheus_;
+  int pass_ = 1;         // the pass in flight (from 1)
+  int first_pass_ = 1;   // > 1: a --resume of a mesh goes on from here
+  int first_round_ = 0;  // the first round number of this run (a resumed mesh continues the file's numbering)
+  std::optional<MeshHistory> mesh_history_;  // rank 0
+  std::int64_t changes_ = 0;                 // rank 0: change verdicts so far
+  double mesh_start_epoch_ = NAN;            // rank 0: the first pass's start (Unix time)
   std::optional<PairSchedule> schedule_;
   std::vector<const SweepMetric*> metrics_;
   std::vector<std::string> hosts_;
