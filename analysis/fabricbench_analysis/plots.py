@@ -2,8 +2,8 @@
 from per-table code: each headline column of a results table against size, one curve per series value (a bandwidth
 with the row's time beside it where the table measures one, and its reference figure, the expected bandwidth, as a
 dashed line); the headline of any other table without a size as bars per series value (fabric-sweep's per-node
-medians); sweep heat maps with the hosts named in verdicts marked; and a stability profile (per-iteration times of
-one size, in order)."""
+medians); sweep heat maps with the hosts named in verdicts marked; for a mesh (fabric-sweep --repeat) each host's
+figure over time and a heat map per pass; and a stability profile (per-iteration times of one size, in order)."""
 from __future__ import annotations
 
 import dataclasses
@@ -53,7 +53,8 @@ def _reference_lines(ax, run, table: str, frame: pd.DataFrame, unit: str) -> Non
 
 
 def _save(fig, out: pathlib.Path, paths: list) -> None:
-    fig.tight_layout()
+    if not fig.get_constrained_layout():
+        fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)
     paths.append(out)
@@ -250,6 +251,85 @@ def _heat_maps(run, out_dir, fmt, paths) -> None:
         _save(fig, out_dir / f"sweep_{name.rsplit('/', 1)[1]}.{fmt}", paths)
 
 
+def _pass_matrix(rows: pd.DataFrame, hosts: list, higher: bool) -> np.ndarray:
+    """One pass's matrix of one metric and rail from its /sweep/pairs rows: row -> column, the best of re-tests."""
+    index = {h: i for i, h in enumerate(hosts)}
+    m = np.full((len(hosts), len(hosts)), np.nan)
+    pick = np.fmax if higher else np.fmin
+    for r in rows.itertuples(index=False):
+        a, b = index.get(r.host_a), index.get(r.host_b)
+        if a is None or b is None or pd.isna(r.value):
+            continue
+        cells = [(a, b)] if r.direction == "a->b" else [(b, a)] if r.direction == "b->a" else [(a, b), (b, a)]
+        for i, j in cells:
+            m[i, j] = pick(m[i, j], r.value)
+    return m
+
+
+def _mesh(run, out_dir, fmt, paths, most_passes: int = 12) -> None:
+    """fabric-sweep --repeat: per metric, each host's median pair over time (one line per host, x the pass's start;
+    hosts a change verdict names in red) and a heat map per pass (the last `most_passes`, one panel each)."""
+    passes, pairs = run.tables.get("sweep/passes"), run.tables.get("sweep/pairs")
+    if passes is None or passes.empty or pairs is None or pairs.empty:
+        return
+    changes = run.tables.get("sweep/changes")
+    changed = set() if changes is None else set(changes.host_a) | set(changes.host_b) - {""}
+    hosts = [h for h in str(run.attrs.get("hosts", "")).split(",") if h]
+    start = dict(zip(passes["pass"], passes["start_s"]))
+    rows = pairs[pairs["pass"].isin(start.keys())]
+    if "rail" in rows:
+        rows = rows[rows["rail"] == rows["rail"].min()]  # rail 0 (the per-rail heat maps are the last pass's)
+    for metric, part in rows.groupby("metric", sort=False):
+        unit = str(part["unit"].iloc[0])
+        higher = run.matrix_attrs.get(f"sweep/matrices/{metric}", {}).get("better", "higher") != "lower"
+        fig, ax = plt.subplots(figsize=(9, 4))
+        calm = ["tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:gray", "tab:olive",
+                "tab:cyan"]  # no red: red is a change
+        few = len(hosts) <= len(calm)
+        lowest, highest = math.inf, 0.0
+        for i, host in enumerate(hosts):
+            mine = part[(part.host_a == host) | (part.host_b == host)]
+            per_pass = mine.groupby("pass")["value"].median()
+            xs = [start[k] for k in per_pass.index]
+            lowest, highest = min(lowest, per_pass.min()), max(highest, per_pass.max())
+            color = "red" if host in changed else calm[i] if few else "lightgray"
+            ax.plot(xs, per_pass.to_numpy(), marker="o", markersize=3, linewidth=1.5 if host in changed else 0.8,
+                    color=color, label=host if host in changed or few else None, zorder=3 if host in changed else 2)
+        ax.set_xlabel("seconds since the first pass")
+        ax.set_ylabel(f"{metric}, median pair of the host ({unit})")
+        if lowest > 0 and highest / lowest > 20:
+            ax.set_yscale("log")  # a change of 100x (20 us -> 2 ms) beside the others
+        ax.grid(True, alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+        ax.set_title(title(run, f"{metric} per host over {len(start)} passes; red: named in a change"), fontsize=9)
+        _save(fig, out_dir / f"sweep_over_time_{metric}.{fmt}", paths)
+
+        shown = sorted(start)[-most_passes:]
+        cols = min(4, len(shown))
+        lines = math.ceil(len(shown) / cols)
+        mats = {k: _pass_matrix(part[part["pass"] == k], hosts, higher) for k in shown}
+        finite = np.concatenate([m[np.isfinite(m)] for m in mats.values()] or [np.array([])])
+        vmin, vmax = (finite.min(), finite.max()) if finite.size else (0, 1)
+        norm = matplotlib.colors.LogNorm(vmin, vmax) if not higher and vmin > 0 else None
+        fig, axes = plt.subplots(lines, cols, figsize=(3.2 * cols + 1.2, 3.2 * lines + 0.8), squeeze=False,
+                                 constrained_layout=True)
+        image = None
+        for ax, k in zip(axes.flat, shown):
+            image = ax.imshow(np.ma.masked_invalid(mats[k]), cmap="viridis" if higher else "viridis_r",
+                              norm=norm, vmin=None if norm else vmin, vmax=None if norm else vmax)
+            ax.set_title(f"pass {k}", fontsize=8)
+            small = len(hosts) <= 16
+            ax.set_xticks(range(len(hosts)) if small else [], hosts if small else [], rotation=90, fontsize=5)
+            ax.set_yticks(range(len(hosts)) if small else [], hosts if small else [], fontsize=5)
+        for ax in list(axes.flat)[len(shown):]:
+            ax.axis("off")
+        if image is not None:
+            fig.colorbar(image, ax=axes.ravel().tolist(), label=unit, shrink=0.8)
+        fig.suptitle(title(run, f"{metric} per pass (row -> column), one colour scale"), fontsize=9)
+        _save(fig, out_dir / f"sweep_passes_{metric}.{fmt}", paths)
+
+
 def _bars(run, table, out_dir, fmt, paths) -> None:
     """A table without a size (fabric-sweep's per-node medians): each headline as bars, one panel per series value,
     each bar named by the text keys that vary within the panel (and its rail where the rows have several); names in a
@@ -333,7 +413,10 @@ def plot_run(run, out_dir, fmt: str = "png") -> list:
         if table.startswith("results/") and run.size_key(table):
             _curves(run, table, out_dir, fmt, paths)
     _heat_maps(run, out_dir, fmt, paths)
+    _mesh(run, out_dir, fmt, paths)
     for table in drawn:
+        if table in ("sweep/passes", "sweep/changes"):
+            continue  # the mesh's own pictures
         if not table.startswith(("results/", "samples/")) and not run.size_key(table):
             _bars(run, table, out_dir, fmt, paths)
     _stability(run, out_dir, fmt, paths)

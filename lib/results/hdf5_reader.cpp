@@ -181,6 +181,15 @@ std::vector<Row> read_rows(const std::string& file, const TableSpec& spec) {
   return unpack_rows(spec, in_child(file, [&] { return pack_rows(spec, read_rows_here(file, spec)); }));
 }
 
+bool has_table(const std::string& file, const TableSpec& spec) {
+  return in_child(file, [&] {
+    const auto f = open_file(file);
+    const bool there = H5Lexists(f.get(), spec.group.c_str(), H5P_DEFAULT) > 0 &&
+                       H5Lexists(f.get(), spec.path().c_str(), H5P_DEFAULT) > 0;
+    return std::string(there ? "1" : "0");
+  }) == "1";
+}
+
 std::string read_root_attribute(const std::string& file, const std::string& name) {
   return in_child(file, [&] { return read_root_attribute_here(file, name); });
 }

@@ -107,6 +107,42 @@ class EmulatedCluster(LaunchTest):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr + str(run and self.verdicts(run)))
         self.assertEqual(self.verdicts(run), [])
 
+    def test_a_mesh_names_a_host_delayed_after_the_third_pass_in_the_pass_where_it_changed(self):
+        # fabric-sweep --repeat: 6 latency passes 3 s apart. When pass 3's line appears (the pass is over, the next
+        # starts about 2.5 s later), node 2's link gets 5 ms each way: pass 4 names it, passes 1-3 do not.
+        hosts = self.hosts(4)
+        cmd = ["timeout", "300", str(RIG_SCRIPT), "mpirun", self.rig, "4", ",".join(hosts), "--",
+               str(BIN / "fabric-sweep"), "--output", str(self.dir / "mesh.h5"), "--metric", "p2p_latency", "-n", "200",
+               "-w", "10", "--rules", str(RULES), "--repeat", "6", "--every", "3s",
+               "--prometheus", str(self.dir / "mesh.prom")]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env())
+        seen = []
+        for line in proc.stdout:
+            seen.append(line)
+            if line.startswith("# pass 3 of 6 "):
+                rig("delay-host", self.rig, hosts[1], 5)
+                break
+        out, err = proc.communicate(timeout=280)
+        self.assertEqual(proc.returncode, 1, "".join(seen) + out + err)
+        run = self.load("mesh.h5")
+        self.assertEqual(run.attrs["status"], "complete")
+        passes = run.tables["sweep/passes"]
+        self.assertEqual(list(passes["pass"]), [1, 2, 3, 4, 5, 6])
+        self.assertEqual(list(passes["verdicts"]), [0, 0, 0, 1, 1, 1], "".join(seen) + out)
+        changes = run.tables["sweep/changes"]
+        self.assertEqual(list(zip(changes["pass"], changes.change, changes.kind, changes.host_a)),
+                         [(4, "new", "node", hosts[1])], changes)
+        change = changes.iloc[0]
+        self.assertGreater(change["after"], 20 * change["before"], "latency to every peer: far above what it was")
+        self.assertIn(f"node {hosts[1]}: p2p_latency to every peer", change["text"])
+        self.assertIn("from pass 4", change["text"])
+        self.assertIn(f"# CHANGE node {hosts[1]}: p2p_latency to every peer", out)
+        self.assertEqual([(v.kind, v.host_a) for v in run.tables["sweep/verdicts"].itertuples()], [("node", hosts[1])],
+                         "the last pass's verdicts")
+        prom = (self.dir / "mesh.prom").read_text()
+        self.assertIn(f'kind="node",metric="p2p_latency",host="{hosts[1]}"', prom)
+        self.assertIn('fabricbench_sweep_pass{tool="fabric-sweep"} 6', prom)
+
     def test_a_host_cut_off_mid_sweep_is_named_and_a_resume_completes_the_sweep(self):
         # MPI's TCP transport on fixed ports (below the ephemeral range, so nothing else lands there); from round 2 on
         # every packet of it to or from one host is dropped. Open MPI cannot abort one communicator: exit 3, the

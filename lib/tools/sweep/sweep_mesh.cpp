@@ -73,18 +73,12 @@ void SweepBenchmark::configure_mesh(const cli::po::variables_map& v, bool root) 
                                      "reads *.prom)", prometheus_));
   }
   if (resume_.empty() || dry_run_ || !root) return;  // rank 0 reads the file; run() tells the others
-  std::vector<results::Row> passes;
-  bool is_mesh = true;
-  try {
-    passes = results::read_rows(resume_, passes_table_);
-  } catch (const Error&) {
-    is_mesh = false;  // a sweep of one pass: no /sweep/passes
-  }
+  const bool is_mesh = results::has_table(resume_, passes_table_);  // declared by a mesh's start, rows or not
   if (is_mesh != mesh_)
     throw Error::usage(is_mesh ? fmt::format("--resume {}: a mesh (--repeat); give --repeat (the passes in all) to go on", resume_)
                                : fmt::format("--resume {}: a sweep of one pass; resume it without --repeat", resume_));
   if (!mesh_) return;
-  for (const auto& row : passes) first_pass_ = std::max(first_pass_, static_cast<int>(std::get<std::int64_t>(row.get("pass"))) + 1);
+  for (const auto& row : results::read_rows(resume_, passes_table_)) first_pass_ = std::max(first_pass_, static_cast<int>(std::get<std::int64_t>(row.get("pass"))) + 1);
   for (const auto& row : resumed_rows_)
     first_round_ = std::max(first_round_, static_cast<int>(std::get<std::int64_t>(row.get("round"))) + 1);
   if (repeat_ > 0 && first_pass_ > repeat_)
