@@ -10,8 +10,7 @@
 #   netns_cluster.sh drop-mpi RIG HOST PORT_MIN       drop every packet of MPI's TCP transport (ports PORT_MIN ..
 #                                                     PORT_MIN+63, PORT_MIN a multiple of 64) on HOST's link; Open
 #                                                     MPI's own control traffic still passes (mpirun can clean up)
-#   netns_cluster.sh delay-host RIG HOST MS           netem: MS milliseconds more each way on both ends of HOST's link
-#   netns_cluster.sh restore RIG HOST                 remove what shape-host, delay-host or drop-mpi put on HOST's link
+#   netns_cluster.sh restore RIG HOST                 remove what shape-host or drop-mpi put on HOST's link
 #   netns_cluster.sh mpirun RIG NP HOSTS -- ARGS...   mpirun across the hosts (rsh agent entering namespaces)
 #   netns_cluster.sh mpirun-opts RIG                  those mpirun options, one per line
 set -euo pipefail
@@ -47,11 +46,6 @@ shape-host)
   h=$3; rate=$4; i=$(host_index "$h")
   tc qdisc replace dev "${rig}v$i" root tbf rate "$rate" burst 32kbit latency 50ms
   in_host "$h" tc qdisc replace dev eth0 root tbf rate "$rate" burst 32kbit latency 50ms
-  ;;
-delay-host)
-  h=$3; ms=$4; i=$(host_index "$h")
-  tc qdisc replace dev "${rig}v$i" root netem delay "${ms}ms"
-  in_host "$h" tc qdisc replace dev eth0 root netem delay "${ms}ms"
   ;;
 shape-link)
   a=$3; b=$4; rate=$5; net=$(cat "$state/net")
