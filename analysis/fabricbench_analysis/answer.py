@@ -51,6 +51,8 @@ class Answer:
     nics: pd.DataFrame | None = None      # per NIC (rails.nic_table): a sweep with more than one rail
     switches: pd.DataFrame | None = None  # per leaf switch (rails.switch_table): a sweep given a topology
     coverage: str = ""                    # rails.coverage_text
+    changes: list = dataclasses.field(default_factory=list)  # a mesh (fabric-sweep --repeat): /sweep/changes' lines
+    passes: int = 0                                          # a mesh: the passes done
 
     # The rail verdicts (nic, switch, uplink, path) named one a line; beyond this many, one line says how many more.
     MAX_WHERE_LINES = 8
@@ -58,6 +60,7 @@ class Answer:
     @property
     def nothing_wrong(self) -> bool:
         return (not self.status and (self.verdicts is None or self.verdicts.empty) and self.checks.empty
+                and not self.changes
                 and self.below_expected.empty and self.wrong.empty and not self.regressions)
 
     def where_lines(self) -> list:
@@ -85,6 +88,13 @@ class Answer:
                     named += list(dict.fromkeys(s for v in self.verdicts["switch"] for s in rails.switches_of(v)))
                 out.append(f"{len(self.verdicts)} verdict(s)" + (f", naming {', '.join(named)}." if named else "."))
                 out += self.where_lines()
+            if self.passes:
+                out[-1] = out[-1].rstrip(".") + f" in the last of {self.passes} passes."
+        if self.changes:
+            out.append(f"{len(self.changes)} change(s) over the passes, each named with the pass where it happened:")
+            out += self.changes[:self.MAX_WHERE_LINES]
+            if len(self.changes) > self.MAX_WHERE_LINES:
+                out.append(f"... and {len(self.changes) - self.MAX_WHERE_LINES} more (/sweep/changes).")
         fails, warns = self.check_counts.get("fail", 0), self.check_counts.get("warn", 0)
         if fails or warns:
             out.append(f"{fails} failed and {warns} warned check(s).")
@@ -177,4 +187,9 @@ def answer(run, regressions=()) -> Answer:
                   [h for h in str(run.attrs.get("hosts", "")).split(",") if h],
                   rails.verdicts_with_where(run.tables.get("sweep/verdicts")), bad, counts, _below_expected(run, rule),
                   _wrong(run), list(regressions), rule, rails.nic_table(run), rails.switch_table(run),
-                  rails.coverage_text(run))
+                  rails.coverage_text(run), _changes(run), int(run.attrs.get("passes", 0) or 0))
+
+
+def _changes(run) -> list:
+    frame = run.tables.get("sweep/changes")
+    return [] if frame is None or frame.empty else [str(t) for t in frame["text"]]

@@ -140,6 +140,10 @@ class EmulatedCluster(LaunchTest):
         self.assertIn(f"# CHANGE node {hosts[1]}: p2p_latency to every peer", out)
         self.assertEqual([(v.kind, v.host_a) for v in run.tables["sweep/verdicts"].itertuples()], [("node", hosts[1])],
                          "the last pass's verdicts")
+        from fabricbench_analysis.answer import answer
+        said = answer(run).lines()
+        self.assertIn("1 verdict(s), naming " + hosts[1] + " in the last of 6 passes.", said)
+        self.assertIn(change["text"], said, "the report's answer names the change and its pass")
         prom = (self.dir / "mesh.prom").read_text()
         self.assertIn(f'kind="node",metric="p2p_latency",host="{hosts[1]}"', prom)
         self.assertIn('fabricbench_sweep_pass{tool="fabric-sweep"} 6', prom)
