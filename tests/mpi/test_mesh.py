@@ -86,6 +86,15 @@ class Mesh(LaunchTest):
                             (row.host_a, row.host_b))
         self.assertEqual(samples["fabricbench_sweep_verdicts"][0].value, len(run.tables.get("sweep/verdicts", [])))
         self.assertEqual(self.files(), ["mesh.h5", "mesh.prom"], "no temporary file left")
+        # fabric-report: each host over time and a heat map per pass, in the plots and on the HTML page.
+        from fabricbench_analysis import html, plots
+        drawn = {p.name for p in plots.plot_run(run, self.dir / "plots")}
+        self.assertTrue({"sweep_over_time_p2p_latency.png", "sweep_passes_p2p_latency.png"} <= drawn, drawn)
+        self.assertFalse(any(name.startswith(("sweep_passes.", "sweep_changes.")) for name in drawn),
+                         "the mesh's tables are not drawn as bars")
+        page = html.page(run)
+        self.assertIn('alt="sweep_over_time_p2p_latency"', page)
+        self.assertIn('alt="sweep_passes_p2p_latency"', page)
 
     def test_sigterm_to_the_ranks_stops_after_the_pass_in_flight(self):
         proc = self.start(["--repeat", "0", "--every", "1s"], "term.h5")
