@@ -20,6 +20,7 @@ import pandas as pd  # noqa: E402
 from . import rails  # noqa: E402
 from .results import TIME_UNITS, curve_keys, curve_label  # noqa: E402
 
+MOST_HOST_LABELS = 64  # a heat map names every host up to this many, else only those in a verdict
 _TO_GBPS = {"MB/s": 1e-3, "MiB/s": 1048576 / 1e9, "GB/s": 1.0, "Gb/s": 1 / 8}
 
 
@@ -31,7 +32,10 @@ def title(run, what: str) -> str:
         names = ranks[ranks.gpu_name != ""].gpu_name
         gpus = f" ({len(names)} x {names.iloc[0]})" if names.nunique() == 1 else f" ({len(names)} GPUs)"
     date = str(run.attrs.get("started_at", ""))[:10]
-    return f"{what}\n{run.attrs.get('tool', '')} on {run.attrs.get('hosts', '')}{gpus} {date}"
+    hosts = [h for h in str(run.attrs.get("hosts", "")).split(",") if h]
+    # A title is one line: past 8 hosts the count and the first and last (1024 names overflow the rasterizer).
+    named = ",".join(hosts) if len(hosts) <= 8 else f"{len(hosts)} hosts ({hosts[0]} ... {hosts[-1]})"
+    return f"{what}\n{run.attrs.get('tool', '')} on {named}{gpus} {date}"
 
 
 def _size_axis(ax, size: str) -> None:
@@ -223,14 +227,22 @@ def _heat_maps(run, out_dir, fmt, paths) -> None:
         named = layout.marked_hosts
         n = len(matrix)
         wider = 1 if layout.leaves else 0  # the leaf names on the right
-        fig, ax = plt.subplots(figsize=(max(5, 0.5 * n + 3) + wider, max(4, 0.5 * n + 2)))
+        # At most 14 x 13 inches: at 1024 hosts a cell is a pixel or so, the leaves and the named hosts carry the
+        # labels, and every cell is drawn as itself (no smoothing that would hide one bad row).
+        side = min(0.5 * n, 11)
+        fig, ax = plt.subplots(figsize=(max(5, side + 3) + wider, max(4, side + 2)))
         values = matrix.to_numpy(dtype=float)
         cmap = "viridis" if attrs.get("better", "higher") == "higher" else "viridis_r"
-        image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap)
+        image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, interpolation="nearest")
         fig.colorbar(image, ax=ax, label=attrs.get("unit", ""), **({"pad": 0.12} if layout.leaves else {}))
-        labels = [f"* {h}" if h in named else str(h) for h in matrix.index]
-        ax.set_xticks(range(n), [f"* {h}" if h in named else str(h) for h in matrix.columns], rotation=90, fontsize=7)
-        ax.set_yticks(range(n), labels, fontsize=7)
+        if n <= MOST_HOST_LABELS:
+            ax.set_xticks(range(n), [f"* {h}" if h in named else str(h) for h in matrix.columns], rotation=90, fontsize=7)
+            ax.set_yticks(range(n), [f"* {h}" if h in named else str(h) for h in matrix.index], fontsize=7)
+        else:  # only the hosts a verdict names
+            rows = [i for i, h in enumerate(matrix.index) if h in named]
+            columns = [i for i, h in enumerate(matrix.columns) if h in named]
+            ax.set_xticks(columns, [f"* {matrix.columns[i]}" for i in columns], rotation=90, fontsize=7)
+            ax.set_yticks(rows, [f"* {matrix.index[i]}" for i in rows], fontsize=7)
         for tick in ax.get_xticklabels() + ax.get_yticklabels():
             if tick.get_text().startswith("* "):
                 tick.set_color("red")

@@ -12,6 +12,7 @@ import unittest
 
 import h5py
 import matplotlib
+import numpy as np
 import openpyxl
 
 import fabricbench_analysis as fa
@@ -107,6 +108,30 @@ class SweepRails(LaunchTest):
         # The hosts a verdict names are marked on the map of the verdict's rail only.
         self.assertIn("* node5", svg_texts(paths["sweep_p2p_bw_rail0.svg"]))
         self.assertNotIn("* node5", svg_texts(paths["sweep_p2p_bw_rail1.svg"]))
+
+    def test_a_heat_map_of_1024_hosts_stays_legible(self):
+        # 1024 hosts, one slow: the picture stays a screen's size, names only the slow host (no per-cell text, no
+        # 1024 tick labels), and draws its row as itself.
+        hosts = [f"n{i:04d}" for i in range(1024)]
+        path = self.dir / "big.h5"
+        values = np.full((1024, 1024), 10000.0)
+        values[513, :] = values[:, 513] = 5000.0
+        np.fill_diagonal(values, np.nan)
+        with h5py.File(path, "w") as f:  # the matrix and the verdict only: 523776 pair rows are not what is tested
+            sf._root(f, hosts, "fabric-sweep --metric p2p_bw --output big.h5")
+            sf.write_table(f, "sweep/verdicts", sf._verdict_columns(False), [("p2p_bw", "node", "n0513", "", "slow")])
+            sf.write_matrix(f, "sweep/matrices/p2p_bw", hosts, values)
+        out = self.dir / "big"
+        drawn = self.svg_plots(path, out)
+        heat = next(p for p in drawn if p.name == "sweep_p2p_bw.svg")
+        texts = svg_texts(heat)
+        self.assertEqual([t for t in texts if t.startswith(("n0", "* n0"))], ["* n0513", "* n0513"], "row and column")
+        self.assertLess(len(texts), 60, "no text per cell or per host")
+        plots.plot_run(fa.load(path), out, "png")
+        with open(out / "sweep_p2p_bw.png", "rb") as f:
+            header = f.read(24)
+        width, height = int.from_bytes(header[16:20], "big"), int.from_bytes(header[20:24], "big")
+        self.assertLessEqual(max(width, height), 1700, (width, height))
 
     def test_leaf_order_rules(self):
         run = fa.load(self.rails_file)
