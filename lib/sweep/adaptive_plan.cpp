@@ -49,20 +49,28 @@ std::optional<Round> AdaptivePlan::next(const std::vector<PairRecord>& records) 
 
   // Hung pairs: a host that completed a test after its last hang is cleared; one that hung with two partners is hung;
   // the partner of a hung host is released, the partner of a cleared one is hung; else the pair is unresolved.
-  std::vector<int> hangs(n, 0), last_hang(n, -1), last_done(n, -1), hung_with(n, -1);
-  std::set<std::tuple<int, int, int>> hung_seen;
-  std::unordered_set<std::uint64_t> tested;
-  for (const auto& r : records) {
+  if (records.size() < seen_ || hangs_.size() != static_cast<std::size_t>(n)) {
+    seen_ = 0, tested_.clear(), hung_seen_.clear();
+    hangs_.assign(static_cast<std::size_t>(n), 0), last_hang_.assign(static_cast<std::size_t>(n), -1);
+    last_done_.assign(static_cast<std::size_t>(n), -1), hung_with_.assign(static_cast<std::size_t>(n), -1);
+  }
+  for (; seen_ < records.size(); ++seen_) {
+    const auto& r = records[seen_];
     if (r.a < 0 || r.b < 0 || r.a >= n || r.b >= n) continue;
-    tested.insert(pair_key(r.a, r.b));
+    tested_.insert(pair_key(r.a, r.b));
     if (r.hung) {
-      if (!hung_seen.insert({r.round, std::min(r.a, r.b), std::max(r.a, r.b)}).second) continue;
+      if (!hung_seen_.insert({r.round, std::min(r.a, r.b), std::max(r.a, r.b)}).second) continue;
       for (auto [h, p] : {std::pair{r.a, r.b}, std::pair{r.b, r.a}})
-        ++hangs[h], last_hang[h] = std::max(last_hang[h], r.round), hung_with[h] = p;
+        ++hangs_[h], last_hang_[h] = std::max(last_hang_[h], r.round), hung_with_[h] = p;
     } else if (!std::isnan(r.value)) {
-      for (int h : {r.a, r.b}) last_done[h] = std::max(last_done[h], r.round);
+      for (int h : {r.a, r.b}) last_done_[h] = std::max(last_done_[h], r.round);
     }
   }
+  const auto& tested = tested_;
+  const auto& hangs = hangs_;
+  const auto& last_hang = last_hang_;
+  const auto& last_done = last_done_;
+  const auto& hung_with = hung_with_;
   const auto cleared = [&](int h) { return hangs[h] == 0 || last_done[h] > last_hang[h]; };
   std::vector<HungState> hung(n, HungState::none);
   for (int h = 0; h < n; ++h) {
@@ -77,6 +85,29 @@ std::optional<Round> AdaptivePlan::next(const std::vector<PairRecord>& records) 
               : hung[p] == HungState::released ? HungState::hung : HungState::unresolved;
   }
   const auto usable = [&](int h) { return hung[h] == HungState::none || hung[h] == HungState::released; };
+
+  const auto cover_round = [&]() -> std::optional<Round> {
+    // Every host judged: rounds of the circle method, untested pairs of usable hosts only.
+    state_.covering = covering_ = true;
+    std::vector<char> busy(static_cast<std::size_t>(n), 0);
+    std::vector<HostPair> round;
+    const int slots = n % 2 == 0 ? n : n + 1, fixed = slots - 1;
+    for (; round.empty() && cover_step_ < slots - 1; ++cover_step_) {
+      const auto take = [&](int x, int y) {
+        if (x < n && y < n && usable(x) && usable(y) && !busy[x] && !busy[y] && !tested.count(pair_key(x, y))) {
+          busy[x] = busy[y] = 1;
+          round.push_back({std::min(x, y), std::max(x, y)});
+        }
+      };
+      take(fixed, cover_step_);
+      for (int k = 1; k < slots / 2; ++k) take((cover_step_ + k) % fixed, (cover_step_ - k + fixed) % fixed);
+    }
+    if (round.empty() || planned_ >= cap_rounds) return std::nullopt;
+    ++planned_;
+    state_.hosts_judged = n;
+    return Round::of(n, std::move(round));
+  };
+  if (covering_) return cover_round();
 
   // Suspects and verdicts, as the judge would see them now.
   std::unordered_map<std::uint64_t, std::vector<PairEvidence>> pairs;  // pair_key -> per rail
@@ -270,17 +301,7 @@ std::optional<Round> AdaptivePlan::next(const std::vector<PairRecord>& records) 
   const bool useful = !round.empty();
   if (!useful && !screening) {
     if (!options_.cover_pairs) return std::nullopt;
-    // Every host judged: rounds of the circle method, untested pairs of usable hosts only.
-    state_.covering = true;
-    const int slots = n % 2 == 0 ? n : n + 1, fixed = slots - 1;
-    for (; round.empty() && cover_step_ < slots - 1; ++cover_step_) {
-      const auto take = [&](int x, int y) {
-        if (x < n && y < n && usable(x) && usable(y) && !busy[x] && !busy[y] && !tested.count(pair_key(x, y))) add(x, y);
-      };
-      take(fixed, cover_step_);
-      for (int k = 1; k < slots / 2; ++k) take((cover_step_ + k) % fixed, (cover_step_ - k + fixed) % fixed);
-    }
-    if (round.empty()) return std::nullopt;
+    return cover_round();
   }
   // Everyone else free: random pairs (a round costs the same with them, and each new pair may show a link).
   for (int h : order)

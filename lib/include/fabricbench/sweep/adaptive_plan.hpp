@@ -8,6 +8,9 @@
 #include <cstdint>
 #include <optional>
 #include <random>
+#include <set>
+#include <tuple>
+#include <unordered_set>
 #include <string>
 #include <vector>
 
@@ -46,7 +49,8 @@ class AdaptivePlan {
                std::uint64_t seed, AdaptiveOptions options = {});
   // The next round, given every record gathered so far (all rounds, as rank 0 holds them; the caller numbers the
   // rounds, the records carry their round). Hosts are disjoint; each pair is tested on every rail at once. nullopt:
-  // every host is judged (or, with cover_pairs, every pair tested), or max_rounds were planned.
+  // every host is judged (or, with cover_pairs, every pair tested), or max_rounds were planned. `records` only grows
+  // from one call to the next (each record is read once for the pairs tested and the hangs).
   std::optional<Round> next(const std::vector<PairRecord>& records);
   int rounds_planned() const { return planned_; }
   const AdaptiveState& state() const { return state_; }
@@ -62,6 +66,12 @@ class AdaptivePlan {
   std::vector<int> relabel_;        // the screening rounds' random order of the hosts
   int planned_ = 0;
   int cover_step_ = 0;              // with cover_pairs: the next round of the circle method to take untested pairs from
+  bool covering_ = false;           // judging done: the records are no longer assessed
+  // Read once per record (the records so far only grow; fewer than last time starts over).
+  std::size_t seen_ = 0;
+  std::unordered_set<std::uint64_t> tested_;              // unordered pairs tested (or hung)
+  std::vector<int> hangs_, last_hang_, last_done_, hung_with_;  // per host
+  std::set<std::tuple<int, int, int>> hung_seen_;          // (round, a, b) of hung pairs
   AdaptiveState state_;
 };
 
