@@ -82,14 +82,17 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double f, c
     const auto [lo, hi] = std::minmax(values[i].a, values[i].b);
     out.suspect[i] = suspects.count({lo, hi, values[i].rail}) > 0;
   }
-  // Tested and suspect pairs per host-rail, counting only suspects no wider cause explained.
+  // Tested and suspect pairs per host-rail, counting only pairs no wider cause explained: a pair a leaf's uplink
+  // explains says nothing of its hosts, either way (counted as tested, the adaptive plan's few pairs of a bad node
+  // that met the leaf's hosts left it below bad_node_fraction on that rail: a NIC on every other rail, not a node).
   const auto tally = [&] {
     Tally t{rails, std::vector<int>(static_cast<std::size_t>(n * rails), 0), std::vector<int>(static_cast<std::size_t>(n * rails), 0)};
     for (const auto& [key, v] : best) {
+      if (explained.count(key)) continue;
       const auto [a, b, r] = key;
       for (int h : {a, b}) {
         ++t.tested[t.at(h, r)];
-        if (suspects.count(key) && !explained.count(key)) ++t.bad[t.at(h, r)];
+        if (suspects.count(key)) ++t.bad[t.at(h, r)];
       }
     }
     return t;
@@ -219,6 +222,7 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double f, c
     if (bad_rails.empty()) continue;
     for (int r : bad_rails) blamed.insert({h, r});
     if (bad_rails.size() == tested_rails.size()) {
+      for (int r = 0; r < rails; ++r) blamed.insert({h, r});  // a node explains its slow pairs on every rail
       int bad = 0, tested = 0;
       for (int r : bad_rails) bad += left.bad[left.at(h, r)], tested += left.tested[left.at(h, r)];
       out.verdicts.push_back({metric, "node", h, -1,

@@ -33,7 +33,7 @@ struct Options {
   double budget_s = 0, pair_s = 0.5, setup_s = 0.3, timeout_s = 10;
   long long max_records = 20'000'000;
   std::string rules = FABRICBENCH_SIM_RULES;
-  bool json = false;
+  bool json = false, explain = false;
 };
 
 [[noreturn]] void usage(const std::string& line) {
@@ -58,14 +58,15 @@ std::vector<std::string> split(const std::string& text) {
 Options parse(int argc, char** argv) {
   Options o;
   const std::string known = "--hosts, --rails, --leaf, --seeds, --seeds-fixed, --seed0, --plan, --budget, --retest, "
-                            "--pair-time, --setup-time, --timeout, --max-records, --rules, --json";
+                            "--pair-time, --setup-time, --timeout, --max-records, --rules, --json, --explain";
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i], value;
     if (arg == "--json") { o.json = true; continue; }
+    if (arg == "--explain") { o.explain = true; continue; }
     if (arg == "--help" || arg == "-h") {
       std::printf("fabric-sim [--hosts 256,1024] [--rails 8] [--leaf 32] [--seeds 20] [--seeds-fixed S] [--seed0 1]\n"
                   "  [--plan all-pairs,quick,shift,adaptive,adaptive-cover] [--budget SECONDS] [--retest 1]\n"
-                  "  [--pair-time 0.5] [--setup-time 0.3] [--timeout 10] [--max-records 20000000] [--rules FILE] [--json]\n");
+                  "  [--pair-time 0.5] [--setup-time 0.3] [--timeout 10] [--max-records 20000000] [--rules FILE] [--json] [--explain]\n");
       std::exit(0);
     }
     if (const auto eq = arg.find('='); eq != std::string::npos) value = arg.substr(eq + 1), arg = arg.substr(0, eq);
@@ -175,7 +176,16 @@ RunResult run(const std::string& plan, const sim::FabricModel& model, const Topo
     }
   }
   out.records = static_cast<long long>(records.size());
-  out.score = sim::score(judged(), faults, model);
+  const auto judgement = judged();
+  out.score = sim::score(judgement, faults, model);
+  if (o.explain) {  // every verdict and the faults, for reading why a kind fell short
+    std::fprintf(stderr, "%s seed %llu: faults node %d nic %d/r%d uplink leaf %d/r%d link %d-%d/r%d hung %d flaky %d; "
+                 "%d rounds\n", plan.c_str(), static_cast<unsigned long long>(seed), faults.node, faults.nic,
+                 faults.nic_rail, faults.uplink_leaf, faults.uplink_rail, faults.link_a, faults.link_b, faults.link_rail,
+                 faults.hung, faults.flaky, out.rounds);
+    for (const auto& v : judgement.verdicts)
+      std::fprintf(stderr, "  %s %d %d r%d %s: %s\n", v.kind.c_str(), v.a, v.b, v.rail, v.switch_name.c_str(), v.reason.c_str());
+  }
   return out;
 }
 
