@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "fabricbench/sweep/verdict.hpp"
@@ -55,14 +56,15 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double f, c
   // emulated cluster: 3 of 5 pairs slow, the median pair slow, nothing flagged). One bad node (or NIC) cannot move
   // the median of medians. Lower is better: the best pair.
   std::vector<double> pair_values, medians;
-  for (const auto& [key, v] : best) pair_values.push_back(v);
-  for (int h = 0; h < n; ++h)
-    for (int r = 0; r < rails; ++r) {
-      std::vector<double> mine;
-      for (const auto& [key, v] : best)
-        if (std::get<2>(key) == r && (std::get<0>(key) == h || std::get<1>(key) == h)) mine.push_back(v);
-      if (!mine.empty()) medians.push_back(median_of(mine));
-    }
+  std::vector<std::vector<double>> per_host_rail(static_cast<std::size_t>(n) * rails);  // one pass: O(pairs)
+  for (const auto& [key, v] : best) {
+    pair_values.push_back(v);
+    const auto [a, b, r] = key;
+    if (a >= 0 && a < n && r >= 0 && r < rails) per_host_rail[static_cast<std::size_t>(a * rails + r)].push_back(v);
+    if (b >= 0 && b < n && r >= 0 && r < rails) per_host_rail[static_cast<std::size_t>(b * rails + r)].push_back(v);
+  }
+  for (auto& mine : per_host_rail)
+    if (!mine.empty()) medians.push_back(median_of(std::move(mine)));
   out.reference = rule.higher_is_better ? median_of(medians) : timing::SampleStats::of(pair_values).min;
   const auto is_suspect = [&](double v) {
     if (rule.higher_is_better) {
@@ -80,14 +82,17 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double f, c
     const auto [lo, hi] = std::minmax(values[i].a, values[i].b);
     out.suspect[i] = suspects.count({lo, hi, values[i].rail}) > 0;
   }
-  // Tested and suspect pairs per host-rail, counting only suspects no wider cause explained.
+  // Tested and suspect pairs per host-rail, counting only pairs no wider cause explained: a pair a leaf's uplink
+  // explains says nothing of its hosts, either way (counted as tested, the adaptive plan's few pairs of a bad node
+  // that met the leaf's hosts left it below bad_node_fraction on that rail: a NIC on every other rail, not a node).
   const auto tally = [&] {
     Tally t{rails, std::vector<int>(static_cast<std::size_t>(n * rails), 0), std::vector<int>(static_cast<std::size_t>(n * rails), 0)};
     for (const auto& [key, v] : best) {
+      if (explained.count(key)) continue;
       const auto [a, b, r] = key;
       for (int h : {a, b}) {
         ++t.tested[t.at(h, r)];
-        if (suspects.count(key) && !explained.count(key)) ++t.bad[t.at(h, r)];
+        if (suspects.count(key)) ++t.bad[t.at(h, r)];
       }
     }
     return t;
@@ -102,27 +107,50 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double f, c
   // With a topology: leaf switches, then leaf uplinks, per rail.
   if (const auto* topo = fabric.topology) {
     const auto before = tally();
+    // Per rail, one pass over the pairs sorts each into its leaves (inside one, or crossing two): O(pairs), not
+    // O(leaves x pairs) (4096 hosts in leaves of 32 made the latter the judge's whole cost).
+    struct LeafPairs {
+      std::vector<double> inside, crossing;
+      std::vector<PairKey> crossing_keys;
+      std::int64_t inside_suspect = 0, crossing_suspect = 0;
+    };
+    std::vector<std::vector<std::pair<PairKey, double>>> by_rail(static_cast<std::size_t>(rails));
+    for (const auto& [key, v] : best)
+      if (std::get<2>(key) >= 0 && std::get<2>(key) < rails) by_rail[static_cast<std::size_t>(std::get<2>(key))].emplace_back(key, v);
     for (int r = 0; r < rails; ++r) {
       const auto leaves = topo->leaves(r);
       std::vector<int> uplinks;
       std::set<PairKey> uplink_pairs;
+      std::map<int, LeafPairs> sorted;  // by leaf
+      for (const auto& [key, v] : by_rail[static_cast<std::size_t>(r)]) {
+        const auto [a, b, pr] = key;
+        const int la = topo->leaf_of(a, r), lb = topo->leaf_of(b, r);
+        const bool bad = suspects.count(key) > 0;
+        if (la == lb) {
+          if (la < 0) continue;
+          auto& p = sorted[la];
+          p.inside.push_back(v);
+          p.inside_suspect += bad;
+          continue;
+        }
+        for (int l : {la, lb}) {
+          if (l < 0) continue;
+          auto& p = sorted[l];
+          p.crossing.push_back(v);
+          p.crossing_suspect += bad;
+          if (bad) p.crossing_keys.push_back(key);
+        }
+      }
       for (int leaf : leaves) {
         const auto& sw = topo->switches()[static_cast<std::size_t>(leaf)];
         const auto under = [&](int h) { return topo->leaf_of(h, r) == leaf; };
         LeafSummary s{leaf, r};
         s.hosts = static_cast<std::int64_t>(sw.hosts.size());
-        std::vector<double> inside, crossing;
-        std::vector<PairKey> crossing_keys;
-        for (const auto& [key, v] : best) {
-          const auto [a, b, pr] = key;
-          if (pr != r || (!under(a) && !under(b))) continue;
-          const bool in = under(a) && under(b), bad = suspects.count(key) > 0;
-          (in ? inside : crossing).push_back(v);
-          (in ? s.inside_pairs : s.crossing_pairs)++;
-          if (bad) (in ? s.inside_suspect : s.crossing_suspect)++;
-          if (!in && bad) crossing_keys.push_back(key);
-        }
-        s.inside_median = median_of(inside), s.crossing_median = median_of(crossing);
+        auto& p = sorted[leaf];
+        s.inside_pairs = static_cast<std::int64_t>(p.inside.size()), s.crossing_pairs = static_cast<std::int64_t>(p.crossing.size());
+        s.inside_suspect = p.inside_suspect, s.crossing_suspect = p.crossing_suspect;
+        const auto& crossing_keys = p.crossing_keys;
+        s.inside_median = median_of(std::move(p.inside)), s.crossing_median = median_of(std::move(p.crossing));
         out.leaves.push_back(s);
         // Its hosts fine on their other rails (a host slow everywhere is a node, whatever its leaf).
         bool fine_elsewhere = true;
@@ -194,6 +222,7 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double f, c
     if (bad_rails.empty()) continue;
     for (int r : bad_rails) blamed.insert({h, r});
     if (bad_rails.size() == tested_rails.size()) {
+      for (int r = 0; r < rails; ++r) blamed.insert({h, r});  // a node explains its slow pairs on every rail
       int bad = 0, tested = 0;
       for (int r : bad_rails) bad += left.bad[left.at(h, r)], tested += left.tested[left.at(h, r)];
       out.verdicts.push_back({metric, "node", h, -1,

@@ -65,6 +65,29 @@ Judgement judge(const std::vector<PairRecord>& records, const std::vector<Judged
   return judge(records, metrics, rules, fabric);
 }
 
+std::vector<PairValue> pair_values(const std::vector<PairRecord>& records, int metric, bool higher_is_better) {
+  // Sorted keys instead of a map: millions of records at thousands of hosts.
+  struct Test {
+    std::int32_t round, a, b, rail;
+    double value;
+  };
+  std::vector<Test> tests;
+  for (const auto& r : records)
+    if (r.metric == metric && !std::isnan(r.value)) tests.push_back({r.round, r.a, r.b, r.rail, r.value});
+  const auto key = [](const Test& t) { return std::make_tuple(t.round, t.a, t.b, t.rail); };
+  std::sort(tests.begin(), tests.end(), [&](const Test& x, const Test& y) { return key(x) < key(y); });
+  std::vector<PairValue> out;
+  for (std::size_t i = 0; i < tests.size(); ++i) {
+    if (i > 0 && key(tests[i]) == key(tests[i - 1])) {
+      auto& v = out.back().value;
+      v = higher_is_better ? std::min(v, tests[i].value) : std::max(v, tests[i].value);  // the worse direction
+      continue;
+    }
+    out.push_back({tests[i].a, tests[i].b, tests[i].value, tests[i].rail});
+  }
+  return out;
+}
+
 double leaf_pair_coverage(const std::vector<PairRecord>& records, const Topology& topology, int rails) {
   std::set<std::tuple<int, int, int>> crossed, wanted;  // leaf, leaf, rail
   for (int r = 0; r < rails; ++r) {
@@ -97,54 +120,54 @@ Judgement judge(const std::vector<PairRecord>& records, const std::vector<Judged
     auto rule = rules.rule(m.name);
     rule.higher_is_better = m.better != results::Better::lower;
     const auto better = [&](double x, double y) { return rule.higher_is_better ? std::max(x, y) : std::min(x, y); };
-    const auto worse = [&](double x, double y) { return rule.higher_is_better ? std::min(x, y) : std::max(x, y); };
-    // One value per test of a pair on a rail: the worse direction counts (assess keeps the best over re-tests). The
-    // matrix keeps each direction's best over every pass.
-    std::map<std::tuple<int, int, int, int>, double> per_test, best_directed;  // (round, a, b, rail), (a, b, rail, dir)
-    for (const auto& r : records) {
-      if (r.metric != static_cast<int>(k) || std::isnan(r.value)) continue;
-      auto [t, fresh] = per_test.emplace(std::make_tuple(r.round, r.a, r.b, r.rail), r.value);
-      if (!fresh) t->second = worse(t->second, r.value);
-      auto [d, first] = best_directed.emplace(std::make_tuple(r.a, r.b, r.rail, r.direction), r.value);
-      if (!first) d->second = better(d->second, r.value);
-    }
-    std::vector<PairValue> values;
-    for (const auto& [key, v] : per_test) values.push_back({std::get<1>(key), std::get<2>(key), v, std::get<3>(key)});
+    const auto values = pair_values(records, static_cast<int>(k), rule.higher_is_better);
     const auto a = assess(m.name, rule, rules.bad_node_fraction, fabric, values, m.nics);
     out.verdicts.insert(out.verdicts.end(), a.verdicts.begin(), a.verdicts.end());
     for (auto leaf : a.leaves) {
       leaf.metric = static_cast<int>(k);
       out.leaves.push_back(leaf);
     }
+    std::set<std::pair<int, int>> listed;  // suspects once each, in the order first seen
+    for (const auto& p : out.suspects) listed.insert({p.a, p.b});
     for (std::size_t i = 0; i < values.size(); ++i) {
       const HostPair p{values[i].a, values[i].b};
-      if (a.suspect[i] && std::find(out.suspects.begin(), out.suspects.end(), p) == out.suspects.end())
-        out.suspects.push_back(p);
+      if (a.suspect[i] && listed.insert({p.a, p.b}).second) out.suspects.push_back(p);
     }
+    // The matrices keep each direction's best over every pass, written in place: one N x N per rail, no map of them.
+    std::vector<std::vector<double>> matrices(static_cast<std::size_t>(rails));
+    for (auto& matrix : matrices) matrix.assign(static_cast<std::size_t>(n) * n, NAN);
+    const auto keep = [&](double& cell, double v) { cell = std::isnan(cell) ? v : better(cell, v); };
+    for (const auto& r : records) {
+      if (r.metric != static_cast<int>(k) || std::isnan(r.value) || r.rail < 0 || r.rail >= rails) continue;
+      auto& matrix = matrices[static_cast<std::size_t>(r.rail)];
+      if (r.direction != 1) keep(matrix[static_cast<std::size_t>(r.a) * n + r.b], r.value);
+      if (r.direction != 0) keep(matrix[static_cast<std::size_t>(r.b) * n + r.a], r.value);
+    }
+    // Per host and rail: the median of its pairs (best of re-tests, assess' one reduction) and how many were suspect,
+    // gathered in one pass over the pairs.
+    std::vector<std::vector<double>> mine(static_cast<std::size_t>(n) * rails);
+    std::vector<std::int64_t> suspect(static_cast<std::size_t>(n) * rails, 0);
+    const auto slot = [&](int h, int r) { return static_cast<std::size_t>(h) * rails + r; };
+    for (const auto& [key, v] : a.best) {
+      const auto [x, y, r] = key;
+      if (r < 0 || r >= rails) continue;
+      mine[slot(x, r)].push_back(v);
+      mine[slot(y, r)].push_back(v);
+    }
+    for (const auto& [x, y, r] : a.suspects)
+      if (r >= 0 && r < rails) ++suspect[slot(x, r)], ++suspect[slot(y, r)];
     for (int rail = 0; rail < rails; ++rail) {
-      std::vector<double> matrix(static_cast<std::size_t>(n) * n, NAN);
-      for (const auto& [key, v] : best_directed) {
-        const auto [x, y, r, direction] = key;
-        if (r != rail) continue;
-        if (direction != 1) matrix[static_cast<std::size_t>(x) * n + y] = v;
-        if (direction != 0) matrix[static_cast<std::size_t>(y) * n + x] = v;
-      }
       const auto suffix = rails > 1 ? fmt::format("_rail{}", rail) : std::string();
       out.matrices.push_back({"/sweep/matrices/" + m.name + suffix,
                               fmt::format("{} ({}){}: row -> column{}", m.name, m.unit,
                                           rails > 1 ? fmt::format(", rail {}", rail) : "",
                                           m.both_directions ? ", each direction measured on its own" : ""),
-                              m.value_unit, m.better, hosts, hosts, std::move(matrix)});
-      // Per host and rail: the median of its pairs (best of re-tests, assess' one reduction) and how many were suspect.
+                              m.value_unit, m.better, hosts, hosts, std::move(matrices[static_cast<std::size_t>(rail)])});
       for (int h = 0; h < n; ++h) {
-        std::vector<double> mine;
-        std::int64_t suspect = 0;
-        for (const auto& [key, v] : a.best)
-          if (std::get<2>(key) == rail && (std::get<0>(key) == h || std::get<1>(key) == h)) mine.push_back(v);
-        for (const auto& [x, y, r] : a.suspects)
-          if (r == rail && (x == h || y == h)) ++suspect;
-        out.nodes.push_back({h, static_cast<int>(k), rail, timing::SampleStats::of(mine).median,
-                             static_cast<std::int64_t>(mine.size()), suspect});
+        auto& values_of_h = mine[slot(h, rail)];
+        const auto count = static_cast<std::int64_t>(values_of_h.size());
+        out.nodes.push_back({h, static_cast<int>(k), rail, timing::SampleStats::of(values_of_h).median, count,
+                             suspect[slot(h, rail)]});
       }
     }
     std::vector<RankedPair> ranked;

@@ -137,10 +137,12 @@ void Topology::parse(std::istream& in, std::string_view source, int rail_of_file
       } else if (key == "nodes") {
         if (nodes) throw Error::usage(fmt::format("{}: Nodes given twice", at));
         nodes = true;
-        for (const auto& h : expand_host_list(value, at)) {
-          const auto it = std::find(hosts_.begin(), hosts_.end(), h);
-          if (it != hosts_.end()) s.hosts.push_back(static_cast<int>(it - hosts_.begin()));
+        if (host_index_.size() != hosts_.size()) {  // name -> index, made once: files name thousands of hosts
+          host_index_.clear();
+          for (std::size_t i = 0; i < hosts_.size(); ++i) host_index_.emplace(hosts_[i], static_cast<int>(i));
         }
+        for (const auto& h : expand_host_list(value, at))
+          if (const auto it = host_index_.find(h); it != host_index_.end()) s.hosts.push_back(it->second);
       } else if (key == "switches") {
         if (below) throw Error::usage(fmt::format("{}: Switches given twice", at));
         below = true;
@@ -200,27 +202,35 @@ void Topology::finish(int rails) {
         throw Error::usage(fmt::format("--topology {}: switch {} is below itself (a cycle through Switches=)",
                                        where(switches_[i]), switches_[i].name));
   }
-  // Each job host: exactly one leaf per rail.
+  // Each job host: exactly one leaf per rail (one pass over the leaves' hosts, not one per host).
+  const auto n = hosts_.size();
+  std::vector<int> index_of(n * static_cast<std::size_t>(std::max(rails, 0)), -1);
   for (int r = 0; r < rails; ++r)
-    for (std::size_t h = 0; h < hosts_.size(); ++h) {
-      int found = -1;
-      for (std::size_t i = 0; i < switches_.size(); ++i) {
-        const auto& s = switches_[i];
-        if (!s.leaf() || (s.rail >= 0 && s.rail != r)) continue;
-        if (std::find(s.hosts.begin(), s.hosts.end(), static_cast<int>(h)) == s.hosts.end()) continue;
-        if (found >= 0)
+    for (std::size_t i = 0; i < switches_.size(); ++i) {
+      const auto& s = switches_[i];
+      if (!s.leaf() || (s.rail >= 0 && s.rail != r)) continue;
+      for (int h : s.hosts) {
+        auto& found = index_of[static_cast<std::size_t>(h) * rails + r];
+        if (found >= 0 && found != static_cast<int>(i))
           throw Error::usage(fmt::format("--topology {}: host {} is under leaf {} and leaf {} ({}) on rail {}", where(s),
-                                         hosts_[h], s.name, switches_[static_cast<std::size_t>(found)].name,
+                                         hosts_[static_cast<std::size_t>(h)], s.name,
+                                         switches_[static_cast<std::size_t>(found)].name,
                                          where(switches_[static_cast<std::size_t>(found)]), r));
         found = static_cast<int>(i);
       }
-      if (found < 0)
+    }
+  for (int r = 0; r < rails; ++r)
+    for (std::size_t h = 0; h < n; ++h)
+      if (index_of[h * rails + r] < 0)
         throw Error::usage(fmt::format("--topology {}: host {} of the job is under no leaf (Nodes=) on rail {}",
                                        fmt::join(files_, ","), hosts_[h], r));
-    }
+  leaf_index_ = std::move(index_of);
+  indexed_rails_ = std::max(rails, 0);
 }
 
 int Topology::leaf_of(int host, int rail) const {
+  if (host >= 0 && rail >= 0 && rail < indexed_rails_ && static_cast<std::size_t>(host) < hosts_.size())
+    return leaf_index_[static_cast<std::size_t>(host) * indexed_rails_ + rail];
   for (std::size_t i = 0; i < switches_.size(); ++i) {
     const auto& s = switches_[i];
     if (s.leaf() && (s.rail < 0 || s.rail == rail) && std::find(s.hosts.begin(), s.hosts.end(), host) != s.hosts.end())

@@ -52,6 +52,10 @@ Judgement judge(const std::vector<PairRecord>& records, const std::vector<Judged
 // One rail, no topology.
 Judgement judge(const std::vector<PairRecord>& records, const std::vector<JudgedMetric>& metrics, const Rules& rules,
                 const std::vector<std::string>& hosts);
+// What `assess` reads of one metric (index `metric` into the sweep's metrics): one value per test of a pair on a rail,
+// the worse direction of that test (several tests of one pair, re-tests, stay apart; assess keeps their best). The
+// judge and the adaptive plan reduce records this one way.
+std::vector<PairValue> pair_values(const std::vector<PairRecord>& records, int metric, bool higher_is_better);
 // The share of (leaf pair, rail) that a measured pair crossed; NaN where no rail has two leaves.
 double leaf_pair_coverage(const std::vector<PairRecord>& records, const Topology& topology, int rails);
 

@@ -6,6 +6,7 @@
 // topology.conf describes the whole cluster); a job host under no leaf on a rail the sweep tests is an error.
 #pragma once
 #include <istream>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,7 +42,7 @@ class Topology {
   explicit Topology(std::vector<std::string> hosts) : hosts_(std::move(hosts)) {}
   const std::vector<Switch>& switches() const { return switches_; }
   const std::vector<std::string>& hosts() const { return hosts_; }
-  // The leaf switch of `host` on `rail` (index into switches()), -1 where none.
+  // The leaf switch of `host` on `rail` (index into switches()), -1 where none. O(1) after finish().
   int leaf_of(int host, int rail) const;
   // The leaves that serve `rail`, in declaration order.
   std::vector<int> leaves(int rail) const;
@@ -53,6 +54,9 @@ class Topology {
   std::vector<std::string> hosts_, files_;
   std::vector<Switch> switches_;
   std::vector<std::vector<std::string>> child_names_;  // per switch, as written (linked in finish)
+  std::map<std::string, int> host_index_;  // hosts_ by name (filled by the first Nodes=)
+  int indexed_rails_ = 0;
+  std::vector<int> leaf_index_;  // host * indexed_rails_ + rail -> leaf (made by finish: leaf_of is in the judge's loops)
 };
 
 }  // namespace fabricbench::sweep

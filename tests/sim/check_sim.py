@@ -1,0 +1,34 @@
+#!/usr/bin/env python3
+"""fabric-sim at a small size (64 hosts x 2 rails, leaves of 8, 3 seeds): all-pairs and adaptive find every injected
+node, NIC, uplink and hung fault (recall 1.0), all-pairs every link too, and adaptive takes fewer rounds. The numbers
+come from the run, not from this file; bad options are refused in one line with exit 2."""
+import json
+import subprocess
+import sys
+
+sim = sys.argv[1]
+out = subprocess.run([sim, "--hosts", "64", "--rails", "2", "--leaf", "8", "--seeds", "3", "--plan", "all-pairs,adaptive",
+                      "--json"], check=True, capture_output=True, text=True, timeout=50).stdout
+results = {r["plan"]: r for r in json.loads(out)["results"]}
+failures = []
+for plan, kinds in (("all-pairs", ("node", "nic", "link", "hung", "uplink")), ("adaptive", ("node", "nic", "hung", "uplink"))):
+    r = results[plan]
+    if not r["simulated"]:
+        failures.append(f"{plan}: not simulated ({r['note']})")
+        continue
+    for kind in kinds:
+        k = r["kinds"][kind]
+        if k["injected"] != 3 or k["recall"] != 1.0:
+            failures.append(f"{plan}: {kind}: found {k['found']} of {k['injected']} injected (recall {k['recall']})")
+        if k["precision"] is not None and k["precision"] < 1.0:
+            failures.append(f"{plan}: {kind}: precision {k['precision']} ({k['true_positives']} of {k['verdicts']} verdicts)")
+if results["adaptive"]["rounds_max"] >= results["all-pairs"]["schedule_rounds"]:
+    failures.append(f"adaptive took {results['adaptive']['rounds_max']} rounds, all-pairs' schedule "
+                    f"{results['all-pairs']['schedule_rounds']}")
+bad = subprocess.run([sim, "--plan", "everything"], capture_output=True, text=True, timeout=10)
+if bad.returncode != 2 or bad.stderr.count("\n") != 1 or "--plan" not in bad.stderr or "adaptive" not in bad.stderr:
+    failures.append(f"--plan everything: exit {bad.returncode}, stderr {bad.stderr!r}")
+for line in failures:
+    print(line)
+print("ok" if not failures else f"{len(failures)} failure(s)")
+sys.exit(1 if failures else 0)
