@@ -256,6 +256,26 @@ class SweepPlanAndBudget(LaunchTest):
     """--dry-run prints the plan and measures nothing; --budget ends the sweep when the next round would not fit and
     records the pairs it left out."""
 
+    def test_the_adaptive_plan_screens_every_host_in_fewer_rounds(self):
+        self.assert_refused(self.mpirun(4, "fabric-sweep", ["--plan", "adaptive", "--sequential"], env=FAKE),
+                            "fabric-sweep", "--sequential with --plan adaptive")
+        r = self.mpirun(8, "fabric-sweep", ["--output", "ad.h5", "-q", "-n", "200", "-w", "10", "--plan", "adaptive",
+                                            "--metric", "p2p_latency", "--seed", "7"], env=FAKE)
+        run = self.load("ad.h5")
+        self.assertIn(r.returncode, (0, 1), r.stderr)
+        self.assertEqual(run.attrs["status"], "complete")
+        rounds = run.tables["sweep/rounds"]
+        self.assertLess(len(rounds), 7, "all-pairs of 8 hosts is 7 rounds")
+        pairs = run.tables["sweep/pairs"]
+        self.assertEqual(set(pairs.host_a) | set(pairs.host_b), {f"node{i}" for i in range(8)}, "every host screened")
+        for k, part in pairs.groupby("round"):
+            hosts = list(part.host_a) + list(part.host_b)
+            self.assertEqual(len(hosts), len(set(hosts)), f"round {k}: hosts disjoint")
+        self.assertNotIn("sweep/schedule", {t for t, f in run.tables.items() if not f.empty}, "no plan in advance")
+        plan = self.mpirun(1, "fabric-sweep", ["--plan", "adaptive", "--dry-run", "--hosts", "1024", "--rails=8"])
+        self.assertEqual(plan.returncode, 0, plan.stderr)
+        self.assertIn("1024 hosts x 8 rails, plan adaptive: its rounds are chosen from the results", plan.stdout)
+
     def test_dry_run_for_hosts_not_in_the_job(self):
         (self.dir / "hosts").write_text("# the partition\nnodeA slots=8\nnodeB\nnodeC\n\nnodeD\nnodeE # spare\n")
         r = self.mpirun(1, "fabric-sweep", ["--dry-run", "--hostfile", "hosts", "--metric", "p2p_bw",

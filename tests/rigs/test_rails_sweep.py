@@ -91,6 +91,20 @@ class RailsFabric(LaunchTest):
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertEqual([x[:4] for x in self.verdicts(run)], [("node", hosts[5], "", -1)])
 
+    def test_the_adaptive_plan_names_a_nic_and_a_node_in_fewer_rounds_than_all_pairs(self):
+        # Two faults at once: host 3's rail-1 NIC and all of host 6. All-pairs takes 7 rounds (and re-tests); the
+        # adaptive plan picks its rounds from the results and must name exactly these two in fewer.
+        hosts = self.up()
+        rig("shape-nic", self.rig, hosts[2], 1, SLOW)
+        rig("shape-host", self.rig, hosts[5], SLOW)
+        r, run = self.sweep(hosts, extra=["--plan", "adaptive"])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertEqual(sorted(x[:4] for x in self.verdicts(run)), [("nic", hosts[2], "", 1), ("node", hosts[5], "", -1)],
+                         self.verdicts(run))
+        rounds = run.tables["sweep/rounds"]
+        self.assertLess(len(rounds), 7, rounds[["round", "kind", "pairs"]])
+        self.assertEqual(set(rounds.kind), {"sweep"}, "the plan re-tests by itself")
+
     def test_one_pair_on_one_rail_is_a_link(self):
         hosts = self.up()
         rig("shape-link", self.rig, hosts[0], hosts[6], 1, SLOW)

@@ -22,6 +22,7 @@
 #include "fabricbench/tools/coll/coll_benchmark.hpp"
 #include "fabricbench/ops/p2p_exchange.hpp"
 #include "fabricbench/runtime/gpu.hpp"
+#include "fabricbench/sweep/adaptive_plan.hpp"
 #include "fabricbench/timing/sample_stats.hpp"
 
 namespace fabricbench::sweep {
@@ -35,7 +36,8 @@ std::string SweepBenchmark::summary() const {
 void SweepBenchmark::add_options(cli::po::options_description& options) {
   namespace po = cli::po;
   options.add_options()
-      ("plan", po::value<std::string>(), "all-pairs (circle method), quick (node i with i+N/2) or shift (mpiGraph; p2p_bw only); --pattern is the same option")
+      ("plan", po::value<std::string>(), "all-pairs (circle method), quick (node i with i+N/2), shift (mpiGraph; p2p_bw only) or adaptive (rounds chosen from the results so far: random pairs, slow hosts re-paired with clean ones, slow pairs confirmed, pairs inside a leaf where an uplink is suspect; it re-tests by itself); --pattern is the same option")
+      ("seed", po::value<long long>()->default_value(1), "--plan adaptive: the seed of its random pairs (the same seed, hosts and results give the same rounds)")
       ("pattern", po::value<std::string>()->default_value("all-pairs"), "the same as --plan")
       ("budget", po::value<std::string>(), "a time limit on the whole sweep (15m, 1h, 90s): rounds run while the next one fits, judged from the rounds measured so far; the end of the run says which pairs were not covered (/sweep/untested)")
       ("dry-run", "measure nothing: print the plan (rounds, pairs per round) and its estimated time, and with --budget how much of it fits")
@@ -96,9 +98,10 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
     if (!in) throw Error::usage(fmt::format("--pairs-file {}: cannot read the file", path));
     schedule_ = PairSchedule::from_pairs_file(in, hosts_, path);
   } else {
-    cli::require_choice(v.count("plan") ? "--plan" : "--pattern", pattern, {"all-pairs", "quick", "shift"});
+    cli::require_choice(v.count("plan") ? "--plan" : "--pattern", pattern, {"all-pairs", "quick", "shift", "adaptive"});
     schedule_ = pattern == "all-pairs" ? PairSchedule::all_pairs(n) : pattern == "quick" ? PairSchedule::quick(n)
-                                                                                         : PairSchedule::shift(n);
+                : pattern == "shift"   ? PairSchedule::shift(n)
+                                       : PairSchedule::adaptive(n);
   }
   metrics_.clear();
   const auto names = cli::names_of(sweep_metrics(), [](const SweepMetric& m) { return m.name; });
@@ -106,7 +109,11 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
     metrics_.push_back(&sweep_metrics()[i]);
   if (schedule_->directed() && (rails_ > 1 || topology_))
     throw Error::usage("--pattern shift sends around a ring of nodes: with --rails or --topology use all-pairs, quick or --pairs-file");
-  if (topology_) schedule_->cover(*topology_, rails_);
+  adaptive_ = schedule_->pattern() == "adaptive";
+  seed_ = static_cast<std::uint64_t>(v["seed"].as<long long>());
+  if (adaptive_ && v.count("sequential"))
+    throw Error::usage("--sequential with --plan adaptive: the adaptive plan's rounds are its own; use a fixed plan");
+  if (topology_ && !adaptive_) schedule_->cover(*topology_, rails_);  // the adaptive plan crosses the leaves itself
   if (schedule_->directed() && (metrics_.size() != 1 || metrics_[0]->name != "p2p_bw"))
     throw Error::usage("--pattern shift sends to one node while receiving from another: it measures --metric p2p_bw only");
   bw_bytes_ = common.sizes.max();
@@ -197,7 +204,7 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
   const bool host_leader = context.placement.me().local_rank == 0;
   const bool any_host_level = std::any_of(metrics_.begin(), metrics_.end(), [](auto* m) { return !m->collective(); });
   std::vector<PairRecord> all;
-  rest_hung_hosts(context, {}, rounds, 0);  // hosts that hung in an earlier pass rest in this one too
+  if (!adaptive_) rest_hung_hosts(context, {}, rounds, 0);  // hosts that hung in an earlier pass rest in this one too
   const auto start = std::chrono::steady_clock::now();
   std::size_t pairs_total = 0, pairs_done = 0;
   for (const auto& r : rounds) pairs_total += r.pairs.size();
@@ -208,9 +215,12 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
     if (!round_fits(context, rounds, i, kind, first_round)) break;
     if (kind == "sweep") ++sweep_rounds_run_;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    context.progress(fmt::format("{} round {} of {}: {} pairs now, {} of {} pairs done, {:.1f} s elapsed{}", kind,
-                                 i + 1, rounds.size(), round.pairs.size(), pairs_done, pairs_total, elapsed,
-                                 i ? fmt::format(", about {:.1f} s left", elapsed / i * (rounds.size() - i)) : ""));
+    if (adaptive_ && kind == "sweep")  // one round at a time: how many is the plan's answer, not known here
+      context.progress(fmt::format("adaptive round {}: {} pairs now", index + 1, round.pairs.size()));
+    else
+      context.progress(fmt::format("{} round {} of {}: {} pairs now, {} of {} pairs done, {:.1f} s elapsed{}", kind,
+                                   i + 1, rounds.size(), round.pairs.size(), pairs_done, pairs_total, elapsed,
+                                   i ? fmt::format(", about {:.1f} s left", elapsed / i * (rounds.size() - i)) : ""));
     pairs_done += round.pairs.size();
     context.measuring(fmt::format("{} round {} ({} pairs)", kind, index, round.pairs.size()), round_timeout_s(context));
     const auto round_start = std::chrono::steady_clock::now();
@@ -306,7 +316,7 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
                            .set("longest_test_s", longest).set("overhead_s", wall - longest).set("setup_s", setup));
       setup_total_s_ += setup, measure_total_s_ += longest;
     }
-    rest_hung_hosts(context, all, rounds, i + 1);
+    if (!adaptive_) rest_hung_hosts(context, all, rounds, i + 1);  // the adaptive plan splits a hung pair itself
   }
   return all;
 }
@@ -339,9 +349,11 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
       context.out->note(fmt::format("resuming {}: {} pairs finished before are skipped", resume_, skipped));
     std::string metrics;
     for (const auto* m : metrics_) metrics += (metrics.empty() ? "" : ", ") + std::string(m->name);
-    context.out->note(fmt::format("{} hosts{}, pattern {}{}, {} rounds; metrics: {}; bandwidth message {} B, latency {} B",
+    context.out->note(fmt::format("{} hosts{}, pattern {}{}, {}; metrics: {}; bandwidth message {} B, latency {} B",
                                   n, rails_ > 1 ? fmt::format(" x {} rails", rails_) : "", schedule_->pattern(),
-                                  sequential_ ? " (sequential)" : "", rounds.size(), metrics, bw_bytes_, lat_bytes_));
+                                  sequential_ ? " (sequential)" : "",
+                                  adaptive_ ? std::string("rounds chosen from the results") : fmt::format("{} rounds", rounds.size()),
+                                  metrics, bw_bytes_, lat_bytes_));
     context.out->declare(schedule_table_);
     context.out->declare(rounds_table_);
     if (rails_ > 1) {
@@ -391,10 +403,31 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
     const auto pass_start = std::chrono::steady_clock::now();
     const auto started = results::utc_timestamp();
     records = context.is_root() && !mesh_ ? resumed_records() : std::vector<PairRecord>{};
-    auto measured = run_rounds(context, rounds, "sweep", next_round);
-    next_round += static_cast<int>(rounds.size());
-    records.insert(records.end(), measured.begin(), measured.end());
-    RetestLedger ledger(retest_);
+    if (adaptive_) {
+      // Rank 0 asks the plan for each round with every record of this pass; every rank runs what it broadcasts.
+      std::optional<AdaptivePlan> plan;
+      if (context.is_root())
+        plan.emplace(n, rails_, topology_ ? &*topology_ : nullptr, metrics, rules_, seed_ + static_cast<std::uint64_t>(pass_ - 1));
+      while (true) {
+        std::vector<HostPair> pairs;
+        if (context.is_root())
+          if (const auto round = plan->next(records)) pairs = round->pairs;
+        pairs = context.world.broadcast_array(pairs, 0);
+        if (pairs.empty()) break;
+        const int ran = sweep_rounds_run_;
+        auto measured = run_rounds(context, {Round::of(n, pairs)}, "sweep", next_round++);
+        records.insert(records.end(), measured.begin(), measured.end());
+        if (sweep_rounds_run_ == ran) break;  // the budget left it out
+      }
+      if (context.is_root())
+        context.out->note(fmt::format("adaptive plan: {} rounds, {} of {} hosts judged", plan->rounds_planned(),
+                                      plan->state().hosts_judged, n));
+    } else {
+      auto measured = run_rounds(context, rounds, "sweep", next_round);
+      next_round += static_cast<int>(rounds.size());
+      records.insert(records.end(), measured.begin(), measured.end());
+    }
+    RetestLedger ledger(adaptive_ ? 0 : retest_);  // the adaptive plan confirms slow pairs itself
     while (true) {  // ends: each pass re-tests at least one pair, and each pair at most retest_ times
       std::vector<HostPair> suspects;
       if (context.is_root()) suspects = ledger.due(judge(records, metrics, rules_, fabric()).suspects);

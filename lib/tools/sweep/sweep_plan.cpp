@@ -160,6 +160,12 @@ void SweepBenchmark::configure_budget(const cli::po::variables_map& v) {
 
 std::string SweepBenchmark::answer_without_run() const {
   if (!dry_run_) return {};
+  if (adaptive_)
+    return fmt::format("fabric-sweep --dry-run: {} hosts{}, plan adaptive: its rounds are chosen from the results as it "
+                       "goes, so no plan exists before them (the simulator, tests/sim, took about 9 rounds at 256 to "
+                       "4096 hosts x 8 rails to judge every host; docs/fabric-sweep.md); estimated {} per round ({})\n",
+                       hosts_.size(), rails_ > 1 ? fmt::format(" x {} rails", rails_) : "",
+                       human_duration(budget_.round_estimate_s()), estimate_source_);
   const auto& rounds = schedule_->rounds();
   std::size_t pairs = 0, most = 0, fewest = rounds.empty() ? 0 : rounds.front().pairs.size();
   for (const auto& r : rounds) {

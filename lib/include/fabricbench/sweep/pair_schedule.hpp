@@ -31,6 +31,8 @@ class PairSchedule {
   static PairSchedule all_pairs(int hosts);
   static PairSchedule quick(int hosts);
   static PairSchedule shift(int hosts);
+  // No rounds: the adaptive plan (AdaptivePlan) picks each round from the records so far.
+  static PairSchedule adaptive(int hosts) { return PairSchedule("adaptive", hosts); }
   // Lines "round hostA hostB" ('#' starts a comment). Throws Error::usage naming `source`, the line number and what
   // is wrong: a bad line, an unknown host, a host twice in one round, a pair of a host with itself.
   static PairSchedule from_pairs_file(std::istream& in, const std::vector<std::string>& hosts, std::string_view source);

@@ -106,6 +106,8 @@ class SweepBenchmark : public app::Benchmark {
 
   results::TableSpec pairs_table_, verdicts_table_, nodes_table_, schedule_table_, rounds_table_, nics_table_,
       traffic_table_, topology_table_, switches_table_, untested_table_, passes_table_, changes_table_;
+  bool adaptive_ = false;  // --plan adaptive: each round from AdaptivePlan, asked by rank 0
+  std::uint64_t seed_ = 1;
   bool mesh_ = false;  // --repeat given
   int repeat_ = 1;     // passes in all (0: until stopped)
   double every_s_ = 0;
