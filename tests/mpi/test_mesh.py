@@ -144,7 +144,22 @@ class Mesh(LaunchTest):
             self.assertIn(expected, ours[0])
         self.assertEqual(self.load("usr.h5").attrs["passes"], 6, "a refused resume leaves the file alone")
 
+    def test_bandwidth_every_second_pass_latency_every_pass(self):
+        r = self.mpirun(4, "fabric-sweep", ["--metric", "p2p_latency,p2p_bw", "--sizes", "64K", "-n", "5", "-w", "1",
+                                            "--retest", "0", "-q", "--repeat", "4", "--bw-every", "2",
+                                            "--output", "bw.h5"], env=FAKE)
+        self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
+        run = self.load("bw.h5")
+        pairs = run.tables["sweep/pairs"]
+        self.assertEqual(sorted(set(pairs[pairs.metric == "p2p_latency"]["pass"])), [1, 2, 3, 4])
+        self.assertEqual(sorted(set(pairs[pairs.metric == "p2p_bw"]["pass"])), [1, 3], "bandwidth in passes 1 and 3")
+        nodes = run.tables["sweep/nodes"]
+        self.assertTrue(nodes[nodes.metric == "p2p_bw"]["median"].notna().all(),
+                        "the last pass (4) is judged with pass 3's bandwidth")
+
     CASES = [
+        (["--bw-every", "2"], "--bw-every: give --repeat N too"),
+        (["--repeat", "3", "--bw-every", "2", "--metric", "p2p_bw"], "--bw-every 2: give --metric with a latency metric"),
         (["--every", "2s"], "--every: give --repeat N too"),
         (["--repeat", "-1"], "--repeat"),
         (["--repeat", "3", "--every", "soon"], "--every 'soon'"),

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <thread>
@@ -61,6 +62,7 @@ void SweepBenchmark::add_options(cli::po::options_description& options) {
       ("topology", po::value<std::string>(), "the switch tree in Slurm's topology.conf format (SwitchName= Nodes=|Switches= [Rail=]); several files, comma-separated, are one per rail: adds leaf switch and uplink verdicts and makes sure every pair of leaves is crossed on every rail")
       ("resume", po::value<std::string>(), "continue the sweep of this HDF5 file (a run that hung, was killed or failed): skip every pair it finished, append to it, end as if run in one go; same options, and its hosts less those excluded")
       ("repeat", po::value<long long>(), "a continuous mesh: run the sweep this many passes (0: until stopped; SIGTERM, or SIGUSR1 to mpirun, stops it after the pass in flight), each judged on its own; the passes go to one file (/sweep/passes, the pass column), and a verdict that appears or goes is named with its pass (/sweep/changes)")
+      ("bw-every", po::value<long long>(), "with --repeat: the bandwidth metrics (p2p_bw, p2p_bibw, rdma_bw, allreduce, sendrecv) run only in every K-th pass, the latency ones in every pass; a pass is judged with the last bandwidth figures")
       ("every", po::value<std::string>(), "with --repeat: start a pass this often (30s, 5m; default 0: back to back); a pass that overruns starts the next at once")
       ("prometheus", po::value<std::string>(), "write the figures, verdicts and pass in Prometheus' text format to this .prom file (node_exporter's textfile collector), replaced whole after each pass")
       ("exclude", po::value<std::string>(), "with --resume: go on without these hosts (comma-separated; a host the earlier part named hung is left out by itself); their pairs are recorded as not tested (/sweep/untested)");
@@ -177,7 +179,7 @@ std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& cont
   const int my_host = host_of_rank_[context.world.rank()];
   for (std::size_t k = 0; k < metrics_.size(); ++k) {
     const auto& m = *metrics_[k];
-    if (rails_ == 1 && m.collective() == host_level) continue;
+    if ((rails_ == 1 && m.collective() == host_level) || resting(m)) continue;
     PairTest& test = !m.verbs_test.empty() ? *rdma_ : m.collective() ? *coll_ : static_cast<PairTest&>(*p2p_);
     const PairSlot slot{context, pair, round_index, hosts, rails_ > 1 ? local_rank_ : 0, static_cast<int>(k), m, hosts_};
     auto [records, grown] = links_.around([&] { return test.run(slot); });
@@ -400,6 +402,7 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
     const auto planned = first_start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                            std::chrono::duration<double>(every_s_ * (pass_ - first_pass_)));
     if (pass_ > first_pass_ && !wait_for_pass(context, planned)) break;
+    bw_pass_ = pass_ == first_pass_ || (pass_ - 1) % bw_every_ == 0;
     const auto pass_start = std::chrono::steady_clock::now();
     const auto started = results::utc_timestamp();
     records = context.is_root() && !mesh_ ? resumed_records() : std::vector<PairRecord>{};
@@ -442,6 +445,14 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
     const bool stop = context.world.all_sum(context.watchdog.stop_requested() ? 1 : 0) > 0;
     const bool last = stop || (repeat_ > 0 && pass_ >= repeat_);
     if (context.is_root()) {
+      // Between bandwidth passes the judge reads the last bandwidth figures beside this pass's latency ones.
+      const auto is_bw = [&](const PairRecord& r) { return metrics_[static_cast<std::size_t>(r.metric)]->better == results::Better::higher; };
+      if (bw_pass_) {
+        last_bw_records_.clear();
+        std::copy_if(records.begin(), records.end(), std::back_inserter(last_bw_records_), is_bw);
+      } else {
+        records.insert(records.end(), last_bw_records_.begin(), last_bw_records_.end());
+      }
       judgement = judge(records, metrics, rules_, fabric(), traffic_, counter_nics_);
       any_verdict = any_verdict || !judgement.verdicts.empty();
       if (mesh_)

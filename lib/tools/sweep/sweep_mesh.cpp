@@ -59,6 +59,18 @@ void SweepBenchmark::configure_mesh(const cli::po::variables_map& v, bool root) 
       throw Error::usage("--budget caps one sweep; with --repeat each pass is the whole plan: give --every, or a --plan "
                          "that fits (quick, --pairs-file)");
   }
+  bw_every_ = 1;
+  last_bw_records_.clear();
+  if (v.count("bw-every")) {
+    if (!mesh_) throw Error::usage("--bw-every: give --repeat N too (it spaces the bandwidth metrics over the passes)");
+    const auto k = v["bw-every"].as<long long>();
+    cli::require_in_range("--bw-every", k, 1, 1000000);
+    bw_every_ = static_cast<int>(k);
+    const auto higher = [](const SweepMetric* m) { return m->better == results::Better::higher; };
+    if (bw_every_ > 1 && (std::all_of(metrics_.begin(), metrics_.end(), higher) || std::none_of(metrics_.begin(), metrics_.end(), higher)))
+      throw Error::usage(fmt::format("--bw-every {}: give --metric with a latency metric (p2p_latency, rdma_lat) and a "
+                                     "bandwidth one, e.g. p2p_latency,p2p_bw", bw_every_));
+  }
   if (v.count("every")) {
     if (!mesh_) throw Error::usage("--every: give --repeat N too (the passes it spaces; 0: until stopped)");
     const auto every = v["every"].as<std::string>();

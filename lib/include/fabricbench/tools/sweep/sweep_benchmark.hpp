@@ -110,6 +110,11 @@ class SweepBenchmark : public app::Benchmark {
   std::uint64_t seed_ = 1;
   bool mesh_ = false;  // --repeat given
   int repeat_ = 1;     // passes in all (0: until stopped)
+  int bw_every_ = 1;   // --bw-every: the bandwidth metrics run in every K-th pass (and the first of a run)
+  bool bw_pass_ = true;
+  std::vector<PairRecord> last_bw_records_;  // rank 0: the bandwidth records of the last pass that measured them
+  // Between two bandwidth passes of a mesh, the metrics where higher is better (bandwidth, bus bandwidth) rest.
+  bool resting(const SweepMetric& m) const { return !bw_pass_ && m.better == results::Better::higher; }
   double every_s_ = 0;
   std::string prometheus_;
   int pass_ = 1;         // the pass in flight (from 1)
