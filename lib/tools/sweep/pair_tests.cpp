@@ -106,12 +106,12 @@ PairRecord P2PPairTest::shift(const app::RunContext& context, const runtime::Com
   const auto& defaults = metrics_.front()->defaults;  // shift measures p2p_bw only
   const int iterations = defaults.iterations(bw_bytes_, o.iterations), warmup = defaults.warmup(bw_bytes_, o.warmup);
   ops::Exchanger x{leaders.get(), host, to, true, send_, recv_, bw_bytes_, iterations, warmup, window_, o.check, false};
-  x.from = from;
+  x.from = from, x.mpigraph_steps = true;
   const auto r = ops::run_exchange(*test, x);
   const auto stats = timing::SampleStats::of(r.laps_us);
   auto rec = PairRecord::of(round, {host, to}, 0, 0);
   rec.iterations = iterations, rec.bytes = static_cast<std::int64_t>(bw_bytes_), rec.wrong = static_cast<std::int64_t>(r.wrong);
-  // One direction's bytes: the node's send bandwidth, as mpiGraph reports it.
+  // One direction's bytes over the steps' send times: the node's send bandwidth, as mpiGraph reports it.
   rec.value = ops::find_p2p_test("bw")->pair_figure(bw_bytes_, window_, iterations, r.elapsed_s);
   rec.median_us = stats.median, rec.p99_us = stats.p99, rec.window = window_;
   return rec;

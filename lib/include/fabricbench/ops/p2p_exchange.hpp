@@ -46,6 +46,12 @@ struct Exchanger {
   bool check;
   bool flip_byte;  // test hook: corrupt one received byte before the check
   int from = -1;   // bidirectional window only: receive from this rank instead of `peer` (mpiGraph's shift)
+  // Bidirectional window only, mpiGraph's step (its shift): every step starts after two barriers of `comm` and is
+  // timed from its first post to its sends' completion (mpiGraph's send time; the receives are waited for after the
+  // clock stopped); elapsed_s is the sum of the steps' times. Every rank of `comm` must be in the call. A step timed
+  // to the end of its receives, or steps run back to back, would time the ring: a rank waits for its left
+  // neighbour, who waits for its own, so one slow link slows every pair of its step.
+  bool mpigraph_steps = false;
   double budget_s = 0;  // > 0: probe first and cut the counts to fit this many seconds (not with `from`)
   double probe_s = 0;   // with a budget: a probe_message_s() already taken (0: probe now)
   // > 0: repeat the timed block of `iterations` until about this many seconds were timed (timing::TimedBlocks);
