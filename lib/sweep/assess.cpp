@@ -44,7 +44,8 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double f, c
   Assessment out;
   auto& best = out.best;
   for (const auto& v : values) {
-    if (std::isnan(v.value)) continue;
+    // A value of a host or rail this fabric does not have (a caller's mistake) is left out, not read out of bounds.
+    if (std::isnan(v.value) || v.a < 0 || v.a >= n || v.b < 0 || v.b >= n || v.rail < 0 || v.rail >= rails) continue;
     const auto [lo, hi] = std::minmax(v.a, v.b);
     auto [it, fresh] = best.emplace(PairKey{lo, hi, v.rail}, v.value);
     if (!fresh) it->second = rule.higher_is_better ? std::max(it->second, v.value) : std::min(it->second, v.value);

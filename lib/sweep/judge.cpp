@@ -138,7 +138,9 @@ Judgement judge(const std::vector<PairRecord>& records, const std::vector<Judged
     for (auto& matrix : matrices) matrix.assign(static_cast<std::size_t>(n) * n, NAN);
     const auto keep = [&](double& cell, double v) { cell = std::isnan(cell) ? v : better(cell, v); };
     for (const auto& r : records) {
-      if (r.metric != static_cast<int>(k) || std::isnan(r.value) || r.rail < 0 || r.rail >= rails) continue;
+      if (r.metric != static_cast<int>(k) || std::isnan(r.value) || r.rail < 0 || r.rail >= rails || r.a < 0 ||
+          r.a >= n || r.b < 0 || r.b >= n)
+        continue;  // a record of a host or rail the fabric lacks (assess leaves it out too)
       auto& matrix = matrices[static_cast<std::size_t>(r.rail)];
       if (r.direction != 1) keep(matrix[static_cast<std::size_t>(r.a) * n + r.b], r.value);
       if (r.direction != 0) keep(matrix[static_cast<std::size_t>(r.b) * n + r.a], r.value);

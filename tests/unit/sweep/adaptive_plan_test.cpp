@@ -99,7 +99,10 @@ TEST(AdaptivePlan, HealthyHostsStopAfterScreening) {
   const auto run = drive(plan, 2, [](int, int, int) { return 1000.0; });
   EXPECT_EQ(run.rounds.size(), 2u);  // two screening rounds give every host-rail two clean tests
   for (const auto& r : run.rounds) EXPECT_EQ(r.pairs.size(), 4u);
-  EXPECT_TRUE(judge(run.records, bw, rules(), names(8)).verdicts.empty());
+  Fabric fabric;
+  fabric.hosts = names(8);
+  fabric.rails = 2;
+  EXPECT_TRUE(judge(run.records, bw, rules(), fabric).verdicts.empty());
 }
 
 TEST(AdaptivePlan, SameSeedSameRoundsOtherSeedOtherRounds) {

@@ -64,6 +64,21 @@ TEST(Judge, NoFaultNoVerdict) {
   EXPECT_EQ(j.wrong, 0);
 }
 
+TEST(Judge, RecordsOfARailOrHostTheFabricLacksAreLeftOut) {
+  // Records of a 2-rail sweep judged as one rail, and a host index past the fabric's (ASan found the first reading a
+  // per-host-rail table out of bounds): the values of this fabric are judged as before, the others ignored.
+  auto records = sweep_of([](int, int) { return false; });
+  auto other_rail = records.front();
+  other_rail.rail = 1, other_rail.value = 1;
+  auto other_host = records.front();
+  other_host.b = 9, other_host.value = 1;
+  records.push_back(other_rail);
+  records.push_back(other_host);
+  const auto j = judge(records, bw_and_lat, default_rules(), hosts);
+  EXPECT_TRUE(j.verdicts.empty());
+  EXPECT_TRUE(j.suspects.empty());
+}
+
 TEST(Judge, NamesTheSlowNodeAndItsPairsAsSuspects) {
   const auto j = judge(sweep_of([](int a, int b) { return a == 2 || b == 2; }), bw_and_lat, default_rules(), hosts);
   ASSERT_EQ(j.verdicts.size(), 1u);
