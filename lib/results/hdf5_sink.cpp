@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <ctime>
 #include <stdexcept>
@@ -283,19 +284,23 @@ void Hdf5Sink::samples(const TableSpec& table, const std::vector<Sample>& sample
 void Hdf5Sink::matrix(const Matrix& m) {
   std::lock_guard lock(mutex_);
   const auto& path = m.path;
-  if (m.values.size() != m.row_labels.size() * m.column_labels.size())
-    throw std::logic_error("matrix " + path + ": values do not match its labels");
+  if (!m.valid()) throw std::logic_error("matrix " + path + ": cells out of order or outside its labels");
   const hsize_t dims[2] = {m.row_labels.size(), m.column_labels.size()};
   H5Id space(checked(H5Screate_simple(2, dims, nullptr), "H5Screate_simple"));
   H5Id link_props(checked(H5Pcreate(H5P_LINK_CREATE), "H5Pcreate"));
   checked(H5Pset_create_intermediate_group(link_props.get(), 1), "H5Pset_create_intermediate_group");
   if (H5Lexists(file_.get(), path.c_str(), H5P_DEFAULT) > 0) checked(H5Ldelete(file_.get(), path.c_str(), H5P_DEFAULT), "H5Ldelete");
-  // Chunked and compressed: at thousands of hosts a matrix is N x N doubles (4096 hosts: 128 MiB), mostly NaN where a
-  // budget or a plan left pairs out. Blocks of 256 x 256 let a reader take one leaf's rows.
+  // Chunked and compressed, NaN where nothing is written: at thousands of hosts a matrix is N x N doubles (4096
+  // hosts: 128 MiB), mostly NaN where a budget or a plan left pairs out. Blocks of 256 x 256 let a reader take one
+  // leaf's rows; the writer expands the sparse cells one block of rows at a time and skips blocks with none.
   H5Id props(checked(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate"));
+  const hsize_t block = std::min<hsize_t>(std::max<hsize_t>(dims[0], 1), 256);
   if (dims[0] > 0 && dims[1] > 0) {
-    const hsize_t chunk[2] = {std::min<hsize_t>(dims[0], 256), std::min<hsize_t>(dims[1], 256)};
+    const hsize_t chunk[2] = {block, std::min<hsize_t>(dims[1], 256)};
     checked(H5Pset_chunk(props.get(), 2, chunk), "H5Pset_chunk");
+    const double nan = NAN;
+    checked(H5Pset_fill_value(props.get(), H5T_NATIVE_DOUBLE, &nan), "H5Pset_fill_value");
+    checked(H5Pset_fill_time(props.get(), H5D_FILL_TIME_IFSET), "H5Pset_fill_time");
     if (H5Zfilter_avail(H5Z_FILTER_DEFLATE) > 0) {
       checked(H5Pset_shuffle(props.get()), "H5Pset_shuffle");
       checked(H5Pset_deflate(props.get(), 1), "H5Pset_deflate");
@@ -303,7 +308,16 @@ void Hdf5Sink::matrix(const Matrix& m) {
   }
   H5Id ds(checked(H5Dcreate2(file_.get(), path.c_str(), H5T_IEEE_F64LE, space.get(), link_props.get(), props.get(),
                              H5P_DEFAULT), "create dataset " + path));
-  checked(H5Dwrite(ds.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, m.values.data()), "H5Dwrite");
+  for (std::size_t i = 0; i < m.cells.size();) {
+    const auto first = static_cast<hsize_t>(m.cells[i].row) / block * block;
+    const hsize_t count[2] = {std::min(block, dims[0] - first), dims[1]}, start[2] = {first, 0};
+    const auto values = m.rows(static_cast<int>(first), static_cast<int>(count[0]));
+    H5Id file_space(checked(H5Dget_space(ds.get()), "H5Dget_space"));
+    checked(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr), "H5Sselect_hyperslab");
+    H5Id memory(checked(H5Screate_simple(2, count, nullptr), "H5Screate_simple"));
+    checked(H5Dwrite(ds.get(), H5T_NATIVE_DOUBLE, memory.get(), file_space.get(), H5P_DEFAULT, values.data()), "H5Dwrite");
+    while (i < m.cells.size() && static_cast<hsize_t>(m.cells[i].row) < first + count[0]) ++i;
+  }
   write_attribute(ds.get(), "row_labels", m.row_labels);
   write_attribute(ds.get(), "column_labels", m.column_labels);
   write_attribute(ds.get(), "title", m.title);

@@ -1,5 +1,7 @@
 #include "fabricbench/results/table.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 
@@ -117,6 +119,35 @@ double Row::number(const std::string& column) const {
   const auto& v = get(column);
   if (const auto* i = std::get_if<std::int64_t>(&v)) return static_cast<double>(*i);
   return std::get<double>(v);
+}
+
+namespace {
+bool before(const MatrixCell& x, int row, int column) { return x.row < row || (x.row == row && x.column < column); }
+}  // namespace
+
+double Matrix::at(int row, int column) const {
+  const auto it = std::lower_bound(cells.begin(), cells.end(), 0,
+                                   [&](const MatrixCell& c, int) { return before(c, row, column); });
+  return it != cells.end() && it->row == row && it->column == column ? it->value : NAN;
+}
+
+std::vector<double> Matrix::rows(int first, int count) const {
+  const auto columns = column_labels.size();
+  std::vector<double> out(static_cast<std::size_t>(std::max(count, 0)) * columns, NAN);
+  auto it = std::lower_bound(cells.begin(), cells.end(), 0, [&](const MatrixCell& c, int) { return before(c, first, 0); });
+  for (; it != cells.end() && it->row < first + count; ++it)
+    out[static_cast<std::size_t>(it->row - first) * columns + static_cast<std::size_t>(it->column)] = it->value;
+  return out;
+}
+
+bool Matrix::valid() const {
+  const auto rows = static_cast<std::int64_t>(row_labels.size()), columns = static_cast<std::int64_t>(column_labels.size());
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const auto& c = cells[i];
+    if (c.row < 0 || c.row >= rows || c.column < 0 || c.column >= columns) return false;
+    if (i > 0 && !before(cells[i - 1], c.row, c.column)) return false;
+  }
+  return true;
 }
 
 }  // namespace fabricbench::results

@@ -73,9 +73,10 @@ void TerminalTable::matrix(const Matrix& m) {
   std::string out = fmt::format("#\n# {}\n# {:>{}}", m.title, "", width);
   for (const auto& l : m.column_labels) out += fmt::format(" {:>{}}", l.substr(0, 16), width);
   out += "\n";
+  const auto values = m.rows(0, static_cast<int>(rows));
   for (std::size_t r = 0; r < rows; ++r) {
     out += fmt::format("  {:>{}}", m.row_labels[r].substr(0, 16), width);
-    for (std::size_t c = 0; c < columns; ++c) out += fmt::format(" {:>{}}", format(Value{m.values[r * columns + c]}, 1), width);
+    for (std::size_t c = 0; c < columns; ++c) out += fmt::format(" {:>{}}", format(Value{values[r * columns + c]}, 1), width);
     out += "\n";
   }
   fmt::print(out_, "{}", out);

@@ -25,7 +25,6 @@ double MeshHistory::figure(const Verdict& v, const Judgement& j) const {
                  metrics_.begin();
   if (k == static_cast<long>(metrics_.size())) return NAN;
   const bool higher = metrics_[static_cast<std::size_t>(k)].better != results::Better::lower;
-  const int n = static_cast<int>(fabric_.hosts.size());
   if (v.kind == "node" || v.kind == "nic") {
     std::vector<double> medians;
     for (const auto& s : j.nodes)
@@ -36,8 +35,8 @@ double MeshHistory::figure(const Verdict& v, const Judgement& j) const {
   if ((v.kind == "link" || v.kind == "pair") && v.b >= 0) {
     const auto index = static_cast<std::size_t>(k * fabric_.rails + std::max(v.rail, 0));
     if (index >= j.matrices.size()) return NAN;
-    const auto& m = j.matrices[index].values;
-    const double ab = m[static_cast<std::size_t>(v.a) * n + v.b], ba = m[static_cast<std::size_t>(v.b) * n + v.a];
+    const auto& m = j.matrices[index];
+    const double ab = m.at(v.a, v.b), ba = m.at(v.b, v.a);
     if (std::isnan(ab) || std::isnan(ba)) return std::isnan(ab) ? ba : ab;
     return higher ? std::min(ab, ba) : std::max(ab, ba);
   }

@@ -183,8 +183,11 @@ TEST_F(Hdf5SinkTest, AMatrixCarriesItsOwnLabels) {
     Hdf5Sink sink(path.string(), false);
     sink.begin({"fabric-test", "9.9", "x", "t", 1, {"a"}});
     sink.matrix({"/any/where/m", "demo (GB/s)", Unit::gbps, Better::higher, {"r0", "r1"}, {"c0", "c1", "c2"},
-                 {1, 2, 3, 4, 5, 6}});
-    EXPECT_THROW(sink.matrix({"/bad", "", Unit::none, Better::none, {"r0"}, {"c0"}, {1, 2}}), std::logic_error);
+                 {{0, 0, 1}, {0, 2, 3}, {1, 1, 5}, {1, 2, 6}}});
+    // Outside the labels, or out of order: refused, nothing written.
+    EXPECT_THROW(sink.matrix({"/bad", "", Unit::none, Better::none, {"r0"}, {"c0"}, {{0, 1, 2}}}), std::logic_error);
+    EXPECT_THROW(sink.matrix({"/bad", "", Unit::none, Better::none, {"r0", "r1"}, {"c0"}, {{1, 0, 2}, {0, 0, 1}}}),
+                 std::logic_error);
     sink.finish("complete");
   }
   const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -196,6 +199,9 @@ TEST_F(Hdf5SinkTest, AMatrixCarriesItsOwnLabels) {
   double values[6] = {};
   H5Dread(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values);
   EXPECT_DOUBLE_EQ(values[5], 6.0);
+  EXPECT_DOUBLE_EQ(values[2], 3.0);
+  EXPECT_TRUE(std::isnan(values[1])) << "a cell not given reads as NaN";
+  EXPECT_EQ(H5Lexists(f, "/bad", H5P_DEFAULT), 0);
   const hid_t space = H5Dget_space(ds);
   hsize_t dims[2] = {};
   H5Sget_simple_extent_dims(space, dims, nullptr);
@@ -210,12 +216,13 @@ TEST_F(Hdf5SinkTest, AMatrixOfThousandsOfHostsIsChunkedAndCompressed) {
   const std::size_t n = 1024;
   std::vector<std::string> labels;
   for (std::size_t i = 0; i < n; ++i) labels.push_back("node" + std::to_string(i));
-  std::vector<double> values(n * n, std::nan(""));  // a budget's sweep: most pairs not measured
-  for (std::size_t i = 0; i + 1 < n; i += 2) values[i * n + i + 1] = values[(i + 1) * n + i] = 100.0 + static_cast<double>(i);
+  std::vector<MatrixCell> cells;  // a budget's sweep: most pairs not measured; rows 256-511 none at all
+  for (int i = 0; i + 1 < static_cast<int>(n); i += 2)
+    if (i < 256 || i >= 512) cells.push_back({i, i + 1, 100.0 + i}), cells.push_back({i + 1, i, 100.0 + i});
   {
     Hdf5Sink sink(path.string(), false);
     sink.begin({"fabric-test", "9.9", "x", "t", 1, {"a"}});
-    sink.matrix({"/sweep/matrices/p2p_bw", "p2p_bw (MB/s)", Unit::mbps, Better::higher, labels, labels, values});
+    sink.matrix({"/sweep/matrices/p2p_bw", "p2p_bw (MB/s)", Unit::mbps, Better::higher, labels, labels, cells});
     sink.finish("complete");
   }
   const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -232,7 +239,9 @@ TEST_F(Hdf5SinkTest, AMatrixOfThousandsOfHostsIsChunkedAndCompressed) {
   std::vector<double> back(n * n);
   H5Dread(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, back.data());
   EXPECT_DOUBLE_EQ(back[2 * n + 3], 102.0);
+  EXPECT_DOUBLE_EQ(back[1001 * n + 1000], 1100.0);
   EXPECT_TRUE(std::isnan(back[5]));
+  EXPECT_TRUE(std::isnan(back[300 * n + 301])) << "a block of rows never written reads as the NaN fill";
   H5Pclose(props);
   H5Dclose(ds);
   H5Fclose(f);

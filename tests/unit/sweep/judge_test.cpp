@@ -109,9 +109,14 @@ TEST(Judge, MatrixKeepsEachDirectionsBestOverRetests) {
   const auto j = judge(records, bw_and_lat, default_rules(), hosts);
   const auto& m = j.matrices[0];
   EXPECT_EQ(m.path, "/sweep/matrices/p2p_bw");
-  EXPECT_DOUBLE_EQ(m.values[0 * 4 + 1], 1000);  // a->b
-  EXPECT_DOUBLE_EQ(m.values[1 * 4 + 0], 1500);  // b->a
-  EXPECT_TRUE(std::isnan(m.values[0]));
+  EXPECT_DOUBLE_EQ(m.at(0, 1), 1000);  // a->b
+  EXPECT_DOUBLE_EQ(m.at(1, 0), 1500);  // b->a
+  EXPECT_TRUE(std::isnan(m.at(0, 0)));
+  EXPECT_TRUE(m.valid());
+  const auto dense = m.rows(0, 4);
+  ASSERT_EQ(dense.size(), 16u);
+  EXPECT_DOUBLE_EQ(dense[1 * 4 + 0], 1500);
+  EXPECT_TRUE(std::isnan(dense[0]));
 }
 
 TEST(Judge, HungPairsCountersAndWrongDataAreVerdictsToo) {
