@@ -53,11 +53,22 @@ std::optional<Round> AdaptivePlan::next(const std::vector<PairRecord>& records) 
     seen_ = 0, tested_.clear(), hung_seen_.clear();
     hangs_.assign(static_cast<std::size_t>(n), 0), last_hang_.assign(static_cast<std::size_t>(n), -1);
     last_done_.assign(static_cast<std::size_t>(n), -1), hung_with_.assign(static_cast<std::size_t>(n), -1);
+    slow_peers_.assign(static_cast<std::size_t>(n), 0);
   }
   for (; seen_ < records.size(); ++seen_) {
     const auto& r = records[seen_];
     if (r.a < 0 || r.b < 0 || r.a >= n || r.b >= n) continue;
     tested_.insert(pair_key(r.a, r.b));
+    if (covering_ && !r.hung && !std::isnan(r.value) && r.metric >= 0 && r.metric < static_cast<int>(lines_.size())) {
+      const auto& [rule, reference] = lines_[static_cast<std::size_t>(r.metric)];
+      // A host already slow with intermittent_peers others explains its slow pairs (the judge's intermittent rule):
+      // confirming each would cost it a round per pair.
+      const auto key = pair_key(r.a, r.b);
+      if (rule.beyond(r.value, reference) && confirmed_.insert(key).second) {
+        const int most = std::max(++slow_peers_[r.a], ++slow_peers_[r.b]);
+        if (most <= rule.intermittent_peers) to_confirm_.push_back(key);
+      }
+    }
     if (r.hung) {
       if (!hung_seen_.insert({r.round, std::min(r.a, r.b), std::max(r.a, r.b)}).second) continue;
       for (auto [h, p] : {std::pair{r.a, r.b}, std::pair{r.b, r.a}})
@@ -87,20 +98,38 @@ std::optional<Round> AdaptivePlan::next(const std::vector<PairRecord>& records) 
   const auto usable = [&](int h) { return hung[h] == HungState::none || hung[h] == HungState::released; };
 
   const auto cover_round = [&]() -> std::optional<Round> {
-    // Every host judged: rounds of the circle method, untested pairs of usable hosts only.
+    // Every host judged: a pair slow in its first test once more, then pairs an earlier round had to leave out, then
+    // the circle method's next step, untested pairs of usable hosts only (one that meets a busy host waits).
     state_.covering = covering_ = true;
     std::vector<char> busy(static_cast<std::size_t>(n), 0);
     std::vector<HostPair> round;
-    const int slots = n % 2 == 0 ? n : n + 1, fixed = slots - 1;
-    for (; round.empty() && cover_step_ < slots - 1; ++cover_step_) {
-      const auto take = [&](int x, int y) {
-        if (x < n && y < n && usable(x) && usable(y) && !busy[x] && !busy[y] && !tested.count(pair_key(x, y))) {
-          busy[x] = busy[y] = 1;
-          round.push_back({std::min(x, y), std::max(x, y)});
+    const auto place = [&](std::vector<std::uint64_t>& keys, bool untested_only) {
+      std::vector<std::uint64_t> later;
+      for (const auto key : keys) {
+        const int x = static_cast<int>(key >> 32), y = static_cast<int>(key & 0xffffffffu);
+        if (!usable(x) || !usable(y) || (untested_only && tested.count(key))) continue;
+        if (busy[x] || busy[y]) {
+          later.push_back(key);
+          continue;
         }
+        busy[x] = busy[y] = 1;
+        round.push_back({x, y});
+      }
+      keys = std::move(later);
+    };
+    place(to_confirm_, false);
+    place(deferred_, true);
+    const auto before = round.size();
+    const int slots = n % 2 == 0 ? n : n + 1, fixed = slots - 1;
+    for (; round.size() == before && cover_step_ < slots - 1; ++cover_step_) {
+      std::vector<std::uint64_t> step;
+      const auto take = [&](int x, int y) {
+        if (x < n && y < n) step.push_back(pair_key(x, y));
       };
       take(fixed, cover_step_);
       for (int k = 1; k < slots / 2; ++k) take((cover_step_ + k) % fixed, (cover_step_ - k + fixed) % fixed);
+      place(step, true);
+      deferred_.insert(deferred_.end(), step.begin(), step.end());
     }
     if (round.empty() || planned_ >= cap_rounds) return std::nullopt;
     ++planned_;
@@ -112,6 +141,9 @@ std::optional<Round> AdaptivePlan::next(const std::vector<PairRecord>& records) 
   // Suspects and verdicts, as the judge would see them now.
   std::unordered_map<std::uint64_t, std::vector<PairEvidence>> pairs;  // pair_key -> per rail
   std::vector<char> named(static_cast<std::size_t>(n) * rails, 0), explained(named.size(), 0);
+  // Per host: peers with a slow test of their own, and those of them whose pair came out fine (best of its tests).
+  std::vector<std::unordered_set<int>> slow_peers(static_cast<std::size_t>(n)), unconfirmed(static_cast<std::size_t>(n));
+  std::vector<std::pair<std::uint64_t, int>> slow_tests;  // pair, rail: read once the verdicts are known
   Fabric fabric;
   fabric.hosts = names_, fabric.rails = rails, fabric.topology = topology_;
   for (std::size_t k = 0; k < metrics_.size(); ++k) {
@@ -119,11 +151,15 @@ std::optional<Round> AdaptivePlan::next(const std::vector<PairRecord>& records) 
     rule.higher_is_better = metrics_[k].better != results::Better::lower;
     const auto values = pair_values(records, static_cast<int>(k), rule.higher_is_better);
     const auto a = assess(metrics_[k].name, rule, rules_.bad_node_fraction, fabric, values);
-    for (const auto& v : values) {
+    if (lines_.size() <= k) lines_.resize(k + 1);
+    lines_[k] = {rule, a.reference};
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const auto& v = values[i];
       if (v.rail < 0 || v.rail >= rails) continue;
       auto& e = pairs[pair_key(v.a, v.b)];
       e.resize(static_cast<std::size_t>(rails));
       ++e[static_cast<std::size_t>(v.rail)].tests;  // counted per metric, the most kept below
+      if (a.slow_test[i]) slow_tests.emplace_back(pair_key(v.a, v.b), v.rail);
     }
     for (const auto& [key, value] : a.best) {
       const auto [x, y, r] = key;
@@ -174,6 +210,18 @@ std::optional<Round> AdaptivePlan::next(const std::vector<PairRecord>& records) 
     }
   }
   std::sort(to_confirm.begin(), to_confirm.end());
+  for (const auto& [key, r] : slow_tests) {
+    const int x = static_cast<int>(key >> 32), y = static_cast<int>(key & 0xffffffffu);
+    if (named[hr(x, r)] || named[hr(y, r)] || explained[hr(x, r)] || explained[hr(y, r)]) continue;
+    slow_peers[x].insert(y), slow_peers[y].insert(x);
+    if (!pairs[key][static_cast<std::size_t>(r)].suspect) unconfirmed[x].insert(y), unconfirmed[y].insert(x);
+  }
+  std::vector<char> watched(static_cast<std::size_t>(n), 0);
+  std::vector<std::unordered_set<int>> peers(static_cast<std::size_t>(n));
+  for (const auto& [key, per_rail] : pairs) {
+    const int x = static_cast<int>(key >> 32), y = static_cast<int>(key & 0xffffffffu);
+    if (x < n && y < n) peers[x].insert(y), peers[y].insert(x);
+  }
   const auto slow_count = [&](int h, int r) {
     return std::count_if(tests[hr(h, r)].begin(), tests[hr(h, r)].end(), [](const Test& t) { return t.slow; });
   };
@@ -210,8 +258,12 @@ std::optional<Round> AdaptivePlan::next(const std::vector<PairRecord>& records) 
           static_cast<int>(mine.size()) < options_.suspect_tests + options_.clean_tests + 2)
         undecided[i] = 1, needs_clean[h] = 1, ++state_.host_rails_suspect;
     }
+    const auto intermittent_peers = metrics_.empty() ? 4 : rules_.rule(metrics_.front().name).intermittent_peers;
+    watched[h] = !unconfirmed[h].empty() && static_cast<int>(slow_peers[h].size()) < intermittent_peers &&
+                 static_cast<int>(peers[h].size()) < options_.watch_tests;
+    state_.hosts_watched += watched[h];
     for (int r = 0; r < rails; ++r) judged = judged && !undecided[hr(h, r)];
-    state_.hosts_judged += judged;
+    state_.hosts_judged += judged && !watched[h];
   }
   state_.pairs_to_confirm = static_cast<int>(to_confirm.size());
 
@@ -290,6 +342,12 @@ std::optional<Round> AdaptivePlan::next(const std::vector<PairRecord>& records) 
   for (int h : order)
     if (needs_clean[h] && !busy[h]) {
       const int p = partner(h, [&](int c) { return clean[c] != 0; });
+      if (p >= 0) add(h, p);
+    }
+  for (int h : order)  // watched hosts: a fresh clean peer each round
+    if (watched[h] && !busy[h]) {
+      int p = partner(h, [&](int c) { return clean[c] != 0 && !watched[c]; }, true);
+      if (p < 0) p = partner(h, [&](int c) { return !watched[c]; }, true);
       if (p >= 0) add(h, p);
     }
   for (int h : order)

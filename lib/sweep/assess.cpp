@@ -67,21 +67,16 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double f, c
   for (auto& mine : per_host_rail)
     if (!mine.empty()) medians.push_back(median_of(std::move(mine)));
   out.reference = rule.higher_is_better ? median_of(medians) : timing::SampleStats::of(pair_values).min;
-  const auto is_suspect = [&](double v) {
-    if (rule.higher_is_better) {
-      if (v < rule.below_fraction_of_median * out.reference) return true;
-      return !std::isnan(rule.baseline) && v < rule.baseline * (1 - rule.baseline_tolerance);
-    }
-    if (v > rule.above_multiple_of_best * out.reference) return true;
-    return !std::isnan(rule.baseline) && v > rule.baseline * (1 + rule.baseline_tolerance);
-  };
+  const auto is_suspect = [&](double v) { return rule.beyond(v, out.reference); };
   auto& suspects = out.suspects;
   std::set<PairKey> explained;
   for (const auto& [key, v] : best)
     if (is_suspect(v)) suspects.insert(key);
+  out.slow_test.assign(values.size(), false);
   for (std::size_t i = 0; i < values.size(); ++i) {
     const auto [lo, hi] = std::minmax(values[i].a, values[i].b);
     out.suspect[i] = suspects.count({lo, hi, values[i].rail}) > 0;
+    out.slow_test[i] = !std::isnan(values[i].value) && is_suspect(values[i].value);
   }
   // Tested and suspect pairs per host-rail, counting only pairs no wider cause explained: a pair a leaf's uplink
   // explains says nothing of its hosts, either way (counted as tested, the adaptive plan's few pairs of a bad node
@@ -238,6 +233,39 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double f, c
                                           "rails fine", names[h], r, name.empty() ? "" : " " + name,
                                           left.bad[left.at(h, r)], left.tested[left.at(h, r)], r, against),
                               fabric.rail_column(r), name});
+    }
+  }
+  // Nodes slow some of the time: counted per peer over every test (a re-test keeps a pair's best, which hides them),
+  // leaving out tests a switch, an uplink or a node or NIC named above explains. The peers must be fine otherwise
+  // (slow with at most one other host), so that noise spread over many hosts names none of them.
+  {
+    std::vector<std::set<int>> peers(static_cast<std::size_t>(n)), slow_peers(static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const auto& v = values[i];
+      if (std::isnan(v.value) || v.a < 0 || v.a >= n || v.b < 0 || v.b >= n || v.rail < 0 || v.rail >= rails) continue;
+      const auto [lo, hi] = std::minmax(v.a, v.b);
+      if (explained.count({lo, hi, v.rail})) continue;
+      peers[lo].insert(hi), peers[hi].insert(lo);
+      if (out.slow_test[i] && !blamed.count({lo, v.rail}) && !blamed.count({hi, v.rail}))
+        slow_peers[lo].insert(hi), slow_peers[hi].insert(lo);
+    }
+    for (int h = 0; h < n; ++h) {
+      const auto& mine = slow_peers[static_cast<std::size_t>(h)];
+      const auto tested = peers[static_cast<std::size_t>(h)].size();
+      if (static_cast<int>(mine.size()) < rule.intermittent_peers ||
+          static_cast<double>(mine.size()) < rule.intermittent_fraction * static_cast<double>(tested))
+        continue;
+      std::size_t fine_elsewhere = 0;
+      for (int p : mine) fine_elsewhere += slow_peers[static_cast<std::size_t>(p)].size() <= 2;
+      if (static_cast<int>(fine_elsewhere) < rule.intermittent_peers ||
+          static_cast<double>(fine_elsewhere) < rule.intermittent_fraction * static_cast<double>(tested))
+        continue;
+      for (int r = 0; r < rails; ++r) blamed.insert({h, r});
+      out.verdicts.push_back({metric, "node", h, -1,
+                              fmt::format("{}: slow some of the time: {} of its {} peers had a slow test with it ({:.0f}%; "
+                                          "{}), each of them fine with its other peers; the best of each pair's tests "
+                                          "hides it", names[h], mine.size(), tested,
+                                          100.0 * static_cast<double>(mine.size()) / static_cast<double>(tested), against)});
     }
   }
   for (const auto& key : suspects) {

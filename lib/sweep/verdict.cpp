@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <boost/property_tree/ptree.hpp>
 #include <set>
 
@@ -25,6 +26,8 @@ double number(const boost::property_tree::ptree& node, const std::string& file, 
 
 Rules Rules::load(const std::string& path, const results::Baseline& baseline, const std::vector<std::string>& metrics) {
   Rules rules;
+  double intermittent_fraction = MetricRule{}.intermittent_fraction;
+  int intermittent_peers = MetricRule{}.intermittent_peers;
   for (const auto& [section, keys] : cli::read_ini(path, "--rules")) {
     if (section != "attribution" && !metrics.empty() && std::find(metrics.begin(), metrics.end(), section) == metrics.end()) {
       std::string allowed = "attribution";
@@ -33,9 +36,21 @@ Rules Rules::load(const std::string& path, const results::Baseline& baseline, co
     }
     if (section == "attribution") {
       for (const auto& [key, value] : keys) {
-        if (key != "bad_node_fraction")
-          throw Error::usage(fmt::format("{}: [attribution] {}: unknown key; allowed: bad_node_fraction", path, key));
-        rules.bad_node_fraction = number(value, path, "[attribution] " + key, false);
+        const auto where = "[attribution] " + key;
+        if (key == "bad_node_fraction") {
+          rules.bad_node_fraction = number(value, path, where, false);
+        } else if (key == "intermittent_fraction") {
+          intermittent_fraction = number(value, path, where, false);
+        } else if (key == "intermittent_peers") {
+          const auto text = value.get_value<std::string>();
+          const auto v = cli::parse_number(text);
+          if (!v || *v < 1 || *v != static_cast<int>(*v))
+            throw Error::usage(fmt::format("{}: {} = '{}': give a whole number of at least 1", path, where, text));
+          intermittent_peers = static_cast<int>(*v);
+        } else {
+          throw Error::usage(fmt::format("{}: {}: unknown key; allowed: bad_node_fraction, intermittent_fraction, "
+                                         "intermittent_peers", path, where));
+        }
       }
       continue;
     }
@@ -53,12 +68,19 @@ Rules Rules::load(const std::string& path, const results::Baseline& baseline, co
     }
     rules.metrics[section] = r;
   }
-  for (auto& [metric, rule] : rules.metrics)
+  for (auto& [metric, rule] : rules.metrics) {
+    rule.intermittent_fraction = intermittent_fraction, rule.intermittent_peers = intermittent_peers;
     if (const auto e = baseline.expected("sweep/pairs", {{"metric", metric}}, "value")) {
       rule.baseline = e->value;
       rule.baseline_tolerance = e->tolerance;
     }
+  }
   return rules;
+}
+
+bool MetricRule::beyond(double v, double reference) const {
+  if (higher_is_better) return v < below_fraction_of_median * reference || (!std::isnan(baseline) && v < baseline * (1 - baseline_tolerance));
+  return v > above_multiple_of_best * reference || (!std::isnan(baseline) && v > baseline * (1 + baseline_tolerance));
 }
 
 const MetricRule& Rules::rule(const std::string& metric) const {

@@ -272,6 +272,14 @@ class SweepPlanAndBudget(LaunchTest):
             hosts = list(part.host_a) + list(part.host_b)
             self.assertEqual(len(hosts), len(set(hosts)), f"round {k}: hosts disjoint")
         self.assertNotIn("sweep/schedule", {t for t, f in run.tables.items() if not f.empty}, "no plan in advance")
+        # With --budget the rest of it tests the pairs never tested: all 28 of 8 hosts fit in 60 s here.
+        r = self.mpirun(8, "fabric-sweep", ["--output", "cover.h5", "-n", "50", "-w", "5", "--plan", "adaptive",
+                                            "--metric", "p2p_latency", "--seed", "7", "--budget", "60s"], env=FAKE)
+        self.assertIn(r.returncode, (0, 1), r.stderr)
+        covered = self.load("cover.h5").tables["sweep/pairs"]
+        tested = {tuple(sorted(p)) for p in zip(covered.host_a, covered.host_b)}
+        self.assertEqual(len(tested), 28, "every pair of 8 hosts")
+        self.assertIn("then untested pairs while the budget lasted", r.stdout + r.stderr)
         plan = self.mpirun(1, "fabric-sweep", ["--plan", "adaptive", "--dry-run", "--hosts", "1024", "--rails=8"])
         self.assertEqual(plan.returncode, 0, plan.stderr)
         self.assertIn("1024 hosts x 8 rails, plan adaptive: its rounds are chosen from the results", plan.stdout)

@@ -23,7 +23,7 @@ using namespace fabricbench::sweep;
 
 namespace {
 
-const std::vector<std::string> plan_names{"all-pairs", "quick", "shift", "adaptive", "adaptive-cover"};
+const std::vector<std::string> plan_names{"all-pairs", "quick", "shift", "adaptive"};
 
 struct Options {
   std::vector<int> hosts{256};
@@ -65,7 +65,7 @@ Options parse(int argc, char** argv) {
     if (arg == "--explain") { o.explain = true; continue; }
     if (arg == "--help" || arg == "-h") {
       std::printf("fabric-sim [--hosts 256,1024] [--rails 8] [--leaf 32] [--seeds 20] [--seeds-fixed S] [--seed0 1]\n"
-                  "  [--plan all-pairs,quick,shift,adaptive,adaptive-cover] [--budget SECONDS] [--retest 1]\n"
+                  "  [--plan all-pairs,quick,shift,adaptive] [--budget SECONDS] [--retest 1]\n"
                   "  [--pair-time 0.5] [--setup-time 0.3] [--timeout 10] [--max-records 20000000] [--rules FILE] [--json] [--explain]\n");
       std::exit(0);
     }
@@ -92,8 +92,8 @@ Options parse(int argc, char** argv) {
       o.plans = split(value);
       for (const auto& p : o.plans)
         if (std::find(plan_names.begin(), plan_names.end(), p) == plan_names.end())
-          usage(fmt::format("--plan '{}': allowed: all-pairs, quick, shift, adaptive, adaptive-cover", p));
-      if (o.plans.empty()) usage("--plan '': allowed: all-pairs, quick, shift, adaptive, adaptive-cover");
+          usage(fmt::format("--plan '{}': allowed: all-pairs, quick, shift, adaptive", p));
+      if (o.plans.empty()) usage("--plan '': allowed: all-pairs, quick, shift, adaptive");
     } else usage(fmt::format("unknown option {}; allowed: {}", arg, known));
   }
   if (o.seeds_fixed < 0) o.seeds_fixed = o.seeds;
@@ -166,7 +166,7 @@ RunResult run(const std::string& plan, const sim::FabricModel& model, const Topo
     }
   } else {
     AdaptiveOptions options;
-    options.cover_pairs = plan == "adaptive-cover";
+    options.cover_pairs = o.budget_s > 0;  // as fabric-sweep: with a budget, the rest of it covers untested pairs
     AdaptivePlan adaptive(model.hosts, model.rails, &topo, metrics, rules, seed, options);
     for (;;) {
       const double t0 = cpu_now();

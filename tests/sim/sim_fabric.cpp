@@ -71,13 +71,15 @@ void FabricModel::measure(int round, sweep::HostPair pair, const Faults& f, std:
   std::normal_distribution<double> noise(0.0, sigma);
   std::uniform_real_distribution<double> coin(0.0, 1.0);
   const bool crosses = leaf_of(a) != leaf_of(b);
+  // Slow some of the time: the host is slow for the whole test (every rail, both ways) with probability flaky_p, as
+  // a host that throttles or is shared would be.
+  const bool flaky = (a == f.flaky || b == f.flaky) && coin(rng) < flaky_p;
   for (int r = 0; r < rails; ++r) {
     bool slow = a == f.node || b == f.node;
     slow = slow || (r == f.nic_rail && (a == f.nic || b == f.nic));
     slow = slow || (r == f.uplink_rail && crosses && (leaf_of(a) == f.uplink_leaf || leaf_of(b) == f.uplink_leaf));
     slow = slow || (r == f.link_rail && std::minmax(a, b) == std::minmax(f.link_a, f.link_b));
     for (int direction = 0; direction < 2; ++direction) {
-      const bool flaky = (a == f.flaky || b == f.flaky) && coin(rng) < flaky_p;
       auto rec = sweep::PairRecord::of(round, pair, 0, direction);
       rec.rail = r;
       rec.value = nominal * std::exp(noise(rng)) * (slow || flaky ? factor : 1.0);

@@ -22,7 +22,7 @@ struct Faults {
   int uplink_leaf = -1, uplink_rail = 0;  // pairs crossing the leaf (index of the host group) on that rail
   int link_a = -1, link_b = -1, link_rail = 0;
   int hung = -1;                        // its pairs hang: records with hung = 1, value NaN
-  int flaky = -1;                       // each value of its pairs at `factor` with probability `flaky_p`
+  int flaky = -1;                       // each test of its pairs (all rails) at `factor` with probability `flaky_p`
 };
 
 struct FabricModel {

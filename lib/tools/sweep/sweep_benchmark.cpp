@@ -409,8 +409,11 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
     if (adaptive_) {
       // Rank 0 asks the plan for each round with every record of this pass; every rank runs what it broadcasts.
       std::optional<AdaptivePlan> plan;
+      AdaptiveOptions options;
+      options.cover_pairs = !budget_given_.empty();  // the rest of a --budget tests pairs never tested (links)
       if (context.is_root())
-        plan.emplace(n, rails_, topology_ ? &*topology_ : nullptr, metrics, rules_, seed_ + static_cast<std::uint64_t>(pass_ - 1));
+        plan.emplace(n, rails_, topology_ ? &*topology_ : nullptr, metrics, rules_, seed_ + static_cast<std::uint64_t>(pass_ - 1),
+                     options);
       while (true) {
         std::vector<HostPair> pairs;
         if (context.is_root())
@@ -423,8 +426,9 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
         if (sweep_rounds_run_ == ran) break;  // the budget left it out
       }
       if (context.is_root())
-        context.out->note(fmt::format("adaptive plan: {} rounds, {} of {} hosts judged", plan->rounds_planned(),
-                                      plan->state().hosts_judged, n));
+        context.out->note(fmt::format("adaptive plan: {} rounds, {} of {} hosts judged{}", plan->rounds_planned(),
+                                      plan->state().hosts_judged, n,
+                                      plan->state().covering ? "; then untested pairs while the budget lasted" : ""));
     } else {
       auto measured = run_rounds(context, rounds, "sweep", next_round);
       next_round += static_cast<int>(rounds.size());

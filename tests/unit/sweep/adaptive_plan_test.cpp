@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -188,4 +189,36 @@ TEST(AdaptivePlan, CoverPairsGoesOnUntilEveryPairIsTested) {
   for (const auto& r : run.rounds)
     for (const auto& p : r.pairs) seen.insert(std::minmax(p.a, p.b));
   EXPECT_EQ(seen.size(), 28u);
+}
+
+TEST(AdaptivePlan, CoveringConfirmsASlowPairOnceAndLosesNoPair) {
+  AdaptiveOptions o;
+  o.cover_pairs = true;
+  AdaptivePlan plan(16, 1, nullptr, bw, rules(), 5, o);
+  const auto run = drive(plan, 1, [](int a, int b, int) { return std::min(a, b) == 2 && std::max(a, b) == 11 ? 300.0 : 1000.0; }, 200);
+  expect_disjoint(run.rounds);
+  std::map<std::pair<int, int>, int> tests;
+  for (const auto& r : run.rounds)
+    for (const auto& p : r.pairs) ++tests[{std::min(p.a, p.b), std::max(p.a, p.b)}];
+  EXPECT_EQ(tests.size(), 120u) << "every pair of 16 hosts";
+  EXPECT_EQ((tests[{2, 11}]), 2) << "the slow pair once more, not again";
+  const auto j = judge(run.records, bw, rules(), names(16));
+  ASSERT_EQ(j.verdicts.size(), 1u) << j.verdicts.front().reason;
+  EXPECT_EQ(j.verdicts[0].kind, "link");
+}
+
+TEST(AdaptivePlan, CoveringGivesAHostSlowEveryThirdTestEnoughPeersToBeNamed) {
+  AdaptiveOptions o;
+  o.cover_pairs = true;
+  AdaptivePlan plan(16, 1, nullptr, bw, rules(), 9, o);
+  int tests_of_4 = 0;
+  const auto run = drive(plan, 1, [&](int a, int b, int) {
+    if (a != 4 && b != 4) return 1000.0;
+    return tests_of_4++ % 3 == 0 ? 400.0 : 1000.0;
+  }, 200);
+  const auto j = judge(run.records, bw, rules(), names(16));
+  ASSERT_EQ(j.verdicts.size(), 1u) << j.verdicts.front().kind << ": " << j.verdicts.front().reason;
+  EXPECT_EQ(j.verdicts[0].kind, "node");
+  EXPECT_EQ(j.verdicts[0].a, 4);
+  EXPECT_NE(j.verdicts[0].reason.find("slow some of the time"), std::string::npos) << j.verdicts[0].reason;
 }

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include <filesystem>
@@ -95,6 +96,47 @@ TEST(Assess, OnePairPerNodeCannotTellNodeFromLink) {
   EXPECT_NE(a.verdicts[0].reason.find("--retest"), std::string::npos);
 }
 
+// Ten hosts, every pair tested once at 1000; `slow` lists pairs whose first test read 400 and whose re-test read 1000
+// (the best of the two is fine, so no pair is suspect).
+std::vector<PairValue> retested_once_slow(const std::set<std::pair<int, int>>& slow) {
+  auto v = all_pairs_with(10, 1000, 1000, {});
+  for (auto& x : v)
+    if (slow.count(std::minmax(x.a, x.b))) {
+      x.value = 400;
+      v.push_back({x.a, x.b, 1000});
+    }
+  return v;
+}
+
+TEST(Assess, AHostSlowInTestsWithFourFinePeersIsANodeSlowSomeOfTheTime) {
+  const MetricRule bw;
+  const std::vector<std::string> ten{"h0", "h1", "h2", "h3", "h4", "h5", "h6", "h7", "h8", "h9"};
+  const auto a = assess("p2p_bw", bw, 0.75, 10, retested_once_slow({{0, 1}, {0, 3}, {0, 5}, {0, 8}}), ten);
+  ASSERT_EQ(a.verdicts.size(), 1u);
+  EXPECT_EQ(a.verdicts[0].kind, "node");
+  EXPECT_EQ(a.verdicts[0].a, 0);
+  EXPECT_NE(a.verdicts[0].reason.find("h0: slow some of the time: 4 of its 9 peers"), std::string::npos)
+      << a.verdicts[0].reason;
+  EXPECT_TRUE(a.suspects.empty()) << "no pair is suspect: each re-test was fine";
+  // Its slow tests stay apart from the pairs' best: 4 values slow, the rest not.
+  EXPECT_EQ(std::count(a.slow_test.begin(), a.slow_test.end(), true), 4);
+  // Three peers are below intermittent_peers (4); the same four tests spread over four hosts name nobody.
+  EXPECT_TRUE(assess("p2p_bw", bw, 0.75, 10, retested_once_slow({{0, 1}, {0, 3}, {0, 5}}), ten).verdicts.empty());
+  EXPECT_TRUE(assess("p2p_bw", bw, 0.75, 10, retested_once_slow({{0, 1}, {2, 3}, {4, 5}, {6, 7}}), ten).verdicts.empty());
+  // Peers slow with others too (h1 and h3 with three hosts each): they are not fine elsewhere, so h0 is not named.
+  EXPECT_TRUE(assess("p2p_bw", bw, 0.75, 10,
+                     retested_once_slow({{0, 1}, {0, 3}, {0, 5}, {0, 8}, {1, 6}, {1, 7}, {3, 6}, {3, 7}}), ten)
+                  .verdicts.empty());
+  // Never re-tested (all-pairs without --retest): the slow pairs are the node's, not four links.
+  auto once = all_pairs_with(10, 1000, 1000, {});
+  for (auto& x : once)
+    if (x.a == 0 && (x.b == 2 || x.b == 4 || x.b == 6 || x.b == 9)) x.value = 400;
+  const auto b = assess("p2p_bw", bw, 0.75, 10, once, ten);
+  ASSERT_EQ(b.verdicts.size(), 1u) << b.verdicts[0].kind << ": " << b.verdicts[0].reason;
+  EXPECT_EQ(b.verdicts[0].kind, "node");
+  EXPECT_EQ(b.suspects.size(), 4u);
+}
+
 TEST(PlanRetests, PairsEachSuspectHostWithAGoodHostInDisjointRounds) {
   const auto rounds = plan_retests(6, {{1, 3}});
   std::set<std::pair<int, int>> planned;
@@ -141,6 +183,17 @@ TEST(Rules, LoadsTheShippedConfigAndRejectsBadKeys) {
   EXPECT_THROW(Rules::load((dir / "fb_bad_rules.ini").string()), fabricbench::Error);
   std::ofstream(dir / "fb_bad_rules.ini") << "[p2p_bw]\nsuspect_below_fraction_of_median = half\n";
   EXPECT_THROW(Rules::load((dir / "fb_bad_rules.ini").string()), fabricbench::Error);
+  // [attribution] applies the intermittent rule's settings to every metric; a peer count must be whole and >= 1.
+  std::ofstream(dir / "fb_bad_rules.ini") << "[p2p_bw]\nsuspect_below_fraction_of_median = 0.5\n[p2p_latency]\nsuspect_above_multiple_of_best = 3\n"
+                                             "[attribution]\nintermittent_fraction = 0.3\n"
+                                             "intermittent_peers = 6\n";
+  const auto intermittent = Rules::load((dir / "fb_bad_rules.ini").string());
+  EXPECT_DOUBLE_EQ(intermittent.rule("p2p_latency").intermittent_fraction, 0.3);
+  EXPECT_EQ(intermittent.rule("p2p_bw").intermittent_peers, 6);
+  for (const char* bad : {"intermittent_peers = 2.5", "intermittent_peers = 0", "intermittent_fraction = 1.5"}) {
+    std::ofstream(dir / "fb_bad_rules.ini") << "[p2p_bw]\n[attribution]\n" << bad << "\n";
+    EXPECT_THROW(Rules::load((dir / "fb_bad_rules.ini").string()), fabricbench::Error) << bad;
+  }
   std::ofstream(dir / "fb_base.ini") << "[baseline]\ntolerance = 25%\n[sweep/pairs bw]\nmetric = p2p_bw\nvalue = 12000\n";
   const fabricbench::results::TableSpec pairs{"sweep", "pairs",
                                               {fabricbench::results::key_text("metric", 16),

@@ -27,9 +27,13 @@ struct AdaptiveOptions {
   int suspect_tests = 3;     // tests with clean partners that decide a host-rail that had a slow pair
   int confirm_tests = 2;     // tests of a slow pair before it stands as a link (a re-test takes the best)
   int inside_tests = 2;      // pairs inside a leaf where several of its hosts are slow on one rail
+  // A host with a slow test that a re-test did not confirm may be slow some of the time: it gets fresh clean peers
+  // until the judge's intermittent rule can decide (intermittent_peers of its peers slow) or it has this many peers.
+  int watch_tests = 30;
   int max_rounds = 0;        // 0: hosts - 1 (what all-pairs would take); with cover_pairs 2 x hosts + 16
-  // Once every host-rail is judged, go on with pairs never tested (a link only shows on its own pair) until they are
-  // all tested; the caller's --budget ends it first.
+  // Once every host-rail is judged, go on with pairs never tested (a link only shows on its own pair; a node slow some
+  // of the time shows in enough of them) until they are all tested; the caller's --budget ends it first (fabric-sweep
+  // sets this with --budget). A pair slow in its first test is tested once more (the best of the two stands).
   bool cover_pairs = false;
 };
 
@@ -38,6 +42,7 @@ struct AdaptiveState {
   int hosts_judged = 0, hosts_hung = 0;  // hung: in a pair that hung, not cleared by a later test
   int host_rails_suspect = 0;            // host-rails with a slow pair that no wider cause explains, not yet decided
   int pairs_to_confirm = 0;              // slow pairs tested fewer than confirm_tests times
+  int hosts_watched = 0;                 // hosts with an unconfirmed slow test, still gathering peers
   bool covering = false;                 // judging done; rounds now only add untested pairs
 };
 
@@ -72,6 +77,11 @@ class AdaptivePlan {
   std::unordered_set<std::uint64_t> tested_;              // unordered pairs tested (or hung)
   std::vector<int> hangs_, last_hang_, last_done_, hung_with_;  // per host
   std::set<std::tuple<int, int, int>> hung_seen_;          // (round, a, b) of hung pairs
+  // Covering: the line per metric from the last assessment, slow pairs waiting for their second test, pairs given it.
+  std::vector<std::pair<MetricRule, double>> lines_;
+  std::vector<std::uint64_t> to_confirm_, deferred_;  // deferred: untested pairs a confirmation pushed out of a round
+  std::unordered_set<std::uint64_t> confirmed_;
+  std::vector<int> slow_peers_;  // per host, covering: peers with a slow first test
   AdaptiveState state_;
 };
 

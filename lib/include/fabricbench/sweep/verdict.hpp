@@ -23,6 +23,14 @@ struct MetricRule {
   double above_multiple_of_best = 3.0;    // lower is better: suspect when value > multiple x best
   double baseline = NAN;                  // expected value (from --baseline); NaN: none
   double baseline_tolerance = 0.2;        // suspect when worse than baseline by more than this (the file's tolerance)
+  // A node slow only some of the time ([attribution] in the file, the same for every metric): a host is named when at
+  // least `intermittent_peers` of its peers, and this fraction of them, had a slow test with it that nothing else
+  // explains, each of those peers slow with at most one other host. Re-tests keep a pair's best, so its slow tests
+  // would otherwise vanish, or stand as links one by one.
+  double intermittent_fraction = 0.15;
+  int intermittent_peers = 4;
+  // Whether `value` is beyond the line drawn from `reference` (the median host-rail or the best pair) or the baseline.
+  bool beyond(double value, double reference) const;
 };
 
 struct Rules {
@@ -79,7 +87,8 @@ struct LeafSummary {
 
 struct Assessment {
   double reference = NAN;        // the median host-rail's median pair (higher is better) or the best pair (lower)
-  std::vector<bool> suspect;     // per input value
+  std::vector<bool> suspect;     // per input value: its pair (best of its tests) is suspect
+  std::vector<bool> slow_test;   // per input value: this test itself was beyond the line (a re-test may clear the pair)
   std::vector<Verdict> verdicts;
   std::map<std::tuple<int, int, int>, double> best;  // the best value of each unordered pair (a < b) and rail
   std::set<std::tuple<int, int, int>> suspects;      // the keys of `best` that are suspect
@@ -90,8 +99,9 @@ struct Assessment {
 // transient slowdown that a re-test does not confirm is no verdict. Then the suspect pairs are explained, the
 // widest cause first: with a topology, a leaf switch (every host under it slow on one rail, pairs inside it too) and
 // a leaf's uplink (the pairs crossing it slow, those inside it fine); then a node (slow on every rail it was tested
-// on), a NIC (one host slow on one rail, fine on another), and what is left is a link (or a pair, where the hosts
-// have too few other pairs to tell). `nics`: per host * rails + rail, the NIC used ("" unknown; may be empty).
+// on), a NIC (one host slow on one rail, fine on another), a node slow some of the time (its slow tests counted one
+// by one, before the best is taken: MetricRule::intermittent_*), and what is left is a link (or a pair, where the
+// hosts have too few other pairs to tell). `nics`: per host * rails + rail, the NIC used ("" unknown; may be empty).
 Assessment assess(const std::string& metric, const MetricRule& rule, double bad_node_fraction, const Fabric& fabric,
                   const std::vector<PairValue>& values, const std::vector<std::string>& nics = {});
 // One rail, no topology: the first `hosts` of `names`.
