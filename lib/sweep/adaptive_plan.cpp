@@ -161,11 +161,8 @@ std::optional<Round> AdaptivePlan::next(const std::vector<PairRecord>& records) 
       ++e[static_cast<std::size_t>(v.rail)].tests;  // counted per metric, the most kept below
       if (a.slow_test[i]) slow_tests.emplace_back(pair_key(v.a, v.b), v.rail);
     }
-    for (const auto& [key, value] : a.best) {
-      const auto [x, y, r] = key;
-      auto& e = pairs[pair_key(x, y)][static_cast<std::size_t>(r)];
-      if (a.suspects.count(key)) e.suspect = true;
-    }
+    for (const auto& p : a.best)
+      if (p.suspect) pairs[pair_key(p.a, p.b)][static_cast<std::size_t>(p.rail)].suspect = true;
     for (const auto& v : a.verdicts) {
       const int rail = v.rail < 0 ? 0 : v.rail;
       if (v.kind == "node" && v.a >= 0)

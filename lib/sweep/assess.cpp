@@ -15,7 +15,6 @@ namespace {
 
 using PairKey = std::tuple<int, int, int>;  // a < b, rail
 
-double median_of(std::vector<double> v) { return v.empty() ? NAN : timing::SampleStats::of(v).median; }
 
 // The counts a cause is judged on, per host and rail.
 struct Tally {
@@ -43,14 +42,31 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double f, c
   };
   Assessment out;
   auto& best = out.best;
-  for (const auto& v : values) {
-    // A value of a host or rail this fabric does not have (a caller's mistake) is left out, not read out of bounds.
-    if (std::isnan(v.value) || v.a < 0 || v.a >= n || v.b < 0 || v.b >= n || v.rail < 0 || v.rail >= rails) continue;
-    const auto [lo, hi] = std::minmax(v.a, v.b);
-    auto [it, fresh] = best.emplace(PairKey{lo, hi, v.rail}, v.value);
-    if (!fresh) it->second = rule.higher_is_better ? std::max(it->second, v.value) : std::min(it->second, v.value);
+  // One sort groups the tests of each pair and rail (a map of pairs was most of the judge's time at 4096 hosts);
+  // `at` keeps, per value, the index of its pair in `best` (-1: left out).
+  std::vector<std::int64_t> at(values.size(), -1);
+  {
+    std::vector<std::pair<PairKey, std::size_t>> tests;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const auto& v = values[i];
+      // A value of a host or rail this fabric does not have (a caller's mistake) is left out, not read out of bounds.
+      if (std::isnan(v.value) || v.a < 0 || v.a >= n || v.b < 0 || v.b >= n || v.rail < 0 || v.rail >= rails) continue;
+      const auto [lo, hi] = std::minmax(v.a, v.b);
+      tests.push_back({PairKey{lo, hi, v.rail}, i});
+    }
+    std::sort(tests.begin(), tests.end());
+    for (std::size_t t = 0; t < tests.size(); ++t) {
+      const auto& [key, i] = tests[t];
+      const double v = values[i].value;
+      if (t == 0 || key != tests[t - 1].first)
+        best.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), v});
+      else
+        best.back().value = rule.higher_is_better ? std::max(best.back().value, v) : std::min(best.back().value, v);
+      at[i] = static_cast<std::int64_t>(best.size()) - 1;
+    }
   }
   out.suspect.assign(values.size(), false);
+  out.slow_test.assign(values.size(), false);
   if (best.empty()) return out;
   // Higher is better: the reference is the median over host-rails of each one's median pair. The median pair itself
   // is not robust: a bad node is in half the pairs of a 4-node sweep, and re-tests add more of its pairs (seen on the
@@ -58,37 +74,34 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double f, c
   // the median of medians. Lower is better: the best pair.
   std::vector<double> pair_values, medians;
   std::vector<std::vector<double>> per_host_rail(static_cast<std::size_t>(n) * rails);  // one pass: O(pairs)
-  for (const auto& [key, v] : best) {
+  for (const auto& p : best) {
+    const double v = p.value;
+    const int a = p.a, b = p.b, r = p.rail;
     pair_values.push_back(v);
-    const auto [a, b, r] = key;
     if (a >= 0 && a < n && r >= 0 && r < rails) per_host_rail[static_cast<std::size_t>(a * rails + r)].push_back(v);
     if (b >= 0 && b < n && r >= 0 && r < rails) per_host_rail[static_cast<std::size_t>(b * rails + r)].push_back(v);
   }
   for (auto& mine : per_host_rail)
-    if (!mine.empty()) medians.push_back(median_of(std::move(mine)));
-  out.reference = rule.higher_is_better ? median_of(medians) : timing::SampleStats::of(pair_values).min;
+    if (!mine.empty()) medians.push_back(timing::median_of(std::move(mine)));
+  out.reference = rule.higher_is_better ? timing::median_of(medians) : timing::SampleStats::of(pair_values).min;
   const auto is_suspect = [&](double v) { return rule.beyond(v, out.reference); };
-  auto& suspects = out.suspects;
-  std::set<PairKey> explained;
-  for (const auto& [key, v] : best)
-    if (is_suspect(v)) suspects.insert(key);
-  out.slow_test.assign(values.size(), false);
+  std::vector<char> explained(best.size(), 0);  // per pair in `best`: a wider cause took it
+  for (auto& p : best)
+    if ((p.suspect = is_suspect(p.value))) out.suspects.emplace_back(p.a, p.b, p.rail);
   for (std::size_t i = 0; i < values.size(); ++i) {
-    const auto [lo, hi] = std::minmax(values[i].a, values[i].b);
-    out.suspect[i] = suspects.count({lo, hi, values[i].rail}) > 0;
-    out.slow_test[i] = !std::isnan(values[i].value) && is_suspect(values[i].value);
+    out.suspect[i] = at[i] >= 0 && best[static_cast<std::size_t>(at[i])].suspect;
+    out.slow_test[i] = at[i] >= 0 && is_suspect(values[i].value);
   }
   // Tested and suspect pairs per host-rail, counting only pairs no wider cause explained: a pair a leaf's uplink
   // explains says nothing of its hosts, either way (counted as tested, the adaptive plan's few pairs of a bad node
   // that met the leaf's hosts left it below bad_node_fraction on that rail: a NIC on every other rail, not a node).
   const auto tally = [&] {
     Tally t{rails, std::vector<int>(static_cast<std::size_t>(n * rails), 0), std::vector<int>(static_cast<std::size_t>(n * rails), 0)};
-    for (const auto& [key, v] : best) {
-      if (explained.count(key)) continue;
-      const auto [a, b, r] = key;
-      for (int h : {a, b}) {
-        ++t.tested[t.at(h, r)];
-        if (suspects.count(key)) ++t.bad[t.at(h, r)];
+    for (std::size_t j = 0; j < best.size(); ++j) {
+      if (explained[j]) continue;
+      for (int h : {best[j].a, best[j].b}) {
+        ++t.tested[t.at(h, best[j].rail)];
+        if (best[j].suspect) ++t.bad[t.at(h, best[j].rail)];
       }
     }
     return t;
@@ -107,21 +120,21 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double f, c
     // O(leaves x pairs) (4096 hosts in leaves of 32 made the latter the judge's whole cost).
     struct LeafPairs {
       std::vector<double> inside, crossing;
-      std::vector<PairKey> crossing_keys;
+      std::vector<std::size_t> crossing_keys;  // indices into best
       std::int64_t inside_suspect = 0, crossing_suspect = 0;
     };
-    std::vector<std::vector<std::pair<PairKey, double>>> by_rail(static_cast<std::size_t>(rails));
-    for (const auto& [key, v] : best)
-      if (std::get<2>(key) >= 0 && std::get<2>(key) < rails) by_rail[static_cast<std::size_t>(std::get<2>(key))].emplace_back(key, v);
+    std::vector<std::vector<std::size_t>> by_rail(static_cast<std::size_t>(rails));  // indices into best
+    for (std::size_t j = 0; j < best.size(); ++j) by_rail[static_cast<std::size_t>(best[j].rail)].push_back(j);
     for (int r = 0; r < rails; ++r) {
       const auto leaves = topo->leaves(r);
       std::vector<int> uplinks;
-      std::set<PairKey> uplink_pairs;
+      std::vector<std::size_t> uplink_pairs;
       std::map<int, LeafPairs> sorted;  // by leaf
-      for (const auto& [key, v] : by_rail[static_cast<std::size_t>(r)]) {
-        const auto [a, b, pr] = key;
+      for (const std::size_t j : by_rail[static_cast<std::size_t>(r)]) {
+        const int a = best[j].a, b = best[j].b;
+        const double v = best[j].value;
         const int la = topo->leaf_of(a, r), lb = topo->leaf_of(b, r);
-        const bool bad = suspects.count(key) > 0;
+        const bool bad = best[j].suspect;
         if (la == lb) {
           if (la < 0) continue;
           auto& p = sorted[la];
@@ -134,7 +147,7 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double f, c
           auto& p = sorted[l];
           p.crossing.push_back(v);
           p.crossing_suspect += bad;
-          if (bad) p.crossing_keys.push_back(key);
+          if (bad) p.crossing_keys.push_back(j);
         }
       }
       for (int leaf : leaves) {
@@ -146,7 +159,7 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double f, c
         s.inside_pairs = static_cast<std::int64_t>(p.inside.size()), s.crossing_pairs = static_cast<std::int64_t>(p.crossing.size());
         s.inside_suspect = p.inside_suspect, s.crossing_suspect = p.crossing_suspect;
         const auto& crossing_keys = p.crossing_keys;
-        s.inside_median = median_of(std::move(p.inside)), s.crossing_median = median_of(std::move(p.crossing));
+        s.inside_median = timing::median_of(std::move(p.inside)), s.crossing_median = timing::median_of(std::move(p.crossing));
         out.leaves.push_back(s);
         // Its hosts fine on their other rails (a host slow everywhere is a node, whatever its leaf).
         bool fine_elsewhere = true;
@@ -163,14 +176,14 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double f, c
                                               "their other rails", sw.name, r, s.hosts, r, s.inside_suspect, s.inside_pairs,
                                               s.crossing_suspect, s.crossing_pairs, against),
                                   fabric.rail_column(r), "", sw.name});
-          for (const auto& [key, v] : best)
-            if (std::get<2>(key) == r && (under(std::get<0>(key)) || under(std::get<1>(key)))) explained.insert(key);
+          for (const std::size_t j : by_rail[static_cast<std::size_t>(r)])
+            if (under(best[j].a) || under(best[j].b)) explained[j] = 1;
           continue;
         }
         if (s.crossing_pairs > 0 && s.crossing_suspect >= f * s.crossing_pairs && s.inside_pairs > 0 &&
             s.inside_suspect <= (1 - f) * s.inside_pairs) {
           uplinks.push_back(leaf);
-          uplink_pairs.insert(crossing_keys.begin(), crossing_keys.end());
+          uplink_pairs.insert(uplink_pairs.end(), crossing_keys.begin(), crossing_keys.end());
         }
       }
       if (uplinks.empty()) continue;
@@ -202,7 +215,7 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double f, c
                                  : "the pairs cannot tell which of them");
       }
       out.verdicts.push_back({metric, "uplink", -1, -1, reason, fabric.rail_column(r), "", fmt::format("{}", fmt::join(leaf_names, ","))});
-      explained.insert(uplink_pairs.begin(), uplink_pairs.end());
+      for (const std::size_t j : uplink_pairs) explained[j] = 1;
     }
   }
 
@@ -239,16 +252,19 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double f, c
   // leaving out tests a switch, an uplink or a node or NIC named above explains. The peers must be fine otherwise
   // (slow with at most one other host), so that noise spread over many hosts names none of them.
   {
-    std::vector<std::set<int>> peers(static_cast<std::size_t>(n)), slow_peers(static_cast<std::size_t>(n));
+    std::vector<std::vector<int>> peers(static_cast<std::size_t>(n)), slow_peers(static_cast<std::size_t>(n));
     for (std::size_t i = 0; i < values.size(); ++i) {
-      const auto& v = values[i];
-      if (std::isnan(v.value) || v.a < 0 || v.a >= n || v.b < 0 || v.b >= n || v.rail < 0 || v.rail >= rails) continue;
-      const auto [lo, hi] = std::minmax(v.a, v.b);
-      if (explained.count({lo, hi, v.rail})) continue;
-      peers[lo].insert(hi), peers[hi].insert(lo);
-      if (out.slow_test[i] && !blamed.count({lo, v.rail}) && !blamed.count({hi, v.rail}))
-        slow_peers[lo].insert(hi), slow_peers[hi].insert(lo);
+      if (at[i] < 0 || explained[static_cast<std::size_t>(at[i])]) continue;
+      const auto& p = best[static_cast<std::size_t>(at[i])];
+      peers[p.a].push_back(p.b), peers[p.b].push_back(p.a);
+      if (out.slow_test[i] && !blamed.count({p.a, p.rail}) && !blamed.count({p.b, p.rail}))
+        slow_peers[p.a].push_back(p.b), slow_peers[p.b].push_back(p.a);
     }
+    for (auto* lists : {&peers, &slow_peers})
+      for (auto& list : *lists) {  // each peer once
+        std::sort(list.begin(), list.end());
+        list.erase(std::unique(list.begin(), list.end()), list.end());
+      }
     for (int h = 0; h < n; ++h) {
       const auto& mine = slow_peers[static_cast<std::size_t>(h)];
       const auto tested = peers[static_cast<std::size_t>(h)].size();
@@ -268,13 +284,13 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double f, c
                                           100.0 * static_cast<double>(mine.size()) / static_cast<double>(tested), against)});
     }
   }
-  for (const auto& key : suspects) {
-    const auto [a, b, r] = key;
-    if (explained.count(key) || blamed.count({a, r}) || blamed.count({b, r})) continue;
+  for (std::size_t j = 0; j < best.size(); ++j) {
+    const int a = best[j].a, b = best[j].b, r = best[j].rail;
+    if (!best[j].suspect || explained[j] || blamed.count({a, r}) || blamed.count({b, r})) continue;
     const bool attributable = left.tested[left.at(a, r)] >= 2 && left.tested[left.at(b, r)] >= 2;
     out.verdicts.push_back({metric, attributable ? "link" : "pair", a, b,
                             fmt::format("{} - {}{}: {:.4g} against {}{}", names[a], names[b],
-                                        rails > 1 ? fmt::format(" on rail {}", r) : "", best[key], against,
+                                        rails > 1 ? fmt::format(" on rail {}", r) : "", best[j].value, against,
                                         attributable ? "; both nodes fine with other peers"
                                                      : "; too few other pairs to tell node from link (use --retest)"),
                             fabric.rail_column(r)});

@@ -15,6 +15,15 @@ double percentile_of_sorted(const std::vector<double>& sorted, double q) {
   return sorted[lo] + (sorted[hi] - sorted[lo]) * frac;
 }
 
+double median_of(std::vector<double> samples) {
+  if (samples.empty()) return std::numeric_limits<double>::quiet_NaN();
+  const auto half = samples.begin() + static_cast<long>(samples.size() / 2);
+  std::nth_element(samples.begin(), half, samples.end());
+  if (samples.size() % 2 == 1) return *half;
+  const double lo = *std::max_element(samples.begin(), half), hi = *half;
+  return lo + (hi - lo) * 0.5;  // as percentile_of_sorted at 0.5
+}
+
 SampleStats SampleStats::of(std::vector<double> samples) {
   SampleStats s;
   s.count = samples.size();

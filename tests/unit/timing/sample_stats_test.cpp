@@ -43,3 +43,16 @@ TEST(Percentile, EndsAreMinAndMax) {
   EXPECT_DOUBLE_EQ(percentile_of_sorted(v, 0.5), 6);
   EXPECT_DOUBLE_EQ(percentile_of_sorted(v, 0.25), 3.5);
 }
+
+TEST(MedianOf, HandComputedAndTheSameAsSampleStats) {
+  EXPECT_DOUBLE_EQ(median_of({5, 1, 3}), 3.0);
+  EXPECT_DOUBLE_EQ(median_of({4, 1, 3, 2}), 2.5);  // the midpoint of 2 and 3
+  EXPECT_DOUBLE_EQ(median_of({7}), 7.0);
+  EXPECT_TRUE(std::isnan(median_of({})));
+  std::vector<double> v;
+  for (int i = 0; i < 101; ++i) v.push_back(static_cast<double>((i * 37) % 101) * 0.5);
+  for (std::size_t n : {100u, 101u}) {
+    const std::vector<double> part(v.begin(), v.begin() + static_cast<long>(n));
+    EXPECT_DOUBLE_EQ(median_of(part), SampleStats::of(part).median) << n;
+  }
+}

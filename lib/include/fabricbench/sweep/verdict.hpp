@@ -85,13 +85,20 @@ struct LeafSummary {
   double inside_median = NAN, crossing_median = NAN;
 };
 
+// One unordered pair (a < b) on one rail: the best of its tests.
+struct PairBest {
+  int a, b, rail;
+  double value;
+  bool suspect = false;
+};
+
 struct Assessment {
   double reference = NAN;        // the median host-rail's median pair (higher is better) or the best pair (lower)
   std::vector<bool> suspect;     // per input value: its pair (best of its tests) is suspect
   std::vector<bool> slow_test;   // per input value: this test itself was beyond the line (a re-test may clear the pair)
   std::vector<Verdict> verdicts;
-  std::map<std::tuple<int, int, int>, double> best;  // the best value of each unordered pair (a < b) and rail
-  std::set<std::tuple<int, int, int>> suspects;      // the keys of `best` that are suspect
+  std::vector<PairBest> best;                          // one per unordered pair and rail, sorted by (a, b, rail)
+  std::vector<std::tuple<int, int, int>> suspects;     // (a, b, rail) of the pairs in `best` that are suspect, in order
   std::vector<LeafSummary> leaves;                   // with a topology: per leaf and rail
 };
 

@@ -8,6 +8,9 @@ namespace fabricbench::timing {
 
 // q in [0, 1] of an ascending-sorted, non-empty sample.
 double percentile_of_sorted(const std::vector<double>& sorted, double q);
+// SampleStats::of(samples).median without sorting them all (nth_element); NaN for none. The sweep's judge takes one per
+// host-rail, thousands of them.
+double median_of(std::vector<double> samples);
 
 struct SampleStats {
   std::size_t count = 0;
