@@ -131,9 +131,9 @@ std::optional<Round> AdaptivePlan::next(const std::vector<PairRecord>& records) 
       place(step, true);
       deferred_.insert(deferred_.end(), step.begin(), step.end());
     }
+    state_.hosts_judged = n;  // judging ended before covering began
     if (round.empty() || planned_ >= cap_rounds) return std::nullopt;
     ++planned_;
-    state_.hosts_judged = n;
     return Round::of(n, std::move(round));
   };
   if (covering_) return cover_round();

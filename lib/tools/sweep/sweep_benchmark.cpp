@@ -409,6 +409,7 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
     if (adaptive_) {
       // Rank 0 asks the plan for each round with every record of this pass; every rank runs what it broadcasts.
       std::optional<AdaptivePlan> plan;
+      int adaptive_rounds = 0;  // run in this pass
       AdaptiveOptions options;
       options.cover_pairs = !budget_given_.empty();  // the rest of a --budget tests pairs never tested (links)
       if (context.is_root())
@@ -424,9 +425,12 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
         auto measured = run_rounds(context, {Round::of(n, pairs)}, "sweep", next_round++);
         records.insert(records.end(), measured.begin(), measured.end());
         if (sweep_rounds_run_ == ran) break;  // the budget left it out
+        ++adaptive_rounds;
       }
+      if (context.is_root())  // the plan read every record: the loop ends at its answer or at a round not run
+        adaptive_pairs_tested_ = plan->pairs_tested(), adaptive_hosts_judged_ = plan->state().hosts_judged;
       if (context.is_root())
-        context.out->note(fmt::format("adaptive plan: {} rounds, {} of {} hosts judged{}", plan->rounds_planned(),
+        context.out->note(fmt::format("adaptive plan: {} rounds run, {} of {} hosts judged{}", adaptive_rounds,
                                       plan->state().hosts_judged, n,
                                       plan->state().covering ? "; then untested pairs while the budget lasted" : ""));
     } else {

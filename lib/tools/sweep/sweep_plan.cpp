@@ -213,7 +213,9 @@ void SweepBenchmark::write_untested(const app::RunContext& context) {
     if (u.kind == "sweep") sweep_pairs.insert(std::minmax(u.host_a, u.host_b));
     else ++retests;
   }
-  if (budget_.limited() || !untested_.empty()) context.out->attribute("pairs_not_covered", static_cast<double>(sweep_pairs.size()));
+  const auto n = static_cast<long long>(hosts_.size());
+  const auto not_covered = adaptive_ ? n * (n - 1) / 2 - adaptive_pairs_tested_ : static_cast<long long>(sweep_pairs.size());
+  if (budget_.limited() || !untested_.empty()) context.out->attribute("pairs_not_covered", static_cast<double>(not_covered));
   if (!excluded_.empty()) {
     std::string left_out;
     for (const auto& [host, why] : excluded_) left_out += fmt::format("{}{} ({})", left_out.empty() ? "" : ", ", host, why);
@@ -222,17 +224,26 @@ void SweepBenchmark::write_untested(const app::RunContext& context) {
   if (budget_.limited()) {
     context.out->attribute("budget_s", budget_.budget_s());
     const auto spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-    auto note = fmt::format("--budget {}: {} of {} rounds run in {} (a round: {})", budget_given_, sweep_rounds_run_,
-                            sweep_rounds_planned_, human_duration(spent), human_duration(budget_.round_estimate_s()));
-    std::size_t planned = 0;
-    for (const auto& r : schedule_->rounds()) planned += r.pairs.size();
-    const auto by_budget = static_cast<std::size_t>(std::count_if(untested_.begin(), untested_.end(), [](const Untested& u) {
-      return u.kind == "sweep" && u.reason == "budget";
-    }));
-    if (by_budget == 0 && retests == 0) note += "; every pair covered";
-    else note += fmt::format("; not covered: {} of {} pairs{}{}", by_budget, planned,
-                             rails_ > 1 ? fmt::format(" (on all {} rails)", rails_) : "",
-                             retests ? fmt::format(", {} re-tests", retests) : "");
+    std::string note;
+    if (adaptive_) {  // no schedule: what the plan reached of every pair and host
+      note = fmt::format("--budget {}: {} rounds run in {} (a round: {}); the adaptive plan judged {} of {} hosts and "
+                         "tested {} of {} pairs{}; not covered: {} pairs", budget_given_, sweep_rounds_run_,
+                         human_duration(spent), human_duration(budget_.round_estimate_s()), adaptive_hosts_judged_, n,
+                         adaptive_pairs_tested_, n * (n - 1) / 2,
+                         rails_ > 1 ? fmt::format(" (on all {} rails)", rails_) : "", not_covered);
+    } else {
+      note = fmt::format("--budget {}: {} of {} rounds run in {} (a round: {})", budget_given_, sweep_rounds_run_,
+                         sweep_rounds_planned_, human_duration(spent), human_duration(budget_.round_estimate_s()));
+      std::size_t planned = 0;
+      for (const auto& r : schedule_->rounds()) planned += r.pairs.size();
+      const auto by_budget = static_cast<std::size_t>(std::count_if(untested_.begin(), untested_.end(), [](const Untested& u) {
+        return u.kind == "sweep" && u.reason == "budget";
+      }));
+      if (by_budget == 0 && retests == 0) note += "; every pair covered";
+      else note += fmt::format("; not covered: {} of {} pairs{}{}", by_budget, planned,
+                               rails_ > 1 ? fmt::format(" (on all {} rails)", rails_) : "",
+                               retests ? fmt::format(", {} re-tests", retests) : "");
+    }
     context.out->note(note);
   }
   if (untested_.empty()) return;

@@ -58,6 +58,8 @@ class AdaptivePlan {
   // from one call to the next (each record is read once for the pairs tested and the hangs).
   std::optional<Round> next(const std::vector<PairRecord>& records);
   int rounds_planned() const { return planned_; }
+  // Unordered pairs tested (or hung) in the records read so far.
+  long long pairs_tested() const { return static_cast<long long>(tested_.size()); }
   const AdaptiveState& state() const { return state_; }
 
  private:

@@ -155,6 +155,8 @@ class SweepBenchmark : public app::Benchmark {
   };
   std::vector<Untested> untested_;  // rank 0
   int sweep_rounds_planned_ = 0, sweep_rounds_run_ = 0;
+  long long adaptive_pairs_tested_ = 0;  // rank 0, --plan adaptive: unordered pairs tested, and hosts judged
+  int adaptive_hosts_judged_ = 0;
   double setup_total_s_ = 0, measure_total_s_ = 0;  // rank 0: over the rounds, the longest setup and pair test
   ops::BackendKind backend_ = ops::BackendKind::mpi;
   // --resume: the file, and (rank 0) the pair rows it holds from the run it continues.
