@@ -119,5 +119,8 @@ namespace fabricbench::ops {
 std::unique_ptr<CollBackend> make_nccl_backend(const runtime::Communicator&, int, bool) {
   throw Error::usage("--backend nccl: this build has no NCCL");
 }
+std::unique_ptr<CommSplitter> make_nccl_splitter(const runtime::Communicator&, int, bool, double) {
+  throw SplitGivenUp("this build has no NCCL");
+}
 }  // namespace fabricbench::ops
 #endif

@@ -1,17 +1,18 @@
-// Collectives through NCCL: one rank per GPU, the communicator's unique id shared over MPI, every operation on
-// one stream. Fill and check run as kernels on the device (coll_kernels.cu).
+// Collectives through NCCL: one rank per GPU, a communicator of its own (unique id shared over MPI) or one split
+// from a parent (nccl_comm_splitter.cpp), every operation on one stream. Fill and check run as kernels on the device
+// (coll_kernels.cu).
 #include <algorithm>
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 #include <nccl.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <optional>
 #include <thread>
 
 #include "coll_kernels.hpp"
+#include "nccl_comm.hpp"
 #include "fabricbench/error.hpp"
 #include "fabricbench/memory/buffer.hpp"
 #include "fabricbench/ops/coll_backend.hpp"
@@ -19,14 +20,6 @@
 
 namespace fabricbench::ops {
 namespace {
-
-void check_cuda(cudaError_t rc, const char* what) {
-  if (rc != cudaSuccess) throw Error::runtime(fmt::format("{} failed: {}", what, cudaGetErrorString(rc)));
-}
-void check_nccl(ncclResult_t rc, const char* what) {
-  if (rc != ncclSuccess && rc != ncclInProgress)
-    throw Error::runtime(fmt::format("{} failed: {}", what, ncclGetErrorString(rc)));
-}
 
 ncclDataType_t nccl_type(DataType t) {
   static constexpr ncclDataType_t types[] = {ncclInt8,  ncclUint8,   ncclInt32,   ncclUint32,  ncclInt64,
@@ -62,70 +55,14 @@ struct Graph {
   }
 };
 
-using Clock = std::chrono::steady_clock;
-
-// The NCCL communicator; destroyed normally, or aborted (from the watchdog thread) when a step hangs. Non-blocking
-// (abortable) when a caller bounds its operations by a deadline: NCCL calls then return at once (ncclInProgress) and
-// settle() polls until they took effect, so that not even a connection set up lazily inside ncclAllReduce can
-// hold the thread past the deadline. Blocking otherwise (fabric-coll: nothing added to the launch path).
-class NcclComm {
- public:
-  NcclComm(const runtime::Communicator& world, bool nonblocking) : nonblocking_(nonblocking) {
-    ncclUniqueId id{};
-    if (world.rank() == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
-    runtime::check_mpi(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, world.get()), "MPI_Bcast(ncclUniqueId)");
-    if (!nonblocking) {
-      check_nccl(ncclCommInitRank(&comm_, world.size(), id, world.rank()), "ncclCommInitRank");
-      return;
-    }
-    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-    config.blocking = 0;
-    check_nccl(ncclCommInitRankConfig(&comm_, world.size(), id, world.rank(), &config), "ncclCommInitRankConfig");
-    settle(nullptr);
-  }
-  bool nonblocking() const { return nonblocking_; }
-  // Non-blocking mode: wait until the last call took effect; past `deadline` (if given) abort and throw Hung.
-  void settle(const Clock::time_point* deadline) {
-    if (!nonblocking_) return;
-    for (;;) {
-      ncclResult_t state = ncclInProgress;
-      ncclCommGetAsyncError(comm_, &state);
-      if (state == ncclSuccess) return;
-      if (state != ncclInProgress) check_async();
-      if (deadline && Clock::now() > *deadline) {
-        abort();
-        throw Hung("an NCCL call did not take effect by its deadline; its communicator was aborted");
-      }
-    }
-  }
-  ~NcclComm() {
-    if (!aborted_.load()) ncclCommDestroy(comm_);
-  }
-  NcclComm(const NcclComm&) = delete;
-  NcclComm& operator=(const NcclComm&) = delete;
-  ncclComm_t get() const { return comm_; }
-  void abort() noexcept {
-    if (!aborted_.exchange(true)) ncclCommAbort(comm_);
-  }
-  void check_async() const {
-    ncclResult_t async = ncclSuccess;
-    ncclCommGetAsyncError(comm_, &async);
-    if (async != ncclSuccess && async != ncclInProgress)  // a remote failure: NCCL's own words, at once
-      throw Error::runtime(fmt::format("NCCL asynchronous error: {}: {}", ncclGetErrorString(async),
-                                       ncclGetLastError(comm_)));
-  }
-
- private:
-  ncclComm_t comm_ = nullptr;
-  bool nonblocking_;
-  std::atomic<bool> aborted_{false};
-};
+using Clock = NcclClock;
 
 class NcclCollBackend : public CollBackend {
  public:
-  NcclCollBackend(const runtime::Communicator& world, int gpu, bool abortable)
-      : world_(world), rank_(world.rank()), nranks_(world.size()), comm_(world, abortable) {
-    (void)gpu;  // already current (make_nccl_backend)
+  // Over `world` (every rank of it, in its order) with `comm`, a new communicator or one split from a parent; the GPU
+  // is already current (make_nccl_backend, make_nccl_splitter).
+  NcclCollBackend(const runtime::Communicator& world, std::unique_ptr<NcclComm> comm)
+      : world_(world), rank_(world.rank()), nranks_(world.size()), comm_(std::move(comm)) {
     check_cuda(cudaMalloc(&wrong_, sizeof(unsigned long long)), "cudaMalloc");
     // Test hook FABRICBENCH_TEST_STALL_NCCL=RANK: that world rank's operations never start, as on a stuck GPU or
     // link: its peers wait for it, and it waits until its own deadline (if any) like they do.
@@ -163,7 +100,7 @@ class NcclCollBackend : public CollBackend {
       // without one, until the watchdog ends the process at --timeout (exit 3). Returning at once instead let a
       // one-rank job (no peer left waiting) finish as if nothing had stalled.
       while (!has_deadline_ || Clock::now() <= deadline_) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      comm_.abort();
+      comm_->abort();
       throw Hung("test hook: this rank's NCCL operation never started");
     }
     const auto t = nccl_type(c.dtype);
@@ -177,7 +114,7 @@ class NcclCollBackend : public CollBackend {
     const std::size_t shift = total * (launches_++ % steps);
     const void* s = static_cast<const char*>(input(c)) + shift;
     void* r = static_cast<char*>(output(c)) + shift;
-    ncclComm_t comm = comm_.get();
+    ncclComm_t comm = comm_->get();
     cudaStream_t st = stream_.s;
     switch (c.op->kind) {
       case CollKind::all_reduce: check_nccl(ncclAllReduce(s, r, n, t, nccl_op(c.redop), comm, st), "ncclAllReduce"); break;
@@ -203,7 +140,7 @@ class NcclCollBackend : public CollBackend {
         check_nccl(ncclGroupEnd(), "ncclGroupEnd");
         break;
     }
-    comm_.settle(has_deadline_ ? &deadline_ : nullptr);
+    comm_->settle(has_deadline_ ? &deadline_ : nullptr);
   }
 
   void wait() override {
@@ -213,16 +150,16 @@ class NcclCollBackend : public CollBackend {
       const cudaError_t rc = cudaStreamQuery(stream_.s);
       if (rc == cudaSuccess) return;
       if (rc != cudaErrorNotReady) check_cuda(rc, "cudaStreamQuery");
-      comm_.check_async();
+      comm_->check_async();
       if (has_deadline_ && (polls & 1023) == 0 && Clock::now() > deadline_) {
-        comm_.abort();
+        comm_->abort();
         throw Hung("an NCCL operation did not finish by its deadline; its communicator was aborted");
       }
     }
   }
 
   bool set_deadline(std::chrono::steady_clock::time_point deadline) override {
-    if (!comm_.nonblocking()) return false;  // a blocking communicator cannot be bounded from this thread
+    if (!comm_->nonblocking()) return false;  // a blocking communicator cannot be bounded from this thread
     deadline_ = deadline;
     has_deadline_ = true;
     return true;
@@ -282,7 +219,7 @@ class NcclCollBackend : public CollBackend {
     return t;
   }
 
-  void abort() noexcept override { comm_.abort(); }
+  void abort() noexcept override { comm_->abort(); }
 
  private:
   // nccl-tests' placement: in place, input at recv + send_inplace_offset * rank, output at
@@ -303,7 +240,7 @@ class NcclCollBackend : public CollBackend {
   bool has_deadline_ = false;
   Clock::time_point deadline_;
   Stream stream_;
-  NcclComm comm_;
+  std::unique_ptr<NcclComm> comm_;
   std::optional<memory::Buffer> send_, recv_;
   unsigned long long* wrong_ = nullptr;
 };
@@ -312,7 +249,11 @@ class NcclCollBackend : public CollBackend {
 
 std::unique_ptr<CollBackend> make_nccl_backend(const runtime::Communicator& world, int gpu, bool abortable) {
   check_cuda(cudaSetDevice(gpu), "cudaSetDevice");
-  return std::make_unique<NcclCollBackend>(world, gpu, abortable);
+  return std::make_unique<NcclCollBackend>(world, std::make_unique<NcclComm>(world, abortable));
+}
+
+std::unique_ptr<CollBackend> adopt_nccl_comm(const runtime::Communicator& group, std::unique_ptr<NcclComm> comm) {
+  return std::make_unique<NcclCollBackend>(group, std::move(comm));
 }
 
 }  // namespace fabricbench::ops

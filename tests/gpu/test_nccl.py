@@ -2,8 +2,9 @@
 rank, a valid NCCL communicator): every operation validated on the device, in and out of place, every timing mode,
 every type and reduction, a count above INT_MAX, corruption caught, a stalled launch ended by --timeout; fabric-p2p
 with pinned buffers on two ranks (sharing the GPU where there is one), device buffers only where MPI is CUDA-aware.
-On two GPUs or more: a hung rank named, and fabric-sweep's NCCL pair tests. fabric-sweep --rails: the rail-aligned
-split with the MPI back end on any GPU count, with NCCL where each of two fake hosts has a GPU of its own."""
+On two GPUs or more: a hung rank named, and fabric-sweep's NCCL pair tests, their communicators split from one parent
+against a fresh one per pair (--nccl-comms). fabric-sweep --rails: the rail-aligned split with the MPI back end on any
+GPU count, with NCCL where each of two fake hosts has a GPU of its own."""
 import os
 import subprocess
 import unittest
@@ -206,6 +207,51 @@ class NcclOnGpuPairs(CollTest):
         others = rows[~rows.host_a.isin(resting) & ~rows.host_b.isin(resting)]
         self.assertEqual(len(others), (GPUS - 2) * (GPUS - 3) // 2, "every pair of the other hosts is measured")
         self.assertTrue((others["hung"] == 0).all() and (others["value"] > 10).all(), others)
+
+
+@unittest.skipIf(GPUS < 2, "skipped: needs 2 GPUs (one per fake host: NCCL refuses two ranks of one communicator "
+                           "on one GPU, and the parent communicator holds every rank)")
+class SweepCommunicatorCost(CollTest):
+    """fabric-sweep's NCCL pair communicators split each round from one parent over the job (--nccl-comms split)
+    against a fresh ncclCommInitRank per pair (init), on 2 fake hosts with a GPU each; 5 passes (--repeat), so that
+    the one pair has 5 rows each way and a median."""
+    PASSES = 5
+
+    def sweep(self, comms, name, extra=()):
+        r = self.mpirun(2, "fabric-sweep", ["--metric", "allreduce", "--backend", "nccl", "--nccl-comms", comms,
+                                            "--sizes", "16M", "-n", "5", "--check", "--retest", "0", "--repeat",
+                                            str(self.PASSES), "--output", name] + list(extra),
+                        env={"FABRICBENCH_TEST_RANKS_PER_HOST": "1"}, timeout=300)
+        self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
+        run = self.load(name)
+        self.assertEqual(run.attrs["status"], "complete")
+        rows = run.tables["sweep/pairs"]
+        self.assertEqual(len(rows), self.PASSES, rows)
+        self.assertTrue((rows["wrong"] == 0).all() and (rows["value"] > 10).all(), rows)
+        self.assertTrue((rows["setup_s"] > 0).all() and (rows["measure_s"] > 0).all(), rows)
+        return r.stdout + r.stderr, run, rows
+
+    def test_split_pairs_cost_less_setup_than_a_fresh_communicator_each(self):
+        # Without --timeout the children share the parent's resources (splitShare 1).
+        said_init, run_init, init = self.sweep("init", "init.h5")
+        said_split, run_split, split = self.sweep("split", "split.h5")
+        self.assertIn("ncclCommInitRank per pair, metric and round (--nccl-comms init)", said_init)
+        self.assertNotIn("nccl_parent_s", run_init.attrs)
+        self.assertGreater(run_split.attrs["nccl_parent_s"], 0, "the parent's creation is recorded once")
+        self.assertIn("NCCL parent communicator over all 2 ranks: created once", said_split)
+        self.assertIn("splitShare 1", said_split)
+        print(f"\nsetup_s per pair, median of {self.PASSES}: init {init.setup_s.median():.4f} s, split "
+              f"{split.setup_s.median():.4f} s; parent {run_split.attrs['nccl_parent_s']:.4f} s once")
+        self.assertLess(split.setup_s.median(), init.setup_s.median(), (init.setup_s, split.setup_s))
+
+    def test_abortable_pairs_split_without_sharing_and_still_measure(self):
+        # With --timeout the children share nothing with the parent: aborting a hung one must not abort the others.
+        _, run_init, init = self.sweep("init", "init.h5", ["--timeout", "60"])
+        said, run, split = self.sweep("split", "split.h5", ["--timeout", "60"])
+        self.assertIn("splitShare 0", said)
+        self.assertGreater(run.attrs["nccl_parent_s"], 0)
+        print(f"\nwith --timeout, setup_s per pair, median of {self.PASSES}: init {init.setup_s.median():.4f} s, "
+              f"split {split.setup_s.median():.4f} s; parent {run.attrs['nccl_parent_s']:.4f} s once")
 
 
 @unittest.skipIf(GPUS < 1, "needs a GPU")

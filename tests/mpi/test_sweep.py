@@ -2,14 +2,24 @@
 tables, matrices and bad input. Verdicts on real (emulated) hosts are in rigs/test_netns_sweep.py."""
 import pathlib
 import shutil
+import subprocess
 import tempfile
+import unittest
 
 import h5py
 import numpy as np
 
-from fbtest import LaunchTest
+from fbtest import BIN, LaunchTest
 
 FAKE = {"FABRICBENCH_TEST_RANKS_PER_HOST": "1"}
+
+
+def _links_nccl():
+    """Whether this build has the NCCL back end (its library is linked in)."""
+    try:
+        return "libnccl" in subprocess.run(["ldd", str(BIN / "fabric-sweep")], capture_output=True, text=True).stdout
+    except OSError:
+        return False
 
 
 class SweepStructure(LaunchTest):
@@ -89,6 +99,27 @@ class SweepStructure(LaunchTest):
         self.assertTrue((allreduce["setup_s"] > 0).all(), allreduce)
         rounds = run.tables["sweep/rounds"]
         self.assertTrue(((rounds.setup_s > 0) & (rounds.setup_s < rounds.wall_s)).all(), rounds)
+
+    def test_each_pair_row_has_its_setup_and_measure_time_and_the_summary_sums_them(self):
+        # --nccl-comms parses in every build; the MPI back end has one MPI split per round either way.
+        for comms in ("split", "init"):
+            with self.subTest(comms=comms):
+                r, run = self.sweep(4, ["--metric", "allreduce,p2p_latency", "--backend", "mpi", "--nccl-comms", comms],
+                                    name=comms + ".h5")
+                self.assertIn(r.returncode, (0, 1), r.stderr)
+                rows = run.tables["sweep/pairs"]
+                self.assertEqual(len(rows), 12, "6 pairs x 2 metrics")
+                self.assertTrue((rows["measure_s"] > 0).all(), rows[["metric", "setup_s", "measure_s"]])
+                self.assertTrue((rows[rows.metric == "allreduce"]["setup_s"] > 0).all(), rows)
+                self.assertAlmostEqual(run.attrs["pair_setup_s"], rows.setup_s.sum(), places=9)
+                self.assertAlmostEqual(run.attrs["pair_measure_s"], rows.measure_s.sum(), places=9)
+                self.assertNotIn("nccl_parent_s", run.attrs, "no NCCL, no parent communicator")
+
+    @unittest.skipIf(_links_nccl(), "this build has NCCL: tests/gpu/test_nccl.py runs --nccl-comms on GPUs")
+    def test_without_nccl_the_option_parses_and_the_nccl_back_end_is_refused(self):
+        self.assert_refused(self.mpirun(4, "fabric-sweep", ["--metric", "allreduce", "--backend", "nccl",
+                                                            "--nccl-comms", "init"], env=FAKE),
+                            "fabric-sweep", "--backend nccl: this build has no NCCL")
 
     def test_sequential_runs_one_pair_per_round(self):
         r, run = self.sweep(4, ["--metric", "p2p_latency", "--sequential"])
@@ -233,6 +264,7 @@ class SweepBadInput(LaunchTest):
         (["--metric", "allreduce", "--backend", "mpi", "-b", "16G", "-e", "16G"],
          "--max-bytes 16G: all_reduce float passes 4294967296 elements per call and MPI's counts stop at 2147483647"),
         (["--metric", "allreduce", "--sizes", "2"], "--sizes 2: the collective metrics move floats"),
+        (["--nccl-comms", "fresh"], "--nccl-comms 'fresh': allowed values are split, init"),
     ]
 
     def test_each_bad_option(self):

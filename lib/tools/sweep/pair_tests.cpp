@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <utility>
 
 #include "fabricbench/ops/collective.hpp"
 #include "fabricbench/ops/p2p_exchange.hpp"
@@ -13,6 +14,11 @@
 #include "fabricbench/tools/sweep/pair_test.hpp"
 
 namespace fabricbench::sweep {
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+}  // namespace
 
 std::string PairSlot::doing(int direction) const {
   const char* way = !m.both_directions ? "both" : direction == 0 ? "a->b" : "b->a";
@@ -75,8 +81,10 @@ std::vector<PairRecord> P2PPairTest::run(const PairSlot& s) {
     ops::Exchanger x{s.pair.get(), me, 1 - me, leader, send_, recv_, bytes, iterations, warmup, window_, options.check, false};
     x.budget_s = budgets_.budget_s[slot(s.metric, direction)];
     x.probe_s = budgets_.probe_s[slot(s.metric, direction)];
+    const auto measure_start = std::chrono::steady_clock::now();
     const auto r = ops::run_exchange(test, x);
     auto rec = s.record(direction);
+    rec.measure_s = seconds_since(measure_start);
     rec.iterations = r.iterations, rec.bytes = static_cast<std::int64_t>(bytes), rec.wrong = static_cast<std::int64_t>(r.wrong);
     rec.window = r.window, rec.cut = r.cut ? 1 : 0;
     // What this end's NIC carried in the timed part (sent + received), for the data-path check.
@@ -121,35 +129,83 @@ namespace {
 
 class CollPairTest : public PairTest {
  public:
-  CollPairTest(ops::BackendKind backend, int gpu, std::uint64_t bytes) : backend_(backend), gpu_(gpu), bytes_(bytes) {}
+  CollPairTest(ops::BackendKind backend, int gpu, std::uint64_t bytes, NcclComms comms)
+      : backend_(backend), gpu_(gpu), bytes_(bytes), comms_(comms) {}
+
+  // NCCL with --nccl-comms split: one parent over the world, made at the first round; each round every rank splits
+  // it and the pair's back end adopts the child. Any failure, and any hang, turns the rest of the sweep to one
+  // ncclCommInitRank per pair (run()), said once in a note.
+  void begin_round(const app::RunContext& context, const runtime::Communicator* group, int color, int key) override {
+    end_round();
+    if (backend_ != ops::BackendKind::nccl || init_per_pair_) return;
+    const auto note = [&](const std::string& text) {
+      if (context.is_root()) context.out->note(text);
+    };
+    if (comms_ == NcclComms::init) {
+      note("NCCL pair communicators: ncclCommInitRank per pair, metric and round (--nccl-comms init)");
+      init_per_pair_ = true;  // said once
+      return;
+    }
+    const double timeout_s = context.options.timeout_s;
+    try {
+      if (!splitter_) {
+        const auto start = std::chrono::steady_clock::now();
+        splitter_ = ops::make_nccl_splitter(context.world, gpu_, timeout_s > 0, timeout_s);
+        const double created_s = seconds_since(start);
+        if (context.is_root()) context.out->attribute("nccl_parent_s", created_s);
+        note(fmt::format("NCCL parent communicator over all {} ranks: created once in {:.3f} s (rank 0; not in any "
+                         "pair's setup_s); each round's pair communicators are split from it ({})",
+                         context.world.size(), created_s, splitter_->sharing()));
+      }
+      const auto start = std::chrono::steady_clock::now();
+      round_ = splitter_->split(color, key, group);
+      round_setup_s_ = seconds_since(start);
+    } catch (const ops::SplitGivenUp& e) {
+      note(fmt::format("NCCL pair communicators: ncclCommInitRank per pair from here on ({}: {})",
+                       splitter_ ? "the split was given up" : "no parent communicator", e.what()));
+      init_per_pair_ = true;
+      splitter_.reset();
+    }
+  }
+
+  void end_round() override {
+    round_.reset();
+    round_setup_s_ = 0;
+  }
 
   std::vector<PairRecord> run(const PairSlot& s) override {
     const auto& options = s.context.options;
     s.context.doing(s.doing(2));
     const auto* op = ops::find_collective(s.m.coll == ops::CollKind::sendrecv ? "sendrecv" : "all_reduce");
     const auto setup_start = std::chrono::steady_clock::now();
-    auto backend = ops::make_backend(backend_, s.pair, gpu_, false, options.timeout_s > 0);
-    const double setup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_start).count();
-    backend->allocate(bytes_, bytes_);
+    // The round's split communicator (its split timed in begin_round, counted on the round's first collective), else
+    // a back end of its own.
+    std::unique_ptr<ops::CollBackend> own;
+    if (!round_) own = ops::make_backend(backend_, s.pair, gpu_, false, options.timeout_s > 0);
+    ops::CollBackend& backend = round_ ? *round_ : *own;
+    const double setup_s = seconds_since(setup_start) + std::exchange(round_setup_s_, 0.0);
+    backend.allocate(bytes_, bytes_);
     const ops::CollCase c{op, ops::DataType::float32, ops::RedOp::sum, 0, false, op->counts(bytes_ / 4, s.pair.size())};
     const int iterations = s.m.defaults.iterations(bytes_, options.iterations);
     const int warmup = s.m.defaults.warmup(bytes_, options.warmup);
     // With --timeout, a back end that can abort one communicator (NCCL) bounds the pair: a hang becomes a verdict.
     if (options.timeout_s > 0)
-      backend->set_deadline(std::chrono::steady_clock::now() +
-                            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                std::chrono::duration<double>(options.timeout_s)));
+      backend.set_deadline(std::chrono::steady_clock::now() +
+                           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                               std::chrono::duration<double>(options.timeout_s)));
     ops::CaseResult r;
     std::uint64_t hung = 0;
+    const auto measure_start = std::chrono::steady_clock::now();
     try {
-      r = ops::run_case(*backend, c, {ops::TimingMode::host, warmup, iterations, 0}, s.pair, options.check);
+      r = ops::run_case(backend, c, {ops::TimingMode::host, warmup, iterations, 0}, s.pair, options.check);
     } catch (const ops::Hung&) {
       hung = 1;
     }
     auto rec = s.record(2);
-    rec.iterations = iterations, rec.window = 1, rec.setup_s = setup_s;
+    rec.iterations = iterations, rec.window = 1, rec.setup_s = setup_s, rec.measure_s = seconds_since(measure_start);
     if (s.pair.all_sum(hung) > 0) {  // every rank of the pair agrees, over MPI, which still works
-      backend.reset();
+      backend.abort();  // on every end: a communicator whose peer gave up is not destroyed with it
+      own.reset(), round_.reset();
       rec.hung = 1;
       return {rec};
     }
@@ -171,12 +227,17 @@ class CollPairTest : public PairTest {
   ops::BackendKind backend_;
   int gpu_;
   std::uint64_t bytes_;
+  NcclComms comms_;
+  bool init_per_pair_ = false;  // NCCL: one ncclCommInitRank per pair from here on (--nccl-comms init, or a fall-back)
+  std::unique_ptr<ops::CommSplitter> splitter_;  // declared before round_: a child goes before its parent
+  std::unique_ptr<ops::CollBackend> round_;      // this round's back end over the split communicator
+  double round_setup_s_ = 0;                     // its split, on this rank
 };
 
 }  // namespace
 
-std::unique_ptr<PairTest> make_coll_pair_test(ops::BackendKind backend, int gpu, std::uint64_t bytes) {
-  return std::make_unique<CollPairTest>(backend, gpu, bytes);
+std::unique_ptr<PairTest> make_coll_pair_test(ops::BackendKind backend, int gpu, std::uint64_t bytes, NcclComms comms) {
+  return std::make_unique<CollPairTest>(backend, gpu, bytes, comms);
 }
 
 }  // namespace fabricbench::sweep

@@ -56,6 +56,7 @@ void SweepBenchmark::add_options(cli::po::options_description& options) {
       ("retest", po::value<long long>()->default_value(1), "times each suspect pair is re-tested, also against good nodes; a pair that turns suspect after a re-test gets its own (0: none)")
       ("rules", po::value<std::string>()->default_value(app::shipped_config("sweep.ini")), "verdict rules (INI); default: the shipped configs/sweep.ini ($FABRICBENCH_DATA_DIR or <bin>/../share/fabricbench)")
       ("backend", po::value<std::string>()->default_value("auto"), "collective metrics: nccl, mpi, or auto")
+      ("nccl-comms", po::value<std::string>()->default_value("split"), "collective metrics with NCCL: split (each round's pair communicators split from one communicator over the job, made once: ncclCommSplit) or init (a fresh ncclCommInitRank per pair, metric and round); split falls back to init after a hang or where it fails")
       ("sequential", "test the pairs of a round one after another (to measure what running them at once saves)")
       ("rails", po::value<int>()->implicit_value(0), "every local rank takes part: local rank i of one node tests local rank i of the other (rail i), all rails at once, every metric; rows and verdicts name the rail and NIC")
       ("rail-map", po::value<std::string>(), "with --rails: the NIC of each rail, lines 'RAIL rdma=DEVICE[:PORT] net=INTERFACE' (the launcher's file); the rdma metrics open rail i's device and the data-path check reads its counters")
@@ -145,6 +146,9 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
   sequential_ = v.count("sequential") > 0;
   configure_resume(v, placement);
   configure_mesh(v, placement.me().rank == 0);
+  const auto nccl_comms = v["nccl-comms"].as<std::string>();
+  cli::require_choice("--nccl-comms", nccl_comms, {"split", "init"});
+  nccl_comms_ = nccl_comms == "split" ? NcclComms::split : NcclComms::init;
   backend_ = ops::choose_backend(v["backend"].as<std::string>());
   const bool collectives = std::any_of(metrics_.begin(), metrics_.end(), [](const SweepMetric* m) { return m->collective(); });
   if (collectives && bw_bytes_ < 4)
@@ -167,7 +171,7 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
   rdma_.reset();
   if (any([](const SweepMetric* m) { return !m->p2p_test.empty(); }))
     p2p_ = std::make_unique<P2PPairTest>(metrics_, bw_bytes_, lat_bytes_, window_, pair_time_s_, pair_time_relative_);
-  if (collectives) coll_ = make_coll_pair_test(backend_, gpu_, bw_bytes_);
+  if (collectives) coll_ = make_coll_pair_test(backend_, gpu_, bw_bytes_, nccl_comms_);
   if (any([](const SweepMetric* m) { return !m->verbs_test.empty(); }))
     rdma_ = make_rail_rdma_test(placement.me().host, qp_timeout);
 }
@@ -205,6 +209,10 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
   const int me = world.rank(), h = host_of_rank_[me];
   const bool host_leader = context.placement.me().local_rank == 0;
   const bool any_host_level = std::any_of(metrics_.begin(), metrics_.end(), [](auto* m) { return !m->collective(); });
+  // Whether this pass runs collectives (between a mesh's bandwidth passes they rest): then each round prepares them.
+  const bool collectives = coll_ && std::any_of(metrics_.begin(), metrics_.end(), [&](auto* m) {
+                             return m->collective() && !resting(*m);
+                           });
   std::vector<PairRecord> all;
   if (!adaptive_) rest_hung_hosts(context, {}, rounds, 0);  // hosts that hung in an earlier pass rest in this one too
   const auto start = std::chrono::steady_clock::now();
@@ -262,10 +270,14 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
       runtime::Communicator rail;
       if (!pair.empty()) rail = split([&] { return pair.split(local_rank_, role); });
       if (p2p_) p2p_->plan_round(world, rail.empty() ? nullptr : &rail);
+      // The rail's collective communicator: the pair's and rail's color, in the rail communicator's order.
+      if (collectives)
+        coll_->begin_round(context, rail.empty() ? nullptr : &rail, rail.empty() ? -1 : k * rails_ + local_rank_, role);
       if (!rail.empty()) {
         if (p2p_) test_s += p2p_->probing_s();
         timed([&] { return measure_rail(context, rail, index, round.pairs[k], my_traffic); });
       }
+      if (collectives) coll_->end_round();
     } else {
       int k = -1, role = 0;
       for (std::size_t p = 0; p < round.pairs.size(); ++p)
@@ -283,7 +295,10 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
       }
       if (coll_) {  // every rank of both nodes
         const auto pair = split([&] { return world.split(k >= 0 ? k : MPI_UNDEFINED, role * world.size() + me); });
+        // The same color and key for the back end's own communicator (NCCL: split from one parent, collective).
+        if (collectives) coll_->begin_round(context, pair.empty() ? nullptr : &pair, k, role * world.size() + me);
         if (!pair.empty()) timed([&] { return measure_pair(context, pair, index, round.pairs[k], false); });
+        coll_->end_round();
       }
     }
     for (auto& r : mine) r.test_s = test_s;
@@ -310,6 +325,7 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
       for (const auto& r : records) longest = std::max(longest, r.test_s), setup = std::max(setup, r.setup_s);
       const auto merged = report_records(context, records, kind);
       all.insert(all.end(), merged.begin(), merged.end());
+      for (const auto& r : merged) pair_setup_sum_s_ += r.setup_s, pair_measure_sum_s_ += r.measure_s, ++pair_rows_;
       // Rank 0's round ends once its rows are written: the other ranks wait for it at the next split.
       const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - round_start).count();
       budget_.measured(wall);
@@ -375,7 +391,8 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
       context.out->section(pairs_table_, "pair tests", {{"round"}, {"host_a"}, {"host_b"}, {"metric"}, {"direction"},
                                                         {"value"}, {"unit"}, {"pct_expected"}, {"wrong"}});
   }
-  setup_total_s_ = measure_total_s_ = 0;
+  setup_total_s_ = measure_total_s_ = pair_setup_sum_s_ = pair_measure_sum_s_ = 0;
+  pair_rows_ = 0;
   sweep_rounds_planned_ = static_cast<int>(std::count_if(rounds.begin(), rounds.end(), [](const Round& r) { return !r.pairs.empty(); }));
   const auto metrics = judged_metrics();
   if (mesh_) {
@@ -479,10 +496,17 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
     context.out->note(fmt::format("time of the rounds: pair tests {}, setup {} (each round's longest, summed; setup: "
                                   "communicator splits, NCCL communicators, QPs; per pair in /sweep/pairs setup_s)",
                                   human_duration(measure_total_s_), human_duration(setup_total_s_)));
+    // Every pair's own, summed: what the sweep's pairs cost in all, setup beside measuring.
+    context.out->note(fmt::format("pair rows: setup {}, measure {} (sums of setup_s and measure_s over {} rows)",
+                                  human_duration(pair_setup_sum_s_), human_duration(pair_measure_sum_s_), pair_rows_));
+    context.out->attribute("pair_setup_s", pair_setup_sum_s_);
+    context.out->attribute("pair_measure_s", pair_measure_sum_s_);
     write_judgement(context, records, judgement);
     verdicts = static_cast<std::int64_t>(judgement.verdicts.size()) + (any_verdict ? 1 : 0) + changes_;
   }
-  return context.world.broadcast_value(verdicts, 0) > 0 ? ExitStatus::measurement_failed : ExitStatus::ok;
+  const bool failed = context.world.broadcast_value(verdicts, 0) > 0;
+  coll_.reset();  // NCCL's parent communicator (if any) goes with the sweep, on every rank at once
+  return failed ? ExitStatus::measurement_failed : ExitStatus::ok;
 }
 
 }  // namespace fabricbench::sweep

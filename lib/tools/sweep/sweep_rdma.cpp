@@ -40,8 +40,10 @@ class RdmaPairTest : public PairTest {
       const auto setup_start = std::chrono::steady_clock::now();
       verbs::VerbsLink link(device_, memory::MemoryKind::host, bytes, link_, s.pair.get(), 1 - me, me == direction);
       const double setup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_start).count();
+      const auto measure_start = std::chrono::steady_clock::now();
       const auto r = link.run(test, bytes, iterations, warmup, options.check);
       auto rec = s.record(direction);
+      rec.measure_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - measure_start).count();
       rec.iterations = iterations, rec.bytes = static_cast<std::int64_t>(bytes), rec.wrong = static_cast<std::int64_t>(r.wrong);
       rec.window = r.tx_depth, rec.setup_s = setup_s;
       rec.payload = static_cast<double>(bytes) * iterations * (latency ? 2.0 : 1.0);

@@ -51,6 +51,7 @@ std::vector<PairRecord> SweepBenchmark::report_records(const app::RunContext& co
     m.wrong += r.wrong;
     m.hung = std::max(m.hung, r.hung);
     m.setup_s = std::max(m.setup_s, r.setup_s);
+    m.measure_s = std::max(m.measure_s, r.measure_s);
     m.payload += r.payload;
     for (int end = 0; end < 2; ++end) {
       add(m.port_errors[end], r.port_errors[end]);
@@ -84,7 +85,7 @@ std::vector<PairRecord> SweepBenchmark::report_records(const app::RunContext& co
     row.set("bytes", std::int64_t(r.bytes)).set("iterations", std::int64_t(r.iterations)).set("value", r.value);
     row.set("window", std::int64_t(r.window)).set("cut", std::int64_t(r.cut)).set("hung", std::int64_t(r.hung));
     row.set("unit", std::string(m.unit)).set("time_us_median", r.median_us).set("time_us_p99", r.p99_us);
-    row.set("setup_s", r.setup_s);
+    row.set("setup_s", r.setup_s).set("measure_s", r.measure_s);
     row.set("wrong", std::int64_t(r.wrong)).set("counters_host", fmt::format("{}", fmt::join(grew, ",")));
     facts::set_counters(row, grown);
     stamp_expected(context, row, r);

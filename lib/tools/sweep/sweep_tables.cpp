@@ -42,6 +42,7 @@ SweepBenchmark::SweepBenchmark() {
                    headline(measured("value", Unit::none, Better::none)), key_text("unit", 8),
                    statistic("time_us_median", Unit::us, Better::lower), statistic("time_us_p99", Unit::us, Better::lower),
                    measured("setup_s", Unit::seconds, Better::lower, "setup"),
+                   measured("measure_s", Unit::seconds, Better::lower, "measure"),
                    measured_int("wrong", Unit::bytes, Better::lower, "#wrong")}};
   for (auto& c : facts::counter_columns()) pairs_table_.columns.push_back(std::move(c));
   // Whose error counters grew during the test (the hosts of the pair, comma-separated), so that a --resume keeps them.

@@ -113,6 +113,34 @@ std::unique_ptr<CollBackend> make_backend(BackendKind kind, const runtime::Commu
 std::unique_ptr<CollBackend> make_mpi_backend(const runtime::Communicator& world, bool device_memory);
 std::unique_ptr<CollBackend> make_nccl_backend(const runtime::Communicator& world, int gpu, bool abortable = false);
 
+// The splits were given up (every rank of the parent throws it at once): the parent could not be created, a split
+// failed, or a child was aborted since the last split. The message says why; the caller goes on with make_backend.
+struct SplitGivenUp : Error {
+  explicit SplitGivenUp(const std::string& what) : Error(ExitStatus::runtime, what) {}
+};
+
+// One library communicator over a whole job, from which each round's small groups (fabric-sweep's pairs) split
+// their own, instead of each group creating one from nothing. It owns the parent; each split's back end owns its
+// child (destroyed with it, or aborted on a hang). NCCL's ncclCommSplit, 2.18 and later.
+class CommSplitter {
+ public:
+  virtual ~CommSplitter() = default;
+  // Collective over every rank of the parent. The back end of this rank's group: the ranks that gave the same
+  // `color`, ordered by `key`, exactly as MPI splits `group` (the same ranks' MPI communicator, which the back end
+  // uses for its barriers); null for color < 0 (this rank rests). Throws SplitGivenUp on every rank at once when a
+  // child was aborted since the last split (a hung group: no split after one), or when any rank's split failed (or,
+  // abortable, passed the deadline); the parent is then aborted.
+  virtual std::unique_ptr<CollBackend> split(int color, int key, const runtime::Communicator* group) = 0;
+  // What the children share with the parent ("splitShare 1: ...") and why, for a note.
+  virtual std::string sharing() const = 0;
+};
+// NCCL's, over every rank of `world` on `gpu`; collective. `abortable`: non-blocking parent and children, each
+// call bounded by `timeout_s`, children that share nothing with the parent (an aborted child would abort every
+// communicator it shares resources with). Throws SplitGivenUp on every rank when any rank could not create it, or
+// where this build cannot split (no NCCL, or NCCL older than 2.18).
+std::unique_ptr<CommSplitter> make_nccl_splitter(const runtime::Communicator& world, int gpu, bool abortable,
+                                                 double timeout_s);
+
 // MPI's counts are ints and its predefined reductions take no derived datatypes: throws Error::usage (naming
 // `option`, the limit and the largest size that fits) when an operation of `ops` with a type of `types` at
 // `max_bytes` on `nranks` ranks would pass a count above INT_MAX.

@@ -18,6 +18,7 @@ struct PairRecord {
   // Setup of this metric on this pair: the test's own (NCCL communicator, QPs connected), plus, on the round's first
   // metric, the pair communicator's split. The row takes the larger end's.
   double setup_s = 0;
+  double measure_s = 0;  // this metric's test after its setup (warm-up, timed part, check); the row: the larger end's
   std::int32_t window = 0, cut = 0;  // messages in flight used; 1 when the budget cut the counts
   std::int32_t hung = 0;             // 1: the pair did not finish within --timeout (NCCL: communicator aborted)
   std::int32_t rail = 0;             // the local rank of both ends (0 without --rails)

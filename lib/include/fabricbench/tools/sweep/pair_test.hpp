@@ -62,6 +62,12 @@ class PairTest {
   virtual std::vector<PairRecord> run(const PairSlot& slot) = 0;
   // The NIC this rank's test opened itself ("mlx5_0:1"; "" where the transport chose it).
   virtual std::string nic() const { return {}; }
+  // Collective over the world, on every rank (resting ones too), before a round's tests of this family: `group` is
+  // this rank's communicator for them (null: it rests), split by `color` (its pair, and rail; < 0 resting) and `key`.
+  // What it prepares for the round (the collectives' communicators split from one parent) is released by end_round.
+  virtual void begin_round(const app::RunContext& /*context*/, const runtime::Communicator* /*group*/, int /*color*/,
+                           int /*key*/) {}
+  virtual void end_round() {}
 };
 
 // One round's plan for this rank's p2p pair tests, per (metric, direction) slot.
@@ -99,8 +105,12 @@ class P2PPairTest : public PairTest {
   std::vector<double> measured_;  // per slot: the fastest full-test time this rank led so far
 };
 
+// How the NCCL back end gets each pair's communicator (--nccl-comms): split each round from one parent over the
+// job (ncclCommSplit), or a fresh one per pair, metric and round (ncclCommInitRank, as before the split).
+enum class NcclComms { split, init };
+
 // fabric-coll's back ends over every rank of both nodes (NCCL communicators abortable under --timeout).
-std::unique_ptr<PairTest> make_coll_pair_test(ops::BackendKind backend, int gpu, std::uint64_t bytes);
+std::unique_ptr<PairTest> make_coll_pair_test(ops::BackendKind backend, int gpu, std::uint64_t bytes, NcclComms comms);
 
 // What the rdma metrics open and send.
 struct RdmaPairSettings {

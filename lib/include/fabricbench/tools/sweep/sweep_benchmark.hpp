@@ -158,7 +158,10 @@ class SweepBenchmark : public app::Benchmark {
   long long adaptive_pairs_tested_ = 0;  // rank 0, --plan adaptive: unordered pairs tested, and hosts judged
   int adaptive_hosts_judged_ = 0;
   double setup_total_s_ = 0, measure_total_s_ = 0;  // rank 0: over the rounds, the longest setup and pair test
+  double pair_setup_sum_s_ = 0, pair_measure_sum_s_ = 0;  // rank 0: over the pair rows, setup_s and measure_s
+  std::int64_t pair_rows_ = 0;
   ops::BackendKind backend_ = ops::BackendKind::mpi;
+  NcclComms nccl_comms_ = NcclComms::split;  // --nccl-comms
   // --resume: the file, and (rank 0) the pair rows it holds from the run it continues.
   std::string resume_;
   std::vector<results::Row> resumed_rows_;

@@ -1,0 +1,58 @@
+// The owner of one NCCL communicator (a back end's, or a splitter's parent), the checks of NCCL's and CUDA's return
+// codes, and the NCCL back end adopting a communicator split from a parent: what nccl_coll_backend.cpp and
+// nccl_comm_splitter.cpp share (internal to lib/ops, built only with NCCL).
+#pragma once
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+
+#include "fabricbench/ops/coll_backend.hpp"
+
+namespace fabricbench::ops {
+
+using NcclClock = std::chrono::steady_clock;
+
+void check_cuda(cudaError_t rc, const char* what);
+void check_nccl(ncclResult_t rc, const char* what);
+
+// Destroyed normally, or aborted (from the watchdog thread, or past a deadline) when a step hangs. Non-blocking when
+// a caller bounds its calls by a deadline: NCCL calls then return at once (ncclInProgress) and settle() polls until
+// they took effect, so that not even a connection set up lazily inside ncclAllReduce can hold the thread past the
+// deadline. Blocking otherwise (fabric-coll: nothing added to the launch path).
+class NcclComm {
+ public:
+  // A new communicator over every rank of `world`: NCCL's unique id from rank 0 over MPI, then ncclCommInitRank.
+  // `split_share`: the communicators split from this one share its resources (config.splitShare). `deadline`
+  // (non-blocking only) bounds the creation: past it the communicator is aborted and Hung thrown.
+  NcclComm(const runtime::Communicator& world, bool nonblocking, bool split_share = false,
+           const NcclClock::time_point* deadline = nullptr);
+  // Adopts `comm`, created elsewhere (ncclCommSplit): from here on this owner destroys or aborts it. `aborted`, when
+  // given, is set by abort() (the splitter's record that one of its children was aborted).
+  NcclComm(ncclComm_t comm, bool nonblocking, std::shared_ptr<std::atomic<bool>> aborted);
+  ~NcclComm();
+  NcclComm(const NcclComm&) = delete;
+  NcclComm& operator=(const NcclComm&) = delete;
+
+  ncclComm_t get() const { return comm_; }
+  bool nonblocking() const { return nonblocking_; }
+  // Non-blocking mode: wait until the last call took effect; past `deadline` (if given) abort and throw Hung.
+  void settle(const NcclClock::time_point* deadline);
+  void abort() noexcept;
+  bool aborted() const { return aborted_.load(); }
+  // A remote failure: NCCL's own words, at once.
+  void check_async() const;
+
+ private:
+  ncclComm_t comm_ = nullptr;
+  bool nonblocking_;
+  std::atomic<bool> aborted_{false};
+  std::shared_ptr<std::atomic<bool>> family_aborted_;
+};
+
+// The NCCL back end over `group` (the MPI communicator of the same ranks, in the same order) with `comm` adopted.
+std::unique_ptr<CollBackend> adopt_nccl_comm(const runtime::Communicator& group, std::unique_ptr<NcclComm> comm);
+
+}  // namespace fabricbench::ops
