@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 #include <vector>
 
 #include "fabricbench/timing/iteration_timer.hpp"
@@ -13,6 +14,7 @@ namespace {
 constexpr int data_tag = 1;
 constexpr int ack_tag = 2;
 constexpr int plan_tag = 3;
+constexpr int step_times_tag = 4;
 
 // Every sender's pattern differs (by size and rank), so a message from the wrong peer or size fails the check.
 memory::FillPattern pattern_of(int sender, std::uint64_t bytes) {
@@ -21,6 +23,28 @@ memory::FillPattern pattern_of(int sender, std::uint64_t bytes) {
 
 using runtime::check_mpi;
 inline void check(int rc, const char* what) { check_mpi(rc, what); }
+
+// Seconds from `t0` until this rank's sends of one step (req[window, 2 window)) and its receives (req[0, window))
+// had all completed. Both sets are waited for together, so each end is read when it happens: a rank that waited for
+// its sends first would read its receives no earlier than its own sends, and tie the pair it receives from to the
+// link it sends on. `done`: room for 2 x window indices (allocated outside the timed step).
+struct StepEnds {
+  double sent_s = 0, received_s = 0;
+};
+StepEnds wait_step_ends(MPI_Request* req, int window, int* done, std::chrono::steady_clock::time_point t0) {
+  StepEnds ends;
+  int receives_left = window, sends_left = window;
+  while (receives_left + sends_left > 0) {
+    int n = 0;
+    check(MPI_Waitsome(2 * window, req, &n, done, MPI_STATUSES_IGNORE), "MPI_Waitsome");
+    const double now_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (int k = 0; k < n; ++k) {
+      const bool receive = done[k] < window;
+      if (--(receive ? receives_left : sends_left) == 0) (receive ? ends.received_s : ends.sent_s) = now_s;
+    }
+  }
+  return ends;
+}
 
 }  // namespace
 
@@ -177,10 +201,16 @@ PairMeasurement run_exchange(const P2PTest& test, const Exchanger& x) {
         });
       break;
     case Exchange::bidirectional_window: {
-      const auto post = [&] {
+      const auto post_receives = [&] {
         for (int w = 0; w < window; ++w) check(MPI_Irecv(rbuf, count, type, from, data_tag, comm, &req[w]), "MPI_Irecv");
+      };
+      const auto post_sends = [&] {
         for (int w = 0; w < window; ++w)
           check(MPI_Isend(sbuf, count, type, peer, data_tag, comm, &req[window + w]), "MPI_Isend");
+      };
+      const auto post = [&] {
+        post_receives();
+        post_sends();
       };
       if (x.mpigraph_steps) {
         check(MPI_Barrier(comm), "MPI_Barrier");
@@ -188,15 +218,32 @@ PairMeasurement run_exchange(const P2PTest& test, const Exchanger& x) {
           post();
           check(MPI_Waitall(2 * window, req, MPI_STATUSES_IGNORE), "MPI_Waitall");
         }
-        double steps_s = 0;
-        for (int i = 0; i < iterations; ++i) {
+        std::vector<double> sent_s(static_cast<std::size_t>(iterations)), received_s(sent_s.size());
+        std::vector<int> done(requests.size());
+        for (std::size_t i = 0; i < sent_s.size(); ++i) {
           check(MPI_Barrier(comm), "MPI_Barrier");
           check(MPI_Barrier(comm), "MPI_Barrier");
           const auto t0 = std::chrono::steady_clock::now();
-          post();
-          check(MPI_Waitall(window, req + window, MPI_STATUSES_IGNORE), "MPI_Waitall");
-          const double step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-          check(MPI_Waitall(window, req, MPI_STATUSES_IGNORE), "MPI_Waitall");
+          if (x.late_receives_s > 0) {  // test hook: a receiver that falls behind the bytes sent to it
+            post_sends();
+            std::this_thread::sleep_for(std::chrono::duration<double>(x.late_receives_s));
+            post_receives();
+          } else {
+            post();
+          }
+          const auto ends = wait_step_ends(req, window, done.data(), t0);
+          sent_s[i] = ends.sent_s, received_s[i] = ends.received_s;
+        }
+        // A send completes once the kernel holds its bytes: a window that fits the socket buffers would be timed at
+        // memory speed whatever the link does. The bytes to `peer` arrived when its receives of them completed, so
+        // every rank hands its receive times to the rank it received from, and a step to `peer` lasts the later of
+        // the two ends (each end's clock starts at its own first post, after the same barriers).
+        std::vector<double> peer_received_s(sent_s.size());
+        check(MPI_Sendrecv(received_s.data(), iterations, MPI_DOUBLE, from, step_times_tag, peer_received_s.data(),
+                           iterations, MPI_DOUBLE, peer, step_times_tag, comm, MPI_STATUS_IGNORE), "MPI_Sendrecv");
+        double steps_s = 0;
+        for (std::size_t i = 0; i < sent_s.size(); ++i) {
+          const double step_s = std::max(sent_s[i], peer_received_s[i]);
           steps_s += step_s;
           m.laps_us.push_back(step_s * 1e6);
         }

@@ -84,6 +84,24 @@ class SweepStructure(LaunchTest):
         self.assertEqual(len(rows), 12)
         self.assertEqual(len(set(zip(rows.host_a, rows.host_b))), 12)
 
+    def test_shift_times_a_pair_until_the_receiver_has_the_bytes(self):
+        # TCP's eager sends (16 KiB x 4) complete once the kernel holds them, long before a receiver that posts its
+        # receives 30 ms late has them: timed on the sends alone, the pairs into node2 read hundreds of MB/s. (node2's
+        # own sends are slow too: asleep, it does not progress them.)
+        late_s, step_bytes = 0.030, 4 * 16384
+        r = self.mpirun(4, "fabric-sweep", ["--output", "late.h5", "-q", "--sizes", "16K", "-W", "4", "-n", "3", "-w",
+                                            "1", "--retest", "0", "--pattern", "shift", "--metric", "p2p_bw"],
+                        transport="tcp", env=dict(FAKE, FABRICBENCH_TEST_LATE_RECEIVES=f"2:{late_s * 1e3:g}"))
+        self.assertIn(r.returncode, (0, 1), r.stderr)
+        rows = self.load("late.h5").tables["sweep/pairs"]
+        into = rows[rows.host_b == "node2"]
+        apart = rows[(rows.host_a != "node2") & (rows.host_b != "node2")]
+        self.assertEqual((len(into), len(apart)), (3, 6))
+        bound = step_bytes / late_s / 1e6  # MB/s: no step into node2 ends before its receives were posted
+        self.assertTrue((into.value <= bound).all(), into[["host_a", "host_b", "value", "time_us_median"]])
+        self.assertTrue((into.time_us_median >= late_s * 1e6).all(), into[["host_a", "value", "time_us_median"]])
+        self.assertLess(into.value.max() * 5, apart.value.min(), rows[["host_a", "host_b", "value"]])
+
     def test_pairs_file_and_collective_metric_over_two_ranks_per_host(self):
         (self.dir / "pairs.txt").write_text("# two rounds\n0 node0 node1\n1 node1 node2\n1 node0 node3\n")
         r, run = self.sweep(8, ["--pairs-file", "pairs.txt", "--metric", "allreduce,p2p_latency", "--backend", "mpi"],

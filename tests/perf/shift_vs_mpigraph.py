@@ -8,11 +8,12 @@ host count and size, each tool's median of the runs' medians, its spread ((max -
 medians to the first mpiGraph binary. A benchmark run, not a test; writes OUT/shift_vs_mpigraph.md and every
 run's value in OUT/shift_vs_mpigraph.json.
 
-  tests/perf/shift_vs_mpigraph.py --mpigraph PATH [--variant NAME=PATH ...] [--build build] [--hosts 4,8]
-      [--sizes 65536,1048576,4194304] [--window 10] [--iters 10] [--warmup 0] [--repeats 3] [--rig mgcmp]
-      [--net 131] [--out DIR]
+  tests/perf/shift_vs_mpigraph.py --mpigraph PATH [--variant NAME=PATH ...] [--build build] [--sweep NAME=BUILD ...]
+      [--hosts 4,8] [--sizes 65536,1048576,4194304] [--window 10] [--iters 10] [--warmup 0] [--repeats 3]
+      [--rig mgcmp] [--net 131] [--out DIR]
 (PATH: mpicc -O2 -o mpiGraph mpiGraph.c; a --variant is another binary printing mpiGraph's output, e.g. a private
-copy timed differently; its column is named NAME.)
+copy timed differently; a --sweep is another build of fabric-sweep, e.g. the one before a change; each column is
+named NAME.)
 """
 import argparse
 import json
@@ -34,10 +35,13 @@ def rig(*args):
     subprocess.run([str(RIG)] + [str(a) for a in args], check=True, capture_output=True, text=True)
 
 
-def mpirun(name, hosts, argv):
+def mpirun(name, hosts, argv, ok=(0,)):
     names = ",".join(f"{name}-h{i}" for i in range(1, hosts + 1))
     cmd = ["timeout", "300", str(RIG), "mpirun", name, str(hosts), names, "--"] + [str(a) for a in argv]
-    return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode not in ok:
+        raise subprocess.CalledProcessError(r.returncode, cmd, r.stdout, r.stderr)
+    return r.stdout
 
 
 def mpigraph(binary, name, hosts, size, a):
@@ -61,7 +65,7 @@ def sweep(build, name, hosts, size, a, scratch):
     out = pathlib.Path(scratch) / f"sweep-{hosts}-{size}.h5"
     mpirun(name, hosts, [build / "benchmarks" / "fabric-sweep", "--pattern", "shift", "--metric", "p2p_bw",
                          "--sizes", size, "-W", a.window, "-n", a.iters, "-w", a.warmup, "--retest", "0",
-                         "--output", out, "--force", "-q"])
+                         "--output", out, "--force", "-q"], ok=(0, 1))  # 1: a verdict (a noisy run); its figures count
     rows = fabricbench_analysis.load(out).tables["sweep/pairs"]
     values = list(rows[rows.kind == "sweep"].value)
     if len(values) != hosts * (hosts - 1):
@@ -79,6 +83,7 @@ def main():
     p.add_argument("--mpigraph", required=True, type=pathlib.Path)
     p.add_argument("--variant", action="append", default=[], help="NAME=PATH: another mpiGraph-like binary")
     p.add_argument("--build", default=ROOT / "build", type=pathlib.Path)
+    p.add_argument("--sweep", action="append", default=[], help="NAME=BUILD: another fabric-sweep build folder")
     p.add_argument("--hosts", default="4")
     p.add_argument("--sizes", default="65536,1048576,4194304")
     p.add_argument("--window", type=int, default=10)
@@ -90,7 +95,8 @@ def main():
     p.add_argument("--out", default=pathlib.Path("."), type=pathlib.Path)
     a = p.parse_args()
     peers = [("mpiGraph", a.mpigraph)] + [tuple(v.split("=", 1)) for v in a.variant]
-    tools = ["fabric-sweep"] + [n for n, _ in peers]
+    builds = {"fabric-sweep": a.build} | {n: pathlib.Path(d) for n, d in (v.split("=", 1) for v in a.sweep)}
+    tools = list(builds) + [n for n, _ in peers]
     raw = {}  # "hosts/size" -> tool -> every run's median over pairs, in order
     lines = [f"window {a.window}, iterations {a.iters}, fabric-sweep -w {a.warmup}, {a.repeats} interleaved repeats; "
              "each run's median over its ordered pairs, in MB/s (1e6 B/s)\n",
@@ -107,8 +113,8 @@ def main():
                     for r in range(a.repeats):
                         steps = tools if r % 2 == 0 else tools[::-1]
                         for t in steps:
-                            if t == "fabric-sweep":
-                                v = sweep(a.build, a.rig, hosts, size, a, scratch)
+                            if t in builds:
+                                v = sweep(builds[t], a.rig, hosts, size, a, scratch)
                             else:
                                 v = mpigraph(dict(peers)[t], a.rig, hosts, size, a)
                             runs[t].append(statistics.median(v))

@@ -216,6 +216,21 @@ class EmulatedCluster(LaunchTest):
         self.assertLess(max(value[k] for k in slow) * 5, min(others), value)
         self.assertEqual(self.verdicts(run), [("link", hosts[0], hosts[1])])
 
+    def test_shift_reads_a_slow_link_at_its_rate_when_the_window_fits_the_socket_buffers(self):
+        # 128 KiB x 4 fits the kernel's socket buffers: the sends complete at memory speed whatever the link does (timed
+        # on the sends alone the link read 75-1900 MB/s, no verdict). A pair's step ends when the receiver has the bytes:
+        # 2.4-2.6 MB/s seen. The warm-up step opens the connections (a first connect held a step up to 140 ms).
+        hosts = self.hosts(4)
+        rig("shape-link", self.rig, hosts[0], hosts[1], SLOW)
+        args = ["--sizes", "128K", "-W", "4", "-n", "4", "-w", "1", "--rules", str(RULES), "--retest", "1"]
+        r, run = self.sweep(hosts, ["--metric", "p2p_bw", "--pattern", "shift"], args=args)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        rows = run.tables["sweep/pairs"].query("kind == 'sweep'")
+        value = {(p.host_a, p.host_b): p.value for p in rows.itertuples()}
+        # 20 Mbit/s is 2.5 MB/s on the wire; HTB's burst lets a little more through at a step's start.
+        self.assertLessEqual(max(value[hosts[0], hosts[1]], value[hosts[1], hosts[0]]), 3.0, value)
+        self.assertEqual(self.verdicts(run), [("link", hosts[0], hosts[1])])
+
     def test_five_hosts_odd_count_with_a_slow_host(self):
         hosts = self.hosts(5)
         rig("shape-host", self.rig, hosts[1], SLOW)

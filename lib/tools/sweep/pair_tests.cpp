@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <utility>
 
 #include "fabricbench/ops/collective.hpp"
@@ -33,6 +35,10 @@ P2PPairTest::P2PPairTest(const std::vector<const SweepMetric*>& metrics, std::ui
       recv_(memory::MemoryKind::host, std::max<std::uint64_t>({bw_bytes, lat_bytes, 1})),
       fastest_(metrics.size() * 2, INFINITY), measured_(metrics.size() * 2, INFINITY) {
   budgets_ = {std::vector<double>(metrics.size() * 2, 0), std::vector<double>(metrics.size() * 2, 0), 0};
+  if (const char* hook = std::getenv("FABRICBENCH_TEST_LATE_RECEIVES")) {
+    double ms = 0;
+    if (std::sscanf(hook, "%d:%lf", &late_host_, &ms) == 2) late_receives_s_ = ms / 1e3;
+  }
 }
 
 std::uint64_t P2PPairTest::bytes_of(const SweepMetric& m) const {
@@ -115,11 +121,13 @@ PairRecord P2PPairTest::shift(const app::RunContext& context, const runtime::Com
   const int iterations = defaults.iterations(bw_bytes_, o.iterations), warmup = defaults.warmup(bw_bytes_, o.warmup);
   ops::Exchanger x{leaders.get(), host, to, true, send_, recv_, bw_bytes_, iterations, warmup, window_, o.check, false};
   x.from = from, x.mpigraph_steps = true;
+  if (host == late_host_) x.late_receives_s = late_receives_s_;
   const auto r = ops::run_exchange(*test, x);
   const auto stats = timing::SampleStats::of(r.laps_us);
   auto rec = PairRecord::of(round, {host, to}, 0, 0);
   rec.iterations = iterations, rec.bytes = static_cast<std::int64_t>(bw_bytes_), rec.wrong = static_cast<std::int64_t>(r.wrong);
-  // One direction's bytes over the steps' send times: the node's send bandwidth, as mpiGraph reports it.
+  // One direction's bytes over the steps' times until `to` had them (the later of this node's sends and `to`'s
+  // receives, per step): mpiGraph's send bandwidth where the window outgrows the socket buffers, the link's otherwise.
   rec.value = ops::find_p2p_test("bw")->pair_figure(bw_bytes_, window_, iterations, r.elapsed_s);
   rec.median_us = stats.median, rec.p99_us = stats.p99, rec.window = window_;
   return rec;

@@ -46,12 +46,15 @@ struct Exchanger {
   bool check;
   bool flip_byte;  // test hook: corrupt one received byte before the check
   int from = -1;   // bidirectional window only: receive from this rank instead of `peer` (mpiGraph's shift)
-  // Bidirectional window only, mpiGraph's step (its shift): every step starts after two barriers of `comm` and is
-  // timed from its first post to its sends' completion (mpiGraph's send time; the receives are waited for after the
-  // clock stopped); elapsed_s is the sum of the steps' times. Every rank of `comm` must be in the call. A step timed
-  // to the end of its receives, or steps run back to back, would time the ring: a rank waits for its left
-  // neighbour, who waits for its own, so one slow link slows every pair of its step.
+  // Bidirectional window only, mpiGraph's step (its shift): every step starts after two barriers of `comm`; each
+  // rank times, from its own first post, its sends' completion and its receives' completion. A step to `peer` lasts
+  // the later of this rank's sends and `peer`'s receives (a send completes once the kernel holds it, before the
+  // bytes crossed the link); elapsed_s is the sum of those, laps_us each step's. Every rank of `comm` must be in the
+  // call, each with its own `peer` and `from`. Steps run back to back, or a rank's time taken to the end of its own
+  // receives, would time the ring: a rank waits for its left neighbour, who waits for its own, so one slow link
+  // slows every pair of its step.
   bool mpigraph_steps = false;
+  double late_receives_s = 0;  // test hook, mpigraph_steps only: post each step's receives this long after its sends
   double budget_s = 0;  // > 0: probe first and cut the counts to fit this many seconds (not with `from`)
   double probe_s = 0;   // with a budget: a probe_message_s() already taken (0: probe now)
   // > 0: repeat the timed block of `iterations` until about this many seconds were timed (timing::TimedBlocks);

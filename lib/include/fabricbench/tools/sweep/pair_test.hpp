@@ -103,6 +103,10 @@ class P2PPairTest : public PairTest {
   PairBudgets budgets_;
   std::vector<double> fastest_;   // per slot: the fastest pair's full-test time measured so far (world)
   std::vector<double> measured_;  // per slot: the fastest full-test time this rank led so far
+  // Test hook FABRICBENCH_TEST_LATE_RECEIVES=HOST:MS: in shift, the host of that index posts each step's receives
+  // MS ms after its sends (Exchanger::late_receives_s).
+  int late_host_ = -1;
+  double late_receives_s_ = 0;
 };
 
 // How the NCCL back end gets each pair's communicator (--nccl-comms): split each round from one parent over the
