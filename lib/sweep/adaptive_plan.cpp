@@ -98,17 +98,26 @@ std::optional<Round> AdaptivePlan::next(const std::vector<PairRecord>& records) 
   const auto usable = [&](int h) { return hung[h] == HungState::none || hung[h] == HungState::released; };
 
   const auto cover_round = [&]() -> std::optional<Round> {
-    // Every host judged: a pair slow in its first test once more, then pairs an earlier round had to leave out, then
-    // the circle method's next step, untested pairs of usable hosts only (one that meets a busy host waits).
+    // Every host judged: a pair that hung while covering split (as below), a pair slow in its first test once more,
+    // then pairs an earlier round had to leave out, then the circle method's next step, untested pairs only. A pair
+    // that meets a busy host, or a host whose hang is not yet resolved, waits; a hung host's pairs are not covered.
     state_.covering = covering_ = true;
     std::vector<char> busy(static_cast<std::size_t>(n), 0);
     std::vector<HostPair> round;
+    for (int h = 0; h < n; ++h)
+      if (hung[h] == HungState::unresolved && !busy[h] && hung_with[h] > h) {
+        busy[hung_with[h]] = 1;  // rests until its partner's test with another host answers
+        int p = -1;               // another usable host, one never tested with h first
+        for (int c = 0; c < n && (p < 0 || tested.count(pair_key(h, p))); ++c)
+          if (c != h && !busy[c] && usable(c) && (p < 0 || !tested.count(pair_key(h, c)))) p = c;
+        if (p >= 0) busy[h] = busy[p] = 1, round.push_back({std::min(h, p), std::max(h, p)});
+      }
     const auto place = [&](std::vector<std::uint64_t>& keys, bool untested_only) {
       std::vector<std::uint64_t> later;
       for (const auto key : keys) {
         const int x = static_cast<int>(key >> 32), y = static_cast<int>(key & 0xffffffffu);
-        if (!usable(x) || !usable(y) || (untested_only && tested.count(key))) continue;
-        if (busy[x] || busy[y]) {
+        if (hung[x] == HungState::hung || hung[y] == HungState::hung || (untested_only && tested.count(key))) continue;
+        if (busy[x] || busy[y] || !usable(x) || !usable(y)) {
           later.push_back(key);
           continue;
         }
@@ -131,7 +140,8 @@ std::optional<Round> AdaptivePlan::next(const std::vector<PairRecord>& records) 
       place(step, true);
       deferred_.insert(deferred_.end(), step.begin(), step.end());
     }
-    state_.hosts_judged = n;  // judging ended before covering began
+    state_.hosts_judged = judged_at_cover_;  // judging ended before covering began
+    for (int h = 0; h < n; ++h) state_.hosts_hung += hung[h] == HungState::hung;
     if (round.empty() || planned_ >= cap_rounds) return std::nullopt;
     ++planned_;
     return Round::of(n, std::move(round));
@@ -356,6 +366,7 @@ std::optional<Round> AdaptivePlan::next(const std::vector<PairRecord>& records) 
   const bool useful = !round.empty();
   if (!useful && !screening) {
     if (!options_.cover_pairs) return std::nullopt;
+    judged_at_cover_ = state_.hosts_judged;
     return cover_round();
   }
   // Everyone else free: random pairs (a round costs the same with them, and each new pair may show a link).

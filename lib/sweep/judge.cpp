@@ -91,13 +91,16 @@ std::vector<PairValue> pair_values(const std::vector<PairRecord>& records, int m
 double leaf_pair_coverage(const std::vector<PairRecord>& records, const Topology& topology, int rails) {
   // Per rail: each leaf's position among the rail's leaves and a flag per (position, position) crossed; flags, not a
   // set of tuples (every record is read: hundreds of thousands at 4096 hosts).
-  std::vector<int> position(topology.switches().size(), -1);
+  // A leaf without Rail= serves every rail, at its own position in each: positions are per rail.
+  const std::size_t switches = topology.switches().size();
+  std::vector<int> position(static_cast<std::size_t>(rails) * switches, -1);  // rail * switches + leaf
   std::vector<std::size_t> count(static_cast<std::size_t>(rails), 0);
   std::vector<std::vector<char>> crossed(static_cast<std::size_t>(rails));
   double wanted = 0;
   for (int r = 0; r < rails; ++r) {
     const auto leaves = topology.leaves(r);
-    for (std::size_t i = 0; i < leaves.size(); ++i) position[static_cast<std::size_t>(leaves[i])] = static_cast<int>(i);
+    for (std::size_t i = 0; i < leaves.size(); ++i)
+      position[static_cast<std::size_t>(r) * switches + static_cast<std::size_t>(leaves[i])] = static_cast<int>(i);
     count[static_cast<std::size_t>(r)] = leaves.size();
     crossed[static_cast<std::size_t>(r)].assign(leaves.size() * leaves.size(), 0);
     wanted += static_cast<double>(leaves.size() * (leaves.size() - (leaves.empty() ? 0 : 1)) / 2);
@@ -107,7 +110,8 @@ double leaf_pair_coverage(const std::vector<PairRecord>& records, const Topology
     if (std::isnan(rec.value) || rec.rail < 0 || rec.rail >= rails) continue;
     const int la = topology.leaf_of(rec.a, rec.rail), lb = topology.leaf_of(rec.b, rec.rail);
     if (la < 0 || lb < 0 || la == lb) continue;
-    const int i = position[static_cast<std::size_t>(la)], j = position[static_cast<std::size_t>(lb)];
+    const auto at = static_cast<std::size_t>(rec.rail) * switches;
+    const int i = position[at + static_cast<std::size_t>(la)], j = position[at + static_cast<std::size_t>(lb)];
     if (i < 0 || j < 0) continue;
     const auto n = count[static_cast<std::size_t>(rec.rail)];
     auto& flag = crossed[static_cast<std::size_t>(rec.rail)][static_cast<std::size_t>(std::min(i, j)) * n + static_cast<std::size_t>(std::max(i, j))];

@@ -1,3 +1,5 @@
+// fabric-sweep's options and their checks, and its run: the passes (one unless a mesh), each judged on rank 0,
+// then the run's closing notes and exit status. The rounds of a pass are in sweep_rounds.cpp.
 #include "fabricbench/tools/sweep/sweep_benchmark.hpp"
 
 #include "fabricbench/cli/ini_file.hpp"
@@ -7,24 +9,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <iterator>
-#include <map>
-#include <sstream>
-#include <thread>
 
 #include "fabricbench/app/shipped_files.hpp"
 #include "fabricbench/cli/byte_size.hpp"
 #include "fabricbench/cli/name_list.hpp"
-#include "fabricbench/memory/buffer.hpp"
-#include "fabricbench/ops/bandwidth.hpp"
 #include "fabricbench/tools/coll/coll_benchmark.hpp"
 #include "fabricbench/ops/p2p_exchange.hpp"
 #include "fabricbench/runtime/gpu.hpp"
-#include "fabricbench/sweep/adaptive_plan.hpp"
-#include "fabricbench/timing/sample_stats.hpp"
 
 namespace fabricbench::sweep {
 std::string SweepBenchmark::summary() const {
@@ -176,169 +170,6 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
     rdma_ = make_rail_rdma_test(placement.me().host, qp_timeout);
 }
 
-std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& context, const runtime::Communicator& pair,
-                                                     int round_index, const HostPair& hosts, bool host_level) {
-  std::vector<PairRecord> out;
-  // The first rank of each host reads its links around each metric: the records say on which end they grew.
-  const int my_host = host_of_rank_[context.world.rank()];
-  for (std::size_t k = 0; k < metrics_.size(); ++k) {
-    const auto& m = *metrics_[k];
-    if ((rails_ == 1 && m.collective() == host_level) || resting(m)) continue;
-    PairTest& test = !m.verbs_test.empty() ? *rdma_ : m.collective() ? *coll_ : static_cast<PairTest&>(*p2p_);
-    const PairSlot slot{context, pair, round_index, hosts, rails_ > 1 ? local_rank_ : 0, static_cast<int>(k), m, hosts_};
-    auto [records, grown] = links_.around([&] { return test.run(slot); });
-    // A reader whose rank holds no figure of the pair (the b end of a collective) still sends its links' growth.
-    if (records.empty() && links_.reads()) records.push_back(slot.record(0));
-    if (!records.empty()) {
-      // One growth per metric, on its first record only, so that sums over records count it once.
-      auto& first = records.front();
-      const int end = first.end_of(my_host);
-      first.port_errors[end] = grown.port_errors, first.xmit_wait[end] = grown.xmit_wait;
-      first.nvlink_errors[end] = grown.nvlink_errors;
-    }
-    out.insert(out.end(), records.begin(), records.end());
-    if (std::any_of(records.begin(), records.end(), [](const PairRecord& r) { return r.hung; }))
-      break;  // the pair's other metrics would hang the same way
-  }
-  return out;
-}
-
-std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& context, std::vector<Round> rounds,
-                                                   const std::string& kind, int first_round) {
-  const auto& world = context.world;
-  const int me = world.rank(), h = host_of_rank_[me];
-  const bool host_leader = context.placement.me().local_rank == 0;
-  const bool any_host_level = std::any_of(metrics_.begin(), metrics_.end(), [](auto* m) { return !m->collective(); });
-  // Whether this pass runs collectives (between a mesh's bandwidth passes they rest): then each round prepares them.
-  const bool collectives = coll_ && std::any_of(metrics_.begin(), metrics_.end(), [&](auto* m) {
-                             return m->collective() && !resting(*m);
-                           });
-  std::vector<PairRecord> all;
-  if (!adaptive_) rest_hung_hosts(context, {}, rounds, 0);  // hosts that hung in an earlier pass rest in this one too
-  const auto start = std::chrono::steady_clock::now();
-  std::size_t pairs_total = 0, pairs_done = 0;
-  for (const auto& r : rounds) pairs_total += r.pairs.size();
-  for (std::size_t i = 0; i < rounds.size(); ++i) {
-    const auto& round = rounds[i];
-    const int index = first_round + static_cast<int>(i);
-    if (round.pairs.empty()) continue;  // every pair of it finished before a --resume, or its hosts rest
-    if (!round_fits(context, rounds, i, kind, first_round)) break;
-    if (kind == "sweep") ++sweep_rounds_run_;
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (adaptive_ && kind == "sweep")  // one round at a time: how many is the plan's answer, not known here
-      context.progress(fmt::format("adaptive round {}: {} pairs now", index + 1, round.pairs.size()));
-    else
-      context.progress(fmt::format("{} round {} of {}: {} pairs now, {} of {} pairs done, {:.1f} s elapsed{}", kind,
-                                   i + 1, rounds.size(), round.pairs.size(), pairs_done, pairs_total, elapsed,
-                                   i ? fmt::format(", about {:.1f} s left", elapsed / i * (rounds.size() - i)) : ""));
-    pairs_done += round.pairs.size();
-    context.measuring(fmt::format("{} round {} ({} pairs)", kind, index, round.pairs.size()), round_timeout_s(context));
-    const auto round_start = std::chrono::steady_clock::now();
-    std::vector<PairRecord> mine;
-    std::vector<NicTraffic> my_traffic;
-    double test_s = 0;   // this rank's pair tests only (not the splits, waiting or gathering)
-    double split_s = 0;  // this rank's pair (and rail) communicators' splits: setup
-    const auto split = [&](auto&& make) {
-      const auto t0 = std::chrono::steady_clock::now();
-      auto comm = make();
-      split_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      return comm;
-    };
-    const auto timed = [&](auto&& measure) {
-      const auto t0 = std::chrono::steady_clock::now();
-      auto r = measure();
-      test_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      mine.insert(mine.end(), r.begin(), r.end());
-    };
-    if (schedule_->directed() && kind == "sweep") {
-      const auto leaders = world.split(host_leader ? 0 : MPI_UNDEFINED, h);
-      if (!leaders.empty()) {
-        int to = -1, from = -1;
-        for (const auto& p : round.pairs) {
-          if (p.a == h) to = p.b;
-          if (p.b == h) from = p.a;
-        }
-        timed([&] { return std::vector<PairRecord>{p2p_->shift(context, leaders, index, h, to, from)}; });
-      }
-    } else if (rails_ > 1) {
-      // Rails: the pair's communicator (every rank of both nodes) split by local rank, as nccl-tests'
-      // NCCL_TESTS_SPLIT_MASK does: rail i's two ranks run every metric, all rails at once.
-      int k = -1, role = 0;
-      for (std::size_t p = 0; p < round.pairs.size(); ++p)
-        if (round.pairs[p].a == h || round.pairs[p].b == h) k = static_cast<int>(p), role = round.pairs[p].a == h ? 0 : 1;
-      const auto pair = split([&] { return world.split(k >= 0 ? k : MPI_UNDEFINED, role * world.size() + me); });
-      runtime::Communicator rail;
-      if (!pair.empty()) rail = split([&] { return pair.split(local_rank_, role); });
-      if (p2p_) p2p_->plan_round(world, rail.empty() ? nullptr : &rail);
-      // The rail's collective communicator: the pair's and rail's color, in the rail communicator's order.
-      if (collectives)
-        coll_->begin_round(context, rail.empty() ? nullptr : &rail, rail.empty() ? -1 : k * rails_ + local_rank_, role);
-      if (!rail.empty()) {
-        if (p2p_) test_s += p2p_->probing_s();
-        timed([&] { return measure_rail(context, rail, index, round.pairs[k], my_traffic); });
-      }
-      if (collectives) coll_->end_round();
-    } else {
-      int k = -1, role = 0;
-      for (std::size_t p = 0; p < round.pairs.size(); ++p)
-        if (round.pairs[p].a == h || round.pairs[p].b == h) {
-          k = static_cast<int>(p);
-          role = round.pairs[p].a == h ? 0 : 1;
-        }
-      if (any_host_level) {  // one rank per node
-        const auto pair = split([&] { return world.split(k >= 0 && host_leader ? k : MPI_UNDEFINED, role); });
-        if (p2p_) p2p_->plan_round(world, pair.empty() ? nullptr : &pair);
-        if (!pair.empty()) {
-          if (p2p_) test_s += p2p_->probing_s();  // the probes are link time, part of the pair's test
-          timed([&] { return measure_pair(context, pair, index, round.pairs[k], true); });
-        }
-      }
-      if (coll_) {  // every rank of both nodes
-        const auto pair = split([&] { return world.split(k >= 0 ? k : MPI_UNDEFINED, role * world.size() + me); });
-        // The same color and key for the back end's own communicator (NCCL: split from one parent, collective).
-        if (collectives) coll_->begin_round(context, pair.empty() ? nullptr : &pair, k, role * world.size() + me);
-        if (!pair.empty()) timed([&] { return measure_pair(context, pair, index, round.pairs[k], false); });
-        coll_->end_round();
-      }
-    }
-    for (auto& r : mine) r.test_s = test_s;
-    if (!mine.empty()) mine.front().setup_s += split_s;  // the splits are the pair's, paid once
-    context.doing("waiting for the round's other pairs");
-    runtime::idle_barrier(world.get());
-    context.measured();
-    std::vector<PairRecord> records;
-    for (const auto& theirs : world.gather_arrays(mine, 0)) records.insert(records.end(), theirs.begin(), theirs.end());
-    std::vector<NicTraffic> traffic;
-    if (rails_ > 1)
-      for (const auto& theirs : world.gather_arrays(my_traffic, 0)) traffic.insert(traffic.end(), theirs.begin(), theirs.end());
-    if (context.is_root()) {
-      std::vector<results::Row> rows;
-      for (const auto& t : traffic)
-        rows.push_back(results::Row(traffic_table_).set("round", std::int64_t(t.round)).set("host", hosts_[t.host])
-                           .set("rail", std::int64_t(t.rail))
-                           .set("nic", counter_nics_[static_cast<std::size_t>(t.host * rails_ + t.rail)])
-                           .set("bytes", t.bytes).set("payload", t.payload));
-      context.out->rows(rows);
-      traffic_.insert(traffic_.end(), traffic.begin(), traffic.end());
-      // The sweep's own cost in this round: everything but its longest pair test (splits, waiting, gathering).
-      double longest = 0, setup = 0;  // the round's longest pair test, and its longest setup of one metric
-      for (const auto& r : records) longest = std::max(longest, r.test_s), setup = std::max(setup, r.setup_s);
-      const auto merged = report_records(context, records, kind);
-      all.insert(all.end(), merged.begin(), merged.end());
-      for (const auto& r : merged) pair_setup_sum_s_ += r.setup_s, pair_measure_sum_s_ += r.measure_s, ++pair_rows_;
-      // Rank 0's round ends once its rows are written: the other ranks wait for it at the next split.
-      const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - round_start).count();
-      budget_.measured(wall);
-      context.out->row(results::Row(rounds_table_).set("pass", std::int64_t(pass_)).set("round", std::int64_t(index)).set("kind", kind)
-                           .set("pairs", std::int64_t(round.pairs.size())).set("wall_s", wall)
-                           .set("longest_test_s", longest).set("overhead_s", wall - longest).set("setup_s", setup));
-      setup_total_s_ += setup, measure_total_s_ += longest;
-    }
-    if (!adaptive_) rest_hung_hosts(context, all, rounds, i + 1);  // the adaptive plan splits a hung pair itself
-  }
-  return all;
-}
-
 ExitStatus SweepBenchmark::run(const app::RunContext& context) {
   started_ = std::chrono::steady_clock::now();  // --budget counts from here
   links_ = facts::LinkWatch(context.world, context.placement.me().host, backend_ == ops::BackendKind::nccl);
@@ -362,35 +193,7 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
                       }), round.pairs.end());
     skipped += before - round.pairs.size();
   }
-  if (context.is_root()) {
-    if (!resume_.empty())
-      context.out->note(fmt::format("resuming {}: {} pairs finished before are skipped", resume_, skipped));
-    std::string metrics;
-    for (const auto* m : metrics_) metrics += (metrics.empty() ? "" : ", ") + std::string(m->name);
-    context.out->note(fmt::format("{} hosts{}, pattern {}{}, {}; metrics: {}; bandwidth message {} B, latency {} B",
-                                  n, rails_ > 1 ? fmt::format(" x {} rails", rails_) : "", schedule_->pattern(),
-                                  sequential_ ? " (sequential)" : "",
-                                  adaptive_ ? std::string("rounds chosen from the results") : fmt::format("{} rounds", rounds.size()),
-                                  metrics, bw_bytes_, lat_bytes_));
-    context.out->declare(schedule_table_);
-    context.out->declare(rounds_table_);
-    if (rails_ > 1) {
-      context.out->declare(traffic_table_);
-      context.out->attribute("rails", rails_);
-    }
-    for (std::size_t r = 0; resume_.empty() && r < rounds.size(); ++r)
-      for (const auto& p : rounds[r].pairs)
-        context.out->row(results::Row(schedule_table_).set("round", std::int64_t(r)).set("kind", std::string("sweep"))
-                             .set("host_a", hosts_[p.a]).set("host_b", hosts_[p.b]));
-    if (mesh_) {
-      // each pass is a line; the pair rows go to the file only
-    } else if (n <= 16 && rails_ > 1)
-      context.out->section(pairs_table_, "pair tests", {{"round"}, {"host_a"}, {"host_b"}, {"rail"}, {"metric"},
-                                                        {"direction"}, {"value"}, {"unit"}, {"pct_expected"}, {"wrong"}});
-    else if (n <= 16)
-      context.out->section(pairs_table_, "pair tests", {{"round"}, {"host_a"}, {"host_b"}, {"metric"}, {"direction"},
-                                                        {"value"}, {"unit"}, {"pct_expected"}, {"wrong"}});
-  }
+  if (context.is_root()) write_start(context, rounds, skipped);
   setup_total_s_ = measure_total_s_ = pair_setup_sum_s_ = pair_measure_sum_s_ = 0;
   pair_rows_ = 0;
   sweep_rounds_planned_ = static_cast<int>(std::count_if(rounds.begin(), rounds.end(), [](const Round& r) { return !r.pairs.empty(); }));
@@ -422,50 +225,7 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
     bw_pass_ = pass_ == first_pass_ || (pass_ - 1) % bw_every_ == 0;
     const auto pass_start = std::chrono::steady_clock::now();
     const auto started = results::utc_timestamp();
-    records = context.is_root() && !mesh_ ? resumed_records() : std::vector<PairRecord>{};
-    if (adaptive_) {
-      // Rank 0 asks the plan for each round with every record of this pass; every rank runs what it broadcasts.
-      std::optional<AdaptivePlan> plan;
-      int adaptive_rounds = 0;  // run in this pass
-      AdaptiveOptions options;
-      options.cover_pairs = !budget_given_.empty();  // the rest of a --budget tests pairs never tested (links)
-      if (context.is_root())
-        plan.emplace(n, rails_, topology_ ? &*topology_ : nullptr, metrics, rules_, seed_ + static_cast<std::uint64_t>(pass_ - 1),
-                     options);
-      while (true) {
-        std::vector<HostPair> pairs;
-        if (context.is_root())
-          if (const auto round = plan->next(records)) pairs = round->pairs;
-        pairs = context.world.broadcast_array(pairs, 0);
-        if (pairs.empty()) break;
-        const int ran = sweep_rounds_run_;
-        auto measured = run_rounds(context, {Round::of(n, pairs)}, "sweep", next_round++);
-        records.insert(records.end(), measured.begin(), measured.end());
-        if (sweep_rounds_run_ == ran) break;  // the budget left it out
-        ++adaptive_rounds;
-      }
-      if (context.is_root())  // the plan read every record: the loop ends at its answer or at a round not run
-        adaptive_pairs_tested_ = plan->pairs_tested(), adaptive_hosts_judged_ = plan->state().hosts_judged;
-      if (context.is_root())
-        context.out->note(fmt::format("adaptive plan: {} rounds run, {} of {} hosts judged{}", adaptive_rounds,
-                                      plan->state().hosts_judged, n,
-                                      plan->state().covering ? "; then untested pairs while the budget lasted" : ""));
-    } else {
-      auto measured = run_rounds(context, rounds, "sweep", next_round);
-      next_round += static_cast<int>(rounds.size());
-      records.insert(records.end(), measured.begin(), measured.end());
-    }
-    RetestLedger ledger(adaptive_ ? 0 : retest_);  // the adaptive plan confirms slow pairs itself
-    while (true) {  // ends: each pass re-tests at least one pair, and each pair at most retest_ times
-      std::vector<HostPair> suspects;
-      if (context.is_root()) suspects = ledger.due(judge(records, metrics, rules_, fabric()).suspects);
-      suspects = context.world.broadcast_array(suspects, 0);
-      if (suspects.empty()) break;
-      const auto retests = plan_retests(n, suspects);
-      auto more = run_rounds(context, retests, "retest", next_round);
-      next_round += static_cast<int>(retests.size());
-      records.insert(records.end(), more.begin(), more.end());
-    }
+    records = run_pass(context, rounds, metrics, next_round);
     passes_done = pass_;
     const bool stop = context.world.all_sum(context.watchdog.stop_requested() ? 1 : 0) > 0;
     const bool last = stop || (repeat_ > 0 && pass_ >= repeat_);

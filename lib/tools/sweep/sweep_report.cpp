@@ -1,5 +1,5 @@
-// fabric-sweep's rank-0 side: merging what both ends of a pair measured into the pair rows, and writing what the
-// judge returns (matrices, per-node medians, verdicts and the notes on the terminal).
+// fabric-sweep's rank-0 side: the run's opening notes and tables, merging what both ends of a pair measured
+// into the pair rows, and writing what the judge returns (matrices, per-node medians, verdicts, notes on the terminal).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -32,6 +32,37 @@ facts::Reference reference_of(const app::RunContext& context, const SweepMetric&
 }
 
 }  // namespace
+
+void SweepBenchmark::write_start(const app::RunContext& context, const std::vector<Round>& rounds, std::size_t skipped) {
+  const int n = static_cast<int>(hosts_.size());
+  if (!resume_.empty())
+    context.out->note(fmt::format("resuming {}: {} pairs finished before are skipped", resume_, skipped));
+  std::string metrics;
+  for (const auto* m : metrics_) metrics += (metrics.empty() ? "" : ", ") + std::string(m->name);
+  context.out->note(fmt::format("{} hosts{}, pattern {}{}, {}; metrics: {}; bandwidth message {} B, latency {} B",
+                                n, rails_ > 1 ? fmt::format(" x {} rails", rails_) : "", schedule_->pattern(),
+                                sequential_ ? " (sequential)" : "",
+                                adaptive_ ? std::string("rounds chosen from the results") : fmt::format("{} rounds", rounds.size()),
+                                metrics, bw_bytes_, lat_bytes_));
+  context.out->declare(schedule_table_);
+  context.out->declare(rounds_table_);
+  if (rails_ > 1) {
+    context.out->declare(traffic_table_);
+    context.out->attribute("rails", rails_);
+  }
+  for (std::size_t r = 0; resume_.empty() && r < rounds.size(); ++r)
+    for (const auto& p : rounds[r].pairs)
+      context.out->row(results::Row(schedule_table_).set("round", std::int64_t(r)).set("kind", std::string("sweep"))
+                           .set("host_a", hosts_[p.a]).set("host_b", hosts_[p.b]));
+  if (mesh_) {
+    // each pass is a line; the pair rows go to the file only
+  } else if (n <= 16 && rails_ > 1)
+    context.out->section(pairs_table_, "pair tests", {{"round"}, {"host_a"}, {"host_b"}, {"rail"}, {"metric"},
+                                                      {"direction"}, {"value"}, {"unit"}, {"pct_expected"}, {"wrong"}});
+  else if (n <= 16)
+    context.out->section(pairs_table_, "pair tests", {{"round"}, {"host_a"}, {"host_b"}, {"metric"}, {"direction"},
+                                                      {"value"}, {"unit"}, {"pct_expected"}, {"wrong"}});
+}
 
 void SweepBenchmark::stamp_expected(const app::RunContext& context, results::Row& row, const PairRecord& r) {
   const auto& m = *metrics_[r.metric];

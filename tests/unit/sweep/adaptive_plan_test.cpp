@@ -222,3 +222,24 @@ TEST(AdaptivePlan, CoveringGivesAHostSlowEveryThirdTestEnoughPeersToBeNamed) {
   EXPECT_EQ(j.verdicts[0].a, 4);
   EXPECT_NE(j.verdicts[0].reason.find("slow some of the time"), std::string::npos) << j.verdicts[0].reason;
 }
+
+TEST(AdaptivePlan, AHostThatHangsWhileCoveringIsSplitOffAndTheOtherPairsAreStillTested) {
+  AdaptiveOptions o;
+  o.cover_pairs = true;
+  AdaptivePlan plan(16, 1, nullptr, bw, rules(), 13, o);
+  int hangs_of_9 = 0;  // host 9 passes the judging rounds and hangs with every peer once covering began
+  const auto run = drive(plan, 1, [&](int a, int b, int) -> double {
+    if ((a == 9 || b == 9) && plan.state().covering) return ++hangs_of_9, std::nan("");
+    return 1000.0;
+  }, 200);
+  expect_disjoint(run.rounds);
+  ASSERT_GT(hangs_of_9, 0) << "host 9 was tested while covering";
+  EXPECT_LE(hangs_of_9, 2) << "its hung pair, then the test that splits it";
+  std::set<std::pair<int, int>> others;
+  for (const auto& r : run.rounds)
+    for (const auto& p : r.pairs)
+      if (p.a != 9 && p.b != 9) others.insert({std::min(p.a, p.b), std::max(p.a, p.b)});
+  EXPECT_EQ(others.size(), 105u) << "every pair of the 15 other hosts, the hung pair's partner's too";
+  EXPECT_EQ(plan.state().hosts_hung, 1);
+  EXPECT_LE(plan.state().hosts_judged, 16);
+}

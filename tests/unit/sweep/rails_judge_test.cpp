@@ -123,6 +123,25 @@ TEST(RailsJudge, NoFaultNoVerdictAndFullCoverage) {
   EXPECT_DOUBLE_EQ(leaf_pair_coverage(records, t, 2), 0.5);
 }
 
+TEST(RailsJudge, CoverageCountsALeafOfEveryRailAtItsPlaceOnEachRail) {
+  // Leaf s has no Rail=: it is the first leaf of rail 0 ([s, a]) and the third of rail 1 ([c, d, s]).
+  Topology t(names(6));
+  std::istringstream in("SwitchName=c Nodes=h[1-2] Rail=1\nSwitchName=d Nodes=h[3-4] Rail=1\n"
+                        "SwitchName=s Nodes=h[5-6]\nSwitchName=a Nodes=h[1-4] Rail=0\n");
+  t.parse(in, "t.conf", -1);
+  t.finish(2);
+  const auto record = [](int a, int b, int rail) {
+    auto r = PairRecord::of(0, {a, b}, 0, 2);
+    r.rail = rail, r.value = 1000;
+    return r;
+  };
+  // Rail 0 has one leaf pair (a, s), rail 1 three: (c, d), (c, s), (d, s).
+  EXPECT_DOUBLE_EQ(leaf_pair_coverage({record(0, 4, 0)}, t, 2), 0.25);
+  EXPECT_DOUBLE_EQ(leaf_pair_coverage({record(0, 4, 0), record(0, 4, 1)}, t, 2), 0.5);
+  EXPECT_DOUBLE_EQ(leaf_pair_coverage({record(0, 4, 0), record(0, 4, 1), record(2, 5, 1), record(1, 3, 1)}, t, 2), 1.0);
+  EXPECT_DOUBLE_EQ(leaf_pair_coverage({record(0, 2, 0), record(4, 5, 1)}, t, 2), 0.0) << "inside one leaf";
+}
+
 TEST(DataPath, AHostWhoseRailStraysInMostRoundsIsNamedNotItsPeers) {
   Fabric f{names(4), 2, nullptr};
   const std::vector<std::string> nics{"eth0", "eth1", "eth0", "eth1", "eth0", "eth1", "eth0", "eth1"};

@@ -74,6 +74,7 @@ class AdaptivePlan {
   int planned_ = 0;
   int cover_step_ = 0;              // with cover_pairs: the next round of the circle method to take untested pairs from
   bool covering_ = false;           // judging done: the records are no longer assessed
+  int judged_at_cover_ = 0;         // hosts judged when covering began (what state() says from then on)
   // Read once per record (the records so far only grow; fewer than last time starts over).
   std::size_t seen_ = 0;
   std::unordered_set<std::uint64_t> tested_;              // unordered pairs tested (or hung)

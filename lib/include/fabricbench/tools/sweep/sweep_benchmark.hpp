@@ -37,6 +37,11 @@ class SweepBenchmark : public app::Benchmark {
   ExitStatus run(const app::RunContext& context) override;
 
  private:
+  // One pass of the sweep (sweep_rounds.cpp): the fixed plan's `rounds` or the adaptive plan's, then the re-tests of
+  // the suspect pairs; returns (on rank 0) this pass's records, after a --resume's earlier ones. Round numbers go on
+  // from `next_round`, which it advances.
+  std::vector<PairRecord> run_pass(const app::RunContext& context, const std::vector<Round>& rounds,
+                                   const std::vector<JudgedMetric>& metrics, int& next_round);
   // Runs the rounds; returns (on rank 0) every record measured, merged per test.
   std::vector<PairRecord> run_rounds(const app::RunContext& context, std::vector<Round> rounds,
                                      const std::string& kind, int first_round);
@@ -63,6 +68,9 @@ class SweepBenchmark : public app::Benchmark {
   // from both), writes the rows, returns the merged records.
   std::vector<PairRecord> report_records(const app::RunContext& context, const std::vector<PairRecord>& records,
                                          const std::string& kind);
+  // Rank 0, before the first round: the run's notes (what is swept, what a --resume skips), the tables it declares,
+  // the fixed plan's rounds (/sweep/schedule) and, up to 16 hosts, the pair rows' section on the terminal.
+  void write_start(const app::RunContext& context, const std::vector<Round>& rounds, std::size_t skipped);
   // Rank 0: a pair row's expected_gbps and pct_expected.
   void stamp_expected(const app::RunContext& context, results::Row& row, const PairRecord& record);
   // Rank 0: the judge's matrices, per-node medians, verdicts and notes, written; the values of `records` below the
