@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <stdexcept>
 
 namespace fabricbench::results {
 
@@ -45,6 +46,8 @@ void ResultSet::samples(const TableSpec& samples, const std::vector<Sample>& val
   for (auto& s : sinks_) s->samples(samples, values);
 }
 void ResultSet::matrix(const Matrix& matrix) {
+  // Checked once, before any sink reads a cell (the terminal's and the file's writers index by the cells).
+  if (!matrix.valid()) throw std::logic_error("matrix " + matrix.path + ": cells out of order or outside its labels");
   for (auto& s : sinks_) s->matrix(matrix);
 }
 void ResultSet::attribute(const std::string& name, double value) {

@@ -249,8 +249,8 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double f, c
     }
   }
   // Nodes slow some of the time: counted per peer over every test (a re-test keeps a pair's best, which hides them),
-  // leaving out tests a switch, an uplink or a node or NIC named above explains. The peers must be fine otherwise
-  // (slow with at most one other host), so that noise spread over many hosts names none of them.
+  // leaving out tests a switch, an uplink or a node or NIC named above explains. Only peers fine otherwise (slow with
+  // at most one other host) count towards the rule, so that noise spread over many hosts names none of them.
   {
     std::vector<std::vector<int>> peers(static_cast<std::size_t>(n)), slow_peers(static_cast<std::size_t>(n));
     for (std::size_t i = 0; i < values.size(); ++i) {
@@ -279,9 +279,10 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double f, c
       for (int r = 0; r < rails; ++r) blamed.insert({h, r});
       out.verdicts.push_back({metric, "node", h, -1,
                               fmt::format("{}: slow some of the time: {} of its {} peers had a slow test with it ({:.0f}%; "
-                                          "{}), each of them fine with its other peers; the best of each pair's tests "
+                                          "{}), {} of them fine with their other peers; the best of each pair's tests "
                                           "hides it", names[h], mine.size(), tested,
-                                          100.0 * static_cast<double>(mine.size()) / static_cast<double>(tested), against)});
+                                          100.0 * static_cast<double>(mine.size()) / static_cast<double>(tested), against,
+                                          fine_elsewhere)});
     }
   }
   for (std::size_t j = 0; j < best.size(); ++j) {

@@ -44,8 +44,8 @@ Rules Rules::load(const std::string& path, const results::Baseline& baseline, co
         } else if (key == "intermittent_peers") {
           const auto text = value.get_value<std::string>();
           const auto v = cli::parse_number(text);
-          if (!v || *v < 1 || *v != static_cast<int>(*v))
-            throw Error::usage(fmt::format("{}: {} = '{}': give a whole number of at least 1", path, where, text));
+          if (!v || !(*v >= 1 && *v <= 1e6) || *v != std::floor(*v))  // checked before the cast to int
+            throw Error::usage(fmt::format("{}: {} = '{}': give a whole number from 1 to 1000000", path, where, text));
           intermittent_peers = static_cast<int>(*v);
         } else {
           throw Error::usage(fmt::format("{}: {}: unknown key; allowed: bad_node_fraction, intermittent_fraction, "

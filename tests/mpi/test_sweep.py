@@ -83,6 +83,8 @@ class SweepStructure(LaunchTest):
         rows = run.tables["sweep/pairs"]
         self.assertEqual(len(rows), 12)
         self.assertEqual(len(set(zip(rows.host_a, rows.host_b))), 12)
+        self.assertTrue((rows.measure_s > 0).all(), rows[["host_a", "host_b", "setup_s", "measure_s"]])
+        self.assertAlmostEqual(run.attrs["pair_measure_s"], rows.measure_s.sum(), places=9)
 
     def test_shift_times_a_pair_until_the_receiver_has_the_bytes(self):
         # TCP's eager sends (16 KiB x 4) complete once the kernel holds them, long before a receiver that posts its

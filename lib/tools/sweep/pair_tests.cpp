@@ -122,9 +122,11 @@ PairRecord P2PPairTest::shift(const app::RunContext& context, const runtime::Com
   ops::Exchanger x{leaders.get(), host, to, true, send_, recv_, bw_bytes_, iterations, warmup, window_, o.check, false};
   x.from = from, x.mpigraph_steps = true;
   if (host == late_host_) x.late_receives_s = late_receives_s_;
+  const auto measure_start = std::chrono::steady_clock::now();
   const auto r = ops::run_exchange(*test, x);
   const auto stats = timing::SampleStats::of(r.laps_us);
   auto rec = PairRecord::of(round, {host, to}, 0, 0);
+  rec.measure_s = seconds_since(measure_start);
   rec.iterations = iterations, rec.bytes = static_cast<std::int64_t>(bw_bytes_), rec.wrong = static_cast<std::int64_t>(r.wrong);
   // One direction's bytes over the steps' times until `to` had them (the later of this node's sends and `to`'s
   // receives, per step): mpiGraph's send bandwidth where the window outgrows the socket buffers, the link's otherwise.

@@ -86,7 +86,7 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
       mine.insert(mine.end(), r.begin(), r.end());
     };
     if (schedule_->directed() && kind == "sweep") {
-      const auto leaders = world.split(host_leader ? 0 : MPI_UNDEFINED, h);
+      const auto leaders = split([&] { return world.split(host_leader ? 0 : MPI_UNDEFINED, h); });
       if (!leaders.empty()) {
         int to = -1, from = -1;
         for (const auto& p : round.pairs) {

@@ -7,9 +7,13 @@
 
 #include <cmath>
 #include <cstring>
+#include <cstdio>
 #include <filesystem>
+#include <memory>
 
 #include "fabricbench/error.hpp"
+#include "fabricbench/results/result_set.hpp"
+#include "fabricbench/results/terminal_table.hpp"
 
 using namespace fabricbench::results;
 
@@ -210,6 +214,23 @@ TEST_F(Hdf5SinkTest, AMatrixCarriesItsOwnLabels) {
   H5Sclose(space);
   H5Dclose(ds);
   H5Fclose(f);
+}
+
+TEST(ResultSet, RefusesABadMatrixBeforeAnySinkReadsIt) {
+  // The terminal's sink indexes its grid by the cells: a cell outside the labels must not reach it.
+  std::FILE* file = std::tmpfile();
+  ResultSet out;
+  out.add(std::make_unique<TerminalTable>(file));
+  EXPECT_THROW(out.matrix({"/bad", "bad", Unit::none, Better::none, {"r0"}, {"c0"}, {{0, 5, 2}}}), std::logic_error);
+  EXPECT_THROW(out.matrix({"/bad", "bad", Unit::none, Better::none, {"r0", "r1"}, {"c0"}, {{1, 0, 2}, {0, 0, 1}}}),
+               std::logic_error);
+  out.matrix({"/good", "good", Unit::none, Better::none, {"r0"}, {"c0"}, {{0, 0, 7}}});
+  std::rewind(file);
+  std::string text;
+  for (int c; (c = std::fgetc(file)) != EOF;) text += static_cast<char>(c);
+  std::fclose(file);
+  EXPECT_EQ(text.find("bad"), std::string::npos) << text;
+  EXPECT_NE(text.find("good"), std::string::npos) << text;
 }
 
 TEST_F(Hdf5SinkTest, AMatrixOfThousandsOfHostsIsChunkedAndCompressed) {

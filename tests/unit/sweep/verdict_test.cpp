@@ -190,7 +190,8 @@ TEST(Rules, LoadsTheShippedConfigAndRejectsBadKeys) {
   const auto intermittent = Rules::load((dir / "fb_bad_rules.ini").string());
   EXPECT_DOUBLE_EQ(intermittent.rule("p2p_latency").intermittent_fraction, 0.3);
   EXPECT_EQ(intermittent.rule("p2p_bw").intermittent_peers, 6);
-  for (const char* bad : {"intermittent_peers = 2.5", "intermittent_peers = 0", "intermittent_fraction = 1.5"}) {
+  for (const char* bad : {"intermittent_peers = 2.5", "intermittent_peers = 0", "intermittent_peers = 1e10", "intermittent_peers = inf",
+                          "intermittent_fraction = 1.5"}) {
     std::ofstream(dir / "fb_bad_rules.ini") << "[p2p_bw]\n[attribution]\n" << bad << "\n";
     EXPECT_THROW(Rules::load((dir / "fb_bad_rules.ini").string()), fabricbench::Error) << bad;
   }

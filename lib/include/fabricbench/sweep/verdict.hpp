@@ -25,7 +25,7 @@ struct MetricRule {
   double baseline_tolerance = 0.2;        // suspect when worse than baseline by more than this (the file's tolerance)
   // A node slow only some of the time ([attribution] in the file, the same for every metric): a host is named when at
   // least `intermittent_peers` of its peers, and this fraction of them, had a slow test with it that nothing else
-  // explains, each of those peers slow with at most one other host. Re-tests keep a pair's best, so its slow tests
+  // explains, counting only peers slow with at most one other host. Re-tests keep a pair's best, so its slow tests
   // would otherwise vanish, or stand as links one by one.
   double intermittent_fraction = 0.15;
   int intermittent_peers = 4;
