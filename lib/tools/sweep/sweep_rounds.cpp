@@ -11,6 +11,57 @@
 #include "fabricbench/tools/sweep/sweep_benchmark.hpp"
 
 namespace fabricbench::sweep {
+
+std::vector<PairRecord> SweepBenchmark::run_pass(const app::RunContext& context, const std::vector<Round>& rounds,
+                                                 const std::vector<JudgedMetric>& metrics, int& next_round) {
+  const int n = static_cast<int>(hosts_.size());
+  auto records = context.is_root() && !mesh_ ? resumed_records() : std::vector<PairRecord>{};
+  if (adaptive_) {
+    // Rank 0 asks the plan for each round with every record of this pass; every rank runs what it broadcasts.
+    std::optional<AdaptivePlan> plan;
+    int adaptive_rounds = 0;  // run in this pass
+    AdaptiveOptions options;
+    options.cover_pairs = !budget_given_.empty();  // the rest of a --budget tests pairs never tested (links)
+    if (context.is_root())
+      plan.emplace(n, rails_, topology_ ? &*topology_ : nullptr, metrics, rules_, seed_ + static_cast<std::uint64_t>(pass_ - 1),
+                   options);
+    while (true) {
+      std::vector<HostPair> pairs;
+      if (context.is_root())
+        if (const auto round = plan->next(records)) pairs = round->pairs;
+      pairs = context.world.broadcast_array(pairs, 0);
+      if (pairs.empty()) break;
+      const int ran = sweep_rounds_run_;
+      auto measured = run_rounds(context, {Round::of(n, pairs)}, "sweep", next_round++);
+      records.insert(records.end(), measured.begin(), measured.end());
+      if (sweep_rounds_run_ == ran) break;  // the budget left it out
+      ++adaptive_rounds;
+    }
+    if (context.is_root()) {  // the plan read every record: the loop ends at its answer or at a round not run
+      adaptive_pairs_tested_ = plan->pairs_tested(), adaptive_hosts_judged_ = plan->state().hosts_judged;
+      context.out->note(fmt::format("adaptive plan: {} rounds run, {} of {} hosts judged{}", adaptive_rounds,
+                                    plan->state().hosts_judged, n,
+                                    plan->state().covering ? "; then untested pairs while the budget lasted" : ""));
+    }
+  } else {
+    auto measured = run_rounds(context, rounds, "sweep", next_round);
+    next_round += static_cast<int>(rounds.size());
+    records.insert(records.end(), measured.begin(), measured.end());
+  }
+  RetestLedger ledger(adaptive_ ? 0 : retest_);  // the adaptive plan confirms slow pairs itself
+  while (true) {  // ends: each pass re-tests at least one pair, and each pair at most retest_ times
+    std::vector<HostPair> suspects;
+    if (context.is_root()) suspects = ledger.due(judge(records, metrics, rules_, fabric()).suspects);
+    suspects = context.world.broadcast_array(suspects, 0);
+    if (suspects.empty()) break;
+    const auto retests = plan_retests(n, suspects);
+    auto more = run_rounds(context, retests, "retest", next_round);
+    next_round += static_cast<int>(retests.size());
+    records.insert(records.end(), more.begin(), more.end());
+  }
+  return records;
+}
+
 std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& context, const runtime::Communicator& pair,
                                                      int round_index, const HostPair& hosts, bool host_level) {
   std::vector<PairRecord> out;
@@ -172,56 +223,6 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
     if (!adaptive_) rest_hung_hosts(context, all, rounds, i + 1);  // the adaptive plan splits a hung pair itself
   }
   return all;
-}
-
-std::vector<PairRecord> SweepBenchmark::run_pass(const app::RunContext& context, const std::vector<Round>& rounds,
-                                                 const std::vector<JudgedMetric>& metrics, int& next_round) {
-  const int n = static_cast<int>(hosts_.size());
-  auto records = context.is_root() && !mesh_ ? resumed_records() : std::vector<PairRecord>{};
-  if (adaptive_) {
-    // Rank 0 asks the plan for each round with every record of this pass; every rank runs what it broadcasts.
-    std::optional<AdaptivePlan> plan;
-    int adaptive_rounds = 0;  // run in this pass
-    AdaptiveOptions options;
-    options.cover_pairs = !budget_given_.empty();  // the rest of a --budget tests pairs never tested (links)
-    if (context.is_root())
-      plan.emplace(n, rails_, topology_ ? &*topology_ : nullptr, metrics, rules_, seed_ + static_cast<std::uint64_t>(pass_ - 1),
-                   options);
-    while (true) {
-      std::vector<HostPair> pairs;
-      if (context.is_root())
-        if (const auto round = plan->next(records)) pairs = round->pairs;
-      pairs = context.world.broadcast_array(pairs, 0);
-      if (pairs.empty()) break;
-      const int ran = sweep_rounds_run_;
-      auto measured = run_rounds(context, {Round::of(n, pairs)}, "sweep", next_round++);
-      records.insert(records.end(), measured.begin(), measured.end());
-      if (sweep_rounds_run_ == ran) break;  // the budget left it out
-      ++adaptive_rounds;
-    }
-    if (context.is_root()) {  // the plan read every record: the loop ends at its answer or at a round not run
-      adaptive_pairs_tested_ = plan->pairs_tested(), adaptive_hosts_judged_ = plan->state().hosts_judged;
-      context.out->note(fmt::format("adaptive plan: {} rounds run, {} of {} hosts judged{}", adaptive_rounds,
-                                    plan->state().hosts_judged, n,
-                                    plan->state().covering ? "; then untested pairs while the budget lasted" : ""));
-    }
-  } else {
-    auto measured = run_rounds(context, rounds, "sweep", next_round);
-    next_round += static_cast<int>(rounds.size());
-    records.insert(records.end(), measured.begin(), measured.end());
-  }
-  RetestLedger ledger(adaptive_ ? 0 : retest_);  // the adaptive plan confirms slow pairs itself
-  while (true) {  // ends: each pass re-tests at least one pair, and each pair at most retest_ times
-    std::vector<HostPair> suspects;
-    if (context.is_root()) suspects = ledger.due(judge(records, metrics, rules_, fabric()).suspects);
-    suspects = context.world.broadcast_array(suspects, 0);
-    if (suspects.empty()) break;
-    const auto retests = plan_retests(n, suspects);
-    auto more = run_rounds(context, retests, "retest", next_round);
-    next_round += static_cast<int>(retests.size());
-    records.insert(records.end(), more.begin(), more.end());
-  }
-  return records;
 }
 
 }  // namespace fabricbench::sweep
