@@ -19,9 +19,17 @@ void check_nccl(ncclResult_t rc, const char* what) {
 NcclComm::NcclComm(const runtime::Communicator& world, bool nonblocking, bool split_share,
                    const NcclClock::time_point* deadline)
     : nonblocking_(nonblocking) {
-  ncclUniqueId id{};
-  if (world.rank() == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
-  runtime::check_mpi(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, world.get()), "MPI_Bcast(ncclUniqueId)");
+  // Rank 0's id, or its failure, goes to every rank: a rank 0 that threw before the broadcast would leave the others
+  // in it while it went on to its next MPI call.
+  struct {
+    ncclResult_t rc;
+    ncclUniqueId id;
+  } shared{ncclSuccess, {}};
+  if (world.rank() == 0) shared.rc = ncclGetUniqueId(&shared.id);
+  runtime::check_mpi(MPI_Bcast(&shared, sizeof shared, MPI_BYTE, 0, world.get()), "MPI_Bcast(ncclUniqueId)");
+  if (shared.rc != ncclSuccess)
+    throw Error::runtime(fmt::format("ncclGetUniqueId failed on rank 0: {}", ncclGetErrorString(shared.rc)));
+  const ncclUniqueId& id = shared.id;
   if (!nonblocking && !split_share) {
     check_nccl(ncclCommInitRank(&comm_, world.size(), id, world.rank()), "ncclCommInitRank");
     return;

@@ -35,6 +35,9 @@ class NcclSplitter : public CommSplitter {
     together([&] { parent_ = std::make_unique<NcclComm>(world, abortable, !abortable, abortable ? &limit : nullptr); });
   }
 
+  // A child that NCCL filled in after its split passed the deadline has no other owner.
+  ~NcclSplitter() override { drop_pending(); }
+
   std::unique_ptr<CollBackend> split(int color, int key, const runtime::Communicator* group) override {
     // After a hang nothing more is split: its ranks' state is unknown, and every rank of the parent takes part.
     together([&] {
@@ -99,6 +102,10 @@ class NcclSplitter : public CommSplitter {
     throw SplitGivenUp(why);
   }
 
+  void drop_pending() noexcept {
+    if (pending_) ncclCommAbort(std::exchange(pending_, nullptr));
+  }
+
   NcclClock::time_point deadline() const {
     return NcclClock::now() +
            std::chrono::duration_cast<NcclClock::duration>(std::chrono::duration<double>(timeout_s_));
@@ -110,7 +117,7 @@ class NcclSplitter : public CommSplitter {
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = abortable_ ? 0 : 1;
     config.splitShare = 0;  // the children are never split themselves
-    pending_ = nullptr;
+    drop_pending();
     check_nccl(ncclCommSplit(parent_->get(), color >= 0 ? color : NCCL_SPLIT_NOCOLOR, key, &pending_, &config),
                "ncclCommSplit");
     // Non-blocking, the split is the parent's operation until it completes; NCCL fills the child in then (so
