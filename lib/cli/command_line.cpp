@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
@@ -255,7 +256,7 @@ void require_in_range(std::string_view option, long long value, long long minimu
   require_at_most(option, value, maximum);
 }
 
-double parse_duration(std::string_view text, std::string_view option) {
+double parse_duration(std::string_view text, std::string_view option, bool zero_allowed) {
   std::size_t digits = 0;
   while (digits < text.size() && (std::isdigit(static_cast<unsigned char>(text[digits])) || text[digits] == '.')) ++digits;
   const auto unit = text.substr(digits);
@@ -272,8 +273,9 @@ double parse_duration(std::string_view text, std::string_view option) {
   } catch (const std::exception&) {
     value = -1;
   }
-  if (scale == 0 || value <= 0)
-    throw Error::usage(fmt::format("{} '{}': give a positive duration such as 30, 30s, 5m or 1h", option, text));
+  if (scale == 0 || value < 0 || (value == 0 && !zero_allowed) || !std::isfinite(value))
+    throw Error::usage(fmt::format("{} '{}': give a {}duration such as {}30, 30s, 5m or 1h", option, text,
+                                   zero_allowed ? "" : "positive ", zero_allowed ? "0, " : ""));
   return value * scale;
 }
 

@@ -1,6 +1,7 @@
 #include "fabricbench/results/prometheus.hpp"
 
 #include <fmt/format.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,6 +9,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "fabricbench/error.hpp"
@@ -64,6 +67,21 @@ std::string Exposition::text() const {
   return out;
 }
 
+void Exposition::check_writable(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw Error::usage(fmt::format("--prometheus {}: a folder; give a file ending in .prom", path));
+  // What write() does first, tried now: a path that can never be written is refused before the run, not warned about
+  // after every pass.
+  const auto tmp = fmt::format("{}.tmp.{}", path, ::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+  if (fd < 0)
+    throw Error::usage(fmt::format("--prometheus {}: cannot create a file beside it ({}); give a .prom file in a "
+                                   "writable folder", path, std::strerror(errno)));
+  ::close(fd);
+  std::remove(tmp.c_str());
+}
+
 void Exposition::write(const std::string& path) const {
   const auto tmp = fmt::format("{}.tmp.{}", path, ::getpid());
   {
@@ -71,13 +89,15 @@ void Exposition::write(const std::string& path) const {
     file << text();
     file.flush();
     if (!file) {
+      const int error = errno;
       std::remove(tmp.c_str());
-      throw Error::runtime(fmt::format("--prometheus {}: cannot write {}", path, tmp));
+      throw Error::runtime(fmt::format("--prometheus {}: cannot write {} ({})", path, tmp, std::strerror(error)));
     }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int error = errno;
     std::remove(tmp.c_str());
-    throw Error::runtime(fmt::format("--prometheus {}: cannot rename {} to it", path, tmp));
+    throw Error::runtime(fmt::format("--prometheus {}: cannot rename {} to it ({})", path, tmp, std::strerror(error)));
   }
 }
 

@@ -26,9 +26,18 @@ void PairSchedule::add_round(std::vector<HostPair> pairs) {
   rounds_.push_back(std::move(r));
 }
 
+void PairSchedule::check_size(const std::string& pattern, int hosts, long long pairs, long long rounds) {
+  if (pairs <= max_pairs) return;
+  throw Error::usage(fmt::format("--plan {} of {} hosts: {} pair tests in {} rounds, more than a plan holds ({}, about "
+                                 "{} GiB); use --plan adaptive (it judges every host in a few rounds) or quick, or "
+                                 "sweep fewer hosts at once",
+                                 pattern, hosts, pairs, rounds, max_pairs, max_pairs * 8 >> 30));
+}
+
 PairSchedule PairSchedule::all_pairs(int hosts) {
   PairSchedule s("all-pairs", hosts);
   if (hosts < 2) return s;
+  check_size(s.pattern_, hosts, static_cast<long long>(hosts) * (hosts - 1) / 2, hosts % 2 == 0 ? hosts - 1 : hosts);
   // Circle method on an even number of slots; with odd N the extra slot is a "bye" and its partner rests.
   const int slots = hosts % 2 == 0 ? hosts : hosts + 1;
   const int fixed = slots - 1;
@@ -57,6 +66,7 @@ PairSchedule PairSchedule::quick(int hosts) {
 
 PairSchedule PairSchedule::shift(int hosts) {
   PairSchedule s("shift", hosts);
+  check_size(s.pattern_, hosts, static_cast<long long>(hosts) * (hosts - 1), hosts - 1);
   for (int d = 1; d < hosts; ++d) {
     std::vector<HostPair> pairs;
     for (int i = 0; i < hosts; ++i) pairs.push_back({i, (i + d) % hosts});

@@ -7,6 +7,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 
 from fbtest import LaunchTest, mpirun_command
 
@@ -163,10 +164,32 @@ class Mesh(LaunchTest):
         (["--every", "2s"], "--every: give --repeat N too"),
         (["--repeat", "-1"], "--repeat"),
         (["--repeat", "3", "--every", "soon"], "--every 'soon'"),
+        (["--repeat", "3", "--every", "-1s"], "--every '-1s': give a duration such as 0, 30, 30s"),
         (["--repeat", "3", "--budget", "1m"], "--budget caps one sweep; with --repeat each pass is the whole plan"),
         (["--prometheus", "/nonexistent/m.prom"], "--prometheus /nonexistent/m.prom: the folder /nonexistent does not exist"),
         (["--prometheus", "m.txt"], "--prometheus m.txt: give a file ending in .prom"),
     ]
+
+    def test_prometheus_without_repeat_writes_once_and_every_zero_runs_passes_back_to_back(self):
+        # Before, --prometheus without --repeat wrote nothing and said nothing; --every 0s was refused, 0 accepted.
+        r = self.mpirun(4, "fabric-sweep", ARGS + ["--prometheus", "one.prom", "--output", "one.h5"], env=FAKE)
+        self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
+        text = (self.dir / "one.prom").read_text()
+        self.assertIn("fabricbench_sweep_pairs_tested 6", text)
+        self.assertIn("fabricbench_sweep_coverage_complete 1", text)
+        for every in ("0", "0s"):
+            r = self.mpirun(4, "fabric-sweep", ARGS + ["--repeat", "2", "--every", every, "--output", f"e{every}.h5"],
+                            env=FAKE)
+            self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
+            self.assertEqual(self.load(f"e{every}.h5").attrs["passes"], 2)
+
+    def test_a_prometheus_path_that_can_never_be_written_is_refused_before_the_run(self):
+        folder = tempfile.mkdtemp(suffix=".prom")  # outside the test's folder, which must stay empty
+        self.addCleanup(os.rmdir, folder)
+        self.assert_refused(self.mpirun(4, "fabric-sweep", ["--prometheus", folder], env=FAKE), "fabric-sweep",
+                            f"--prometheus {folder}: a folder; give a file ending in .prom")
+        self.assert_refused(self.mpirun(4, "fabric-sweep", ["--prometheus", "/proc/m.prom"], env=FAKE), "fabric-sweep",
+                            "--prometheus /proc/m.prom: cannot create a file beside it (")
 
     def test_each_bad_option(self):
         for args, expected in self.CASES:

@@ -332,9 +332,18 @@ class SweepPlanAndBudget(LaunchTest):
         tested = {tuple(sorted(p)) for p in zip(covered.host_a, covered.host_b)}
         self.assertEqual(len(tested), 28, "every pair of 8 hosts")
         self.assertIn("then untested pairs while the budget lasted", r.stdout + r.stderr)
-        plan = self.mpirun(1, "fabric-sweep", ["--plan", "adaptive", "--dry-run", "--hosts", "1024", "--rails=8"])
+        plan = self.mpirun(1, "fabric-sweep", ["--plan", "adaptive", "--dry-run", "--hosts", "1024", "--rails=8",
+                                               "--budget", "15m", "--pair-time-estimate", "1s"])
         self.assertEqual(plan.returncode, 0, plan.stderr)
         self.assertIn("1024 hosts x 8 rails, plan adaptive: its rounds are chosen from the results", plan.stdout)
+        self.assertIn("judged every host in 7-8 rounds on average, 33 at most", plan.stdout)
+        # The budget acts on the answer (it was ignored): 900 rounds of 1 s, 512 pairs each.
+        self.assertIn("--budget 15m: about 900 rounds fit, room for 460800 of 523776 pairs", plan.stdout)
+        # A plan's size is bounded: all-pairs of 100000 hosts (~40 GB) is refused in one line; adaptive is answered.
+        self.assert_refused(self.mpirun(1, "fabric-sweep", ["--dry-run", "--hosts", "100000"]), "fabric-sweep",
+                            "--plan all-pairs of 100000 hosts: 4999950000 pair tests in 99999 rounds, more than a plan")
+        big = self.mpirun(1, "fabric-sweep", ["--dry-run", "--hosts", "100000", "--plan", "adaptive"])
+        self.assertEqual(big.returncode, 0, big.stderr)
 
     def test_dry_run_for_hosts_not_in_the_job(self):
         (self.dir / "hosts").write_text("# the partition\nnodeA slots=8\nnodeB\nnodeC\n\nnodeD\nnodeE # spare\n")
@@ -370,9 +379,10 @@ class SweepPlanAndBudget(LaunchTest):
         args = ["--metric", "p2p_bw", "--sizes", "4M", "-n", "20", "--pair-time", "0.3s", "--pair-time-relative",
                 "1", "--retest", "0", "--budget", "1.5s", "-q"]
         r = self.mpirun(8, "fabric-sweep", args + ["--output", "b.h5"], env=FAKE, timeout=300)
-        self.assertIn(r.returncode, (0, 1), r.stderr)
+        self.assertEqual(r.returncode, 1, r.stderr)  # pairs planned and not tested: not a pass
         run = self.load("b.h5")
         self.assertEqual(run.attrs["status"], "complete")
+        self.assertEqual(run.attrs["coverage_complete"], 0)
         self.assertAlmostEqual(run.attrs["budget_s"], 1.5)
         measured = run.tables["sweep/pairs"]
         tested = {tuple(sorted(p)) for p in zip(measured.host_a, measured.host_b)}
@@ -388,11 +398,32 @@ class SweepPlanAndBudget(LaunchTest):
         rounds = run.tables["sweep/rounds"]
         self.assertLessEqual(rounds.wall_s.sum(), 1.5 + rounds.wall_s.max(), "at most one round past the budget")
 
+    def test_a_sweep_that_tested_nothing_is_not_a_pass(self):
+        # The runs: a budget spent before the first pair test (here made certain by an estimate of a round
+        # longer than the budget). Before: "no fault in the 0 of 28 pairs tested", status complete, exit 0.
+        for plan, hosts, pairs in (("adaptive", 8, 28), ("quick", 4, 2)):
+            with self.subTest(plan=plan):
+                r = self.mpirun(hosts, "fabric-sweep", ["--plan", plan, "--metric", "p2p_latency", "-n", "50", "-w", "5",
+                                                        "--budget", "2s", "--pair-time-estimate", "10s",
+                                                        "--output", f"{plan}.h5"], env=FAKE)
+                self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+                self.assertIn(f"verdict: NOT A PASS: incomplete: 0 of {pairs} pairs and 0 of {hosts} hosts tested",
+                              r.stdout)
+                self.assertIn("(--budget 2s)", r.stdout)
+                run = self.load(f"{plan}.h5")
+                self.assertEqual(run.attrs["status"], "complete")
+                self.assertEqual((run.attrs["coverage_complete"], run.attrs["hosts_tested"],
+                                  run.attrs["pairs_planned"]), (0, 0, pairs))
+                verdicts = run.tables["sweep/verdicts"]
+                self.assertEqual(sorted(verdicts.host_a), sorted(f"node{i}" for i in range(hosts)))
+                self.assertTrue((verdicts.kind == "untested").all())
+
     def test_a_budget_that_holds_everything_says_so(self):
         r = self.mpirun(4, "fabric-sweep", ["--metric", "p2p_latency", "--budget", "1h", "--output", "all.h5"], env=FAKE)
         self.assertIn(r.returncode, (0, 1), r.stderr)
         run = self.load("all.h5")
         self.assertEqual(run.attrs["pairs_not_covered"], 0)
+        self.assertEqual((run.attrs["coverage_complete"], run.attrs["pairs_tested"], run.attrs["hosts_tested"]), (1, 6, 4))
         self.assertNotIn("sweep/untested", run.tables)
         self.assertIn("every pair covered", r.stdout)
 

@@ -2,6 +2,7 @@
 TCP between them. Unshaped: no verdict. One host slowed by TBF (20 Mbit/s): that node is named. One link slowed (HTB + u32 on
 both ends): that link is named. 4 hosts and 5 (odd). Assertions are relative only: the machine is noisy.
 Needs root; says 'skipped: needs root' otherwise."""
+import re
 import os
 import pathlib
 import subprocess
@@ -172,9 +173,13 @@ class EmulatedCluster(LaunchTest):
         self.assertEqual(proc.returncode, 3, "".join(seen) + out + err)
         run = self.load("cut.h5")
         status = run.attrs["status"]
-        self.assertTrue(status.startswith("failed: timeout: sweep round 1 (2 pairs) did not finish within 15 s"), status)
+        # The drop lands in round 1 (0-based) unless the loaded machine ran the rig command after round 1 ended (seen
+        # in CI under load): then round 2 hangs. Either way the hung round is named and the rounds before it stay.
+        cut_round = re.match(r"failed: timeout: sweep round (\d+) \(2 pairs\) did not finish within 15 s", status)
+        self.assertTrue(cut_round and int(cut_round.group(1)) in (1, 2), status)
         self.assertIn(hosts[2], status)
-        self.assertEqual(set(run.tables["sweep/pairs"]["round"]), {0}, "round 0's rows stay")
+        self.assertEqual(set(run.tables["sweep/pairs"]["round"]), set(range(int(cut_round.group(1)))),
+                         "the rows of the rounds before stay")
         ranks = run.tables["failure/ranks"]
         cut = ranks[ranks.host == hosts[2]]
         self.assertEqual(len(cut), 1)

@@ -41,6 +41,7 @@ Faults FabricModel::place(const std::string& scenario, std::uint64_t seed) const
   Faults f;
   const auto pick = [&](int n) { return static_cast<int>(std::uniform_int_distribution<long long>(0, n - 1)(rng)); };
   std::vector<int> pool;
+  if (scenario == "clean") return f;  // no fault: every verdict is a false one
   if (scenario == "faults") {
     if (leaves() >= 3) f.uplink_leaf = pick(leaves()), f.uplink_rail = pick(rails);
     for (int h = 0; h < hosts; ++h)

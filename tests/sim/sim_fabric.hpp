@@ -15,7 +15,8 @@
 namespace fabricbench::sim {
 
 // One scenario's faults (-1: none of that kind). Scenario "faults": node, nic, uplink and link on disjoint hosts,
-// none of them under the slow uplink's leaf. Scenario "hung": a hung host and a host slow 30% of the time.
+// none of them under the slow uplink's leaf. Scenario "hung": a hung host and a host slow 30% of the time. Scenario
+// "clean": none.
 struct Faults {
   int node = -1;                        // every rail at `factor` of nominal
   int nic = -1, nic_rail = 0;           // one host-rail

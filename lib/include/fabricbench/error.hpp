@@ -37,6 +37,11 @@ class Error : public std::runtime_error {
           i = close;
           continue;
         }
+        if (close != std::string::npos) {  // a short value whole: its closing quote opens nothing
+          out += printable(message.substr(i, close - i + 1));
+          i = close;
+          continue;
+        }
       }
       out += printable(message.substr(i, 1));
     }

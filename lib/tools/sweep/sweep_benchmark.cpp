@@ -59,7 +59,7 @@ void SweepBenchmark::add_options(cli::po::options_description& options) {
       ("repeat", po::value<long long>(), "a continuous mesh: run the sweep this many passes (0: until stopped; SIGTERM, or SIGUSR1 to mpirun, stops it after the pass in flight), each judged on its own; the passes go to one file (/sweep/passes, the pass column), and a verdict that appears or goes is named with its pass (/sweep/changes)")
       ("bw-every", po::value<long long>(), "with --repeat: the bandwidth metrics (p2p_bw, p2p_bibw, rdma_bw, allreduce, sendrecv) run only in every K-th pass, the latency ones in every pass; a pass is judged with the last bandwidth figures")
       ("every", po::value<std::string>(), "with --repeat: start a pass this often (30s, 5m; default 0: back to back); a pass that overruns starts the next at once")
-      ("prometheus", po::value<std::string>(), "write the figures, verdicts and pass in Prometheus' text format to this .prom file (node_exporter's textfile collector), replaced whole after each pass")
+      ("prometheus", po::value<std::string>(), "write the figures, verdicts and pass in Prometheus' text format to this .prom file (node_exporter's textfile collector), replaced whole after each pass (without --repeat: once, at the end)")
       ("exclude", po::value<std::string>(), "with --resume: go on without these hosts (comma-separated; a host the earlier part named hung is left out by itself); their pairs are recorded as not tested (/sweep/untested)");
 }
 
@@ -261,7 +261,17 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
                                   human_duration(pair_setup_sum_s_), human_duration(pair_measure_sum_s_), pair_rows_));
     context.out->attribute("pair_setup_s", pair_setup_sum_s_);
     context.out->attribute("pair_measure_s", pair_measure_sum_s_);
-    write_judgement(context, records, judgement);
+    // A run that tested fewer hosts or pairs than asked is not a pass: its untested hosts are verdicts too.
+    const auto coverage = coverage_of(records);
+    for (auto& v : coverage.verdicts()) judgement.verdicts.push_back(std::move(v));
+    context.out->attribute("hosts_planned", static_cast<double>(coverage.hosts_planned));
+    context.out->attribute("hosts_tested", static_cast<double>(coverage.hosts_tested));
+    context.out->attribute("pairs_planned", static_cast<double>(coverage.pairs_planned));
+    context.out->attribute("pairs_tested", static_cast<double>(coverage.pairs_tested));
+    context.out->attribute("coverage_complete", coverage.complete() ? 1 : 0);
+    if (!mesh_ && !prometheus_.empty())  // one pass: the textfile once, at the end
+      write_prometheus(context, results::utc_timestamp(), records, judgement, true);
+    write_judgement(context, records, judgement, coverage);
     verdicts = static_cast<std::int64_t>(judgement.verdicts.size()) + (any_verdict ? 1 : 0) + changes_;
   }
   const bool failed = context.world.broadcast_value(verdicts, 0) > 0;

@@ -73,8 +73,7 @@ void SweepBenchmark::configure_mesh(const cli::po::variables_map& v, bool root) 
   }
   if (v.count("every")) {
     if (!mesh_) throw Error::usage("--every: give --repeat N too (the passes it spaces; 0: until stopped)");
-    const auto every = v["every"].as<std::string>();
-    every_s_ = every == "0" ? 0 : cli::parse_duration(every, "--every");
+    every_s_ = cli::parse_duration(v["every"].as<std::string>(), "--every", true);  // 0, 0s ...: no wait
   }
   if (!prometheus_.empty()) {
     const auto folder = std::filesystem::path(prometheus_).parent_path();
@@ -83,6 +82,7 @@ void SweepBenchmark::configure_mesh(const cli::po::variables_map& v, bool root) 
     if (std::filesystem::path(prometheus_).extension() != ".prom")
       throw Error::usage(fmt::format("--prometheus {}: give a file ending in .prom (node_exporter's textfile collector "
                                      "reads *.prom)", prometheus_));
+    if (root && !dry_run_) results::Exposition::check_writable(prometheus_);  // rank 0 writes it
   }
   if (resume_.empty() || dry_run_ || !root) return;  // rank 0 reads the file; run() tells the others
   const bool is_mesh = results::has_table(resume_, passes_table_);  // declared by a mesh's start, rows or not
@@ -213,6 +213,13 @@ void SweepBenchmark::write_prometheus(const app::RunContext& context, const std:
     e.add("sweep_node_suspect_pairs", "fabric-sweep: a node's pairs below the rules", labels,
           static_cast<double>(s.suspect_pairs));
   }
+  const auto coverage = coverage_of(records);  // a pass that tested less than asked is not a pass
+  e.add("sweep_hosts_planned", "fabric-sweep: hosts the plan asked to test", {}, static_cast<double>(coverage.hosts_planned));
+  e.add("sweep_hosts_tested", "fabric-sweep: hosts a pair test measured", {}, static_cast<double>(coverage.hosts_tested));
+  e.add("sweep_pairs_planned", "fabric-sweep: host pairs the plan asked for", {}, static_cast<double>(coverage.pairs_planned));
+  e.add("sweep_pairs_tested", "fabric-sweep: host pairs measured", {}, static_cast<double>(coverage.pairs_tested));
+  e.add("sweep_coverage_complete", "fabric-sweep: 1 when every host and pair asked for was tested, else 0 (not a pass)",
+        {}, coverage.complete() ? 1 : 0);
   std::int64_t verdicts = 0;
   for (const auto& v : judgement.verdicts) verdicts += v.kind != "data";
   e.add("sweep_verdicts", "fabric-sweep: how many verdicts the run gave (0: nothing wrong)", {}, static_cast<double>(verdicts));

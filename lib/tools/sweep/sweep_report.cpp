@@ -128,7 +128,7 @@ std::vector<PairRecord> SweepBenchmark::report_records(const app::RunContext& co
 }
 
 void SweepBenchmark::write_judgement(const app::RunContext& context, const std::vector<PairRecord>& records,
-                                     const Judgement& judgement) {
+                                     const Judgement& judgement, const Coverage& coverage) {
   const int n = static_cast<int>(hosts_.size());
   context.out->declare(nodes_table_);
   context.out->declare(verdicts_table_);
@@ -181,7 +181,11 @@ void SweepBenchmark::write_judgement(const app::RunContext& context, const std::
                          .set("host_a", v.a >= 0 ? hosts_[v.a] : std::string())
                          .set("host_b", v.b >= 0 ? hosts_[v.b] : std::string()).set("rail", std::int64_t(v.rail))
                          .set("nic", v.nic).set("switch", v.switch_name).set("reason", v.reason));
-    context.out->note(fmt::format("VERDICT bad {} ({}): {}", v.kind, v.metric, v.reason));
+    if (v.kind == "untested" || v.kind == "noise")  // about the run, not a bad part of the fabric
+      context.out->note(fmt::format("VERDICT {}{}{}: {}", v.kind, v.metric.empty() ? "" : " (" + v.metric + ")",
+                                    v.a >= 0 ? " " + hosts_[v.a] : "", v.reason));
+    else
+      context.out->note(fmt::format("VERDICT bad {} ({}): {}", v.kind, v.metric, v.reason));
   }
   if (judgement.wrong > 0) context.out->note(fmt::format("{} bytes failed the check", judgement.wrong));
   // The pair values below the "% of expected" rule: one summary line, with the lowest.
@@ -208,22 +212,16 @@ void SweepBenchmark::write_judgement(const app::RunContext& context, const std::
     context.out->note(line);
     if (context.options.quiet) fmt::print(stderr, "{}: {}\n", context.program, line);
   }
-  if (!judgement.verdicts.empty()) return;
-  // No verdict says nothing of a host no pair test reached (a budget spent early): count the hosts and pairs measured.
-  std::vector<char> measured(static_cast<std::size_t>(n), 0);
-  std::set<std::pair<int, int>> pairs;
-  for (const auto& r : records)
-    if (!std::isnan(r.value) && r.a >= 0 && r.a < n && r.b >= 0 && r.b < n)
-      measured[static_cast<std::size_t>(r.a)] = measured[static_cast<std::size_t>(r.b)] = 1, pairs.insert(std::minmax(r.a, r.b));
-  const auto reached = std::count(measured.begin(), measured.end(), 1);
-  const auto all = static_cast<std::size_t>(n) * static_cast<std::size_t>(n - 1) / 2;
-  if (reached == n && pairs.size() == all)
-    context.out->note(fmt::format("verdict: all {} hosts and their pairs pass", n));
-  else if (reached == n)
-    context.out->note(fmt::format("verdict: all {} hosts pass, in the {} of {} pairs tested", n, pairs.size(), all));
+  // The last line: the answer. No verdict is a pass only where the plan's every host and pair was tested.
+  if (!coverage.complete())
+    context.out->note(fmt::format("verdict: NOT A PASS: {}", coverage.text()));
+  else if (!judgement.verdicts.empty())
+    return;
+  else if (coverage.pairs_tested == coverage.hosts_planned * (coverage.hosts_planned - 1) / 2)
+    context.out->note(fmt::format("verdict: all {} hosts and their pairs pass", coverage.hosts_planned));
   else
-    context.out->note(fmt::format("verdict: no fault in the {} of {} pairs tested; {} of {} hosts were not tested at all",
-                                  pairs.size(), all, n - reached, n));
+    context.out->note(fmt::format("verdict: all {} hosts pass, in the {} of {} pairs tested", coverage.hosts_planned,
+                                  coverage.pairs_tested, coverage.hosts_planned * (coverage.hosts_planned - 1) / 2));
 }
 
 }  // namespace fabricbench::sweep

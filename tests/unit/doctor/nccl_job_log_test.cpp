@@ -430,3 +430,16 @@ TEST(JsonSink, QuotesWhatJsonCannotHoldRaw) {
   EXPECT_EQ(results::JsonSink::quoted("a\"b\\c\nd\x01"), "\"a\\\"b\\\\c\\nd\\u0001\"");
   EXPECT_EQ(results::JsonSink::quoted("caf\xc3\xa9 \xe9"), "\"caf\xc3\xa9 ?\"");
 }
+
+// The crash: one ordinary 40 KB line (a config dump, a progress bar) under a marker that std::regex matched
+// by recursion ended in a segmentation fault; now it is one marker, and the NCCL lines around it are read.
+TEST(NcclJobLog, AFortyKilobyteLineUnderAGreedyMarkerIsOneMarker) {
+  for (const char* marker : {".*iteration.*", "iteration.*", "(a|b)*iteration"}) {
+    NcclJobLog log(marker);
+    log.begin_file("job.log");
+    log.line("host1:100:100 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE");
+    log.line(std::string(30000, 'a') + " iteration 1 " + std::string(10000, 'b'));
+    log.line(std::string(20, 'a') + " iteration 2 " + std::string(40000, 'b'));
+    EXPECT_EQ(log.files().back().markers, 1u) << marker;  // the first line's word lies past the 4 KiB window
+  }
+}

@@ -145,3 +145,47 @@ TEST(Judge, WorstPairsComeWorstFirst) {
   EXPECT_EQ(j.worst[0].metric, 0);
   EXPECT_DOUBLE_EQ(j.worst[0].value, 22);
 }
+
+// Pervasive noise: 8 hosts whose latency pairs spread 1x-10x with one unusually fast pair (what an oversubscribed
+// machine gave): the rule alone would name most hosts; the judge says "too noisy to judge" and names none. One slow
+// host among quiet pairs is still a node.
+TEST(Judge, PervasiveNoiseIsNamedAsNoiseNotAsBadNodes) {
+  std::vector<std::string> eight;
+  for (int h = 0; h < 8; ++h) eight.push_back("n" + std::to_string(h));
+  const std::vector<JudgedMetric> lat{{"p2p_latency", "us", Unit::us, Better::lower, false}};
+  const auto latency_sweep = [&](auto value_of) {
+    std::vector<PairRecord> out;
+    int round = 0;
+    const auto schedule = PairSchedule::all_pairs(8);
+    for (const auto& r : schedule.rounds()) {
+      for (const auto& p : r.pairs) {
+        auto rec = PairRecord::of(round, p, 0, 2);
+        rec.value = value_of(p.a, p.b);
+        out.push_back(rec);
+      }
+      ++round;
+    }
+    return out;
+  };
+  // Spread over 10-100 us by a fixed pattern, and one pair at 3 us: 3 x best is 9 us, so nearly every pair is "slow".
+  const auto noisy = latency_sweep([](int a, int b) { return a == 0 && b == 1 ? 3.0 : 10.0 + (a * 7 + b * 13) % 90; });
+  Rules rules;
+  rules.metrics["p2p_latency"] = MetricRule{};
+  const auto j = judge(noisy, lat, rules, eight);
+  ASSERT_EQ(j.verdicts.size(), 1u);
+  EXPECT_EQ(j.verdicts[0].kind, "noise");
+  EXPECT_EQ(j.verdicts[0].a, -1);
+  EXPECT_NE(j.verdicts[0].reason.find("too noisy to judge: the rule would name 8 of 8 hosts"), std::string::npos)
+      << j.verdicts[0].reason;
+  EXPECT_NE(j.verdicts[0].reason.find("more iterations (-n) or in a quieter window"), std::string::npos);
+  // A noise fraction of 1 turns the rule off: the hosts are named as before.
+  Rules every = rules;
+  every.noise_host_fraction = 1;
+  EXPECT_GT(judge(noisy, lat, every, eight).verdicts.size(), 1u);
+  // Quiet pairs and one slow host: a node, not noise.
+  const auto one_bad = latency_sweep([](int a, int b) { return a == 5 || b == 5 ? 80.0 : 10.0 + (a + b) % 3; });
+  const auto k = judge(one_bad, lat, rules, eight);
+  ASSERT_EQ(k.verdicts.size(), 1u);
+  EXPECT_EQ(k.verdicts[0].kind, "node");
+  EXPECT_EQ(k.verdicts[0].a, 5);
+}

@@ -116,3 +116,22 @@ TEST(PairsFile, ErrorsNameTheLine) {
     }
   }
 }
+
+// A plan's memory is bounded whatever --hosts says (2-100000): all-pairs and shift beyond max_pairs are refused in
+// one usage line before any round is built (--dry-run --hosts 100000 needed ~40 GB before); quick stays small.
+TEST(PairSchedule, PlansBeyondTheBoundAreRefusedBeforeTheyAreBuilt) {
+  const auto refusal = [](auto&& build) {
+    try {
+      build();
+    } catch (const fabricbench::Error& e) {
+      EXPECT_EQ(e.status(), fabricbench::ExitStatus::usage);
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(refusal([] { PairSchedule::all_pairs(100000); }).substr(0, 79),
+            "--plan all-pairs of 100000 hosts: 4999950000 pair tests in 99999 rounds, more t");
+  EXPECT_NE(refusal([] { PairSchedule::all_pairs(11586); }), "");  // 67,111,905 pairs: just past the bound
+  EXPECT_NE(refusal([] { PairSchedule::shift(8193); }).find("use --plan adaptive"), std::string::npos);
+  EXPECT_EQ(PairSchedule::quick(100000).rounds().at(0).pairs.size(), 50000u);
+}

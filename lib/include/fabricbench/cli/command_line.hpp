@@ -97,7 +97,7 @@ void require_choice(std::string_view option, const std::string& value, std::init
 void require_at_least(std::string_view option, long long value, long long minimum);
 void require_at_most(std::string_view option, long long value, long long maximum);
 void require_in_range(std::string_view option, long long value, long long minimum, long long maximum);
-// "60", "60s", "5m", "1h" -> seconds; throws Error::usage naming `option`.
-double parse_duration(std::string_view text, std::string_view option);
+// "60", "60s", "5m", "1h" -> seconds; throws Error::usage naming `option` (for 0 too, unless `zero_allowed`).
+double parse_duration(std::string_view text, std::string_view option, bool zero_allowed = false);
 
 }  // namespace fabricbench::cli

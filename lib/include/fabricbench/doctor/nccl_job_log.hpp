@@ -6,13 +6,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "fabricbench/cli/line_pattern.hpp"
 #include "fabricbench/doctor/nccl_log.hpp"
 
 namespace fabricbench::doctor {
@@ -59,7 +59,8 @@ struct NcclFileStats {
 
 class NcclJobLog {
  public:
-  // `marker`: an ECMAScript regular expression (grep -E's flavour); "" for none. `option` names the logs in errors.
+  // `marker`: an extended regular expression (cli::LinePattern: grep -E's flavour, looked for in the first 4 KiB of
+  // each line that is not NCCL's); "" for none. `option` names the logs in errors.
   // Throws Error::usage "--iteration-marker '...': ..." for a marker that is not a regular expression.
   explicit NcclJobLog(const std::string& marker = "", std::string option = "--nccl-log");
 
@@ -82,8 +83,7 @@ class NcclJobLog {
   void take_call(NcclProcess& p, std::string_view message);
 
   std::string option_;
-  bool has_marker_ = false;
-  std::regex marker_;
+  cli::LinePattern marker_;
   std::vector<NcclFileStats> files_;
   std::vector<std::unique_ptr<NcclProcess>> processes_;
   std::unordered_map<long, std::vector<NcclProcess*>> by_pid_;

@@ -20,6 +20,8 @@ class Exposition {
   std::string text() const;
   // Writes text() to `path` through PATH.tmp.<pid> (not ending in .prom) and a rename. Throws Error::runtime.
   void write(const std::string& path) const;
+  // Throws Error::usage "--prometheus PATH: ..." where `path` is a folder or no file can be created beside it.
+  static void check_writable(const std::string& path);
 
   // A label value as the format needs it: backslash, double quote and line feed escaped.
   static std::string escape(const std::string& value);

@@ -36,6 +36,10 @@ struct MetricRule {
 struct Rules {
   std::map<std::string, MetricRule> metrics;
   double bad_node_fraction = 0.75;
+  // Pervasive noise ([attribution] noise_host_fraction): where one metric's verdicts would name more than this
+  // fraction of the hosts (4 hosts or more), the pairs' spread is the finding, not the hosts: one "noise" verdict
+  // replaces them (an oversubscribed machine once named 7-8 of 8 hosts bad nodes against one fast pair).
+  double noise_host_fraction = 0.5;
   // Reads `path` (INI: one [metric] section per metric, [attribution]); unknown keys (`better` too: the direction is
   // the metric's own) or bad numbers are
   // Error::usage naming the file and key. `baseline`: entries of table sweep/pairs with key `metric` and the
@@ -69,7 +73,7 @@ struct Verdict {
       : metric(std::move(metric_name)), kind(std::move(verdict_kind)), a(host_a), b(host_b), reason(std::move(why)),
         rail(rail_index), nic(std::move(nic_name)), switch_name(std::move(switch_names)) {}
   std::string metric;
-  std::string kind;  // node, link, pair, hung, nic, switch, uplink, path, data
+  std::string kind;  // node, link, pair, hung, nic, switch, uplink, path, data, noise, untested
   int a, b;          // hosts; b = -1 where one host (or none: a = -1 for a switch) is named
   std::string reason;
   int rail = -1;            // -1: not about one rail
@@ -93,7 +97,7 @@ struct PairBest {
 };
 
 struct Assessment {
-  double reference = NAN;        // the median host-rail's median pair (higher is better) or the best pair (lower)
+  double reference = NAN;  // the median host-rail's median pair (higher is better); lower: the lower median of their best
   std::vector<bool> suspect;     // per input value: its pair (best of its tests) is suspect
   std::vector<bool> slow_test;   // per input value: this test itself was beyond the line (a re-test may clear the pair)
   std::vector<Verdict> verdicts;
@@ -114,6 +118,12 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double bad_
 // One rail, no topology: the first `hosts` of `names`.
 Assessment assess(const std::string& metric, const MetricRule& rule, double bad_node_fraction, int hosts,
                   const std::vector<PairValue>& values, const std::vector<std::string>& names);
+
+// Pervasive noise: where `assessment`'s verdicts name more than `host_fraction` of `hosts` hosts (4 or more), they
+// are replaced by one verdict of kind "noise" (no host named) that gives the spread of the pair values (90th over
+// 10th percentile) and what to do. Returns whether it did.
+bool name_noise(const std::string& metric, const MetricRule& rule, double host_fraction, int hosts,
+                Assessment& assessment);
 
 // Rounds that re-test each suspect pair and pair each of its hosts with a good host (a host in no suspect pair),
 // hosts disjoint within a round.
