@@ -56,7 +56,10 @@ std::vector<Verdict> Coverage::verdicts() const {
   if (!untested_hosts.empty()) return out;
   if (hosts_judged >= 0 && hosts_judged < hosts_planned)
     out.emplace_back("", "untested", -1, -1,
-                     fmt::format("the adaptive plan judged {} of {} hosts{}", hosts_judged, hosts_planned, cut));
+                     fmt::format("the adaptive plan judged {} of {} hosts{} (a host is judged once its slow tests are "
+                                 "confirmed or cleared against clean peers; where every host had a slow test none was "
+                                 "left clean: run again with more iterations (-n) or in a quieter window)",
+                                 hosts_judged, hosts_planned, cut));
   else
     out.emplace_back("", "untested", -1, -1,
                      fmt::format("{} of {} planned pairs not tested{}; /sweep/untested lists them",

@@ -175,8 +175,8 @@ class Mesh(LaunchTest):
         r = self.mpirun(4, "fabric-sweep", ARGS + ["--prometheus", "one.prom", "--output", "one.h5"], env=FAKE)
         self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
         text = (self.dir / "one.prom").read_text()
-        self.assertIn("fabricbench_sweep_pairs_tested 6", text)
-        self.assertIn("fabricbench_sweep_coverage_complete 1", text)
+        self.assertIn('fabricbench_sweep_pairs_tested{tool="fabric-sweep"} 6\n', text)
+        self.assertIn('fabricbench_sweep_coverage_complete{tool="fabric-sweep"} 1\n', text)
         for every in ("0", "0s"):
             r = self.mpirun(4, "fabric-sweep", ARGS + ["--repeat", "2", "--every", every, "--output", f"e{every}.h5"],
                             env=FAKE)

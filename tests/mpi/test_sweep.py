@@ -317,7 +317,10 @@ class SweepPlanAndBudget(LaunchTest):
         self.assertIn(r.returncode, (0, 1), r.stderr)
         self.assertEqual(run.attrs["status"], "complete")
         rounds = run.tables["sweep/rounds"]
-        self.assertLess(len(rounds), 7, "all-pairs of 8 hosts is 7 rounds")
+        if run.attrs["coverage_complete"]:
+            self.assertLess(len(rounds), 7, "all-pairs of 8 hosts is 7 rounds")
+        else:  # a loaded machine: each host had a slow test and none was left clean to judge it against (seen 1 in 5)
+            self.assertEqual(r.returncode, 1, "not every host judged: not a pass")
         pairs = run.tables["sweep/pairs"]
         self.assertEqual(set(pairs.host_a) | set(pairs.host_b), {f"node{i}" for i in range(8)}, "every host screened")
         for k, part in pairs.groupby("round"):
@@ -339,11 +342,7 @@ class SweepPlanAndBudget(LaunchTest):
         self.assertIn("judged every host in 7-8 rounds on average, 33 at most", plan.stdout)
         # The budget acts on the answer (it was ignored): 900 rounds of 1 s, 512 pairs each.
         self.assertIn("--budget 15m: about 900 rounds fit, room for 460800 of 523776 pairs", plan.stdout)
-        # A plan's size is bounded: all-pairs of 100000 hosts (~40 GB) is refused in one line; adaptive is answered.
-        self.assert_refused(self.mpirun(1, "fabric-sweep", ["--dry-run", "--hosts", "100000"]), "fabric-sweep",
-                            "--plan all-pairs of 100000 hosts: 4999950000 pair tests in 99999 rounds, more than a plan")
-        big = self.mpirun(1, "fabric-sweep", ["--dry-run", "--hosts", "100000", "--plan", "adaptive"])
-        self.assertEqual(big.returncode, 0, big.stderr)
+
 
     def test_dry_run_for_hosts_not_in_the_job(self):
         (self.dir / "hosts").write_text("# the partition\nnodeA slots=8\nnodeB\nnodeC\n\nnodeD\nnodeE # spare\n")
@@ -364,6 +363,15 @@ class SweepPlanAndBudget(LaunchTest):
         self.assertIn("1024 hosts x 8 rails, plan quick: 1 rounds of 512 pairs", r.stdout)
         # The default guess: --pair-time (2 s) per metric and direction, p2p_bw's two and p2p_latency's one.
         self.assertIn("estimated 6 s per round (2 s per metric and direction (--pair-time)", r.stdout)
+
+    def test_a_plan_of_any_accepted_size_is_answered_or_refused_in_bounded_memory(self):
+        # all-pairs of 100000 hosts (in --hosts' range) asked for ~40 GB and ended in std::bad_alloc: refused in one
+        # line now, before any round is built; the adaptive plan, which builds none ahead, is answered.
+        self.assert_refused(self.mpirun(1, "fabric-sweep", ["--dry-run", "--hosts", "100000"]), "fabric-sweep",
+                            "--plan all-pairs of 100000 hosts: 4999950000 pair tests in 99999 rounds, more than a plan")
+        big = self.mpirun(1, "fabric-sweep", ["--dry-run", "--hosts", "100000", "--plan", "adaptive"])
+        self.assertEqual(big.returncode, 0, big.stderr)
+        self.assertIn("100000 hosts, plan adaptive", big.stdout)
 
     def test_dry_run_with_the_jobs_ranks(self):
         r = self.mpirun(4, "fabric-sweep", ["--dry-run", "--metric", "p2p_latency", "--pair-time", "1s"], env=FAKE)

@@ -77,5 +77,5 @@ TEST(Coverage, TheAdaptivePlanAsksForEveryHostJudgedNotEveryPair) {
   EXPECT_EQ(c.pairs_planned, 6);
   c.hosts_judged = 3;
   EXPECT_FALSE(c.complete());
-  EXPECT_EQ(c.verdicts().at(0).reason, "the adaptive plan judged 3 of 4 hosts");
+  EXPECT_EQ(c.verdicts().at(0).reason.rfind("the adaptive plan judged 3 of 4 hosts (a host is judged once", 0), 0u);
 }

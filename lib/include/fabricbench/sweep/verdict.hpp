@@ -119,7 +119,8 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double bad_
 Assessment assess(const std::string& metric, const MetricRule& rule, double bad_node_fraction, int hosts,
                   const std::vector<PairValue>& values, const std::vector<std::string>& names);
 
-// Pervasive noise: where `assessment`'s verdicts name more than `host_fraction` of `hosts` hosts (4 or more), they
+// Pervasive noise: where `assessment`'s verdicts name more than `host_fraction` of `hosts` hosts (4 or more; not
+// against a baseline, where every host may truly be slow), they
 // are replaced by one verdict of kind "noise" (no host named) that gives the spread of the pair values (90th over
 // 10th percentile) and what to do. Returns whether it did.
 bool name_noise(const std::string& metric, const MetricRule& rule, double host_fraction, int hosts,
