@@ -1,13 +1,15 @@
 """What an operator opens a report to learn: is anything wrong with this run, and where. The HTML page and the Excel
-summary sheet lead with it: the run's status when it did not complete, the sweep's verdicts (or that every host
-passes), the failed and warned checks, the rows below their expected share (configs/expected.ini's rule), rows with
-wrong data, and, given a reference run, the regressions against it. A sweep with rails or a topology names where
-each verdict about one rail points (the NIC of a host, a leaf switch, a leaf's uplink, a path: rails.describe), and
-brings its per-NIC and per-switch tables."""
+summary sheet lead with it: that a sweep which did not test every host it planned is not a pass (coverage_gap), the
+run's status when it did not complete, the sweep's verdicts (or that every host passes), a mesh's changes (a recovery
+styled as good news), the failed and warned checks, the rows below their expected share (configs/expected.ini's rule),
+rows with wrong data, and, given a reference run, the regressions against it. A sweep with rails or a topology names
+where each verdict about one rail points (the NIC of a host, a leaf switch, a leaf's uplink, a path: rails.describe),
+and brings its per-NIC and per-switch tables."""
 from __future__ import annotations
 
 import configparser
 import dataclasses
+import re
 import pathlib
 
 import pandas as pd
@@ -53,14 +55,16 @@ class Answer:
     coverage: str = ""                    # rails.coverage_text
     changes: list = dataclasses.field(default_factory=list)  # a mesh (fabric-sweep --repeat): /sweep/changes' lines
     passes: int = 0                                          # a mesh: the passes done
+    recovered: set = dataclasses.field(default_factory=set)  # the lines of `changes` that say a verdict went
+    gap: str = ""                                            # coverage_gap: why the sweep is no pass whatever it found
 
     # The rail verdicts (nic, switch, uplink, path) named one a line; beyond this many, one line says how many more.
     MAX_WHERE_LINES = 8
 
     @property
     def nothing_wrong(self) -> bool:
-        return (not self.status and (self.verdicts is None or self.verdicts.empty) and self.checks.empty
-                and not self.changes
+        return (not self.status and not self.gap and (self.verdicts is None or self.verdicts.empty)
+                and self.checks.empty and not self.changes
                 and self.below_expected.empty and self.wrong.empty and not self.regressions)
 
     def where_lines(self) -> list:
@@ -74,22 +78,44 @@ class Answer:
             out.append(f"... and {len(rows) - self.MAX_WHERE_LINES} more verdict(s) about one rail (the table below).")
         return out
 
+    def _split_verdicts(self) -> tuple:
+        """(the verdicts about something measured, the hosts no pair test reached: the rows of kind untested)."""
+        if "kind" not in self.verdicts:
+            return self.verdicts, []
+        untested = self.verdicts["kind"] == rails.UNTESTED
+        return self.verdicts[~untested], [h for h in self.verdicts.host_a[untested] if h]
+
+    def _verdict_lines(self) -> list:
+        found, untested = self._split_verdicts()
+        out = [f"Not tested: {_names(untested)} (no pair test reached them)."] if untested else []
+        if found.empty and self.gap:
+            out.append("No verdict about the hosts tested.")  # the others may be as bad: no "all pass"
+        elif found.empty:
+            out.append(f"All {len(self.hosts)} hosts pass: no verdict.")
+        else:
+            named = sorted({h for h in list(found.host_a) + list(found.host_b) if h})
+            if "switch" in found:
+                named += list(dict.fromkeys(s for v in found["switch"] for s in rails.switches_of(v)))
+            out.append(f"{len(found)} verdict(s)" + (f", naming {', '.join(named)}." if named else "."))
+            out += self.where_lines()
+        if self.passes:
+            out[-1] = out[-1].rstrip(".") + f" in the last of {self.passes} passes."
+        return out
+
     def lines(self) -> list:
         """The answer in a few sentences, the worst first."""
+        return [text for _, text in self.styled_lines()]
+
+    def styled_lines(self) -> list:
+        """(style, line) per line of the answer: 'ok' where nothing is wrong or for a verdict that went (a recovery
+        is good news, not a fault), else 'fail'."""
         out = []
+        if self.gap:
+            out.append(f"Not a pass: {self.gap}")
         if self.status:
             out.append(f"The run did not complete: {self.status}")
         if self.verdicts is not None:
-            if self.verdicts.empty:
-                out.append(f"All {len(self.hosts)} hosts pass: no verdict.")
-            else:
-                named = sorted({h for h in list(self.verdicts.host_a) + list(self.verdicts.host_b) if h})
-                if "switch" in self.verdicts:
-                    named += list(dict.fromkeys(s for v in self.verdicts["switch"] for s in rails.switches_of(v)))
-                out.append(f"{len(self.verdicts)} verdict(s)" + (f", naming {', '.join(named)}." if named else "."))
-                out += self.where_lines()
-            if self.passes:
-                out[-1] = out[-1].rstrip(".") + f" in the last of {self.passes} passes."
+            out += self._verdict_lines()
         if self.changes:
             out.append(f"{len(self.changes)} change(s) over the passes, each named with the pass where it happened:")
             out += self.changes[:self.MAX_WHERE_LINES]
@@ -107,7 +133,13 @@ class Answer:
         if self.nothing_wrong:
             out.append(f"Nothing wrong: no verdict, no failed or warned check, no row below {self.rule[0]:g}% of "
                        "expected, no wrong data.")
-        return out
+        return [("ok" if self.nothing_wrong or line in self.recovered else "fail", line) for line in out]
+
+
+def _names(names: list, most: int = 16) -> str:
+    """'a, b, c', or the first `most` and how many more (a budget spent at 1024 hosts leaves hundreds)."""
+    more = f", ... and {len(names) - most} more" if len(names) > most else ""
+    return ", ".join(names[:most]) + more
 
 
 def size_text(n: int) -> str:
@@ -187,9 +219,45 @@ def answer(run, regressions=()) -> Answer:
                   [h for h in str(run.attrs.get("hosts", "")).split(",") if h],
                   rails.verdicts_with_where(run.tables.get("sweep/verdicts")), bad, counts, _below_expected(run, rule),
                   _wrong(run), list(regressions), rule, rails.nic_table(run), rails.switch_table(run),
-                  rails.coverage_text(run), _changes(run), int(run.attrs.get("passes", 0) or 0))
+                  rails.coverage_text(run), _changes(run), int(run.attrs.get("passes", 0) or 0),
+                  set(_changes(run, "recovered")), coverage_gap(run))
 
 
-def _changes(run) -> list:
+def _changes(run, change: str = "") -> list:
+    """/sweep/changes' lines; with `change`, those of that change (new, recovered)."""
     frame = run.tables.get("sweep/changes")
-    return [] if frame is None or frame.empty else [str(t) for t in frame["text"]]
+    if frame is None or frame.empty:
+        return []
+    if change:
+        frame = frame[frame["change"] == change] if "change" in frame else frame.iloc[:0]
+    return [str(t) for t in frame["text"]]
+
+
+def _count(attrs, name):
+    """An integer root attribute, None where absent or unreadable."""
+    try:
+        return int(attrs[name])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def coverage_gap(run) -> str:
+    """Why a sweep is no pass whatever its verdicts say, '' when it tested what it planned: the counts of its root
+    attributes where `coverage_complete` is 0 or fewer hosts were tested than planned ('0 of 28 pairs and 0 of 8 hosts
+    tested', with the cause the untested verdicts give, '(--budget 2s)'), else verdicts of kind untested (the hosts
+    they name, else the first one's reason)."""
+    a = run.attrs
+    planned, tested = _count(a, "hosts_planned"), _count(a, "hosts_tested")
+    short = _count(a, "coverage_complete") == 0 or (None not in (planned, tested) and tested < planned)
+    if short and None not in (planned, tested):
+        pairs_planned, pairs_tested = _count(a, "pairs_planned"), _count(a, "pairs_tested")
+        pairs = f"{pairs_tested} of {pairs_planned} pairs and " if None not in (pairs_planned, pairs_tested) else ""
+        cause = re.search(r"\((--budget [^)]*)\)", " ".join(str(r.get("reason", "")) for r in rails.untested_rows(run)))
+        return f"{pairs}{tested} of {planned} hosts tested" + (f" ({cause.group(1)})" if cause else "")
+    untested, rows = rails.untested_hosts(run), rails.untested_rows(run)
+    if untested:
+        hosts = [h for h in str(a.get("hosts", "")).split(",") if h]
+        return f"{len(untested)} of {len(hosts)} hosts not tested"
+    if rows:
+        return str(rows[0].get("reason", "")) or "a verdict of kind untested"
+    return ""

@@ -112,7 +112,9 @@ def _check(args) -> int:
     for line in failures:
         print(f"BELOW BASELINE {line}")
     print(f"# {checked} value(s) checked against {args.baseline}: {len(failures)} failed")
-    return 1 if failures else 0
+    if not checked and not failures:  # a baseline that checked nothing passes nothing
+        print(f"NOTHING CHECKED: no value of this run is in {args.baseline}: not a pass")
+    return 1 if failures or not checked else 0
 
 
 def main(argv=None) -> int:

@@ -1,9 +1,10 @@
 """One self-contained HTML page for a run (plots inline as base64 PNG) that leads with the answer: the run's identity,
-then what is wrong (answer.py: the status of a run that did not complete, the sweep's verdicts or "all N hosts pass",
-failed and warned checks, rows below their expected share, wrong data, regressions against a reference run B), then
-the pictures, then every table folded (<details>): the comparison, all checks, results, sweep and /env tables. A sweep
-with rails or a topology adds, after its verdicts, the per-NIC table (/sweep/nodes per host and rail) and the per-switch
-table (/sweep/switches), the rows with suspect pairs first and highlighted."""
+then what is wrong (answer.py: a sweep that did not test all it planned, the status of a run that did not complete,
+the sweep's verdicts or "all N hosts pass", a mesh's changes (a recovery in green), failed and warned checks, rows
+below their expected share, wrong data, regressions against a reference run B), then the pictures, then every table
+folded (<details>): the comparison, all checks, results, sweep and /env tables. A sweep with rails or a topology adds,
+after its verdicts, the per-NIC table (/sweep/nodes per host and rail) and the per-switch table (/sweep/switches), the
+rows with suspect pairs first and highlighted."""
 from __future__ import annotations
 
 import base64
@@ -98,8 +99,8 @@ def _answer(run, found) -> str:
     """The first screen: one line per thing wrong (or that nothing is), then the rows behind each."""
     css = "clean" if found.nothing_wrong else "wrong"
     out = [f"<section id='answer' class='{css}'><h2>What is wrong</h2>"]
-    for line in found.lines():
-        out.append(f"<p class='line {'ok' if found.nothing_wrong else 'fail'}'>{html.escape(line)}</p>")
+    for style, line in found.styled_lines():
+        out.append(f"<p class='line {style}'>{html.escape(line)}</p>")
     if found.verdicts is not None and not found.verdicts.empty:
         out.append("<h3>Verdicts</h3>" + _table(found.verdicts))
     rail_tables = _rail_tables(found)

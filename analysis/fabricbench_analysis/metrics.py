@@ -4,8 +4,9 @@ Every value is a gauge in base units (seconds, bytes, bytes per second, ratios),
 wrote the run, so the files of several tools can lie in one collector folder. Results tables (/results/<table>) are
 exported from their declarations, no per-table code: each headline column, the reference and % of expected columns
 and the health counters, one series per row labelled by the table's key columns. The sweep's pairs, per-node
-medians and verdicts, the expected bandwidth per host and NIC (/env/expected) and the checks (/doctor/findings, else
-/env/checks) have fixed layouts (docs/RESULTS.md) and their own families. docs/operations.md lists them."""
+medians, verdicts and coverage of its plan, the expected bandwidth per host and NIC (/env/expected) and the checks
+(/doctor/findings, else /env/checks) have fixed layouts (docs/RESULTS.md) and their own families. docs/operations.md
+lists them."""
 from __future__ import annotations
 
 import calendar
@@ -16,6 +17,7 @@ import types
 
 import pandas as pd
 
+from .answer import coverage_gap
 from .results import HEALTH_COLUMNS
 
 PREFIX = "fabricbench"
@@ -203,7 +205,8 @@ def _sweep(out: Exposition, run) -> None:
             labels = {"kind": row["kind"], "metric": row["metric"], "host": row["host_a"], "peer": row["host_b"],
                       **_rail_labels(row, extra), "reason": row["reason"]}
             out.add("sweep_verdict", "fabric-sweep: one verdict (kind node, link, pair, hung, nic, switch, uplink, "
-                    "path ...; host and peer; rail, nic and switch where it has them; the reason), value 1", labels, 1)
+                    "path, untested (a host no pair test reached) ...; host and peer; rail, nic and switch where it "
+                    "has them; the reason), value 1", labels, 1)
     switches = run.tables.get("sweep/switches")
     if switches is not None and not switches.empty:
         for row in switches.to_dict(orient="records"):
@@ -225,6 +228,29 @@ def _sweep(out: Exposition, run) -> None:
     if coverage is not None:
         out.add("sweep_leaf_pair_coverage_ratio", "fabric-sweep: the share of leaf switch pairs x rails the sweep's "
                 "pairs crossed (given a topology)", {}, coverage)
+    _coverage(out, run)
+
+
+_COVERAGE_COUNTS = {
+    "hosts_planned": "fabric-sweep: the hosts the sweep's plan was to test",
+    "hosts_tested": "fabric-sweep: the hosts at least one pair test measured",
+    "pairs_planned": "fabric-sweep: the pairs the sweep's plan asked for",
+    "pairs_tested": "fabric-sweep: the pairs tested",
+}
+
+
+def _coverage(out: Exposition, run) -> None:
+    """What the sweep tested of its plan (root attributes hosts_planned ... and coverage_complete), where the file has them: a
+    sweep whose budget ran out before any test has no verdict, and sweep_verdicts alone would read as a pass."""
+    present = [name for name in _COVERAGE_COUNTS if name in run.attrs]
+    for name in present:
+        try:
+            out.add(f"sweep_{name}", _COVERAGE_COUNTS[name], {}, int(run.attrs[name]))
+        except (TypeError, ValueError):
+            continue
+    if present or "coverage_complete" in run.attrs:
+        out.add("sweep_coverage_complete", "fabric-sweep: 1 when the sweep tested every host (and pair) it planned, "
+                "0 when it did not (then no verdict is no pass)", {}, 0 if coverage_gap(run) else 1)
 
 
 def _checks(out: Exposition, run) -> None:

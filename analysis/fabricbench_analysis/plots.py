@@ -2,13 +2,15 @@
 from per-table code: each headline column of a results table against size, one curve per series value (a bandwidth
 with the row's time beside it where the table measures one, and its reference figure, the expected bandwidth, as a
 dashed line); the headline of any other table without a size as bars per series value (fabric-sweep's per-node
-medians); sweep heat maps with the hosts named in verdicts marked; for a mesh (fabric-sweep --repeat) each host's
-figure over time and a heat map per pass; and a stability profile (per-iteration times of one size, in order)."""
+medians); sweep heat maps with the hosts named in that metric's verdicts marked and the hosts no test reached in grey;
+for a mesh (fabric-sweep --repeat) each host's figure over time and a heat map per pass; and a stability profile
+(per-iteration times of one size, in order). A title too wide for its figure is wrapped, never clipped."""
 from __future__ import annotations
 
 import dataclasses
 import math
 import pathlib
+import re
 
 import matplotlib
 
@@ -56,9 +58,58 @@ def _reference_lines(ax, run, table: str, frame: pd.DataFrame, unit: str) -> Non
                         xytext=(2, 2), textcoords="offset points")
 
 
+def _wrap(text: str, chars: int) -> str:
+    """Each line of `text` longer than `chars` broken after commas and spaces (a title's host list has no spaces)."""
+    out = []
+    for line in text.split("\n"):
+        current = ""
+        for token in re.findall(r"[^ ,]+[ ,]*|[ ,]+", line):
+            if current and len(current) + len(token.rstrip()) > chars:
+                out.append(current.rstrip())
+                current = ""
+            current += token
+        out.append(current.rstrip())
+    return "\n".join(out)
+
+
+def _titles(fig) -> list:
+    """(title, left, right in pixels of the room it is centred in): a panel's title its column of the figure's grid
+    (a colour bar's nested grid is part of its panel), the figure's title the whole width."""
+    width = fig.bbox.width
+    # fig._suptitle: matplotlib 3.6 (Debian 12's) has no get_suptitle yet
+    out = [(fig._suptitle, 0.0, width)] if fig._suptitle is not None and fig._suptitle.get_text() else []
+    for ax in fig.axes:
+        spec = ax.get_subplotspec() if ax.title.get_text() else None
+        if spec is not None:
+            spec = spec.get_topmost_subplotspec()
+            ncols = spec.get_gridspec().ncols
+            out.append((ax.title, width * spec.colspan.start / ncols, width * spec.colspan.stop / ncols))
+    return out
+
+
+def _fit_titles(fig) -> bool:
+    """Wrap each title wider than its room (8 host names over a 5-inch bar chart), which would otherwise be clipped
+    at the figure's edge or run over its neighbour's; whether any was wrapped."""
+    renderer = fig.canvas.get_renderer()
+    wrapped = False
+    for text, left, right in _titles(fig):
+        box = text.get_window_extent(renderer)
+        centre = (box.x0 + box.x1) / 2
+        room = 2 * min(centre - left, right - centre) * 0.95
+        if box.width > room > 0:
+            longest = max(len(line) for line in text.get_text().split("\n"))
+            text.set_text(_wrap(text.get_text(), max(12, int(longest * room / box.width))))
+            wrapped = True
+    return wrapped
+
+
 def _save(fig, out: pathlib.Path, paths: list) -> None:
-    if not fig.get_constrained_layout():
+    # The layout first: it moves the panels, and with them where their titles are centred.
+    laid_out = not fig.get_constrained_layout()
+    if laid_out:
         fig.tight_layout()
+    if _fit_titles(fig) and laid_out:
+        fig.tight_layout()  # room for the wrapped titles' extra lines
     fig.savefig(out, dpi=110)
     plt.close(fig)
     paths.append(out)
@@ -163,16 +214,30 @@ def _curves(run, table, out_dir, fmt, paths) -> None:
         _save(fig, out_dir / f"{short}_{name}.{fmt}", paths)
 
 
-def _verdict_hosts(run, rail=None) -> set:
-    """The hosts named in a sweep verdict; with `rail`, in the verdicts about that rail or about no one rail."""
-    return rails.verdict_hosts(run, rail)
+def _verdict_hosts(run, rail=None, metric=None) -> set:
+    """The hosts named in a sweep verdict; with `rail`, in the verdicts about that rail or about no one rail; with
+    `metric`, in that metric's verdicts (a latency verdict marks no bandwidth plot)."""
+    return rails.verdict_hosts(run, rail, metric)
+
+
+UNTESTED_COLOR = "darkgray"  # a host no pair test reached: not measured, neither good (black) nor bad (red)
+
+
+def _color_ticks(labels, untested) -> None:
+    """Marked names (`* `) red, untested hosts grey."""
+    for tick in labels:
+        if tick.get_text().startswith("* "):
+            tick.set_color("red")
+        elif tick.get_text() in untested:
+            tick.set_color(UNTESTED_COLOR)
 
 
 @dataclasses.dataclass
 class HeatLayout:
     """How the heat map of one sweep matrix is drawn: which metric and rail, the hosts in drawing order, the leaf
     switches (name, first index, end index) and the indices where a new leaf begins (a line before each), the hosts
-    and leaves named in a verdict about that rail (marked `*`, in red)."""
+    and leaves named in a verdict about that rail and metric (marked `*`, in red), the hosts no test reached
+    (grey)."""
     metric: str
     rail: object            # int, or None for a matrix without rails
     hosts: list
@@ -180,6 +245,7 @@ class HeatLayout:
     boundaries: list
     marked_hosts: set
     marked_leaves: set
+    untested: set = dataclasses.field(default_factory=set)
 
 
 def heat_layout(run, name: str) -> HeatLayout:
@@ -191,8 +257,9 @@ def heat_layout(run, name: str) -> HeatLayout:
     order = rails.leaf_order(run, hosts, rail)
     if order.grouped and sorted(order.hosts) != sorted(str(c) for c in matrix.columns):
         order = rails.LeafOrder(hosts, [], [])  # rows and columns not the same hosts: drawn as stored
-    return HeatLayout(metric, rail, order.hosts, order.leaves, order.boundaries, _verdict_hosts(run, rail),
-                      rails.verdict_switches(run, rail) if order.grouped else set())
+    return HeatLayout(metric, rail, order.hosts, order.leaves, order.boundaries, _verdict_hosts(run, rail, metric),
+                      rails.verdict_switches(run, rail, metric) if order.grouped else set(),
+                      set(rails.untested_hosts(run)))
 
 
 def _leaf_axes(ax, layout: HeatLayout) -> None:
@@ -243,9 +310,7 @@ def _heat_maps(run, out_dir, fmt, paths) -> None:
             columns = [i for i, h in enumerate(matrix.columns) if h in named]
             ax.set_xticks(columns, [f"* {matrix.columns[i]}" for i in columns], rotation=90, fontsize=7)
             ax.set_yticks(rows, [f"* {matrix.index[i]}" for i in rows], fontsize=7)
-        for tick in ax.get_xticklabels() + ax.get_yticklabels():
-            if tick.get_text().startswith("* "):
-                tick.set_color("red")
+        _color_ticks(ax.get_xticklabels() + ax.get_yticklabels(), layout.untested)
         if n <= 16:
             norm = image.norm
             for i in range(n):
@@ -259,7 +324,8 @@ def _heat_maps(run, out_dir, fmt, paths) -> None:
         ax.set_xlabel("to")
         ax.set_ylabel("from")
         what = layout.metric if layout.rail is None else f"{layout.metric} rail {layout.rail}"
-        ax.set_title(title(run, f"{what} ({attrs.get('unit', '')}); * = named in a verdict"), fontsize=9)
+        grey = "; grey: not tested" if layout.untested & set(layout.hosts) else ""
+        ax.set_title(title(run, f"{what} ({attrs.get('unit', '')}); * = named in a verdict{grey}"), fontsize=9)
         _save(fig, out_dir / f"sweep_{name.rsplit('/', 1)[1]}.{fmt}", paths)
 
 
@@ -278,14 +344,46 @@ def _pass_matrix(rows: pd.DataFrame, hosts: list, higher: bool) -> np.ndarray:
     return m
 
 
+# Line styles of the mesh's hosts over time: up to this many hosts each gets its own colour, beyond only the changed.
+# No red: elsewhere on the page red means bad, and a change may be a recovery.
+_PALETTE = [c for c in matplotlib.colormaps["tab10"].colors if c != matplotlib.colors.to_rgb("tab:red")]
+_MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
+
+
+def _changed_hosts(changes, metric) -> list:
+    """The hosts a change of `metric` names (/sweep/changes), in order of appearance."""
+    if changes is None or changes.empty:
+        return []
+    mine = changes[changes["metric"] == metric] if "metric" in changes else changes
+    return list(dict.fromkeys(h for a, b in zip(mine.host_a, mine.host_b) for h in (a, b) if h))
+
+
+def _host_styles(hosts, changed) -> dict:
+    """host -> ax.plot keywords. Each changed host its own colour and marker (the legend tells them apart), drawn
+    thick over the others; the others thin, in their own colours while all hosts fit the palette, else light grey
+    without a legend entry (at 1024 hosts the changed ones must stand out)."""
+    few = len(hosts) <= len(_PALETTE)
+    styles = {}
+    for i, host in enumerate(hosts):
+        if host in changed:
+            k = changed.index(host)
+            color = _PALETTE[i] if few else _PALETTE[k % len(_PALETTE)]
+            styles[host] = dict(color=color, marker=_MARKERS[k % len(_MARKERS)], markersize=5, linewidth=2,
+                                label=f"{host} (changed)", zorder=3)
+        else:
+            styles[host] = dict(color=_PALETTE[i] if few else "lightgray", marker="o", markersize=2, linewidth=0.8,
+                                label=host if few else None, zorder=2)
+    return styles
+
+
 def _mesh(run, out_dir, fmt, paths, most_passes: int = 12) -> None:
     """fabric-sweep --repeat: per metric, each host's median pair over time (one line per host, x the pass's start;
-    hosts a change verdict names in red) and a heat map per pass (the last `most_passes`, one panel each)."""
+    hosts a change verdict of that metric names drawn thick, each in its own colour and marker) and a heat map per
+    pass (the last `most_passes`, one panel each)."""
     passes, pairs = run.tables.get("sweep/passes"), run.tables.get("sweep/pairs")
     if passes is None or passes.empty or pairs is None or pairs.empty:
         return
     changes = run.tables.get("sweep/changes")
-    changed = set() if changes is None else set(changes.host_a) | set(changes.host_b) - {""}
     hosts = [h for h in str(run.attrs.get("hosts", "")).split(",") if h]
     start = dict(zip(passes["pass"], passes["start_s"]))
     rows = pairs[pairs["pass"].isin(start.keys())]
@@ -295,18 +393,15 @@ def _mesh(run, out_dir, fmt, paths, most_passes: int = 12) -> None:
         unit = str(part["unit"].iloc[0])
         higher = run.matrix_attrs.get(f"sweep/matrices/{metric}", {}).get("better", "higher") != "lower"
         fig, ax = plt.subplots(figsize=(9, 4))
-        calm = ["tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:gray", "tab:olive",
-                "tab:cyan"]  # no red: red is a change
-        few = len(hosts) <= len(calm)
+        changed = _changed_hosts(changes, metric)
+        styles = _host_styles(hosts, changed)
         lowest, highest = math.inf, 0.0
-        for i, host in enumerate(hosts):
+        for host in hosts:
             mine = part[(part.host_a == host) | (part.host_b == host)]
             per_pass = mine.groupby("pass")["value"].median()
             xs = [start[k] for k in per_pass.index]
             lowest, highest = min(lowest, per_pass.min()), max(highest, per_pass.max())
-            color = "red" if host in changed else calm[i] if few else "lightgray"
-            ax.plot(xs, per_pass.to_numpy(), marker="o", markersize=3, linewidth=1.5 if host in changed else 0.8,
-                    color=color, label=host if host in changed or few else None, zorder=3 if host in changed else 2)
+            ax.plot(xs, per_pass.to_numpy(), **styles[host])
         ax.set_xlabel("seconds since the first pass")
         ax.set_ylabel(f"{metric}, median pair of the host ({unit})")
         if lowest > 0 and highest / lowest > 20:
@@ -314,7 +409,7 @@ def _mesh(run, out_dir, fmt, paths, most_passes: int = 12) -> None:
         ax.grid(True, alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7)
-        ax.set_title(title(run, f"{metric} per host over {len(start)} passes; red: named in a change"), fontsize=9)
+        ax.set_title(title(run, f"{metric} per host over {len(start)} passes; thick: named in a change"), fontsize=9)
         _save(fig, out_dir / f"sweep_over_time_{metric}.{fmt}", paths)
 
         shown = sorted(start)[-most_passes:]
@@ -345,9 +440,10 @@ def _mesh(run, out_dir, fmt, paths, most_passes: int = 12) -> None:
 def _bars(run, table, out_dir, fmt, paths) -> None:
     """A table without a size (fabric-sweep's per-node medians): each headline as bars, one panel per series value,
     each bar named by the text keys that vary within the panel (and its rail where the rows have several); names in a
-    sweep verdict in red."""
+    sweep verdict of the panel's metric in red, hosts no pair test reached in grey (and named below the panel where
+    they have no bar)."""
     frame = run.tables[table]
-    named = _verdict_hosts(run)
+    untested = rails.untested_hosts(run)
     series = run.series(table)
     columns = run.columns[table]
     text_keys = [k for k in run.keys(table) if k != series and frame[k].dtype == object]
@@ -360,23 +456,38 @@ def _bars(run, table, out_dir, fmt, paths) -> None:
         width = max(5, 0.3 * max(len(part) for _, part in panels)) if several_rails else 5  # a bar per host and rail
         fig, axes = plt.subplots(1, len(panels), figsize=(width * len(panels), 4), squeeze=False)
         for ax, (value, part) in zip(axes[0], panels):
+            metric = str(value) if series == "metric" else None  # a verdict marks the plots of its own metric
             varying = [k for k in text_keys if part[k].nunique() > 1] or text_keys[:1]
-            labels = [" ".join(str(v) for v in r) for r in part[varying].itertuples(index=False, name=None)]
+            texts = [tuple(str(v) for v in r) for r in part[varying].itertuples(index=False, name=None)]
+            labels = [" ".join(t) for t in texts]
+            named = _verdict_hosts(run, None, metric)
             red = [x in named for x in labels]
             if "rail" in part and part["rail"].nunique() > 1:
                 # One bar per host (or leaf) and rail: red where a verdict about that rail (or no one rail) names it.
-                texts = list(part[varying].itertuples(index=False, name=None))
                 labels = [f"{x} rail {r}" for x, r in zip(labels, part["rail"])]
-                red = [any(str(v) in _verdict_hosts(run, r) | rails.verdict_switches(run, r) for v in t)
+                red = [any(v in _verdict_hosts(run, r, metric) | rails.verdict_switches(run, r, metric) for v in t)
                        for t, r in zip(texts, part["rail"])]
-            ax.bar(range(len(part)), part[headline], color=["red" if x else "tab:blue" for x in red])
+            grey = [not bad and any(v in untested for v in t) for t, bad in zip(texts, red)]
+            colors = ["red" if bad else UNTESTED_COLOR if gap else "tab:blue" for bad, gap in zip(red, grey)]
+            ax.bar(range(len(part)), part[headline], color=colors)
             ax.set_xticks(range(len(part)), labels, rotation=90, fontsize=7)
+            for tick, gap in zip(ax.get_xticklabels(), grey):
+                if gap:
+                    tick.set_color(UNTESTED_COLOR)
+            missing = [h for h in untested if h not in set(part["host"])] if "host" in part else []
+            if missing:
+                ax.set_xlabel(f"not tested (no bar): {_few(missing)}", color=UNTESTED_COLOR, fontsize=8)
             # A table with a per-row unit column (the sweep's) names the unit there.
             unit = columns[headline].unit or (str(part["unit"].iloc[0]) if "unit" in part else "")
             ax.set_ylabel(f"{headline} ({unit})" if unit else headline)
             ax.set_title(title(run, f"{table} {headline} {value}".strip()), fontsize=9)
         stem = table.replace("/", "_") + ("" if headline == run.headlines(table)[0] else f"_{headline}")
         _save(fig, out_dir / f"{stem}.{fmt}", paths)
+
+
+def _few(names: list, most: int = 8) -> str:
+    """'a, b', or the first `most` names and how many more."""
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
 def _stability(run, out_dir, fmt, paths) -> None:

@@ -17,6 +17,8 @@ import pandas as pd
 _RAIL_MATRIX = re.compile(r"^(?P<metric>.+)_rail(?P<rail>[0-9]+)$")
 # The verdict kinds that point at one rail's hardware rather than at a host or a pair.
 RAIL_KINDS = ("nic", "switch", "uplink", "path")
+# The verdict kind of a host that no pair test reached (a budget spent, hosts excluded): a gap, not a finding.
+UNTESTED = "untested"
 
 
 def matrix_rail(stem: str):
@@ -97,25 +99,51 @@ def leaf_order(run, hosts, rail=None) -> LeafOrder:
     return LeafOrder(ordered, groups, [start for _, start, _ in groups[1:]])
 
 
-def _verdict_rows(run, rail=None) -> list:
-    """The verdicts as dicts; with `rail`, those about that rail or about no one rail (rail -1 or no rail column)."""
+def _verdict_rows(run, rail=None, metric=None) -> list:
+    """The verdicts about something measured as dicts (an untested host's row is none: untested_hosts); with `rail`,
+    those about that rail or about no one rail (rail -1 or no rail column); with `metric`, those of that metric or of
+    no metric the sweep measured (data_path's path verdicts), so a latency verdict marks no bandwidth plot."""
     verdicts = run.tables.get("sweep/verdicts")
     if verdicts is None or verdicts.empty:
         return []
-    rows = verdicts.to_dict(orient="records")
-    if rail is None:
-        return rows
-    return [v for v in rows if _int(v.get("rail", -1)) in (-1, rail)]
+    rows = [v for v in verdicts.to_dict(orient="records") if _text(v.get("kind")) != UNTESTED]
+    if rail is not None:
+        rows = [v for v in rows if _int(v.get("rail", -1)) in (-1, rail)]
+    if metric is not None:
+        measured = measured_metrics(run)
+        rows = [v for v in rows if _text(v.get("metric")) == metric or _text(v.get("metric")) not in measured]
+    return rows
 
 
-def verdict_hosts(run, rail=None) -> set:
-    """The hosts a verdict names (host_a, host_b); with `rail`, the verdicts about that rail or about no one rail."""
-    return {h for v in _verdict_rows(run, rail) for h in (_text(v.get("host_a")), _text(v.get("host_b"))) if h}
+def measured_metrics(run) -> set:
+    """The metrics of /sweep/pairs."""
+    pairs = run.tables.get("sweep/pairs")
+    return set() if pairs is None or "metric" not in pairs else {_text(m) for m in pairs["metric"]}
 
 
-def verdict_switches(run, rail=None) -> set:
-    """The leaf switches a verdict names (`switch`, twins split); with `rail` as verdict_hosts."""
-    return {s for v in _verdict_rows(run, rail) for s in switches_of(v.get("switch"))}
+def verdict_hosts(run, rail=None, metric=None) -> set:
+    """The hosts a verdict names (host_a, host_b); with `rail` and `metric` as _verdict_rows."""
+    return {h for v in _verdict_rows(run, rail, metric) for h in (_text(v.get("host_a")), _text(v.get("host_b"))) if h}
+
+
+def verdict_switches(run, rail=None, metric=None) -> set:
+    """The leaf switches a verdict names (`switch`, twins split); with `rail` and `metric` as verdict_hosts."""
+    return {s for v in _verdict_rows(run, rail, metric) for s in switches_of(v.get("switch"))}
+
+
+def untested_rows(run) -> list:
+    """The verdicts of kind untested as dicts: one per host no pair test reached, or where every host was, one
+    without a host for the pairs (or hosts) the plan left untested."""
+    verdicts = run.tables.get("sweep/verdicts")
+    if verdicts is None or verdicts.empty or "kind" not in verdicts:
+        return []
+    return verdicts[verdicts["kind"] == UNTESTED].to_dict(orient="records")
+
+
+def untested_hosts(run) -> list:
+    """The hosts no pair test reached, in the table's order: not measured, so drawn as not tested rather than as
+    bad."""
+    return list(dict.fromkeys(_text(v.get("host_a")) for v in untested_rows(run) if _text(v.get("host_a"))))
 
 
 def describe(verdict) -> str:

@@ -354,9 +354,9 @@ def _summary_sheet(writer, run: Run) -> None:
     head.to_excel(writer, "summary", index=False)
     sheet = writer.sheets["summary"]
     row = len(head) + 2  # 0-based row for pandas; openpyxl's rows are 1-based
-    colour = "167D2B" if found.nothing_wrong else "B00020"
-    for line in found.lines():
-        sheet.cell(row + 1, 1, line).font = Font(bold=True, color=colour)
+    colour = {"ok": "167D2B", "fail": "B00020"}
+    for style, line in found.styled_lines():
+        sheet.cell(row + 1, 1, line).font = Font(bold=line not in found.recovered, color=colour[style])
         row += 1
     from . import rails
 

@@ -1,7 +1,9 @@
 """Synthetic fabric-sweep files written with h5py in the layout fabric-sweep writes (compound tables of fixed-width
 text, each column declared by the attributes column_units/roles/better/headline/series; matrices with row and column
-labels): the single-rail layout of today's files, and the layout of issue 21 with rails (/sweep/pairs, /sweep/nodes and
-/sweep/verdicts with rail, nic and switch columns; /sweep/topology, /sweep/switches; one matrix per rail)."""
+labels): the single-rail layout of today's files (also with several metrics, hosts left untested and the coverage
+attributes), the layout of issue 21 with rails (/sweep/pairs, /sweep/nodes and /sweep/verdicts with rail, nic and
+switch columns; /sweep/topology, /sweep/switches; one matrix per rail), and a mesh (--repeat: /sweep/passes,
+/sweep/changes, the pairs of every pass)."""
 import math
 
 import h5py
@@ -27,10 +29,10 @@ def write_table(f, name, columns, rows):
     return ds
 
 
-def write_matrix(f, name, hosts, values, unit="MB/s", title=""):
+def write_matrix(f, name, hosts, values, unit="MB/s", title="", better="higher"):
     ds = f.create_dataset(name, data=np.asarray(values, dtype=float))
     text = h5py.string_dtype()
-    ds.attrs["better"] = "higher"
+    ds.attrs["better"] = better
     ds.attrs.create("column_labels", hosts, dtype=text)
     ds.attrs.create("row_labels", hosts, dtype=text)
     ds.attrs["title"] = title or f"{name.rsplit('/', 1)[1]} ({unit}): row -> column, each direction measured on its own"
@@ -59,8 +61,9 @@ def _env(f, hosts):
                 [(h, -1, "mpi", "", "ok", "Open MPI", "", "") for h in hosts])
 
 
-def _pair_columns(rails):
-    cols = [_col("round", "<i8", role="key"), _col("kind", "S8", role="key"), _col("host_a", "S64", role="key"),
+def _pair_columns(rails, passes=False):
+    cols = [_col("pass", "<i8", role="key")] if passes else []
+    cols += [_col("round", "<i8", role="key"), _col("kind", "S8", role="key"), _col("host_a", "S64", role="key"),
             _col("host_b", "S64", role="key"), _col("metric", "S16", role="key", series=True),
             _col("direction", "S8", role="key")]
     if rails:
@@ -75,10 +78,21 @@ def _pair_columns(rails):
     return cols
 
 
-def _pair_row(rails, rnd, a, b, rail, direction, value, nic_a="", nic_b=""):
-    row = [rnd, "sweep", a, b, "p2p_bw", direction] + ([rail, nic_a, nic_b] if rails else [])
-    row += [65536, 2, 64, 0, 0, value, "MB/s", 10.0, 12.0, 0, math.nan, math.nan, math.nan, "", math.nan, math.nan]
+def _pair_row(rails, rnd, a, b, rail, direction, value, nic_a="", nic_b="", metric="p2p_bw", pass_no=None):
+    row = [] if pass_no is None else [pass_no]
+    row += [rnd, "sweep", a, b, metric, direction] + ([rail, nic_a, nic_b] if rails else [])
+    row += [65536, 2, 64, 0, 0, value, UNITS[metric], 10.0, 12.0, 0, math.nan, math.nan, math.nan, "", math.nan,
+            math.nan]
     return tuple(row)
+
+
+# metric -> its unit; a latency is also better lower (its matrix's `better`)
+UNITS = {"p2p_bw": "MB/s", "p2p_latency": "us"}
+
+
+def _figure(metric, bandwidth):
+    """A metric's figure for a pair of the given bandwidth (MB/s): a latency of 1e6 / bandwidth us, the slow slower."""
+    return bandwidth if UNITS[metric] == "MB/s" else 1e6 / bandwidth
 
 
 def _node_columns(rails):
@@ -102,23 +116,33 @@ def _matrix_values(hosts, value):
     return [[math.nan if i == j else value(hosts[i], hosts[j]) for j in range(n)] for i in range(n)]
 
 
-def write_single_rail(path, hosts=("node0", "node1", "node2", "node3"), slow=None, verdicts=()):
+def write_single_rail(path, hosts=("node0", "node1", "node2", "node3"), slow=None, verdicts=(), metrics=("p2p_bw",),
+                      tested=None, attrs=None):
     """Today's layout: no rail, nic or switch column, one matrix per metric, no topology. `slow`: a host whose pairs
-    are at half speed; `verdicts`: (kind, host_a, host_b, reason) rows."""
+    are at half speed; `verdicts`: (kind, host_a, host_b, reason[, metric]) rows, of p2p_bw unless a metric is given;
+    `metrics`: p2p_bw and/or p2p_latency; `tested`: the hosts whose pairs were measured (default all; the others have
+    no rows and NaN cells, as hosts a spent budget left out); `attrs`: more root attributes (hosts_planned ...)."""
     hosts = list(hosts)
+    tested = hosts if tested is None else list(tested)
     speed = lambda a, b: 5000.0 if slow in (a, b) else 10000.0 + 100 * hosts.index(a) + hosts.index(b)
     with h5py.File(path, "w") as f:
-        _root(f, hosts, "fabric-sweep --metric p2p_bw -b 64K -e 64K -n 2 -w 1 --output x.h5")
+        _root(f, hosts, f"fabric-sweep --metric {','.join(metrics)} -b 64K -e 64K -n 2 -w 1 --output x.h5")
+        for key, value in (attrs or {}).items():
+            f.attrs[key] = value
         _env(f, hosts)
-        pairs = [(a, b) for i, a in enumerate(hosts) for b in hosts[i + 1:]]
+        pairs = [(a, b) for i, a in enumerate(tested) for b in tested[i + 1:]]
         write_table(f, "sweep/pairs", _pair_columns(False),
-                    [_pair_row(False, k, a, b, 0, d, speed(a, b) if d == "a->b" else speed(b, a))
-                     for k, (a, b) in enumerate(pairs) for d in ("a->b", "b->a")])
+                    [_pair_row(False, k, a, b, 0, d, _figure(m, speed(a, b) if d == "a->b" else speed(b, a)),
+                               metric=m) for m in metrics for k, (a, b) in enumerate(pairs) for d in ("a->b", "b->a")])
         write_table(f, "sweep/nodes", _node_columns(False),
-                    [(h, "p2p_bw", 5000.0 if h == slow else 10000.0, "MB/s", len(hosts) - 1,
-                      len(hosts) - 1 if h == slow else 0) for h in hosts])
-        write_table(f, "sweep/verdicts", _verdict_columns(False), [("p2p_bw", *v) for v in verdicts])
-        write_matrix(f, "sweep/matrices/p2p_bw", hosts, _matrix_values(hosts, speed))
+                    [(h, m, _figure(m, 5000.0 if h == slow else 10000.0), UNITS[m], len(tested) - 1,
+                      len(tested) - 1 if h == slow else 0) for m in metrics for h in tested])
+        write_table(f, "sweep/verdicts", _verdict_columns(False),
+                    [(v[4] if len(v) > 4 else "p2p_bw", *v[:4]) for v in verdicts])
+        for m in metrics:
+            figure = lambda a, b: _figure(m, speed(a, b)) if a in tested and b in tested else math.nan
+            write_matrix(f, f"sweep/matrices/{m}", hosts, _matrix_values(hosts, figure), unit=UNITS[m],
+                         better="higher" if UNITS[m] == "MB/s" else "lower")
 
 
 # The rails file: 8 hosts, 2 rails, two leaves per rail. The leaves are named so that first seen is not alphabetical
@@ -214,3 +238,35 @@ def write_rails(path, verdicts=None, topology=True, coverage=1.0):
             write_matrix(f, f"sweep/matrices/p2p_bw_rail{rail}", HOSTS,
                          _matrix_values(HOSTS, lambda a, b: rail_speed(a, b, rail)),
                          title=f"p2p_bw rail {rail} (MB/s): row -> column, each direction measured on its own")
+
+
+def write_mesh(path, hosts, passes, slow, changes):
+    """A mesh (fabric-sweep --repeat) of p2p_latency: `passes` passes 10 s apart, every pair each pass (/sweep/pairs
+    with its pass), `slow`: pass -> hosts whose pairs are slow in it; `changes`: (pass, change, host, text) rows of
+    /sweep/changes (change new or recovered, a node verdict). /sweep/verdicts: the last pass's slow hosts."""
+    hosts = list(hosts)
+    speed = lambda k, a, b: 500.0 if {a, b} & set(slow.get(k, ())) else 10000.0 + 10 * hosts.index(a) + hosts.index(b)
+    with h5py.File(path, "w") as f:
+        _root(f, hosts, f"fabric-sweep --metric p2p_latency --repeat {passes} --every 10s --output x.h5")
+        f.attrs["repeat"], f.attrs["passes"] = np.int64(passes), np.int64(passes)
+        _env(f, hosts)
+        pairs = [(a, b) for i, a in enumerate(hosts) for b in hosts[i + 1:]]
+        write_table(f, "sweep/pairs", _pair_columns(False, passes=True),
+                    [_pair_row(False, k, a, b, 0, "both", _figure("p2p_latency", speed(k, a, b)), metric="p2p_latency",
+                               pass_no=k) for k in range(1, passes + 1) for a, b in pairs])
+        write_table(f, "sweep/passes", [_col("pass", "<i8", role="key"), _col("started", "S24"),
+                                        _col("start_s", "<f8", "s"), _col("wall_s", "<f8", "s")],
+                    [(k, f"2026-11-24T06:27:{10 * k:02d}Z", 10.0 * (k - 1), 0.5) for k in range(1, passes + 1)])
+        write_table(f, "sweep/changes", [_col("pass", "<i8", role="key"), _col("change", "S16"), _col("kind", "S8"),
+                                         _col("metric", "S16"), _col("host_a", "S64"), _col("host_b", "S64"),
+                                         _col("text", "S256")],
+                    [(k, change, "node", "p2p_latency", host, "", text) for k, change, host, text in changes])
+        last = list(slow.get(passes, ()))
+        write_table(f, "sweep/nodes", _node_columns(False),
+                    [(h, "p2p_latency", 2000.0 if h in last else 100.0, "us", len(hosts) - 1,
+                      len(hosts) - 1 if h in last else 0) for h in hosts])
+        write_table(f, "sweep/verdicts", _verdict_columns(False),
+                    [("p2p_latency", "node", h, "", "all of its pairs suspect") for h in last])
+        write_matrix(f, "sweep/matrices/p2p_latency", hosts,
+                     _matrix_values(hosts, lambda a, b: _figure("p2p_latency", speed(passes, a, b))), unit="us",
+                     better="lower")
