@@ -33,6 +33,7 @@ class LinePattern {
  private:
   regex_t regex_{};
   bool compiled_ = false;
+  mutable std::string head_;  // the window of the line in hand, NUL-terminated
 };
 
 }  // namespace fabricbench::cli

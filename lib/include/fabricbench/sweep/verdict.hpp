@@ -119,7 +119,9 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double bad_
 Assessment assess(const std::string& metric, const MetricRule& rule, double bad_node_fraction, int hosts,
                   const std::vector<PairValue>& values, const std::vector<std::string>& names);
 
-// Pervasive noise: where `assessment`'s verdicts name more than `host_fraction` of `hosts` hosts (4 or more; not
+// Pervasive noise: where `assessment`'s verdicts blame more than `host_fraction` of `hosts` hosts (a host is blamed by a
+// node or NIC verdict, or by two link/pair verdicts; 4 hosts or more; the slow pairs no further than 1.5x beyond the
+// worst healthy-looking one, where a fault leaves a gap; not
 // against a baseline, where every host may truly be slow), they
 // are replaced by one verdict of kind "noise" (no host named) that gives the spread of the pair values (90th over
 // 10th percentile) and what to do. Returns whether it did.
