@@ -138,7 +138,7 @@ Judgement judge(const std::vector<PairRecord>& records, const std::vector<Judged
     const auto better = [&](double x, double y) { return rule.higher_is_better ? std::max(x, y) : std::min(x, y); };
     const auto values = pair_values(records, static_cast<int>(k), rule.higher_is_better);
     auto a = assess(m.name, rule, rules.bad_node_fraction, fabric, values, m.nics);
-    name_noise(m.name, rule, rules.noise_host_fraction, n, a);
+    name_noise(m.name, rule, rules.noise_gap, n, values, a);
     out.verdicts.insert(out.verdicts.end(), a.verdicts.begin(), a.verdicts.end());
     for (auto leaf : a.leaves) {
       leaf.metric = static_cast<int>(k);

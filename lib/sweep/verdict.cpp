@@ -39,8 +39,8 @@ Rules Rules::load(const std::string& path, const results::Baseline& baseline, co
         const auto where = "[attribution] " + key;
         if (key == "bad_node_fraction") {
           rules.bad_node_fraction = number(value, path, where, false);
-        } else if (key == "noise_host_fraction") {
-          rules.noise_host_fraction = number(value, path, where, false);
+        } else if (key == "noise_gap") {
+          rules.noise_gap = number(value, path, where, true);
         } else if (key == "intermittent_fraction") {
           intermittent_fraction = number(value, path, where, false);
         } else if (key == "intermittent_peers") {
@@ -51,7 +51,7 @@ Rules Rules::load(const std::string& path, const results::Baseline& baseline, co
           intermittent_peers = static_cast<int>(*v);
         } else {
           throw Error::usage(fmt::format("{}: {}: unknown key; allowed: bad_node_fraction, intermittent_fraction, "
-                                         "intermittent_peers, noise_host_fraction", path, where));
+                                         "intermittent_peers, noise_gap", path, where));
         }
       }
       continue;

@@ -5,7 +5,9 @@ Needs root; says 'skipped: needs root' otherwise."""
 import re
 import os
 import pathlib
+import random
 import subprocess
+import threading
 import time
 import unittest
 
@@ -194,6 +196,32 @@ class EmulatedCluster(LaunchTest):
         pairs = [tuple(sorted(p)) for p in zip(rows.host_a, rows.host_b)]
         self.assertEqual(len(pairs), 6, "every pair once")
         self.assertEqual(len(set(pairs)), 6)
+
+    def test_a_flickering_fabric_is_too_noisy_to_judge_and_names_no_host(self):
+        # Noise on every host: while the sweep runs, a thread keeps setting a random host's link to a random rate
+        # from 10 to 1000 Mbit/s. Before, such sweeps named a node "slow some of the time" and links (seen 2 of 3
+        # runs); every host is equally noisy, so the honest verdict names none: one `noise` verdict, or none at all.
+        hosts = self.hosts(6)
+        stop = threading.Event()
+
+        def flicker():
+            pick = random.Random(7)
+            while not stop.is_set():
+                rig("shape-host", self.rig, pick.choice(hosts), pick.choice(["10mbit", "30mbit", "100mbit", "300mbit",
+                                                                              "1000mbit"]), check=False)
+
+        thread = threading.Thread(target=flicker)
+        thread.start()
+        try:
+            runs = [self.sweep(hosts, ["--metric", "p2p_bw"], name=f"noise{k}.h5",
+                               args=["--sizes", "128K", "-W", "4", "-n", "4", "-w", "1", "--retest", "0"]) for k in range(2)]
+        finally:
+            stop.set()
+            thread.join()
+        for r, run in runs:
+            self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
+            verdicts = self.verdicts(run)
+            self.assertTrue(all(kind == "noise" and (a, b) == ("", "") for kind, a, b in verdicts), verdicts)
 
     def test_a_slow_link_is_named_not_its_hosts(self):
         hosts = self.hosts(4)

@@ -36,10 +36,10 @@ struct MetricRule {
 struct Rules {
   std::map<std::string, MetricRule> metrics;
   double bad_node_fraction = 0.75;
-  // Pervasive noise ([attribution] noise_host_fraction): where one metric's verdicts would name more than this
-  // fraction of the hosts (4 hosts or more), the pairs' spread is the finding, not the hosts: one "noise" verdict
-  // replaces them (an oversubscribed machine once named 7-8 of 8 hosts bad nodes against one fast pair).
-  double noise_host_fraction = 0.5;
+  // Pervasive noise ([attribution] noise_gap, name_noise): a metric whose suspect pairs are within this factor of
+  // the slowest healthy-looking pair gets one "noise" verdict instead of its others (an oversubscribed machine once
+  // named 7-8 of 8 hosts bad nodes against one fast pair; a fabric whose links flicker named a node and links).
+  double noise_gap = 1.5;
   // Reads `path` (INI: one [metric] section per metric, [attribution]); unknown keys (`better` too: the direction is
   // the metric's own) or bad numbers are
   // Error::usage naming the file and key. `baseline`: entries of table sweep/pairs with key `metric` and the
@@ -119,14 +119,13 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double bad_
 Assessment assess(const std::string& metric, const MetricRule& rule, double bad_node_fraction, int hosts,
                   const std::vector<PairValue>& values, const std::vector<std::string>& names);
 
-// Pervasive noise: where `assessment`'s verdicts blame more than `host_fraction` of `hosts` hosts (a host is blamed by a
-// node or NIC verdict, or by two link/pair verdicts; 4 hosts or more; the slow pairs no further than 1.5x beyond the
-// worst healthy-looking one, where a fault leaves a gap; not
-// against a baseline, where every host may truly be slow), they
-// are replaced by one verdict of kind "noise" (no host named) that gives the spread of the pair values (90th over
-// 10th percentile) and what to do. Returns whether it did.
-bool name_noise(const std::string& metric, const MetricRule& rule, double host_fraction, int hosts,
-                Assessment& assessment);
+// Pervasive noise: where `assessment` has verdicts (4 hosts or more; not against a baseline, where every host may truly
+// be slow) but its suspect pairs sit within `gap_needed` of the slowest pair that looks healthy (no gap: a continuum
+// across the line, where a fault leaves one), the verdicts are replaced by one of kind "noise" that names no host and
+// gives the spread and what to do. Returns whether it did.
+// `tests`: the values `assessment` was made from (its slow tests stand in where no pair is suspect).
+bool name_noise(const std::string& metric, const MetricRule& rule, double gap_needed, int hosts,
+                const std::vector<PairValue>& tests, Assessment& assessment);
 
 // Rounds that re-test each suspect pair and pair each of its hosts with a good host (a host in no suspect pair),
 // hosts disjoint within a round.
