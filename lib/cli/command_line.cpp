@@ -1,5 +1,4 @@
 #include "fabricbench/cli/command_line.hpp"
-#include "fabricbench/cli/ini_file.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -11,6 +10,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "fabricbench/cli/ini_file.hpp"
 #include "fabricbench/error.hpp"
 
 namespace fabricbench::cli {

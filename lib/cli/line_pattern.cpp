@@ -39,9 +39,10 @@ LinePattern::LinePattern(const std::string& pattern, const std::string& option) 
   if (error != 0) {
     char why[256];
     regerror(error, &regex_, why, sizeof why);
-    throw Error::usage(fmt::format("{} '{}': not a regular expression ({}); give an extended regular expression "
-                                   "(grep -E) such as 'step [0-9]+'",
-                                   option, pattern, why));
+    throw Error::usage(
+        fmt::format("{} '{}': not a regular expression ({}); give an extended regular expression "
+                    "(grep -E) such as 'step [0-9]+'",
+                    option, pattern, why));
   }
   compiled_ = true;
 }

@@ -1,7 +1,7 @@
 #include "fabricbench/results/prometheus.hpp"
 
-#include <fmt/format.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -76,8 +76,10 @@ void Exposition::check_writable(const std::string& path) {
   const auto tmp = fmt::format("{}.tmp.{}", path, ::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
   if (fd < 0)
-    throw Error::usage(fmt::format("--prometheus {}: cannot create a file beside it ({}); give a .prom file in a "
-                                   "writable folder", path, std::strerror(errno)));
+    throw Error::usage(
+        fmt::format("--prometheus {}: cannot create a file beside it ({}); give a .prom file in a "
+                    "writable folder",
+                    path, std::strerror(errno)));
   ::close(fd);
   std::remove(tmp.c_str());
 }

@@ -117,8 +117,9 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double f, c
     const int i = t.at(h, r);
     return t.tested[i] >= 2 && t.bad[i] > 0 && t.bad[i] >= f * t.tested[i];
   };
-  const char* unit_word = rule.higher_is_better ? (rails > 1 ? "median host-rail" : "median node")
-                                                : (rails > 1 ? "median host-rail's best pair" : "median node's best pair");
+  const char* unit_word = rule.higher_is_better
+                              ? (rails > 1 ? "median host-rail" : "median node")
+                              : (rails > 1 ? "median host-rail's best pair" : "median node's best pair");
   const auto against = fmt::format("{} {:.4g}", unit_word, out.reference);
 
   // With a topology: leaf switches, then leaf uplinks, per rail.

@@ -28,8 +28,10 @@ Coverage Coverage::of(const std::vector<PairRecord>& records, int hosts, const s
   }
   c.pairs_tested = static_cast<long long>(tested.size());
   for (int h = 0; h < hosts; ++h)
-    if (measured[static_cast<std::size_t>(h)]) ++c.hosts_tested;
-    else c.untested_hosts.push_back(h);
+    if (measured[static_cast<std::size_t>(h)])
+      ++c.hosts_tested;
+    else
+      c.untested_hosts.push_back(h);
   return c;
 }
 

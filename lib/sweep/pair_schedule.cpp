@@ -28,10 +28,11 @@ void PairSchedule::add_round(std::vector<HostPair> pairs) {
 
 void PairSchedule::check_size(const std::string& pattern, int hosts, long long pairs, long long rounds) {
   if (pairs <= max_pairs) return;
-  throw Error::usage(fmt::format("--plan {} of {} hosts: {} pair tests in {} rounds, more than a plan holds ({}, about "
-                                 "{} GiB); use --plan adaptive (it judges every host in a few rounds) or quick, or "
-                                 "sweep fewer hosts at once",
-                                 pattern, hosts, pairs, rounds, max_pairs, max_pairs * 8 >> 30));
+  throw Error::usage(
+      fmt::format("--plan {} of {} hosts: {} pair tests in {} rounds, more than a plan holds ({}, about "
+                  "{} GiB); use --plan adaptive (it judges every host in a few rounds) or quick, or "
+                  "sweep fewer hosts at once",
+                  pattern, hosts, pairs, rounds, max_pairs, max_pairs * 8 >> 30));
 }
 
 PairSchedule PairSchedule::all_pairs(int hosts) {

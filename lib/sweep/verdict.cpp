@@ -50,8 +50,10 @@ Rules Rules::load(const std::string& path, const results::Baseline& baseline, co
             throw Error::usage(fmt::format("{}: {} = '{}': give a whole number from 1 to 1000000", path, where, text));
           intermittent_peers = static_cast<int>(*v);
         } else {
-          throw Error::usage(fmt::format("{}: {}: unknown key; allowed: bad_node_fraction, intermittent_fraction, "
-                                         "intermittent_peers, noise_gap", path, where));
+          throw Error::usage(
+              fmt::format("{}: {}: unknown key; allowed: bad_node_fraction, intermittent_fraction, "
+                          "intermittent_peers, noise_gap",
+                          path, where));
         }
       }
       continue;

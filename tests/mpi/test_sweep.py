@@ -121,19 +121,20 @@ class SweepStructure(LaunchTest):
         self.assertTrue(((rounds.setup_s > 0) & (rounds.setup_s < rounds.wall_s)).all(), rounds)
 
     def test_each_pair_row_has_its_setup_and_measure_time_and_the_summary_sums_them(self):
-        # --nccl-comms parses in every build; the MPI back end has one MPI split per round either way.
-        for comms in ("split", "init"):
-            with self.subTest(comms=comms):
-                r, run = self.sweep(4, ["--metric", "allreduce,p2p_latency", "--backend", "mpi", "--nccl-comms", comms],
-                                    name=comms + ".h5")
-                self.assertIn(r.returncode, (0, 1), r.stderr)
-                rows = run.tables["sweep/pairs"]
-                self.assertEqual(len(rows), 12, "6 pairs x 2 metrics")
-                self.assertTrue((rows["measure_s"] > 0).all(), rows[["metric", "setup_s", "measure_s"]])
-                self.assertTrue((rows[rows.metric == "allreduce"]["setup_s"] > 0).all(), rows)
-                self.assertAlmostEqual(run.attrs["pair_setup_s"], rows.setup_s.sum(), places=9)
-                self.assertAlmostEqual(run.attrs["pair_measure_s"], rows.measure_s.sum(), places=9)
-                self.assertNotIn("nccl_parent_s", run.attrs, "no NCCL, no parent communicator")
+        # The MPI back end has one MPI split per round; --nccl-comms, which would act on nothing here, is refused.
+        r, run = self.sweep(4, ["--metric", "allreduce,p2p_latency", "--backend", "mpi"], name="times.h5")
+        self.assertIn(r.returncode, (0, 1), r.stderr)
+        rows = run.tables["sweep/pairs"]
+        self.assertEqual(len(rows), 12, "6 pairs x 2 metrics")
+        self.assertTrue((rows["measure_s"] > 0).all(), rows[["metric", "setup_s", "measure_s"]])
+        self.assertTrue((rows[rows.metric == "allreduce"]["setup_s"] > 0).all(), rows)
+        self.assertAlmostEqual(run.attrs["pair_setup_s"], rows.setup_s.sum(), places=9)
+        self.assertAlmostEqual(run.attrs["pair_measure_s"], rows.measure_s.sum(), places=9)
+        self.assertNotIn("nccl_parent_s", run.attrs, "no NCCL, no parent communicator")
+        refused = self.mpirun(4, "fabric-sweep", ["--metric", "allreduce", "--backend", "mpi", "--nccl-comms", "init"],
+                              env=FAKE)
+        self.assertEqual(refused.returncode, 2, refused.stderr)
+        self.assertIn("--nccl-comms: it chooses how the collective metrics", refused.stderr)
 
     @unittest.skipIf(_links_nccl(), "this build has NCCL: tests/gpu/test_nccl.py runs --nccl-comms on GPUs")
     def test_without_nccl_the_option_parses_and_the_nccl_back_end_is_refused(self):
@@ -268,6 +269,9 @@ class SweepBadInput(LaunchTest):
         (["--qp-timeout", "32"], "--qp-timeout 32: must be at most 31"),
         (["--budget", "0"], "--budget '0': give a positive duration"),
         (["--budget", "abc"], "--budget 'abc': give a positive duration"),
+        # Options that would act on nothing are refused, not ignored.
+        (["--seed", "3"], "--seed: the all-pairs plan is not random; --seed seeds --plan adaptive's pairs"),
+        (["--nccl-comms", "init", "--metric", "p2p_bw"], "--nccl-comms: it chooses how the collective metrics"),
         (["--hosts", "8"], "--hosts/--hostfile plan for hosts other than the job's: give --dry-run too"),
         (["--dry-run", "--hosts", "1"], "--hosts 1: a sweep plans pairs of 2 to 100000 hosts"),
         (["--dry-run", "--hostfile", "/nonexistent/hosts"], "--hostfile /nonexistent/hosts"),
@@ -377,6 +381,11 @@ class SweepPlanAndBudget(LaunchTest):
         r = self.mpirun(4, "fabric-sweep", ["--dry-run", "--metric", "p2p_latency", "--pair-time", "1s"], env=FAKE)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("4 hosts, plan all-pairs: 3 rounds of 2 pairs (6 pair tests)", r.stdout)
+        # --sequential acts on the plan too (it was ignored there): a round per pair.
+        r = self.mpirun(4, "fabric-sweep", ["--dry-run", "--metric", "p2p_latency", "--pair-time", "1s", "--sequential"],
+                        env=FAKE)
+        self.assertIn("4 hosts, plan all-pairs (sequential): 6 rounds of 1 pairs (6 pair tests)", r.stdout)
+        self.assertIn("estimated 1 s per round (", r.stdout)
         self.assertIn("estimated 1 s per round", r.stdout)
         self.assertEqual(self.files(), [])
 

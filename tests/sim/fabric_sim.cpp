@@ -32,7 +32,7 @@ struct Options {
   std::uint64_t seed0 = 1;
   std::vector<std::string> plans{"all-pairs", "quick", "adaptive"};
   double budget_s = 0, pair_s = 0.5, setup_s = 0.3, timeout_s = 10;
-  double noise = 0.03;  // the lognormal sigma of every pair value (FabricModel::sigma)
+  double noise = 0.03;                                   // the lognormal sigma of every pair value (FabricModel::sigma)
   std::vector<std::string> scenarios{"faults", "hung"};  // "clean": no fault at all
   long long max_records = 20'000'000;
   std::string rules = FABRICBENCH_SIM_RULES;
@@ -67,17 +67,19 @@ std::vector<std::string> split(const std::string& text) {
 
 Options parse(int argc, char** argv) {
   Options o;
-  const std::string known = "--hosts, --rails, --leaf, --seeds, --seeds-fixed, --seed0, --plan, --budget, --retest, "
-                            "--pair-time, --setup-time, --timeout, --max-records, --rules, --noise, --scenarios, --json, --explain";
+  const std::string known =
+      "--hosts, --rails, --leaf, --seeds, --seeds-fixed, --seed0, --plan, --budget, --retest, "
+      "--pair-time, --setup-time, --timeout, --max-records, --rules, --noise, --scenarios, --json, --explain";
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i], value;
     if (arg == "--json") { o.json = true; continue; }
     if (arg == "--explain") { o.explain = true; continue; }
     if (arg == "--help" || arg == "-h") {
-      std::printf("fabric-sim [--hosts 256,1024] [--rails 8] [--leaf 32] [--seeds 20] [--seeds-fixed S] [--seed0 1]\n"
-                  "  [--plan all-pairs,quick,shift,adaptive] [--budget SECONDS] [--retest 1]\n"
-                  "  [--pair-time 0.5] [--setup-time 0.3] [--timeout 10] [--max-records 20000000] [--rules FILE]\n"
-                  "  [--noise 0.03] [--scenarios faults,hung,clean] [--json] [--explain]\n");
+      std::printf(
+          "fabric-sim [--hosts 256,1024] [--rails 8] [--leaf 32] [--seeds 20] [--seeds-fixed S] [--seed0 1]\n"
+          "  [--plan all-pairs,quick,shift,adaptive] [--budget SECONDS] [--retest 1]\n"
+          "  [--pair-time 0.5] [--setup-time 0.3] [--timeout 10] [--max-records 20000000] [--rules FILE]\n"
+          "  [--noise 0.03] [--scenarios faults,hung,clean] [--json] [--explain]\n");
       std::exit(0);
     }
     if (const auto eq = arg.find('='); eq != std::string::npos) value = arg.substr(eq + 1), arg = arg.substr(0, eq);
@@ -85,34 +87,46 @@ Options parse(int argc, char** argv) {
     else usage(fmt::format("{}: give a value (options: {})", arg, known));
     if (arg == "--hosts") {
       o.hosts.clear();
-      for (const auto& h : split(value)) o.hosts.push_back(static_cast<int>(whole("--hosts", h, 4, 100000, "host counts from 4 to 100000, comma-separated")));
+      for (const auto& h : split(value))
+        o.hosts.push_back(
+            static_cast<int>(whole("--hosts", h, 4, 100000, "host counts from 4 to 100000, comma-separated")));
       if (o.hosts.empty()) usage("--hosts '': give host counts from 4 to 100000, comma-separated");
-    } else if (arg == "--rails") o.rails = static_cast<int>(whole(arg, value, 1, 64, "a whole number of rails from 1 to 64"));
-    else if (arg == "--leaf") o.leaf = static_cast<int>(whole(arg, value, 2, 100000, "hosts per leaf, at least 2"));
-    else if (arg == "--seeds") o.seeds = static_cast<int>(whole(arg, value, 1, 10000, "seeds from 1 to 10000"));
-    else if (arg == "--seeds-fixed") o.seeds_fixed = static_cast<int>(whole(arg, value, 0, 10000, "seeds from 0 to 10000 for all-pairs, quick and shift"));
-    else if (arg == "--seed0") o.seed0 = static_cast<std::uint64_t>(whole(arg, value, 0, 1e15, "a whole number from 0"));
-    else if (arg == "--retest") o.retest = static_cast<int>(whole(arg, value, 0, 10, "re-test passes from 0 to 10"));
+    } else if (arg == "--rails")
+      o.rails = static_cast<int>(whole(arg, value, 1, 64, "a whole number of rails from 1 to 64"));
+    else if (arg == "--leaf")
+      o.leaf = static_cast<int>(whole(arg, value, 2, 100000, "hosts per leaf, at least 2"));
+    else if (arg == "--seeds")
+      o.seeds = static_cast<int>(whole(arg, value, 1, 10000, "seeds from 1 to 10000"));
+    else if (arg == "--seeds-fixed")
+      o.seeds_fixed =
+          static_cast<int>(whole(arg, value, 0, 10000, "seeds from 0 to 10000 for all-pairs, quick and shift"));
+    else if (arg == "--seed0")
+      o.seed0 = static_cast<std::uint64_t>(whole(arg, value, 0, 1e15, "a whole number from 0"));
+    else if (arg == "--retest")
+      o.retest = static_cast<int>(whole(arg, value, 0, 10, "re-test passes from 0 to 10"));
     else if (arg == "--budget") o.budget_s = number(arg, value, 0, 1e9, "seconds of simulated time (0: none)");
     else if (arg == "--pair-time") o.pair_s = number(arg, value, 1e-6, 1e6, "seconds of a round's pair tests, above 0");
     else if (arg == "--setup-time") o.setup_s = number(arg, value, 0, 1e6, "seconds of a round's setup, 0 or more");
     else if (arg == "--timeout") o.timeout_s = number(arg, value, 0, 1e6, "seconds a round with a hung pair takes, 0 or more");
-    else if (arg == "--max-records") o.max_records = static_cast<long long>(whole(arg, value, 1, 1e12, "a record count above 0"));
+    else if (arg == "--max-records")
+      o.max_records = static_cast<long long>(whole(arg, value, 1, 1e12, "a record count above 0"));
     else if (arg == "--rules") o.rules = value;
-    else if (arg == "--noise") o.noise = number(arg, value, 0, 5, "the lognormal sigma of every pair value, 0 to 5");
+    else if (arg == "--noise")
+      o.noise = number(arg, value, 0, 5, "the lognormal sigma of every pair value, 0 to 5");
     else if (arg == "--scenarios") {
       o.scenarios = split(value);
       for (const auto& sc : o.scenarios)
-        if (sc != "faults" && sc != "hung" && sc != "clean") usage(fmt::format("--scenarios '{}': allowed: faults, hung, clean", sc));
+        if (sc != "faults" && sc != "hung" && sc != "clean")
+          usage(fmt::format("--scenarios '{}': allowed: faults, hung, clean", sc));
       if (o.scenarios.empty()) usage("--scenarios '': allowed: faults, hung, clean");
-    }
-    else if (arg == "--plan") {
+    } else if (arg == "--plan") {
       o.plans = split(value);
       for (const auto& p : o.plans)
         if (std::find(plan_names.begin(), plan_names.end(), p) == plan_names.end())
           usage(fmt::format("--plan '{}': allowed: all-pairs, quick, shift, adaptive", p));
       if (o.plans.empty()) usage("--plan '': allowed: all-pairs, quick, shift, adaptive");
-    } else usage(fmt::format("unknown option {}; allowed: {}", arg, known));
+    } else
+      usage(fmt::format("unknown option {}; allowed: {}", arg, known));
   }
   if (o.seeds_fixed < 0) o.seeds_fixed = o.seeds;
   for (int n : o.hosts)
@@ -277,11 +291,12 @@ int main(int argc, char** argv) try {
     }
   }
   const std::vector<std::string> kinds{"node", "nic", "uplink", "link", "hung"};
-  std::string json = fmt::format("{{\"options\": {{\"rails\": {}, \"leaf\": {}, \"seeds\": {}, \"seeds_fixed\": {}, "
-                                 "\"seed0\": {}, \"retest\": {}, \"budget_s\": {}, \"pair_time_s\": {}, "
-                                 "\"setup_time_s\": {}, \"timeout_s\": {}, \"noise\": {}, \"scenarios\": [\"{}\"]}},\n \"results\": [",
-                                 o.rails, o.leaf, o.seeds, o.seeds_fixed, o.seed0, o.retest, o.budget_s, o.pair_s,
-                                 o.setup_s, o.timeout_s, o.noise, fmt::join(o.scenarios, "\", \""));
+  std::string json = fmt::format(
+      "{{\"options\": {{\"rails\": {}, \"leaf\": {}, \"seeds\": {}, \"seeds_fixed\": {}, "
+      "\"seed0\": {}, \"retest\": {}, \"budget_s\": {}, \"pair_time_s\": {}, "
+      "\"setup_time_s\": {}, \"timeout_s\": {}, \"noise\": {}, \"scenarios\": [\"{}\"]}},\n \"results\": [",
+      o.rails, o.leaf, o.seeds, o.seeds_fixed, o.seed0, o.retest, o.budget_s, o.pair_s, o.setup_s, o.timeout_s, o.noise,
+      fmt::join(o.scenarios, "\", \""));
   std::string table = fmt::format("{:<15} {:>6} {:>5} {:>8} {:>10} {:>9} {:>9} {:>9} {:>10}  {}\n", "plan", "hosts",
                                   "seeds", "rounds", "sim time", "judge s", "judge max", "plan s", "records",
                                   "recall/precision per kind; flaky host");

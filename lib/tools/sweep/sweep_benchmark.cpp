@@ -108,6 +108,9 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
     throw Error::usage("--pattern shift sends around a ring of nodes: with --rails or --topology use all-pairs, quick or --pairs-file");
   adaptive_ = schedule_->pattern() == "adaptive";
   seed_ = static_cast<std::uint64_t>(v["seed"].as<long long>());
+  if (!adaptive_ && !v["seed"].defaulted())
+    throw Error::usage(
+        fmt::format("--seed: the {} plan is not random; --seed seeds --plan adaptive's pairs", schedule_->pattern()));
   if (adaptive_ && v.count("sequential"))
     throw Error::usage("--sequential with --plan adaptive: the adaptive plan's rounds are its own; use a fixed plan");
   if (topology_ && !adaptive_) schedule_->cover(*topology_, rails_);  // the adaptive plan crosses the leaves itself
@@ -145,6 +148,10 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
   nccl_comms_ = nccl_comms == "split" ? NcclComms::split : NcclComms::init;
   backend_ = ops::choose_backend(v["backend"].as<std::string>());
   const bool collectives = std::any_of(metrics_.begin(), metrics_.end(), [](const SweepMetric* m) { return m->collective(); });
+  if (!v["nccl-comms"].defaulted() && !(collectives && backend_ == ops::BackendKind::nccl))
+    throw Error::usage(
+        "--nccl-comms: it chooses how the collective metrics (allreduce, sendrecv) make their NCCL "
+        "communicators; give one of them with --backend nccl");
   if (collectives && bw_bytes_ < 4)
     throw Error::usage(fmt::format("{} {}: the collective metrics move floats: give at least 4 bytes", common.sizes_option, bw_bytes_));
   if (collectives && backend_ == ops::BackendKind::mpi) {
@@ -170,19 +177,21 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
     rdma_ = make_rail_rdma_test(placement.me().host, qp_timeout);
 }
 
+std::vector<Round> SweepBenchmark::rounds_to_run() const {
+  if (!sequential_) return schedule_->rounds();
+  std::vector<Round> one_by_one;  // every pair in a round of its own
+  for (const auto& r : schedule_->rounds())
+    for (const auto& p : r.pairs) one_by_one.push_back(Round::of(static_cast<int>(hosts_.size()), {p}));
+  return one_by_one;
+}
+
 ExitStatus SweepBenchmark::run(const app::RunContext& context) {
   started_ = std::chrono::steady_clock::now();  // --budget counts from here
   links_ = facts::LinkWatch(context.world, context.placement.me().host, backend_ == ops::BackendKind::nccl);
   if (rails_ > 1) host_comm_ = context.world.split(host_of_rank_[context.world.rank()], context.world.rank());
   gather_nics(context);
-  auto rounds = schedule_->rounds();
+  auto rounds = rounds_to_run();
   const int n = static_cast<int>(hosts_.size());
-  if (sequential_) {  // every pair in a round of its own
-    std::vector<Round> one_by_one;
-    for (const auto& r : rounds)
-      for (const auto& p : r.pairs) one_by_one.push_back(Round::of(n, {p}));
-    rounds = one_by_one;
-  }
   // --resume: every rank drops the pairs the earlier part finished (rank 0 read them); rounds keep their numbers.
   const auto finished = context.world.broadcast_array(context.is_root() ? finished_pairs() : std::vector<HostPair>{}, 0);
   std::size_t skipped = 0;

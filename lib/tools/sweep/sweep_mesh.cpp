@@ -214,9 +214,12 @@ void SweepBenchmark::write_prometheus(const app::RunContext& context, const std:
           static_cast<double>(s.suspect_pairs));
   }
   const auto coverage = coverage_of(records);  // a pass that tested less than asked is not a pass
-  e.add("sweep_hosts_planned", "fabric-sweep: hosts the plan asked to test", {}, static_cast<double>(coverage.hosts_planned));
-  e.add("sweep_hosts_tested", "fabric-sweep: hosts a pair test measured", {}, static_cast<double>(coverage.hosts_tested));
-  e.add("sweep_pairs_planned", "fabric-sweep: host pairs the plan asked for", {}, static_cast<double>(coverage.pairs_planned));
+  e.add("sweep_hosts_planned", "fabric-sweep: hosts the plan asked to test", {},
+        static_cast<double>(coverage.hosts_planned));
+  e.add("sweep_hosts_tested", "fabric-sweep: hosts a pair test measured", {},
+        static_cast<double>(coverage.hosts_tested));
+  e.add("sweep_pairs_planned", "fabric-sweep: host pairs the plan asked for", {},
+        static_cast<double>(coverage.pairs_planned));
   e.add("sweep_pairs_tested", "fabric-sweep: host pairs measured", {}, static_cast<double>(coverage.pairs_tested));
   e.add("sweep_coverage_complete", "fabric-sweep: 1 when every host and pair asked for was tested, else 0 (not a pass)",
         {}, coverage.complete() ? 1 : 0);

@@ -175,7 +175,7 @@ std::string SweepBenchmark::answer_without_run() const {
     }
     return out;
   }
-  const auto& rounds = schedule_->rounds();
+  const auto rounds = rounds_to_run();
   std::size_t pairs = 0, most = 0, fewest = rounds.empty() ? 0 : rounds.front().pairs.size();
   for (const auto& r : rounds) {
     pairs += r.pairs.size();
@@ -184,10 +184,12 @@ std::string SweepBenchmark::answer_without_run() const {
   std::string metrics;
   for (const auto* m : metrics_) metrics += (metrics.empty() ? "" : ", ") + std::string(m->name);
   const auto per_round = fewest == most ? fmt::format("{}", most) : fmt::format("{}-{}", fewest, most);
-  std::string out = fmt::format("fabric-sweep --dry-run: {} hosts{}, plan {}: {} rounds of {} pairs ({} pair tests{}); "
-                                "metrics: {}\n", hosts_.size(), rails_ > 1 ? fmt::format(" x {} rails", rails_) : "",
-                                schedule_->pattern(), rounds.size(), per_round, pairs,
-                                rails_ > 1 ? fmt::format(", each on {} rails at once", rails_) : "", metrics);
+  std::string out = fmt::format(
+      "fabric-sweep --dry-run: {} hosts{}, plan {}: {} rounds of {} pairs ({} pair tests{}); "
+      "metrics: {}\n",
+      hosts_.size(), rails_ > 1 ? fmt::format(" x {} rails", rails_) : "",
+      schedule_->pattern() + (sequential_ ? " (sequential)" : ""), rounds.size(), per_round, pairs,
+      rails_ > 1 ? fmt::format(", each on {} rails at once", rails_) : "", metrics);
   const double each = budget_.round_estimate_s();
   out += fmt::format("estimated {} per round ({}): {} in all\n", human_duration(each), estimate_source_,
                      human_duration(each * static_cast<double>(rounds.size())));
@@ -221,7 +223,8 @@ Coverage SweepBenchmark::coverage_of(const std::vector<PairRecord>& records) con
     for (const auto& r : schedule_->rounds()) planned.insert(planned.end(), r.pairs.begin(), r.pairs.end());
   auto c = Coverage::of(records, static_cast<int>(hosts_.size()), planned, !adaptive_);
   if (adaptive_) c.hosts_judged = adaptive_hosts_judged_;
-  const bool budget_cut = std::any_of(untested_.begin(), untested_.end(), [](const Untested& u) { return u.reason == "budget"; });
+  const bool budget_cut =
+      std::any_of(untested_.begin(), untested_.end(), [](const Untested& u) { return u.reason == "budget"; });
   if (budget_.limited() && (budget_cut || adaptive_)) c.why = "--budget " + budget_given_;
   if (!resting_.empty()) c.why += std::string(c.why.empty() ? "" : "; ") + "the hosts of a hung pair rested";
   return c;

@@ -61,22 +61,35 @@ struct Reader {
 std::vector<Reader> readers() {
   return {
       {"--config", "sizes = 8,4K,64K\niters = 200\nwarmup = 20\ncheck = 1\ntest = latency,bw\nwindow = 16\n",
-       [](const std::string& path) { configure<ops::P2PBenchmark>({"--config", path}); }},
-      {"--baseline", "[baseline]\ntolerance = 10%\n[results/p2p 1]\ntest = bw\nbytes = 65536\nbw_mbps = 1000\n"
-                     "tolerance = 5%\n[results/p2p 2]\ntest = latency\nbytes = 8\nlatency_us = 2.5\n",
+       [](const std::string& path) {
+         configure<ops::P2PBenchmark>({"--config", path});
+       }},
+      {"--baseline",
+       "[baseline]\ntolerance = 10%\n[results/p2p 1]\ntest = bw\nbytes = 65536\nbw_mbps = 1000\n"
+       "tolerance = 5%\n[results/p2p 2]\ntest = latency\nbytes = 8\nlatency_us = 2.5\n",
        [](const std::string& path) { results::Baseline::load(path, ops::P2PBenchmark::make_table()); }},
       {"--expected-rule", "[expected]\nwarn_below_percent = 80\nmin_bytes = 1M\n",
        [](const std::string& path) { facts::ExpectedRule::load(path, true); }},
-      {"--rules", "[p2p_bw]\nsuspect_below_fraction_of_median = 0.5\n[p2p_latency]\nsuspect_above_multiple_of_best = 3.0\n"
-                  "[attribution]\nbad_node_fraction = 0.75\n",
-       [](const std::string& path) { configure<sweep::SweepBenchmark>({"--metric", "p2p_bw", "--rules", path}); }},
+      {"--rules",
+       "[p2p_bw]\nsuspect_below_fraction_of_median = 0.5\n[p2p_latency]\nsuspect_above_multiple_of_best = 3.0\n"
+       "[attribution]\nbad_node_fraction = 0.75\n",
+       [](const std::string& path) {
+         configure<sweep::SweepBenchmark>({"--metric", "p2p_bw", "--rules", path});
+       }},
       {"--pairs-file", "# ROUND HOST_A HOST_B\n0 h0 h1\n0 h2 h3\n1 h0 h2\n1 h1 h3\n",
-       [](const std::string& path) { configure<sweep::SweepBenchmark>({"--metric", "p2p_bw", "--pairs-file", path}); }},
-      {"--topology", "# two leaves\nSwitchName=leaf1 Nodes=h[0-1] LinkSpeed=400\nSwitchName=leaf2 Nodes=h[2-3]\n"
+       [](const std::string& path) {
+         configure<sweep::SweepBenchmark>({"--metric", "p2p_bw", "--pairs-file", path});
+       }},
+      {"--topology",
+       "# two leaves\nSwitchName=leaf1 Nodes=h[0-1] LinkSpeed=400\nSwitchName=leaf2 Nodes=h[2-3]\n"
        "SwitchName=spine Switches=leaf[1-2]\n",
-       [](const std::string& path) { configure<sweep::SweepBenchmark>({"--metric", "p2p_bw", "--topology", path}); }},
+       [](const std::string& path) {
+         configure<sweep::SweepBenchmark>({"--metric", "p2p_bw", "--topology", path});
+       }},
       {"--rail-map", "# RAIL NIC\n0 rdma=mlx5_0:1 net=10.91.0.0/24\n",
-       [](const std::string& path) { configure<sweep::SweepBenchmark>({"--metric", "p2p_bw", "--rails", "--rail-map", path}); }},
+       [](const std::string& path) {
+         configure<sweep::SweepBenchmark>({"--metric", "p2p_bw", "--rails", "--rail-map", path});
+       }},
       {"--nccl-log",
        "[1,0]<stdout>:n1:10:10 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
        "[1,0]<stdout>:n1:10:10 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB ib0:10.0.0.1<0>\n"
@@ -93,9 +106,11 @@ std::vector<Reader> readers() {
       // Greedy markers, which std::regex matched by recursion: a 40 KB line ended in a segmentation fault.
       {"--nccl-log (--iteration-marker '.*iteration.*')",
        "[1,0]<stdout>:n1:10:10 [0] NCCL INFO comm 0x5a rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n"
-       "[1,0]<stdout>: iteration 1 " + std::string(40000, 'x') + "\n"
-       "[1,0]<stdout>:n1:10:10 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x7f00 recvbuff 0x7f00 count 262144 "
-       "datatype 7 op 0 root 0 comm 0x5a [nranks=2] stream 0x1\n",
+       "[1,0]<stdout>: iteration 1 " +
+           std::string(40000, 'x') +
+           "\n"
+           "[1,0]<stdout>:n1:10:10 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x7f00 recvbuff 0x7f00 count 262144 "
+           "datatype 7 op 0 root 0 comm 0x5a [nranks=2] stream 0x1\n",
        [](const std::string& path) {
          configure<doctor::DoctorBenchmark>({"--nccl-log", path, "--iteration-marker", ".*iteration.*"});
          configure<doctor::DoctorBenchmark>({"--nccl-log", path, "--iteration-marker", "(a|b)*iteration"});

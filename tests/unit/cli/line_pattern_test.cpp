@@ -53,8 +53,9 @@ TEST(LinePattern, LongLinesOfTheIssueDoNotCrashAndTheWindowIsTheHead) {
 }
 
 TEST(LinePattern, RefusesWhatIsNotARegularExpressionInOneLine) {
-  EXPECT_EQ(usage_error("iteration (").rfind("--iteration-marker 'iteration (': not a regular expression (Unmatched (", 0),
-            0u);
+  EXPECT_EQ(
+      usage_error("iteration (").rfind("--iteration-marker 'iteration (': not a regular expression (Unmatched (", 0),
+      0u);
   EXPECT_NE(usage_error("step [0-9").find("give an extended regular expression (grep -E) such as 'step [0-9]+'"),
             std::string::npos);
   EXPECT_EQ(usage_error("step [0-9]+"), "");

@@ -153,10 +153,10 @@ TEST(Judge, PervasiveNoiseIsNamedAsNoiseNotAsBadNodes) {
   std::vector<std::string> eight;
   for (int h = 0; h < 8; ++h) eight.push_back("n" + std::to_string(h));
   const std::vector<JudgedMetric> lat{{"p2p_latency", "us", Unit::us, Better::lower, false}};
-  const auto latency_sweep = [&](auto value_of) {
+  const auto latency_sweep = [&](auto value_of, int hosts = 8) {
     std::vector<PairRecord> out;
     int round = 0;
-    const auto schedule = PairSchedule::all_pairs(8);
+    const auto schedule = PairSchedule::all_pairs(hosts);
     for (const auto& r : schedule.rounds()) {
       for (const auto& p : r.pairs) {
         auto rec = PairRecord::of(round, p, 0, 2);
@@ -175,8 +175,7 @@ TEST(Judge, PervasiveNoiseIsNamedAsNoiseNotAsBadNodes) {
   ASSERT_EQ(j.verdicts.size(), 1u);
   EXPECT_EQ(j.verdicts[0].kind, "noise");
   EXPECT_EQ(j.verdicts[0].a, -1);
-  EXPECT_NE(j.verdicts[0].reason.find("too noisy to judge: "), std::string::npos)
-      << j.verdicts[0].reason;
+  EXPECT_NE(j.verdicts[0].reason.find("too noisy to judge: "), std::string::npos) << j.verdicts[0].reason;
   EXPECT_NE(j.verdicts[0].reason.find("more iterations (-n) or in a quieter window"), std::string::npos);
   // A gap of 1 turns the rule off: the hosts are named as before.
   Rules every = rules;
@@ -188,19 +187,10 @@ TEST(Judge, PervasiveNoiseIsNamedAsNoiseNotAsBadNodes) {
   ASSERT_EQ(k.verdicts.size(), 1u);
   EXPECT_EQ(k.verdicts[0].kind, "node");
   EXPECT_EQ(k.verdicts[0].a, 5);
-  // Two bad links that share no host name every host of 4 once: two faults, not noise.
+  // Two bad links that share no host: two faults, not noise (they stand far from the other pairs).
   const std::vector<std::string> four{"a", "b", "c", "d"};
-  std::vector<PairRecord> two_links;
-  int round = 0;
-  const auto schedule4 = PairSchedule::all_pairs(4);
-  for (const auto& r : schedule4.rounds()) {
-    for (const auto& p : r.pairs) {
-      auto rec = PairRecord::of(round, p, 0, 2);
-      rec.value = (p.a == 0 && p.b == 1) || (p.a == 2 && p.b == 3) ? 80.0 : 10.0;
-      two_links.push_back(rec);
-    }
-    ++round;
-  }
+  const auto two_links =
+      latency_sweep([](int a, int b) { return (a == 0 && b == 1) || (a == 2 && b == 3) ? 80.0 : 10.0; }, 4);
   std::multiset<std::string> found;
   for (const auto& v : judge(two_links, lat, rules, four).verdicts) found.insert(v.kind);
   EXPECT_EQ(found, (std::multiset<std::string>{"link", "link"}));

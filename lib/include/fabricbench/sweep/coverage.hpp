@@ -15,7 +15,7 @@ struct Coverage {
   long long pairs_planned = 0, pairs_tested = 0;  // unordered host pairs the plan asked for, and measured of them
   // The fixed plans ask for each of their pairs; the adaptive plan asks for every host to be judged (not every pair).
   bool pairs_asked = true;
-  long long hosts_judged = -1;    // the adaptive plan: hosts it judged (-1: a fixed plan)
+  long long hosts_judged = -1;      // the adaptive plan: hosts it judged (-1: a fixed plan)
   std::vector<int> untested_hosts;  // in no measured record
   std::string why;                  // what cut the run short ("--budget 2s", a hung host ...), for the text
 

@@ -97,7 +97,8 @@ struct PairBest {
 };
 
 struct Assessment {
-  double reference = NAN;  // the median host-rail's median pair (higher is better); lower: the lower median of their best
+  double reference =
+      NAN;  // the median host-rail's median pair (higher is better); lower: the lower median of their best
   std::vector<bool> suspect;     // per input value: its pair (best of its tests) is suspect
   std::vector<bool> slow_test;   // per input value: this test itself was beyond the line (a re-test may clear the pair)
   std::vector<Verdict> verdicts;

@@ -13,11 +13,11 @@
 #include "fabricbench/facts/link_counters.hpp"
 #include "fabricbench/facts/rail_nic.hpp"
 #include "fabricbench/sweep/coverage.hpp"
-#include "fabricbench/sweep/topology.hpp"
 #include "fabricbench/sweep/judge.hpp"
 #include "fabricbench/sweep/mesh_history.hpp"
 #include "fabricbench/sweep/pair_schedule.hpp"
 #include "fabricbench/sweep/round_budget.hpp"
+#include "fabricbench/sweep/topology.hpp"
 #include "fabricbench/tools/sweep/pair_test.hpp"
 
 namespace fabricbench::sweep {
@@ -76,13 +76,15 @@ class SweepBenchmark : public app::Benchmark {
   void stamp_expected(const app::RunContext& context, results::Row& row, const PairRecord& record);
   // Rank 0: the judge's matrices, per-node medians, verdicts and notes, written; the values of `records` below the
   // "% of expected" rule in one summary line.
-  void write_judgement(const app::RunContext& context, const std::vector<PairRecord>& records, const Judgement& judgement,
-                       const Coverage& coverage);
+  void write_judgement(const app::RunContext& context, const std::vector<PairRecord>& records,
+                       const Judgement& judgement, const Coverage& coverage);
   // Rank 0: what the records tested of what the plan asked for (sweep_plan.cpp).
   Coverage coverage_of(const std::vector<PairRecord>& records) const;
   // Rank 0: the switch tree's rows (/sweep/topology) and the per-leaf summaries (/sweep/switches).
   void write_topology(const app::RunContext& context, const Judgement& judgement);
   std::vector<JudgedMetric> judged_metrics() const;
+  // The fixed plan's rounds as they run: with --sequential each pair in a round of its own.
+  std::vector<Round> rounds_to_run() const;
   double round_timeout_s(const app::RunContext& context) const;
   // After a round: the hosts of every hung pair so far rest; their pairs leave rounds[from...]. Collective.
   void rest_hung_hosts(const app::RunContext& context, const std::vector<PairRecord>& records,
