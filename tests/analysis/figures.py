@@ -4,19 +4,19 @@ import tempfile
 from unittest import mock
 
 import fabricbench_analysis as fa
-from fabricbench_analysis import plots
+from fabricbench_analysis import figure_file, plots
 
 
 def drawn(path) -> dict:
     """file name (sweep_nodes.png ...) -> the Figure as saved (laid out, titles fitted)."""
     figures = {}
-    save = plots._save
+    save = figure_file.save
 
     def keep(fig, out, paths):
         save(fig, out, paths)
         figures[out.name] = fig  # closed, but its artists stay readable
 
-    with tempfile.TemporaryDirectory() as out, mock.patch.object(plots, "_save", keep):
+    with tempfile.TemporaryDirectory() as out, mock.patch.object(figure_file, "save", keep):
         plots.plot_run(fa.load(path), out, "png")
     return figures
 

@@ -16,7 +16,7 @@ import numpy as np
 import openpyxl
 
 import fabricbench_analysis as fa
-from fabricbench_analysis import html, metrics, plots, rails, results
+from fabricbench_analysis import html, metrics, plots, rails, results, sweep_plots
 from fabricbench_analysis.answer import answer
 from fbtest import LaunchTest
 
@@ -85,7 +85,7 @@ class SweepRails(LaunchTest):
     def test_heat_map_hosts_follow_the_leaves_of_their_rail_with_a_line_at_each_boundary(self):
         run = fa.load(self.rails_file)
         for rail in (0, 1):
-            layout = plots.heat_layout(run, f"sweep/matrices/p2p_bw_rail{rail}")
+            layout = sweep_plots.heat_layout(run, f"sweep/matrices/p2p_bw_rail{rail}")
             self.assertEqual((layout.metric, layout.rail), ("p2p_bw", rail))
             self.assertEqual(layout.hosts, sf.ORDER[rail])
             self.assertEqual(layout.boundaries, sf.BOUNDARIES[rail])
@@ -159,7 +159,7 @@ class SweepRails(LaunchTest):
         sf.write_rails(bare, topology=False)
         run = fa.load(bare)
         self.assertNotIn("sweep/topology", run.tables)
-        layout = plots.heat_layout(run, "sweep/matrices/p2p_bw_rail1")
+        layout = sweep_plots.heat_layout(run, "sweep/matrices/p2p_bw_rail1")
         self.assertEqual((layout.hosts, layout.boundaries, layout.leaves), (sf.HOSTS, [], []))
         paths = {p.name: p for p in self.svg_plots(bare, self.dir / "svg")}
         svg = paths["sweep_p2p_bw_rail1.svg"]
@@ -293,7 +293,7 @@ class SweepRails(LaunchTest):
         r = self.report("plot", self.old_file, "--out", self.dir / "png")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(sorted(p.name for p in (self.dir / "png").iterdir()), ["sweep_nodes.png", "sweep_p2p_bw.png"])
-        layout = plots.heat_layout(run, "sweep/matrices/p2p_bw")
+        layout = sweep_plots.heat_layout(run, "sweep/matrices/p2p_bw")
         self.assertEqual((layout.metric, layout.rail, layout.hosts, layout.leaves),
                          ("p2p_bw", None, ["node0", "node1", "node2", "node3"], []))
         paths = {p.name: p for p in self.svg_plots(self.old_file, self.dir / "svg")}
@@ -335,7 +335,7 @@ class SweepRails(LaunchTest):
             del f.attrs["rails"]
             f.attrs["leaf_pair_coverage"] = 0.5
         run = fa.load(path)
-        layout = plots.heat_layout(run, "sweep/matrices/p2p_bw")
+        layout = sweep_plots.heat_layout(run, "sweep/matrices/p2p_bw")
         self.assertEqual((layout.rail, layout.hosts, layout.boundaries), (None, sf.ORDER[0], [4]))
         names = sorted(p.name for p in plots.plot_run(run, self.dir / "png"))
         self.assertEqual(names, ["sweep_nodes.png", "sweep_p2p_bw.png", "sweep_switches.png"])
