@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <set>
 
 using namespace fabricbench::sweep;
@@ -144,6 +145,47 @@ TEST(Judge, WorstPairsComeWorstFirst) {
   ASSERT_FALSE(j.worst.empty());
   EXPECT_EQ(j.worst[0].metric, 0);
   EXPECT_DOUBLE_EQ(j.worst[0].value, 22);
+}
+
+// A flickering fabric (the netns rig: a random host's link set to 10-1000 Mbit/s again and again during the sweep)
+// measured on 6 hosts with one test per pair: 5 pairs at 4.3-6.4 MB/s sit 1.68x below the slowest healthy-looking one,
+// more than noise_gap (1.5), but the healthy-looking pairs spread 2x among themselves: no evidence, noise. The same
+// suspects among quiet healthy pairs (14-14.6 MB/s) are named.
+TEST(Judge, AGapNoWiderThanTheHealthyPairsSpreadIsNoise) {
+  const std::vector<std::string> six{"h1", "h2", "h3", "h4", "h5", "h6"};
+  const std::vector<JudgedMetric> bw{{"p2p_bw", "MB/s", Unit::mbps, Better::higher, true}};
+  const std::map<std::pair<int, int>, double> seen{
+      {{1, 5}, 5.18}, {{0, 5}, 4.31}, {{1, 3}, 5.38}, {{3, 4}, 5.99}, {{2, 4}, 6.42}, {{2, 3}, 12.2}, {{0, 3}, 10.8},
+      {{2, 5}, 10.9}, {{3, 5}, 10.9}, {{0, 1}, 20.4}, {{1, 4}, 21.9}, {{0, 4}, 21.2}, {{1, 2}, 18.4}, {{4, 5}, 18.9},
+      {{0, 2}, 26.2}};
+  const auto run = [&](bool quiet) {
+    std::vector<PairRecord> out;
+    int round = 0;
+    const auto schedule = PairSchedule::all_pairs(6);
+    for (const auto& r : schedule.rounds()) {
+      for (const auto& p : r.pairs) {
+        auto rec = PairRecord::of(round, p, 0, 0);
+        const double v = seen.at({std::min(p.a, p.b), std::max(p.a, p.b)});
+        rec.value = quiet && v > 10 ? 14 + (p.a + p.b) % 3 * 0.3 : v;  // healthy pairs within 1.05x of each other
+        out.push_back(rec);
+      }
+      ++round;
+    }
+    return out;
+  };
+  Rules rules;
+  rules.metrics["p2p_bw"] = MetricRule{};
+  const auto flicker = judge(run(false), bw, rules, six);
+  ASSERT_EQ(flicker.verdicts.size(), 1u);
+  EXPECT_EQ(flicker.verdicts[0].kind, "noise");
+  EXPECT_NE(flicker.verdicts[0].reason.find("no wider than the healthy pairs spread among themselves"),
+            std::string::npos)
+      << flicker.verdicts[0].reason;
+  const auto quiet = judge(run(true), bw, rules, six);
+  std::multiset<std::string> kinds;
+  for (const auto& v : quiet.verdicts) kinds.insert(v.kind);
+  EXPECT_EQ(kinds.count("noise"), 0u);
+  EXPECT_GE(kinds.size(), 2u);
 }
 
 // Pervasive noise: 8 hosts whose latency pairs spread 1x-10x with one unusually fast pair (what an oversubscribed
