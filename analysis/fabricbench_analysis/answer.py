@@ -1,8 +1,9 @@
 """What an operator opens a report to learn: is anything wrong with this run, and where. The HTML page and the Excel
 summary sheet lead with it: that a sweep which did not test every host it planned is not a pass (coverage_gap), the
 run's status when it did not complete, the sweep's verdicts (or that every host passes), a mesh's changes (a recovery
-styled as good news), the failed and warned checks, the rows below their expected share (configs/expected.ini's rule),
-rows with wrong data, and, given a reference run, the regressions against it. A sweep with rails or a topology names
+styled as good news), the failed and warned checks, the rows below their expected share (configs/expected.ini's rule,
+by what the figure is: a line rate or a healthy system's curve; where it is uncalibrated, that it was not judged), rows
+with wrong data, and, given a reference run, the regressions against it. A sweep with rails or a topology names
 where each verdict about one rail points (the NIC of a host, a leaf switch, a leaf's uplink, a path: rails.describe),
 and brings its per-NIC and per-switch tables."""
 from __future__ import annotations
@@ -18,11 +19,30 @@ from . import rails
 
 # configs/expected.ini's defaults; the shipped file is read where it lies beside the package (source tree or prefix).
 WARN_BELOW_PERCENT = 80.0
+CALIBRATED_WARN_BELOW_PERCENT = 70.0
 MIN_BYTES = 1 << 20
 
+# What a row's expected_gbps is (its expected_from column), in the answer's words. "": a file written before the
+# column, whose rows are judged as rated ones and named as they were. Uncalibrated rows are never judged.
+REFERENCES = {"rated": "the line rate", "calibrated": "a healthy system's curve", "": "the expected bandwidth"}
+UNCALIBRATED = "uncalibrated"
 
-def expected_rule() -> tuple:
-    """(warn_below_percent, min_bytes) from configs/expected.ini beside the package, else the defaults."""
+
+@dataclasses.dataclass(frozen=True)
+class ExpectedRule:
+    """configs/expected.ini's [expected]: below which share of its reference a judged row is named, per kind of
+    reference, and the smallest size judged."""
+    warn_below_percent: float = WARN_BELOW_PERCENT  # rated: a line rate, which only large messages reach
+    min_bytes: int = MIN_BYTES
+    calibrated_warn_below_percent: float = CALIBRATED_WARN_BELOW_PERCENT  # calibrated: a healthy curve, at its size
+
+    def threshold(self, kind: str) -> float:
+        """The share below which a judged row of `kind` is named (an uncalibrated one is never judged)."""
+        return self.calibrated_warn_below_percent if kind == "calibrated" else self.warn_below_percent
+
+
+def expected_rule() -> ExpectedRule:
+    """configs/expected.ini beside the package, else the defaults."""
     for folder in (pathlib.Path(__file__).resolve().parents[2] / "configs",):
         path = folder / "expected.ini"
         if not path.is_file():
@@ -31,12 +51,14 @@ def expected_rule() -> tuple:
         try:
             parser.read(path)
             percent = parser.getfloat("expected", "warn_below_percent", fallback=WARN_BELOW_PERCENT)
+            calibrated = parser.getfloat("expected", "calibrated_warn_below_percent",
+                                         fallback=CALIBRATED_WARN_BELOW_PERCENT)
             text = parser.get("expected", "min_bytes", fallback=str(MIN_BYTES)).strip().upper()
             scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
-            return percent, int(float(text.rstrip("KMG")) * scale)
+            return ExpectedRule(percent, int(float(text.rstrip("KMG")) * scale), calibrated)
         except (configparser.Error, ValueError):
             break
-    return WARN_BELOW_PERCENT, MIN_BYTES
+    return ExpectedRule()
 
 
 @dataclasses.dataclass
@@ -46,10 +68,10 @@ class Answer:
     verdicts: pd.DataFrame | None   # None: the run has no sweep verdicts table
     checks: pd.DataFrame            # the failed and warned findings, failures first
     check_counts: dict              # status -> findings
-    below_expected: pd.DataFrame    # table, where, figure, value, expected, pct_expected
+    below_expected: pd.DataFrame    # table, where, figure, value, expected, pct_expected, expected_from
     wrong: pd.DataFrame             # table, where, wrong
     regressions: list
-    rule: tuple
+    rule: ExpectedRule
     nics: pd.DataFrame | None = None      # per NIC (rails.nic_table): a sweep with more than one rail
     switches: pd.DataFrame | None = None  # per leaf switch (rails.switch_table): a sweep given a topology
     coverage: str = ""                    # rails.coverage_text
@@ -57,6 +79,8 @@ class Answer:
     passes: int = 0                                          # a mesh: the passes done
     recovered: set = dataclasses.field(default_factory=set)  # the lines of `changes` that say a verdict went
     gap: str = ""                                            # coverage_gap: why the sweep is no pass whatever it found
+    judged: dict = dataclasses.field(default_factory=dict)   # expected_from -> rows the rule judged
+    uncalibrated: int = 0                                    # rows with a % of expected that is never judged
 
     # The rail verdicts (nic, switch, uplink, path) named one a line; beyond this many, one line says how many more.
     MAX_WHERE_LINES = 8
@@ -124,16 +148,45 @@ class Answer:
         fails, warns = self.check_counts.get("fail", 0), self.check_counts.get("warn", 0)
         if fails or warns:
             out.append(f"{fails} failed and {warns} warned check(s).")
-        if not self.below_expected.empty:
-            out.append(f"{len(self.below_expected)} row(s) below {self.rule[0]:g}% of the expected bandwidth.")
+        out += self._below_lines()
         if not self.wrong.empty:
             out.append(f"{len(self.wrong)} row(s) with wrong data.")
         if self.regressions:
             out.append(f"{len(self.regressions)} regression(s) against the reference run.")
         if self.nothing_wrong:
-            out.append(f"Nothing wrong: no verdict, no failed or warned check, no row below {self.rule[0]:g}% of "
-                       "expected, no wrong data.")
-        return [("ok" if self.nothing_wrong or line in self.recovered else "fail", line) for line in out]
+            out.append(f"Nothing wrong: no verdict, no failed or warned check, {self._bandwidth_words()}no wrong data.")
+        note = self.uncalibrated_line()
+        out += [note] if note else []
+        good = {note} | self.recovered  # the note is no fault: it says what was not judged
+        return [("ok" if self.nothing_wrong or line in good else "fail", line) for line in out]
+
+    def _below_lines(self) -> list:
+        """'3 row(s) below 70% of a healthy system's curve.': one line per kind of reference with rows below it."""
+        counts = self.below_expected.expected_from.value_counts()
+        return [f"{counts[kind]} row(s) below {self.rule.threshold(kind):g}% of {words}."
+                for kind, words in REFERENCES.items() if kind in counts]
+
+    def below_title(self) -> str:
+        """The heading of the rows below expected: 'Below 80% of the line rate or 70% of a healthy system's curve'."""
+        kinds = set(self.below_expected.expected_from)
+        return "Below " + " or ".join(f"{self.rule.threshold(kind):g}% of {words}"
+                                      for kind, words in REFERENCES.items() if kind in kinds)
+
+    def _bandwidth_words(self) -> str:
+        """What the good news says of bandwidth: within expected where rows of a file that says what its references
+        are were judged; nothing where every figure is uncalibrated (its own line says so); else as it always did."""
+        if any(kind and count for kind, count in self.judged.items()):
+            return "bandwidth within expected, "
+        if self.uncalibrated and not any(self.judged.values()):
+            return ""
+        return f"no row below {self.rule.warn_below_percent:g}% of expected, "
+
+    def uncalibrated_line(self) -> str:
+        """That % of expected was shown and not judged (no healthy curve for a GPU link), '' where nothing was."""
+        if not self.uncalibrated:
+            return ""
+        rows = f" for {self.uncalibrated} row(s)" if any(self.judged.values()) else " here"
+        return f"% of expected is uncalibrated{rows} (no healthy curve for this setup): shown, not judged."
 
 
 def _names(names: list, most: int = 16) -> str:
@@ -164,29 +217,66 @@ def _where(run, table: str, row) -> str:
     return " ".join(parts)
 
 
-def _below_expected(run, rule) -> pd.DataFrame:
-    """Rows whose % of expected is below the rule: per results table at its largest size per series value (when that
-    size is at least min_bytes); every sweep pair from min_bytes up (the tools' own reading)."""
-    percent, min_bytes = rule
-    rows = []
+def _kinds(frame: pd.DataFrame) -> pd.Series:
+    """Each row's expected_from: '' for a file written before the column; a value the tools never write is rated (as
+    theirs: what is neither calibrated nor uncalibrated is a line rate)."""
+    if "expected_from" not in frame:
+        return pd.Series("", index=frame.index, dtype=object)
+    kinds = frame["expected_from"].fillna("").astype(str).str.strip()
+    return kinds.where(kinds.isin(["calibrated", UNCALIBRATED, ""]), "rated")
+
+
+def _bandwidth_tables(run):
+    """(table, its rows with a % of expected) per results table and sweep pairs, each row's kind of reference in
+    `_ref` (sweep pairs have a `kind` of their own)."""
     for table, frame in run.tables.items():
         if "pct_expected" not in frame.columns or frame.empty or not table.startswith(("results/", "sweep/pairs")):
             continue
-        judged = frame[frame.pct_expected.notna()]
-        size = run.size_key(table)
-        if size:
-            judged = judged[judged[size] >= min_bytes]
-            if table.startswith("results/") and not judged.empty:
-                series = run.series(table)
-                groups = judged.groupby(series, sort=False) if series else [("", judged)]
-                judged = pd.concat([g[g[size] == g[size].max()] for _, g in groups])
-        for _, row in judged[judged.pct_expected < percent].iterrows():
+        rows = frame.assign(_ref=_kinds(frame))
+        yield table, rows[rows.pct_expected.notna()]
+
+
+def _judged(run, table: str, rows: pd.DataFrame, rule: ExpectedRule) -> pd.DataFrame:
+    """The rows the rule judges: from min_bytes up, a calibrated one at every size (a healthy curve holds at each);
+    a rated one (or one of an older file) in a results table at its largest size per series value (a line rate is
+    what large messages reach), every sweep pair (the tools' own reading); an uncalibrated one never."""
+    rows = rows[rows["_ref"] != UNCALIBRATED]
+    size = run.size_key(table)
+    if not size:
+        return rows
+    rows = rows[rows[size] >= rule.min_bytes]
+    if table.startswith("results/") and not rows.empty:
+        rated = rows["_ref"] != "calibrated"
+        # The largest size per series value (a table without a series column: one group).
+        largest = rows[rated].groupby(run.series(table) or (lambda _: 0), sort=False)[size].transform("max")
+        rows = rows[~rated | (rows[size] == largest.reindex(rows.index))]
+    return rows
+
+
+def _below_expected(run, rule: ExpectedRule) -> pd.DataFrame:
+    """The judged rows (_judged) whose % of expected is below the rule's threshold for their kind."""
+    out = []
+    for table, rows in _bandwidth_tables(run):
+        judged = _judged(run, table, rows, rule)
+        for _, row in judged[judged.pct_expected < judged["_ref"].map(rule.threshold)].iterrows():
             figure = run.headlines(table)[0] if run.headlines(table) else "value"
             figure = next((h for h in run.headlines(table) if pd.notna(row.get(h))), figure)
-            rows.append({"table": table, "where": _where(run, table, row), "figure": figure,
-                         "value": row.get(figure), "expected_gbps": row.get("expected_gbps"),
-                         "pct_expected": row.pct_expected})
-    return pd.DataFrame(rows, columns=["table", "where", "figure", "value", "expected_gbps", "pct_expected"])
+            out.append({"table": table, "where": _where(run, table, row), "figure": figure,
+                        "value": row.get(figure), "expected_gbps": row.get("expected_gbps"),
+                        "pct_expected": row.pct_expected, "expected_from": row["_ref"]})
+    return pd.DataFrame(out, columns=["table", "where", "figure", "value", "expected_gbps", "pct_expected",
+                                      "expected_from"])
+
+
+def _expected_counts(run, rule: ExpectedRule) -> tuple:
+    """({expected_from: rows judged}, rows with an uncalibrated % of expected): what the answer may say of the rows
+    that are not below."""
+    judged, uncalibrated = {}, 0
+    for table, rows in _bandwidth_tables(run):
+        for kind, count in _judged(run, table, rows, rule)["_ref"].value_counts().items():
+            judged[kind] = judged.get(kind, 0) + int(count)
+        uncalibrated += int((rows["_ref"] == UNCALIBRATED).sum())
+    return judged, uncalibrated
 
 
 def _wrong(run) -> pd.DataFrame:
@@ -220,7 +310,7 @@ def answer(run, regressions=()) -> Answer:
                   rails.verdicts_with_where(run.tables.get("sweep/verdicts")), bad, counts, _below_expected(run, rule),
                   _wrong(run), list(regressions), rule, rails.nic_table(run), rails.switch_table(run),
                   rails.coverage_text(run), _changes(run), int(run.attrs.get("passes", 0) or 0),
-                  set(_changes(run, "recovered")), coverage_gap(run))
+                  set(_changes(run, "recovered")), coverage_gap(run), *_expected_counts(run, rule))
 
 
 def _changes(run, change: str = "") -> list:

@@ -110,7 +110,7 @@ def _answer(run, found) -> str:
         name, _ = checks_table(run)
         out.append(f"<h3>Failed and warned checks ({html.escape(name)})</h3>" + _table(found.checks, "status"))
     if not found.below_expected.empty:
-        out.append(f"<h3>Below {found.rule[0]:g}% of the expected bandwidth</h3>" + _table(found.below_expected))
+        out.append(f"<h3>{html.escape(found.below_title())}</h3>" + _table(found.below_expected))
     if not found.wrong.empty:
         out.append("<h3>Wrong data</h3>" + _table(found.wrong))
     if found.regressions:

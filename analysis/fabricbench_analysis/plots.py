@@ -1,9 +1,10 @@
 """The pictures people read, chosen from the columns' declarations (results.py: Run.headlines, Run.series), never
 from per-table code: each headline column of a results table against size, one curve per series value (a bandwidth
 with the row's time beside it where the table measures one, and its reference figure, the expected bandwidth, as a
-dashed line); the headline of any other table without a size as bars per series value (fabric-sweep's per-node
-medians, a verdict's hosts in red, untested ones in grey); a sweep's heat maps and mesh pictures (sweep_plots.py); and a
-stability profile (per-iteration times of one size, in order). Each figure becomes a file through figure_file.py."""
+dashed line, or a dashed curve where it varies with size); the headline of any other table without a size as bars per
+series value (fabric-sweep's per-node medians, a verdict's hosts in red, untested ones in grey); a sweep's heat maps
+and mesh pictures (sweep_plots.py); and a stability profile (per-iteration times of one size, in order). Each figure
+becomes a file through figure_file.py."""
 from __future__ import annotations
 
 import math
@@ -30,16 +31,50 @@ def _size_axis(ax, size: str) -> None:
     ax.grid(True, which="both", alpha=0.3)
 
 
-def _reference_lines(ax, run, table: str, frame: pd.DataFrame, unit: str) -> None:
-    """The table's reference columns (the expected bandwidth) as dashed lines, converted to the plotted `unit`."""
+def _reference_lines(ax, run, table: str, frame: pd.DataFrame, unit: str) -> bool:
+    """The table's reference columns (the expected bandwidth), converted to the plotted `unit`: a value that holds at
+    every size as a dashed horizontal line; one that varies with size within a series value (a healthy curve: its
+    rows' expected_from is calibrated) as a dashed curve against size, one per series value and kind of reference.
+    Returns whether it drew such a curve (its label wants the legend)."""
+    series, size = run.series(table), run.size_key(table)
+    split = [c for c in (series, "expected_from") if c and c in frame]
+    curved = False
     for col in run.columns[table].values():
         if col.role != "reference" or col.unit not in _TO_GBPS or col.name not in frame:
             continue
-        for value in sorted(frame[col.name].dropna().unique()):
-            y = value * _TO_GBPS[col.unit] / _TO_GBPS[unit]
-            ax.axhline(y, color="gray", linestyle="--", linewidth=1)
-            ax.annotate(f"{col.name} {value:.4g} {col.unit}", (ax.get_xlim()[0], y), fontsize=7, color="gray",
-                        xytext=(2, 2), textcoords="offset points")
+        scale = _TO_GBPS[col.unit] / _TO_GBPS[unit]
+        rows = frame[frame[col.name].notna()]
+        flat = {}  # value -> its kind of reference ("" where the file does not say)
+        for key, part in rows.groupby(split if len(split) > 1 else split[0], sort=False) if split else [((), rows)]:
+            key = dict(zip(split, key if isinstance(key, tuple) else (key,)))
+            kind = str(key.get("expected_from", ""))
+            if not size or part[col.name].nunique() < 2:
+                flat.update(dict.fromkeys(part[col.name].unique(), kind))
+                continue
+            several = series in key and rows[series].nunique() > 1
+            points = part.groupby(size)[col.name].median()  # in-place and out-of-place share one curve
+            ax.plot(points.index, points.to_numpy() * scale, color="gray", linestyle="--", linewidth=1,
+                    label=_reference_name(kind, str(key[series]) if several else ""))
+            curved = True
+        _flat_lines(ax, col, flat, scale)
+    return curved
+
+
+def _flat_lines(ax, col, values: dict, scale: float) -> None:
+    """Each of `values` (value -> its kind of reference) as a dashed horizontal line, named; one that is never judged
+    says so."""
+    for value in sorted(values):
+        y = value * scale
+        ax.axhline(y, color="gray", linestyle="--", linewidth=1)
+        never = " (uncalibrated: not judged)" if values[value] == "uncalibrated" else ""
+        ax.annotate(f"{col.name} {value:.4g} {col.unit}{never}", (ax.get_xlim()[0], y), fontsize=7, color="gray",
+                    xytext=(2, 2), textcoords="offset points")
+
+
+def _reference_name(kind: str, value: str) -> str:
+    """A dashed reference curve's legend entry: 'expected (calibrated)', with the series value where there are
+    several ('expected (calibrated) all_reduce')."""
+    return " ".join(w for w in ("expected", f"({kind})" if kind else "", value) if w)
 
 
 def _kind(unit: str) -> str:
@@ -87,9 +122,8 @@ def _panels(run, table, rows, columns, keys, out: pathlib.Path, paths) -> None:
             if unit in TIME_UNITS:
                 ax.set_yscale("log")
             ax.set_title(str(value), fontsize=10)
-            if unit in _TO_GBPS:
-                _reference_lines(ax, run, table, part, unit)
-            if rest:
+            curved = unit in _TO_GBPS and _reference_lines(ax, run, table, part, unit)
+            if rest or curved:
                 ax.legend(fontsize=7)
         for ax in list(axes.flat)[len(values):]:
             ax.set_visible(False)
@@ -134,9 +168,8 @@ def _curves(run, table, out_dir, fmt, paths) -> None:
             if col_unit in TIME_UNITS:
                 ax.set_yscale("log")
             ax.set_title(title(run, f"{short} {col}"), fontsize=9)
-        if unit in _TO_GBPS:
-            _reference_lines(axes[0][0], run, table, rows, unit)
-        if keys:
+        curved = unit in _TO_GBPS and _reference_lines(axes[0][0], run, table, rows, unit)
+        if keys or curved:
             axes[0][0].legend(fontsize=7)
         ff.save(fig, out_dir / f"{short}_{name}.{fmt}", paths)
 

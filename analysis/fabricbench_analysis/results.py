@@ -365,7 +365,7 @@ def _summary_sheet(writer, run: Run) -> None:
               ("Per NIC (host and rail)", found.nics if found.nics is not None else pd.DataFrame(), rails.nic_suspect),
               (switches, found.switches if found.switches is not None else pd.DataFrame(), rails.switch_suspect),
               ("Failed and warned checks", found.checks, None),
-              (f"Below {found.rule[0]:g}% of expected", found.below_expected, None),
+              (found.below_title(), found.below_expected, None),
               ("Wrong data", found.wrong, None), ("Best figures", _summary(run), None)]
     for title, frame, suspect in blocks:
         if frame.empty:

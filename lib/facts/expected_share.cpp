@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 
@@ -11,10 +12,31 @@
 #include "fabricbench/error.hpp"
 
 namespace fabricbench::facts {
+namespace {
+
+// The NCCL settings of this process that take traffic off its best path (the usual suspects when a GPU row falls
+// below its healthy curve), as " (NCCL settings here: NAME=value ...)", or "".
+std::string nccl_settings() {
+  std::string out;
+  for (const char* name : {"NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_P2P_LEVEL", "NCCL_MAX_NCHANNELS",
+                           "NCCL_MAX_CTAS", "NCCL_PROTO", "NCCL_ALGO", "NCCL_NET", "NCCL_IB_DISABLE"})
+    if (const char* value = std::getenv(name)) out += fmt::format("{}{}={}", out.empty() ? "" : " ", name, value);
+  return out.empty() ? out : " (NCCL settings here: " + out + ")";
+}
+
+}  // namespace
 
 Reference Reference::scaled(double factor, const std::string& why) const {
   if (!known()) return *this;
-  return {gbps * factor, fmt::format("{} {}", why, basis)};
+  return {gbps * factor, fmt::format("{} {}", why, basis), path, kind};
+}
+
+const char* Reference::name(Kind kind) {
+  switch (kind) {
+    case Kind::calibrated: return "calibrated";
+    case Kind::uncalibrated: return "uncalibrated";
+    default: return "rated";
+  }
 }
 
 ExpectedRule ExpectedRule::load(const std::string& path, bool must_exist) {
@@ -25,15 +47,23 @@ ExpectedRule ExpectedRule::load(const std::string& path, bool must_exist) {
       throw Error::usage(fmt::format("{}: [{}]: unknown section; allowed: [expected]", path, section));
     for (const auto& [key, value] : keys) {
       const auto text = value.get_value<std::string>();
-      if (key == "warn_below_percent") {
+      if (key == "warn_below_percent" || key == "calibrated_warn_below_percent") {
         const auto v = cli::parse_number(text);
         if (!v || !(*v >= 0 && *v <= 100))
-          throw Error::usage(fmt::format("{}: [expected] warn_below_percent = '{}': allowed values are 0 to 100", path, text));
-        rule.warn_below_percent = *v;
+          throw Error::usage(
+              fmt::format("{}: [expected] {} = '{}': allowed values are 0 to 100", path, key, text));
+        (key == "warn_below_percent" ? rule.warn_below_percent : rule.calibrated_warn_below_percent) = *v;
       } else if (key == "min_bytes") {
         rule.min_bytes = cli::parse_byte_size(text, fmt::format("{}: [expected] min_bytes", path));
+      } else if (key == "curves") {
+        const auto file = std::filesystem::path(path).parent_path() / text;
+        if (!std::filesystem::exists(file))
+          throw Error::usage(fmt::format("{}: [expected] curves = '{}': no file {}", path, text, file.string()));
+        rule.curves = CurveBook::load(file.string());
       } else {
-        throw Error::usage(fmt::format("{}: [expected] {}: unknown key; allowed: warn_below_percent, min_bytes", path, key));
+        throw Error::usage(fmt::format("{}: [expected] {}: unknown key; allowed: warn_below_percent, "
+                                       "calibrated_warn_below_percent, min_bytes, curves",
+                                       path, key));
       }
     }
   }
@@ -59,7 +89,7 @@ Reference ExpectedShare::over_hosts(const std::vector<std::string>& hosts, const
     // A host without it, or (for the slowest) one of unknown speed: nothing to hold the measurement against.
     if (!pick || (unknown && !largest)) return {};
     if (!out.known() || pick->gbps < out.gbps)
-      out = {pick->gbps, fmt::format("{} {} on {}: {}", kind, pick->subject, host, pick->basis)};
+      out = {pick->gbps, fmt::format("{} {} on {}: {}", kind, pick->subject, host, pick->basis), kind};
   }
   return out;
 }
@@ -90,8 +120,24 @@ Reference ExpectedShare::per_rank(const std::vector<std::string>& hosts, int ran
 Reference ExpectedShare::port(const std::string& host, const std::string& port) const {
   for (const auto& e : found_)
     if (e.host == host && e.kind == "rdma_port" && e.subject == port)
-      return {e.gbps, fmt::format("rdma_port {} on {}: {}", port, host, e.basis)};
+      return {e.gbps, fmt::format("rdma_port {} on {}: {}", port, host, e.basis), "rdma_port"};
   return {};
+}
+
+Reference ExpectedShare::at_size(const Reference& hardware, std::string_view op, int ranks,
+                                 std::uint64_t bytes) const {
+  if (!hardware.known() || (hardware.path != "nvlink" && hardware.path != "pcie")) return hardware;
+  if (const auto* curve = rule_.curves.find(hardware.path, hardware.gbps, ranks, op)) {
+    const double gbps = curve->at(bytes);
+    if (std::isfinite(gbps))
+      return {gbps,
+              fmt::format("a healthy {} of {} GPUs over {} {:.4g} GB/s at this size ({})", op, ranks, hardware.path,
+                          curve->link_gbps, curve->source),
+              hardware.path, Reference::Kind::calibrated};
+  }
+  return {hardware.gbps, fmt::format("uncalibrated: no healthy curve of {} for {} GPUs over {}; {}", op, ranks,
+                                     hardware.path, hardware.basis),
+          hardware.path, Reference::Kind::uncalibrated};
 }
 
 double ExpectedShare::gbps(double value, results::Unit unit) {
@@ -107,24 +153,36 @@ double ExpectedShare::gbps(double value, results::Unit unit) {
 std::vector<results::Column> ExpectedShare::columns() {
   using namespace results;
   return {reference("expected_gbps", Unit::gbps, "expect_GB/s"),
-          measured("pct_expected", Unit::percent, Better::higher, "%expect", 1)};
+          measured("pct_expected", Unit::percent, Better::higher, "%expect", 1),
+          setting_text("expected_from", 12, "expect_from")};
 }
 
-bool ExpectedShare::below(double percent, std::uint64_t bytes) const {
-  const bool judged = bytes >= rule_.min_bytes && (largest_ == 0 || bytes == largest_);
-  return judged && std::isfinite(percent) && percent < rule_.warn_below_percent;
+double ExpectedShare::threshold(Reference::Kind kind) const {
+  switch (kind) {
+    case Reference::Kind::rated: return rule_.warn_below_percent;
+    case Reference::Kind::calibrated: return rule_.calibrated_warn_below_percent;
+    default: return NAN;
+  }
+}
+
+bool ExpectedShare::below(double percent, std::uint64_t bytes, Reference::Kind kind) const {
+  // A line rate is reached by large messages only: the run's largest size. A healthy curve holds at every size.
+  const bool size_judged =
+      bytes >= rule_.min_bytes && (kind == Reference::Kind::calibrated || largest_ == 0 || bytes == largest_);
+  return size_judged && std::isfinite(percent) && percent < threshold(kind);
 }
 
 std::string ExpectedShare::stamp(results::Row& row, double measured_gbps, const Reference& ref, std::uint64_t bytes,
                                  const std::string& what) const {
   if (!ref.known() || !std::isfinite(measured_gbps)) return {};
   const double percent = 100.0 * measured_gbps / ref.gbps;
-  row.set("expected_gbps", ref.gbps).set("pct_expected", percent);
-  if (!below(percent, bytes)) return {};
+  row.set("expected_gbps", ref.gbps).set("pct_expected", percent).set("expected_from", std::string(Reference::name(ref.kind)));
+  if (!below(percent, bytes, ref.kind)) return {};
   return fmt::format("warning: {}: {:.2f} GB/s is {:.0f}% of the {:.2f} GB/s expected from {} (rule: below {:g}% "
-                     "from {} up, configs/expected.ini)",
-                     what, measured_gbps, percent, ref.gbps, ref.basis, rule_.warn_below_percent,
-                     cli::format_byte_size(rule_.min_bytes));
+                     "from {} up, configs/expected.ini){}",
+                     what, measured_gbps, percent, ref.gbps, ref.basis, threshold(ref.kind),
+                     cli::format_byte_size(rule_.min_bytes),
+                     ref.kind == Reference::Kind::calibrated ? nccl_settings() : std::string());
 }
 
 }  // namespace fabricbench::facts

@@ -186,7 +186,7 @@ class CollPairTest : public PairTest {
   std::vector<PairRecord> run(const PairSlot& s) override {
     const auto& options = s.context.options;
     s.context.doing(s.doing(2));
-    const auto* op = ops::find_collective(s.m.coll == ops::CollKind::sendrecv ? "sendrecv" : "all_reduce");
+    const auto* op = ops::find_collective(s.m.coll_op());
     const auto setup_start = std::chrono::steady_clock::now();
     // The round's split communicator (its split timed in begin_round, counted on the round's first collective), else
     // a back end of its own.

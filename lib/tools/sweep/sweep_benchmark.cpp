@@ -157,7 +157,7 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
   if (collectives && backend_ == ops::BackendKind::mpi) {
     std::vector<const ops::CollectiveOp*> ops;
     for (const auto* m : metrics_)
-      if (m->collective()) ops.push_back(ops::find_collective(m->coll == ops::CollKind::sendrecv ? "sendrecv" : "all_reduce"));
+      if (m->collective()) ops.push_back(ops::find_collective(m->coll_op()));
     // Two nodes' ranks at least; more ranks only shrink all_reduce/sendrecv counts.
     ops::require_mpi_counts(ops, {ops::DataType::float32}, bw_bytes_, 2, common.sizes_option);
   }
@@ -191,7 +191,6 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
   if (rails_ > 1) host_comm_ = context.world.split(host_of_rank_[context.world.rank()], context.world.rank());
   gather_nics(context);
   auto rounds = rounds_to_run();
-  const int n = static_cast<int>(hosts_.size());
   // --resume: every rank drops the pairs the earlier part finished (rank 0 read them); rounds keep their numbers.
   const auto finished = context.world.broadcast_array(context.is_root() ? finished_pairs() : std::vector<HostPair>{}, 0);
   std::size_t skipped = 0;

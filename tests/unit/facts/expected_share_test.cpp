@@ -2,11 +2,17 @@
 // hand-computed cases.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <sstream>
+#include <tuple>
 
-#include "fabricbench/facts/expected_share.hpp"
+#include "../fixtures.hpp"
+#include "fabricbench/app/shipped_files.hpp"
 #include "fabricbench/error.hpp"
+#include "fabricbench/facts/expected_share.hpp"
 
 namespace fabricbench::facts {
 namespace {
@@ -115,6 +121,184 @@ TEST(ExpectedShare, RuleFile) {
   std::remove(path.c_str());
   EXPECT_THROW(ExpectedRule::load(path, true), Error) << "a file the user named must exist";
   EXPECT_DOUBLE_EQ(ExpectedRule::load(path, false).warn_below_percent, 80) << "a missing shipped file: the defaults";
+}
+
+
+// A curve between measured sizes: straight on log-log axes (hand-computed: halfway between 100 and 200 GB/s in
+// log size is sqrt(100 x 200)); flat past its largest size; nothing below its smallest.
+TEST(ExpectedCurve, LogLogBetweenPointsFlatAboveNothingBelow) {
+  Curve c;
+  c.points = {{1u << 20, 100.0}, {4u << 20, 200.0}};
+  EXPECT_DOUBLE_EQ(c.at(1u << 20), 100.0);
+  EXPECT_NEAR(c.at(2u << 20), std::sqrt(100.0 * 200.0), 1e-9);
+  EXPECT_DOUBLE_EQ(c.at(4u << 20), 200.0);
+  EXPECT_DOUBLE_EQ(c.at(1u << 30), 200.0);
+  EXPECT_TRUE(std::isnan(c.at(512u << 10)));
+  EXPECT_TRUE(std::isnan(Curve{}.at(1u << 20)));
+}
+
+std::string write_file(const std::string& name, const std::string& text) {
+  const std::string path = testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+const char* kHeader = "path,link_gbps,ranks,op,bytes,gbps,source\n";
+
+TEST(ExpectedCurve, BookReadsCurvesAndFindsThemByLinkWithinTwoPercent) {
+  const auto path = write_file("curves_ok.csv", std::string("# comment\n") + kHeader +
+                                                    "nvlink,478.12,2,all_reduce,4194304,116,\"2 x H200, NCCL 2.28.3\"\n"
+                                                    "nvlink,478.12,2,all_reduce,1048576,40,\"2 x H200, NCCL 2.28.3\"\n"
+                                                    "nvlink,478.12,4,all_reduce,1048576,30,4 x H200\n");
+  const auto book = CurveBook::load(path);
+  ASSERT_EQ(book.curves().size(), 2u);
+  const auto* two = book.find("nvlink", 470, 2, "all_reduce");  // within 2% of 478.12
+  ASSERT_NE(two, nullptr);
+  EXPECT_EQ(two->source, "2 x H200, NCCL 2.28.3");
+  ASSERT_EQ(two->points.size(), 2u);
+  EXPECT_EQ(two->points[0].first, 1u << 20) << "sorted by size";
+  EXPECT_EQ(book.find("nvlink", 460, 2, "all_reduce"), nullptr) << "3.8% off: another link";
+  EXPECT_EQ(book.find("nvlink", 478.12, 8, "all_reduce"), nullptr);
+  EXPECT_EQ(book.find("pcie", 478.12, 2, "all_reduce"), nullptr);
+  EXPECT_EQ(book.find("nvlink", 478.12, 2, "all_gather"), nullptr);
+  for (const auto& [name, text, said] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"h.csv", "path,gbps\nnvlink,1\n", "the header must be 'path,link_gbps,ranks,op,bytes,gbps,source'"},
+           {"n.csv", std::string(kHeader) + "nvlink,478,2,all_reduce,1M,40,x\n", "bytes '1M': allowed values are"},
+           {"z.csv", std::string(kHeader) + "nvlink,478,2,all_reduce,1048576,0,x\n", "gbps '0': allowed values"},
+           {"d.csv", std::string(kHeader) + "nvlink,478,2,all_reduce,8,1,x\nnvlink,478,2,all_reduce,8,2,x\n",
+            "given twice"},
+           {"f.csv", std::string(kHeader) + "nvlink,478,2\n", "7 fields wanted"},
+           {"e.csv", "# nothing\n", "no header line"}}) {
+    try {
+      CurveBook::load(write_file(name, text));
+      FAIL() << name << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), ExitStatus::usage);
+      EXPECT_NE(std::string(e.what()).find(said), std::string::npos) << e.what();
+    }
+  }
+}
+
+// On a GPU link the figure is the healthy curve's at the row's size (calibrated); without a curve the link's figure,
+// uncalibrated and never judged; an RDMA port stays rated, judged at the largest size only.
+TEST(ExpectedShare, GpuRowsAreHeldAgainstTheirCurveAtEverySizeAndUncalibratedOnesNeverWarn) {
+  const auto path = write_file("curves_share.csv", std::string(kHeader) +
+                                                       "nvlink,478.125,2,all_reduce,1048576,40,test\n"
+                                                       "nvlink,478.125,2,all_reduce,1073741824,326,test\n");
+  ExpectedRule rule;
+  rule.curves = CurveBook::load(path);
+  const ExpectedShare share(two_hosts(), rule, 1u << 30);
+  const auto link = share.per_rank({"a"}, 2, true);  // the slowest GPU's 17 links: 451.6 GB/s, no curve
+  EXPECT_EQ(link.path, "nvlink");
+  const auto uncal = share.at_size(link, "all_reduce", 2, 1u << 30);
+  EXPECT_EQ(uncal.kind, Reference::Kind::uncalibrated);
+  EXPECT_DOUBLE_EQ(uncal.gbps, link.gbps);
+  EXPECT_NE(uncal.basis.find("uncalibrated: no healthy curve of all_reduce for 2 GPUs over nvlink"), std::string::npos)
+      << uncal.basis;
+  const results::TableSpec table{"results", "t", ExpectedShare::columns()};
+  results::Row row(table);
+  EXPECT_EQ(share.stamp(row, 1.0, uncal, 1u << 30, "x"), "") << "uncalibrated: shown, never judged";
+  EXPECT_EQ(std::get<std::string>(row.get("expected_from")), "uncalibrated");
+  EXPECT_NEAR(row.number("pct_expected"), 100.0 / link.gbps, 1e-9);
+
+  const Reference eighteen{18 * 26.5625, "18 links", "nvlink"};  // 478.125 GB/s: the curve's link
+  const auto at_1g = share.at_size(eighteen, "all_reduce", 2, 1u << 30);
+  EXPECT_EQ(at_1g.kind, Reference::Kind::calibrated);
+  EXPECT_DOUBLE_EQ(at_1g.gbps, 326);
+  EXPECT_NEAR(share.at_size(eighteen, "all_reduce", 2, 32u << 20).gbps, 40 * std::pow(326.0 / 40, 0.5), 1e-9);
+  EXPECT_EQ(share.at_size(eighteen, "all_reduce", 4, 1u << 30).kind, Reference::Kind::uncalibrated);
+  EXPECT_EQ(share.at_size(eighteen, "all_reduce", 2, 4096).kind, Reference::Kind::uncalibrated)
+      << "below the curve's smallest size";
+  // Judged at a size that is not the run's largest: 27 GB/s at 1 MiB is 67.5% of 40.
+  const auto at_1m = share.at_size(eighteen, "all_reduce", 2, 1u << 20);
+  const auto line = share.stamp(row, 27.0, at_1m, 1u << 20, "all_reduce busbw at 1048576 B");
+  EXPECT_EQ(std::get<std::string>(row.get("expected_from")), "calibrated");
+  EXPECT_NE(line.find("27.00 GB/s is 68% of the 40.00 GB/s expected from a healthy all_reduce of 2 GPUs over nvlink"),
+            std::string::npos)
+      << line;
+  EXPECT_NE(line.find("rule: below 70% from 1M up"), std::string::npos) << line;
+  EXPECT_EQ(share.stamp(row, 28.0, at_1m, 1u << 20, "x"), "") << "70% is not below 70%";
+  EXPECT_EQ(share.stamp(row, 1.0, share.at_size(eighteen, "all_reduce", 2, 512u << 10), 512u << 10, "x"), "")
+      << "below min_bytes: not judged";
+  // A port's rate: only the largest size.
+  const auto port = share.at_size(share.stream("a", "b", false), "all_reduce", 2, 1u << 20);
+  EXPECT_EQ(port.kind, Reference::Kind::rated);
+  EXPECT_FALSE(share.below(10, 1u << 20, Reference::Kind::rated));
+  EXPECT_TRUE(share.below(10, 1u << 30, Reference::Kind::rated));
+  EXPECT_TRUE(share.below(69, 1u << 20, Reference::Kind::calibrated));
+  EXPECT_FALSE(share.below(1, 1u << 30, Reference::Kind::uncalibrated));
+}
+
+TEST(ExpectedShare, RuleFileNamesItsCurvesRelativeToItself) {
+  const auto csv = write_file("rule_curves.csv", std::string(kHeader) + "pcie,63,2,sendrecv,8,0.01,t\n");
+  const auto ini = write_file("rule_curves.ini", "[expected]\ncurves = rule_curves.csv\n"
+                                                 "calibrated_warn_below_percent = 60\n");
+  const auto rule = ExpectedRule::load(ini, true);
+  EXPECT_DOUBLE_EQ(rule.calibrated_warn_below_percent, 60);
+  ASSERT_NE(rule.curves.find("pcie", 63, 2, "sendrecv"), nullptr);
+  const auto missing = write_file("rule_missing.ini", "[expected]\ncurves = nowhere.csv\n");
+  try {
+    ExpectedRule::load(missing, true);
+    FAIL() << "a missing curves file accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), ExitStatus::usage);
+    EXPECT_NE(std::string(e.what()).find("curves = 'nowhere.csv': no file"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(ExpectedRule::load(write_file("rule_bad.ini", "[expected]\ncalibrated_warn_below_percent = -1\n"), true),
+               Error);
+}
+
+// The shipped curves against what the GPU machine measured (tests/fixtures/expected: fabric-coll on 4 x H200, 2 and 4
+// GPUs, tests/perf/expected_gpu.py): every healthy row from 1 MiB up is within the rule, and every degraded path is
+// judged below it: NVLink P2P off (through host memory), P2P and SHM off (the socket), one channel at every size;
+// NCCL_PROTO=LL from 64 MiB up for all_reduce, all_gather and reduce_scatter, while sendrecv (not LL there) is not.
+TEST(ExpectedShare, ShippedCurvesPassHealthyGpuRowsAndCatchEveryDegradedPath) {
+  const auto rule = ExpectedRule::load(app::shipped_config("expected.ini"), true);
+  ASSERT_FALSE(rule.curves.empty());
+  const ExpectedShare share({}, rule, 0);
+  const Reference nvlink{478.116, "18 links x 26.56 GB/s", "nvlink"};
+  std::ifstream in(fixtures_folder() / "expected" / "h200x4-rows.csv");
+  ASSERT_TRUE(in) << "tests/fixtures/expected/h200x4-rows.csv";
+  std::string line;
+  std::getline(in, line);
+  ASSERT_EQ(line, "case,tool,ranks,run,op,in_place,bytes,busbw_gbps");
+  std::map<std::string, int> rows, judged_below;
+  double lowest_healthy = INFINITY, highest_degraded = 0;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::stringstream fields(line);
+    for (std::string x; std::getline(fields, x, ',');) f.push_back(x);
+    ASSERT_EQ(f.size(), 8u) << line;
+    if (f[1] != "fabric-coll") continue;
+    const std::string& kind = f[0];
+    const std::string& op = f[4];
+    const int ranks = std::stoi(f[2]);
+    const auto bytes = std::stoull(f[6]);
+    const auto ref = share.at_size(nvlink, op, ranks, bytes);
+    ASSERT_EQ(ref.kind, Reference::Kind::calibrated) << line;
+    const double percent = 100 * std::stod(f[7]) / ref.gbps;
+    const bool below = share.below(percent, bytes, ref.kind);
+    const bool large = bytes >= (64u << 20);
+    const bool ll_exempt = kind == "proto_ll" && (op == "sendrecv" || !large);
+    const std::string key = kind + " " + op;
+    ++rows[key];
+    if (kind == "healthy") {
+      EXPECT_FALSE(below) << line << ": " << percent << "%";
+      lowest_healthy = std::min(lowest_healthy, percent);
+    } else if (!ll_exempt) {
+      EXPECT_TRUE(below) << line << ": " << percent << "%";
+      highest_degraded = std::max(highest_degraded, percent);
+    } else if (op == "sendrecv" && large) {
+      EXPECT_FALSE(below) << line << ": sendrecv does not use LL, " << percent << "%";
+    }
+    judged_below[key] += below;
+  }
+  for (const auto* kind : {"healthy", "p2p_disabled", "p2p_shm_disabled", "one_channel", "proto_ll"})
+    for (const auto* op : {"all_reduce", "all_gather", "reduce_scatter", "sendrecv"})
+      EXPECT_GT(rows[std::string(kind) + " " + op], 0) << kind << " " << op << ": no rows in the fixture";
+  // The margins docs/expected.md states: healthy rows at 92% or more, degraded ones at 50% or less.
+  EXPECT_GE(lowest_healthy, 90);
+  EXPECT_LE(highest_degraded, 52);
 }
 
 }  // namespace

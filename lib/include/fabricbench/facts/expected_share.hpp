@@ -8,12 +8,19 @@
 //   - every rank at once (collectives' bus bandwidth, aggregate p2p): across hosts each rank's share of the least
 //     node's RDMA bandwidth, and never more than its GPU link; within a host with GPU memory the GPU link.
 // Bidirectional figures are held against twice the one-way reference.
+// How a row is judged depends on what its figure is (Reference::Kind):
+//   - rated: a port's line rate, which one stream of large messages reaches (perftest, OSU): judged at the run's
+//     largest size from min_bytes up, below warn_below_percent (80);
+//   - calibrated: on a GPU link, the healthy curve of the row's op and rank count measured on this link figure
+//     (expected_curve.hpp): judged at every size from min_bytes up, below calibrated_warn_below_percent;
+//   - uncalibrated: a GPU link with no such curve: the link's figure is shown, and never judged.
 #pragma once
 #include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "fabricbench/facts/expected_curve.hpp"
 #include "fabricbench/facts/host.hpp"
 #include "fabricbench/results/table.hpp"
 
@@ -21,16 +28,22 @@ namespace fabricbench::facts {
 
 // What a measured bandwidth is held against, GB/s (1e9 B/s), and where the figure came from. NaN: nothing applies.
 struct Reference {
+  enum class Kind { rated, calibrated, uncalibrated };
   double gbps = NAN;
   std::string basis;  // "rdma_port mlx5_0/1 on node1: 200 Gb/s"
+  std::string path;   // the hardware figure's kind: nvlink, pcie, rdma_port, rdma_node
+  Kind kind = Kind::rated;
   bool known() const { return std::isfinite(gbps) && gbps > 0; }
   Reference scaled(double factor, const std::string& why) const;
+  static const char* name(Kind kind);  // the expected_from column: "rated", "calibrated", "uncalibrated"
 };
 
 // configs/expected.ini, section [expected].
 struct ExpectedRule {
-  double warn_below_percent = 80;     // warn when a judged row reaches less than this share of its reference
-  std::uint64_t min_bytes = 1u << 20;  // rows are judged at the run's largest size, and only from this size up
+  double warn_below_percent = 80;     // rated rows: warn below this share of the line rate, at the largest size
+  std::uint64_t min_bytes = 1u << 20;  // rows are judged only from this size up
+  double calibrated_warn_below_percent = 70;  // calibrated rows: warn below this share of the healthy curve
+  CurveBook curves;                    // key `curves`: a CSV, relative to the rule file; none: GPU links uncalibrated
   // Missing keys keep the defaults; an unreadable file, unknown key or bad value is Error::usage naming the file
   // and the key. `must_exist` false: a missing file gives the defaults (the shipped file of a bare binary).
   static ExpectedRule load(const std::string& path, bool must_exist);
@@ -45,17 +58,23 @@ class ExpectedShare {
   Reference stream(const std::string& host_a, const std::string& host_b, bool gpu_memory) const;
   Reference per_rank(const std::vector<std::string>& hosts, int ranks_per_host, bool gpu_memory) const;
   Reference port(const std::string& host, const std::string& port) const;
+  // The figure a row of `op` over `ranks` GPUs at `bytes` is held against, from its hardware reference: on a GPU
+  // link the calibrated curve's value there (kind calibrated), or the link's figure marked uncalibrated where no
+  // curve matches; other references as they are (rated).
+  Reference at_size(const Reference& hardware, std::string_view op, int ranks, std::uint64_t bytes) const;
 
   // A bandwidth in GB/s from a value in `unit` (MB/s, MiB/s, Gb/s, GB/s); NaN for other units.
   static double gbps(double value, results::Unit unit);
-  // The two columns of every table that has a bandwidth: expected_gbps and pct_expected.
+  // The three columns of every table that has a bandwidth: expected_gbps, pct_expected and expected_from.
   static std::vector<results::Column> columns();
-  // Fills them from `measured_gbps` and `ref`; returns the warning line when the row is judged (its size is the
-  // largest and at least min_bytes) and below the rule, else "". `what` names the row ("bw at 4194304 B").
+  // Fills them from `measured_gbps` and `ref`; returns the warning line when the row is judged and below the rule,
+  // else "". `what` names the row ("bw at 4194304 B").
   std::string stamp(results::Row& row, double measured_gbps, const Reference& ref, std::uint64_t bytes,
                     const std::string& what) const;
-  // Whether a value at `bytes` that reaches `percent` of its reference breaks the rule.
-  bool below(double percent, std::uint64_t bytes) const;
+  // Whether a value at `bytes` that reaches `percent` of a reference of `kind` breaks the rule.
+  bool below(double percent, std::uint64_t bytes, Reference::Kind kind) const;
+  // The rule's threshold for a reference of `kind` (NaN: never judged).
+  double threshold(Reference::Kind kind) const;
   const ExpectedRule& rule() const { return rule_; }
 
  private:

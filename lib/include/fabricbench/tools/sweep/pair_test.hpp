@@ -30,6 +30,8 @@ struct SweepMetric {
   std::string_view verbs_test = {};  // fabric-verbs' test ("write_bw", "write_lat") for the rdma metrics
   // Over every rank of both nodes (else one rank per node).
   bool collective() const { return p2p_test.empty() && verbs_test.empty(); }
+  // A collective metric's fabric-coll operation ("all_reduce", "sendrecv").
+  std::string_view coll_op() const { return coll == ops::CollKind::sendrecv ? "sendrecv" : "all_reduce"; }
   int directions() const { return both_directions ? 2 : 1; }
 };
 const std::vector<SweepMetric>& sweep_metrics();
