@@ -4,6 +4,9 @@
 # reason to drain. Nothing else on the node is touched. docs/operations.md has the slurm.conf lines.
 #
 #   healthcheck.sh [--bin DIR] [--node NAME] [--strict] [--dry-run] [--prolog] [--log FILE]
+#                  [--baseline FILE [--bandwidth 'TOOL ARGS'] [--ranks N]]
+# With --baseline, the node's own bandwidth too: TOOL (default fabric-coll over the node's GPUs) under a local mpirun,
+# held against FILE (fabric-report baseline of a healthy node's run of the same command); a value below it fails.
 #
 # Exit status: 0, whatever was found: Slurm takes no action on a HealthCheckProgram's status (the drain is ours) and a
 # Prolog that exits non-zero makes Slurm drain the node itself. As a Prolog (--prolog, or SLURM_SCRIPT_CONTEXT=
@@ -18,6 +21,7 @@ prog=fabricbench-healthcheck
 usage() {
   cat <<EOF
 usage: healthcheck.sh [--bin DIR] [--node NAME] [--strict] [--dry-run] [--prolog] [--log FILE]
+                      [--baseline FILE [--bandwidth 'TOOL ARGS'] [--ranks N]]
 Runs fabric-doctor --checks cheap on this node (one process, no mpirun). A failed check drains the node:
   scontrol update nodename=NODE state=drain reason="fabricbench: CHECK SUBJECT VALUE"
 a warning is only logged (--strict: drains too); a doctor that cannot run is logged and drains nothing.
@@ -27,6 +31,11 @@ a warning is only logged (--strict: drains too); a doctor that cannot run is log
   --dry-run    print the scontrol command instead of running it
   --prolog     exit 1 after a drain so Slurm requeues the job (default when SLURM_SCRIPT_CONTEXT=prolog_slurmd)
   --log FILE   also append every log line to FILE (syslog through logger where present, and stderr, always)
+  --baseline FILE   also measure this node's bandwidth and fail when a value is below FILE (fabric-report baseline
+               of a healthy node's run of the same command); a run that cannot say (timeout, a baseline that does not
+               match the command) is logged and drains nothing
+  --bandwidth 'TOOL ARGS'   that command (default: '$default_bandwidth')
+  --ranks N    its processes, one per GPU (default: the GPUs nvidia-smi lists, else 2)
 EOF
 }
 
@@ -39,11 +48,16 @@ dry_run=0
 prolog=0
 [ "${SLURM_SCRIPT_CONTEXT:-}" = prolog_slurmd ] && prolog=1
 logfile=
+baseline=
+default_bandwidth="fabric-coll --backend nccl --op all_reduce -b 64M -e 1G -f 4"
+bandwidth=$default_bandwidth
+ranks=
 while [ $# -gt 0 ]; do
   case "$1" in
-    --bin|--node|--log)
+    --bin|--node|--log|--baseline|--bandwidth|--ranks)
       [ $# -ge 2 ] && [ -n "$2" ] || refuse "$1 needs a value"
-      case "$1" in --bin) bin=$2 ;; --node) node=$2 ;; --log) logfile=$2 ;; esac
+      case "$1" in --bin) bin=$2 ;; --node) node=$2 ;; --log) logfile=$2 ;; --baseline) baseline=$2 ;;
+        --bandwidth) bandwidth=$2 ;; --ranks) ranks=$2 ;; esac
       shift 2 ;;
     --bin=*) bin=${1#*=}; [ -n "$bin" ] || refuse "--bin needs a value"; shift ;;
     --node=*) node=${1#*=}; [ -n "$node" ] || refuse "--node needs a value"; shift ;;
@@ -56,6 +70,13 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -n "$node" ] || node=$(hostname -s 2>/dev/null || hostname)
+if [ -n "$baseline" ]; then
+  [ -f "$baseline" ] && [ -r "$baseline" ] || refuse "--baseline '$baseline': no readable file"
+  case "${bandwidth%% *}" in fabric-coll|fabric-p2p|fabric-verbs) ;;
+    *) refuse "--bandwidth '$bandwidth': a command of fabric-coll, fabric-p2p or fabric-verbs and its options" ;; esac
+  [ -z "$ranks" ] || [[ "$ranks" =~ ^[1-9][0-9]{0,3}$ ]] || refuse "--ranks '$ranks': a whole number from 1"
+  baseline=$(readlink -f "$baseline")
+fi
 [[ "$node" =~ ^[A-Za-z0-9._-]+$ ]] || refuse "--node '$node': a Slurm node name (letters, digits, . _ -)"
 
 # One line to stderr, to syslog where logger is, and to --log FILE. PRIORITY: warning, err or notice.
@@ -144,6 +165,39 @@ done <<< "$problems"
 if [ "$rc" -eq 1 ] && [ ${#fails[@]} -eq 0 ]; then
   log err "fabric-doctor exited 1 but recorded no failed check: node left as it is"
   exit 0
+fi
+
+# The node's own bandwidth against --baseline: the command under a local mpirun, one rank per GPU, as the doctor
+# without Slurm's variables. Below the baseline is a failure like a check's; a run that gives no answer is logged only.
+if [ -n "$baseline" ]; then
+  if [ -z "$ranks" ]; then
+    ranks=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+    [ "$ranks" -ge 1 ] 2>/dev/null || ranks=2
+  fi
+  read -r -a words <<< "$bandwidth"
+  as_root=()
+  [ "$(id -u)" -eq 0 ] && as_root=(--allow-run-as-root)
+  (
+    cd "$tmp" || exit 3
+    for v in $(compgen -e); do case "$v" in SLURM_*|SLURMD_*|PMIX_*|PMI_*) unset "$v" ;; esac; done
+    exec timeout -k 5 40 mpirun "${as_root[@]}" -np "$ranks" --bind-to none "$bin/${words[0]}" "${words[@]:1}" \
+      --baseline "$baseline" --output "$tmp/bandwidth.h5" --quiet --timeout 30 </dev/null
+  ) >"$tmp/bandwidth.out" 2>&1
+  brc=$?
+  below=$(grep -m1 "below baseline: " "$tmp/bandwidth.out" | sed 's/.*below baseline: //' | tr -d '\r')
+  if [ "$brc" -eq 0 ]; then
+    log notice "bandwidth within the baseline: $bandwidth on $ranks rank(s) against $baseline"
+  elif [ "$brc" -eq 1 ] && [ -n "$below" ]; then
+    # "[results/coll 3] busbw_gbps (op=all_reduce, ...): 120.3 against 330.9 (higher is better, ...)": the reason
+    # keeps the entry, the column and the two figures; the log keeps the whole line.
+    log err "bandwidth below the baseline: $below"
+    fails+=("bandwidth $(echo "$below" | sed -E 's/ \([^)]*\): / /; s/ \((higher|lower) is better.*//' | tr -d '[]')")
+  else
+    why="exit status $brc"; [ "$brc" -eq 124 ] && why="timed out after 40 s"
+    said=$(grep -m1 -E '^fabric-[a-z0-9]+: ' "$tmp/bandwidth.out" | tr -d '\r')
+    [ -n "$said" ] || said=$(grep -v '^[-[:space:]]*$' "$tmp/bandwidth.out" | tail -n 1 | tr -d '\r')
+    log err "bandwidth against the baseline gave no answer ($why): node left as it is; $said"
+  fi
 fi
 
 for w in "${warns[@]}"; do log warning "warning: $w"; done

@@ -146,9 +146,48 @@ class HealthCheckScript(LaunchTest):
         r = self.run_check("--node", "n1", "--dry-run", tree=warn_tree, env={"SLURM_SCRIPT_CONTEXT": "prolog_slurmd"})
         self.assertEqual((r.returncode, r.stdout), (0, ""), "a warning does not stop the job")
 
+    def baseline(self, name, bytes_, bw_mbps):
+        path = self.dir / name
+        path.write_text(f"[baseline]\ntolerance = 10%\n\n[results/p2p bw]\ntest = bw\nbytes = {bytes_}\n"
+                        f"bw_mbps = {bw_mbps}\n")
+        return path
+
+    def test_a_baseline_measures_the_nodes_bandwidth_and_drains_below_it(self):
+        # fabric-p2p between two local ranks stands in for the default fabric-coll over the node's GPUs: the same
+        # mpirun, --baseline and reading of the tool's "below baseline" line.
+        bandwidth = ["--bandwidth", "fabric-p2p --test bw --sizes 1M -n 5", "--ranks", "2"]
+        env = {"OMPI_MCA_btl": "self,vader"}
+        r = self.run_check("--node", "n1", "--dry-run", "--baseline", self.baseline("high.ini", 1 << 20, 1e9),
+                           *bandwidth, tree=healthy_tree, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r'^scontrol update nodename=n1 state=drain reason="fabricbench: bandwidth '
+                                   r'results/p2p bw bw_mbps [0-9.e+]+ against 1e\+09"\n$')
+        self.assertIn("bandwidth below the baseline: [results/p2p bw] bw_mbps (bytes=1048576, test=bw):", r.stderr)
+        # Within the baseline: nothing drained, a notice logged.
+        r = self.run_check("--node", "n1", "--dry-run", "--baseline", self.baseline("low.ini", 1 << 20, 1), *bandwidth,
+                           tree=healthy_tree, env=env)
+        self.assertEqual((r.returncode, r.stdout), (0, ""), r.stderr)
+        self.assertIn("bandwidth within the baseline: fabric-p2p --test bw --sizes 1M -n 5 on 2 rank(s)", r.stderr)
+        # A baseline of another size than the command measures gives no answer: logged, the node left as it is.
+        r = self.run_check("--node", "n1", "--dry-run", "--baseline", self.baseline("other.ini", 2 << 20, 1e9),
+                           *bandwidth, tree=healthy_tree, env=env)
+        self.assertEqual((r.returncode, r.stdout), (0, ""), r.stderr)
+        self.assertIn("gave no answer (exit status 1): node left as it is; fabric-p2p: baseline entry not measured",
+                      r.stderr)
+        # As a prolog, a bandwidth below the baseline stops the job like a failed check.
+        r = self.run_check("--node", "n1", "--dry-run", "--prolog", "--baseline", self.baseline("p.ini", 1 << 20, 1e9),
+                           *bandwidth, tree=healthy_tree, env=env)
+        self.assertEqual(r.returncode, 1, r.stderr)
+
     def test_bad_options_exit_2_in_one_line(self):
+        missing = str(self.dir / "none.ini")
+        here = str(pathlib.Path(__file__))
         for args, message in ((["--bogus"], "unknown option '--bogus'"), (["--node"], "--node needs a value"),
-                              (["--node", "a;reboot"], "--node 'a;reboot'"), (["--bin="], "--bin needs a value")):
+                              (["--node", "a;reboot"], "--node 'a;reboot'"), (["--bin="], "--bin needs a value"),
+                              (["--baseline", missing], f"--baseline '{missing}': no readable file"),
+                              (["--baseline", here, "--bandwidth", "rm -rf /"],
+                               "--bandwidth 'rm -rf /': a command of fabric-coll, fabric-p2p or fabric-verbs"),
+                              (["--baseline", here, "--ranks", "0"], "--ranks '0': a whole number from 1")):
             with self.subTest(args=args):
                 r = subprocess.run([str(HEALTHCHECK)] + args, capture_output=True, text=True, timeout=30, env=clean_env())
                 self.assertEqual((r.returncode, r.stdout), (2, ""))
