@@ -9,6 +9,7 @@
 #include "fabricbench/cli/byte_size.hpp"
 #include "fabricbench/error.hpp"
 #include "fabricbench/memory/buffer.hpp"
+#include "fabricbench/ops/p2p_exchange.hpp"
 #include "fabricbench/timing/iteration_timer.hpp"
 #include "fabricbench/timing/timed_blocks.hpp"
 
@@ -72,6 +73,10 @@ CaseResult run_case(CollBackend& backend, const CollCase& c, const TimingPlan& p
 }
 
 std::string_view to_string(BackendKind kind) { return kind == BackendKind::nccl ? "nccl" : "mpi"; }
+
+PairMeasurement CollBackend::exchange(const P2PTest&, const Exchanger&) {
+  throw Error::internal(name() + " back end: point-to-point between GPUs is NCCL's only");
+}
 
 BackendKind choose_backend(const std::string& requested, std::string_view option) {
 #ifdef FABRICBENCH_HAVE_NCCL

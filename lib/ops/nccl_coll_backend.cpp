@@ -31,14 +31,7 @@ ncclRedOp_t nccl_op(RedOp op) {
   return ops[static_cast<int>(op)];
 }
 
-// Owners of CUDA objects.
-struct Stream {
-  cudaStream_t s = nullptr;
-  Stream() { check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate"); }
-  ~Stream() { cudaStreamDestroy(s); }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-};
+// Owners of CUDA objects (the stream's is in nccl_comm.hpp).
 struct Event {
   cudaEvent_t e = nullptr;
   Event() { check_cuda(cudaEventCreate(&e), "cudaEventCreate"); }
@@ -220,6 +213,9 @@ class NcclCollBackend : public CollBackend {
   }
 
   void abort() noexcept override { comm_->abort(); }
+  PairMeasurement exchange(const P2PTest& test, const Exchanger& x) override {
+    return nccl_exchange(*comm_, stream_.s, test, x);
+  }
 
  private:
   // nccl-tests' placement: in place, input at recv + send_inplace_offset * rank, output at

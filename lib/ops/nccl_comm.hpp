@@ -1,6 +1,6 @@
 // The owner of one NCCL communicator (a back end's, or a splitter's parent), the checks of NCCL's and CUDA's return
-// codes, and the NCCL back end adopting a communicator split from a parent: what nccl_coll_backend.cpp and
-// nccl_comm_splitter.cpp share (internal to lib/ops, built only with NCCL).
+// codes, a stream's owner, and the NCCL back end adopting a communicator split from a parent: what
+// nccl_coll_backend.cpp, nccl_comm_splitter.cpp and nccl_p2p.cpp share (internal to lib/ops, built only with NCCL).
 #pragma once
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "fabricbench/ops/coll_backend.hpp"
+#include "fabricbench/ops/p2p_exchange.hpp"
 
 namespace fabricbench::ops {
 
@@ -17,6 +18,15 @@ using NcclClock = std::chrono::steady_clock;
 
 void check_cuda(cudaError_t rc, const char* what);
 void check_nccl(ncclResult_t rc, const char* what);
+
+// The owner of one non-blocking CUDA stream (the NCCL back end's, fabric-p2p's over NCCL).
+struct Stream {
+  cudaStream_t s = nullptr;
+  Stream() { check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate"); }
+  ~Stream() { cudaStreamDestroy(s); }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+};
 
 // Destroyed normally, or aborted (from the watchdog thread, or past a deadline) when a step hangs. Non-blocking when
 // a caller bounds its calls by a deadline: NCCL calls then return at once (ncclInProgress) and settle() polls until
@@ -51,6 +61,10 @@ class NcclComm {
   std::atomic<bool> aborted_{false};
   std::shared_ptr<std::atomic<bool>> family_aborted_;
 };
+
+// The exchanges of nccl_p2p.hpp on `comm` and `stream` (fabric-p2p's NcclP2P, the NCCL back end's exchange()).
+// A non-blocking communicator settles after each call (NcclComm::settle).
+PairMeasurement nccl_exchange(NcclComm& comm, cudaStream_t stream, const P2PTest& test, const Exchanger& x);
 
 // The NCCL back end over `group` (the MPI communicator of the same ranks, in the same order) with `comm` adopted.
 std::unique_ptr<CollBackend> adopt_nccl_comm(const runtime::Communicator& group, std::unique_ptr<NcclComm> comm);

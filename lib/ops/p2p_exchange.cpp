@@ -5,9 +5,6 @@
 #include <thread>
 #include <vector>
 
-#include "fabricbench/timing/iteration_timer.hpp"
-#include "fabricbench/timing/timed_blocks.hpp"
-
 namespace fabricbench::ops {
 namespace {
 
@@ -15,11 +12,6 @@ constexpr int data_tag = 1;
 constexpr int ack_tag = 2;
 constexpr int plan_tag = 3;
 constexpr int step_times_tag = 4;
-
-// Every sender's pattern differs (by size and rank), so a message from the wrong peer or size fails the check.
-memory::FillPattern pattern_of(int sender, std::uint64_t bytes) {
-  return {static_cast<std::uint32_t>(bytes * 2654435761u) ^ static_cast<std::uint32_t>(sender * 40503u + 1)};
-}
 
 using runtime::check_mpi;
 inline void check(int rc, const char* what) { check_mpi(rc, what); }
@@ -47,6 +39,41 @@ StepEnds wait_step_ends(MPI_Request* req, int window, int* done, std::chrono::st
 }
 
 }  // namespace
+
+memory::FillPattern exchange_pattern(int sender, std::uint64_t bytes) {
+  return {static_cast<std::uint32_t>(bytes * 2654435761u) ^ static_cast<std::uint32_t>(sender * 40503u + 1)};
+}
+
+PairTimer::PairTimer(MPI_Comm comm, bool leader, int iterations, int warmup, double min_time_s)
+    : comm_(comm),
+      leader_(leader),
+      iterations_(iterations),
+      warmup_(warmup),
+      timer_(static_cast<std::size_t>(iterations)),
+      blocks_(min_time_s) {}
+
+void PairTimer::barrier() const { check(MPI_Barrier(comm_), "MPI_Barrier"); }
+
+void PairTimer::end_block() {
+  blocks_.add(timer_.elapsed_s());
+  if (leader_) {
+    const auto laps = timer_.laps_us();
+    laps_us_.insert(laps_us_.end(), laps.begin(), laps.end());
+  }
+  if (blocks_.deciding()) {
+    double first = timer_.elapsed_s();
+    check(MPI_Bcast(&first, 1, MPI_DOUBLE, 0, comm_), "MPI_Bcast");
+    blocks_.decide(first);
+  }
+}
+
+void PairTimer::finish(PairMeasurement& m) const {
+  m.blocks = blocks_.blocks();
+  if (!leader_) return;
+  m.laps_us.insert(m.laps_us.end(), laps_us_.begin(), laps_us_.end());
+  m.elapsed_s = blocks_.median();
+  m.spread = blocks_.spread();
+}
 
 ExchangePlan ExchangePlan::fit(double message_s, int iterations, int warmup, int window, double budget_s) {
   const double iteration_s = message_s * window;
@@ -123,7 +150,7 @@ PairMeasurement run_exchange(const P2PTest& test, const Exchanger& x) {
   void* const sbuf = x.send.data();
   void* const rbuf = x.recv.data();
   const bool windowed = test.exchange != Exchange::ping_pong;
-  pattern_of(me, bytes).fill(x.send, bytes);
+  exchange_pattern(me, bytes).fill(x.send, bytes);
   const auto plan = x.budget_s > 0 && x.from < 0
                         ? ExchangePlan::fit(x.probe_s > 0 ? x.probe_s : probe_message_s(test, x), x.iterations, x.warmup, windowed ? x.window : 1, x.budget_s)
                         : ExchangePlan{x.iterations, x.warmup, windowed ? x.window : 1, false};
@@ -137,38 +164,10 @@ PairMeasurement run_exchange(const P2PTest& test, const Exchanger& x) {
   const bool receives = test.exchange != Exchange::window || !leader;
   if (receives) memory::clear(x.recv, bytes);
 
-  timing::IterationTimer timer(static_cast<std::size_t>(iterations));
-  timing::TimedBlocks blocks(x.budget_s > 0 ? 0.0 : x.min_time_s);
-  // The exchange is chosen once, outside the timed loop: each case hands its own step to the same loop. Only the
-  // leader's laps are reported, so only the leader reads the clock per iteration: each read sits on the round trip
-  // (tests/perf/p2p_loop_cost.cpp measures what it costs). Every rank times whole blocks, to agree on their count.
-  const auto timed = [&](auto&& step) {
-    for (int b = 0; b < blocks.count(); ++b) {
-      check(MPI_Barrier(comm), "MPI_Barrier");
-      if (b == 0)
-        for (int i = 0; i < warmup; ++i) step();
-      timer.start();
-      if (leader) {
-        for (int i = 0; i < iterations; ++i) {
-          step();
-          timer.lap();
-        }
-      } else {
-        for (int i = 0; i < iterations; ++i) step();
-      }
-      timer.stop();
-      blocks.add(timer.elapsed_s());
-      if (leader) {
-        const auto laps = timer.laps_us();
-        m.laps_us.insert(m.laps_us.end(), laps.begin(), laps.end());
-      }
-      if (blocks.deciding()) {
-        double first = timer.elapsed_s();
-        check(MPI_Bcast(&first, 1, MPI_DOUBLE, 0, comm), "MPI_Bcast");
-        blocks.decide(first);
-      }
-    }
-  };
+  PairTimer pair_timer(comm, leader, iterations, warmup, x.budget_s > 0 ? 0.0 : x.min_time_s);
+  timing::TimedBlocks& blocks = pair_timer.blocks();
+  // The exchange is chosen once, outside the timed loop: each case hands its own step to the same loop.
+  const auto timed = [&](auto&& step) { pair_timer.run(step); };
   std::vector<MPI_Request> requests(static_cast<std::size_t>(2 * plan.window));
   MPI_Request* const req = requests.data();
   const int window = plan.window;
@@ -257,11 +256,7 @@ PairMeasurement run_exchange(const P2PTest& test, const Exchanger& x) {
       break;
     }
   }
-  m.blocks = blocks.blocks();
-  if (leader) {
-    m.elapsed_s = blocks.median();
-    m.spread = blocks.spread();
-  }
+  pair_timer.finish(m);
   if (receives && x.check) {
     if (x.flip_byte && bytes > 0) {
       std::uint8_t b = 0;
@@ -269,7 +264,7 @@ PairMeasurement run_exchange(const P2PTest& test, const Exchanger& x) {
       b ^= 0xff;
       x.recv.copy_from_host(&b, 1);
     }
-    m.wrong = pattern_of(from, bytes).count_wrong(x.recv, bytes);
+    m.wrong = exchange_pattern(from, bytes).count_wrong(x.recv, bytes);
   }
   return m;
 }

@@ -30,6 +30,15 @@ int bind_gpu(int local_rank) {
 #endif
 }
 
+int visible_gpus() {
+#ifdef FABRICBENCH_HAVE_CUDA
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
+#else
+  return 0;
+#endif
+}
+
 bool mpi_is_cuda_aware() {
 #if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
   return MPIX_Query_cuda_support() == 1;

@@ -25,6 +25,10 @@ CASES = [
     (["--output", "/nonexistent-dir/x.h5"], "does not exist"),
     (["--timeout", "soon"], "--timeout 'soon'"),
     (["--min-time", "-1"], "--min-time -1: allowed values are 0 to 60 (seconds)"),
+    (["--backend", "gpu"], "--backend 'gpu': allowed values are mpi, nccl"),
+    (["--backend", "nccl", "--memory", "host"], "--memory host with --backend nccl: NCCL moves device memory only"),
+    # Without a GPU (CI: "no GPU is visible"), or in a build without NCCL: one line, before NCCL is called.
+    (["--backend", "nccl"], "fabric-p2p: --backend nccl: "),
 ]
 
 

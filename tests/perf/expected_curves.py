@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Healthy curves for configs/expected-curves.csv from the rows tests/perf/expected_gpu.py wrote (its rows.csv of one
+"""Healthy curves for configs/expected-curves.csv from the rows tests/perf/expected_gpu.py (fabric-coll) and
+tests/perf/osu_xccl_interleaved.py (fabric-p2p --backend nccl: nccl_p2p_bw, nccl_p2p_bibw) wrote (rows.csv of one
 or more calls on the same machine): per (ranks, op, size) the median over the healthy fabric-coll runs of each of
 in-place and out-of-place, and the lower of the two. Prints the CSV (header comments and all) to stdout.
 
@@ -32,20 +33,21 @@ def main():
                 r["run"] = f"{k}-{r['run']}"
                 rows.append(r)
     values = defaultdict(list)
-    link = set()
+    link = defaultdict(set)  # (ranks, op) -> the link figure its rows were held against (bibw: both directions')
     for r in rows:
-        if r["case"] == "healthy" and r["tool"] == "fabric-coll" and r["busbw_gbps"]:
+        if r["case"] == "healthy" and r["tool"] in ("fabric-coll", "fabric-p2p") and r["busbw_gbps"]:
             values[(int(r["ranks"]), r["op"], int(r["bytes"]), r["in_place"])].append(float(r["busbw_gbps"]))
             if r["expected_gbps"]:
-                link.add(round(float(r["expected_gbps"]), 3))
-    assert len(link) == 1, f"one GPU link figure wanted, got {link}"
+                link[(int(r["ranks"]), r["op"])].add(round(float(r["expected_gbps"]), 3))
+    for key, figures in link.items():
+        assert len(figures) == 1, f"{key}: one GPU link figure wanted, got {figures}"
     curve = defaultdict(list)
     for (ranks, op, size, _), v in values.items():
         curve[(ranks, op, size)].append(statistics.median(v))
     print(HEADER + "path,link_gbps,ranks,op,bytes,gbps,source")
     for (ranks, op, size), v in sorted(curve.items()):
         if min(v) > 0:
-            print(f'{a.path},{next(iter(link))},{ranks},{op},{size},{min(v):.6g},"{a.source}"')
+            print(f'{a.path},{next(iter(link[(ranks, op)]))},{ranks},{op},{size},{min(v):.6g},"{a.source}"')
     if a.fixture:
         with open(a.fixture, "w", newline="") as f:
             w = csv.writer(f, lineterminator="\n")

@@ -8,6 +8,7 @@
 
 #include "fabricbench/cli/byte_size.hpp"
 #include "fabricbench/cli/name_list.hpp"
+#include "fabricbench/error.hpp"
 #include "fabricbench/ops/bandwidth.hpp"
 #include "fabricbench/runtime/gpu.hpp"
 #include "fabricbench/timing/iteration_timer.hpp"
@@ -20,6 +21,7 @@ P2PBenchmark::P2PBenchmark() : table_(make_table()), samples_(table_.samples()),
 P2PBenchmark::Columns::Columns(const results::TableSpec& t)
     : test(t.handle<std::string>("test")),
       memory(t.handle<std::string>("memory")),
+      backend(t.handle<std::string>("backend")),
       bytes(t.handle<std::int64_t>("bytes")),
       pairs(t.handle<std::int64_t>("pairs")),
       iterations(t.handle<std::int64_t>("iterations")),
@@ -41,7 +43,8 @@ P2PBenchmark::Columns::Columns(const results::TableSpec& t)
       time_us_stddev(t.handle<double>("time_us_stddev")) {}
 
 std::string P2PBenchmark::summary() const {
-  std::string s = "fabric-p2p: OSU-style point-to-point latency and bandwidth over MPI.\n"
+  std::string s = "fabric-p2p: OSU-style point-to-point latency and bandwidth over MPI, or between GPUs over "
+                  "NCCL (--backend nccl: OSU's xccl benchmarks).\n"
                   "Rank i is paired with rank i+N/2 (use --map-by node to put pairs across nodes); all pairs run "
                   "at once.\nTests:";
   for (const auto& t : p2p_tests()) s += fmt::format("\n  {:8} {}", t.name, t.description);
@@ -51,7 +54,8 @@ std::string P2PBenchmark::summary() const {
 results::TableSpec P2PBenchmark::make_table() {
   using namespace results;
   TableSpec table{"results", "p2p",
-          {series(key_text("test", 16)), key_text("memory", 8), key_int("bytes", Unit::bytes, "size_B"),
+          {series(key_text("test", 16)), key_text("memory", 8), key_text("backend", 8),
+           key_int("bytes", Unit::bytes, "size_B"),
            key_int("pairs"), key_int("window"), setting_int("iterations", "iters"), setting_int("warmup"),
            setting_int("blocks"),
            headline(measured("latency_us", Unit::us, Better::lower)),
@@ -79,7 +83,8 @@ void P2PBenchmark::add_options(cli::po::options_description& options) {
         cli::name_choices(cli::names_of(p2p_tests(), [](const P2PTest& t) { return t.name; }), {{"all", {}}}) +
         " (all: every test, mbw_mr only with more than one pair)").c_str())
       ("window,W", cli::po::value<long long>()->default_value(64), "messages in flight per iteration for bw, bibw, mbw_mr (OSU -W)")
-      ("memory", cli::po::value<std::string>()->default_value("host"), "where buffers live: host, pinned or device (device needs a CUDA-aware MPI)")
+      ("memory", cli::po::value<std::string>()->default_value("host"), "where buffers live: host, pinned or device (device needs a CUDA-aware MPI, or --backend nccl)")
+      ("backend", cli::po::value<std::string>()->default_value("mpi"), "mpi (MPI_Isend/MPI_Irecv) or nccl (ncclSend/ncclRecv between GPUs, device buffers, one rank per GPU: OSU's osu_xccl_* tests on any MPI)")
       ("min-time", cli::po::value<double>()->default_value(0.1), "without -n: repeat each size's timed block of OSU's iteration count until about this many seconds were timed (at most 100 blocks) and report the median block, with the blocks' spread; 0: one block");
 }
 
@@ -102,10 +107,32 @@ void P2PBenchmark::configure(const cli::po::variables_map& values, const cli::Co
       throw Error::usage(fmt::format("--sizes 0: {} measures bandwidth, which needs messages of at least 1 byte "
                                      "(latency takes 0)", t->name));
   memory_ = memory::parse_memory_kind(values["memory"].as<std::string>(), "--memory");
+  const auto backend = values["backend"].as<std::string>();
+  if (backend != "mpi" && backend != "nccl")
+    throw Error::usage(fmt::format("--backend '{}': allowed values are mpi, nccl", backend));
+  backend_ = backend == "nccl" ? BackendKind::nccl : BackendKind::mpi;
   pairs_.emplace(placement.world_size());
+  if (backend_ == BackendKind::nccl) {
+    if (!values["memory"].defaulted() && memory_ != memory::MemoryKind::device)
+      throw Error::usage(fmt::format("--memory {} with --backend nccl: NCCL moves device memory only (--memory "
+                                     "device, its default there)", memory::to_string(memory_)));
+    memory_ = memory::MemoryKind::device;
+    if (!nccl_p2p_built())
+      throw Error::usage(
+          "--backend nccl: this build has no NCCL (configure with CUDA and NCCL found); use --backend mpi");
+    // Before NCCL is called: a communicator with two ranks on one GPU fails inside ncclCommInitRank.
+    const int gpus = runtime::visible_gpus();
+    const auto& me = placement.me();
+    if (gpus == 0) throw Error::usage("--backend nccl: no GPU is visible to this rank; NCCL needs one GPU per rank");
+    if (me.machine_local_rank >= gpus)
+      throw Error::usage(fmt::format("--backend nccl: rank {} on {} would share a GPU ({} visible there for {} or more "
+                                     "ranks); NCCL needs one rank per GPU: start at most {} rank(s) per machine",
+                                     me.rank, me.host, gpus, me.machine_local_rank + 1, gpus));
+  }
   if (memory_ != memory::MemoryKind::host) gpu_ = runtime::bind_gpu(placement.me().machine_local_rank);
-  if (memory_ == memory::MemoryKind::device && !runtime::mpi_is_cuda_aware())
-    throw Error::usage("--memory device: this MPI library is not CUDA-aware (MPIX_Query_cuda_support); use host or pinned");
+  if (backend_ == BackendKind::mpi && memory_ == memory::MemoryKind::device && !runtime::mpi_is_cuda_aware())
+    throw Error::usage("--memory device: this MPI library is not CUDA-aware (MPIX_Query_cuda_support); use host or "
+                       "pinned, or --backend nccl");
   flip_byte_ = std::getenv("FABRICBENCH_TEST_FLIP_BYTE") != nullptr;
   min_time_s_ = timing::TimedBlocks::checked_min_time(values["min-time"].as<double>(), "--min-time");
   if (common.iterations > 0) min_time_s_ = 0;  // -n: a count, as OSU's -i
@@ -117,7 +144,7 @@ PairMeasurement P2PBenchmark::measure(const P2PTest& test, std::uint64_t bytes, 
   Exchanger x{world.get(), me, pairs_->peer_of(me), pairs_->leads(me), *send_, *recv_, bytes, iterations,
               warmup, window_, check_, flip_byte_};
   x.min_time_s = min_time_s_;
-  return run_exchange(test, x);
+  return nccl_ ? nccl_->run(test, x) : run_exchange(test, x);
 }
 
 void P2PBenchmark::report(const app::RunContext& context, const app::ToolLoop& loop, const P2PTest& test,
@@ -152,6 +179,7 @@ void P2PBenchmark::report(const app::RunContext& context, const app::ToolLoop& l
   const bool mean = test.aggregate == PairAggregate::mean;
   results::Row row(table_);
   row.set(col_.test, std::string(test.name)).set(col_.memory, std::string(memory::to_string(memory_)));
+  row.set(col_.backend, std::string(to_string(backend_)));
   row.set(col_.bytes, std::int64_t(bytes)).set(col_.pairs, std::int64_t(pairs)).set(col_.iterations, std::int64_t(iterations));
   row.set(col_.warmup, std::int64_t(warmup)).set(col_.wrong, std::int64_t(wrong));
   row.set(col_.blocks, std::int64_t(mine.blocks)).set(col_.time_us_spread_pct, spread * 100);
@@ -166,10 +194,10 @@ void P2PBenchmark::report(const app::RunContext& context, const app::ToolLoop& l
   row.set(col_.time_us_min, stats.min).set(col_.time_us_median, stats.median).set(col_.time_us_mean, stats.mean);
   row.set(col_.time_us_max, stats.max).set(col_.time_us_p90, stats.p90).set(col_.time_us_p99, stats.p99);
   row.set(col_.time_us_stddev, stats.stddev);
-  // No healthy curve exists for MPI point-to-point between GPUs: a GPU link's figure is shown, uncalibrated.
+  // Between GPUs: the healthy curve of this test over NCCL where one was measured; MPI's between GPUs has none.
   if (!ping_pong)
     context.expect(row, facts::ExpectedShare::gbps(row.number("bw_mbps"), results::Unit::mbps),
-                   context.expected.at_size(reference(context, test), std::string("p2p_") + std::string(test.name),
+                   context.expected.at_size(reference(context, test), curve_op(test),
                                             2 * pairs_->pairs(), bytes),
                    bytes, fmt::format("{} at {} B", test.name, bytes));
   loop.write(row, grown, samples_, [&](std::int64_t index) { return laps.samples(index, sample_scale, pairs); });
@@ -196,6 +224,10 @@ facts::Reference P2PBenchmark::reference(const app::RunContext& context, const P
     if (const auto node = context.expected.per_rank(hosts, 1, gpu_memory); node.known() && node.gbps < ref.gbps) ref = node;
   }
   return test.directions == 2 ? ref.scaled(2, "both directions of") : ref;
+}
+
+std::string P2PBenchmark::curve_op(const P2PTest& test) const {
+  return fmt::format("{}p2p_{}", backend_ == BackendKind::nccl ? "nccl_" : "", test.name);
 }
 
 std::string P2PBenchmark::section_title(const P2PTest& test) const {
@@ -225,13 +257,15 @@ ExitStatus P2PBenchmark::run(const app::RunContext& context) {
   check_ = context.options.check;
   send_.emplace(memory_, context.options.sizes.max());
   recv_.emplace(memory_, context.options.sizes.max());
+  if (backend_ == BackendKind::nccl) nccl_ = std::make_unique<NcclP2P>(context.world);
   // Every host's links (NVLink too with GPU memory), read by its first rank around every size.
   app::ToolLoop loop(context, facts::LinkWatch(context.world, context.placement.me().host,
                                                memory_ == memory::MemoryKind::device));
   if (context.is_root()) context.out->declare(samples_);
   loop.note_pairs(*pairs_);
   if (context.is_root())
-    context.out->note(fmt::format("memory: {}  check: {}", memory::to_string(memory_), check_ ? "on" : "off"));
+    context.out->note(fmt::format("backend: {}  memory: {}  check: {}", to_string(backend_), memory::to_string(memory_),
+                                  check_ ? "on" : "off"));
   for (std::size_t k = 0; k < tests_.size(); ++k) {
     const auto& test = *tests_[k];
     loop.begin("test", k, tests_.size(), test.name, sizes.size());

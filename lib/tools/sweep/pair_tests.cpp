@@ -139,8 +139,9 @@ namespace {
 
 class CollPairTest : public PairTest {
  public:
-  CollPairTest(ops::BackendKind backend, int gpu, std::uint64_t bytes, NcclComms comms)
-      : backend_(backend), gpu_(gpu), bytes_(bytes), comms_(comms) {}
+  CollPairTest(ops::BackendKind backend, int gpu, std::uint64_t bytes, std::uint64_t latency_bytes, int window,
+               NcclComms comms)
+      : backend_(backend), gpu_(gpu), bytes_(bytes), latency_bytes_(latency_bytes), window_(window), comms_(comms) {}
 
   // NCCL with --nccl-comms split: one parent over the world, made at the first round; each round every rank splits
   // it and the pair's back end adopts the child. Any failure, and any hang, turns the rest of the sweep to one
@@ -186,7 +187,6 @@ class CollPairTest : public PairTest {
   std::vector<PairRecord> run(const PairSlot& s) override {
     const auto& options = s.context.options;
     s.context.doing(s.doing(2));
-    const auto* op = ops::find_collective(s.m.coll_op());
     const auto setup_start = std::chrono::steady_clock::now();
     // The round's split communicator (its split timed in begin_round, counted on the round's first collective), else
     // a back end of its own.
@@ -194,6 +194,8 @@ class CollPairTest : public PairTest {
     if (!round_) own = ops::make_backend(backend_, s.pair, gpu_, false, options.timeout_s > 0);
     ops::CollBackend& backend = round_ ? *round_ : *own;
     const double setup_s = seconds_since(setup_start) + std::exchange(round_setup_s_, 0.0);
+    if (!s.m.p2p_test.empty()) return run_p2p(s, backend, setup_s);
+    const auto* op = ops::find_collective(s.m.coll_op());
     backend.allocate(bytes_, bytes_);
     const ops::CollCase c{op, ops::DataType::float32, ops::RedOp::sum, 0, false, op->counts(bytes_ / 4, s.pair.size())};
     const int iterations = s.m.defaults.iterations(bytes_, options.iterations);
@@ -234,9 +236,54 @@ class CollPairTest : public PairTest {
   }
 
  private:
+  // A p2p metric between the pair's GPUs: the first rank of each node (ranks 0 and half of the pair's communicator,
+  // node a's ranks first; with rails the rail's two) exchange over the back end's NCCL communicator, as OSU's xccl
+  // tests, with the records P2PPairTest gives (the leader's carries the figure). No time budget: the full counts.
+  std::vector<PairRecord> run_p2p(const PairSlot& s, ops::CollBackend& backend, double setup_s) {
+    const auto& test = *ops::find_p2p_test(s.m.p2p_test);
+    const auto& options = s.context.options;
+    const std::uint64_t bytes = test.ping_pong() ? latency_bytes_ : bytes_;
+    const int half = s.pair.size() / 2, me = s.pair.rank();
+    const bool end = me == 0 || me == half;
+    const auto ends = s.pair.split(end ? 0 : MPI_UNDEFINED, me);
+    if (!end) return {};
+    if (!send_) {
+      send_.emplace(memory::MemoryKind::device, std::max<std::uint64_t>({bytes_, latency_bytes_, 1}));
+      recv_.emplace(memory::MemoryKind::device, send_->size());
+    }
+    const int iterations = s.m.defaults.iterations(bytes, options.iterations);
+    const int warmup = s.m.defaults.warmup(bytes, options.warmup);
+    std::vector<PairRecord> out;
+    for (int direction = 0; direction < s.m.directions(); ++direction) {
+      const bool leader = (me == 0) == (direction == 0);
+      s.context.doing(s.doing(direction));
+      const ops::Exchanger x{ends.get(), me, me == 0 ? half : 0, leader, *send_, *recv_, bytes, iterations, warmup,
+                             window_, options.check, false};
+      const auto measure_start = std::chrono::steady_clock::now();
+      const auto r = backend.exchange(test, x);
+      auto rec = s.record(direction);
+      rec.setup_s = direction == 0 ? setup_s : 0;
+      rec.measure_s = seconds_since(measure_start);
+      rec.iterations = r.iterations, rec.window = r.window, rec.bytes = static_cast<std::int64_t>(bytes);
+      rec.wrong = static_cast<std::int64_t>(r.wrong);
+      rec.payload = static_cast<double>(bytes) * r.iterations *
+                    (test.ping_pong() ? 2.0 : (test.directions == 2 ? 2.0 : 1.0) * r.window);
+      if (leader) {
+        rec.value = test.pair_figure(bytes, r.window, r.iterations, r.elapsed_s);
+        const auto stats = timing::SampleStats::of(r.laps_us);
+        const double scale = test.ping_pong() ? 0.5 : 1.0;
+        rec.median_us = stats.median * scale, rec.p99_us = stats.p99 * scale;
+      }
+      out.push_back(rec);
+    }
+    return out;
+  }
+
   ops::BackendKind backend_;
   int gpu_;
-  std::uint64_t bytes_;
+  std::uint64_t bytes_, latency_bytes_;
+  int window_;
+  std::optional<memory::Buffer> send_, recv_;  // device buffers of the p2p metrics, made at their first test
   NcclComms comms_;
   bool init_per_pair_ = false;  // NCCL: one ncclCommInitRank per pair from here on (--nccl-comms init, or a fall-back)
   std::unique_ptr<ops::CommSplitter> splitter_;  // declared before round_: a child goes before its parent
@@ -246,8 +293,9 @@ class CollPairTest : public PairTest {
 
 }  // namespace
 
-std::unique_ptr<PairTest> make_coll_pair_test(ops::BackendKind backend, int gpu, std::uint64_t bytes, NcclComms comms) {
-  return std::make_unique<CollPairTest>(backend, gpu, bytes, comms);
+std::unique_ptr<PairTest> make_coll_pair_test(ops::BackendKind backend, int gpu, std::uint64_t bytes,
+                                              std::uint64_t latency_bytes, int window, NcclComms comms) {
+  return std::make_unique<CollPairTest>(backend, gpu, bytes, latency_bytes, window, comms);
 }
 
 }  // namespace fabricbench::sweep

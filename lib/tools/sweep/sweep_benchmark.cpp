@@ -49,7 +49,7 @@ void SweepBenchmark::add_options(cli::po::options_description& options) {
       ("qp-timeout", po::value<int>()->default_value(14), "the rdma metrics' local ACK timeout 0-31, 4.096 us x 2^N before a retransmission (perftest -u)")
       ("retest", po::value<long long>()->default_value(1), "times each suspect pair is re-tested, also against good nodes; a pair that turns suspect after a re-test gets its own (0: none)")
       ("rules", po::value<std::string>()->default_value(app::shipped_config("sweep.ini")), "verdict rules (INI); default: the shipped configs/sweep.ini ($FABRICBENCH_DATA_DIR or <bin>/../share/fabricbench)")
-      ("backend", po::value<std::string>()->default_value("auto"), "collective metrics: nccl, mpi, or auto")
+      ("backend", po::value<std::string>()->default_value("auto"), "collective metrics: nccl, mpi, or auto; given as nccl, the p2p metrics too measure GPU to GPU (ncclSend/ncclRecv, one rank per GPU)")
       ("nccl-comms", po::value<std::string>()->default_value("split"), "collective metrics with NCCL: split (each round's pair communicators split from one communicator over the job, made once: ncclCommSplit) or init (a fresh ncclCommInitRank per pair, metric and round); split falls back to init after a hang or where it fails")
       ("sequential", "test the pairs of a round one after another (to measure what running them at once saves)")
       ("rails", po::value<int>()->implicit_value(0), "every local rank takes part: local rank i of one node tests local rank i of the other (rail i), all rails at once, every metric; rows and verdicts name the rail and NIC")
@@ -147,11 +147,14 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
   cli::require_choice("--nccl-comms", nccl_comms, {"split", "init"});
   nccl_comms_ = nccl_comms == "split" ? NcclComms::split : NcclComms::init;
   backend_ = ops::choose_backend(v["backend"].as<std::string>());
+  gpu_p2p_ = v["backend"].as<std::string>() == "nccl";
   const bool collectives = std::any_of(metrics_.begin(), metrics_.end(), [](const SweepMetric* m) { return m->collective(); });
-  if (!v["nccl-comms"].defaulted() && !(collectives && backend_ == ops::BackendKind::nccl))
+  const bool on_gpus =
+      std::any_of(metrics_.begin(), metrics_.end(), [&](const SweepMetric* m) { return this->on_gpus(*m); });
+  if (!v["nccl-comms"].defaulted() && !(on_gpus && backend_ == ops::BackendKind::nccl))
     throw Error::usage(
-        "--nccl-comms: it chooses how the collective metrics (allreduce, sendrecv) make their NCCL "
-        "communicators; give one of them with --backend nccl");
+        "--nccl-comms: it chooses how the collective metrics (allreduce, sendrecv), and the p2p ones with --backend "
+        "nccl, make their NCCL communicators; give one of them with --backend nccl");
   if (collectives && bw_bytes_ < 4)
     throw Error::usage(fmt::format("{} {}: the collective metrics move floats: give at least 4 bytes", common.sizes_option, bw_bytes_));
   if (collectives && backend_ == ops::BackendKind::mpi) {
@@ -163,16 +166,16 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
   }
   configure_budget(v);
   if (dry_run_) return;  // nothing is opened for a plan
-  if (collectives && backend_ == ops::BackendKind::nccl) gpu_ = runtime::bind_gpu(placement.me().machine_local_rank);
+  if (on_gpus && backend_ == ops::BackendKind::nccl) gpu_ = runtime::bind_gpu(placement.me().machine_local_rank);
   // The pair tests of the metrics asked for. The rdma one opens every rank's port now: no RDMA device, a port that
   // is not Active or a build without libibverbs is exit 2, before any output.
   const auto any = [&](auto&& pred) { return std::any_of(metrics_.begin(), metrics_.end(), pred); };
   p2p_.reset();
   coll_.reset();
   rdma_.reset();
-  if (any([](const SweepMetric* m) { return !m->p2p_test.empty(); }))
+  if (any([&](const SweepMetric* m) { return !m->p2p_test.empty() && !this->on_gpus(*m); }))
     p2p_ = std::make_unique<P2PPairTest>(metrics_, bw_bytes_, lat_bytes_, window_, pair_time_s_, pair_time_relative_);
-  if (collectives) coll_ = make_coll_pair_test(backend_, gpu_, bw_bytes_, nccl_comms_);
+  if (on_gpus) coll_ = make_coll_pair_test(backend_, gpu_, bw_bytes_, lat_bytes_, window_, nccl_comms_);
   if (any([](const SweepMetric* m) { return !m->verbs_test.empty(); }))
     rdma_ = make_rail_rdma_test(placement.me().host, qp_timeout);
 }

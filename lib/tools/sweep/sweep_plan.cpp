@@ -292,7 +292,7 @@ double SweepBenchmark::round_timeout_s(const app::RunContext& context) const {
   // the round's own limit leaves room for all of them before the run ends.
   const double t = context.options.timeout_s;
   if (t <= 0 || backend_ != ops::BackendKind::nccl) return t;
-  const auto collectives = std::count_if(metrics_.begin(), metrics_.end(), [](auto* m) { return m->collective(); });
+  const auto collectives = std::count_if(metrics_.begin(), metrics_.end(), [&](auto* m) { return on_gpus(*m); });
   return t * static_cast<double>(collectives + 1) + 10;
 }
 

@@ -69,8 +69,8 @@ std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& cont
   const int my_host = host_of_rank_[context.world.rank()];
   for (std::size_t k = 0; k < metrics_.size(); ++k) {
     const auto& m = *metrics_[k];
-    if ((rails_ == 1 && m.collective() == host_level) || resting(m)) continue;
-    PairTest& test = !m.verbs_test.empty() ? *rdma_ : m.collective() ? *coll_ : static_cast<PairTest&>(*p2p_);
+    if ((rails_ == 1 && on_gpus(m) == host_level) || resting(m)) continue;
+    PairTest& test = !m.verbs_test.empty() ? *rdma_ : on_gpus(m) ? *coll_ : static_cast<PairTest&>(*p2p_);
     const PairSlot slot{context, pair, round_index, hosts, rails_ > 1 ? local_rank_ : 0, static_cast<int>(k), m, hosts_};
     auto [records, grown] = links_.around([&] { return test.run(slot); });
     // A reader whose rank holds no figure of the pair (the b end of a collective) still sends its links' growth.
@@ -94,11 +94,10 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
   const auto& world = context.world;
   const int me = world.rank(), h = host_of_rank_[me];
   const bool host_leader = context.placement.me().local_rank == 0;
-  const bool any_host_level = std::any_of(metrics_.begin(), metrics_.end(), [](auto* m) { return !m->collective(); });
+  const bool any_host_level = std::any_of(metrics_.begin(), metrics_.end(), [&](auto* m) { return !on_gpus(*m); });
   // Whether this pass runs collectives (between a mesh's bandwidth passes they rest): then each round prepares them.
-  const bool collectives = coll_ && std::any_of(metrics_.begin(), metrics_.end(), [&](auto* m) {
-                             return m->collective() && !resting(*m);
-                           });
+  const bool collectives =
+      coll_ && std::any_of(metrics_.begin(), metrics_.end(), [&](auto* m) { return on_gpus(*m) && !resting(*m); });
   std::vector<PairRecord> all;
   if (!adaptive_) rest_hung_hosts(context, {}, rounds, 0);  // hosts that hung in an earlier pass rest in this one too
   const auto start = std::chrono::steady_clock::now();

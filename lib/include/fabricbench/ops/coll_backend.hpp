@@ -61,6 +61,10 @@ struct CaseTiming {
   double spread = NAN;         // (p90 - p10) / median of the blocks' mean times; NaN with one block
 };
 
+struct P2PTest;
+struct Exchanger;
+struct PairMeasurement;
+
 class CollBackend {
  public:
   virtual ~CollBackend() = default;
@@ -87,6 +91,10 @@ class CollBackend {
   // A back end that can abort one communicator (NCCL) ends a wait() that passes `deadline` by aborting it and
   // throwing Hung; the others (MPI cannot abort one communicator) ignore it and return false.
   virtual bool set_deadline(std::chrono::steady_clock::time_point /*deadline*/) { return false; }
+  // Point-to-point between two ranks of this back end's communicator over its library, device buffers (NCCL: the
+  // exchanges of nccl_p2p.hpp on its communicator and stream; fabric-sweep's GPU p2p metrics). `x.me` and `x.peer`
+  // are ranks of this communicator, `x.comm` the MPI communicator of just the two. Error::internal elsewhere.
+  virtual PairMeasurement exchange(const P2PTest& test, const Exchanger& x);
 };
 
 // The one timing loop: warm-up, barrier, `iterations` timed operations, mean time per op and laps.

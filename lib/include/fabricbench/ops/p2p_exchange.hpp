@@ -11,6 +11,8 @@
 #include "fabricbench/memory/buffer.hpp"
 #include "fabricbench/ops/p2p_test.hpp"
 #include "fabricbench/runtime/mpi.hpp"
+#include "fabricbench/timing/iteration_timer.hpp"
+#include "fabricbench/timing/timed_blocks.hpp"
 
 namespace fabricbench::ops {
 
@@ -60,6 +62,60 @@ struct Exchanger {
   // > 0: repeat the timed block of `iterations` until about this many seconds were timed (timing::TimedBlocks);
   // rank 0 of `comm` decides the count, so every rank of `comm` must be in the call. Not with a budget.
   double min_time_s = 0;
+};
+
+// What `sender` puts in a message of `bytes`: every sender's pattern differs (by size and rank), so a message from
+// the wrong peer or of the wrong size fails the check.
+memory::FillPattern exchange_pattern(int sender, std::uint64_t bytes);
+
+// The timed part of a pair test, shared by the MPI exchange and the NCCL one (nccl_p2p.hpp): blocks of `iterations`
+// steps, each after a barrier of `comm` (the warm-ups before the first), the leader lapping every step; with a
+// minimum time rank 0 of `comm` decides how many blocks run. Only the leader reads the clock per iteration: each
+// read sits on the round trip (tests/perf/p2p_loop_cost.cpp measures what it costs). Every rank times whole blocks,
+// to agree on their count.
+class PairTimer {
+ public:
+  PairTimer(MPI_Comm comm, bool leader, int iterations, int warmup, double min_time_s);
+  // `step` one iteration; `settle` after each block, untimed (the NCCL exchange waits there for what its last step
+  // left on the stream).
+  template <typename Step, typename Settle>
+  void run(Step&& step, Settle&& settle) {
+    for (int b = 0; b < blocks_.count(); ++b) {
+      barrier();
+      if (b == 0)
+        for (int i = 0; i < warmup_; ++i) step();
+      timer_.start();
+      if (leader_) {
+        for (int i = 0; i < iterations_; ++i) {
+          step();
+          timer_.lap();
+        }
+      } else {
+        for (int i = 0; i < iterations_; ++i) step();
+      }
+      timer_.stop();
+      settle();
+      end_block();
+    }
+  }
+  template <typename Step>
+  void run(Step&& step) {
+    run(step, [] {});
+  }
+  // The blocks' figures into `m`: count, and on the leader the median block's seconds, their spread and every lap.
+  void finish(PairMeasurement& m) const;
+  timing::TimedBlocks& blocks() { return blocks_; }
+
+ private:
+  void barrier() const;
+  void end_block();
+
+  MPI_Comm comm_;
+  bool leader_;
+  int iterations_, warmup_;
+  timing::IterationTimer timer_;
+  timing::TimedBlocks blocks_;
+  std::vector<double> laps_us_;
 };
 
 // With a budget, the leader probes the pair (a few messages in flight, or the faster of two round trips), fits the

@@ -7,6 +7,9 @@ namespace fabricbench::runtime {
 // this build has no CUDA or no GPU is visible.
 int bind_gpu(int local_rank);
 
+// GPUs visible to this process (0 without CUDA or without a GPU).
+int visible_gpus();
+
 // Open MPI's MPIX_Query_cuda_support() where available; false otherwise.
 bool mpi_is_cuda_aware();
 

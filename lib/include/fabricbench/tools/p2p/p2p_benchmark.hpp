@@ -1,7 +1,9 @@
-// fabric-p2p: the OSU-style point-to-point tests over MPI. With N ranks, rank i is paired with rank i + N/2 and
-// all pairs run each test at once; one row per test and size.
+// fabric-p2p: the OSU-style point-to-point tests over MPI, or between GPUs over NCCL (--backend nccl, OSU's xccl
+// benchmarks; ops/nccl_p2p.hpp). With N ranks, rank i is paired with rank i + N/2 and all pairs run each test at
+// once; one row per test and size.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -9,6 +11,8 @@
 #include "fabricbench/app/tool_loop.hpp"
 #include "fabricbench/facts/link_counters.hpp"
 #include "fabricbench/memory/buffer.hpp"
+#include "fabricbench/ops/coll_backend.hpp"
+#include "fabricbench/ops/nccl_p2p.hpp"
 #include "fabricbench/ops/p2p_exchange.hpp"
 #include "fabricbench/ops/p2p_test.hpp"
 
@@ -41,6 +45,8 @@ class P2PBenchmark : public app::Benchmark {
   std::string section_title(const P2PTest& test) const;
   std::vector<results::TerminalColumn> terminal_view(const app::RunContext& context, const P2PTest& test) const;
 
+  // The healthy curves' name of `test` over this back end (configs/expected-curves.csv): p2p_bw, nccl_p2p_bw, ...
+  std::string curve_op(const P2PTest& test) const;
   // What a bandwidth row of `test` is held against (rank 0).
   facts::Reference reference(const app::RunContext& context, const P2PTest& test) const;
 
@@ -48,13 +54,15 @@ class P2PBenchmark : public app::Benchmark {
   // Handles of the columns the tool sets (made once, beside the table: a wrong name or type stops every run).
   struct Columns {
     explicit Columns(const results::TableSpec& t);
-    results::ColumnHandle<std::string> test, memory;
+    results::ColumnHandle<std::string> test, memory, backend;
     results::ColumnHandle<std::int64_t> bytes, pairs, iterations, warmup, wrong, blocks, window;
     results::ColumnHandle<double> time_us_spread_pct, latency_us, bw_mbps, bw_min_pair_mbps, msg_rate_mps, time_us_min, time_us_median, time_us_mean, time_us_max, time_us_p90, time_us_p99, time_us_stddev;
   };
   Columns col_;
   std::vector<const P2PTest*> tests_;
   memory::MemoryKind memory_ = memory::MemoryKind::host;
+  BackendKind backend_ = BackendKind::mpi;  // --backend: MPI (host, pinned, device where CUDA-aware) or NCCL (device)
+  std::unique_ptr<NcclP2P> nccl_;           // --backend nccl: the job's communicator, made in run()
   int window_ = 64;
   int gpu_ = -1;
   bool check_ = false;

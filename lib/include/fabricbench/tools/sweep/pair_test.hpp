@@ -116,7 +116,10 @@ class P2PPairTest : public PairTest {
 enum class NcclComms { split, init };
 
 // fabric-coll's back ends over every rank of both nodes (NCCL communicators abortable under --timeout).
-std::unique_ptr<PairTest> make_coll_pair_test(ops::BackendKind backend, int gpu, std::uint64_t bytes, NcclComms comms);
+// The collective metrics over the pair's communicator (`bytes`), and with NCCL the p2p metrics between the pair's
+// GPUs on the same communicators (`bytes`, `latency_bytes` for ping-pong, OSU's `window`).
+std::unique_ptr<PairTest> make_coll_pair_test(ops::BackendKind backend, int gpu, std::uint64_t bytes,
+                                              std::uint64_t latency_bytes, int window, NcclComms comms);
 
 // What the rdma metrics open and send.
 struct RdmaPairSettings {

@@ -129,6 +129,9 @@ class SweepBenchmark : public app::Benchmark {
   std::vector<PairRecord> last_bw_records_;  // rank 0: the bandwidth records of the last pass that measured them
   // Between two bandwidth passes of a mesh, the metrics where higher is better (bandwidth, bus bandwidth) rest.
   bool resting(const SweepMetric& m) const { return !bw_pass_ && m.better == results::Better::higher; }
+  // Whether `m` runs on every rank's GPU over the pair's NCCL communicator (the collective metrics; with an explicit
+  // --backend nccl the p2p metrics too, GPU to GPU) rather than between the nodes' first ranks over MPI.
+  bool on_gpus(const SweepMetric& m) const { return m.collective() || (gpu_p2p_ && !m.p2p_test.empty()); }
   double every_s_ = 0;
   std::string prometheus_;
   int pass_ = 1;         // the pass in flight (from 1)
@@ -175,6 +178,7 @@ class SweepBenchmark : public app::Benchmark {
   double pair_setup_sum_s_ = 0, pair_measure_sum_s_ = 0;  // rank 0: over the pair rows, setup_s and measure_s
   std::int64_t pair_rows_ = 0;
   ops::BackendKind backend_ = ops::BackendKind::mpi;
+  bool gpu_p2p_ = false;                     // --backend nccl given: the p2p metrics measure GPU to GPU (on_gpus)
   NcclComms nccl_comms_ = NcclComms::split;  // --nccl-comms
   // --resume: the file, and (rank 0) the pair rows it holds from the run it continues.
   std::string resume_;
