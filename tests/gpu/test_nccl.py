@@ -265,13 +265,13 @@ class RailAlignedSplit(CollTest):
                     'if [ -n "$CUDA_VISIBLE_DEVICES" ]; then h=$(echo "$CUDA_VISIBLE_DEVICES" | cut -d, -f$((h + 1))); fi\n'
                     'CUDA_VISIBLE_DEVICES=$h exec "$@"\n')
 
-    def sweep(self, backend, name):
+    def sweep(self, backend, name, metrics=("allreduce", "sendrecv")):
         wrapper = self.dir / "gpu-per-host.sh"
         wrapper.write_text(self.GPU_PER_HOST.format(rails=self.RAILS))
         wrapper.chmod(0o755)
         env = {"FABRICBENCH_TEST_RANKS_PER_HOST": str(self.RAILS)}
         r = self.mpirun(2 * self.RAILS, str(wrapper),
-                        [BIN / "fabric-sweep", "--rails", "--metric", "allreduce,sendrecv", "--backend", backend,
+                        [BIN / "fabric-sweep", "--rails", "--metric", ",".join(metrics), "--backend", backend,
                          "--sizes", "16M", "-n", "5", "--check", "--retest", "0", "--output", name, "-q"],
                         env=env, timeout=300)
         self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
@@ -279,9 +279,9 @@ class RailAlignedSplit(CollTest):
         self.assertEqual(run.attrs["status"], "complete")
         self.assertEqual(run.attrs["rails"], self.RAILS)
         rows = run.tables["sweep/pairs"]
-        for metric in ("allreduce", "sendrecv"):
+        for metric in metrics:
             mine = rows[rows.metric == metric]
-            self.assertEqual(sorted(mine.rail), list(range(self.RAILS)), metric)
+            self.assertEqual(sorted(set(mine.rail)), list(range(self.RAILS)), metric)
         self.assertTrue((rows["wrong"] == 0).all(), rows)
         # A rail's collective is over its two ranks: sendrecv moves its whole buffer each way.
         self.assertTrue((rows[rows.metric == "sendrecv"].bytes == 16 << 20).all())
@@ -299,6 +299,14 @@ class RailAlignedSplit(CollTest):
         # Each rail's two GPUs talk over NVLink here: many GB/s, far above any host path.
         self.assertTrue((rows["value"] > 10).all(), rows[["host_a", "host_b", "rail", "metric", "value"]])
         self.assertTrue((rows["setup_s"] > 0).all(), "each rail's NCCL communicator is set up and timed")
+
+    @unittest.skipIf(GPUS < 2, "skipped: needs 2 GPUs (one per fake host)")
+    def test_rail_aligned_gpu_p2p_over_nccl(self):
+        # With --backend nccl the p2p metrics run on each rail's NCCL communicator, GPU to GPU, both directions.
+        rows = self.sweep("nccl", "p2p-nccl.h5", ("p2p_bw", "p2p_latency"))
+        bw = rows[rows.metric == "p2p_bw"]
+        self.assertEqual(sorted(bw.direction.unique()), ["a->b", "b->a"])
+        self.assertTrue((bw["value"] > 5000).all(), bw[["rail", "direction", "value"]])  # MB/s over NVLink
 
 if __name__ == "__main__":
     unittest.main()
