@@ -111,15 +111,7 @@ PairMeasurement nccl_exchange(NcclComm& nccl, cudaStream_t stream, const P2PTest
       break;
   }
   timer.finish(m);
-  if (receives && x.check) {
-    if (x.flip_byte && bytes > 0) {
-      std::uint8_t b = 0;
-      x.recv.copy_to_host(&b, 1);
-      b ^= 0xff;
-      x.recv.copy_from_host(&b, 1);
-    }
-    m.wrong = exchange_pattern(peer, x.bytes).count_wrong(x.recv, x.bytes);
-  }
+  if (receives) m.wrong = check_received(x, peer);
   return m;
 }
 

@@ -44,6 +44,17 @@ memory::FillPattern exchange_pattern(int sender, std::uint64_t bytes) {
   return {static_cast<std::uint32_t>(bytes * 2654435761u) ^ static_cast<std::uint32_t>(sender * 40503u + 1)};
 }
 
+std::uint64_t check_received(const Exchanger& x, int sender) {
+  if (!x.check) return 0;
+  if (x.flip_byte && x.bytes > 0) {
+    std::uint8_t b = 0;
+    x.recv.copy_to_host(&b, 1);
+    b ^= 0xff;
+    x.recv.copy_from_host(&b, 1);
+  }
+  return exchange_pattern(sender, x.bytes).count_wrong(x.recv, x.bytes);
+}
+
 PairTimer::PairTimer(MPI_Comm comm, bool leader, int iterations, int warmup, double min_time_s)
     : comm_(comm),
       leader_(leader),
@@ -257,15 +268,7 @@ PairMeasurement run_exchange(const P2PTest& test, const Exchanger& x) {
     }
   }
   pair_timer.finish(m);
-  if (receives && x.check) {
-    if (x.flip_byte && bytes > 0) {
-      std::uint8_t b = 0;
-      x.recv.copy_to_host(&b, 1);
-      b ^= 0xff;
-      x.recv.copy_from_host(&b, 1);
-    }
-    m.wrong = exchange_pattern(from, bytes).count_wrong(x.recv, bytes);
-  }
+  if (receives) m.wrong = check_received(x, from);
   return m;
 }
 

@@ -20,6 +20,22 @@ namespace {
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
+
+// A p2p record from one end's measurement (over MPI or NCCL): what ran, what this end's NIC carried in the timed part
+// (sent + received, for the data-path check) and, on the leader, the figure of what actually ran (a cut test's value
+// is the bandwidth of what it moved) with its laps' median and p99.
+void fill_p2p_record(PairRecord& rec, const ops::P2PTest& test, std::uint64_t bytes, const ops::PairMeasurement& r,
+                     bool leader) {
+  rec.iterations = r.iterations, rec.bytes = static_cast<std::int64_t>(bytes);
+  rec.wrong = static_cast<std::int64_t>(r.wrong), rec.window = r.window, rec.cut = r.cut ? 1 : 0;
+  rec.payload = static_cast<double>(bytes) * r.iterations *
+                (test.ping_pong() ? 2.0 : (test.directions == 2 ? 2.0 : 1.0) * r.window);
+  if (!leader) return;
+  rec.value = test.pair_figure(bytes, r.window, r.iterations, r.elapsed_s);
+  const auto stats = timing::SampleStats::of(r.laps_us);
+  const double scale = test.ping_pong() ? 0.5 : 1.0;
+  rec.median_us = stats.median * scale, rec.p99_us = stats.p99 * scale;
+}
 }  // namespace
 
 std::string PairSlot::doing(int direction) const {
@@ -91,22 +107,13 @@ std::vector<PairRecord> P2PPairTest::run(const PairSlot& s) {
     const auto r = ops::run_exchange(test, x);
     auto rec = s.record(direction);
     rec.measure_s = seconds_since(measure_start);
-    rec.iterations = r.iterations, rec.bytes = static_cast<std::int64_t>(bytes), rec.wrong = static_cast<std::int64_t>(r.wrong);
-    rec.window = r.window, rec.cut = r.cut ? 1 : 0;
-    // What this end's NIC carried in the timed part (sent + received), for the data-path check.
-    rec.payload = static_cast<double>(bytes) * r.iterations *
-                  (test.ping_pong() ? 2.0 : (s.m.p2p_test == "bibw" ? 2.0 : 1.0) * r.window);
+    fill_p2p_record(rec, test, bytes, r, leader);
     if (leader) {
       // How long the whole requested test would take at the speed measured (for the next rounds' budgets).
       const double per_message_s = r.elapsed_s / (static_cast<double>(r.iterations) * r.window);
       const double full_s = per_message_s * (iterations + warmup) * (test.ping_pong() ? 1 : window_);
       auto& fastest = measured_[slot(s.metric, direction)];
       fastest = std::min(fastest, full_s);
-      // What actually ran: a cut test's value is the bandwidth of what it moved.
-      rec.value = test.pair_figure(bytes, r.window, r.iterations, r.elapsed_s);
-      const auto stats = timing::SampleStats::of(r.laps_us);
-      const double scale = test.ping_pong() ? 0.5 : 1.0;
-      rec.median_us = stats.median * scale, rec.p99_us = stats.p99 * scale;
     }
     out.push_back(rec);
   }
@@ -264,16 +271,7 @@ class CollPairTest : public PairTest {
       auto rec = s.record(direction);
       rec.setup_s = direction == 0 ? setup_s : 0;
       rec.measure_s = seconds_since(measure_start);
-      rec.iterations = r.iterations, rec.window = r.window, rec.bytes = static_cast<std::int64_t>(bytes);
-      rec.wrong = static_cast<std::int64_t>(r.wrong);
-      rec.payload = static_cast<double>(bytes) * r.iterations *
-                    (test.ping_pong() ? 2.0 : (test.directions == 2 ? 2.0 : 1.0) * r.window);
-      if (leader) {
-        rec.value = test.pair_figure(bytes, r.window, r.iterations, r.elapsed_s);
-        const auto stats = timing::SampleStats::of(r.laps_us);
-        const double scale = test.ping_pong() ? 0.5 : 1.0;
-        rec.median_us = stats.median * scale, rec.p99_us = stats.p99 * scale;
-      }
+      fill_p2p_record(rec, test, bytes, r, leader);
       out.push_back(rec);
     }
     return out;

@@ -186,6 +186,27 @@ TEST(Judge, AGapNoWiderThanTheHealthyPairsSpreadIsNoise) {
   for (const auto& v : quiet.verdicts) kinds.insert(v.kind);
   EXPECT_EQ(kinds.count("noise"), 0u);
   EXPECT_GE(kinds.size(), 2u);
+  // The spread counts up to 2 x noise_gap: one host 4x below pairs that spread 5.5x among themselves is a fault (a
+  // slowed NIC on Soft-RoCE in a busy VM), not noise.
+  const std::vector<std::string> five{"a", "b", "c", "d", "e"};
+  const std::map<std::pair<int, int>, double> spread_out{{{0, 1}, 10.5}, {{0, 2}, 15}, {{0, 3}, 20},
+                                                         {{1, 2}, 22},   {{1, 3}, 55}, {{2, 3}, 60}};
+  std::vector<PairRecord> noisy_fault;
+  int round = 0;
+  const auto schedule5 = PairSchedule::all_pairs(5);
+  for (const auto& r : schedule5.rounds()) {
+    for (const auto& p : r.pairs) {
+      auto rec = PairRecord::of(round, p, 0, 0);
+      const auto a = std::min(p.a, p.b), b = std::max(p.a, p.b);
+      rec.value = b == 4 ? 2.6 : spread_out.at({a, b});
+      noisy_fault.push_back(rec);
+    }
+    ++round;
+  }
+  const auto named = judge(noisy_fault, bw, rules, five);
+  ASSERT_EQ(named.verdicts.size(), 1u);
+  EXPECT_EQ(named.verdicts[0].kind, "node");
+  EXPECT_EQ(named.verdicts[0].a, 4);
 }
 
 // Pervasive noise: 8 hosts whose latency pairs spread 1x-10x with one unusually fast pair (what an oversubscribed

@@ -68,6 +68,10 @@ struct Exchanger {
 // the wrong peer or of the wrong size fails the check.
 memory::FillPattern exchange_pattern(int sender, std::uint64_t bytes);
 
+// After a test, the wrong bytes of what this rank received from `sender` (0 without x.check); the test hook
+// x.flip_byte corrupts one received byte first.
+std::uint64_t check_received(const Exchanger& x, int sender);
+
 // The timed part of a pair test, shared by the MPI exchange and the NCCL one (nccl_p2p.hpp): blocks of `iterations`
 // steps, each after a barrier of `comm` (the warm-ups before the first), the leader lapping every step; with a
 // minimum time rank 0 of `comm` decides how many blocks run. Only the leader reads the clock per iteration: each

@@ -122,8 +122,8 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double bad_
 
 // Pervasive noise: where `assessment` has verdicts (4 hosts or more; not against a baseline, where every host may truly
 // be slow) but its suspect pairs sit within `gap_needed` of the slowest pair that looks healthy, or no further from it
-// than the healthy-looking pairs spread among themselves (no gap: a continuum across the line, where a fault leaves
-// one), the verdicts are replaced by one of kind "noise" that names no host and
+// than the healthy-looking pairs spread among themselves, up to 2 x `gap_needed` (no gap: a continuum across the
+// line, where a fault leaves one), the verdicts are replaced by one of kind "noise" that names no host and
 // gives the spread and what to do. Returns whether it did.
 // `tests`: the values `assessment` was made from (its slow tests stand in where no pair is suspect).
 bool name_noise(const std::string& metric, const MetricRule& rule, double gap_needed, int hosts,
