@@ -21,6 +21,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from osu_interleaved import spread  # noqa: E402  (run-to-run spread, as the CPU comparison reports it)
+
 TESTS = {"latency": "osu_xccl_latency", "bw": "osu_xccl_bw", "bibw": "osu_xccl_bibw"}
 MAX = {"latency": 4 << 20, "bw": 1 << 30, "bibw": 1 << 30}
 VARIANTS = {"one block": ["--min-time", "0"], "default": []}
@@ -69,11 +72,6 @@ def fabric(bindir, scratch, repeat, variant, rows_out, load):
                                      "pct_expected": r.pct_expected, "expected_from": r.expected_from})
         out.unlink()
     return result
-
-
-def spread(values):
-    m = statistics.median(values)
-    return (max(values) - min(values)) / m if m else float("nan")
 
 
 def main():
