@@ -112,7 +112,7 @@ class AnswerFirst(LaunchTest):
         # A port's line rate (expected_from rated); the old words for a file written before the column.
         words = "the line rate" if "expected_from" in rows else "the expected bandwidth"
         self.assertIn(f"1 row(s) below 80% of {words}.", lead)
-        self.assertIn("bw host 1 MiB", lead)
+        self.assertIn("bw host mpi 1 MiB", lead)
         self.assertNotIn("64 KiB", lead, "the rule judges the largest size only")
 
     def test_failed_and_warned_checks_lead_and_ok_ones_do_not(self):

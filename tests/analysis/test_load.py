@@ -36,7 +36,7 @@ class LoadRun(LaunchTest):
         self.assertEqual(columns["latency_us"].better, "lower")
         self.assertEqual(columns["time_us_p99"].role, "statistic")
         self.assertEqual(columns["bytes"].unit, "B")
-        self.assertEqual(self.run_.keys("results/p2p"), ["test", "memory", "bytes", "pairs", "window"])
+        self.assertEqual(self.run_.keys("results/p2p"), ["test", "memory", "backend", "bytes", "pairs", "window"])
         self.assertEqual(self.run_.columns["samples/p2p"]["time_us"].unit, "us")
         self.assertEqual(self.run_.attrs["schema_version"], 2)
 

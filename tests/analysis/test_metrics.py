@@ -138,8 +138,8 @@ class Metrics(LaunchTest):
         rows = run.tables["results/p2p"]
         checked = 0
         for row in rows.itertuples(index=False):
-            labels = {"test": row.test, "memory": row.memory, "bytes": row.bytes, "pairs": row.pairs,
-                      "window": row.window}
+            labels = {"test": row.test, "memory": row.memory, "backend": row.backend, "bytes": row.bytes,
+                      "pairs": row.pairs, "window": row.window}
             for name, value in (("fabricbench_p2p_latency_seconds", row.latency_us / 1e6),
                                 ("fabricbench_p2p_bw_bytes_per_second", row.bw_mbps * 1e6),
                                 ("fabricbench_p2p_of_expected_ratio", row.pct_expected / 100),

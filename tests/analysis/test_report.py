@@ -167,7 +167,7 @@ class Report(LaunchTest):
                                           "--baseline", base], transport="vader")
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertIn("fabric-p2p: baseline entry not measured: [results/p2p", r.stderr)
-        self.assertIn("no row of results/p2p with bytes=1048576", r.stderr)
+        self.assertIn("no row of results/p2p with backend=mpi, bytes=1048576", r.stderr)
         # A bad baseline is refused before anything runs.
         bad = self.dir / "bad.ini"
         bad.write_text("[baseline]\ntolerance = 10%\n[results/p2p x]\nbw_nope = 3\n")
