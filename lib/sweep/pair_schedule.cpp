@@ -29,10 +29,10 @@ void PairSchedule::add_round(std::vector<HostPair> pairs) {
 void PairSchedule::check_size(const std::string& pattern, int hosts, long long pairs, long long rounds) {
   if (pairs <= max_pairs) return;
   throw Error::usage(
-      fmt::format("--plan {} of {} hosts: {} pair tests in {} rounds, more than a plan holds ({}, about "
-                  "{} GiB); use --plan adaptive (it judges every host in a few rounds) or quick, or "
+      fmt::format("--plan {} of {} hosts: {} pair tests in {} rounds (about {} GiB of plan), more than a plan "
+                  "holds ({} pair tests); use --plan adaptive (it judges every host in a few rounds) or quick, or "
                   "sweep fewer hosts at once",
-                  pattern, hosts, pairs, rounds, max_pairs, max_pairs * 8 >> 30));
+                  pattern, hosts, pairs, rounds, (pairs * static_cast<long long>(sizeof(HostPair))) >> 30, max_pairs));
 }
 
 PairSchedule PairSchedule::all_pairs(int hosts) {

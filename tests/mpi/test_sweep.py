@@ -296,6 +296,14 @@ class SweepBadInput(LaunchTest):
             with self.subTest(args=args):
                 self.assert_refused(self.mpirun(4, "fabric-sweep", args, env=FAKE), "fabric-sweep", expected)
 
+    def test_a_hostfile_beyond_the_hosts_range_is_refused_at_its_line(self):
+        # --hosts stops at 100000; a hostfile of more was planned (its plan's memory unbounded) until refused here.
+        with tempfile.TemporaryDirectory() as d:
+            many = pathlib.Path(d) / "many.txt"
+            many.write_text("".join(f"n{i}\n" for i in range(100001)))
+            r = self.mpirun(1, "fabric-sweep", ["--dry-run", "--hostfile", str(many)], env=FAKE)
+        self.assert_refused(r, "fabric-sweep", f"--hostfile {many}:100001: more than 100000 hosts")
+
     def test_pairs_file_errors_name_the_line(self):
         (self.dir / "bad.txt").write_text("0 node0 node1\n0 node1 node2\n")
         r = self.mpirun(4, "fabric-sweep", ["--pairs-file", "bad.txt"], env=FAKE)

@@ -37,10 +37,17 @@ std::vector<std::string> SweepBenchmark::planned_hosts(const cli::po::variables_
     std::istringstream words(line.substr(0, line.find('#')));
     std::string host;
     if (!(words >> host)) continue;
-    if (!seen.insert(host).second) throw Error::usage(fmt::format("--hostfile {}:{}: host '{}' given twice", path, number, host));
+    if (!seen.insert(host).second)
+      throw Error::usage(fmt::format("--hostfile {}:{}: host '{}' given twice", path, number, host));
     hosts.push_back(host);
+    if (hosts.size() > 100000)
+      throw Error::usage(fmt::format("--hostfile {}:{}: more than 100000 hosts; a sweep plans pairs of 2 to 100000 "
+                                     "hosts",
+                                     path, number));
   }
-  if (hosts.size() < 2) throw Error::usage(fmt::format("--hostfile {}: {} host(s); a sweep plans pairs of 2 or more", path, hosts.size()));
+  if (hosts.size() < 2)
+    throw Error::usage(
+        fmt::format("--hostfile {}: {} host(s); a sweep plans pairs of 2 or more", path, hosts.size()));
   return hosts;
 }
 

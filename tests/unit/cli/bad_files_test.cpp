@@ -19,6 +19,7 @@
 
 #include "../argv.hpp"
 #include "fabricbench/error.hpp"
+#include "fabricbench/facts/expected_curve.hpp"
 #include "fabricbench/facts/expected_share.hpp"
 #include "fabricbench/results/baseline.hpp"
 #include "fabricbench/results/hdf5_sink.hpp"
@@ -86,6 +87,14 @@ std::vector<Reader> readers() {
        [](const std::string& path) {
          configure<sweep::SweepBenchmark>({"--metric", "p2p_bw", "--topology", path});
        }},
+      {"--hostfile", "# the hosts of a dry run\nh0\nh1 slots=8\nh2\nh3\n",
+       [](const std::string& path) {
+         configure<sweep::SweepBenchmark>({"--dry-run", "--hostfile", path});
+       }},
+      {"--expected-rule curves",
+       "path,link_gbps,ranks,op,bytes,gbps,source\nnvlink,478.116,2,all_reduce,1048576,80.5,test\n"
+       "nvlink,478.116,2,all_reduce,1073741824,331,test\n",
+       [](const std::string& path) { facts::CurveBook::load(path); }},
       {"--rail-map", "# RAIL NIC\n0 rdma=mlx5_0:1 net=10.91.0.0/24\n",
        [](const std::string& path) {
          configure<sweep::SweepBenchmark>({"--metric", "p2p_bw", "--rails", "--rail-map", path});
