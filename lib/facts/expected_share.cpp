@@ -117,6 +117,14 @@ Reference ExpectedShare::per_rank(const std::vector<std::string>& hosts, int ran
   return node;
 }
 
+Reference ExpectedShare::pairs_sum(const Reference& slowest_pair, int pairs, const std::vector<std::string>& hosts) const {
+  if (!slowest_pair.known() || pairs < 2) return slowest_pair;
+  const auto sum = slowest_pair.scaled(pairs, fmt::format("{} pairs x", pairs));
+  if (std::set<std::string>(hosts.begin(), hosts.end()).size() < 2) return sum;
+  const auto node = per_rank(hosts, 1, false);
+  return node.known() && node.gbps < sum.gbps ? node : sum;
+}
+
 Reference ExpectedShare::port(const std::string& host, const std::string& port) const {
   for (const auto& e : found_)
     if (e.host == host && e.kind == "rdma_port" && e.subject == port)

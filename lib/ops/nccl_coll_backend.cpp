@@ -88,14 +88,9 @@ class NcclCollBackend : public CollBackend {
   }
 
   void launch(const CollCase& c) override {
-    if (skip_launches_) {
-      // Stuck as a GPU that never starts the operation: until the deadline (fabric-sweep's pairs), or for good
-      // without one, until the watchdog ends the process at --timeout (exit 3). Returning at once instead let a
-      // one-rank job (no peer left waiting) finish as if nothing had stalled.
-      while (!has_deadline_ || Clock::now() <= deadline_) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      comm_->abort();
-      throw Hung("test hook: this rank's NCCL operation never started");
-    }
+    // Stuck as a GPU that never starts the operation. Returning at once instead let a one-rank job (no peer left
+    // waiting) finish as if nothing had stalled.
+    if (skip_launches_) comm_->stall(deadline());
     const auto t = nccl_type(c.dtype);
     const auto n = c.counts.param;
     const auto ts = static_cast<std::size_t>(type_size(c.dtype));
@@ -133,23 +128,14 @@ class NcclCollBackend : public CollBackend {
         check_nccl(ncclGroupEnd(), "ncclGroupEnd");
         break;
     }
-    comm_->settle(has_deadline_ ? &deadline_ : nullptr);
+    comm_->settle(deadline());
   }
 
   void wait() override {
-    // Poll like nccl-tests, so that an asynchronous NCCL error surfaces instead of a silent hang; past a deadline
-    // (fabric-sweep's pair tests) the communicator is aborted and the pair reported as hung.
-    for (unsigned polls = 0;; ++polls) {
-      const cudaError_t rc = cudaStreamQuery(stream_.s);
-      if (rc == cudaSuccess) return;
-      if (rc != cudaErrorNotReady) check_cuda(rc, "cudaStreamQuery");
-      comm_->check_async();
-      if (has_deadline_ && (polls & 1023) == 0 && Clock::now() > deadline_) {
-        comm_->abort();
-        throw Hung("an NCCL operation did not finish by its deadline; its communicator was aborted");
-      }
-    }
+    // Past a deadline (fabric-sweep's pair tests) the communicator is aborted and the pair reported as hung.
+    comm_->wait(stream_.s, deadline());
   }
+
 
   bool set_deadline(std::chrono::steady_clock::time_point deadline) override {
     if (!comm_->nonblocking()) return false;  // a blocking communicator cannot be bounded from this thread
@@ -214,10 +200,11 @@ class NcclCollBackend : public CollBackend {
 
   void abort() noexcept override { comm_->abort(); }
   PairMeasurement exchange(const P2PTest& test, const Exchanger& x) override {
-    return nccl_exchange(*comm_, stream_.s, test, x);
+    return nccl_exchange(*comm_, stream_.s, test, x, {deadline(), skip_launches_});
   }
 
  private:
+  const Clock::time_point* deadline() const { return has_deadline_ ? &deadline_ : nullptr; }
   // nccl-tests' placement: in place, input at recv + send_inplace_offset * rank, output at
   // recv + recv_inplace_offset * rank.
   void* input(const CollCase& c) {

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <thread>
+
 #include "fabricbench/error.hpp"
 
 namespace fabricbench::ops {
@@ -85,6 +87,25 @@ void NcclComm::check_async() const {
   if (async != ncclSuccess && async != ncclInProgress)
     throw Error::runtime(
         fmt::format("NCCL asynchronous error: {}: {}", ncclGetErrorString(async), ncclGetLastError(comm_)));
+}
+
+void NcclComm::wait(cudaStream_t stream, const NcclClock::time_point* deadline) {
+  for (unsigned polls = 0;; ++polls) {
+    const cudaError_t rc = cudaStreamQuery(stream);
+    if (rc == cudaSuccess) return;
+    if (rc != cudaErrorNotReady) check_cuda(rc, "cudaStreamQuery");
+    check_async();
+    if (deadline && (polls & 1023) == 0 && NcclClock::now() > *deadline) {
+      abort();
+      throw Hung("an NCCL operation did not finish by its deadline; its communicator was aborted");
+    }
+  }
+}
+
+void NcclComm::stall(const NcclClock::time_point* deadline) {
+  while (!deadline || NcclClock::now() <= *deadline) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  abort();
+  throw Hung("test hook: this rank's NCCL operation never started");
 }
 
 }  // namespace fabricbench::ops

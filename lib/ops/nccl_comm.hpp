@@ -54,6 +54,13 @@ class NcclComm {
   bool aborted() const { return aborted_.load(); }
   // A remote failure: NCCL's own words, at once.
   void check_async() const;
+  // Until `stream` is idle, polling as nccl-tests does (cudaStreamQuery, then NCCL's asynchronous error), so that a
+  // remote failure surfaces instead of a silent hang; past `deadline` (if given) abort and throw Hung.
+  void wait(cudaStream_t stream, const NcclClock::time_point* deadline);
+  // What a rank stuck as a GPU that never starts its operations does (the test hook FABRICBENCH_TEST_STALL_NCCL):
+  // sleeps until `deadline`, or for good without one (until the watchdog ends the process at --timeout), then aborts
+  // and throws Hung.
+  [[noreturn]] void stall(const NcclClock::time_point* deadline);
 
  private:
   ncclComm_t comm_ = nullptr;
@@ -62,9 +69,19 @@ class NcclComm {
   std::shared_ptr<std::atomic<bool>> family_aborted_;
 };
 
+// What bounds one exchange: a deadline (fabric-sweep's pairs with --timeout; a non-blocking communicator) past which
+// the communicator is aborted and Hung thrown, and the stall test hook (this rank launches nothing and waits for the
+// deadline, as on a stuck GPU).
+struct NcclBound {
+  const NcclClock::time_point* deadline = nullptr;
+  bool stalled = false;
+};
+
 // The exchanges of nccl_p2p.hpp on `comm` and `stream` (fabric-p2p's NcclP2P, the NCCL back end's exchange()).
-// A non-blocking communicator settles after each call (NcclComm::settle).
-PairMeasurement nccl_exchange(NcclComm& comm, cudaStream_t stream, const P2PTest& test, const Exchanger& x);
+// A non-blocking communicator settles after each call (NcclComm::settle); every wait for the stream is
+// NcclComm::wait, under `bound`.
+PairMeasurement nccl_exchange(NcclComm& comm, cudaStream_t stream, const P2PTest& test, const Exchanger& x,
+                              NcclBound bound = {});
 
 // The NCCL back end over `group` (the MPI communicator of the same ranks, in the same order) with `comm` adopted.
 std::unique_ptr<CollBackend> adopt_nccl_comm(const runtime::Communicator& group, std::unique_ptr<NcclComm> comm);

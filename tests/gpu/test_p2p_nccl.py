@@ -38,6 +38,10 @@ class NcclPointToPoint(LaunchTest):
         self.assertNotIn("GB/s expected from", r.stdout + r.stderr)
         judged = rows[rows.test.isin(["bw", "bibw"])]
         self.assertTrue(judged.expected_from.isin(["calibrated", "uncalibrated"]).all(), judged.expected_from)
+        # Against the links themselves no figure passes 100% (mbw_mr's two pairs read 155% of one GPU's NVLink
+        # before their sum was held against both pairs' links).
+        links = rows[rows.expected_from == "uncalibrated"]
+        self.assertTrue((links.pct_expected < 100).all(), links[["test", "bytes", "bw_mbps", "pct_expected"]])
 
     def test_host_memory_instead_of_nvlink_warns(self):
         # NCCL_P2P_DISABLE=1: the bytes go through host memory; against a calibrated NVLink curve that warns.
@@ -73,6 +77,26 @@ class NcclPointToPoint(LaunchTest):
         self.assertTrue((pairs.wrong == 0).all(), pairs[pairs.wrong > 0])
         bw = pairs[pairs.metric == "p2p_bw"]
         self.assertTrue((bw.value > 5000).all(), bw[["direction", "value"]])  # MB/s: GPU to GPU, not host memory
+
+    def test_a_hung_gpu_pair_in_a_sweep_is_a_verdict_and_the_sweep_completes(self):
+        # FABRICBENCH_TEST_STALL_NCCL=1: rank 1 (node1) never launches its sends and receives, as a stuck GPU or link
+        # would leave its peer waiting. With --timeout the pair's exchange has a deadline: the communicator is
+        # aborted on both ends, the pair is a "hung" verdict, and the sweep ends complete (before, it had no deadline:
+        # the round's --timeout ended the whole job).
+        r = self.mpirun(GPUS, "fabric-sweep", ["--metric", "p2p_bw", "--backend", "nccl", "--timeout", "5",
+                                               "--retest", "0", "--output", "hung.h5", "-q"],
+                        env={"FABRICBENCH_TEST_RANKS_PER_HOST": "1", "FABRICBENCH_TEST_STALL_NCCL": "1"}, timeout=300)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        run = self.load("hung.h5")
+        self.assertEqual(run.attrs["status"], "complete")
+        verdicts = run.tables["sweep/verdicts"]
+        hung = verdicts[verdicts.kind == "hung"]
+        self.assertEqual(len(hung), 1, verdicts)
+        self.assertIn("node1", {hung.host_a.iloc[0], hung.host_b.iloc[0]})
+        rows = run.tables["sweep/pairs"]
+        self.assertEqual(int(rows.hung.sum()), 1, rows[["host_a", "host_b", "direction", "hung", "value"]])
+        fine = rows[(rows.hung == 0) & ~rows.host_a.isin(["node1"]) & ~rows.host_b.isin(["node1"])]
+        self.assertTrue((fine.value > 5000).all(), fine[["host_a", "host_b", "value"]])
 
 
 if __name__ == "__main__":

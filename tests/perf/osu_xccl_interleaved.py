@@ -27,10 +27,11 @@ from osu_interleaved import spread  # noqa: E402  (run-to-run spread, as the CPU
 TESTS = {"latency": "osu_xccl_latency", "bw": "osu_xccl_bw", "bibw": "osu_xccl_bibw"}
 MAX = {"latency": 4 << 20, "bw": 1 << 30, "bibw": 1 << 30}
 VARIANTS = {"one block": ["--min-time", "0"], "default": []}
-# --osu-wait: one block more, waiting for the stream as OSU does (cudaStreamQuery and MPI_Iprobe in turn; the test
-# hook FABRICBENCH_TEST_OSU_POLL), to show what that wait costs.
+# --osu-wait: two variants more, one block each, that wait for the stream otherwise (the test hook
+# FABRICBENCH_TEST_OSU_POLL): as OSU does (cudaStreamQuery and MPI_Iprobe in turn), and with cudaStreamSynchronize
+# (fabric-p2p's wait before it polled the stream), to show what the wait costs.
 OSU_WAIT = "one block, OSU's wait"
-QUERY_WAIT = "one block, query spin"  # cudaStreamQuery alone, spinning
+SYNC_WAIT = "one block, stream sync"
 
 
 def mpirun(argv, extra=None):
@@ -56,7 +57,7 @@ def fabric(bindir, scratch, repeat, variant, rows_out, load):
     result = {}
     for tests, top in (("latency", MAX["latency"]), ("bw,bibw", MAX["bw"])):
         out = pathlib.Path(scratch) / f"{repeat}-{variant.replace(' ', '_')}-{tests.replace(',', '_')}.h5"
-        wait = {OSU_WAIT: {"FABRICBENCH_TEST_OSU_POLL": "1"}, QUERY_WAIT: {"FABRICBENCH_TEST_OSU_POLL": "query"}}.get(variant)
+        wait = {OSU_WAIT: {"FABRICBENCH_TEST_OSU_POLL": "1"}, SYNC_WAIT: {"FABRICBENCH_TEST_OSU_POLL": "sync"}}.get(variant)
         mpirun([bindir / "fabric-p2p", "--backend", "nccl", "--test", tests, "--sizes", f"1:{top}", "--output", out,
                 "--force", "-q", "--no-checks"] + VARIANTS.get(variant, VARIANTS["one block"]), wait)
         rows = load(str(out)).tables["results/p2p"]
@@ -81,11 +82,11 @@ def main():
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--out", default=pathlib.Path("."), type=pathlib.Path)
     p.add_argument("--max", type=int, help="largest size of every test (default: latency 4 MiB, bw and bibw 1 GiB)")
-    p.add_argument("--osu-wait", action="store_true", help=f"also fabric-p2p '{OSU_WAIT}' and '{QUERY_WAIT}'")
+    p.add_argument("--osu-wait", action="store_true", help=f"also fabric-p2p '{OSU_WAIT}' and '{SYNC_WAIT}'")
     a = p.parse_args()
     if a.max:
         MAX.update({t: a.max for t in MAX})
-    variants = list(VARIANTS) + ([OSU_WAIT, QUERY_WAIT] if a.osu_wait else [])
+    variants = list(VARIANTS) + ([OSU_WAIT, SYNC_WAIT] if a.osu_wait else [])
     sys.path.insert(0, str(a.bin.parent / "share" / "fabricbench" / "analysis"))
     from fabricbench_analysis import load  # noqa: E402  (shipped with the carried build)
 

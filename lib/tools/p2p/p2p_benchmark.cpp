@@ -204,8 +204,7 @@ void P2PBenchmark::report(const app::RunContext& context, const app::ToolLoop& l
 }
 
 facts::Reference P2PBenchmark::reference(const app::RunContext& context, const P2PTest& test) const {
-  // The slowest pair's stream; a sum over pairs (mbw_mr) is held against every pair's stream, at most one node's
-  // RDMA share; both directions count twice.
+  // The slowest pair's stream; a sum over pairs (mbw_mr) as ExpectedShare::pairs_sum; both directions count twice.
   const auto& ranks = context.placement.ranks();
   const bool gpu_memory = memory_ == memory::MemoryKind::device;
   facts::Reference slowest;
@@ -218,11 +217,8 @@ facts::Reference P2PBenchmark::reference(const app::RunContext& context, const P
     if (!ref.known()) return {};
     if (!slowest.known() || ref.gbps < slowest.gbps) slowest = ref;
   }
-  auto ref = slowest;
-  if (test.aggregate == PairAggregate::sum && pairs_->pairs() > 1) {
-    ref = slowest.scaled(pairs_->pairs(), fmt::format("{} pairs x", pairs_->pairs()));
-    if (const auto node = context.expected.per_rank(hosts, 1, gpu_memory); node.known() && node.gbps < ref.gbps) ref = node;
-  }
+  const auto ref =
+      test.aggregate == PairAggregate::sum ? context.expected.pairs_sum(slowest, pairs_->pairs(), hosts) : slowest;
   return test.directions == 2 ? ref.scaled(2, "both directions of") : ref;
 }
 

@@ -201,7 +201,12 @@ class CollPairTest : public PairTest {
     if (!round_) own = ops::make_backend(backend_, s.pair, gpu_, false, options.timeout_s > 0);
     ops::CollBackend& backend = round_ ? *round_ : *own;
     const double setup_s = seconds_since(setup_start) + std::exchange(round_setup_s_, 0.0);
-    if (!s.m.p2p_test.empty()) return run_p2p(s, backend, setup_s);
+    if (!s.m.p2p_test.empty()) {
+      bool hung = false;
+      auto records = run_p2p(s, backend, setup_s, hung);
+      if (hung) own.reset(), round_.reset();  // aborted on every rank of the pair
+      return records;
+    }
     const auto* op = ops::find_collective(s.m.coll_op());
     backend.allocate(bytes_, bytes_);
     const ops::CollCase c{op, ops::DataType::float32, ops::RedOp::sum, 0, false, op->counts(bytes_ / 4, s.pair.size())};
@@ -246,34 +251,51 @@ class CollPairTest : public PairTest {
   // A p2p metric between the pair's GPUs: the first rank of each node (ranks 0 and half of the pair's communicator,
   // node a's ranks first; with rails the rail's two) exchange over the back end's NCCL communicator, as OSU's xccl
   // tests, with the records P2PPairTest gives (the leader's carries the figure). No time budget: the full counts.
-  std::vector<PairRecord> run_p2p(const PairSlot& s, ops::CollBackend& backend, double setup_s) {
+  // With --timeout each direction has a deadline: past it the communicator is aborted on both ends and the pair is a
+  // hung record and `aborted` is set on every rank of the pair, as for the collective metrics.
+  std::vector<PairRecord> run_p2p(const PairSlot& s, ops::CollBackend& backend, double setup_s, bool& aborted) {
     const auto& test = *ops::find_p2p_test(s.m.p2p_test);
     const auto& options = s.context.options;
     const std::uint64_t bytes = test.ping_pong() ? latency_bytes_ : bytes_;
     const int half = s.pair.size() / 2, me = s.pair.rank();
     const bool end = me == 0 || me == half;
     const auto ends = s.pair.split(end ? 0 : MPI_UNDEFINED, me);
-    if (!end) return {};
-    if (!send_) {
-      send_.emplace(memory::MemoryKind::device, std::max<std::uint64_t>({bytes_, latency_bytes_, 1}));
-      recv_.emplace(memory::MemoryKind::device, send_->size());
-    }
-    const int iterations = s.m.defaults.iterations(bytes, options.iterations);
-    const int warmup = s.m.defaults.warmup(bytes, options.warmup);
+    std::uint64_t hung = 0;
     std::vector<PairRecord> out;
-    for (int direction = 0; direction < s.m.directions(); ++direction) {
-      const bool leader = (me == 0) == (direction == 0);
-      s.context.doing(s.doing(direction));
-      const ops::Exchanger x{ends.get(), me, me == 0 ? half : 0, leader, *send_, *recv_, bytes, iterations, warmup,
-                             window_, options.check, false};
-      const auto measure_start = std::chrono::steady_clock::now();
-      const auto r = backend.exchange(test, x);
-      auto rec = s.record(direction);
-      rec.setup_s = direction == 0 ? setup_s : 0;
-      rec.measure_s = seconds_since(measure_start);
-      fill_p2p_record(rec, test, bytes, r, leader);
-      out.push_back(rec);
+    if (end) {
+      if (!send_) {
+        send_.emplace(memory::MemoryKind::device, std::max<std::uint64_t>({bytes_, latency_bytes_, 1}));
+        recv_.emplace(memory::MemoryKind::device, send_->size());
+      }
+      const int iterations = s.m.defaults.iterations(bytes, options.iterations);
+      const int warmup = s.m.defaults.warmup(bytes, options.warmup);
+      for (int direction = 0; direction < s.m.directions() && !hung; ++direction) {
+        const bool leader = (me == 0) == (direction == 0);
+        s.context.doing(s.doing(direction));
+        const ops::Exchanger x{ends.get(), me, me == 0 ? half : 0, leader, *send_, *recv_, bytes, iterations, warmup,
+                               window_, options.check, false};
+        if (options.timeout_s > 0)
+          backend.set_deadline(std::chrono::steady_clock::now() +
+                               std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                   std::chrono::duration<double>(options.timeout_s)));
+        const auto measure_start = std::chrono::steady_clock::now();
+        auto rec = s.record(direction);
+        rec.setup_s = direction == 0 ? setup_s : 0;
+        try {
+          const auto r = backend.exchange(test, x);
+          rec.measure_s = seconds_since(measure_start);
+          fill_p2p_record(rec, test, bytes, r, leader);
+        } catch (const ops::Hung&) {
+          hung = 1;
+          rec.measure_s = seconds_since(measure_start);
+        }
+        hung = ends.all_sum(hung);  // both ends agree, over MPI, which still works
+        if (hung) rec.hung = 1;
+        out.push_back(rec);
+      }
     }
+    aborted = s.pair.all_sum(me == 0 ? hung : 0) > 0;  // the pair's other ranks learn it too
+    if (aborted) backend.abort();  // on every rank: a communicator whose peer gave up is not destroyed with it
     return out;
   }
 

@@ -58,6 +58,24 @@ TEST(ExpectedShare, EveryRankAtOnceSharesTheNodeAndNeverExceedsItsGpuLink) {
   EXPECT_DOUBLE_EQ(fat.per_rank({"p", "q"}, 2, false).gbps, 50.0);
 }
 
+// mbw_mr: pairs between two hosts share their NICs (at most the least node's RDMA); pairs of GPUs inside one host each
+// have their own links (2 x H200 pairs read 742 GB/s against one NVLink's 478: 155% when capped by it).
+TEST(ExpectedShare, ASumOverPairsIsCappedByTheNodeOnlyBetweenHosts) {
+  const ExpectedShare share(two_hosts(), {}, 0);
+  const auto nvlink = share.stream("a", "a", true);
+  const auto inside = share.pairs_sum(nvlink, 2, {"a", "a", "a", "a"});
+  EXPECT_DOUBLE_EQ(inside.gbps, 2 * 17 * 26.5625);
+  EXPECT_NE(inside.basis.find("2 pairs x"), std::string::npos) << inside.basis;
+  EXPECT_EQ(inside.path, "nvlink") << "a calibrated curve can still be looked up";
+  // a -> b over host memory: 2 pairs of the 12.5 GB/s port, capped by b's node (12.5 GB/s in all).
+  EXPECT_DOUBLE_EQ(share.pairs_sum(share.stream("a", "b", false), 2, {"a", "b", "a", "b"}).gbps, 12.5);
+  // GPU memory between hosts: the NICs bound the sum as for host memory, not one GPU's link.
+  EXPECT_DOUBLE_EQ(share.pairs_sum({20.0, "x", "rdma_port"}, 2, {"a", "b", "a", "b"}).gbps, 12.5);
+  EXPECT_DOUBLE_EQ(share.pairs_sum({5.0, "x", "rdma_port"}, 2, {"a", "b", "a", "b"}).gbps, 10.0);
+  EXPECT_DOUBLE_EQ(share.pairs_sum(nvlink, 1, {"a", "a"}).gbps, nvlink.gbps) << "one pair: its stream";
+  EXPECT_FALSE(share.pairs_sum({}, 2, {"a", "a"}).known());
+}
+
 TEST(ExpectedShare, NvlinkOfUnknownSpeedIsNoReferenceRatherThanPcie) {
   // NVML told the links are up but not their speed: PCIe (what the GPUs' peers do not use) must not stand in.
   const ExpectedShare share({{"h", "nvlink", "GPU0", NAN, "18 links, speed unknown"},

@@ -57,6 +57,11 @@ class ExpectedShare {
 
   Reference stream(const std::string& host_a, const std::string& host_b, bool gpu_memory) const;
   Reference per_rank(const std::vector<std::string>& hosts, int ranks_per_host, bool gpu_memory) const;
+  // A sum over `pairs` concurrent pairs (OSU's mbw_mr), each held to `slowest_pair` (stream() of the slowest pair;
+  // `hosts` every pair's two hosts): pairs x that. Pairs between hosts share those hosts' NICs, so the sum is at most
+  // one node's RDMA share; pairs inside one host each have their own GPUs' links (NVLink, PCIe), which no node figure
+  // bounds (capping them by one GPU's link read 155% on 4 x H200).
+  Reference pairs_sum(const Reference& slowest_pair, int pairs, const std::vector<std::string>& hosts) const;
   Reference port(const std::string& host, const std::string& port) const;
   // The figure a row of `op` over `ranks` GPUs at `bytes` is held against, from its hardware reference: on a GPU
   // link the calibrated curve's value there (kind calibrated), or the link's figure marked uncalibrated where no
