@@ -75,6 +75,34 @@ def fabric(bindir, scratch, repeat, variant, rows_out, load):
     return result
 
 
+def report(a, tools, values, rows, repeats):
+    """The table of what the repeats so far gave, written to OUT (after every repeat: a run cut short keeps them)."""
+    ours = tools[:-1]
+    lines = [f"\n### 2 GPUs, one rank each ({repeats} interleaved repeats; latency in us, bandwidth in MB/s)\n",
+             "| test | size | OSU | " + " | ".join(ours) + " | " + " | ".join(f"{t} / OSU" for t in ours) +
+             " | OSU spread | " + " | ".join(f"{t} spread" for t in ours) + " |",
+             "|" + "---|" * (3 + 3 * len(ours) + 1)]
+    for test in TESTS:
+        for size in sorted(values["osu"][test]):
+            series = [values[tool][test].get(size) for tool in tools]
+            if not all(series):
+                continue
+            medians = [statistics.median(x) for x in series]
+            theirs = medians[-1]
+            lines.append(f"| {test} | {size} | {theirs:.4g} | " + " | ".join(f"{m:.4g}" for m in medians[:-1]) + " | " +
+                         " | ".join(f"{m / theirs:.3f}" for m in medians[:-1]) + f" | {spread(series[-1]):.1%} | " +
+                         " | ".join(f"{spread(x):.1%}" for x in series[:-1]) + " |")
+    text = "\n".join(lines)
+    a.out.mkdir(parents=True, exist_ok=True)
+    (a.out / "osu_xccl.md").write_text(text + "\n")
+    (a.out / "osu_xccl.json").write_text(json.dumps(values, indent=1))
+    with open(a.out / "rows.csv", "w", newline="") as f:  # the default variant's rows
+        w = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    return text
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bin", required=True, type=pathlib.Path)
@@ -104,31 +132,9 @@ def main():
                 else:
                     for size, v in osu(a.osu / TESTS[what], what).items():
                         values["osu"][what].setdefault(size, []).append(v)
+            report(a, tools, values, rows, r + 1)
             print(f"repeat {r + 1} of {a.repeats} done", flush=True)
-    ours = tools[:-1]
-    lines = [f"\n### 2 GPUs, one rank each ({a.repeats} interleaved repeats; latency in us, bandwidth in MB/s)\n",
-             "| test | size | OSU | " + " | ".join(ours) + " | " + " | ".join(f"{t} / OSU" for t in ours) +
-             " | OSU spread | " + " | ".join(f"{t} spread" for t in ours) + " |",
-             "|" + "---|" * (3 + 3 * len(ours) + 1)]
-    for test in TESTS:
-        for size in sorted(values["osu"][test]):
-            series = [values[tool][test].get(size) for tool in tools]
-            if not all(series):
-                continue
-            medians = [statistics.median(x) for x in series]
-            theirs = medians[-1]
-            lines.append(f"| {test} | {size} | {theirs:.4g} | " + " | ".join(f"{m:.4g}" for m in medians[:-1]) + " | " +
-                         " | ".join(f"{m / theirs:.3f}" for m in medians[:-1]) + f" | {spread(series[-1]):.1%} | " +
-                         " | ".join(f"{spread(x):.1%}" for x in series[:-1]) + " |")
-    text = "\n".join(lines)
-    print(text)
-    a.out.mkdir(parents=True, exist_ok=True)
-    (a.out / "osu_xccl.md").write_text(text + "\n")
-    (a.out / "osu_xccl.json").write_text(json.dumps(values, indent=1))
-    with open(a.out / "rows.csv", "w", newline="") as f:  # the default variant's rows
-        w = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
-        w.writeheader()
-        w.writerows(rows)
+    print(report(a, tools, values, rows, a.repeats))
 
 
 if __name__ == "__main__":
