@@ -117,7 +117,8 @@ Reference ExpectedShare::per_rank(const std::vector<std::string>& hosts, int ran
   return node;
 }
 
-Reference ExpectedShare::pairs_sum(const Reference& slowest_pair, int pairs, const std::vector<std::string>& hosts) const {
+Reference ExpectedShare::pairs_sum(const Reference& slowest_pair, int pairs,
+                                   const std::vector<std::string>& hosts) const {
   if (!slowest_pair.known() || pairs < 2) return slowest_pair;
   const auto sum = slowest_pair.scaled(pairs, fmt::format("{} pairs x", pairs));
   if (std::set<std::string>(hosts.begin(), hosts.end()).size() < 2) return sum;

@@ -136,7 +136,6 @@ class NcclCollBackend : public CollBackend {
     comm_->wait(stream_.s, deadline());
   }
 
-
   bool set_deadline(std::chrono::steady_clock::time_point deadline) override {
     if (!comm_->nonblocking()) return false;  // a blocking communicator cannot be bounded from this thread
     deadline_ = deadline;

@@ -302,7 +302,8 @@ class SweepBadInput(LaunchTest):
             many = pathlib.Path(d) / "many.txt"
             many.write_text("".join(f"n{i}\n" for i in range(100001)))
             r = self.mpirun(1, "fabric-sweep", ["--dry-run", "--hostfile", str(many)], env=FAKE)
-        self.assert_refused(r, "fabric-sweep", f"--hostfile {many}:100001: more than 100000 hosts")
+        self.assert_refused(r, "fabric-sweep",
+                            f"--hostfile {many}:100001: more than 100000 hosts (a sweep plans 2 to 100000)")
 
     def test_pairs_file_errors_name_the_line(self):
         (self.dir / "bad.txt").write_text("0 node0 node1\n0 node1 node2\n")
