@@ -55,11 +55,14 @@ def osu(binary, test):
 
 def fabric(bindir, scratch, repeat, variant, rows_out, load):
     result = {}
-    for tests, top in (("latency", MAX["latency"]), ("bw,bibw", MAX["bw"])):
+    for tests, top in (("latency" if "latency" in TESTS else "", MAX["latency"]),
+                       (",".join(t for t in ("bw", "bibw") if t in TESTS), MAX["bw"])):
+        if not tests:
+            continue
         out = pathlib.Path(scratch) / f"{repeat}-{variant.replace(' ', '_')}-{tests.replace(',', '_')}.h5"
         wait = {OSU_WAIT: {"FABRICBENCH_TEST_OSU_POLL": "1"}, SYNC_WAIT: {"FABRICBENCH_TEST_OSU_POLL": "sync"}}.get(variant)
         mpirun([bindir / "fabric-p2p", "--backend", "nccl", "--test", tests, "--sizes", f"1:{top}", "--output", out,
-                "--force", "-q", "--no-checks"] + VARIANTS.get(variant, VARIANTS["one block"]), wait)
+                "--force", "-q", "--no-checks"] + VARIANTS.get(variant, ["--min-time", "0"]), wait)
         rows = load(str(out)).tables["results/p2p"]
         for test in tests.split(","):
             part = rows[rows.test == test]
@@ -111,7 +114,13 @@ def main():
     p.add_argument("--out", default=pathlib.Path("."), type=pathlib.Path)
     p.add_argument("--max", type=int, help="largest size of every test (default: latency 4 MiB, bw and bibw 1 GiB)")
     p.add_argument("--osu-wait", action="store_true", help=f"also fabric-p2p '{OSU_WAIT}' and '{SYNC_WAIT}'")
+    p.add_argument("--tests", default="latency,bw,bibw", help="the tests to compare (default: all three)")
+    p.add_argument("--default-only", action="store_true", help="fabric-p2p at its defaults only (no one-block run)")
     a = p.parse_args()
+    for t in set(TESTS) - set(a.tests.split(",")):
+        del TESTS[t]
+    if a.default_only:
+        del VARIANTS["one block"]
     if a.max:
         MAX.update({t: a.max for t in MAX})
     variants = list(VARIANTS) + ([OSU_WAIT, SYNC_WAIT] if a.osu_wait else [])
