@@ -61,7 +61,11 @@ void DoctorBenchmark::add_options(cli::po::options_description& options) {
       ("iteration-marker", cli::po::value<std::string>(),
        "with --nccl-log: a regular expression (ECMAScript) matching the line the job prints once per iteration "
        "('iteration +[0-9]+'): calls are counted per iteration too, as csplit would cut the log")
-      ("rank", cli::po::value<int>(), "with --nccl-log: report this rank's processes only");
+      ("rank", cli::po::value<int>(), "with --nccl-log: report this rank's processes only")
+      ("nccl-ras", cli::po::value<std::string>()->implicit_value("127.0.0.1:28028"),
+       "[HOST[:PORT]]: ask a running NCCL job (2.24 or later) through NCCL's RAS service, on any node of the job "
+       "(default 127.0.0.1:28028, NCCL_RAS_ADDR): dead processes, ranks behind their communicator (asked twice, 2 s "
+       "apart), missing ranks, errors; --timeout bounds each ask (default 30 s); see docs/nccl-ras.md");
 }
 
 namespace {
@@ -81,12 +85,25 @@ std::vector<std::string> log_paths(const std::vector<std::string>& values) {
 
 }  // namespace
 
-void DoctorBenchmark::configure(const cli::po::variables_map& values, const cli::CommonOptions&,
+void DoctorBenchmark::configure(const cli::po::variables_map& values, const cli::CommonOptions& common,
                                 const runtime::Placement& placement) {
   list_ = values.count("list") > 0;
   strict_ = values.count("strict") > 0;
   show_ok_ = values.count("problems-only") == 0;
   json_ = values.count("json") > 0;
+  if (values.count("nccl-ras")) {
+    if (values.count("nccl-log"))
+      throw Error::usage("--nccl-ras and --nccl-log: one asks a running job, the other reads a job's logs; give one");
+    for (const char* option : {"iteration-marker", "rank"})
+      if (values.count(option)) throw Error::usage(fmt::format("--{} reads with --nccl-log only, not --nccl-ras", option));
+    if (!values["checks"].defaulted())
+      throw Error::usage("--checks with --nccl-ras: it asks the job and checks nothing on this host; drop one of them");
+    const auto address = job::RasAddress::parse(values["nccl-ras"].as<std::string>(), "--nccl-ras");
+    nccl_log_reader_ = true;
+    if (placement.me().rank == 0)
+      nccl_ras_ = std::make_unique<NcclRasMode>(address, common.timeout_s > 0 ? common.timeout_s : 30.0, 2.0);
+    return;
+  }
   nccl_log_reader_ = values.count("nccl-log") > 0;
   if (!nccl_log_reader_) {
     for (const char* option : {"iteration-marker", "rank"})
@@ -117,7 +134,9 @@ void DoctorBenchmark::configure(const cli::po::variables_map& values, const cli:
 }
 
 ExitStatus DoctorBenchmark::run(const app::RunContext& ctx) {
-  if (nccl_log_reader_) return ctx.is_root() ? nccl_log_->write(*ctx.out, table_, show_ok_, strict_) : ExitStatus::ok;
+  if (nccl_ras_) return nccl_ras_->write(*ctx.out, table_, show_ok_, strict_);
+  if (nccl_log_reader_) return ctx.is_root() && nccl_log_ ? nccl_log_->write(*ctx.out, table_, show_ok_, strict_)
+                                                          : ExitStatus::ok;
   const auto& me = ctx.placement.me();
   auto context = Context::gather(me.host, ctx.world.rank(), static_cast<int>(ctx.placement.hosts().size()),
                                  me.local_rank == 0);

@@ -1,0 +1,30 @@
+// fabric-doctor --nccl-ras [HOST[:PORT]]: a running NCCL job asked through NCCL's RAS service (lib/job/ras.hpp) on
+// rank 0 before any output exists (nothing there, not RAS, no answer in time: one usage line, exit 2, no file); a
+// rank behind its peers is asked about once more after a short wait, so that only a rank that did not move is named.
+// Then the findings (dead processes, laggard ranks, missing ranks, errors, aborts; the answer first) and the tables
+// of communicators, ranks and the reply itself through the harness's outputs (terminal, HDF5 /doctor/..., --json).
+#pragma once
+#include <optional>
+#include <string>
+
+#include "fabricbench/error.hpp"
+#include "fabricbench/job/ras.hpp"
+#include "fabricbench/results/result_set.hpp"
+
+namespace fabricbench::doctor {
+
+class NcclRasMode {
+ public:
+  // `timeout_s` bounds each look (connection, NCCL's collection, reply); `second_look_s` the wait before the second.
+  NcclRasMode(const job::RasAddress& address, double timeout_s, double second_look_s);
+  // Rank 0: every table through `out` (findings into `findings`, the tool's table); the exit status of the findings.
+  ExitStatus write(results::ResultSet& out, const results::TableSpec& findings, bool show_ok, bool strict) const;
+
+ private:
+  job::RasAddress address_;
+  job::RasReply reply_;
+  std::optional<job::RasStatus> status_, before_;  // JSON replies: the last look and the one before it
+  double seconds_between_ = 0;
+};
+
+}  // namespace fabricbench::doctor

@@ -1,0 +1,177 @@
+// NCCL's RAS reply read into communicators and ranks, and judged: what a person looking at a stuck job asks first.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include "fabricbench/job/json.hpp"
+#include "fabricbench/job/ras.hpp"
+
+namespace fabricbench::job {
+namespace {
+
+RasRank read_rank(const Json& j, bool missing) {
+  RasRank r;
+  r.rank = static_cast<int>(j["rank"].number(-1));
+  r.host = j["host"].text();
+  r.pid = static_cast<long>(j["pid"].number(-1));
+  r.cuda_dev = static_cast<int>(j["cuda_dev"].number(-1));
+  r.nvml_dev = static_cast<int>(j["nvml_dev"].number(-1));
+  const Json& s = j["status"];
+  r.init_state = static_cast<int>(s["init_state"].number());
+  r.async_error = static_cast<int>(s["async_error"].number());
+  r.finalize = s["finalize_called"].boolean();
+  r.destroy = s["destroy_flag"].boolean();
+  r.abort = s["abort_flag"].boolean();
+  r.missing = missing;
+  r.unresponsive = s["unresponsive"].boolean();
+  r.dead = s["considered_dead"].boolean();
+  for (const auto& [kind, count] : j["collective_counts"].members())
+    r.ops[kind] = static_cast<std::uint64_t>(std::max(0.0, count.number()));
+  return r;
+}
+
+std::string gpu_of(const RasRank& r) {
+  return r.cuda_dev >= 0 ? fmt::format("GPU {}", r.cuda_dev) : std::string("a GPU");
+}
+std::string who(const RasRank& r) {
+  return fmt::format("rank {} (pid {}, {} on host {})", r.rank, r.pid, gpu_of(r), r.host);
+}
+
+// Where `r` is behind the most advanced rank of `c`: one sentence per collective kind.
+std::vector<std::string> behind(const RasCommunicator& c, const RasRank& r) {
+  std::vector<std::string> out;
+  for (const auto& [kind, mine] : r.ops) {
+    std::uint64_t most = 0;
+    int at_most = 0;
+    for (const auto& peer : c.ranks) {
+      if (peer.missing) continue;
+      const auto it = peer.ops.find(kind);
+      const std::uint64_t n = it == peer.ops.end() ? 0 : it->second;
+      if (n > most) most = n, at_most = 0;
+      if (n == most) ++at_most;
+    }
+    if (mine < most)
+      out.push_back(fmt::format("launched {} up to op {} while {} peer{} reached op {}", kind, mine, at_most,
+                                at_most == 1 ? "" : "s", most));
+  }
+  return out;
+}
+
+const RasRank* find(const RasStatus* s, const std::string& hash, int rank) {
+  if (!s) return nullptr;
+  for (const auto& c : s->communicators)
+    if (c.hash == hash)
+      for (const auto& r : c.ranks)
+        if (r.rank == rank && !r.missing) return &r;
+  return nullptr;
+}
+
+}  // namespace
+
+RasStatus parse_ras_json(const std::string& text) {
+  RasStatus s;
+  const Json j = Json::parse(text, &s.missing_commas);
+  if (!j.is(Json::Type::object) || !j["communicators"].is(Json::Type::array))
+    throw std::runtime_error("no 'communicators' list: not NCCL's RAS reply in JSON");
+  s.nccl_version = j["nccl_version"].text();
+  for (const auto& c : j["communicators"].elements()) {
+    RasCommunicator comm;
+    comm.hash = c["hash"].text();
+    comm.size = static_cast<int>(c["size"].number());
+    for (const auto& r : c["ranks"].elements()) comm.ranks.push_back(read_rank(r, false));
+    for (const auto& r : c["missing_ranks"].elements()) comm.ranks.push_back(read_rank(r, true));
+    s.communicators.push_back(std::move(comm));
+  }
+  return s;
+}
+
+std::vector<RasProblem> judge_ras(const RasStatus& now, const RasStatus* before) {
+  using Severity = RasProblem::Severity;
+  std::vector<RasProblem> out;
+  // Dead processes first, one finding per process with every communicator rank it held.
+  std::map<std::pair<std::string, long>, std::vector<std::pair<const RasCommunicator*, const RasRank*>>> dead;
+  for (const auto& c : now.communicators)
+    for (const auto& r : c.ranks)
+      if (r.missing && r.dead) dead[{r.host, r.pid}].push_back({&c, &r});
+  for (const auto& [process, held] : dead) {
+    std::string ranks;
+    for (const auto& [c, r] : held)
+      ranks += fmt::format("{}rank {} of communicator {} ({} ranks)", ranks.empty() ? "" : ", ", r->rank, c->hash,
+                           c->size);
+    out.push_back({Severity::fail, "dead", process.first, process.second, held.front().second->rank, "",
+                   fmt::format("process {} on host {} ({}) is considered dead: NCCL's RAS network cannot reach it; "
+                               "it held {}",
+                               process.second, process.first, gpu_of(*held.front().second), ranks),
+                   fmt::format("its peers wait for it: on host {0}, 'ps -o stat,etime,cmd -p {1}' (T: stopped; "
+                               "gone: killed), then 'py-spy dump --pid {1}' or 'gdb -p {1} -batch -ex \"thread "
+                               "apply all bt\"'",
+                               process.first, process.second)});
+  }
+  for (const auto& c : now.communicators) {
+    for (const auto& r : c.ranks) {
+      if (r.missing) {
+        if (!r.dead)
+          out.push_back({Severity::fail, "missing", r.host, r.pid, r.rank, c.hash,
+                         fmt::format("communicator {}: no data from {}{}", c.hash, who(r),
+                                     r.unresponsive ? ": unresponsive" : ""),
+                         "RAS could not collect from it in time; ask again with a longer --timeout, then look at it"});
+        continue;
+      }
+      if (r.async_error != 0)
+        out.push_back({Severity::fail, "async_error", r.host, r.pid, r.rank, c.hash,
+                       fmt::format("communicator {}: {} has asynchronous NCCL error {}", c.hash, who(r), r.async_error),
+                       "NCCL_DEBUG=WARN shows its text in the job's log"});
+      if (r.abort)
+        out.push_back({Severity::fail, "aborted", r.host, r.pid, r.rank, c.hash,
+                       fmt::format("communicator {}: {} has aborted it", c.hash, who(r)),
+                       "a watchdog or an error aborted it; the job's log says which"});
+      if (r.init_state != 0)
+        out.push_back({Severity::fail, "init", r.host, r.pid, r.rank, c.hash,
+                       fmt::format("communicator {}: {} reports init state {}", c.hash, who(r), r.init_state),
+                       "its initialization failed or did not finish; the job's log says why"});
+      const auto lags = behind(c, r);
+      if (lags.empty()) continue;
+      // A second look: a rank whose counts moved since is progressing, not stuck.
+      const RasRank* earlier = find(before, c.hash, r.rank);
+      if (before && (!earlier || earlier->ops != r.ops)) continue;
+      std::string what = fmt::format("communicator {}: {} ", c.hash, who(r));
+      for (std::size_t i = 0; i < lags.size(); ++i) what += (i ? "; " : "") + lags[i];
+      out.push_back({Severity::fail, "laggard", r.host, r.pid, r.rank, c.hash,
+                     what + (before ? " (unchanged between two looks)" : "") +
+                         ": it never entered the collective",
+                     fmt::format("look at where that process stands: on host {0}, 'py-spy dump --pid {1}' (Python) "
+                                 "or 'gdb -p {1} -batch -ex \"thread apply all bt\"' (native)",
+                                 r.host, r.pid)});
+    }
+  }
+  if (out.empty()) {
+    std::set<std::pair<std::string, long>> processes;
+    std::set<std::string> hosts;
+    std::size_t ranks = 0;
+    for (const auto& c : now.communicators)
+      for (const auto& r : c.ranks) processes.insert({r.host, r.pid}), hosts.insert(r.host), ++ranks;
+    out.push_back({Severity::ok, "healthy", "", -1, -1, "",
+                   fmt::format("{} communicator(s), {} rank(s) in {} process(es) on {} host(s): every rank at its "
+                               "communicator's operation count, none dead, missing, in error or aborted",
+                               now.communicators.size(), ranks, processes.size(), hosts.size()),
+                   ""});
+  }
+  return out;
+}
+
+std::vector<std::string> ras_text_problems(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line == "Errors") inside = true;
+    else if (inside && !line.empty() && line != "Warnings" && line.find_first_not_of('=') != std::string::npos)
+      out.push_back(line);
+  }
+  return out;
+}
+
+}  // namespace fabricbench::job

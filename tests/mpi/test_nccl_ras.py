@@ -1,0 +1,121 @@
+"""fabric-doctor --nccl-ras against a fake NCCL RAS service (tests/fixtures/ras/fake_ras.py) that answers with replies
+recorded from a real NCCL 2.28.9 job on 2 x H200: the laggard, the dead process and a healthy job named as such,
+the two looks, a version without JSON, and every refusal in one line with exit status 2 and no file."""
+import pathlib
+import subprocess
+import sys
+import time
+import unittest
+
+from fbtest import LaunchTest
+
+FIXTURES = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "ras"
+RECORDED = FIXTURES / "nccl-2.28.9-h200x2"
+
+
+class FakeRas:
+    """The fake service on a free port of 127.0.0.1, for one test."""
+
+    def __init__(self, folder, states, *flags):
+        self.portfile = folder / f"ras-{time.monotonic_ns()}.port"
+        self.proc = subprocess.Popen([sys.executable, str(FIXTURES / "fake_ras.py"), str(self.portfile), str(RECORDED),
+                                      states, *flags])
+        for _ in range(100):
+            if self.portfile.exists() and self.portfile.read_text():
+                break
+            time.sleep(0.05)
+        self.address = f"127.0.0.1:{self.portfile.read_text()}"
+        self.portfile.unlink()
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+class NcclRas(LaunchTest):
+    def ask(self, states, *flags, args=(), name="ras.h5"):
+        with_files = pathlib.Path(self.dir)
+        ras = FakeRas(with_files.parent, states, *flags)
+        try:
+            start = time.monotonic()
+            r = self.mpirun(1, "fabric-doctor", ["--nccl-ras", ras.address, "--output", name] + list(args),
+                            timeout=120)
+            return r, time.monotonic() - start, ras.address
+        finally:
+            ras.close()
+
+    def findings(self, name="ras.h5"):
+        return self.load(name).tables["doctor/findings"]
+
+    def test_a_rank_that_stopped_calling_collectives_is_named_after_two_looks(self):
+        r, took, _ = self.ask("mismatch")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        first = [line for line in r.stdout.splitlines() if line.startswith("# answer:")]
+        self.assertEqual(len(first), 1, r.stdout)
+        self.assertIn("rank 1 (pid 724, GPU 1 on host 192.0.2.2) launched AllReduce up to op 78 while 1 peer reached "
+                      "op 79 (unchanged between two looks): it never entered the collective", first[0])
+        found = self.findings()
+        fails = found[found.status == "fail"]
+        self.assertEqual(list(fails.check), ["nccl.ras.laggard"], found)
+        self.assertEqual(int(fails["rank"].iloc[0]), 1)
+        self.assertGreaterEqual(took, 2.0, "a second look 2 s after the first")
+        run = self.load("ras.h5")
+        ranks = run.tables["doctor/ras_ranks"]
+        self.assertEqual(sorted(ranks.all_reduce), [78, 79])
+        self.assertEqual(list(run.tables["doctor/ras_communicators"].state), ["mismatch"])
+        self.assertEqual("\n".join(run.tables["doctor/ras_reply"].text) + "\n", (RECORDED / "mismatch.json").read_text(),
+                         "the reply kept verbatim, line by line")
+
+    def test_a_rank_that_moved_between_the_looks_is_no_laggard(self):
+        # The first look catches rank 1 one operation behind, the second sees the job in step: a healthy job
+        # sampled between two ranks' launches.
+        r, _, _ = self.ask("mismatch,healthy")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertTrue((self.findings().status == "ok").all(), self.findings())
+
+    def test_a_frozen_process_is_dead_with_its_pid_gpu_and_rank(self):
+        r, _, _ = self.ask("dead")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        found = self.findings()
+        fails = found[found.status == "fail"]
+        self.assertEqual(list(fails.check), ["nccl.ras.dead"], found)
+        self.assertIn("process 724 on host 192.0.2.2 (GPU 1) is considered dead", fails.value.iloc[0])
+        self.assertIn("ps -o stat,etime,cmd -p 724", fails.hint.iloc[0])
+        self.assertIn("lacked 1 comma", r.stdout)
+
+    def test_a_healthy_job_passes_with_what_was_seen(self):
+        r, took, _ = self.ask("healthy")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("# answer: 1 communicator(s), 2 rank(s) in 2 process(es) on 1 host(s)", r.stdout)
+        self.assertLess(took, 30, "one look only")
+
+    def test_a_version_without_json_keeps_the_text_and_reads_its_errors(self):
+        r, _, _ = self.ask("mismatch", "--no-json")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        found = self.findings()
+        self.assertEqual(list(found.check), ["nccl.ras.text"])
+        self.assertIn("Rank 1 has launched up to operation 78", found.value.iloc[0])
+        reply = self.load("ras.h5").tables["doctor/ras_reply"]
+        self.assertEqual("\n".join(reply.text) + "\n", (RECORDED / "mismatch.txt").read_text())
+
+    def test_what_is_not_a_ras_service_is_refused_in_one_line(self):
+        r, _, address = self.ask("healthy", "--not-ras")
+        self.assert_refused(r, "fabric-doctor", f"--nccl-ras {address}: not an NCCL RAS service")
+
+    def test_a_service_that_never_answers_is_bounded_by_the_timeout(self):
+        r, took, address = self.ask("healthy", "--mute", args=["--timeout", "2"])
+        self.assert_refused(r, "fabric-doctor", f"--nccl-ras {address}: no answer within 2 s (--timeout)")
+        self.assertLess(took, 20)
+
+    def test_nothing_listening_and_bad_addresses_are_refused(self):
+        for args, expected in [(["--nccl-ras", "127.0.0.1:1"], "--nccl-ras 127.0.0.1:1: Connection refused"),
+                               (["--nccl-ras", "node:http"], "--nccl-ras 'node:http': the port must be a number"),
+                               (["--nccl-ras", ":1", "--nccl-log", "x.log"], "--nccl-ras and --nccl-log"),
+                               (["--nccl-ras", ":1", "--rank", "1"], "--rank reads with --nccl-log only")]:
+            with self.subTest(args=args):
+                self.assert_refused(self.mpirun(1, "fabric-doctor", args + ["--output", "bad.h5"]), "fabric-doctor",
+                                    expected)
+
+
+if __name__ == "__main__":
+    unittest.main()
