@@ -144,8 +144,9 @@ std::optional<std::string> status(const Talk& talk, bool json, std::string& serv
   server = c.line();
   if (server.rfind("SERVER PROTOCOL ", 0) != 0)
     talk.fail(fmt::format("not an NCCL RAS service (it answered '{}' to CLIENT PROTOCOL 2)", server.substr(0, 80)));
-  // NCCL's collection from the job's other processes gets what is left of ours, less 2 s for the reply.
-  const int nccl_timeout = std::max(1, static_cast<int>(talk.left_ms() / 1000) - 2);
+  // NCCL's collection from the job's other processes: NCCL's own client allows it TIMEOUT + 5 s (a collective leg),
+  // so it gets half of what is left less those 5 s (30 s: 12 s; NCCL's default leg is 5 s).
+  const int nccl_timeout = std::max(1, (static_cast<int>(talk.left_ms() / 1000) - 5) / 2);
   c.send(fmt::format("TIMEOUT {}\n", nccl_timeout));
   if (const auto ok = c.line(); ok != "OK") talk.fail(fmt::format("TIMEOUT refused ('{}')", ok.substr(0, 80)));
   if (json) {
