@@ -29,6 +29,18 @@ std::string binary_reason(std::string_view head) {
   return {};
 }
 
+// The commId of an Init message ("... commId 0x858d63bf52fc5bbc - Init START"), else "".
+std::string_view comm_id_of(std::string_view m) {
+  const auto at = m.find(" commId ");
+  if (at == std::string_view::npos) return {};
+  const auto rest = m.substr(at + 8);
+  return rest.substr(0, rest.find(' '));
+}
+
+// At most this many calls wait for their communicator's marking process (16 bytes and a map node each); past it the
+// position attribution is given up (a log whose markers come long after the calls).
+constexpr std::size_t kMaxWaiting = 1u << 20;
+
 // "comm 0x55.. rank 3 nranks 16 ..." in an Init START/COMPLETE message -> (comm, rank, nranks).
 bool init_line(std::string_view m, std::string_view& comm, int& rank, int& nranks) {
   if (m.find("Init START") == std::string_view::npos && m.find("Init COMPLETE") == std::string_view::npos) return false;
@@ -88,7 +100,7 @@ void NcclJobLog::read_file(const std::string& path) {
                     option_, path, stats.lines));
 }
 
-NcclProcess& NcclJobLog::process(std::string_view host, long pid, int device) {
+NcclProcess& NcclJobLog::process(std::string_view host, long pid, int device, std::string_view tag) {
   const long key = pid >= 0 ? pid : -2 - device;  // lines without host:pid:tid: one process per device
   auto& candidates = by_pid_[key];
   for (auto* p : candidates)
@@ -98,6 +110,9 @@ NcclProcess& NcclJobLog::process(std::string_view host, long pid, int device) {
   p->pid = pid;
   p->device = device;
   p->file = files_.size() - 1;
+  p->tag = std::string(tag);
+  if (!tag.empty())  // the markers its tag printed before its first NCCL line
+    if (const auto it = tag_markers_.find({p->file, p->tag}); it != tag_markers_.end()) p->own_markers = it->second;
   candidates.push_back(p.get());
   processes_.push_back(std::move(p));
   return *processes_.back();
@@ -122,6 +137,101 @@ void NcclJobLog::take_call(NcclProcess& p, std::string_view message) {
   const auto piece = static_cast<std::size_t>(files_.back().markers);
   if (kind.pieces.size() <= piece) kind.pieces.resize(piece + 1);
   kind.pieces[piece].add(bytes);
+  const auto id = p.comm_ids.find(std::string(call->comm));
+  if (id == p.comm_ids.end()) {
+    ++p.unplaced;  // a communicator whose Init line the log lacks
+    return;
+  }
+  touch(p, id->second);
+  place(p, id->second, p.calls_on[id->second]++, k, bytes);
+  if (reference_[id->second] == &p) drain(id->second);
+}
+
+void NcclJobLog::touch(NcclProcess& p, const std::string& comm_id) {
+  if (p.calls_on.emplace(comm_id, 0).second) p.marks[comm_id].assign(p.own_markers, 0);
+  if (p.own_markers > 0 && !reference_[comm_id]) {
+    reference_[comm_id] = &p;
+    drain(comm_id);
+  }
+}
+
+void NcclJobLog::place(NcclProcess& p, const std::string& comm_id, std::uint64_t n, std::size_t kind,
+                       std::uint64_t bytes) {
+  const NcclProcess* ref = reference_[comm_id];
+  if (ref && ref->calls_on.at(comm_id) > n) {
+    const auto& marks = ref->marks.at(comm_id);
+    const auto piece = static_cast<std::size_t>(std::upper_bound(marks.begin(), marks.end(), n) - marks.begin());
+    auto& placed = p.kinds[kind].placed;
+    if (placed.size() <= piece) placed.resize(piece + 1);
+    placed[piece].add(bytes);
+    return;
+  }
+  if (gave_up_) return void(++p.unplaced);
+  waiting_[comm_id].emplace(n, Waiting{&p, kind, bytes});
+  if (++waiting_count_ <= kMaxWaiting) return;
+  gave_up_ = true;
+  for (auto& [id, calls] : waiting_)
+    for (auto& [position, w] : calls) ++w.process->unplaced;
+  waiting_.clear();
+  waiting_count_ = 0;
+}
+
+// The calls on `comm_id` its marking process has now reached.
+void NcclJobLog::drain(const std::string& comm_id) {
+  const NcclProcess* ref = reference_[comm_id];
+  auto it = waiting_.find(comm_id);
+  if (!ref || it == waiting_.end()) return;
+  auto& calls = it->second;
+  while (!calls.empty() && calls.begin()->first < ref->calls_on.at(comm_id)) {
+    const auto [n, w] = *calls.begin();
+    calls.erase(calls.begin());
+    --waiting_count_;
+    place(*w.process, comm_id, n, w.kind, w.bytes);
+  }
+}
+
+// A marker line carrying `tag`: it cuts the calls of the process of this file with that tag.
+void NcclJobLog::marker(std::string_view tag) {
+  const std::size_t file = files_.size() - 1;
+  ++tag_markers_[{file, std::string(tag)}];
+  for (auto& p : processes_) {
+    if (p->file != file || p->tag != tag) continue;
+    ++p->own_markers;
+    for (auto& [id, n] : p->calls_on) p->marks[id].push_back(n);
+    for (const auto& [pointer, id] : p->comm_ids) touch(*p, id);
+  }
+}
+
+void NcclJobLog::finish() {
+  for (auto& [id, calls] : waiting_)
+    for (auto& [n, w] : calls) {
+      if (!reference_[id]) {
+        ++w.process->unplaced;
+        continue;
+      }
+      const auto& marks = reference_[id]->marks.at(id);
+      const auto piece = static_cast<std::size_t>(std::upper_bound(marks.begin(), marks.end(), n) - marks.begin());
+      auto& placed = w.process->kinds[w.kind].placed;
+      if (placed.size() <= piece) placed.resize(piece + 1);
+      placed[piece].add(w.bytes);
+    }
+  waiting_.clear();
+  waiting_count_ = 0;
+  std::set<std::size_t> tagged_files;
+  for (const auto& [key, n] : tag_markers_) tagged_files.insert(key.first);
+  for (auto& p : processes_) {
+    if (!tagged_files.count(p->file)) continue;  // markers without tags (or none): cut as csplit would
+    p->markers = 0;
+    for (const auto& [id, n] : p->calls_on)
+      if (const auto* ref = reference_[id]) p->markers = std::max(p->markers, ref->own_markers);
+    if (p->unplaced > 0 || (p->markers == 0 && !p->calls_on.empty())) {
+      p->cut = NcclProcess::Cut::impossible;
+      p->markers = 0;
+      continue;
+    }
+    p->cut = NcclProcess::Cut::position;
+    for (auto& k : p->kinds) k.pieces = std::move(k.placed);
+  }
 }
 
 void NcclJobLog::line(std::string_view text) {
@@ -130,11 +240,13 @@ void NcclJobLog::line(std::string_view text) {
   ++stats.lines;
   const NcclLine l = split_nccl_line(text);
   if (l.level == NcclLine::Level::none) {
-    if (marker_.found_in(text)) ++stats.markers;
+    if (!marker_.found_in(text)) return;
+    ++stats.markers;
+    if (const auto tag = launcher_tag(text); !tag.empty()) marker(tag);
     return;
   }
   ++stats.nccl_lines;
-  auto& p = process(l.host, l.pid, l.device);
+  auto& p = process(l.host, l.pid, l.device, l.tag);
   ++p.lines;
   if (l.tag_rank >= 0) p.tag_rank = l.tag_rank;
   if (l.level == NcclLine::Level::warn) {
@@ -147,6 +259,10 @@ void NcclJobLog::line(std::string_view text) {
   int rank = -1, nranks = 0;
   if (init_line(m, comm, rank, nranks)) {
     p.comms.emplace(std::string(comm), std::make_pair(rank, nranks));
+    if (const auto id = comm_id_of(m); !id.empty()) {
+      p.comm_ids[std::string(comm)] = std::string(id);
+      touch(p, std::string(id));
+    }
     if (m.find("Init COMPLETE") != std::string_view::npos) p.log.init_complete = true;
     return;
   }

@@ -19,13 +19,14 @@ long to_number(std::string_view s) {
   return v;
 }
 
-// Takes one launcher tag off the front of `line`; false when it starts with none.
-bool strip_tag(std::string_view& line, int& tag_rank) {
+// Takes one launcher tag off the front of `line` (what is inside it into `tag`); false when it starts with none.
+bool strip_tag(std::string_view& line, int& tag_rank, std::string_view& tag) {
   std::size_t i = 0;
   if (!line.empty() && line[0] == '[') {
     const auto close = line.find(']');
     if (close == std::string_view::npos || close > 32) return false;
     const std::string_view inside = line.substr(1, close - 1);
+    tag = inside;
     std::string_view rest = line.substr(close + 1);
     if (const auto comma = inside.find(','); comma != std::string_view::npos) {  // mpirun: [job,rank]<stdout>:
       const auto rank = inside.substr(comma + 1);
@@ -48,7 +49,8 @@ bool strip_tag(std::string_view& line, int& tag_rank) {
   const std::size_t digits = i;
   while (i < line.size() && is_digit(line[i])) ++i;
   if (!all_digits(line.substr(digits, i - digits)) || line.substr(i, 2) != ": ") return false;
-  tag_rank = static_cast<int>(to_number(line.substr(digits, i - digits)));
+  tag = line.substr(digits, i - digits);
+  tag_rank = static_cast<int>(to_number(tag));
   line.remove_prefix(i + 2);
   return true;
 }
@@ -75,8 +77,12 @@ NcclLine split_nccl_line(std::string_view line) {
     if (at == std::string_view::npos) return {};
   }
   out.message = line.substr(at + info.size());
-  for (int n = 0; n < 3 && strip_tag(line, out.tag_rank); ++n)
+  for (int n = 0; n < 3; ++n) {  // up to 3 tags (srun's label inside mpirun's, ...); the first names the line
+    std::string_view tag;
+    if (!strip_tag(line, out.tag_rank, tag)) break;
+    if (out.tag.empty()) out.tag = tag;
     at = line.find(out.level == NcclLine::Level::info ? info : warn);
+  }
   std::string_view prefix = line.substr(0, at);
   if (out.level == NcclLine::Level::warn) last_word(prefix);  // file.cc:123
   const auto device = last_word(prefix);
@@ -95,6 +101,12 @@ NcclLine split_nccl_line(std::string_view line) {
   out.host = where.substr(0, pid_colon);
   out.pid = to_number(pid);
   return out;
+}
+
+std::string_view launcher_tag(std::string_view line) {
+  int rank = -1;
+  std::string_view tag;
+  return strip_tag(line, rank, tag) ? tag : std::string_view();
 }
 
 }  // namespace fabricbench::doctor

@@ -121,12 +121,12 @@ IterationSummary summarize_iterations(const NcclProcess& p, std::uint64_t marker
     const auto [lo, hi] = std::minmax_element(calls.begin(), calls.end());
     out.kinds.push_back({p.kinds[k].kind, lower_median(calls), lower_median(bytes), *lo, *hi});
   }
-  for (std::uint64_t s = 1; s < markers; ++s)
+  for (std::uint64_t s = 1; s < markers; ++s) {
+    bool any = false;
     for (std::size_t k = 0; k < p.kinds.size(); ++k)
-      if (tally(s, k).calls != out.kinds[k].median_calls) {
-        out.differing.push_back(s);
-        break;
-      }
+      if (tally(s, k).calls != out.kinds[k].median_calls) out.kinds[k].differing.push_back(s), any = true;
+    if (any) out.differing.push_back(s);
+  }
   return out;
 }
 
@@ -253,12 +253,13 @@ NcclLogReport report_rows(const NcclLogTables& t, const NcclJobLog& job,
   };
   out.iterations = rows_by_group(processes, iteration_text, [&](const NcclProcess& p, const std::string& alike) {
     const auto s = summarize_iterations(p, job.markers_of(p));
-    std::vector<std::string> listed;
-    for (std::size_t i = 0; i < s.differing.size() && i < 12; ++i) listed.push_back(std::to_string(s.differing[i]));
-    if (s.differing.size() > listed.size())
-      listed.push_back(fmt::format("(+{} more)", s.differing.size() - listed.size()));
     std::vector<Row> rows;
-    for (const auto& k : s.kinds)
+    for (const auto& k : s.kinds) {
+      // A kind's own differing iterations: one whose min and max are equal lists none.
+      std::vector<std::string> listed;
+      for (std::size_t i = 0; i < k.differing.size() && i < 12; ++i) listed.push_back(std::to_string(k.differing[i]));
+      if (k.differing.size() > listed.size())
+        listed.push_back(fmt::format("(+{} more)", k.differing.size() - listed.size()));
       rows.push_back(process_row(t.iterations, p)
                          .set("kind", k.kind)
                          .set("iterations", i64(s.whole))
@@ -266,9 +267,10 @@ NcclLogReport report_rows(const NcclLogTables& t, const NcclJobLog& job,
                          .set("min_calls", i64(k.min_calls))
                          .set("max_calls", i64(k.max_calls))
                          .set("median_bytes", i64(k.median_bytes))
-                         .set("differing", i64(s.differing.size()))
+                         .set("differing", i64(k.differing.size()))
                          .set("differing_iterations", join(listed))
                          .set("alike", alike));
+    }
     return rows;
   });
   return out;

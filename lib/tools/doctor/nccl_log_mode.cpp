@@ -40,6 +40,7 @@ NcclLogMode::NcclLogMode(const std::vector<std::string>& paths, const std::strin
     : job_(marker), has_marker_(!marker.empty()) {
   const auto start = std::chrono::steady_clock::now();
   for (const auto& path : paths) job_.read_file(path);
+  job_.finish();
   seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (const auto* p : job_.processes())
     if (rank < 0 || p->rank() == rank) processes_.push_back(p);
@@ -64,6 +65,25 @@ ExitStatus NcclLogMode::write(results::ResultSet& out, const results::TableSpec&
                   job_.files().size(), bytes / 1e6, lines, nccl, coll, seconds_,
                   seconds_ > 0 ? bytes / 1e6 / seconds_ : 0.0, processes_.size(), job_.host_count()));
   const auto report = report_rows(tables, job_, processes_);
+  if (has_marker_) {
+    std::vector<const NcclProcess*> by_position, impossible;
+    for (const auto* p : processes_)
+      (p->cut == NcclProcess::Cut::position ? by_position
+       : p->cut == NcclProcess::Cut::impossible ? impossible
+                                                : by_position)
+          .push_back(p);
+    std::size_t placed = 0;
+    for (const auto* p : processes_) placed += p->cut == NcclProcess::Cut::position;
+    if (placed)
+      out.note(fmt::format("iterations: a marker cuts only the process whose launcher tag it carries; the other "
+                           "processes' calls are placed by their position in each communicator ({} process(es))",
+                           placed));
+    if (!impossible.empty())
+      out.note(fmt::format("iterations: ranks {} are not counted per iteration: some of their calls are on a "
+                           "communicator no process that printed a marker belongs to (or whose Init line the log "
+                           "lacks)",
+                           rank_label(impossible)));
+  }
 
   write_rows(out, tables.ranks, report.ranks,
              "processes: one row per group of ranks whose INIT/NET lines agree (host: the first rank's)",

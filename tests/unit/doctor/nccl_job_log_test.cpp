@@ -3,9 +3,11 @@
 // iterations between marker lines, the transport rules on a log alone, and the input it refuses.
 #include "fabricbench/doctor/nccl_job_log.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -308,6 +310,8 @@ TEST(NcclJobLog, IterationsBetweenMarkerLines) {
   EXPECT_EQ(s.kinds[1].median_calls, 0u);     // Broadcast: 0, 1, 0
   EXPECT_EQ(s.kinds[1].max_calls, 1u);
   EXPECT_EQ(s.differing, std::vector<std::uint64_t>{2});
+  EXPECT_TRUE(s.kinds[0].differing.empty()) << "AllReduce's min and max are equal: none of its iterations differs";
+  EXPECT_EQ(s.kinds[1].differing, std::vector<std::uint64_t>{2});
   // Lower median of an even count: 4 whole iterations of 1, 1, 3, 3 calls -> 1.
   std::string even = "it\n";
   for (int calls : {1, 3, 1, 3}) {
@@ -441,5 +445,72 @@ TEST(NcclJobLog, AFortyKilobyteLineUnderAGreedyMarkerIsOneMarker) {
     log.line(std::string(30000, 'a') + " iteration 1 " + std::string(10000, 'b'));
     log.line(std::string(20, 'a') + " iteration 2 " + std::string(40000, 'b'));
     EXPECT_EQ(log.files().back().markers, 1u) << marker;  // the first line's word lies past the 4 KiB window
+  }
+}
+
+// A real torchrun job (DDP on 2 x H200, NCCL 2.28.9, `torchrun --tee 3`, NCCL_DEBUG_SUBSYS=INIT,NET,COLL): "step N"
+// printed by rank 0 only, rank 1's COLL lines reaching the file in late chunks (its 14 AllReduce calls after step 6),
+// opCount 0 on every line. Cut as csplit, rank 1 read a median of 0 AllReduce per iteration; placed by position on
+// the communicator (commId of the Init lines) both ranks read 2, every iteration alike.
+TEST(NcclJobLog, ATorchrunLogIsCutByWhoPrintedTheMarkerAndTheOthersByPosition) {
+  NcclJobLog job("step [0-9]+");
+  job.read_file((fixtures_folder() / "nccl-logs" / "ddp-torchrun-2.28.9.log").string());
+  const auto& one = *job.processes()[1];
+  ASSERT_EQ(one.rank(), 1);
+  EXPECT_EQ(summarize_iterations(one, job.markers_of(one)).kinds[2].median_calls, 0u) << "before finish: csplit's cut";
+  job.finish();
+  ASSERT_EQ(job.processes().size(), 2u);
+  for (const auto* p : job.processes()) {
+    EXPECT_EQ(p->cut, NcclProcess::Cut::position) << p->rank();
+    EXPECT_EQ(job.markers_of(*p), 8u);
+    const auto s = summarize_iterations(*p, job.markers_of(*p));
+    EXPECT_EQ(s.whole, 7u);
+    const auto all_reduce = std::find_if(s.kinds.begin(), s.kinds.end(), [](auto& k) { return k.kind == "AllReduce"; });
+    ASSERT_NE(all_reduce, s.kinds.end());
+    EXPECT_EQ(all_reduce->median_calls, 2u) << "rank " << p->rank();
+    EXPECT_EQ(all_reduce->min_calls, 2u) << "rank " << p->rank();
+    EXPECT_EQ(all_reduce->max_calls, 2u) << "rank " << p->rank();
+    EXPECT_TRUE(all_reduce->differing.empty());
+  }
+}
+
+// Rank 1 ahead of rank 0's marker lines (its calls wait until rank 0 reaches them), and a rank on a communicator
+// without a marking process: not counted per iteration rather than counted wrong.
+TEST(NcclJobLog, ARankAheadWaitsForItsCommunicatorAndAnUnplaceableRankIsSaidSo) {
+  const auto init = [](const std::string& who, const std::string& tag, const char* comm, int rank, const char* id) {
+    return fmt::format("[{}]:{} NCCL INFO comm {} rank {} nranks 2 cudaDev {} busId 0 commId {} - Init COMPLETE\n",
+                       tag, who, comm, rank, rank, id);
+  };
+  const auto call = [](const std::string& who, const std::string& tag, const char* comm) {
+    return fmt::format("[{}]:{} NCCL INFO AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x1 count 256 datatype 7 op 0 "
+                       "root 0 comm {} [nranks=2] stream 0x1\n",
+                       tag, who, comm);
+  };
+  const std::string r0 = "h:10:10 [0]", r1 = "h:11:11 [1]", r2 = "h:12:12 [0]";
+  std::string log = init(r0, "default0", "0xa", 0, "0x77") + init(r1, "default1", "0xb", 1, "0x77") +
+                    init(r2, "default2", "0xc", 0, "0x99");
+  for (int i = 0; i < 3; ++i) log += call(r1, "default1", "0xb") + call(r1, "default1", "0xb");  // rank 1 first
+  for (int i = 0; i < 3; ++i) log += call(r2, "default2", "0xc");  // another job's communicator: no marker
+  log += "[default0]:step 0\n";
+  for (int i = 0; i < 3; ++i)
+    log += call(r0, "default0", "0xa") + call(r0, "default0", "0xa") + fmt::format("[default0]:step {}\n", i + 1);
+  NcclJobLog job("step [0-9]+");
+  job.begin_file("mixed");
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);) job.line(line);
+  job.finish();
+  const auto processes = job.processes();
+  ASSERT_EQ(processes.size(), 3u);
+  for (const auto* p : processes) {
+    if (p->pid == 12) {
+      EXPECT_EQ(p->cut, NcclProcess::Cut::impossible);
+      EXPECT_EQ(job.markers_of(*p), 0u) << "no counts per iteration";
+      continue;
+    }
+    EXPECT_EQ(p->cut, NcclProcess::Cut::position) << p->pid;
+    const auto s = summarize_iterations(*p, job.markers_of(*p));
+    EXPECT_EQ(s.whole, 3u) << p->pid;
+    EXPECT_EQ(s.kinds[0].median_calls, 2u) << p->pid;
+    EXPECT_EQ(s.kinds[0].min_calls, 2u) << p->pid;
   }
 }

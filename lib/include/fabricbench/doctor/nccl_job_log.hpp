@@ -29,9 +29,10 @@ struct KindCalls {
   CallTally total;
   std::map<int, CallTally> bins;   // size_bin(bytes) -> calls of that size
   std::uint64_t unknown_type = 0;  // calls of a datatype number this reader does not know (no bytes counted)
-  // pieces[s]: the calls after the s-th marker line of the process's file (s = 0: before the first); 16 bytes per
-  // iteration and kind are all that grows with the log's length.
+  // pieces[s]: the calls in iteration piece s (s = 0: before the first marker); 16 bytes per iteration and kind are
+  // all that grows with the log's length. Cut as the process's NcclProcess::cut says.
   std::vector<CallTally> pieces;
+  std::vector<CallTally> placed;  // the same by position in the communicator (NcclProcess::Cut::position), until finish
   CallTally piece(std::uint64_t s) const { return s < pieces.size() ? pieces[s] : CallTally{}; }
 };
 
@@ -46,6 +47,20 @@ struct NcclProcess {
   std::vector<KindCalls> kinds;                      // in order of first call
   std::uint64_t lines = 0, warnings = 0;
   std::string first_warning;
+
+  // How its calls are cut into iterations. file: by every marker line of its file, as csplit (markers without a
+  // launcher's tag); position: a marker cuts only the process whose tag it carries, and every process's n-th call on
+  // a communicator goes into the piece of that communicator's marking process's n-th call (every rank calls a
+  // communicator's collectives in the same order; NCCL 2.28 logs opCount 0, so the position is counted here);
+  // impossible: tagged markers, but some call of this process has no communicator with a marking process.
+  enum class Cut { file, position, impossible };
+  Cut cut = Cut::file;
+  std::uint64_t markers = 0;  // with position: the marker lines of its communicators' marking process
+  std::string tag;            // its lines' launcher tag ("default0", "1,0")
+  std::map<std::string, std::string> comm_ids;    // communicator pointer -> commId (Init lines)
+  std::map<std::string, std::uint64_t> calls_on;  // commId -> calls on it so far
+  std::map<std::string, std::vector<std::uint64_t>> marks;  // commId -> calls_on at each of its own markers
+  std::uint64_t own_markers = 0, unplaced = 0;
 
   // Its rank in its largest communicator (the first of those on ties), else the launcher's tag, else -1.
   int rank() const;
@@ -75,12 +90,32 @@ class NcclJobLog {
   std::vector<const NcclProcess*> processes() const;
   const std::vector<NcclFileStats>& files() const { return files_; }
   std::size_t host_count() const;
-  // Marker lines of the file `p` came from: its pieces 1 .. markers-1 are whole iterations.
-  std::uint64_t markers_of(const NcclProcess& p) const { return files_.at(p.file).markers; }
+  // Marker lines that cut `p`'s calls: its pieces 1 .. markers-1 are whole iterations (0 where none can be placed).
+  std::uint64_t markers_of(const NcclProcess& p) const {
+    return p.cut == NcclProcess::Cut::file ? files_.at(p.file).markers : p.markers;
+  }
+  // After the last file: places the calls that waited for their communicator's marking process and chooses each
+  // process's cut.
+  void finish();
 
  private:
-  NcclProcess& process(std::string_view host, long pid, int device);
+  struct Waiting {
+    NcclProcess* process;
+    std::size_t kind;
+    std::uint64_t bytes;
+  };
+  NcclProcess& process(std::string_view host, long pid, int device, std::string_view tag);
   void take_call(NcclProcess& p, std::string_view message);
+  void marker(std::string_view tag);
+  void touch(NcclProcess& p, const std::string& comm_id);
+  void place(NcclProcess& p, const std::string& comm_id, std::uint64_t n, std::size_t kind, std::uint64_t bytes);
+  void drain(const std::string& comm_id);
+
+  std::map<std::string, NcclProcess*> reference_;  // commId -> its first process that printed a tagged marker
+  std::map<std::string, std::multimap<std::uint64_t, Waiting>> waiting_;  // commId -> calls by position, unplaced
+  std::size_t waiting_count_ = 0;
+  bool gave_up_ = false;  // more than kMaxWaiting calls waited: position attribution abandoned
+  std::map<std::pair<std::size_t, std::string>, std::uint64_t> tag_markers_;  // (file, tag) -> marker lines
 
   std::string option_;
   cli::LinePattern marker_;

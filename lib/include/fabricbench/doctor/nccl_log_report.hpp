@@ -26,11 +26,12 @@ struct NcclLogTables {
 struct KindIterations {
   std::string kind;
   std::uint64_t median_calls = 0, median_bytes = 0, min_calls = 0, max_calls = 0;
+  std::vector<std::uint64_t> differing;  // iterations whose calls of this kind differ from its median
 };
 struct IterationSummary {
   std::uint64_t whole = 0;  // whole iterations: marker lines - 1
   std::vector<KindIterations> kinds;
-  std::vector<std::uint64_t> differing;  // iterations whose calls of some kind differ from the median's
+  std::vector<std::uint64_t> differing;  // iterations whose calls of some kind differ from that kind's median
 };
 IterationSummary summarize_iterations(const NcclProcess& process, std::uint64_t markers);
 
