@@ -74,10 +74,12 @@ NcclRasMode::NcclRasMode(const job::RasAddress& address, double timeout_s, doubl
   if (reply_.json) status_ = parse(address, reply_.text);
 }
 
-ExitStatus NcclRasMode::write(results::ResultSet& out, const results::TableSpec& findings_table, bool show_ok,
-                              bool strict) const {
-  const RasTables tables;
-  for (const auto* t : {&tables.communicators, &tables.ranks, &tables.reply}) out.declare(*t);
+NcclRasMode::NcclRasMode(const job::RasAddress& address, job::RasReply last, std::optional<job::RasStatus> status,
+                         std::optional<job::RasStatus> before, double seconds_between)
+    : address_(address), reply_(std::move(last)), status_(std::move(status)), before_(std::move(before)),
+      seconds_between_(seconds_between) {}
+
+std::vector<Finding> NcclRasMode::findings() const {
   std::vector<Finding> findings;
   if (status_) {
     for (const auto& p : job::judge_ras(*status_, before_ ? &*before_ : nullptr))
@@ -96,14 +98,22 @@ ExitStatus NcclRasMode::write(results::ResultSet& out, const results::TableSpec&
                         "this NCCL gives RAS replies in text only (JSON from 2.28.7): the reply is kept verbatim in "
                         "/doctor/ras_reply"});
   }
-  // The answer first: the first failure, or what a healthy job showed.
-  const Finding* first = &findings.front();
-  for (const auto& f : findings)
-    if (f.status == Status::fail) {
-      first = &f;
-      break;
-    }
-  out.note(fmt::format("answer: {}", first->value));
+  return findings;
+}
+
+std::string NcclRasMode::answer() const {
+  const auto found = findings();
+  for (const auto& f : found)
+    if (f.status == Status::fail) return f.value;
+  return found.front().value;
+}
+
+ExitStatus NcclRasMode::write(results::ResultSet& out, const results::TableSpec& findings_table, bool show_ok,
+                              bool strict) const {
+  const RasTables tables;
+  for (const auto* t : {&tables.communicators, &tables.ranks, &tables.reply}) out.declare(*t);
+  const std::vector<Finding> findings = this->findings();
+  out.note(fmt::format("answer: {}", answer()));
   out.note(fmt::format("{} {} ({}; NCCL {}{})", kOption, address_.name(), reply_.server,
                        status_ ? status_->nccl_version : std::string("?"),
                        before_ ? fmt::format("; looked twice, {:.1f} s apart", seconds_between_) : ""));

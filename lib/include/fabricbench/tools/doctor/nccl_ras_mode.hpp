@@ -6,7 +6,9 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "fabricbench/doctor/findings.hpp"
 #include "fabricbench/error.hpp"
 #include "fabricbench/job/ras.hpp"
 #include "fabricbench/results/result_set.hpp"
@@ -17,6 +19,13 @@ class NcclRasMode {
  public:
   // `timeout_s` bounds each look (connection, NCCL's collection, reply); `second_look_s` the wait before the second.
   NcclRasMode(const job::RasAddress& address, double timeout_s, double second_look_s);
+  // Looks already taken (the watchdog's): `last` and, if taken, the one `seconds_between` before it.
+  NcclRasMode(const job::RasAddress& address, job::RasReply last, std::optional<job::RasStatus> status,
+              std::optional<job::RasStatus> before, double seconds_between);
+  // The answer line's text: the first failure, or what a healthy job showed.
+  std::string answer() const;
+  // The doctor's findings of the last look.
+  std::vector<Finding> findings() const;
   // Rank 0: every table through `out` (findings into `findings`, the tool's table); the exit status of the findings.
   ExitStatus write(results::ResultSet& out, const results::TableSpec& findings, bool show_ok, bool strict) const;
 

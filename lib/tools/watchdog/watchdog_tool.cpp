@@ -1,0 +1,255 @@
+#include "fabricbench/tools/watchdog/watchdog_tool.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "fabricbench/cli/command_line.hpp"
+#include "fabricbench/doctor/findings.hpp"
+#include "fabricbench/error.hpp"
+#include "fabricbench/job/child_process.hpp"
+#include "fabricbench/job/ras.hpp"
+#include "fabricbench/results/hdf5_sink.hpp"
+#include "fabricbench/results/result_set.hpp"
+#include "fabricbench/results/terminal_table.hpp"
+#include "fabricbench/tools/doctor/nccl_ras_mode.hpp"
+
+namespace fabricbench::watchdog {
+namespace {
+
+namespace po = boost::program_options;
+using Clock = std::chrono::steady_clock;
+const char* const kProgram = "fabric-watchdog";
+
+struct Options {
+  double timeout_s = 20 * 60, ras_timeout_s = 30;
+  std::optional<job::RasAddress> ras;  // none: --no-ras
+  bool stacks = false, kill = false, scancel = false;
+  std::string exec, report;
+  bool force = false;
+  std::vector<std::string> command;
+  std::string command_line;
+};
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+Options parse(int argc, char** argv) {
+  Options o;
+  int split = argc;
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--") {
+      split = i;
+      break;
+    }
+  for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
+  for (int i = split + 1; i < argc; ++i) o.command.emplace_back(argv[i]);
+  po::options_description d("fabric-watchdog [OPTIONS] -- COMMAND [ARGS...]");
+  d.add_options()("help,h", "this help")
+      ("timeout", po::value<std::string>()->default_value("20m"),
+       "no output from the command for this long (60s, 20m, 1h): ask NCCL's RAS whether collectives still advance")
+      ("actions", po::value<std::string>()->default_value("stacks,kill"),
+       "on a hang, in order: stacks (of the command's processes here), kill (its process group), scancel "
+       "($SLURM_JOB_ID), exec:PATH (run PATH with FABRIC_WATCHDOG_REPORT set); comma-separated")
+      ("ras", po::value<std::string>()->default_value("127.0.0.1:28028"),
+       "HOST[:PORT] of the node's NCCL RAS service (NCCL_RAS_ADDR)")
+      ("no-ras", "judge by the output alone (a job without NCCL, or NCCL before 2.24)")
+      ("ras-timeout", po::value<std::string>()->default_value("30s"), "bound of each RAS look")
+      ("report", po::value<std::string>(), "the report's HDF5 file (default fabric-watchdog-<job>-<time>.h5 here)")
+      ("force", "overwrite an existing --report file");
+  po::variables_map v;
+  try {
+    po::store(po::command_line_parser(split, argv).options(d).run(), v);
+    po::notify(v);
+  } catch (const po::error& e) {
+    throw Error::usage(fmt::format("{} (see fabric-watchdog --help)", e.what()));
+  }
+  if (v.count("help")) {
+    std::ostringstream text;
+    text << d;
+    std::fputs(text.str().c_str(), stdout);
+    std::exit(0);
+  }
+  if (o.command.empty()) throw Error::usage("give the command to watch after --: fabric-watchdog [OPTIONS] -- COMMAND");
+  o.timeout_s = cli::parse_duration(v["timeout"].as<std::string>(), "--timeout");
+  o.ras_timeout_s = cli::parse_duration(v["ras-timeout"].as<std::string>(), "--ras-timeout");
+  if (!v.count("no-ras")) o.ras = job::RasAddress::parse(v["ras"].as<std::string>(), "--ras");
+  std::istringstream actions(v["actions"].as<std::string>());
+  for (std::string a; std::getline(actions, a, ',');) {
+    if (a == "stacks") o.stacks = true;
+    else if (a == "kill") o.kill = true;
+    else if (a == "scancel") o.scancel = true;
+    else if (a.rfind("exec:", 0) == 0 && a.size() > 5) o.exec = a.substr(5);
+    else
+      throw Error::usage(fmt::format("--actions '{}': allowed values are stacks, kill, scancel, exec:PATH "
+                                     "(comma-separated)",
+                                     v["actions"].as<std::string>()));
+  }
+  if (!o.exec.empty() && ::access(o.exec.c_str(), X_OK) != 0)
+    throw Error::usage(fmt::format("--actions exec:{}: not an executable file", o.exec));
+  const char* job = std::getenv("SLURM_JOB_ID");
+  o.report = v.count("report") ? v["report"].as<std::string>()
+                               : fmt::format("fabric-watchdog-{}-{}.h5", job ? job : std::to_string(::getpid()),
+                                             results::utc_timestamp().substr(0, 19));
+  for (auto& c : o.report)
+    if (c == ':') c = '-';
+  o.force = v.count("force") > 0;
+  if (!o.force && ::access(o.report.c_str(), F_OK) == 0)
+    throw Error::usage(fmt::format("--report {}: file exists; choose another path or add --force", o.report));
+  return o;
+}
+
+std::uint64_t total_ops(const job::RasStatus& s) {
+  std::uint64_t n = 0;
+  for (const auto& c : s.communicators)
+    for (const auto& r : c.ranks)
+      for (const auto& [kind, count] : r.ops) n += count;
+  return n;
+}
+
+// Two RAS looks 2 s apart; nothing when RAS cannot be asked (`why` says why).
+struct Looks {
+  job::RasReply last;
+  std::optional<job::RasStatus> before, now;
+  double between_s = 0;
+  std::string why;
+  bool progressing() const { return before && now && total_ops(*now) > total_ops(*before); }
+};
+
+Looks look(const Options& o) {
+  Looks l;
+  if (!o.ras) return l.why = "--no-ras", l;
+  try {
+    const auto first = job::query_ras(*o.ras, o.ras_timeout_s, "--ras");
+    const auto start = Clock::now();
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    l.last = job::query_ras(*o.ras, o.ras_timeout_s, "--ras");
+    l.between_s = seconds(Clock::now() - start);
+    if (first.json && l.last.json) l.before = job::parse_ras_json(first.text), l.now = job::parse_ras_json(l.last.text);
+  } catch (const std::exception& e) {
+    l.why = e.what();
+  }
+  return l;
+}
+
+std::string hostname() {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
+
+// The report: the hang, RAS's findings and tables (as fabric-doctor --nccl-ras), the stacks.
+void report(const Options& o, const job::ChildProcess& child, const Looks& looks, double quiet_s,
+            const std::vector<job::Stack>& stacks, const std::vector<std::string>& done) {
+  results::ResultSet out;
+  out.add(std::make_unique<results::TerminalTable>(stderr));
+  out.add(std::make_unique<results::Hdf5Sink>(o.report, o.force));
+  out.begin({kProgram, FABRICBENCH_VERSION, o.command_line, results::utc_timestamp(), 1, {hostname()}});
+  const auto findings_table = doctor::findings_table("doctor", "findings");
+  out.declare(findings_table);
+  results::TableSpec stack_table{"watchdog",
+                                 "stacks",
+                                 {results::key_int("pid"), results::key_int("line"), results::setting_text("tool", 16),
+                                  results::setting_text("command", 256), results::setting_text("text", 256)}};
+  out.declare(stack_table);
+  out.note(fmt::format("hang: no output from pid {} for {:.0f} s (--timeout {:.0f} s){}", child.pid(), quiet_s,
+                       o.timeout_s,
+                       looks.now ? fmt::format(" and no collective launched in {:.1f} s (NCCL RAS)", looks.between_s)
+                                 : fmt::format("; NCCL RAS not asked: {}", looks.why)));
+  std::vector<doctor::Finding> found{
+      {hostname(), -1, "watchdog.no_progress", fmt::format("pid {}", child.pid()), doctor::Status::fail,
+       fmt::format("no output for {:.0f} s{}", quiet_s,
+                   looks.now ? ", no collective launched on any communicator" : ""),
+       "output or collectives within --timeout", fmt::format("done: {}", done.empty() ? "nothing" : [&] {
+         std::string s;
+         for (const auto& d : done) s += (s.empty() ? "" : ", ") + d;
+         return s;
+       }())}};
+  doctor::write_findings(out, findings_table, found, true);
+  if (o.ras && !looks.why.empty() && looks.why != "--no-ras") out.note(fmt::format("NCCL RAS: {}", looks.why));
+  if (o.ras && looks.why.empty())
+    doctor::NcclRasMode(*o.ras, looks.last, looks.now, looks.before, looks.between_s)
+        .write(out, findings_table, false, false);
+  std::vector<results::Row> rows;
+  for (const auto& s : stacks) {
+    std::istringstream in(s.text);
+    std::int64_t n = 0;
+    for (std::string line; std::getline(in, line);)
+      rows.push_back(results::Row(stack_table)
+                         .set("pid", std::int64_t(s.pid))
+                         .set("line", n++)
+                         .set("tool", s.tool)
+                         .set("command", s.command.substr(0, 256))
+                         .set("text", line.substr(0, 256)));
+  }
+  out.section(stack_table, "", {});
+  out.rows(rows);
+  for (const auto& s : stacks)
+    out.note(fmt::format("stack of pid {} ({}): {} line(s) in /watchdog/stacks", s.pid,
+                         s.tool.empty() ? "no tool" : s.tool, std::count(s.text.begin(), s.text.end(), '\n') + 1));
+  out.finish("complete");
+}
+
+int run(const Options& o) {
+  job::ChildProcess child(o.command, {"PYTHONUNBUFFERED=1"});
+  auto quiet_since = child.last_output();
+  while (child.pump(std::min(1.0, o.timeout_s / 4))) {
+    quiet_since = std::max(quiet_since, child.last_output());
+    const double quiet_s = seconds(Clock::now() - quiet_since);
+    if (quiet_s < o.timeout_s) continue;
+    const auto looks = look(o);
+    if (looks.progressing()) {
+      std::fprintf(stderr, "%s: no output for %.0f s, but the job's collectives advance (NCCL RAS): not hung\n",
+                   kProgram, quiet_s);
+      quiet_since = Clock::now();
+      continue;
+    }
+    std::fprintf(stderr, "%s: no output for %.0f s%s: the job looks hung; taking its report to %s\n", kProgram,
+                 quiet_s, looks.now ? " and no collective launched" : "", o.report.c_str());
+    std::vector<std::string> done;
+    std::vector<job::Stack> stacks;
+    if (o.stacks) {
+      stacks = job::take_stacks(child.tree(), 20);
+      done.push_back(fmt::format("stacks of {} process(es)", stacks.size()));
+    }
+    if (o.kill) done.push_back("kill");
+    if (o.scancel) done.push_back(std::getenv("SLURM_JOB_ID") ? "scancel" : "scancel skipped (no SLURM_JOB_ID)");
+    if (!o.exec.empty()) done.push_back("exec:" + o.exec);
+    report(o, child, looks, quiet_s, stacks, done);
+    if (!o.exec.empty())
+      std::system(fmt::format("FABRIC_WATCHDOG_REPORT='{}' FABRIC_WATCHDOG_PID={} timeout 60 '{}'", o.report,
+                              child.pid(), o.exec)
+                      .c_str());
+    if (o.scancel)
+      if (const char* id = std::getenv("SLURM_JOB_ID")) std::system(fmt::format("scancel {}", id).c_str());
+    if (o.kill) {
+      child.stop(10);
+      return static_cast<int>(ExitStatus::runtime);
+    }
+    quiet_since = Clock::now();  // reported: watch on (the next report after another --timeout)
+  }
+  return child.status();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(parse(argc, argv));
+  } catch (const Error& e) {
+    std::fprintf(stderr, "%s: %s\n", kProgram, Error::one_line(e.what()).c_str());
+    return static_cast<int>(e.status());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: internal error: %s\n", kProgram, e.what());
+    return static_cast<int>(ExitStatus::runtime);
+  }
+}
+
+}  // namespace fabricbench::watchdog

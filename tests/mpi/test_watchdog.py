@@ -1,0 +1,98 @@
+"""fabric-watchdog (issue 36): a command's output and exit status passed through; a command silent past --timeout
+whose NCCL collectives do not advance (a fake RAS service with replies recorded from a real NCCL 2.28.9 job) is
+reported (findings, RAS tables, stacks) and stopped with exit 3; collectives that advance keep a quiet job alive;
+bad options are one line, exit 2."""
+import os
+import pathlib
+import subprocess
+import sys
+import time
+import unittest
+
+from fbtest import BIN, LaunchTest
+from mpi.test_nccl_ras import FakeRas
+
+SILENT = [sys.executable, "-c", "import time; print('step 1', flush=True); time.sleep(120)"]
+
+
+class Watchdog(LaunchTest):
+    def watch(self, args, command, timeout=120):
+        start = time.monotonic()
+        r = subprocess.run([str(BIN / "fabric-watchdog")] + args + ["--"] + command, cwd=self.dir, capture_output=True,
+                           text=True, timeout=timeout)
+        return r, time.monotonic() - start
+
+    def test_output_and_exit_status_pass_through(self):
+        r, _ = self.watch(["--timeout", "30s", "--no-ras"], ["sh", "-c", "echo out; echo err >&2; exit 5"])
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (5, "out\n", "err\n"))
+        self.assertEqual(self.files(), [], "no hang, no report")
+
+    def test_a_silent_job_without_nccl_is_reported_with_its_stacks_and_stopped(self):
+        r, took = self.watch(["--timeout", "2s", "--no-ras", "--report", "hang.h5"], SILENT)
+        self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+        self.assertLess(took, 30, "the hang found after --timeout, the job stopped")
+        self.assertIn("step 1", r.stdout)
+        run = self.load("hang.h5")
+        found = run.tables["doctor/findings"]
+        self.assertEqual(list(found.check), ["watchdog.no_progress"], found)
+        self.assertIn("kill", found.hint.iloc[0])
+        stacks = run.tables["watchdog/stacks"]
+        self.assertGreater(len(stacks), 0)
+        pid = int(stacks.pid.iloc[0])
+        self.assertIn("python", stacks.command.iloc[0])
+        self.assertFalse(pathlib.Path(f"/proc/{pid}").exists(), "the watched process is gone")
+
+    def test_a_laggard_named_from_nccl_ras_when_collectives_stop(self):
+        ras = FakeRas(self.dir.parent, "mismatch")
+        try:
+            r, _ = self.watch(["--timeout", "2s", "--ras", ras.address, "--report", "ras.h5"], SILENT)
+        finally:
+            ras.close()
+        self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+        self.assertIn("no collective launched", r.stderr)
+        found = self.load("ras.h5").tables["doctor/findings"]
+        self.assertEqual(sorted(found[found.status == "fail"].check), ["nccl.ras.laggard", "watchdog.no_progress"])
+        laggard = found[found.check == "nccl.ras.laggard"].value.iloc[0]
+        self.assertIn("rank 1 (pid 724, GPU 1 on host 192.0.2.2)", laggard)
+
+    def test_collectives_that_advance_keep_a_quiet_job_alive(self):
+        # Looks 1 and 2: AllReduce counts 156 then 157 (advancing: not hung); looks 3 and 4: 157 and 157 (hung).
+        ras = FakeRas(self.dir.parent, "healthy,mismatch")
+        try:
+            r, _ = self.watch(["--timeout", "2s", "--ras", ras.address, "--report", "later.h5"], SILENT)
+        finally:
+            ras.close()
+        self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+        self.assertIn("but the job's collectives advance (NCCL RAS): not hung", r.stderr)
+        self.assertEqual(r.stderr.count("the job looks hung"), 1, r.stderr)
+
+    def test_an_exec_action_gets_the_report(self):
+        script = self.dir / "on-hang.sh"
+        script.write_text("#!/bin/sh\necho \"$FABRIC_WATCHDOG_REPORT $FABRIC_WATCHDOG_PID\" > got.txt\n")
+        script.chmod(0o755)
+        r, _ = self.watch(["--timeout", "1s", "--no-ras", "--actions", f"exec:{script},kill", "--report", "x.h5"],
+                          SILENT)
+        self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+        report, pid = (self.dir / "got.txt").read_text().split()
+        self.assertEqual(report, "x.h5")
+        self.assertGreater(int(pid), 0)
+
+    def test_bad_options_are_one_line_and_no_report(self):
+        for args, expected in [([], "give the command to watch after --"),
+                               (["--actions", "boom", "--", "true"], "--actions 'boom': allowed values are stacks"),
+                               (["--timeout", "0", "--", "true"], "--timeout '0'"),
+                               (["--ras", "x:http", "--", "true"], "--ras 'x:http': the port must be a number"),
+                               (["--actions", "exec:/nonexistent", "--", "true"], "exec:/nonexistent: not an exec"),
+                               (["--", "/nonexistent/cmd"], "cannot run '/nonexistent/cmd'")]:
+            with self.subTest(args=args):
+                r = subprocess.run([str(BIN / "fabric-watchdog")] + args, cwd=self.dir, capture_output=True,
+                                   text=True, timeout=30)
+                ours = [line for line in r.stderr.splitlines() if line.startswith("fabric-watchdog:")]
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertEqual(len(ours), 1, r.stderr)
+                self.assertIn(expected, ours[0])
+                self.assertEqual(self.files(), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
