@@ -34,7 +34,7 @@ struct Options {
   std::optional<job::RasAddress> ras;  // none: --no-ras
   bool stacks = false, kill = false, scancel = false;
   std::string exec, report;
-  bool force = false;
+  bool force = false, unbuffered = false;
   std::vector<std::string> command;
   std::string command_line;
 };
@@ -63,7 +63,11 @@ Options parse(int argc, char** argv) {
       ("no-ras", "judge by the output alone (a job without NCCL, or NCCL before 2.24)")
       ("ras-timeout", po::value<std::string>()->default_value("30s"), "bound of each RAS look")
       ("report", po::value<std::string>(), "the report's HDF5 file (default fabric-watchdog-<job>-<time>.h5 here)")
-      ("force", "overwrite an existing --report file");
+      ("force", "overwrite an existing --report file")
+      ("python-unbuffered",
+       "set PYTHONUNBUFFERED=1 for the command: a Python job whose output goes to a pipe flushes it every ~8 KiB, "
+       "so one that prints rarely can look silent; then every print is a write into the watchdog's pipe (a job "
+       "printing 200,000 lines at full speed took 2.5x as long)");
   po::variables_map v;
   try {
     po::store(po::command_line_parser(split, argv).options(d).run(), v);
@@ -101,6 +105,7 @@ Options parse(int argc, char** argv) {
   for (auto& c : o.report)
     if (c == ':') c = '-';
   o.force = v.count("force") > 0;
+  o.unbuffered = v.count("python-unbuffered") > 0;
   if (!o.force && ::access(o.report.c_str(), F_OK) == 0)
     throw Error::usage(fmt::format("--report {}: file exists; choose another path or add --force", o.report));
   return o;
@@ -198,7 +203,8 @@ void report(const Options& o, const job::ChildProcess& child, const Looks& looks
 }
 
 int run(const Options& o) {
-  job::ChildProcess child(o.command, {"PYTHONUNBUFFERED=1"});
+  job::ChildProcess child(o.command, o.unbuffered ? std::vector<std::string>{"PYTHONUNBUFFERED=1"}
+                                                  : std::vector<std::string>{});
   auto quiet_since = child.last_output();
   while (child.pump(std::min(1.0, o.timeout_s / 4))) {
     quiet_since = std::max(quiet_since, child.last_output());
