@@ -77,13 +77,41 @@ class Watchdog(LaunchTest):
         self.assertEqual(report, "x.h5")
         self.assertGreater(int(pid), 0)
 
+    def test_watch_keeps_a_prometheus_textfile_without_a_command(self):
+        # Looks: healthy (156 AllReduce in all), then rank 0 at 79 and rank 1 still at 78: a laggard on the 2nd look.
+        ras = FakeRas(self.dir.parent, "healthy,mismatch")
+        prom = self.dir / "nccl.prom"
+        try:
+            proc = subprocess.Popen([str(BIN / "fabric-watchdog"), "--watch", "1s", "--prometheus", str(prom), "--ras",
+                                     ras.address], cwd=self.dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True)
+            deadline = time.monotonic() + 30
+            text = ""
+            while "laggard_ranks{tool=\"fabric-watchdog\"} 1" not in text and time.monotonic() < deadline:
+                time.sleep(0.2)
+                text = prom.read_text() if prom.exists() else ""
+            proc.terminate()
+            out, err = proc.communicate(timeout=30)
+        finally:
+            ras.close()
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertIn('fabricbench_nccl_ras_laggard_ranks{tool="fabric-watchdog"} 1', text)
+        self.assertIn('fabricbench_nccl_ras_up{tool="fabric-watchdog"} 1', text)
+        self.assertIn('fabricbench_nccl_ras_op_spread{tool="fabric-watchdog",communicator="0xc04513ef3a63ea2e"} 1',
+                      text)
+        self.assertEqual(sorted(p.name for p in self.dir.iterdir()), ["nccl.prom"], "written whole, no temporary left")
+
     def test_bad_options_are_one_line_and_no_report(self):
         for args, expected in [([], "give the command to watch after --"),
                                (["--actions", "boom", "--", "true"], "--actions 'boom': allowed values are stacks"),
                                (["--timeout", "0", "--", "true"], "--timeout '0'"),
                                (["--ras", "x:http", "--", "true"], "--ras 'x:http': the port must be a number"),
                                (["--actions", "exec:/nonexistent", "--", "true"], "exec:/nonexistent: not an exec"),
-                               (["--", "/nonexistent/cmd"], "cannot run '/nonexistent/cmd'")]:
+                               (["--", "/nonexistent/cmd"], "cannot run '/nonexistent/cmd'"),
+                               (["--watch", "1s", "--", "true"], "--watch: give --prometheus FILE"),
+                               (["--prometheus", "x.prom", "--", "true"], "--prometheus is written by --watch"),
+                               (["--watch", "1s", "--prometheus", "/proc/x.prom"], "--prometheus /proc/x.prom"),
+                               (["--watch", "1s", "--prometheus", "x.prom", "--no-ras"], "drop --no-ras")]:
             with self.subTest(args=args):
                 r = subprocess.run([str(BIN / "fabric-watchdog")] + args, cwd=self.dir, capture_output=True,
                                    text=True, timeout=30)

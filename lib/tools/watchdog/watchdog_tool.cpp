@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <csignal>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -18,6 +19,7 @@
 #include "fabricbench/job/child_process.hpp"
 #include "fabricbench/job/ras.hpp"
 #include "fabricbench/results/hdf5_sink.hpp"
+#include "fabricbench/results/prometheus.hpp"
 #include "fabricbench/results/result_set.hpp"
 #include "fabricbench/results/terminal_table.hpp"
 #include "fabricbench/tools/doctor/nccl_ras_mode.hpp"
@@ -35,6 +37,8 @@ struct Options {
   bool stacks = false, kill = false, scancel = false;
   std::string exec, report;
   bool force = false, unbuffered = false;
+  double watch_s = 0;      // --watch: a RAS look this often (0: only after --timeout of silence)
+  std::string prometheus;  // --prometheus: the textfile each look rewrites
   std::vector<std::string> command;
   std::string command_line;
 };
@@ -64,6 +68,12 @@ Options parse(int argc, char** argv) {
       ("ras-timeout", po::value<std::string>()->default_value("30s"), "bound of each RAS look")
       ("report", po::value<std::string>(), "the report's HDF5 file (default fabric-watchdog-<job>-<time>.h5 here)")
       ("force", "overwrite an existing --report file")
+      ("watch", po::value<std::string>(),
+       "ask NCCL's RAS this often (30s, 1m) and keep --prometheus up to date; without a command after --, only that "
+       "(a monitor for node_exporter, as a separate step of the allocation), until SIGTERM")
+      ("prometheus", po::value<std::string>(),
+       "with --watch: node_exporter's textfile, rewritten whole after each look: RAS up, communicators, dead "
+       "processes, laggard ranks (unchanged since the last look), missing ranks, op spread per communicator")
       ("python-unbuffered",
        "set PYTHONUNBUFFERED=1 for the command: a Python job whose output goes to a pipe flushes it every ~8 KiB, "
        "so one that prints rarely can look silent; then every print is a write into the watchdog's pipe (a job "
@@ -81,7 +91,17 @@ Options parse(int argc, char** argv) {
     std::fputs(text.str().c_str(), stdout);
     std::exit(0);
   }
-  if (o.command.empty()) throw Error::usage("give the command to watch after --: fabric-watchdog [OPTIONS] -- COMMAND");
+  if (v.count("watch")) o.watch_s = cli::parse_duration(v["watch"].as<std::string>(), "--watch");
+  if (v.count("prometheus")) {
+    if (!v.count("watch")) throw Error::usage("--prometheus is written by --watch's looks: give --watch D too");
+    o.prometheus = v["prometheus"].as<std::string>();
+    results::Exposition::check_writable(o.prometheus);
+  } else if (v.count("watch")) {
+    throw Error::usage("--watch: give --prometheus FILE, the textfile its looks keep");
+  }
+  if (v.count("watch") && v.count("no-ras")) throw Error::usage("--watch asks NCCL's RAS: drop --no-ras");
+  if (o.command.empty() && !v.count("watch"))
+    throw Error::usage("give the command to watch after --: fabric-watchdog [OPTIONS] -- COMMAND (or --watch D)");
   o.timeout_s = cli::parse_duration(v["timeout"].as<std::string>(), "--timeout");
   o.ras_timeout_s = cli::parse_duration(v["ras-timeout"].as<std::string>(), "--ras-timeout");
   if (!v.count("no-ras")) o.ras = job::RasAddress::parse(v["ras"].as<std::string>(), "--ras");
@@ -202,12 +222,95 @@ void report(const Options& o, const job::ChildProcess& child, const Looks& looks
   out.finish("complete");
 }
 
+// The textfile of one look: what node_exporter shows between two looks. `before`: the previous look's status.
+void write_metrics(const Options& o, const std::optional<job::RasStatus>& now, const job::RasStatus* before,
+                   const std::string& why) {
+  results::Exposition e(kProgram);
+  e.add("nccl_ras_up", "1 when the node's NCCL RAS service answered the last look in JSON", {}, now ? 1 : 0);
+  e.add("nccl_ras_look_timestamp_seconds", "when the last look was taken (Unix time)", {},
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+  if (now) {
+    std::size_t dead = 0, laggards = 0, missing = 0;
+    for (const auto& p : job::judge_ras(*now, before)) {
+      dead += p.kind == "dead";
+      laggards += before && p.kind == "laggard";  // confirmed by two looks only
+      missing += p.kind == "missing";
+    }
+    e.add("nccl_ras_communicators", "communicators the job's processes reported", {},
+          static_cast<double>(now->communicators.size()));
+    e.add("nccl_ras_dead_processes", "processes NCCL's RAS considers dead", {}, static_cast<double>(dead));
+    e.add("nccl_ras_laggard_ranks",
+          "ranks behind their communicator's most advanced rank, unchanged since the previous look (0 at the first)",
+          {}, static_cast<double>(laggards));
+    e.add("nccl_ras_missing_ranks", "ranks RAS got no data from (not dead)", {}, static_cast<double>(missing));
+    for (const auto& c : now->communicators) {
+      std::uint64_t lo = UINT64_MAX, hi = 0;
+      for (const auto& r : c.ranks) {
+        if (r.missing) continue;
+        std::uint64_t n = 0;
+        for (const auto& [kind, count] : r.ops) n += count;
+        lo = std::min(lo, n), hi = std::max(hi, n);
+      }
+      e.add("nccl_ras_op_spread", "most minus fewest operations launched by a rank of the communicator",
+            {{"communicator", c.hash}}, lo == UINT64_MAX ? 0.0 : static_cast<double>(hi - lo));
+    }
+  }
+  try {
+    e.write(o.prometheus);
+  } catch (const Error& err) {
+    std::fprintf(stderr, "%s: %s\n", kProgram, err.what());
+  }
+  if (!now && !why.empty()) std::fprintf(stderr, "%s: NCCL RAS: %s\n", kProgram, why.c_str());
+}
+
+// One look of --watch: the status, or nothing (`why` says why).
+std::optional<job::RasStatus> watch_look(const Options& o, std::string& why) {
+  try {
+    const auto reply = job::query_ras(*o.ras, o.ras_timeout_s, "--ras");
+    if (reply.json) return job::parse_ras_json(reply.text);
+    why = "this NCCL answers in text only (JSON from 2.28.7)";
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  return std::nullopt;
+}
+
+volatile std::sig_atomic_t g_stop = 0;
+
+// --watch without a command: looks until SIGTERM or SIGINT.
+int monitor(const Options& o) {
+  std::signal(SIGTERM, [](int) { g_stop = 1; });
+  std::signal(SIGINT, [](int) { g_stop = 1; });
+  std::optional<job::RasStatus> before;
+  while (!g_stop) {
+    std::string why;
+    auto now = watch_look(o, why);
+    write_metrics(o, now, before ? &*before : nullptr, why);
+    before = std::move(now);
+    for (auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                                         o.watch_s));
+         !g_stop && Clock::now() < until;)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return 0;
+}
+
 int run(const Options& o) {
+  if (o.command.empty()) return monitor(o);
   job::ChildProcess child(o.command, o.unbuffered ? std::vector<std::string>{"PYTHONUNBUFFERED=1"}
                                                   : std::vector<std::string>{});
   auto quiet_since = child.last_output();
+  auto next_look = Clock::now();
+  std::optional<job::RasStatus> watched;
   while (child.pump(std::min(1.0, o.timeout_s / 4))) {
     quiet_since = std::max(quiet_since, child.last_output());
+    if (o.watch_s > 0 && Clock::now() >= next_look) {
+      std::string why;
+      auto now = watch_look(o, why);
+      write_metrics(o, now, watched ? &*watched : nullptr, why);
+      watched = std::move(now);
+      next_look = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.watch_s));
+    }
     const double quiet_s = seconds(Clock::now() - quiet_since);
     if (quiet_s < o.timeout_s) continue;
     const auto looks = look(o);
