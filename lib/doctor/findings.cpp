@@ -47,7 +47,8 @@ results::TableSpec findings_table(std::string group, std::string name) {
   using namespace results;
   return {std::move(group), std::move(name),
           {key_text("host", 64), key_int("rank"), key_text("check", 32), key_text("subject", 64),
-           setting_text("status", 8), setting_text("value", 256), setting_text("expected", 128), setting_text("hint", 256)}};
+           setting_text("status", 8), setting_text("value", 512), setting_text("expected", 128),
+           setting_text("hint", 256)}};
 }
 
 results::Row to_row(const results::TableSpec& table, const Finding& f) {

@@ -1,6 +1,7 @@
 """fabric-doctor --nccl-ras against a fake NCCL RAS service (tests/fixtures/ras/fake_ras.py) that answers with replies
 recorded from a real NCCL 2.28.9 job on 2 x H200: the laggard, the dead process and a healthy job named as such,
 the two looks, a version without JSON, and every refusal in one line with exit status 2 and no file."""
+import os
 import pathlib
 import subprocess
 import sys
@@ -16,9 +17,9 @@ RECORDED = FIXTURES / "nccl-2.28.9-h200x2"
 class FakeRas:
     """The fake service on a free port of 127.0.0.1, for one test."""
 
-    def __init__(self, folder, states, *flags):
+    def __init__(self, folder, states, *flags, replies=RECORDED):
         self.portfile = folder / f"ras-{time.monotonic_ns()}.port"
-        self.proc = subprocess.Popen([sys.executable, str(FIXTURES / "fake_ras.py"), str(self.portfile), str(RECORDED),
+        self.proc = subprocess.Popen([sys.executable, str(FIXTURES / "fake_ras.py"), str(self.portfile), str(replies),
                                       states, *flags])
         for _ in range(100):
             if self.portfile.exists() and self.portfile.read_text():
@@ -107,11 +108,65 @@ class NcclRas(LaunchTest):
         self.assert_refused(r, "fabric-doctor", f"--nccl-ras {address}: no answer within 2 s (--timeout)")
         self.assertLess(took, 20)
 
+    def test_stacks_of_a_laggard_here_and_its_leaf_and_nic(self):
+        # The recorded mismatch with its laggard (rank 1, GPU 1) made a process of this host: 127.0.0.1 and the pid of
+        # a sleeping child. --stacks takes that process's stack into /doctor/ras_stacks; --topology and --rail-map name
+        # its host's leaf and its GPU's NIC.
+        sleeper = subprocess.Popen(["sleep", "120"])
+        replies = self.dir.parent / f"replies-{sleeper.pid}"
+        replies.mkdir()
+        text = (RECORDED / "mismatch.json").read_text().replace("192.0.2.2", "127.0.0.1")
+        (replies / "here.json").write_text(text.replace('"pid": 724', f'"pid": {sleeper.pid}'))
+        (self.dir / "topo.conf").write_text("SwitchName=leafA Nodes=localhost\nSwitchName=spineA Switches=leafA\n")
+        (self.dir / "rails.map").write_text("# RAIL NIC\n0 rdma=mlx5_0:1\n1 rdma=mlx5_1:1\n")
+        ras = FakeRas(self.dir.parent, "here", replies=replies)
+        try:
+            r = self.mpirun(1, "fabric-doctor", ["--nccl-ras", ras.address, "--stacks", "--topology", "topo.conf",
+                                                 "--rail-map", "rails.map", "--output", "here.h5"], timeout=120)
+        finally:
+            ras.close()
+            sleeper.kill()
+            sleeper.wait()
+            for f in replies.iterdir():
+                f.unlink()
+            replies.rmdir()
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        run = self.load("here.h5")
+        laggard = run.tables["doctor/findings"].value.iloc[0]
+        self.assertIn(f"rank 1 (pid {sleeper.pid}, GPU 1 on host 127.0.0.1)", laggard)
+        self.assertIn("(host localhost: leaf leafA under spineA; GPU 1 on rail 1: NIC mlx5_1:1)", laggard)
+        stacks = run.tables["doctor/ras_stacks"]
+        self.assertEqual(set(stacks.pid), {sleeper.pid})
+        self.assertIn("sleep 120", stacks.command.iloc[0])
+        if stacks.tool.iloc[0] == "":  # no py-spy, gdb or eu-stack on this machine: the command to run
+            self.assertIn(f"gdb -p {sleeper.pid}", stacks.text.iloc[0])
+        self.assertIn(f"stack of pid {sleeper.pid}", r.stdout)
+
+    def test_stacks_of_a_process_elsewhere_are_the_command_to_run_there(self):
+        # The recorded reply moved to a documentation address (the GPU machine's 192.0.2.2 may be this one's too).
+        replies = self.dir.parent / f"replies-away-{os.getpid()}"
+        replies.mkdir(exist_ok=True)
+        (replies / "away.json").write_text((RECORDED / "mismatch.json").read_text().replace("192.0.2.2", "198.51.100.7"))
+        ras = FakeRas(self.dir.parent, "away", replies=replies)
+        try:
+            r = self.mpirun(1, "fabric-doctor", ["--nccl-ras", ras.address, "--stacks", "--output", "away.h5"],
+                            timeout=120)
+        finally:
+            ras.close()
+            (replies / "away.json").unlink()
+            replies.rmdir()
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("pid 724 runs on host 198.51.100.7, not here: there, look at where that process stands", r.stdout)
+        self.assertEqual(len(self.load("away.h5").tables["doctor/ras_stacks"]), 0)
+
     def test_nothing_listening_and_bad_addresses_are_refused(self):
         for args, expected in [(["--nccl-ras", "127.0.0.1:1"], "--nccl-ras 127.0.0.1:1: Connection refused"),
                                (["--nccl-ras", "node:http"], "--nccl-ras 'node:http': the port must be a number"),
                                (["--nccl-ras", ":1", "--nccl-log", "x.log"], "--nccl-ras and --nccl-log"),
-                               (["--nccl-ras", ":1", "--rank", "1"], "--rank reads with --nccl-log only")]:
+                               (["--nccl-ras", ":1", "--rank", "1"], "--rank reads with --nccl-log only"),
+                               (["--stacks"], "--stacks goes with --nccl-ras"),
+                               (["--nccl-ras", ":1", "--topology", "/nonexistent/t.conf"], "/nonexistent/t.conf"),
+                               (["--nccl-ras", ":1", "--rail-map", "/nonexistent/r.map"], "/nonexistent/r.map")]:
             with self.subTest(args=args):
                 self.assert_refused(self.mpirun(1, "fabric-doctor", args + ["--output", "bad.h5"]), "fabric-doctor",
                                     expected)

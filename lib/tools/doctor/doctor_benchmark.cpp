@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <sstream>
+
 #include <algorithm>
 #include <cmath>
 
@@ -65,7 +67,14 @@ void DoctorBenchmark::add_options(cli::po::options_description& options) {
       ("nccl-ras", cli::po::value<std::string>()->implicit_value("127.0.0.1:28028"),
        "[HOST[:PORT]]: ask a running NCCL job (2.24 or later) through NCCL's RAS service, on any node of the job "
        "(default 127.0.0.1:28028, NCCL_RAS_ADDR): dead processes, ranks behind their communicator (asked twice, 2 s "
-       "apart), missing ranks, errors; --timeout bounds each ask (default 30 s); see docs/nccl-ras.md");
+       "apart), missing ranks, errors; --timeout bounds each ask (default 30 s); see docs/nccl-ras.md")
+      ("stacks", "with --nccl-ras: the stacks of the named processes that run on this host into the file (py-spy, "
+                 "gdb or eu-stack); for those elsewhere, the command to run there")
+      ("topology", cli::po::value<std::string>(),
+       "with --nccl-ras: FILE[,FILE...] in Slurm's topology.conf format (as fabric-sweep reads it): a named host's "
+       "leaf switch")
+      ("rail-map", cli::po::value<std::string>(),
+       "with --nccl-ras: the rail map (as fabric-rail-exec reads it): the NIC of a named process's GPU");
 }
 
 namespace {
@@ -99,11 +108,21 @@ void DoctorBenchmark::configure(const cli::po::variables_map& values, const cli:
     if (!values["checks"].defaulted())
       throw Error::usage("--checks with --nccl-ras: it asks the job and checks nothing on this host; drop one of them");
     const auto address = job::RasAddress::parse(values["nccl-ras"].as<std::string>(), "--nccl-ras");
+    RasExtras extras;
+    extras.stacks = values.count("stacks") > 0;
+    if (values.count("topology")) {
+      std::istringstream files(values["topology"].as<std::string>());
+      for (std::string f; std::getline(files, f, ',');)
+        if (!f.empty()) extras.topology.push_back(f);
+    }
+    if (values.count("rail-map")) extras.rail_map = values["rail-map"].as<std::string>();
     nccl_log_reader_ = true;
     if (placement.me().rank == 0)
-      nccl_ras_ = std::make_unique<NcclRasMode>(address, common.timeout_s > 0 ? common.timeout_s : 30.0, 2.0);
+      nccl_ras_ = std::make_unique<NcclRasMode>(address, common.timeout_s > 0 ? common.timeout_s : 30.0, 2.0, extras);
     return;
   }
+  for (const char* option : {"stacks", "topology", "rail-map"})
+    if (values.count(option)) throw Error::usage(fmt::format("--{} goes with --nccl-ras: give --nccl-ras too", option));
   nccl_log_reader_ = values.count("nccl-log") > 0;
   if (!nccl_log_reader_) {
     for (const char* option : {"iteration-marker", "rank"})

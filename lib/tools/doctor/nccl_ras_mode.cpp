@@ -1,6 +1,14 @@
 #include "fabricbench/tools/doctor/nccl_ras_mode.hpp"
 
+#include <arpa/inet.h>
 #include <fmt/format.h>
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <set>
 
 #include <chrono>
 #include <sstream>
@@ -8,6 +16,8 @@
 #include <thread>
 
 #include "fabricbench/doctor/findings.hpp"
+#include "fabricbench/facts/rail_nic.hpp"
+#include "fabricbench/sweep/topology.hpp"
 
 namespace fabricbench::doctor {
 namespace {
@@ -21,7 +31,7 @@ const std::pair<const char*, const char*> kKinds[] = {{"AllReduce", "all_reduce"
                                                       {"Reduce", "reduce"}};
 
 struct RasTables {
-  results::TableSpec communicators, ranks, reply;
+  results::TableSpec communicators, ranks, reply, stacks;
   RasTables() {
     using namespace results;
     communicators = {"doctor", "ras_communicators",
@@ -36,6 +46,10 @@ struct RasTables {
     for (const auto& [kind, column] : kKinds) rank_columns.push_back(measured_int(column, Unit::none, Better::none));
     ranks = {"doctor", "ras_ranks", rank_columns};
     reply = {"doctor", "ras_reply", {key_int("line"), setting_text("text", 256)}};
+    stacks = {"doctor",
+              "ras_stacks",
+              {key_int("pid"), key_int("line"), setting_text("tool", 16), setting_text("command", 256),
+               setting_text("text", 256)}};
   }
 };
 
@@ -53,6 +67,39 @@ bool has_laggard(const std::vector<job::RasProblem>& problems) {
   return false;
 }
 
+// The name a host's address resolves to (short: up to the first dot), else the address itself.
+std::string host_name(const std::string& address) {
+  addrinfo hints{};
+  hints.ai_flags = AI_NUMERICHOST;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(address.c_str(), nullptr, &hints, &found) != 0) return address;  // a name already
+  char name[NI_MAXHOST] = {};
+  const int rc = getnameinfo(found->ai_addr, found->ai_addrlen, name, sizeof name, nullptr, 0, NI_NAMEREQD);
+  freeaddrinfo(found);
+  if (rc != 0) return address;
+  std::string text(name);
+  return text.substr(0, text.find('.'));
+}
+
+// This host's addresses and names, as RAS may name it.
+std::set<std::string> local_addresses() {
+  std::set<std::string> out{"localhost"};
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) == 0) out.insert(name), out.insert(std::string(name).substr(0, std::string(name).find('.')));
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return out;
+  for (ifaddrs* i = list; i; i = i->ifa_next) {
+    if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6)) continue;
+    char text[INET6_ADDRSTRLEN] = {};
+    const void* where = i->ifa_addr->sa_family == AF_INET
+                            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr)
+                            : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr);
+    if (::inet_ntop(i->ifa_addr->sa_family, where, text, sizeof text)) out.insert(text);
+  }
+  ::freeifaddrs(list);
+  return out;
+}
+
 Status status_of(job::RasProblem::Severity s) {
   return s == job::RasProblem::Severity::fail ? Status::fail : s == job::RasProblem::Severity::warn ? Status::warn
                                                                                                    : Status::ok;
@@ -60,18 +107,62 @@ Status status_of(job::RasProblem::Severity s) {
 
 }  // namespace
 
-NcclRasMode::NcclRasMode(const job::RasAddress& address, double timeout_s, double second_look_s)
+NcclRasMode::NcclRasMode(const job::RasAddress& address, double timeout_s, double second_look_s,
+                         const RasExtras& extras)
     : address_(address) {
+  // The files first: a bad --topology or --rail-map is one line before the job is asked.
+  if (!extras.topology.empty()) (void)sweep::Topology::read(extras.topology, {}, 0);
+  if (!extras.rail_map.empty()) {
+    const auto map = facts::RailMap::read(extras.rail_map);
+    for (int r = 0; r < map.rails(); ++r) nics_.push_back(map.rail(r).name());
+  }
   reply_ = job::query_ras(address, timeout_s, kOption);
-  if (!reply_.json) return;
-  status_ = parse(address, reply_.text);
-  if (second_look_s <= 0 || !has_laggard(job::judge_ras(*status_))) return;
-  const auto start = std::chrono::steady_clock::now();
-  std::this_thread::sleep_for(std::chrono::duration<double>(second_look_s));
-  before_ = std::move(status_);
-  reply_ = job::query_ras(address, timeout_s, kOption);
-  seconds_between_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (reply_.json) status_ = parse(address, reply_.text);
+  if (reply_.json) {
+    status_ = parse(address, reply_.text);
+    if (second_look_s > 0 && has_laggard(job::judge_ras(*status_))) {
+      const auto start = std::chrono::steady_clock::now();
+      std::this_thread::sleep_for(std::chrono::duration<double>(second_look_s));
+      before_ = std::move(status_);
+      reply_ = job::query_ras(address, timeout_s, kOption);
+      seconds_between_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (reply_.json) status_ = parse(address, reply_.text);
+    }
+  }
+  take_extras(extras);
+}
+
+void NcclRasMode::take_extras(const RasExtras& extras) {
+  if (!status_) return;
+  const auto problems = job::judge_ras(*status_, before_ ? &*before_ : nullptr);
+  std::vector<std::string> names;
+  for (const auto& p : problems)
+    if (!p.host.empty() && !places_.count(p.host)) places_[p.host] = host_name(p.host), names.push_back(places_[p.host]);
+  if (!extras.topology.empty()) {
+    const auto topology = sweep::Topology::read(extras.topology, names, 0);
+    for (auto& [address, place] : places_) {
+      const auto it = std::find(names.begin(), names.end(), place);
+      const int leaf = it == names.end() ? -1 : topology.leaf_of(static_cast<int>(it - names.begin()), 0);
+      if (leaf < 0) {
+        place += ": under no leaf of --topology";
+        continue;
+      }
+      const auto parent = topology.parent_name(leaf);
+      place += fmt::format(": leaf {}{}", topology.switches()[static_cast<std::size_t>(leaf)].name,
+                           parent.empty() ? "" : " under " + parent);
+    }
+  }
+  if (!extras.stacks) return;
+  const auto here = local_addresses();
+  std::set<long> seen;
+  for (const auto& p : problems) {
+    if (p.pid < 0 || p.kind == "healthy" || !seen.insert(p.pid).second) continue;
+    if (here.count(p.host)) {
+      const auto taken = job::take_stacks({static_cast<pid_t>(p.pid)}, 20);
+      stacks_.insert(stacks_.end(), taken.begin(), taken.end());
+    } else {
+      elsewhere_.push_back(fmt::format("pid {} runs on host {}, not here: there, {}", p.pid, p.host, p.hint));
+    }
+  }
 }
 
 NcclRasMode::NcclRasMode(const job::RasAddress& address, job::RasReply last, std::optional<job::RasStatus> status,
@@ -82,11 +173,18 @@ NcclRasMode::NcclRasMode(const job::RasAddress& address, job::RasReply last, std
 std::vector<Finding> NcclRasMode::findings() const {
   std::vector<Finding> findings;
   if (status_) {
-    for (const auto& p : job::judge_ras(*status_, before_ ? &*before_ : nullptr))
+    for (const auto& p : job::judge_ras(*status_, before_ ? &*before_ : nullptr)) {
+      std::string where;
+      if (const auto it = places_.find(p.host); it != places_.end() && it->second != p.host) where = it->second;
+      if (!nics_.empty() && p.gpu >= 0) {
+        const auto rail = static_cast<std::size_t>(p.gpu) % nics_.size();
+        where += fmt::format("{}GPU {} on rail {}: NIC {}", where.empty() ? "" : "; ", p.gpu, rail, nics_[rail]);
+      }
       findings.push_back({p.host, p.rank, "nccl.ras." + p.kind,
                           p.communicator.empty() ? (p.pid >= 0 ? fmt::format("pid {}", p.pid) : "job") : p.communicator,
-                          status_of(p.severity), p.what, p.kind == "healthy" ? "" : "every rank alive and in step",
-                          p.hint});
+                          status_of(p.severity), where.empty() ? p.what : fmt::format("{} (host {})", p.what, where),
+                          p.kind == "healthy" ? "" : "every rank alive and in step", p.hint});
+    }
   } else {
     // Before NCCL 2.28.7 there is no JSON: the text's Errors and Warnings, and the whole reply in /doctor/ras_reply.
     const auto errors = job::ras_text_problems(reply_.text);
@@ -111,7 +209,7 @@ std::string NcclRasMode::answer() const {
 ExitStatus NcclRasMode::write(results::ResultSet& out, const results::TableSpec& findings_table, bool show_ok,
                               bool strict) const {
   const RasTables tables;
-  for (const auto* t : {&tables.communicators, &tables.ranks, &tables.reply}) out.declare(*t);
+  for (const auto* t : {&tables.communicators, &tables.ranks, &tables.reply, &tables.stacks}) out.declare(*t);
   const std::vector<Finding> findings = this->findings();
   out.note(fmt::format("answer: {}", answer()));
   out.note(fmt::format("{} {} ({}; NCCL {}{})", kOption, address_.name(), reply_.server,
@@ -168,6 +266,23 @@ ExitStatus NcclRasMode::write(results::ResultSet& out, const results::TableSpec&
     lines.push_back(results::Row(tables.reply).set("line", n++).set("text", line.substr(0, 256)));
   out.section(tables.reply, "", {});  // the file's, not the terminal's
   out.rows(lines);
+  std::vector<results::Row> stack_rows;
+  for (const auto& s : stacks_) {
+    std::istringstream text(s.text);
+    std::int64_t k = 0;
+    for (std::string line; std::getline(text, line);)
+      stack_rows.push_back(results::Row(tables.stacks)
+                               .set("pid", std::int64_t(s.pid))
+                               .set("line", k++)
+                               .set("tool", s.tool)
+                               .set("command", s.command.substr(0, 256))
+                               .set("text", line.substr(0, 256)));
+    out.note(fmt::format("stack of pid {} ({}): {} line(s) in /doctor/ras_stacks", s.pid,
+                         s.tool.empty() ? "no stack tool here" : s.tool, k));
+  }
+  out.section(tables.stacks, "", {});
+  out.rows(stack_rows);
+  for (const auto& line : elsewhere_) out.note(line);
 
   std::vector<const Finding*> all;
   for (const auto& f : findings) all.push_back(&f);

@@ -65,6 +65,7 @@ struct RasProblem {
   std::string host;     // of the process it is about ("" for the job)
   long pid = -1;
   int rank = -1;        // in `communicator` (-1: the process or the job)
+  int gpu = -1;         // the process's CUDA device (-1: unknown, or the job)
   std::string communicator;
   std::string what;     // one sentence: who, what was seen
   std::string hint;     // what to do
