@@ -11,7 +11,7 @@ import sys
 import time
 import unittest
 
-from fbtest import LaunchTest
+from fbtest import BIN, LaunchTest
 from gpu.test_nccl import GPUS
 
 RECORDER = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "ras" / "record.py"
@@ -89,6 +89,54 @@ class NcclRasOnAJob(LaunchTest):
         self.assertIn(f"{self.pid1}", fails.value.iloc[0])
         self.assertIn("GPU 1", fails.value.iloc[0])
         print(f"frozen process named {took:.1f} s after SIGSTOP: {fails.check.iloc[0]}: {fails.value.iloc[0]}")
+
+
+@unittest.skipIf(GPUS < 2 or not HAVE_TORCH, "skipped: needs 2 GPUs and PyTorch")
+class WatchdogOnAJob(LaunchTest):
+    """fabric-watchdog in front of torchrun (the job prints nothing): silent past --timeout while its collectives
+    advance, it watches on; once rank 1 stops calling collectives, it reports the hang (rank 1 the laggard), takes the
+    stacks of the job's processes (torchrun and both ranks) and ends the job, exit 3."""
+
+    def test_a_quiet_job_lives_and_a_hung_one_is_reported_and_ended(self):
+        spec = importlib.util.spec_from_file_location("record", RECORDER)
+        record = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(record)
+        work = self.dir / "job"
+        work.mkdir()
+        (work / "worker.py").write_text(record.WORKER)
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES="0,1", NCCL_NVLS_ENABLE="0")
+        proc = subprocess.Popen([str(BIN / "fabric-watchdog"), "--timeout", "8s", "--actions", "stacks,kill",
+                                 "--report", "hang.h5", "--", sys.executable, "-m", "torch.distributed.run",
+                                 "--nproc_per_node", "2", str(work / "worker.py"), str(work)],
+                                cwd=self.dir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+        seen = []
+        try:
+            for line in proc.stderr:
+                seen.append(line)
+                if "not hung" in line and not (work / "stop").exists():
+                    (work / "stop").write_text("")  # rank 1 stops calling collectives
+            proc.wait(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            for name in ("pid0", "pid1"):
+                try:
+                    os.kill(int((work / name).read_text()), signal.SIGKILL)
+                except (OSError, ValueError):
+                    pass
+        self.assertEqual(proc.returncode, 3, "".join(seen))
+        run = self.load("hang.h5")
+        found = run.tables["doctor/findings"]
+        fails = found[found.status == "fail"]
+        self.assertEqual(sorted(fails.check), ["nccl.ras.laggard", "watchdog.no_progress"], fails)
+        pid1 = int((work / "pid1").read_text())
+        self.assertIn(f"rank 1 (pid {pid1}, GPU 1", fails[fails.check == "nccl.ras.laggard"].value.iloc[0])
+        stacks = run.tables["watchdog/stacks"]
+        pids = set(stacks.pid)
+        self.assertTrue({int((work / "pid0").read_text()), pid1} <= pids, stacks[["pid", "tool", "command"]])
+        for pid in (int((work / "pid0").read_text()), pid1):
+            self.assertFalse(pathlib.Path(f"/proc/{pid}").exists(), f"pid {pid} ended")
+        print("\n" + "".join(seen[-3:]))
 
 
 if __name__ == "__main__":
