@@ -62,9 +62,10 @@ class Connection {
     }
     freeaddrinfo(found);
     if (fd_ < 0)
-      talk.fail(fmt::format("{}: no NCCL RAS service there (NCCL 2.24 or later, NCCL_RAS_ENABLE not 0, and run on "
-                            "a node of the job or at its NCCL_RAS_ADDR)",
-                            why));
+      talk.fail(
+          fmt::format("{}: no NCCL RAS service there (NCCL 2.24 or later, NCCL_RAS_ENABLE not 0, and run on "
+                      "a node of the job or at its NCCL_RAS_ADDR)",
+                      why));
   }
   ~Connection() {
     if (fd_ >= 0) ::close(fd_);
@@ -166,7 +167,8 @@ RasAddress RasAddress::parse(const std::string& text, const std::string& option)
   std::string port;
   if (!text.empty() && text.front() == '[') {
     const auto close = text.find(']');
-    if (close == std::string::npos) throw Error::usage(fmt::format("{} '{}': an IPv6 address ends with ']'", option, text));
+    if (close == std::string::npos)
+      throw Error::usage(fmt::format("{} '{}': an IPv6 address ends with ']'", option, text));
     a.host = text.substr(1, close - 1);
     if (close + 1 < text.size()) {
       if (text[close + 1] != ':') throw Error::usage(fmt::format("{} '{}': give [ADDRESS]:PORT", option, text));
@@ -185,7 +187,8 @@ RasAddress RasAddress::parse(const std::string& text, const std::string& option)
       throw Error::usage(fmt::format("{} '{}': the port must be a number from 1 to 65535", option, text));
     a.port = port;
   }
-  if (a.host.empty()) throw Error::usage(fmt::format("{} '{}': give HOST[:PORT] (default 127.0.0.1:28028)", option, text));
+  if (a.host.empty())
+    throw Error::usage(fmt::format("{} '{}': give HOST[:PORT] (default 127.0.0.1:28028)", option, text));
   return a;
 }
 

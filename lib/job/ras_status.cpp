@@ -99,8 +99,8 @@ std::vector<RasProblem> judge_ras(const RasStatus& now, const RasStatus* before)
   for (const auto& [process, held] : dead) {
     std::string ranks;
     for (const auto& [c, r] : held)
-      ranks += fmt::format("{}rank {} of communicator {} ({} ranks)", ranks.empty() ? "" : ", ", r->rank, c->hash,
-                           c->size);
+      ranks +=
+          fmt::format("{}rank {} of communicator {} ({} ranks)", ranks.empty() ? "" : ", ", r->rank, c->hash, c->size);
     out.push_back({Severity::fail, "dead", process.first, process.second, held.front().second->rank,
                    held.front().second->cuda_dev, "",
                    fmt::format("process {} on host {} ({}) is considered dead: NCCL's RAS network cannot reach it; "
@@ -141,8 +141,7 @@ std::vector<RasProblem> judge_ras(const RasStatus& now, const RasStatus* before)
       std::string what = fmt::format("communicator {}: {} ", c.hash, who(r));
       for (std::size_t i = 0; i < lags.size(); ++i) what += (i ? "; " : "") + lags[i];
       out.push_back({Severity::fail, "laggard", r.host, r.pid, r.rank, r.cuda_dev, c.hash,
-                     what + (before ? " (unchanged between two looks)" : "") +
-                         ": it never entered the collective",
+                     what + (before ? " (unchanged between two looks)" : "") + ": it never entered the collective",
                      fmt::format("look at where that process stands: on host {0}, 'py-spy dump --pid {1}' (Python) "
                                  "or 'gdb -p {1} -batch -ex \"thread apply all bt\"' (native)",
                                  r.host, r.pid)});
@@ -168,7 +167,8 @@ std::vector<std::string> ras_text_problems(const std::string& text) {
   std::istringstream in(text);
   bool inside = false;
   for (std::string line; std::getline(in, line);) {
-    if (line == "Errors") inside = true;
+    if (line == "Errors")
+      inside = true;
     else if (inside && !line.empty() && line != "Warnings" && line.find_first_not_of('=') != std::string::npos)
       out.push_back(line);
   }

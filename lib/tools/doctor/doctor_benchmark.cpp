@@ -2,10 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <sstream>
-
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include <memory>
 
@@ -104,7 +103,8 @@ void DoctorBenchmark::configure(const cli::po::variables_map& values, const cli:
     if (values.count("nccl-log"))
       throw Error::usage("--nccl-ras and --nccl-log: one asks a running job, the other reads a job's logs; give one");
     for (const char* option : {"iteration-marker", "rank"})
-      if (values.count(option)) throw Error::usage(fmt::format("--{} reads with --nccl-log only, not --nccl-ras", option));
+      if (values.count(option))
+        throw Error::usage(fmt::format("--{} reads with --nccl-log only, not --nccl-ras", option));
     if (!values["checks"].defaulted())
       throw Error::usage("--checks with --nccl-ras: it asks the job and checks nothing on this host; drop one of them");
     const auto address = job::RasAddress::parse(values["nccl-ras"].as<std::string>(), "--nccl-ras");

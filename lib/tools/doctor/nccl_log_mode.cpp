@@ -68,21 +68,23 @@ ExitStatus NcclLogMode::write(results::ResultSet& out, const results::TableSpec&
   if (has_marker_) {
     std::vector<const NcclProcess*> by_position, impossible;
     for (const auto* p : processes_)
-      (p->cut == NcclProcess::Cut::position ? by_position
+      (p->cut == NcclProcess::Cut::position     ? by_position
        : p->cut == NcclProcess::Cut::impossible ? impossible
                                                 : by_position)
           .push_back(p);
     std::size_t placed = 0;
     for (const auto* p : processes_) placed += p->cut == NcclProcess::Cut::position;
     if (placed)
-      out.note(fmt::format("iterations: a marker cuts only the process whose launcher tag it carries; the other "
-                           "processes' calls are placed by their position in each communicator ({} process(es))",
-                           placed));
+      out.note(
+          fmt::format("iterations: a marker cuts only the process whose launcher tag it carries; the other "
+                      "processes' calls are placed by their position in each communicator ({} process(es))",
+                      placed));
     if (!impossible.empty())
-      out.note(fmt::format("iterations: ranks {} are not counted per iteration: some of their calls are on a "
-                           "communicator no process that printed a marker belongs to (or whose Init line the log "
-                           "lacks)",
-                           rank_label(impossible)));
+      out.note(
+          fmt::format("iterations: ranks {} are not counted per iteration: some of their calls are on a "
+                      "communicator no process that printed a marker belongs to (or whose Init line the log "
+                      "lacks)",
+                      rank_label(impossible)));
   }
 
   write_rows(out, tables.ranks, report.ranks,

@@ -8,9 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <set>
-
 #include <chrono>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -34,12 +33,13 @@ struct RasTables {
   results::TableSpec communicators, ranks, reply, stacks;
   RasTables() {
     using namespace results;
-    communicators = {"doctor", "ras_communicators",
-                     {key_text("communicator", 64), setting_int("size"),
-                      measured_int("ranks_reporting", Unit::none, Better::none),
-                      measured_int("ranks_missing", Unit::none, Better::lower),
-                      measured_int("op_spread", Unit::none, Better::lower), setting_text("state", 32)}};
-    std::vector<Column> rank_columns{key_text("communicator", 64), key_int("rank"), setting_text("host", 64),
+    communicators = {
+        "doctor",
+        "ras_communicators",
+        {key_text("communicator", 64), setting_int("size"), measured_int("ranks_reporting", Unit::none, Better::none),
+         measured_int("ranks_missing", Unit::none, Better::lower), measured_int("op_spread", Unit::none, Better::lower),
+         setting_text("state", 32)}};
+    std::vector<Column> rank_columns{key_text("communicator", 64), key_int("rank"),         setting_text("host", 64),
                                      setting_int("pid"),           setting_int("cuda_dev"), setting_int("nvml_dev"),
                                      setting_int("missing"),       setting_int("dead"),     setting_int("async_error"),
                                      setting_int("aborted")};
@@ -85,7 +85,8 @@ std::string host_name(const std::string& address) {
 std::set<std::string> local_addresses() {
   std::set<std::string> out{"localhost"};
   char name[256] = {};
-  if (::gethostname(name, sizeof name - 1) == 0) out.insert(name), out.insert(std::string(name).substr(0, std::string(name).find('.')));
+  if (::gethostname(name, sizeof name - 1) == 0)
+    out.insert(name), out.insert(std::string(name).substr(0, std::string(name).find('.')));
   ifaddrs* list = nullptr;
   if (::getifaddrs(&list) != 0) return out;
   for (ifaddrs* i = list; i; i = i->ifa_next) {
@@ -101,8 +102,9 @@ std::set<std::string> local_addresses() {
 }
 
 Status status_of(job::RasProblem::Severity s) {
-  return s == job::RasProblem::Severity::fail ? Status::fail : s == job::RasProblem::Severity::warn ? Status::warn
-                                                                                                   : Status::ok;
+  return s == job::RasProblem::Severity::fail   ? Status::fail
+         : s == job::RasProblem::Severity::warn ? Status::warn
+                                                : Status::ok;
 }
 
 }  // namespace
@@ -136,7 +138,8 @@ void NcclRasMode::take_extras(const RasExtras& extras) {
   const auto problems = job::judge_ras(*status_, before_ ? &*before_ : nullptr);
   std::vector<std::string> names;
   for (const auto& p : problems)
-    if (!p.host.empty() && !places_.count(p.host)) places_[p.host] = host_name(p.host), names.push_back(places_[p.host]);
+    if (!p.host.empty() && !places_.count(p.host))
+      places_[p.host] = host_name(p.host), names.push_back(places_[p.host]);
   if (!extras.topology.empty()) {
     const auto topology = sweep::Topology::read(extras.topology, names, 0);
     for (auto& [address, place] : places_) {
@@ -167,7 +170,10 @@ void NcclRasMode::take_extras(const RasExtras& extras) {
 
 NcclRasMode::NcclRasMode(const job::RasAddress& address, job::RasReply last, std::optional<job::RasStatus> status,
                          std::optional<job::RasStatus> before, double seconds_between)
-    : address_(address), reply_(std::move(last)), status_(std::move(status)), before_(std::move(before)),
+    : address_(address),
+      reply_(std::move(last)),
+      status_(std::move(status)),
+      before_(std::move(before)),
       seconds_between_(seconds_between) {}
 
 std::vector<Finding> NcclRasMode::findings() const {
@@ -255,8 +261,17 @@ ExitStatus NcclRasMode::write(results::ResultSet& out, const results::TableSpec&
                 {{"communicator"}, {"size"}, {"ranks_reporting"}, {"ranks_missing"}, {"op_spread"}, {"state"}});
     out.rows(comm_rows);
     out.section(tables.ranks, "ranks (-1: no count; a missing rank reported none)",
-                {{"communicator"}, {"rank"}, {"host"}, {"pid"}, {"cuda_dev"}, {"dead"}, {"all_reduce"},
-                 {"all_gather"}, {"reduce_scatter"}, {"broadcast"}, {"reduce"}});
+                {{"communicator"},
+                 {"rank"},
+                 {"host"},
+                 {"pid"},
+                 {"cuda_dev"},
+                 {"dead"},
+                 {"all_reduce"},
+                 {"all_gather"},
+                 {"reduce_scatter"},
+                 {"broadcast"},
+                 {"reduce"}});
     out.rows(rank_rows);
   }
   std::vector<results::Row> lines;

@@ -272,8 +272,8 @@ class CollPairTest : public PairTest {
       for (int direction = 0; direction < s.m.directions() && !hung; ++direction) {
         const bool leader = (me == 0) == (direction == 0);
         s.context.doing(s.doing(direction));
-        const ops::Exchanger x{ends.get(), me, me == 0 ? half : 0, leader, *send_, *recv_, bytes, iterations, warmup,
-                               window_, options.check, false};
+        const ops::Exchanger x{ends.get(), me,      me == 0 ? half : 0, leader, *send_, *recv_, bytes, iterations,
+                               warmup,     window_, options.check,      false};
         if (options.timeout_s > 0)
           backend.set_deadline(std::chrono::steady_clock::now() +
                                std::chrono::duration_cast<std::chrono::steady_clock::duration>(

@@ -41,12 +41,11 @@ std::vector<std::string> SweepBenchmark::planned_hosts(const cli::po::variables_
       throw Error::usage(fmt::format("--hostfile {}:{}: host '{}' given twice", path, number, host));
     hosts.push_back(host);
     if (hosts.size() > 100000)
-      throw Error::usage(fmt::format("--hostfile {}:{}: more than 100000 hosts (a sweep plans 2 to 100000)", path,
-                                     number));
+      throw Error::usage(
+          fmt::format("--hostfile {}:{}: more than 100000 hosts (a sweep plans 2 to 100000)", path, number));
   }
   if (hosts.size() < 2)
-    throw Error::usage(
-        fmt::format("--hostfile {}: {} host(s); a sweep plans pairs of 2 or more", path, hosts.size()));
+    throw Error::usage(fmt::format("--hostfile {}: {} host(s); a sweep plans pairs of 2 or more", path, hosts.size()));
   return hosts;
 }
 

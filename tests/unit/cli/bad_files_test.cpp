@@ -5,11 +5,11 @@
 // The same readers the executables run: --config (the command line), --baseline and --expected-rule (the harness),
 // --rules, --pairs-file, --topology, --rail-map and --resume (fabric-sweep's configure on rank 0), --nccl-log
 // (fabric-doctor's configure on rank 0).
+#include <execinfo.h>
 #include <gtest/gtest.h>
 
 #include <csignal>
 #include <cstdio>
-#include <execinfo.h>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>

@@ -478,13 +478,14 @@ TEST(NcclJobLog, ATorchrunLogIsCutByWhoPrintedTheMarkerAndTheOthersByPosition) {
 // without a marking process: not counted per iteration rather than counted wrong.
 TEST(NcclJobLog, ARankAheadWaitsForItsCommunicatorAndAnUnplaceableRankIsSaidSo) {
   const auto init = [](const std::string& who, const std::string& tag, const char* comm, int rank, const char* id) {
-    return fmt::format("[{}]:{} NCCL INFO comm {} rank {} nranks 2 cudaDev {} busId 0 commId {} - Init COMPLETE\n",
-                       tag, who, comm, rank, rank, id);
+    return fmt::format("[{}]:{} NCCL INFO comm {} rank {} nranks 2 cudaDev {} busId 0 commId {} - Init COMPLETE\n", tag,
+                       who, comm, rank, rank, id);
   };
   const auto call = [](const std::string& who, const std::string& tag, const char* comm) {
-    return fmt::format("[{}]:{} NCCL INFO AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x1 count 256 datatype 7 op 0 "
-                       "root 0 comm {} [nranks=2] stream 0x1\n",
-                       tag, who, comm);
+    return fmt::format(
+        "[{}]:{} NCCL INFO AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x1 count 256 datatype 7 op 0 "
+        "root 0 comm {} [nranks=2] stream 0x1\n",
+        tag, who, comm);
   };
   const std::string r0 = "h:10:10 [0]", r1 = "h:11:11 [1]", r2 = "h:12:12 [0]";
   std::string log = init(r0, "default0", "0xa", 0, "0x77") + init(r1, "default1", "0xb", 1, "0x77") +

@@ -1,6 +1,8 @@
 // NCCL's RAS service read from outside: the JSON reader, replies recorded from a real NCCL 2.28.9 job on 2 x H200
 // (tests/fixtures/ras: healthy, rank 1 stopped calling collectives, rank 1 frozen with SIGSTOP), the judge, the
 // address and the client's refusals (nothing listening, a server that never answers).
+#include "fabricbench/job/ras.hpp"
+
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -13,7 +15,6 @@
 #include "../fixtures.hpp"
 #include "fabricbench/error.hpp"
 #include "fabricbench/job/json.hpp"
-#include "fabricbench/job/ras.hpp"
 
 using namespace fabricbench;
 using namespace fabricbench::job;

@@ -55,10 +55,10 @@ struct NcclProcess {
   // impossible: tagged markers, but some call of this process has no communicator with a marking process.
   enum class Cut { file, position, impossible };
   Cut cut = Cut::file;
-  std::uint64_t markers = 0;  // with position: the marker lines of its communicators' marking process
-  std::string tag;            // its lines' launcher tag ("default0", "1,0")
-  std::map<std::string, std::string> comm_ids;    // communicator pointer -> commId (Init lines)
-  std::map<std::string, std::uint64_t> calls_on;  // commId -> calls on it so far
+  std::uint64_t markers = 0;                    // with position: the marker lines of its communicators' marking process
+  std::string tag;                              // its lines' launcher tag ("default0", "1,0")
+  std::map<std::string, std::string> comm_ids;  // communicator pointer -> commId (Init lines)
+  std::map<std::string, std::uint64_t> calls_on;            // commId -> calls on it so far
   std::map<std::string, std::vector<std::uint64_t>> marks;  // commId -> calls_on at each of its own markers
   std::uint64_t own_markers = 0, unplaced = 0;
 

@@ -37,9 +37,9 @@ struct RasRank {
   int cuda_dev = -1, nvml_dev = -1;
   int init_state = 0, async_error = 0;
   bool finalize = false, destroy = false, abort = false;
-  bool missing = false;       // no data from it: in the reply's missing_ranks
-  bool unresponsive = false;  // missing, and RAS could not reach it
-  bool dead = false;          // missing, and RAS considers its process dead
+  bool missing = false;                      // no data from it: in the reply's missing_ranks
+  bool unresponsive = false;                 // missing, and RAS could not reach it
+  bool dead = false;                         // missing, and RAS considers its process dead
   std::map<std::string, std::uint64_t> ops;  // collective kind -> operations launched ("AllReduce" -> 79)
 };
 
@@ -61,14 +61,14 @@ RasStatus parse_ras_json(const std::string& text);
 struct RasProblem {
   enum class Severity { ok, warn, fail };
   Severity severity = Severity::ok;
-  std::string kind;     // "dead", "laggard", "missing", "async_error", "aborted", "init", "healthy"
-  std::string host;     // of the process it is about ("" for the job)
+  std::string kind;  // "dead", "laggard", "missing", "async_error", "aborted", "init", "healthy"
+  std::string host;  // of the process it is about ("" for the job)
   long pid = -1;
-  int rank = -1;        // in `communicator` (-1: the process or the job)
-  int gpu = -1;         // the process's CUDA device (-1: unknown, or the job)
+  int rank = -1;  // in `communicator` (-1: the process or the job)
+  int gpu = -1;   // the process's CUDA device (-1: unknown, or the job)
   std::string communicator;
-  std::string what;     // one sentence: who, what was seen
-  std::string hint;     // what to do
+  std::string what;  // one sentence: who, what was seen
+  std::string hint;  // what to do
 };
 
 // The problems `now` shows. With `before` (an earlier reply of the same job), a rank behind its peers is a laggard
