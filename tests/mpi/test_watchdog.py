@@ -22,6 +22,16 @@ class Watchdog(LaunchTest):
                            text=True, timeout=timeout)
         return r, time.monotonic() - start
 
+    def watch_silent_with_ras(self, states, report):
+        """SILENT under the watchdog (--timeout 2s) with the fake RAS service answering `states`; exit 3 expected."""
+        ras = FakeRas(self.dir.parent, states)
+        try:
+            r, _ = self.watch(["--timeout", "2s", "--ras", ras.address, "--report", report], SILENT)
+        finally:
+            ras.close()
+        self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+        return r
+
     def test_output_and_exit_status_pass_through(self):
         r, _ = self.watch(["--timeout", "30s", "--no-ras"], ["sh", "-c", "echo out; echo err >&2; exit 5"])
         self.assertEqual((r.returncode, r.stdout, r.stderr), (5, "out\n", "err\n"))
@@ -43,12 +53,7 @@ class Watchdog(LaunchTest):
         self.assertFalse(pathlib.Path(f"/proc/{pid}").exists(), "the watched process is gone")
 
     def test_a_laggard_named_from_nccl_ras_when_collectives_stop(self):
-        ras = FakeRas(self.dir.parent, "mismatch")
-        try:
-            r, _ = self.watch(["--timeout", "2s", "--ras", ras.address, "--report", "ras.h5"], SILENT)
-        finally:
-            ras.close()
-        self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+        r = self.watch_silent_with_ras("mismatch", "ras.h5")
         self.assertIn("no collective launched", r.stderr)
         found = self.load("ras.h5").tables["doctor/findings"]
         self.assertEqual(sorted(found[found.status == "fail"].check), ["nccl.ras.laggard", "watchdog.no_progress"])
@@ -57,12 +62,7 @@ class Watchdog(LaunchTest):
 
     def test_collectives_that_advance_keep_a_quiet_job_alive(self):
         # Looks 1 and 2: AllReduce counts 156 then 157 (advancing: not hung); looks 3 and 4: 157 and 157 (hung).
-        ras = FakeRas(self.dir.parent, "healthy,mismatch")
-        try:
-            r, _ = self.watch(["--timeout", "2s", "--ras", ras.address, "--report", "later.h5"], SILENT)
-        finally:
-            ras.close()
-        self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+        r = self.watch_silent_with_ras("healthy,mismatch", "later.h5")
         self.assertIn("but the job's collectives advance (NCCL RAS): not hung", r.stderr)
         self.assertEqual(r.stderr.count("the job looks hung"), 1, r.stderr)
 
