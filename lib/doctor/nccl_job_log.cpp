@@ -219,6 +219,11 @@ void NcclJobLog::finish() {
   waiting_count_ = 0;
   std::set<std::size_t> tagged_files;
   for (const auto& [key, n] : tag_markers_) tagged_files.insert(key.first);
+  // A tag two processes of one file carry (torchrun's [default0] on every node of a merged output) names no single
+  // process: that file is cut as csplit would.
+  std::map<std::pair<std::size_t, std::string>, int> carriers;
+  for (const auto& p : processes_)
+    if (!p->tag.empty() && ++carriers[{p->file, p->tag}] > 1) tagged_files.erase(p->file);
   for (auto& p : processes_) {
     if (!tagged_files.count(p->file)) continue;  // markers without tags (or none): cut as csplit would
     p->markers = 0;

@@ -381,7 +381,8 @@ class SweepPlanAndBudget(LaunchTest):
         # all-pairs of 100000 hosts (in --hosts' range) asked for ~40 GB and ended in std::bad_alloc: refused in one
         # line now, before any round is built; the adaptive plan, which builds none ahead, is answered.
         self.assert_refused(self.mpirun(1, "fabric-sweep", ["--dry-run", "--hosts", "100000"]), "fabric-sweep",
-                            "--plan all-pairs of 100000 hosts: 4999950000 pair tests in 99999 rounds, more than a plan")
+                            "--plan all-pairs of 100000 hosts: 4999950000 pair tests in 99999 rounds (about 37 GiB "
+                            "of plan), more than a plan holds (67108864 pair tests)")
         big = self.mpirun(1, "fabric-sweep", ["--dry-run", "--hosts", "100000", "--plan", "adaptive"])
         self.assertEqual(big.returncode, 0, big.stderr)
         self.assertIn("100000 hosts, plan adaptive", big.stdout)

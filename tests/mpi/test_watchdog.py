@@ -66,6 +66,16 @@ class Watchdog(LaunchTest):
         self.assertIn("but the job's collectives advance (NCCL RAS): not hung", r.stderr)
         self.assertEqual(r.stderr.count("the job looks hung"), 1, r.stderr)
 
+    def test_without_kill_the_job_goes_on_after_one_report(self):
+        # Silent for 2 s, then it finishes: reported once (stacks only), its exit status kept.
+        r, _ = self.watch(["--timeout", "1s", "--no-ras", "--actions", "stacks", "--report", "once.h5"],
+                          [sys.executable, "-c", "import time; time.sleep(2.5); print('done')"])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(r.stdout, "done\n")
+        self.assertEqual(r.stderr.count("the job looks hung"), 1, r.stderr)
+        self.assertIn("watching on without reporting again", r.stderr)
+        self.assertEqual(list(self.load("once.h5").tables["doctor/findings"].check), ["watchdog.no_progress"])
+
     def test_an_exec_action_gets_the_report(self):
         script = self.dir / "on-hang.sh"
         script.write_text("#!/bin/sh\necho \"$FABRIC_WATCHDOG_REPORT $FABRIC_WATCHDOG_PID\" > got.txt\n")

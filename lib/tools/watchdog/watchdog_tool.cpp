@@ -342,7 +342,12 @@ int run(const Options& o) {
       child.stop(10);
       return static_cast<int>(ExitStatus::runtime);
     }
-    quiet_since = Clock::now();  // reported: watch on (the next report after another --timeout)
+    // Reported without stopping the job: watch on, passing its output through; one report per run.
+    std::fprintf(stderr, "%s: reported once (%s); watching on without reporting again\n", kProgram,
+                 o.report.c_str());
+    while (child.pump(1.0)) {
+    }
+    break;
   }
   return child.status();
 }

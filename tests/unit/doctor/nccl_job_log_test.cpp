@@ -515,3 +515,20 @@ TEST(NcclJobLog, ARankAheadWaitsForItsCommunicatorAndAnUnplaceableRankIsSaidSo) 
     EXPECT_EQ(s.kinds[0].min_calls, 2u) << p->pid;
   }
 }
+
+// torchrun's [default0] on two nodes of one merged output: the tag names no single process, so the file is cut as
+// csplit would (as before), not by position.
+TEST(NcclJobLog, ATagTwoProcessesCarryCutsTheFileAsCsplit) {
+  const std::string a = "[default0]:na:10:10 [0] NCCL INFO ", b = "[default0]:nb:20:20 [0] NCCL INFO ";
+  std::string log = a + "comm 0xa rank 0 nranks 2 cudaDev 0 busId 0 commId 0x7 - Init COMPLETE\n" + b +
+                    "comm 0xb rank 1 nranks 2 cudaDev 0 busId 0 commId 0x7 - Init COMPLETE\n";
+  for (int i = 0; i < 3; ++i)
+    log += "[default0]:step\n" + a + "AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x1 count 4 datatype 7 op 0 root 0 comm " +
+           "0xa [nranks=2] stream 0x1\n";
+  NcclJobLog job("step");
+  job.begin_file("merged");
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);) job.line(line);
+  job.finish();
+  for (const auto* p : job.processes()) EXPECT_EQ(p->cut, NcclProcess::Cut::file) << p->host;
+}
