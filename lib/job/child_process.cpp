@@ -222,4 +222,29 @@ std::vector<Stack> take_stacks(const std::vector<pid_t>& pids, double timeout_s)
   return out;
 }
 
+void write_stacks(results::ResultSet& out, const std::string& group, const std::string& name,
+                  const std::vector<Stack>& stacks) {
+  const results::TableSpec table{group,
+                                 name,
+                                 {results::key_int("pid"), results::key_int("line"), results::setting_text("tool", 16),
+                                  results::setting_text("command", 256), results::setting_text("text", 256)}};
+  out.declare(table);
+  std::vector<results::Row> rows;
+  for (const auto& s : stacks) {
+    std::istringstream text(s.text);
+    std::int64_t n = 0;
+    for (std::string line; std::getline(text, line);)
+      rows.push_back(results::Row(table)
+                         .set("pid", std::int64_t(s.pid))
+                         .set("line", n++)
+                         .set("tool", s.tool)
+                         .set("command", s.command.substr(0, 256))
+                         .set("text", line.substr(0, 256)));
+    out.note(fmt::format("stack of pid {} ({}): {} line(s) in /{}/{}", s.pid, s.tool.empty() ? "no stack tool here" : s.tool,
+                         n, group, name));
+  }
+  out.section(table, "", {});  // the file's, not the terminal's
+  out.rows(rows);
+}
+
 }  // namespace fabricbench::job

@@ -30,7 +30,7 @@ const std::pair<const char*, const char*> kKinds[] = {{"AllReduce", "all_reduce"
                                                       {"Reduce", "reduce"}};
 
 struct RasTables {
-  results::TableSpec communicators, ranks, reply, stacks;
+  results::TableSpec communicators, ranks, reply;
   RasTables() {
     using namespace results;
     communicators = {
@@ -46,10 +46,6 @@ struct RasTables {
     for (const auto& [kind, column] : kKinds) rank_columns.push_back(measured_int(column, Unit::none, Better::none));
     ranks = {"doctor", "ras_ranks", rank_columns};
     reply = {"doctor", "ras_reply", {key_int("line"), setting_text("text", 256)}};
-    stacks = {"doctor",
-              "ras_stacks",
-              {key_int("pid"), key_int("line"), setting_text("tool", 16), setting_text("command", 256),
-               setting_text("text", 256)}};
   }
 };
 
@@ -215,7 +211,7 @@ std::string NcclRasMode::answer() const {
 ExitStatus NcclRasMode::write(results::ResultSet& out, const results::TableSpec& findings_table, bool show_ok,
                               bool strict) const {
   const RasTables tables;
-  for (const auto* t : {&tables.communicators, &tables.ranks, &tables.reply, &tables.stacks}) out.declare(*t);
+  for (const auto* t : {&tables.communicators, &tables.ranks, &tables.reply}) out.declare(*t);
   const std::vector<Finding> findings = this->findings();
   out.note(fmt::format("answer: {}", answer()));
   out.note(fmt::format("{} {} ({}; NCCL {}{})", kOption, address_.name(), reply_.server,
@@ -281,22 +277,7 @@ ExitStatus NcclRasMode::write(results::ResultSet& out, const results::TableSpec&
     lines.push_back(results::Row(tables.reply).set("line", n++).set("text", line.substr(0, 256)));
   out.section(tables.reply, "", {});  // the file's, not the terminal's
   out.rows(lines);
-  std::vector<results::Row> stack_rows;
-  for (const auto& s : stacks_) {
-    std::istringstream text(s.text);
-    std::int64_t k = 0;
-    for (std::string line; std::getline(text, line);)
-      stack_rows.push_back(results::Row(tables.stacks)
-                               .set("pid", std::int64_t(s.pid))
-                               .set("line", k++)
-                               .set("tool", s.tool)
-                               .set("command", s.command.substr(0, 256))
-                               .set("text", line.substr(0, 256)));
-    out.note(fmt::format("stack of pid {} ({}): {} line(s) in /doctor/ras_stacks", s.pid,
-                         s.tool.empty() ? "no stack tool here" : s.tool, k));
-  }
-  out.section(tables.stacks, "", {});
-  out.rows(stack_rows);
+  job::write_stacks(out, "doctor", "ras_stacks", stacks_);
   for (const auto& line : elsewhere_) out.note(line);
 
   std::vector<const Finding*> all;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <csignal>
 #include <optional>
 #include <sstream>
@@ -179,11 +180,6 @@ void report(const Options& o, const job::ChildProcess& child, const Looks& looks
   out.begin({kProgram, FABRICBENCH_VERSION, o.command_line, results::utc_timestamp(), 1, {hostname()}});
   const auto findings_table = doctor::findings_table("doctor", "findings");
   out.declare(findings_table);
-  results::TableSpec stack_table{"watchdog",
-                                 "stacks",
-                                 {results::key_int("pid"), results::key_int("line"), results::setting_text("tool", 16),
-                                  results::setting_text("command", 256), results::setting_text("text", 256)}};
-  out.declare(stack_table);
   out.note(fmt::format("hang: no output from pid {} for {:.0f} s (--timeout {:.0f} s){}", child.pid(), quiet_s,
                        o.timeout_s,
                        looks.now ? fmt::format(" and no collective launched in {:.1f} s (NCCL RAS)", looks.between_s)
@@ -202,23 +198,7 @@ void report(const Options& o, const job::ChildProcess& child, const Looks& looks
   if (o.ras && looks.why.empty())
     doctor::NcclRasMode(*o.ras, looks.last, looks.now, looks.before, looks.between_s)
         .write(out, findings_table, false, false);
-  std::vector<results::Row> rows;
-  for (const auto& s : stacks) {
-    std::istringstream in(s.text);
-    std::int64_t n = 0;
-    for (std::string line; std::getline(in, line);)
-      rows.push_back(results::Row(stack_table)
-                         .set("pid", std::int64_t(s.pid))
-                         .set("line", n++)
-                         .set("tool", s.tool)
-                         .set("command", s.command.substr(0, 256))
-                         .set("text", line.substr(0, 256)));
-  }
-  out.section(stack_table, "", {});
-  out.rows(rows);
-  for (const auto& s : stacks)
-    out.note(fmt::format("stack of pid {} ({}): {} line(s) in /watchdog/stacks", s.pid,
-                         s.tool.empty() ? "no tool" : s.tool, std::count(s.text.begin(), s.text.end(), '\n') + 1));
+  job::write_stacks(out, "watchdog", "stacks", stacks);
   out.finish("complete");
 }
 

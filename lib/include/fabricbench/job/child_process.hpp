@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "fabricbench/results/result_set.hpp"
+
 namespace fabricbench::job {
 
 class ChildProcess {
@@ -52,5 +54,10 @@ struct Stack {
 // The stacks of `pids` in order: py-spy dump for a Python process where py-spy is installed, else gdb's backtrace of
 // every thread, else eu-stack; each bounded by `timeout_s`. Without a tool, the one command to run on this host.
 std::vector<Stack> take_stacks(const std::vector<pid_t>& pids, double timeout_s);
+
+// `stacks` into the table /GROUP/NAME (pid, line, tool, command, text: one row per line of each stack), declared here,
+// and one note per process naming it.
+void write_stacks(results::ResultSet& out, const std::string& group, const std::string& name,
+                  const std::vector<Stack>& stacks);
 
 }  // namespace fabricbench::job
