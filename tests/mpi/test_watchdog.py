@@ -118,6 +118,8 @@ class Watchdog(LaunchTest):
                                (["--ras", "x:http", "--", "true"], "--ras 'x:http': the port must be a number"),
                                (["--actions", "exec:/nonexistent", "--", "true"], "exec:/nonexistent: not an exec"),
                                (["--", "/nonexistent/cmd"], "cannot run '/nonexistent/cmd'"),
+                               (["--report", "/nonexistent/r.h5", "--", "true"],
+                                "--report /nonexistent/r.h5: its folder /nonexistent is not writable"),
                                (["--watch", "1s", "--", "true"], "--watch: give --prometheus FILE"),
                                (["--prometheus", "x.prom", "--", "true"], "--prometheus is written by --watch"),
                                (["--watch", "1s", "--prometheus", "/proc/x.prom"], "--prometheus /proc/x.prom"),

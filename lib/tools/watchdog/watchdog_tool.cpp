@@ -129,6 +129,12 @@ Options parse(int argc, char** argv) {
   o.unbuffered = v.count("python-unbuffered") > 0;
   if (!o.force && ::access(o.report.c_str(), F_OK) == 0)
     throw Error::usage(fmt::format("--report {}: file exists; choose another path or add --force", o.report));
+  // Its folder now, not at hang time (when a report that cannot be written would leave nothing of the hang).
+  const auto slash = o.report.rfind('/');
+  const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : o.report.substr(0, slash);
+  if (!o.command.empty() && ::access(folder.c_str(), W_OK | X_OK) != 0)
+    throw Error::usage(fmt::format("--report {}: its folder {} is not writable ({})", o.report, folder,
+                                   std::strerror(errno)));
   return o;
 }
 
