@@ -240,8 +240,8 @@ void write_stacks(results::ResultSet& out, const std::string& group, const std::
                          .set("tool", s.tool)
                          .set("command", s.command.substr(0, 256))
                          .set("text", line.substr(0, 256)));
-    out.note(fmt::format("stack of pid {} ({}): {} line(s) in /{}/{}", s.pid, s.tool.empty() ? "no stack tool here" : s.tool,
-                         n, group, name));
+    out.note(fmt::format("stack of pid {} ({}): {} line(s) in /{}/{}", s.pid,
+                         s.tool.empty() ? "no stack tool here" : s.tool, n, group, name));
   }
   out.section(table, "", {});  // the file's, not the terminal's
   out.rows(rows);
