@@ -48,36 +48,6 @@ pid_t parent_of(pid_t pid) {
   return static_cast<pid_t>(ppid);
 }
 
-std::string command_of(pid_t pid) {
-  std::ifstream in(fmt::format("/proc/{}/cmdline", pid), std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)), {});
-  while (!text.empty() && text.back() == '\0') text.pop_back();
-  for (auto& c : text)
-    if (c == '\0') c = ' ';
-  return text.substr(0, 512);
-}
-
-bool on_path(const std::string& tool) {
-  const char* path = std::getenv("PATH");
-  std::istringstream dirs(path ? path : "");
-  for (std::string dir; std::getline(dirs, dir, ':');)
-    if (!dir.empty() && ::access((dir + "/" + tool).c_str(), X_OK) == 0) return true;
-  return false;
-}
-
-// What `command` prints (stdout and stderr), bounded by `timeout_s` through coreutils' timeout.
-std::string output_of(const std::string& command, double timeout_s) {
-  const std::string line = fmt::format("timeout -k 2 {:.0f} {} 2>&1", std::max(1.0, timeout_s), command);
-  std::FILE* p = ::popen(line.c_str(), "r");
-  if (!p) return fmt::format("could not run: {}", std::strerror(errno));
-  std::string out;
-  char chunk[4096];
-  for (std::size_t n; (n = std::fread(chunk, 1, sizeof chunk, p)) > 0 && out.size() < (1u << 20);) out.append(chunk, n);
-  const int rc = ::pclose(p);
-  if (WIFEXITED(rc) && WEXITSTATUS(rc) == 124) out += fmt::format("\n(stopped after {:.0f} s)", timeout_s);
-  return out;
-}
-
 }  // namespace
 
 ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env) {
@@ -85,8 +55,15 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::vect
   int out[2], err[2], exec_failed[2];
   if (::pipe2(out, O_CLOEXEC) || ::pipe2(err, O_CLOEXEC) || ::pipe2(exec_failed, O_CLOEXEC))
     throw Error::runtime(fmt::format("pipe: {}", std::strerror(errno)));
-  std::vector<std::string> env_text;
-  for (char** e = environ; *e; ++e) env_text.emplace_back(*e);
+  std::vector<std::string> env_text;  // ours, less the names `extra_env` sets (a program reads the first of a name)
+  const auto named_in_extra = [&](const std::string& e) {
+    const std::string name = e.substr(0, e.find('=') + 1);
+    for (const auto& x : extra_env)
+      if (x.compare(0, name.size(), name) == 0) return true;
+    return false;
+  };
+  for (char** e = environ; *e; ++e)
+    if (!named_in_extra(*e)) env_text.emplace_back(*e);
   env_text.insert(env_text.end(), extra_env.begin(), extra_env.end());
   std::vector<char*> args, env;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -193,58 +170,6 @@ void ChildProcess::stop(double grace_s) {
   if (!exited_) ::kill(-pid_, SIGKILL);
   reap(true);
   ::kill(-pid_, SIGKILL);  // what is left of its group
-}
-
-std::vector<Stack> take_stacks(const std::vector<pid_t>& pids, double timeout_s) {
-  const bool py_spy = on_path("py-spy"), gdb = on_path("gdb"), eu_stack = on_path("eu-stack");
-  std::vector<Stack> out;
-  for (pid_t pid : pids) {
-    Stack s;
-    s.pid = pid;
-    s.command = command_of(pid);
-    const bool python = s.command.find("python") != std::string::npos;
-    if (python && py_spy) {
-      s.tool = "py-spy";
-      s.text = output_of(fmt::format("py-spy dump --native --pid {}", pid), timeout_s);
-    } else if (gdb) {
-      s.tool = "gdb";
-      s.text = output_of(fmt::format("gdb -p {} -batch -nx -ex 'thread apply all bt'", pid), timeout_s);
-    } else if (eu_stack) {
-      s.tool = "eu-stack";
-      s.text = output_of(fmt::format("eu-stack -p {}", pid), timeout_s);
-    } else {
-      s.text = fmt::format("no py-spy, gdb or eu-stack on this host: run '{}' on it",
-                           python ? fmt::format("py-spy dump --pid {}", pid)
-                                  : fmt::format("gdb -p {} -batch -ex \"thread apply all bt\"", pid));
-    }
-    out.push_back(std::move(s));
-  }
-  return out;
-}
-
-void write_stacks(results::ResultSet& out, const std::string& group, const std::string& name,
-                  const std::vector<Stack>& stacks) {
-  const results::TableSpec table{group,
-                                 name,
-                                 {results::key_int("pid"), results::key_int("line"), results::setting_text("tool", 16),
-                                  results::setting_text("command", 256), results::setting_text("text", 256)}};
-  out.declare(table);
-  std::vector<results::Row> rows;
-  for (const auto& s : stacks) {
-    std::istringstream text(s.text);
-    std::int64_t n = 0;
-    for (std::string line; std::getline(text, line);)
-      rows.push_back(results::Row(table)
-                         .set("pid", std::int64_t(s.pid))
-                         .set("line", n++)
-                         .set("tool", s.tool)
-                         .set("command", s.command.substr(0, 256))
-                         .set("text", line.substr(0, 256)));
-    out.note(fmt::format("stack of pid {} ({}): {} line(s) in /{}/{}", s.pid,
-                         s.tool.empty() ? "no stack tool here" : s.tool, n, group, name));
-  }
-  out.section(table, "", {});  // the file's, not the terminal's
-  out.rows(rows);
 }
 
 }  // namespace fabricbench::job

@@ -117,6 +117,7 @@ class WatchdogOnAJob(LaunchTest):
                     (work / "stop").write_text("")  # rank 1 stops calling collectives
             proc.wait(timeout=120)
         finally:
+            proc.stderr.close()
             if proc.poll() is None:
                 proc.kill()
             for name in ("pid0", "pid1"):
@@ -132,10 +133,20 @@ class WatchdogOnAJob(LaunchTest):
         pid1 = int((work / "pid1").read_text())
         self.assertIn(f"rank 1 (pid {pid1}, GPU 1", fails[fails.check == "nccl.ras.laggard"].value.iloc[0])
         stacks = run.tables["watchdog/stacks"]
-        pids = set(stacks.pid)
-        self.assertTrue({int((work / "pid0").read_text()), pid1} <= pids, stacks[["pid", "tool", "command"]])
+        pid0 = int((work / "pid0").read_text())
+        self.assertTrue({pid0, pid1} <= set(stacks.pid), stacks[["pid", "tool", "command"]])
+        self.assertEqual(int(stacks.pid.iloc[0]), pid1, "the laggard's stack first")
+        for pid in (pid0, pid1):  # Python frames: py-spy where installed, else the watchdog's faulthandler hook
+            mine = stacks[stacks.pid == pid]
+            self.assertRegex(mine.tool.iloc[0], "^(py-spy|faulthandler[+])", mine)
+            self.assertIn("worker.py", "\n".join(mine.text))
+        rank1 = "\n".join(stacks[stacks.pid == pid1].text)
+        sleep = next(n for n, line in enumerate(record.WORKER.split("\n"), 1) if "time.sleep(3600)" in line)
+        self.assertRegex(rank1, rf'worker\.py(", line |:){sleep}\b', "rank 1 waits in its sleep, not in a collective")
         for pid in (int((work / "pid0").read_text()), pid1):
             self.assertFalse(pathlib.Path(f"/proc/{pid}").exists(), f"pid {pid} ended")
+        for pid in stacks.pid.unique():  # the evidence: each process's first lines
+            print(f"pid {pid}:", " | ".join(stacks[stacks.pid == pid].text.iloc[:3]))
         print("\n" + "".join(seen[-3:]))
 
 

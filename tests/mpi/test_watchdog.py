@@ -52,6 +52,42 @@ class Watchdog(LaunchTest):
         self.assertIn("python", stacks.command.iloc[0])
         self.assertFalse(pathlib.Path(f"/proc/{pid}").exists(), "the watched process is gone")
 
+    def test_without_stack_tools_the_python_tracebacks_come_from_the_hook(self):
+        """No py-spy, gdb or eu-stack on PATH: the watchdog's faulthandler hook gives each Python process's tracebacks
+        (the blocked function named, in the main thread and another), /proc its threads; a sitecustomize of the
+        user's still runs, and the hook's folder is gone afterwards. --no-python-hook: the threads only."""
+        tools = self.dir / "tools"
+        tools.mkdir()
+        os.symlink(subprocess.check_output(["which", "timeout"], text=True).strip(), tools / "timeout")
+        user_site = self.dir / "site"
+        user_site.mkdir()
+        (user_site / "sitecustomize.py").write_text("print('user sitecustomize ran', flush=True)\n")
+        job = ("import threading, time\n"
+               "def wait_for_peer():\n    time.sleep(120)\n"
+               "threading.Thread(target=wait_for_peer, name='peer', daemon=True).start()\n"
+               "def all_reduce_step():\n    print('step 1', flush=True); time.sleep(120)\n"
+               "all_reduce_step()\n")
+        env = dict(os.environ, PATH=str(tools), PYTHONPATH=str(user_site))
+        before = set(pathlib.Path("/tmp").glob("fabric-watchdog-*"))
+        for hook, report in ((True, "hook.h5"), (False, "nohook.h5")):
+            args = ["--timeout", "2s", "--no-ras", "--report", report] + ([] if hook else ["--no-python-hook"])
+            r = subprocess.run([str(BIN / "fabric-watchdog")] + args + ["--", sys.executable, "-c", job], cwd=self.dir,
+                               capture_output=True, text=True, timeout=120, env=env)
+            self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+            self.assertIn("user sitecustomize ran", r.stdout)
+            stacks = self.load(report).tables["watchdog/stacks"]
+            text = "\n".join(stacks.text)
+            self.assertIn("thread ", text)
+            self.assertIn("run 'py-spy dump --native --pid", text)
+            if hook:
+                self.assertEqual(set(stacks.tool), {"faulthandler+proc"}, stacks)
+                self.assertIn("in all_reduce_step", text)
+                self.assertIn("in wait_for_peer", text)
+            else:
+                self.assertEqual(set(stacks.tool), {"proc"}, stacks)
+                self.assertNotIn("all_reduce_step", text)
+        self.assertEqual(set(pathlib.Path("/tmp").glob("fabric-watchdog-*")) - before, set(), "the hook's folder removed")
+
     def test_a_laggard_named_from_nccl_ras_when_collectives_stop(self):
         r = self.watch_silent_with_ras("mismatch", "ras.h5")
         self.assertIn("no collective launched", r.stderr)

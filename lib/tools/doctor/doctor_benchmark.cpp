@@ -162,7 +162,7 @@ ExitStatus DoctorBenchmark::run(const app::RunContext& ctx) {
   context.gpu_bus = gpu_bus_;
 
   // NCCL's own view, when asked for: every rank needs a GPU, or none runs it.
-  NcclLog nccl_log;
+  job::NcclLog nccl_log;
   if (selected(selected_, "nccl.transport")) {
     const bool all_have_gpu = ctx.world.all_sum(gpu_ < 0 ? 1 : 0) == 0;
     if (!all_have_gpu) {
@@ -174,7 +174,7 @@ ExitStatus DoctorBenchmark::run(const app::RunContext& ctx) {
       ctx.measured();
       if (!why.empty()) context.nccl_skip = why;
       else {
-        nccl_log = parse_nccl_log(text);
+        nccl_log = job::parse_nccl_log(text);
         context.nccl_log = &nccl_log;
       }
     }

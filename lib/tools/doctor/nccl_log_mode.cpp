@@ -66,14 +66,14 @@ ExitStatus NcclLogMode::write(results::ResultSet& out, const results::TableSpec&
                   seconds_ > 0 ? bytes / 1e6 / seconds_ : 0.0, processes_.size(), job_.host_count()));
   const auto report = report_rows(tables, job_, processes_);
   if (has_marker_) {
-    std::vector<const NcclProcess*> by_position, impossible;
+    std::vector<const job::NcclProcess*> by_position, impossible;
     for (const auto* p : processes_)
-      (p->cut == NcclProcess::Cut::position     ? by_position
-       : p->cut == NcclProcess::Cut::impossible ? impossible
+      (p->cut == job::NcclProcess::Cut::position     ? by_position
+       : p->cut == job::NcclProcess::Cut::impossible ? impossible
                                                 : by_position)
           .push_back(p);
     std::size_t placed = 0;
-    for (const auto* p : processes_) placed += p->cut == NcclProcess::Cut::position;
+    for (const auto* p : processes_) placed += p->cut == job::NcclProcess::Cut::position;
     if (placed)
       out.note(
           fmt::format("iterations: a marker cuts only the process whose launcher tag it carries; the other "
@@ -94,7 +94,7 @@ ExitStatus NcclLogMode::write(results::ResultSet& out, const results::TableSpec&
 
   // nccl.transport: every rank's findings in the file; the terminal shows one rank's for each group that agrees.
   const auto found = transport_findings(job_, processes_);
-  std::map<const NcclProcess*, const std::vector<Finding>*> of;
+  std::map<const job::NcclProcess*, const std::vector<Finding>*> of;
   Findings verdict;
   for (std::size_t i = 0; i < processes_.size(); ++i) {
     of[processes_[i]] = &found[i];

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <cstdio>
@@ -19,6 +20,7 @@
 #include "fabricbench/error.hpp"
 #include "fabricbench/job/child_process.hpp"
 #include "fabricbench/job/ras.hpp"
+#include "fabricbench/job/stacks.hpp"
 #include "fabricbench/results/hdf5_sink.hpp"
 #include "fabricbench/results/prometheus.hpp"
 #include "fabricbench/results/result_set.hpp"
@@ -37,7 +39,7 @@ struct Options {
   std::optional<job::RasAddress> ras;  // none: --no-ras
   bool stacks = false, kill = false, scancel = false;
   std::string exec, report;
-  bool force = false, unbuffered = false;
+  bool force = false, unbuffered = false, python_hook = true;
   double watch_s = 0;      // --watch: a RAS look this often (0: only after --timeout of silence)
   std::string prometheus;  // --prometheus: the textfile each look rewrites
   std::vector<std::string> command;
@@ -78,7 +80,11 @@ Options parse(int argc, char** argv) {
       ("python-unbuffered",
        "set PYTHONUNBUFFERED=1 for the command: a Python job whose output goes to a pipe flushes it every ~8 KiB, "
        "so one that prints rarely can look silent; then every print is a write into the watchdog's pipe (a job "
-       "printing 200,000 lines at full speed took 2.5x as long)");
+       "printing 200,000 lines at full speed took 2.5x as long)")
+      ("no-python-hook",
+       "do not arm Python's faulthandler in the command's Python processes (a sitecustomize.py first on "
+       "PYTHONPATH; on a hang each writes its threads' tracebacks on SIGRTMIN+7): their Python stacks then need "
+       "py-spy");
   po::variables_map v;
   try {
     po::store(po::command_line_parser(split, argv).options(d).run(), v);
@@ -127,6 +133,7 @@ Options parse(int argc, char** argv) {
     if (c == ':') c = '-';
   o.force = v.count("force") > 0;
   o.unbuffered = v.count("python-unbuffered") > 0;
+  o.python_hook = !v.count("no-python-hook");
   if (!o.force && ::access(o.report.c_str(), F_OK) == 0)
     throw Error::usage(fmt::format("--report {}: file exists; choose another path or add --force", o.report));
   // Its folder now, not at hang time (when a report that cannot be written would leave nothing of the hang).
@@ -169,6 +176,18 @@ Looks look(const Options& o) {
     l.why = e.what();
   }
   return l;
+}
+
+// `pids` with the processes RAS names (laggards, dead, missing) first, in the order named, then the others.
+std::vector<pid_t> named_first(std::vector<pid_t> pids, const Looks& looks) {
+  if (!looks.now) return pids;
+  std::vector<pid_t> out;
+  for (const auto& p : job::judge_ras(*looks.now, looks.before ? &*looks.before : nullptr)) {
+    const auto at = std::find(pids.begin(), pids.end(), static_cast<pid_t>(p.pid));
+    if (p.pid > 0 && at != pids.end()) out.push_back(*at), pids.erase(at);
+  }
+  out.insert(out.end(), pids.begin(), pids.end());
+  return out;
 }
 
 std::string hostname() {
@@ -283,8 +302,11 @@ int monitor(const Options& o) {
 
 int run(const Options& o) {
   if (o.command.empty()) return monitor(o);
-  job::ChildProcess child(o.command, o.unbuffered ? std::vector<std::string>{"PYTHONUNBUFFERED=1"}
-                                                  : std::vector<std::string>{});
+  std::optional<job::PythonStackHook> hook;
+  std::vector<std::string> env;
+  if (o.unbuffered) env.push_back("PYTHONUNBUFFERED=1");
+  if (o.stacks && o.python_hook) env.push_back(hook.emplace().env());
+  job::ChildProcess child(o.command, env);
   auto quiet_since = child.last_output();
   auto next_look = Clock::now();
   std::optional<job::RasStatus> watched;
@@ -311,7 +333,7 @@ int run(const Options& o) {
     std::vector<std::string> done;
     std::vector<job::Stack> stacks;
     if (o.stacks) {
-      stacks = job::take_stacks(child.tree(), 20);
+      stacks = job::take_stacks(named_first(child.tree(), looks), 20, hook ? &*hook : nullptr);
       done.push_back(fmt::format("stacks of {} process(es)", stacks.size()));
     }
     if (o.kill) done.push_back("kill");

@@ -20,6 +20,7 @@
 
 namespace fs = std::filesystem;
 using namespace fabricbench::doctor;
+namespace job = fabricbench::job;
 using namespace fabricbench::facts;
 
 namespace {
@@ -313,7 +314,7 @@ TEST(DoctorLimits, MemlockAndShm) {
 }
 
 TEST(DoctorNccl, LogOfP2PRun) {
-  const auto log = parse_nccl_log(fixture("nccl-info-p2p.log"));
+  const auto log = job::parse_nccl_log(fixture("nccl-info-p2p.log"));
   EXPECT_EQ(log.version, "2.28.3+cuda13.0");
   EXPECT_EQ(log.network, "Socket");
   EXPECT_TRUE(log.ib_none);
@@ -333,7 +334,7 @@ TEST(DoctorNccl, LogOfP2PRun) {
 }
 
 TEST(DoctorNccl, LogWithP2PAndShmDisabled) {
-  const auto log = parse_nccl_log(fixture("nccl-info-socket.log"));
+  const auto log = job::parse_nccl_log(fixture("nccl-info-socket.log"));
   EXPECT_EQ(log.network, "Socket");
   ASSERT_EQ(log.channels.count("NET/Socket/0"), 1u);
   EXPECT_EQ(log.variables.at("NCCL_P2P_DISABLE"), "1");
@@ -356,7 +357,7 @@ TEST(DoctorNccl, LogWithP2PAndShmDisabled) {
 }
 
 TEST(DoctorNccl, LogOverLoopback) {
-  const auto log = parse_nccl_log(fixture("nccl-info-socket-lo.log"));
+  const auto log = job::parse_nccl_log(fixture("nccl-info-socket-lo.log"));
   EXPECT_EQ(log.socket_ifaces, std::vector<std::string>{"lo:127.0.0.1"});
   Findings f;
   f.begin_check("gpu1", 0, "nccl.transport");
@@ -376,7 +377,7 @@ TEST(DoctorNccl, IbBondAndSocketFallback) {
       "n1:100:100 [0] NCCL INFO Using network IB\n"
       "n1:100:100 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA\n"
       "n1:100:100 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n";
-  const auto log = parse_nccl_log(ib);
+  const auto log = job::parse_nccl_log(ib);
   EXPECT_EQ(log.network, "IB");
   EXPECT_EQ(log.ib_devices, (std::vector<std::string>{"mlx5_0:1/IB", "mlx5_bond_0:1/RoCE"}));
   EXPECT_EQ(log.channels.at("NET/IB/0/GDRDMA"), 1);
@@ -393,13 +394,13 @@ TEST(DoctorNccl, IbBondAndSocketFallback) {
   EXPECT_EQ(find(f, "nccl.transport", "network")->status, Status::ok);
 
   // Socket chosen on a host with Active RDMA ports, across hosts: a failure.
-  const auto socket = parse_nccl_log("h:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.1.0.1<0>\nh:1:1 [0] NCCL INFO Using network Socket\n");
+  const auto socket = job::parse_nccl_log("h:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.1.0.1<0>\nh:1:1 [0] NCCL INFO Using network Socket\n");
   Findings g;
   g.begin_check("n1", 0, "nccl.transport");
   check_nccl_transport(socket, c, g);
   EXPECT_EQ(find(g, "nccl.transport", "network")->status, Status::fail);
   // A plugin's network is reported by name.
-  EXPECT_EQ(parse_nccl_log("x NCCL INFO Using network AWS Libfabric\n").network, "AWS Libfabric");
+  EXPECT_EQ(job::parse_nccl_log("x NCCL INFO Using network AWS Libfabric\n").network, "AWS Libfabric");
 }
 
 TEST(DoctorNccl, Selectors) {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "fabricbench/doctor/findings.hpp"
-#include "fabricbench/doctor/nccl_log.hpp"
+#include "fabricbench/doctor/nccl_transport.hpp"
 #include "fabricbench/facts/host.hpp"
 
 namespace fabricbench::doctor {
@@ -28,7 +28,7 @@ using facts::RdmaPort;
 struct Context : facts::Host {
   int rank = -1;
   int hosts = 1;  // hosts in the job
-  const NcclLog* nccl_log = nullptr;
+  const job::NcclLog* nccl_log = nullptr;
   std::string nccl_skip = "no NCCL run in this tool";
   std::map<std::string, std::string> variables;  // NCCL_* and friends of this process
   std::set<int> cpus;                            // this rank's CPU binding

@@ -8,15 +8,13 @@
 #include <string>
 #include <vector>
 
-#include "fabricbench/results/result_set.hpp"
-
 namespace fabricbench::job {
 
 class ChildProcess {
  public:
   using Clock = std::chrono::steady_clock;
-  // Starts `argv` (argv[0] looked up in PATH) with `extra_env` ("NAME=value") added; Error::usage when it cannot be
-  // started (not found, not executable).
+  // Starts `argv` (argv[0] looked up in PATH) with `extra_env` ("NAME=value") set, in place of ours of that name;
+  // Error::usage when it cannot be started (not found, not executable).
   ChildProcess(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env);
   ~ChildProcess();
   ChildProcess(const ChildProcess&) = delete;
@@ -42,22 +40,5 @@ class ChildProcess {
   int status_ = 0;
   Clock::time_point last_output_ = Clock::now();
 };
-
-// One process's stack as a tool printed it.
-struct Stack {
-  pid_t pid = 0;
-  std::string command;  // the process's command line (/proc/PID/cmdline, blanks between arguments)
-  std::string tool;     // "py-spy", "gdb", "eu-stack", or "" when none is installed
-  std::string text;     // what the tool printed, or the command to run by hand
-};
-
-// The stacks of `pids` in order: py-spy dump for a Python process where py-spy is installed, else gdb's backtrace of
-// every thread, else eu-stack; each bounded by `timeout_s`. Without a tool, the one command to run on this host.
-std::vector<Stack> take_stacks(const std::vector<pid_t>& pids, double timeout_s);
-
-// `stacks` into the table /GROUP/NAME (pid, line, tool, command, text: one row per line of each stack), declared here,
-// and one note per process naming it.
-void write_stacks(results::ResultSet& out, const std::string& group, const std::string& name,
-                  const std::vector<Stack>& stacks);
 
 }  // namespace fabricbench::job

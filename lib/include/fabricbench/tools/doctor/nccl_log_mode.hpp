@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "fabricbench/doctor/nccl_job_log.hpp"
-#include "fabricbench/doctor/nccl_log_report.hpp"
+#include "fabricbench/job/nccl_job_log.hpp"
+#include "fabricbench/tools/doctor/nccl_log_report.hpp"
 #include "fabricbench/error.hpp"
 #include "fabricbench/results/result_set.hpp"
 
@@ -21,8 +21,8 @@ class NcclLogMode {
   ExitStatus write(results::ResultSet& out, const results::TableSpec& findings, bool show_ok, bool strict) const;
 
  private:
-  NcclJobLog job_;
-  std::vector<const NcclProcess*> processes_;
+  job::NcclJobLog job_;
+  std::vector<const job::NcclProcess*> processes_;
   bool has_marker_ = false;
   double seconds_ = 0;
 };

@@ -11,7 +11,7 @@
 
 #include "fabricbench/doctor/findings.hpp"
 #include "fabricbench/error.hpp"
-#include "fabricbench/job/child_process.hpp"
+#include "fabricbench/job/stacks.hpp"
 #include "fabricbench/job/ras.hpp"
 #include "fabricbench/results/result_set.hpp"
 

@@ -4,7 +4,7 @@
 #pragma once
 #include <string_view>
 
-namespace fabricbench::doctor {
+namespace fabricbench::job {
 
 struct NcclLine {
   enum class Level { none, info, warn };  // none: not a line NCCL wrote
@@ -22,4 +22,4 @@ NcclLine split_nccl_line(std::string_view line);
 // The launcher's first tag of any line (a job's own output too, such as its iteration marker), else "".
 std::string_view launcher_tag(std::string_view line);
 
-}  // namespace fabricbench::doctor
+}  // namespace fabricbench::job

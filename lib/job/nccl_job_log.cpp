@@ -1,4 +1,4 @@
-#include "fabricbench/doctor/nccl_job_log.hpp"
+#include "fabricbench/job/nccl_job_log.hpp"
 
 #include <fmt/format.h>
 
@@ -8,11 +8,11 @@
 
 #include "fabricbench/cli/ini_file.hpp"
 #include "fabricbench/cli/line_reader.hpp"
-#include "fabricbench/doctor/nccl_call.hpp"
-#include "fabricbench/doctor/nccl_line.hpp"
 #include "fabricbench/error.hpp"
+#include "fabricbench/job/nccl_call.hpp"
+#include "fabricbench/job/nccl_line.hpp"
 
-namespace fabricbench::doctor {
+namespace fabricbench::job {
 namespace {
 
 // What makes the head of a file not text: "" when it is text. A sequence cut by the block's end is not counted.
@@ -293,4 +293,29 @@ std::size_t NcclJobLog::host_count() const {
   return hosts.size();
 }
 
-}  // namespace fabricbench::doctor
+IterationSummary summarize_iterations(const NcclProcess& p, std::uint64_t markers) {
+  IterationSummary out;
+  if (markers < 2) return out;
+  out.whole = markers - 1;
+  const auto tally = [&](std::uint64_t s, std::size_t k) { return p.kinds[k].piece(s); };
+  for (std::size_t k = 0; k < p.kinds.size(); ++k) {
+    std::vector<std::uint64_t> calls, bytes;
+    for (std::uint64_t s = 1; s < markers; ++s) calls.push_back(tally(s, k).calls), bytes.push_back(tally(s, k).bytes);
+    const auto lower_median = [](std::vector<std::uint64_t> v) {
+      const auto mid = v.begin() + static_cast<std::ptrdiff_t>((v.size() - 1) / 2);
+      std::nth_element(v.begin(), mid, v.end());
+      return *mid;
+    };
+    const auto [lo, hi] = std::minmax_element(calls.begin(), calls.end());
+    out.kinds.push_back({p.kinds[k].kind, lower_median(calls), lower_median(bytes), *lo, *hi, {}});
+  }
+  for (std::uint64_t s = 1; s < markers; ++s) {
+    bool any = false;
+    for (std::size_t k = 0; k < p.kinds.size(); ++k)
+      if (tally(s, k).calls != out.kinds[k].median_calls) out.kinds[k].differing.push_back(s), any = true;
+    if (any) out.differing.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace fabricbench::job

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace fabricbench::doctor {
+namespace fabricbench::job {
 
 struct NcclCall {
   std::string_view kind;  // "AllReduce"
@@ -34,4 +34,4 @@ int size_bin(std::uint64_t bytes);
 // "0", "1-2", "512-1K", "64K-128K", "1G-2G": the bytes [2^bin, 2^(bin+1)) in binary units.
 std::string size_bin_label(int bin);
 
-}  // namespace fabricbench::doctor
+}  // namespace fabricbench::job

@@ -1,4 +1,4 @@
-#include "fabricbench/doctor/nccl_log_report.hpp"
+#include "fabricbench/tools/doctor/nccl_log_report.hpp"
 
 #include <fmt/format.h>
 
@@ -6,16 +6,17 @@
 #include <functional>
 #include <map>
 
-#include "fabricbench/doctor/nccl_call.hpp"
+#include "fabricbench/job/nccl_call.hpp"
 
 namespace fabricbench::doctor {
 namespace {
 
 using results::Row;
-using Group = std::vector<const NcclProcess*>;
+using Group = std::vector<const job::NcclProcess*>;
 
 // Processes in groups of equal signature, in the order of each group's first process.
-std::vector<Group> group_by(const Group& processes, const std::function<std::string(const NcclProcess&)>& signature) {
+std::vector<Group> group_by(const Group& processes,
+                            const std::function<std::string(const job::NcclProcess&)>& signature) {
   std::vector<Group> groups;
   std::map<std::string, std::size_t> index;
   for (const auto* p : processes) {
@@ -27,8 +28,9 @@ std::vector<Group> group_by(const Group& processes, const std::function<std::str
 }
 
 // Every process's rows of one table: the first of each group shown, the others kept for the file only.
-ReportRows rows_by_group(const Group& processes, const std::function<std::string(const NcclProcess&)>& signature,
-                         const std::function<std::vector<Row>(const NcclProcess&, const std::string& alike)>& rows) {
+ReportRows rows_by_group(
+    const Group& processes, const std::function<std::string(const job::NcclProcess&)>& signature,
+    const std::function<std::vector<Row>(const job::NcclProcess&, const std::string& alike)>& rows) {
   ReportRows out;
   for (const auto& group : group_by(processes, signature)) {
     const std::string alike = rank_label(group);
@@ -38,7 +40,7 @@ ReportRows rows_by_group(const Group& processes, const std::function<std::string
   return out;
 }
 
-std::string transport_signature(const NcclProcess& p) {
+std::string transport_signature(const job::NcclProcess& p) {
   const auto& l = p.log;
   std::string vars;
   for (const auto& [k, v] : l.variables) vars += k + "=" + v + ";";
@@ -46,13 +48,13 @@ std::string transport_signature(const NcclProcess& p) {
                      l.ib_none, l.channel_summary(), vars, p.nranks(), p.warnings > 0, p.first_warning);
 }
 
-std::string calls_signature(const NcclProcess& p) {
+std::string calls_signature(const job::NcclProcess& p) {
   std::string s;
   for (const auto& k : p.kinds) s += fmt::format("{}:{}:{};", k.kind, k.total.calls, k.total.bytes);
   return s;
 }
 
-std::string sizes_signature(const NcclProcess& p) {
+std::string sizes_signature(const job::NcclProcess& p) {
   std::string s;
   for (const auto& k : p.kinds) {
     s += k.kind + ":";
@@ -64,7 +66,7 @@ std::string sizes_signature(const NcclProcess& p) {
 
 std::int64_t i64(std::uint64_t v) { return static_cast<std::int64_t>(v); }
 
-Row process_row(const results::TableSpec& table, const NcclProcess& p) {
+Row process_row(const results::TableSpec& table, const job::NcclProcess& p) {
   Row row(table);
   row.set("host", p.host).set("rank", std::int64_t(p.rank())).set("pid", std::int64_t(p.pid));
   return row;
@@ -105,33 +107,8 @@ NcclLogTables::NcclLogTables() {
             measured_int("differing", Unit::none, Better::lower), setting_text("differing_iterations", 256), alike})};
 }
 
-IterationSummary summarize_iterations(const NcclProcess& p, std::uint64_t markers) {
-  IterationSummary out;
-  if (markers < 2) return out;
-  out.whole = markers - 1;
-  const auto tally = [&](std::uint64_t s, std::size_t k) { return p.kinds[k].piece(s); };
-  for (std::size_t k = 0; k < p.kinds.size(); ++k) {
-    std::vector<std::uint64_t> calls, bytes;
-    for (std::uint64_t s = 1; s < markers; ++s) calls.push_back(tally(s, k).calls), bytes.push_back(tally(s, k).bytes);
-    const auto lower_median = [](std::vector<std::uint64_t> v) {
-      const auto mid = v.begin() + static_cast<std::ptrdiff_t>((v.size() - 1) / 2);
-      std::nth_element(v.begin(), mid, v.end());
-      return *mid;
-    };
-    const auto [lo, hi] = std::minmax_element(calls.begin(), calls.end());
-    out.kinds.push_back({p.kinds[k].kind, lower_median(calls), lower_median(bytes), *lo, *hi});
-  }
-  for (std::uint64_t s = 1; s < markers; ++s) {
-    bool any = false;
-    for (std::size_t k = 0; k < p.kinds.size(); ++k)
-      if (tally(s, k).calls != out.kinds[k].median_calls) out.kinds[k].differing.push_back(s), any = true;
-    if (any) out.differing.push_back(s);
-  }
-  return out;
-}
-
-std::vector<std::vector<Finding>> transport_findings(const NcclJobLog& job,
-                                                     const std::vector<const NcclProcess*>& processes) {
+std::vector<std::vector<Finding>> transport_findings(const job::NcclJobLog& job,
+                                                     const std::vector<const job::NcclProcess*>& processes) {
   NcclContext context;
   context.host_facts = false;
   context.hosts = static_cast<int>(job.host_count());
@@ -148,11 +125,11 @@ std::vector<std::vector<Finding>> transport_findings(const NcclJobLog& job,
   return out;
 }
 
-std::string process_name(const NcclProcess& p) {
+std::string process_name(const job::NcclProcess& p) {
   return p.rank() >= 0 ? std::to_string(p.rank()) : fmt::format("{}:{}", p.host.empty() ? "?" : p.host, p.pid);
 }
 
-std::string rank_label(const std::vector<const NcclProcess*>& processes) {
+std::string rank_label(const std::vector<const job::NcclProcess*>& processes) {
   std::vector<int> ranks;
   std::vector<std::string> names;
   for (const auto* p : processes)
@@ -173,14 +150,15 @@ std::string rank_label(const std::vector<const NcclProcess*>& processes) {
   return join(parts, ",");
 }
 
-void piece_rows(const NcclLogTables& t, const NcclJobLog& job, const std::vector<const NcclProcess*>& processes,
+void piece_rows(const NcclLogTables& t, const job::NcclJobLog& job,
+                const std::vector<const job::NcclProcess*>& processes,
                 const std::function<void(const std::vector<results::Row>&)>& write, std::size_t batch) {
   std::vector<Row> rows;
   for (const auto* p : processes) {
     const auto markers = job.markers_of(*p);
     for (std::uint64_t s = 0; markers > 0 && s <= markers; ++s)
       for (const auto& k : p->kinds) {
-        const CallTally c = k.piece(s);
+        const job::CallTally c = k.piece(s);
         rows.push_back(process_row(t.calls, *p)
                            .set("kind", k.kind)
                            .set("iteration", i64(s))
@@ -195,11 +173,11 @@ void piece_rows(const NcclLogTables& t, const NcclJobLog& job, const std::vector
   if (!rows.empty()) write(rows);
 }
 
-NcclLogReport report_rows(const NcclLogTables& t, const NcclJobLog& job,
-                          const std::vector<const NcclProcess*>& processes) {
+NcclLogReport report_rows(const NcclLogTables& t, const job::NcclJobLog& job,
+                          const std::vector<const job::NcclProcess*>& processes) {
   NcclLogReport out;
   out.transport_groups = group_by(processes, transport_signature);
-  out.ranks = rows_by_group(processes, transport_signature, [&](const NcclProcess& p, const std::string& alike) {
+  out.ranks = rows_by_group(processes, transport_signature, [&](const job::NcclProcess& p, const std::string& alike) {
     std::uint64_t calls = 0;
     for (const auto& k : p.kinds) calls += k.total.calls;
     Row row = process_row(t.ranks, p);
@@ -219,7 +197,7 @@ NcclLogReport report_rows(const NcclLogTables& t, const NcclJobLog& job,
         .set("alike", alike);
     return std::vector<Row>{row};
   });
-  out.calls = rows_by_group(processes, calls_signature, [&](const NcclProcess& p, const std::string& alike) {
+  out.calls = rows_by_group(processes, calls_signature, [&](const job::NcclProcess& p, const std::string& alike) {
     std::vector<Row> rows;
     for (const auto& k : p.kinds)
       rows.push_back(process_row(t.calls, p)
@@ -230,29 +208,29 @@ NcclLogReport report_rows(const NcclLogTables& t, const NcclJobLog& job,
                          .set("alike", alike));
     return rows;
   });
-  out.sizes = rows_by_group(processes, sizes_signature, [&](const NcclProcess& p, const std::string& alike) {
+  out.sizes = rows_by_group(processes, sizes_signature, [&](const job::NcclProcess& p, const std::string& alike) {
     std::vector<Row> rows;
     for (const auto& k : p.kinds)
       for (const auto& [bin, c] : k.bins)
         rows.push_back(process_row(t.sizes, p)
                            .set("kind", k.kind)
                            .set("bin", std::int64_t(bin))
-                           .set("range", bin == -2 ? std::string("unknown type") : size_bin_label(bin))
+                           .set("range", bin == -2 ? std::string("unknown type") : job::size_bin_label(bin))
                            .set("calls", i64(c.calls))
                            .set("bytes", i64(c.bytes))
                            .set("alike", alike));
     return rows;
   });
-  const auto iteration_text = [&](const NcclProcess& p) {
-    const auto s = summarize_iterations(p, job.markers_of(p));
+  const auto iteration_text = [&](const job::NcclProcess& p) {
+    const auto s = job::summarize_iterations(p, job.markers_of(p));
     std::string text = fmt::format("{}|", s.whole);
     for (const auto& k : s.kinds)
       text += fmt::format("{}:{}:{}:{}:{};", k.kind, k.median_calls, k.median_bytes, k.min_calls, k.max_calls);
     for (auto d : s.differing) text += fmt::format("{},", d);
     return text;
   };
-  out.iterations = rows_by_group(processes, iteration_text, [&](const NcclProcess& p, const std::string& alike) {
-    const auto s = summarize_iterations(p, job.markers_of(p));
+  out.iterations = rows_by_group(processes, iteration_text, [&](const job::NcclProcess& p, const std::string& alike) {
+    const auto s = job::summarize_iterations(p, job.markers_of(p));
     std::vector<Row> rows;
     for (const auto& k : s.kinds) {
       // A kind's own differing iterations: one whose min and max are equal lists none.

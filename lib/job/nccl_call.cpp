@@ -1,4 +1,4 @@
-#include "fabricbench/doctor/nccl_call.hpp"
+#include "fabricbench/job/nccl_call.hpp"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <cctype>
 #include <charconv>
 
-namespace fabricbench::doctor {
+namespace fabricbench::job {
 namespace {
 
 struct DataType {
@@ -101,4 +101,4 @@ std::string size_bin_label(int bin) {
   return fmt::format("{}-{}", edge(bin), edge(bin + 1));
 }
 
-}  // namespace fabricbench::doctor
+}  // namespace fabricbench::job

@@ -1,13 +1,14 @@
 // fabric-doctor --nccl-log's reader: NCCL's line prefixes behind launchers' tags, COLL lines of several NCCL versions
 // (shapes from src/collectives/*.cu of 2.3 and enqueue.cc of 2.4-2.30), per-process state of interleaved logs, the
 // iterations between marker lines, the transport rules on a log alone, and the input it refuses.
-#include "fabricbench/doctor/nccl_job_log.hpp"
+#include "fabricbench/job/nccl_job_log.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -16,14 +17,15 @@
 
 #include "../fixtures.hpp"
 #include "fabricbench/cli/line_reader.hpp"
-#include "fabricbench/doctor/nccl_call.hpp"
-#include "fabricbench/doctor/nccl_line.hpp"
-#include "fabricbench/doctor/nccl_log_report.hpp"
 #include "fabricbench/error.hpp"
+#include "fabricbench/job/nccl_call.hpp"
+#include "fabricbench/job/nccl_line.hpp"
 #include "fabricbench/results/json_sink.hpp"
+#include "fabricbench/tools/doctor/nccl_log_report.hpp"
 
 namespace fs = std::filesystem;
 using namespace fabricbench;
+using namespace fabricbench::job;
 using namespace fabricbench::doctor;
 
 namespace {
@@ -448,16 +450,25 @@ TEST(NcclJobLog, AFortyKilobyteLineUnderAGreedyMarkerIsOneMarker) {
   }
 }
 
-// A real torchrun job (DDP on 2 x H200, NCCL 2.28.9, `torchrun --tee 3`, NCCL_DEBUG_SUBSYS=INIT,NET,COLL): "step N"
-// printed by rank 0 only, rank 1's COLL lines reaching the file in late chunks (its 14 AllReduce calls after step 6),
-// opCount 0 on every line. Cut as csplit, rank 1 read a median of 0 AllReduce per iteration; placed by position on
-// the communicator (commId of the Init lines) both ranks read 2, every iteration alike.
-TEST(NcclJobLog, ATorchrunLogIsCutByWhoPrintedTheMarkerAndTheOthersByPosition) {
+// Real torchrun jobs on 2 x H200 (NCCL 2.28.9, `torchrun --tee 3`, NCCL_DEBUG_SUBSYS=INIT,NET,COLL, scripts beside the
+// logs): "step N" printed by rank 0 only, rank 1's COLL lines reaching the file in other chunks than rank 0's marker,
+// opCount 0 on every line. Cut as csplit, rank 1's iterations read wrong; placed by position on the communicator (the
+// commId of the Init lines), both ranks read the same counts in every iteration.
+struct TorchrunLog {
+  const char* file;
+  std::map<std::string, std::array<std::uint64_t, 3>> per_iteration;  // kind -> median, min, max calls
+};
+
+void expect_position_cut(const TorchrunLog& log) {
   NcclJobLog job("step [0-9]+");
-  job.read_file((fixtures_folder() / "nccl-logs" / "ddp-torchrun-2.28.9.log").string());
+  job.read_file((fixtures_folder() / "nccl-logs" / log.file).string());
   const auto& one = *job.processes()[1];
   ASSERT_EQ(one.rank(), 1);
-  EXPECT_EQ(summarize_iterations(one, job.markers_of(one)).kinds[2].median_calls, 0u) << "before finish: csplit's cut";
+  const auto csplit = summarize_iterations(one, job.markers_of(one));
+  const bool wrong = std::any_of(csplit.kinds.begin(), csplit.kinds.end(), [&](const KindIterations& k) {
+    return k.median_calls != log.per_iteration.at(k.kind)[0] || k.max_calls != log.per_iteration.at(k.kind)[2];
+  });
+  EXPECT_TRUE(wrong) << log.file << ": csplit's cut reads rank 1 wrong (the log's shape)";
   job.finish();
   ASSERT_EQ(job.processes().size(), 2u);
   for (const auto* p : job.processes()) {
@@ -465,13 +476,30 @@ TEST(NcclJobLog, ATorchrunLogIsCutByWhoPrintedTheMarkerAndTheOthersByPosition) {
     EXPECT_EQ(job.markers_of(*p), 8u);
     const auto s = summarize_iterations(*p, job.markers_of(*p));
     EXPECT_EQ(s.whole, 7u);
-    const auto all_reduce = std::find_if(s.kinds.begin(), s.kinds.end(), [](auto& k) { return k.kind == "AllReduce"; });
-    ASSERT_NE(all_reduce, s.kinds.end());
-    EXPECT_EQ(all_reduce->median_calls, 2u) << "rank " << p->rank();
-    EXPECT_EQ(all_reduce->min_calls, 2u) << "rank " << p->rank();
-    EXPECT_EQ(all_reduce->max_calls, 2u) << "rank " << p->rank();
-    EXPECT_TRUE(all_reduce->differing.empty());
+    ASSERT_EQ(s.kinds.size(), log.per_iteration.size()) << log.file;
+    for (const auto& k : s.kinds) {
+      const auto [median, min, max] = log.per_iteration.at(k.kind);
+      EXPECT_EQ(k.median_calls, median) << log.file << " rank " << p->rank() << " " << k.kind;
+      EXPECT_EQ(k.min_calls, min) << log.file << " rank " << p->rank() << " " << k.kind;
+      EXPECT_EQ(k.max_calls, max) << log.file << " rank " << p->rank() << " " << k.kind;
+      EXPECT_EQ(k.differing.empty(), min == max) << log.file << " rank " << p->rank() << " " << k.kind;
+    }
   }
+  const auto zero = summarize_iterations(*job.processes()[0], 8), one_after = summarize_iterations(one, 8);
+  for (std::size_t k = 0; k < zero.kinds.size(); ++k)
+    EXPECT_EQ(zero.kinds[k].differing, one_after.kinds[k].differing) << log.file << " " << zero.kinds[k].kind;
+}
+
+// DDP: rank 1's 14 AllReduce calls reach the file after step 6 (csplit gave it a median of 0 per iteration). Both
+// ranks broadcast twice in the first iteration only (lines 351-352 for rank 0, 371-373 for rank 1).
+TEST(NcclJobLog, ADdpTorchrunLogIsCutByWhoPrintedTheMarkerAndTheOthersByPosition) {
+  expect_position_cut(
+      {"ddp-torchrun-2.28.9.log", {{"AllGather", {0, 0, 0}}, {"AllReduce", {2, 2, 2}}, {"Broadcast", {0, 0, 2}}}});
+}
+
+// FSDP2 (fully_shard on 6 layers and the root): 12 AllGather and 6 ReduceScatter per iteration on both ranks.
+TEST(NcclJobLog, AnFsdpTorchrunLogIsCutByWhoPrintedTheMarkerAndTheOthersByPosition) {
+  expect_position_cut({"fsdp-torchrun-2.28.9.log", {{"AllGather", {12, 12, 12}}, {"ReduceScatter", {6, 6, 6}}}});
 }
 
 // Rank 1 ahead of rank 0's marker lines (its calls wait until rank 0 reaches them), and a rank on a communicator
@@ -523,7 +551,8 @@ TEST(NcclJobLog, ATagTwoProcessesCarryCutsTheFileAsCsplit) {
   std::string log = a + "comm 0xa rank 0 nranks 2 cudaDev 0 busId 0 commId 0x7 - Init COMPLETE\n" + b +
                     "comm 0xb rank 1 nranks 2 cudaDev 0 busId 0 commId 0x7 - Init COMPLETE\n";
   for (int i = 0; i < 3; ++i)
-    log += "[default0]:step\n" + a + "AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x1 count 4 datatype 7 op 0 root 0 comm " +
+    log += "[default0]:step\n" + a +
+           "AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x1 count 4 datatype 7 op 0 root 0 comm " +
            "0xa [nranks=2] stream 0x1\n";
   NcclJobLog job("step");
   job.begin_file("merged");

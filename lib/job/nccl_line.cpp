@@ -1,8 +1,8 @@
-#include "fabricbench/doctor/nccl_line.hpp"
+#include "fabricbench/job/nccl_line.hpp"
 
 #include <cctype>
 
-namespace fabricbench::doctor {
+namespace fabricbench::job {
 namespace {
 
 bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
@@ -109,4 +109,4 @@ std::string_view launcher_tag(std::string_view line) {
   return strip_tag(line, rank, tag) ? tag : std::string_view();
 }
 
-}  // namespace fabricbench::doctor
+}  // namespace fabricbench::job

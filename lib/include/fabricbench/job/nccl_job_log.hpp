@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "fabricbench/cli/line_pattern.hpp"
-#include "fabricbench/doctor/nccl_log.hpp"
+#include "fabricbench/doctor/nccl_transport.hpp"
 
-namespace fabricbench::doctor {
+namespace fabricbench::job {
 
 struct CallTally {
   std::uint64_t calls = 0, bytes = 0;
@@ -124,4 +124,18 @@ class NcclJobLog {
   std::unordered_map<long, std::vector<NcclProcess*>> by_pid_;
 };
 
-}  // namespace fabricbench::doctor
+// One kind's calls over the whole iterations of a process (the stretches between two marker lines). The median is
+// the lower median (a count some iteration had): of 4, 4, 6, 6 it is 4.
+struct KindIterations {
+  std::string kind;
+  std::uint64_t median_calls = 0, median_bytes = 0, min_calls = 0, max_calls = 0;
+  std::vector<std::uint64_t> differing;  // iterations whose calls of this kind differ from its median
+};
+struct IterationSummary {
+  std::uint64_t whole = 0;  // whole iterations: marker lines - 1
+  std::vector<KindIterations> kinds;
+  std::vector<std::uint64_t> differing;  // iterations whose calls of some kind differ from that kind's median
+};
+IterationSummary summarize_iterations(const NcclProcess& process, std::uint64_t markers);
+
+}  // namespace fabricbench::job
