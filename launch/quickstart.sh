@@ -8,7 +8,7 @@
 # Prints the tables and the HDF5 (and CSV) paths, under ./results/. Extra arguments go to fabric-p2p.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-"$root/ci/install-deps.sh"
+"$root/ci/install-deps.sh" main
 . "$root/ci/env.sh"
 if [ ! -x "$root/build/benchmarks/fabric-coll" ] || [ "${FABRICBENCH_REBUILD:-1}" = 1 ]; then
   (cd "$root" && cmake --preset default >/dev/null && cmake --build --preset default -j "${FABRICBENCH_JOBS:-2}" >/dev/null)

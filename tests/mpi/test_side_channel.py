@@ -27,9 +27,18 @@ def side_channel_ports(pids):
     return found
 
 
-def tool_pids(name):
+def tool_pids(name, cwd):
+    """Processes whose command line has `name` and whose working folder is `cwd`: this test's ranks, not those of a
+    test running beside it."""
     out = subprocess.run(["pgrep", "-f", name], capture_output=True, text=True).stdout
-    return [int(p) for p in out.split()]
+    mine = []
+    for p in out.split():
+        try:
+            if os.readlink(f"/proc/{p}/cwd") == str(cwd):
+                mine.append(int(p))
+        except OSError:
+            pass
+    return mine
 
 
 class SideChannel(LaunchTest):
@@ -41,7 +50,7 @@ class SideChannel(LaunchTest):
     def wait_for_sockets(self, proc):
         deadline = time.time() + 20
         while time.time() < deadline and proc.poll() is None:
-            ports = side_channel_ports(tool_pids(str(self.dir)) + tool_pids("fabric-p2p"))
+            ports = side_channel_ports(tool_pids("fabric-p2p", self.dir.resolve()))
             if len(ports) >= 2:
                 return ports
             time.sleep(0.05)

@@ -10,6 +10,7 @@ import subprocess
 import time
 import unittest
 
+from rigs import free_net
 from fbtest import BIN, LaunchTest
 
 RIG_SCRIPT = pathlib.Path(__file__).resolve().parent / "rails_fabric.sh"
@@ -28,7 +29,7 @@ class RailsFabric(LaunchTest):
     def setUp(self):
         super().setUp()
         self.rig = f"q{os.getpid() % 100000}"
-        self.net = 100 + os.getpid() % 100
+        self.net = free_net()  # tests of this class run side by side (ctest -j)
         rig("down", self.rig, check=False)
 
     def tearDown(self):

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import unittest
 
+from rigs import free_net  # noqa: F401 (test_slurm_healthcheck imports it from here)
 from fbtest import BIN, LaunchTest
 from rigs.test_netns_sweep import SLOW, SWEEP_ARGS, rig
 
@@ -21,15 +22,6 @@ def slurm(*args, check=True):
 
 needs_slurm = unittest.skipUnless(os.geteuid() == 0 and shutil.which("slurmctld") and shutil.which("munged"),
                                   "skipped: needs root and slurm-wlm + munge")
-
-
-def free_net():
-    """A third octet no running rig uses (slurmctld's port derives from it too)."""
-    used = {int(p.read_text()) for p in pathlib.Path("/run").glob("fabricbench-rig-*/net")}
-    used |= {int(m) for m in re.findall(r"inet 10\.77\.(\d+)\.", subprocess.run(
-        ["ip", "-o", "-4", "addr"], capture_output=True, text=True).stdout)}
-    start = os.getpid() % 100
-    return next(150 + (start + i) % 100 for i in range(100) if 150 + (start + i) % 100 not in used)
 
 
 class SlurmRig(LaunchTest):
