@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The README's test command: install (apt, when root), build with CUDA auto-detected, and again with CUDA and
 # libibverbs off under AddressSanitizer and UndefinedBehaviorSanitizer (every target: the CUDA-off path compiled and
-# its unit tests run), then run every test but the GPU ones (unit, MPI launches, analysis, and as root the rigs) in
-# parallel: ctest -j4 on two cores, since most tests wait on MPI, sockets, shaped links and timeouts (a rig counts
-# for two slots: at most two at once). Build trees: build/ and build-minimal/.
+# its unit tests run), then run every test but the GPU ones: unit, MPI launches and analysis four at once (on two
+# cores: most of them wait on mpirun's start, sockets and timeouts), the rigs (as root) and the timing comparisons
+# each alone. Build trees: build/ and build-minimal/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ci/install-deps.sh

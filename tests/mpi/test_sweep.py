@@ -131,6 +131,14 @@ class SweepStructure(LaunchTest):
         self.assertAlmostEqual(run.attrs["pair_setup_s"], rows.setup_s.sum(), places=9)
         self.assertAlmostEqual(run.attrs["pair_measure_s"], rows.measure_s.sum(), places=9)
         self.assertNotIn("nccl_parent_s", run.attrs, "no NCCL, no parent communicator")
+        # Rank 0's round, phase by phase: each phase within the round, together no more than its wall time, and its
+        # pair tests the round's (rank 0 is in a pair in every round of an even host count).
+        rounds = run.tables["sweep/rounds"]
+        phases = rounds[["r0_split_s", "r0_test_s", "r0_teardown_s", "r0_wait_s", "r0_report_s"]]
+        self.assertTrue((phases >= 0).all().all(), rounds)
+        self.assertTrue((phases.sum(axis=1) <= rounds.wall_s + 1e-6).all(), rounds)
+        self.assertTrue((rounds.r0_test_s > 0).all(), rounds)
+        self.assertTrue((rounds.r0_test_s <= rounds.longest_test_s + 1e-6).all(), rounds)
         refused = self.mpirun(4, "fabric-sweep", ["--metric", "allreduce", "--backend", "mpi", "--nccl-comms", "init"],
                               env=FAKE)
         self.assertEqual(refused.returncode, 2, refused.stderr)

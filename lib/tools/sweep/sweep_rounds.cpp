@@ -123,6 +123,12 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
     std::vector<NicTraffic> my_traffic;
     double test_s = 0;   // this rank's pair tests only (not the splits, waiting or gathering)
     double split_s = 0;  // this rank's pair (and rail) communicators' splits: setup
+    double begin_s = 0, teardown_s = 0;  // the back end's round communicator made (NCCL: split) and released
+    const auto clocked = [](double& into, auto&& step) {
+      const auto t0 = std::chrono::steady_clock::now();
+      step();
+      into += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
     const auto split = [&](auto&& make) {
       const auto t0 = std::chrono::steady_clock::now();
       auto comm = make();
@@ -157,12 +163,15 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
       if (p2p_) p2p_->plan_round(world, rail.empty() ? nullptr : &rail);
       // The rail's collective communicator: the pair's and rail's color, in the rail communicator's order.
       if (collectives)
-        coll_->begin_round(context, rail.empty() ? nullptr : &rail, rail.empty() ? -1 : k * rails_ + local_rank_, role);
+        clocked(begin_s, [&] {
+          coll_->begin_round(context, rail.empty() ? nullptr : &rail, rail.empty() ? -1 : k * rails_ + local_rank_,
+                             role);
+        });
       if (!rail.empty()) {
         if (p2p_) test_s += p2p_->probing_s();
         timed([&] { return measure_rail(context, rail, index, round.pairs[k], my_traffic); });
       }
-      if (collectives) coll_->end_round();
+      if (collectives) clocked(teardown_s, [&] { coll_->end_round(); });
     } else {
       int k = -1, role = 0;
       for (std::size_t p = 0; p < round.pairs.size(); ++p)
@@ -181,15 +190,19 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
       if (coll_) {  // every rank of both nodes
         const auto pair = split([&] { return world.split(k >= 0 ? k : MPI_UNDEFINED, role * world.size() + me); });
         // The same color and key for the back end's own communicator (NCCL: split from one parent, collective).
-        if (collectives) coll_->begin_round(context, pair.empty() ? nullptr : &pair, k, role * world.size() + me);
+        if (collectives)
+          clocked(begin_s,
+                  [&] { coll_->begin_round(context, pair.empty() ? nullptr : &pair, k, role * world.size() + me); });
         if (!pair.empty()) timed([&] { return measure_pair(context, pair, index, round.pairs[k], false); });
-        coll_->end_round();
+        clocked(teardown_s, [&] { coll_->end_round(); });
       }
     }
     for (auto& r : mine) r.test_s = test_s;
     if (!mine.empty()) mine.front().setup_s += split_s;  // the splits are the pair's, paid once
     context.doing("waiting for the round's other pairs");
-    runtime::idle_barrier(world.get());
+    double wait_s = 0;
+    clocked(wait_s, [&] { runtime::idle_barrier(world.get()); });
+    const auto report_start = std::chrono::steady_clock::now();
     context.measured();
     std::vector<PairRecord> records;
     for (const auto& theirs : world.gather_arrays(mine, 0)) records.insert(records.end(), theirs.begin(), theirs.end());
@@ -216,7 +229,11 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
       budget_.measured(wall);
       context.out->row(results::Row(rounds_table_).set("pass", std::int64_t(pass_)).set("round", std::int64_t(index)).set("kind", kind)
                            .set("pairs", std::int64_t(round.pairs.size())).set("wall_s", wall)
-                           .set("longest_test_s", longest).set("overhead_s", wall - longest).set("setup_s", setup));
+                           .set("longest_test_s", longest).set("overhead_s", wall - longest).set("setup_s", setup)
+                           .set("r0_split_s", split_s + begin_s).set("r0_test_s", test_s)
+                           .set("r0_teardown_s", teardown_s).set("r0_wait_s", wait_s)
+                           .set("r0_report_s", std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                                            report_start).count()));
       setup_total_s_ += setup, measure_total_s_ += longest;
     }
     if (!adaptive_) rest_hung_hosts(context, all, rounds, i + 1);  // the adaptive plan splits a hung pair itself

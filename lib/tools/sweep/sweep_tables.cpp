@@ -59,7 +59,13 @@ SweepBenchmark::SweepBenchmark() {
                    {key_int("pass"), key_int("round"), key_text("kind", 8), setting_int("pairs"),
                     measured("wall_s", Unit::seconds, Better::lower), measured("longest_test_s", Unit::seconds, Better::lower),
                     measured("overhead_s", Unit::seconds, Better::lower),
-                    measured("setup_s", Unit::seconds, Better::lower)}};
+                    measured("setup_s", Unit::seconds, Better::lower),
+                    // Rank 0's own round, phase by phase (its pair's): where overhead_s goes.
+                    measured("r0_split_s", Unit::seconds, Better::lower),
+                    measured("r0_test_s", Unit::seconds, Better::lower),
+                    measured("r0_teardown_s", Unit::seconds, Better::lower),
+                    measured("r0_wait_s", Unit::seconds, Better::lower),
+                    measured("r0_report_s", Unit::seconds, Better::lower)}};
   // --repeat: one row per pass done (its start, UTC and seconds after the first pass's; its wall time; how many rounds,
   // verdicts and changes), and each change: a verdict that appeared or went, with the figure before and after.
   passes_table_ = {"sweep", "passes",
