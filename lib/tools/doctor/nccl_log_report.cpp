@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 
+#include "fabricbench/doctor/nccl_transport.hpp"
 #include "fabricbench/job/nccl_call.hpp"
 
 namespace fabricbench::doctor {

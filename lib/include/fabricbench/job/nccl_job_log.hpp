@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "fabricbench/cli/line_pattern.hpp"
-#include "fabricbench/doctor/nccl_transport.hpp"
+#include "fabricbench/job/nccl_log.hpp"
 
 namespace fabricbench::job {
 
