@@ -1,5 +1,7 @@
 #include "fabricbench/results/hdf5_sink.hpp"
 
+#include <unistd.h>
+
 #include <stdexcept>
 
 #include <gtest/gtest.h>
@@ -98,7 +100,11 @@ std::vector<std::string> read_string_array_attribute(hid_t obj, const char* name
 
 class Hdf5SinkTest : public ::testing::Test {
  protected:
-  std::filesystem::path path = std::filesystem::temp_directory_path() / "fabricbench_hdf5_test.h5";
+  // One file per test and process: ctest -j runs this fixture's tests at the same time.
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() /
+      ("fabricbench_hdf5_test_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
+       std::to_string(::getpid()) + ".h5");
   void SetUp() override { std::filesystem::remove(path); }
   void TearDown() override { std::filesystem::remove(path); }
 };
