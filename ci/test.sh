@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The README's test command: install (apt, when root), build with CUDA auto-detected, and again with CUDA and
 # libibverbs off under AddressSanitizer and UndefinedBehaviorSanitizer (every target: the CUDA-off path compiled and
-# its unit tests run), then run every test but the GPU ones: unit, MPI launches and analysis four at once (on two
-# cores: most of them wait on mpirun's start, sockets and timeouts), the rigs (as root) and the timing comparisons
-# each alone. Build trees: build/ and build-minimal/.
+# its unit tests run), then run every test but the GPU ones: the unit tests one at a time, MPI launches and analysis
+# four at once (on two cores: most of them wait on mpirun's start, sockets and timeouts), the rigs (as root) and the
+# timing comparisons each alone. Build trees: build/ and build-minimal/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ci/install-deps.sh
@@ -19,9 +19,12 @@ stamp "build (CUDA off, libibverbs off, ASan + UBSan)"
 cmake --preset minimal >/dev/null
 cmake --build --preset minimal -j "$jobs"
 
+# The unit tests one at a time (seconds in all): cases of one fixture may share a temporary file.
 stamp "tests: CUDA-off, libibverbs-off build under ASan + UBSan, unit"
 ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1} UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-  ctest --test-dir build-minimal -L unit -j "$jobs" --output-on-failure
-stamp "tests: all but the GPU label (ci/gpu-test.sh runs those), $tests at once"
-ctest --test-dir build -LE gpu -j "$tests" --output-on-failure
+  ctest --test-dir build-minimal -L unit --output-on-failure
+stamp "tests: unit"
+ctest --test-dir build -L unit --output-on-failure
+stamp "tests: all but the unit and GPU labels (ci/gpu-test.sh runs the GPU ones), $tests at once"
+ctest --test-dir build -LE "gpu|unit" -j "$tests" --output-on-failure
 stamp "done"
