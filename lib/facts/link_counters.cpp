@@ -51,8 +51,7 @@ CounterReading LinkCounters::read() const {
   }
   if (gpus_)
     for (int g = 0; g < gpus_->count(); ++g)
-      for (int l = 0, n = gpus_->nvlink_count(g); l < n; ++l)
-        if (const auto e = gpus_->nvlink_errors(g, l)) r.nvlink_errors = add(r.nvlink_errors, static_cast<double>(e->total()));
+      if (const auto total = gpus_->nvlink_errors_total(g)) r.nvlink_errors = add(r.nvlink_errors, static_cast<double>(*total));
   return r;
 }
 

@@ -476,6 +476,17 @@ TEST(DoctorGpu, NvlinkErrorsCountWhatNvidiaSmiShowsNotCorrectedDataCrc) {
   EXPECT_NE(find(f, "gpu.nvlink_errors", "GPU1")->value.find("on links 3"), std::string::npos);
 }
 
+// What LinkCounters reads around every measurement: the same counters as the check, every link of the GPU summed.
+TEST(DoctorGpu, NvlinkErrorsTotalSumsEveryLinksCountedErrors) {
+  FakeGpus gpus;
+  gpus.link_errors = {1, 2, 3, 27};  // replay, recovery, flit CRC; data CRC not counted
+  EXPECT_EQ(gpus.nvlink_errors_total(0), 6u);
+  struct NoCounters : FakeGpus {
+    std::optional<NvLinkErrors> nvlink_errors(int, int) const override { return std::nullopt; }
+  } none;
+  EXPECT_FALSE(none.nvlink_errors_total(0).has_value());
+}
+
 TEST(DoctorGpu, NvlinkUpWithoutASpeedIsAnUnknownFigure) {
   FakeGpus gpus;
   gpus.speed_known = false;

@@ -39,6 +39,15 @@ class GpuInfo {
   virtual std::optional<bool> nvlink_active(int gpu, int link) const = 0;
   virtual std::optional<double> nvlink_speed_gbps(int gpu) const = 0;  // GB/s per link and direction (10^9 B/s)
   virtual std::optional<NvLinkErrors> nvlink_errors(int gpu, int link) const = 0;
+  // The total() of every link of the GPU, summed; nullopt where no link has counters. Read around every measurement,
+  // so it should be cheap: this default asks link by link (one call per link and counter), NVML's override asks
+  // for all the links' counters at once.
+  virtual std::optional<std::uint64_t> nvlink_errors_total(int gpu) const {
+    std::optional<std::uint64_t> sum;
+    for (int l = 0, n = nvlink_count(gpu); l < n; ++l)
+      if (const auto e = nvlink_errors(gpu, l)) sum = sum.value_or(0) + e->total();
+    return sum;
+  }
   virtual std::optional<RemappedRows> remapped_rows(int gpu) const = 0;
   virtual std::optional<std::uint64_t> ecc_uncorrected(int gpu) const = 0;  // volatile
   struct Pcie {
