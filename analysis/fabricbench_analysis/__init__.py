@@ -7,6 +7,6 @@
     run.headlines("results/p2p"), run.series("results/p2p")  # ["latency_us", "bw_mbps"], "test"
     run.matrices["sweep/matrices/p2p_bw"]             # labelled by host
 """
-from .results import Column, Run, load, to_excel, to_csv_dir
+from .load.results import Column, Run, load, to_excel, to_csv_dir
 
 __all__ = ["Column", "Run", "load", "to_excel", "to_csv_dir"]

@@ -16,7 +16,9 @@ import matplotlib
 import openpyxl
 
 import fabricbench_analysis as fa
-from fabricbench_analysis import html, plots, results
+from fabricbench_analysis.draw import plots
+from fabricbench_analysis.export import html
+from fabricbench_analysis.load import results
 from fbtest import LaunchTest
 
 FAKE = {"FABRICBENCH_TEST_RANKS_PER_HOST": "1"}

@@ -12,8 +12,9 @@ import numpy as np
 import openpyxl
 
 import fabricbench_analysis as fa
-from fabricbench_analysis import html, results
-from fabricbench_analysis.answer import answer, expected_rule
+from fabricbench_analysis.export import html
+from fabricbench_analysis.judge.answer import answer, expected_rule
+from fabricbench_analysis.load import results
 from fbtest import LaunchTest
 
 from . import figures

@@ -13,7 +13,9 @@ import numpy as np
 import openpyxl
 
 import fabricbench_analysis as fa
-from fabricbench_analysis import html, plots, results
+from fabricbench_analysis.draw import plots
+from fabricbench_analysis.export import html
+from fabricbench_analysis.load import results
 
 # (name, dtype, unit, role, better, headline, series)
 WIDGET = [("kind", "S16", "", "key", "", False, True),

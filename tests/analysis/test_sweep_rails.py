@@ -16,8 +16,11 @@ import numpy as np
 import openpyxl
 
 import fabricbench_analysis as fa
-from fabricbench_analysis import html, metrics, plots, rails, results, sweep_plots
-from fabricbench_analysis.answer import answer
+from fabricbench_analysis.draw import plots, sweep_plots
+from fabricbench_analysis.export import html, prometheus
+from fabricbench_analysis.judge import rails
+from fabricbench_analysis.judge.answer import answer
+from fabricbench_analysis.load import results
 from fbtest import LaunchTest
 
 from . import sweep_files as sf
@@ -264,7 +267,7 @@ class SweepRails(LaunchTest):
         path = self.dir / "labels.h5"
         sf.write_rails(path, verdicts=[("uplink", "", "", 1, "", "leaf3,leaf4", "crossing slow"),
                                        ("node", "node2", "", -1, "", "", "every rail slow")])
-        text = metrics.exposition(fa.load(path))
+        text = prometheus.exposition(fa.load(path))
         self.assertIn('fabricbench_sweep_node_median_bandwidth_bytes_per_second{tool="fabric-sweep",metric="p2p_bw",'
                       'host="node5",rail="0",nic="mlx5_0"} 4000000000.0', text)
         self.assertRegex(text, r'fabricbench_sweep_pair_bandwidth_bytes_per_second\{[^}]*host_a="node0",'

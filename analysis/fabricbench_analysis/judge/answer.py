@@ -43,7 +43,7 @@ class ExpectedRule:
 
 def expected_rule() -> ExpectedRule:
     """configs/expected.ini beside the package, else the defaults."""
-    for folder in (pathlib.Path(__file__).resolve().parents[2] / "configs",):
+    for folder in (pathlib.Path(__file__).resolve().parents[3] / "configs",):
         path = folder / "expected.ini"
         if not path.is_file():
             continue

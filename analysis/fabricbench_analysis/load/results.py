@@ -277,7 +277,7 @@ def _matrix_sheets(writer, run: Run) -> None:
     for name, matrix in run.matrices.items():
         sheet_name = ("heat_" + name.rsplit("/", 1)[1])[:31]
         if name.startswith("sweep/matrices/"):
-            from .sweep_plots import heat_layout  # matplotlib: only for a sweep's matrices
+            from ..draw.sweep_plots import heat_layout  # matplotlib: only for a sweep's matrices
 
             layout = heat_layout(run, name)
             if layout.leaves:
@@ -326,7 +326,7 @@ def _highlight(sheet, first_row: int, marks, width: int) -> None:
 def _rail_sheets(writer, run: Run) -> None:
     """per_nic (a sweep with more than one rail) and per_switch (a sweep given a topology): the rows with suspect
     pairs first and filled, a filter on the header."""
-    from . import rails
+    from ..judge import rails
 
     for sheet_name, frame, suspect in (("per_nic", rails.nic_table(run), rails.nic_suspect),
                                        ("per_switch", rails.switch_table(run), rails.switch_suspect)):
@@ -345,7 +345,7 @@ def _summary_sheet(writer, run: Run) -> None:
     figure's best value."""
     from openpyxl.styles import Font
 
-    from .answer import answer
+    from ..judge.answer import answer
 
     found = answer(run)
     head = pd.DataFrame([("tool", run.attrs.get("tool", "")), ("status", run.attrs.get("status", "")),
@@ -358,7 +358,7 @@ def _summary_sheet(writer, run: Run) -> None:
     for style, line in found.styled_lines():
         sheet.cell(row + 1, 1, line).font = Font(bold=line not in found.recovered, color=colour[style])
         row += 1
-    from . import rails
+    from ..judge import rails
 
     switches = "Per leaf switch" + (f" ({found.coverage})" if found.coverage else "")
     blocks = [("Verdicts", found.verdicts if found.verdicts is not None else pd.DataFrame(), None),

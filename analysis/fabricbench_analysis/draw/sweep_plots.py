@@ -11,8 +11,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ..judge import rails
 from . import figure_file as ff
-from . import rails
 from .figure_file import title
 
 MOST_HOST_LABELS = 64  # a heat map names every host up to this many, else only those in a verdict

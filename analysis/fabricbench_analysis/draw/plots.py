@@ -16,11 +16,11 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from ..judge import rails  # noqa: E402
+from ..load.results import TIME_UNITS, curve_keys, curve_label  # noqa: E402
 from . import figure_file as ff  # noqa: E402
-from . import rails  # noqa: E402
 from . import sweep_plots  # noqa: E402
 from .figure_file import title  # noqa: E402
-from .results import TIME_UNITS, curve_keys, curve_label  # noqa: E402
 
 _TO_GBPS = {"MB/s": 1e-3, "MiB/s": 1048576 / 1e9, "GB/s": 1.0, "Gb/s": 1 / 8}
 
