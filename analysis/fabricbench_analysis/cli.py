@@ -34,7 +34,9 @@ import pandas as pd
 
 from .load.files import (BadInput, WriteFailed, one_line, open_run, open_text, output_dir, output_file, written_dir,
                     written_file)
-from .load.results import to_csv_dir, to_excel, to_json_lines
+from .export.csv_dir import to_csv_dir
+from .export.excel import to_excel
+from .export.json_lines import to_json_lines
 
 
 class _Parser(argparse.ArgumentParser):

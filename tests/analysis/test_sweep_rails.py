@@ -17,10 +17,9 @@ import openpyxl
 
 import fabricbench_analysis as fa
 from fabricbench_analysis.draw import plots, sweep_plots
-from fabricbench_analysis.export import html, prometheus
+from fabricbench_analysis.export import excel, html, prometheus
 from fabricbench_analysis.judge import rails
 from fabricbench_analysis.judge.answer import answer
-from fabricbench_analysis.load import results
 from fbtest import LaunchTest
 
 from . import sweep_files as sf
@@ -244,7 +243,7 @@ class SweepRails(LaunchTest):
         self.assertEqual(header, ["host", "rail", "nic", "metric", "median", "unit", "pairs", "suspect_pairs"])
         self.assertEqual([c.value for c in nic[2]][:3], ["node5", 0, "mlx5_0"])
         for row in nic.iter_rows(min_row=2):
-            filled = row[0].fill.fgColor.rgb[-6:] == results.SUSPECT_FILL
+            filled = row[0].fill.fgColor.rgb[-6:] == excel.SUSPECT_FILL
             self.assertEqual(filled, row[-1].value > 0, [c.value for c in row])
         switch = book["per_switch"]
         self.assertEqual([switch.cell(r, 1).value for r in range(2, 6)], ["leaf3", "leaf4", "leaf2", "leaf1"])
@@ -255,7 +254,7 @@ class SweepRails(LaunchTest):
         blocks.append(next(i for i, v in enumerate(column) if str(v).startswith("Per leaf switch")))
         self.assertEqual(blocks, sorted(blocks))
         self.assertEqual(column[blocks[1] + 2], "node5")
-        self.assertEqual(book["summary"].cell(blocks[1] + 3, 1).fill.fgColor.rgb[-6:], results.SUSPECT_FILL)
+        self.assertEqual(book["summary"].cell(blocks[1] + 3, 1).fill.fgColor.rgb[-6:], excel.SUSPECT_FILL)
         # The heat sheets follow the leaves as the plots do.
         heat = book["heat_p2p_bw_rail1"]
         self.assertEqual([heat.cell(r, 2).value for r in range(2, 10)], sf.ORDER[1])
