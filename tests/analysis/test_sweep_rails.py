@@ -16,7 +16,8 @@ import numpy as np
 import openpyxl
 
 import fabricbench_analysis as fa
-from fabricbench_analysis.draw import plots, sweep_plots
+from fabricbench_analysis.draw import plots
+from fabricbench_analysis.draw.layout import heat_layout
 from fabricbench_analysis.export import excel, html, prometheus
 from fabricbench_analysis.judge import rails
 from fabricbench_analysis.judge.answer import answer
@@ -87,7 +88,7 @@ class SweepRails(LaunchTest):
     def test_heat_map_hosts_follow_the_leaves_of_their_rail_with_a_line_at_each_boundary(self):
         run = fa.load(self.rails_file)
         for rail in (0, 1):
-            layout = sweep_plots.heat_layout(run, f"sweep/matrices/p2p_bw_rail{rail}")
+            layout = heat_layout(run, f"sweep/matrices/p2p_bw_rail{rail}")
             self.assertEqual((layout.metric, layout.rail), ("p2p_bw", rail))
             self.assertEqual(layout.hosts, sf.ORDER[rail])
             self.assertEqual(layout.boundaries, sf.BOUNDARIES[rail])
@@ -161,7 +162,7 @@ class SweepRails(LaunchTest):
         sf.write_rails(bare, topology=False)
         run = fa.load(bare)
         self.assertNotIn("sweep/topology", run.tables)
-        layout = sweep_plots.heat_layout(run, "sweep/matrices/p2p_bw_rail1")
+        layout = heat_layout(run, "sweep/matrices/p2p_bw_rail1")
         self.assertEqual((layout.hosts, layout.boundaries, layout.leaves), (sf.HOSTS, [], []))
         paths = {p.name: p for p in self.svg_plots(bare, self.dir / "svg")}
         svg = paths["sweep_p2p_bw_rail1.svg"]
@@ -295,7 +296,7 @@ class SweepRails(LaunchTest):
         r = self.report("plot", self.old_file, "--out", self.dir / "png")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(sorted(p.name for p in (self.dir / "png").iterdir()), ["sweep_nodes.png", "sweep_p2p_bw.png"])
-        layout = sweep_plots.heat_layout(run, "sweep/matrices/p2p_bw")
+        layout = heat_layout(run, "sweep/matrices/p2p_bw")
         self.assertEqual((layout.metric, layout.rail, layout.hosts, layout.leaves),
                          ("p2p_bw", None, ["node0", "node1", "node2", "node3"], []))
         paths = {p.name: p for p in self.svg_plots(self.old_file, self.dir / "svg")}
@@ -337,7 +338,7 @@ class SweepRails(LaunchTest):
             del f.attrs["rails"]
             f.attrs["leaf_pair_coverage"] = 0.5
         run = fa.load(path)
-        layout = sweep_plots.heat_layout(run, "sweep/matrices/p2p_bw")
+        layout = heat_layout(run, "sweep/matrices/p2p_bw")
         self.assertEqual((layout.rail, layout.hosts, layout.boundaries), (None, sf.ORDER[0], [4]))
         names = sorted(p.name for p in plots.plot_run(run, self.dir / "png"))
         self.assertEqual(names, ["sweep_nodes.png", "sweep_p2p_bw.png", "sweep_switches.png"])

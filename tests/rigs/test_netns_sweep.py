@@ -80,8 +80,8 @@ class EmulatedCluster(LaunchTest):
         self.assertLess(bw[hosts[2]] * 10, min(bw[h] for h in hosts if h != hosts[2]), "relative: far below the others")
         # fabric-report's pictures of this sweep: a heat map per metric and the per-node medians, the slow host marked.
         from fabricbench_analysis import cli
-        from fabricbench_analysis.draw import sweep_plots
-        self.assertEqual(sweep_plots._verdict_hosts(run), {hosts[2]})
+        from fabricbench_analysis.draw import layout
+        self.assertEqual(layout._verdict_hosts(run), {hosts[2]})
         out = self.dir / "plots"
         self.assertEqual(cli.main(["plot", str(self.dir / "sweep.h5"), "--out", str(out)]), 0)
         self.assertTrue({"sweep_p2p_bw.png", "sweep_p2p_latency.png", "sweep_nodes.png"} <= {p.name for p in out.iterdir()})

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..draw.layout import heat_layout
 from ..judge import rails
 from ..judge.answer import answer
 from ..load.results import TIME_UNITS, Run, curve_keys, curve_label
@@ -86,14 +87,12 @@ def _chart_sheet(writer, run: Run) -> None:
 
 def _matrix_sheets(writer, run: Run) -> None:
     """Sweep matrices as colour-scaled grids (a heat map in Excel); with a topology the hosts grouped by leaf as the
-    plots group them (sweep_plots.heat_layout), the leaf named beside each host."""
+    plots group them (draw/layout.py: heat_layout), the leaf named beside each host."""
     from openpyxl.utils import get_column_letter
 
     for name, matrix in run.matrices.items():
         sheet_name = ("heat_" + name.rsplit("/", 1)[1])[:31]
         if name.startswith("sweep/matrices/"):
-            from ..draw.sweep_plots import heat_layout  # matplotlib: only for a sweep's matrices
-
             layout = heat_layout(run, name)
             if layout.leaves:
                 matrix = matrix.copy()
