@@ -17,7 +17,7 @@ import types
 
 import pandas as pd
 
-from ..judge.answer import coverage_gap
+from ..judge.coverage import coverage_gap
 from ..load.results import HEALTH_COLUMNS
 
 PREFIX = "fabricbench"
