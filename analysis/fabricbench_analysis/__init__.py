@@ -14,3 +14,16 @@ from .export.excel import to_excel
 from .load.results import Column, Run, load  # last: `load` is the function, not the subpackage of the same name
 
 __all__ = ["Column", "Run", "load", "to_excel", "to_csv_dir"]
+
+# The module paths docs/analysis.md gave before the package was split (issue 33), kept working for code written
+# against them: `from fabricbench_analysis import compare, plots, rails`. Imported when asked for, not up front
+# (plots imports matplotlib).
+_MOVED = {"compare": ".judge.compare", "rails": ".judge.rails", "plots": ".draw.plots"}
+
+
+def __getattr__(name):
+    if name in _MOVED:
+        import importlib
+
+        return importlib.import_module(_MOVED[name], __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
