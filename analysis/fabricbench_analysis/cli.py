@@ -32,9 +32,11 @@ import sys
 
 import pandas as pd
 
-from .files import (BadInput, WriteFailed, one_line, open_run, open_text, output_dir, output_file, written_dir,
+from .load.files import (BadInput, WriteFailed, one_line, open_run, open_text, output_dir, output_file, written_dir,
                     written_file)
-from .results import to_csv_dir, to_excel, to_json_lines
+from .export.csv_dir import to_csv_dir
+from .export.excel import to_excel
+from .export.json_lines import to_json_lines
 
 
 class _Parser(argparse.ArgumentParser):
@@ -69,7 +71,7 @@ def _tables(run, wanted) -> list:
 
 
 def _fraction(text: str, option: str) -> float:
-    from .compare import parse_fraction
+    from .judge.compare import parse_fraction
     try:
         return parse_fraction(text, option)
     except ValueError as e:
@@ -77,7 +79,7 @@ def _fraction(text: str, option: str) -> float:
 
 
 def _compare(args) -> int:
-    from . import compare as cmp
+    from .judge import compare as cmp
 
     a, b = _open(args.a), _open(args.b)
     threshold = _fraction(args.threshold, "--threshold")
@@ -98,7 +100,7 @@ def _compare(args) -> int:
 
 
 def _check(args) -> int:
-    from . import compare as cmp
+    from .judge import compare as cmp
 
     import configparser
 
@@ -178,7 +180,7 @@ def _run(args) -> int:
     if args.command == "html":
         if len(args.files) not in (2, 3):
             raise BadInput("html: give RUN.h5 [B.h5] OUT.html")
-        from .html import write_html
+        from .export.html import write_html
         run = _open(args.files[0])
         other = _open(args.files[1]) if len(args.files) == 3 else None
         threshold = _fraction(args.threshold, "--threshold")
@@ -195,14 +197,14 @@ def _run(args) -> int:
         _show(run)
         return 0 if run.complete else 1
     if args.command == "plot":
-        from .plots import plot_run
+        from .draw.plots import plot_run
         out = output_dir(args.out, "--out") if args.out is not None else run.path.with_name(run.path.stem + "-plots")
         with written_dir(out, "--out") as stage:
             names = [p.name for p in plot_run(run, stage, args.format)]
         for name in names:
             print(out / name)
     elif args.command == "baseline":
-        from . import compare as cmp
+        from .judge import compare as cmp
         _fraction(args.tolerance, "--tolerance")
         out = output_file(args.out, "OUT.ini", [args.run])
         with written_file(out, "OUT.ini") as tmp:
@@ -213,7 +215,7 @@ def _run(args) -> int:
         with written_file(out, "OUT.xlsx") as tmp:
             to_excel(run, tmp, include_samples=args.samples)
     elif args.command == "metrics":
-        from .metrics import exposition, write_metrics
+        from .export.prometheus import exposition, write_metrics
         if args.out is None:
             sys.stdout.write(exposition(run))
         else:

@@ -4,7 +4,7 @@ import tempfile
 from unittest import mock
 
 import fabricbench_analysis as fa
-from fabricbench_analysis import figure_file, plots
+from fabricbench_analysis.draw import figure_file, plots
 
 
 def drawn(path) -> dict:

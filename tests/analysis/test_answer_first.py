@@ -16,7 +16,8 @@ import matplotlib
 import openpyxl
 
 import fabricbench_analysis as fa
-from fabricbench_analysis import html, plots, results
+from fabricbench_analysis.draw import plots
+from fabricbench_analysis.export import excel, html
 from fbtest import LaunchTest
 
 FAKE = {"FABRICBENCH_TEST_RANKS_PER_HOST": "1"}
@@ -132,7 +133,7 @@ class AnswerFirst(LaunchTest):
 
     def test_the_excel_summary_leads_with_the_answer(self):
         out = self.dir / "sweep.xlsx"
-        results.to_excel(fa.load(self.runs / "sweep.h5"), out)
+        excel.to_excel(fa.load(self.runs / "sweep.h5"), out)
         book = openpyxl.load_workbook(out)
         self.assertEqual(book.sheetnames[0], "summary")
         sheet = book["summary"]

@@ -15,7 +15,8 @@ from unittest import mock
 
 import h5py
 
-from fabricbench_analysis import cli, compare
+from fabricbench_analysis import cli
+from fabricbench_analysis.judge import compare
 from fbtest import LaunchTest
 
 WRAPPER = pathlib.Path(__file__).resolve().parents[2] / "analysis" / "fabric-report"
@@ -197,13 +198,13 @@ class BadFiles(LaunchTest):
             pathlib.Path(out).write_bytes(b"PK\x03\x04 half")
             raise OSError(errno.EIO, "Input/output error")
 
-        with mock.patch("fabricbench_analysis.plots.plot_run", plot_then_fail):
+        with mock.patch("fabricbench_analysis.draw.plots.plot_run", plot_then_fail):
             self.assert_one_line(self.argv("plot", out=str(self.dir / "new" / "plots")), 3, "--out",
                                  "nothing written", "No space left")
         self.assertFalse((self.dir / "new").exists(), "the folders made for the output are gone too")
         (self.dir / "kept").mkdir()
         (self.dir / "kept" / "old.png").write_text("an earlier plot")
-        with mock.patch("fabricbench_analysis.plots.plot_run", plot_then_fail):
+        with mock.patch("fabricbench_analysis.draw.plots.plot_run", plot_then_fail):
             self.assert_one_line(self.argv("plot", out=str(self.dir / "kept")), 3, "nothing written")
         self.assertEqual(sorted(p.name for p in (self.dir / "kept").iterdir()), ["old.png"])
         with mock.patch("fabricbench_analysis.cli.to_excel", excel_then_fail):

@@ -12,8 +12,8 @@ import numpy as np
 import openpyxl
 
 import fabricbench_analysis as fa
-from fabricbench_analysis import html, results
-from fabricbench_analysis.answer import answer, expected_rule
+from fabricbench_analysis.export import excel, html
+from fabricbench_analysis.judge.answer import answer, expected_rule
 from fbtest import LaunchTest
 
 from . import figures
@@ -153,7 +153,7 @@ class ExpectedKinds(LaunchTest):
         self.assertIn("<p class='line ok'>% of expected is uncalibrated for 4 row(s)", lead)
         self.assertIn(f"<h3>Below {CALIBRATED:g}% of a healthy system's curve</h3>", lead)
         out = self.dir / "page.xlsx"
-        results.to_excel(run, out)
+        excel.to_excel(run, out)
         column = [c.value for c in openpyxl.load_workbook(out)["summary"]["A"]]
         self.assertIn(f"3 row(s) below {CALIBRATED:g}% of a healthy system's curve.", column)
         self.assertIn(f"Below {CALIBRATED:g}% of a healthy system's curve", column)

@@ -13,7 +13,9 @@ import numpy as np
 import openpyxl
 
 import fabricbench_analysis as fa
-from fabricbench_analysis import html, plots, results
+from fabricbench_analysis.draw import plots
+from fabricbench_analysis.export import excel, html
+from fabricbench_analysis.load import results
 
 # (name, dtype, unit, role, better, headline, series)
 WIDGET = [("kind", "S16", "", "key", "", False, True),
@@ -79,7 +81,7 @@ class Headline(unittest.TestCase):
     def chart_columns(self, run):
         """The header and the value columns of the Excel chart data block of results/widget."""
         out = self.dir / "run.xlsx"
-        results.to_excel(run, out)
+        excel.to_excel(run, out)
         sheet = openpyxl.load_workbook(out)["chart_widget"]
         header = [c.value for c in sheet[1] if c.value is not None]
         return header, sheet

@@ -132,6 +132,11 @@ class PipInstall(LaunchTest):
         r = subprocess.run([str(entry), "metrics", str(run)], capture_output=True, text=True, env=env, cwd="/")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn('fabricbench_run_status{tool="fabric-doctor",status="complete"} 1', r.stdout)
+        # The page reaches every subpackage (load, judge, draw, export): all of them were installed.
+        r = subprocess.run([str(entry), "html", str(run), str(self.dir / "run.html")], capture_output=True, text=True,
+                           env=env, cwd="/")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("fabric-doctor", (self.dir / "run.html").read_text())
         r = subprocess.run([str(entry), "plot", str(self.dir / "nope.h5")], capture_output=True, text=True, env=env)
         self.assertEqual((r.returncode, len(r.stderr.splitlines())), (2, 1), r.stderr)
         where = subprocess.run([str(venv / "bin" / "python"), "-c",

@@ -90,7 +90,8 @@ class Report(LaunchTest):
             r = self.report("compare", self.runs / name, self.runs / name)
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
             self.assertIn("0 regression(s)", r.stdout)
-        from fabricbench_analysis import compare, load
+        from fabricbench_analysis import load
+        from fabricbench_analysis.judge import compare
         c = compare.compare(load(self.runs / "coll.h5"), load(self.runs / "coll.h5"))
         frame = c.tables["results/coll"]
         ratios = [col for col in frame.columns if col.endswith("_ratio")]

@@ -9,8 +9,8 @@ from html import unescape
 import matplotlib.colors
 
 import fabricbench_analysis as fa
-from fabricbench_analysis import html
-from fabricbench_analysis.answer import answer
+from fabricbench_analysis.export import html
+from fabricbench_analysis.judge.answer import answer
 from fbtest import LaunchTest
 
 from . import figures

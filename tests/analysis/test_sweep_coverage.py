@@ -8,8 +8,8 @@ import re
 import unittest
 
 import fabricbench_analysis as fa
-from fabricbench_analysis import html, metrics
-from fabricbench_analysis.answer import answer
+from fabricbench_analysis.export import html, prometheus
+from fabricbench_analysis.judge.answer import answer
 from fbtest import LaunchTest
 
 from . import figures
@@ -85,7 +85,7 @@ class SweepCoverage(LaunchTest):
         self.assertEqual(found.lines()[0], "All 4 hosts pass: no verdict.")
 
     def test_metrics_export_what_was_tested_of_the_plan(self):
-        text = metrics.exposition(self.spent())
+        text = prometheus.exposition(self.spent())
         got = gauges(text)
         self.assertEqual({k: got[k] for k in ("sweep_hosts_planned", "sweep_hosts_tested", "sweep_pairs_planned",
                                               "sweep_pairs_tested", "sweep_coverage_complete")},
@@ -95,11 +95,11 @@ class SweepCoverage(LaunchTest):
         for name in ("sweep_hosts_planned", "sweep_coverage_complete"):
             self.assertRegex(text, rf"# HELP fabricbench_{name} \S.*\n# TYPE fabricbench_{name} gauge\n")
         self.assertIn("\nfabricbench_sweep_hosts_tested{tool=\"fabric-sweep\"} 0\n", text, "an integer, as written")
-        complete = gauges(metrics.exposition(self.write("complete.h5", attrs={
+        complete = gauges(prometheus.exposition(self.write("complete.h5", attrs={
             "hosts_planned": 4, "hosts_tested": 4, "pairs_planned": 6, "pairs_tested": 6, "coverage_complete": 1})))
         self.assertEqual(complete["sweep_coverage_complete"], 1)
         # Without the attributes (files of older sweeps) none of these series.
-        self.assertNotIn("coverage", metrics.exposition(self.write("old.h5")))
+        self.assertNotIn("coverage", prometheus.exposition(self.write("old.h5")))
 
     def test_untested_hosts_are_drawn_as_not_tested_not_as_bad(self):
         path = self.dir / "part.h5"

@@ -16,8 +16,11 @@ import numpy as np
 import openpyxl
 
 import fabricbench_analysis as fa
-from fabricbench_analysis import html, metrics, plots, rails, results, sweep_plots
-from fabricbench_analysis.answer import answer
+from fabricbench_analysis.draw import plots
+from fabricbench_analysis.draw.layout import heat_layout
+from fabricbench_analysis.export import excel, html, prometheus
+from fabricbench_analysis.judge import rails
+from fabricbench_analysis.judge.answer import answer
 from fbtest import LaunchTest
 
 from . import sweep_files as sf
@@ -85,7 +88,7 @@ class SweepRails(LaunchTest):
     def test_heat_map_hosts_follow_the_leaves_of_their_rail_with_a_line_at_each_boundary(self):
         run = fa.load(self.rails_file)
         for rail in (0, 1):
-            layout = sweep_plots.heat_layout(run, f"sweep/matrices/p2p_bw_rail{rail}")
+            layout = heat_layout(run, f"sweep/matrices/p2p_bw_rail{rail}")
             self.assertEqual((layout.metric, layout.rail), ("p2p_bw", rail))
             self.assertEqual(layout.hosts, sf.ORDER[rail])
             self.assertEqual(layout.boundaries, sf.BOUNDARIES[rail])
@@ -159,7 +162,7 @@ class SweepRails(LaunchTest):
         sf.write_rails(bare, topology=False)
         run = fa.load(bare)
         self.assertNotIn("sweep/topology", run.tables)
-        layout = sweep_plots.heat_layout(run, "sweep/matrices/p2p_bw_rail1")
+        layout = heat_layout(run, "sweep/matrices/p2p_bw_rail1")
         self.assertEqual((layout.hosts, layout.boundaries, layout.leaves), (sf.HOSTS, [], []))
         paths = {p.name: p for p in self.svg_plots(bare, self.dir / "svg")}
         svg = paths["sweep_p2p_bw_rail1.svg"]
@@ -241,7 +244,7 @@ class SweepRails(LaunchTest):
         self.assertEqual(header, ["host", "rail", "nic", "metric", "median", "unit", "pairs", "suspect_pairs"])
         self.assertEqual([c.value for c in nic[2]][:3], ["node5", 0, "mlx5_0"])
         for row in nic.iter_rows(min_row=2):
-            filled = row[0].fill.fgColor.rgb[-6:] == results.SUSPECT_FILL
+            filled = row[0].fill.fgColor.rgb[-6:] == excel.SUSPECT_FILL
             self.assertEqual(filled, row[-1].value > 0, [c.value for c in row])
         switch = book["per_switch"]
         self.assertEqual([switch.cell(r, 1).value for r in range(2, 6)], ["leaf3", "leaf4", "leaf2", "leaf1"])
@@ -252,7 +255,7 @@ class SweepRails(LaunchTest):
         blocks.append(next(i for i, v in enumerate(column) if str(v).startswith("Per leaf switch")))
         self.assertEqual(blocks, sorted(blocks))
         self.assertEqual(column[blocks[1] + 2], "node5")
-        self.assertEqual(book["summary"].cell(blocks[1] + 3, 1).fill.fgColor.rgb[-6:], results.SUSPECT_FILL)
+        self.assertEqual(book["summary"].cell(blocks[1] + 3, 1).fill.fgColor.rgb[-6:], excel.SUSPECT_FILL)
         # The heat sheets follow the leaves as the plots do.
         heat = book["heat_p2p_bw_rail1"]
         self.assertEqual([heat.cell(r, 2).value for r in range(2, 10)], sf.ORDER[1])
@@ -264,7 +267,7 @@ class SweepRails(LaunchTest):
         path = self.dir / "labels.h5"
         sf.write_rails(path, verdicts=[("uplink", "", "", 1, "", "leaf3,leaf4", "crossing slow"),
                                        ("node", "node2", "", -1, "", "", "every rail slow")])
-        text = metrics.exposition(fa.load(path))
+        text = prometheus.exposition(fa.load(path))
         self.assertIn('fabricbench_sweep_node_median_bandwidth_bytes_per_second{tool="fabric-sweep",metric="p2p_bw",'
                       'host="node5",rail="0",nic="mlx5_0"} 4000000000.0', text)
         self.assertRegex(text, r'fabricbench_sweep_pair_bandwidth_bytes_per_second\{[^}]*host_a="node0",'
@@ -293,7 +296,7 @@ class SweepRails(LaunchTest):
         r = self.report("plot", self.old_file, "--out", self.dir / "png")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(sorted(p.name for p in (self.dir / "png").iterdir()), ["sweep_nodes.png", "sweep_p2p_bw.png"])
-        layout = sweep_plots.heat_layout(run, "sweep/matrices/p2p_bw")
+        layout = heat_layout(run, "sweep/matrices/p2p_bw")
         self.assertEqual((layout.metric, layout.rail, layout.hosts, layout.leaves),
                          ("p2p_bw", None, ["node0", "node1", "node2", "node3"], []))
         paths = {p.name: p for p in self.svg_plots(self.old_file, self.dir / "svg")}
@@ -335,7 +338,7 @@ class SweepRails(LaunchTest):
             del f.attrs["rails"]
             f.attrs["leaf_pair_coverage"] = 0.5
         run = fa.load(path)
-        layout = sweep_plots.heat_layout(run, "sweep/matrices/p2p_bw")
+        layout = heat_layout(run, "sweep/matrices/p2p_bw")
         self.assertEqual((layout.rail, layout.hosts, layout.boundaries), (None, sf.ORDER[0], [4]))
         names = sorted(p.name for p in plots.plot_run(run, self.dir / "png"))
         self.assertEqual(names, ["sweep_nodes.png", "sweep_p2p_bw.png", "sweep_switches.png"])

@@ -88,7 +88,8 @@ class Mesh(LaunchTest):
         self.assertEqual(samples["fabricbench_sweep_verdicts"][0].value, len(run.tables.get("sweep/verdicts", [])))
         self.assertEqual(self.files(), ["mesh.h5", "mesh.prom"], "no temporary file left")
         # fabric-report: each host over time and a heat map per pass, in the plots and on the HTML page.
-        from fabricbench_analysis import html, plots
+        from fabricbench_analysis.draw import plots
+        from fabricbench_analysis.export import html
         drawn = {p.name for p in plots.plot_run(run, self.dir / "plots")}
         self.assertTrue({"sweep_over_time_p2p_latency.png", "sweep_passes_p2p_latency.png"} <= drawn, drawn)
         self.assertFalse(any(name.startswith(("sweep_passes.", "sweep_changes.")) for name in drawn),

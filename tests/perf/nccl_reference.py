@@ -39,7 +39,7 @@ def run(bin_dir, out_dir, name, np, args):
 def main():
     a, bin_dir, out_dir = nccl_perf.arguments(__doc__, baseline=dict(
         default=str(ROOT / "configs/baselines/h200x4-nvlink-nccl-tests.ini")))
-    from fabricbench_analysis import compare
+    from fabricbench_analysis.judge import compare
     entries = compare.read_baseline(a.baseline)
 
     def reference(op, ranks, timing, size, column):

@@ -79,8 +79,9 @@ class EmulatedCluster(LaunchTest):
         bw = nodes[nodes.metric == "p2p_bw"].set_index("host")["median"]
         self.assertLess(bw[hosts[2]] * 10, min(bw[h] for h in hosts if h != hosts[2]), "relative: far below the others")
         # fabric-report's pictures of this sweep: a heat map per metric and the per-node medians, the slow host marked.
-        from fabricbench_analysis import cli, sweep_plots
-        self.assertEqual(sweep_plots._verdict_hosts(run), {hosts[2]})
+        from fabricbench_analysis import cli
+        from fabricbench_analysis.draw import layout
+        self.assertEqual(layout._verdict_hosts(run), {hosts[2]})
         out = self.dir / "plots"
         self.assertEqual(cli.main(["plot", str(self.dir / "sweep.h5"), "--out", str(out)]), 0)
         self.assertTrue({"sweep_p2p_bw.png", "sweep_p2p_latency.png", "sweep_nodes.png"} <= {p.name for p in out.iterdir()})
@@ -144,7 +145,7 @@ class EmulatedCluster(LaunchTest):
         self.assertIn(f"# CHANGE node {hosts[1]}: p2p_latency to every peer", out)
         self.assertEqual([(v.kind, v.host_a) for v in run.tables["sweep/verdicts"].itertuples()], [("node", hosts[1])],
                          "the last pass's verdicts")
-        from fabricbench_analysis.answer import answer
+        from fabricbench_analysis.judge.answer import answer
         said = answer(run).lines()
         self.assertIn("1 verdict(s), naming " + hosts[1] + " in the last of 6 passes.", said)
         self.assertIn(change["text"], said, "the report's answer names the change and its pass")

@@ -1,6 +1,11 @@
 """The files fabric-report reads and writes. Whatever is wrong with one is said in one line that names it (BadInput:
 cli prints it and exits 2); an output appears whole or not at all: it is written under a temporary name beside its
-final one and renamed (what node_exporter's textfile collector needs too), and removed when anything fails."""
+final one and renamed (what node_exporter's textfile collector needs too), and removed when anything fails.
+
+Why in load and not a module of its own: opening a run (open_run) is load() behind the checks fabric-report needs,
+and the outputs' half (output_file, written_file, output_dir, written_dir) needs nothing of the package. Kept whole,
+one module holds the one error vocabulary of both (BadInput: exit 2, WriteFailed: exit 3), and the bottom layer can
+be imported by every other without a cycle; a separate io module would have to import load all the same."""
 from __future__ import annotations
 
 import contextlib

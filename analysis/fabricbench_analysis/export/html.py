@@ -14,10 +14,10 @@ import tempfile
 
 import pandas as pd
 
-from . import compare as cmp
-from . import rails
-from .answer import answer, checks_table
-from .plots import plot_run
+from ..draw.plots import plot_run
+from ..judge import compare as cmp
+from ..judge import rails
+from ..judge.answer import answer, checks_table
 
 _STYLE = """
 body { font-family: sans-serif; margin: 1.5em; color: #222; }

@@ -17,8 +17,8 @@ import types
 
 import pandas as pd
 
-from .answer import coverage_gap
-from .results import HEALTH_COLUMNS
+from ..judge.coverage import coverage_gap
+from ..load.results import HEALTH_COLUMNS
 
 PREFIX = "fabricbench"
 # unit in the file -> (factor to the base unit: a multiplier, or a divisor where negative, so that 1.801 us is

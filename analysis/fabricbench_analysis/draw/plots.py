@@ -16,11 +16,12 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from ..judge import rails  # noqa: E402
+from ..load.results import TIME_UNITS, curve_keys, curve_label  # noqa: E402
 from . import figure_file as ff  # noqa: E402
-from . import rails  # noqa: E402
+from . import layout  # noqa: E402
 from . import sweep_plots  # noqa: E402
 from .figure_file import title  # noqa: E402
-from .results import TIME_UNITS, curve_keys, curve_label  # noqa: E402
 
 _TO_GBPS = {"MB/s": 1e-3, "MiB/s": 1048576 / 1e9, "GB/s": 1.0, "Gb/s": 1 / 8}
 
@@ -197,23 +198,23 @@ def _bars(run, table, out_dir, fmt, paths) -> None:
             varying = [k for k in text_keys if part[k].nunique() > 1] or text_keys[:1]
             texts = [tuple(str(v) for v in r) for r in part[varying].itertuples(index=False, name=None)]
             labels = [" ".join(t) for t in texts]
-            named = sweep_plots._verdict_hosts(run, None, metric)
+            named = layout._verdict_hosts(run, None, metric)
             red = [x in named for x in labels]
             if "rail" in part and part["rail"].nunique() > 1:
                 # One bar per host (or leaf) and rail: red where a verdict about that rail (or no one rail) names it.
                 labels = [f"{x} rail {r}" for x, r in zip(labels, part["rail"])]
-                red = [any(v in sweep_plots._verdict_hosts(run, r, metric) | rails.verdict_switches(run, r, metric) for v in t)
+                red = [any(v in layout._verdict_hosts(run, r, metric) | rails.verdict_switches(run, r, metric) for v in t)
                        for t, r in zip(texts, part["rail"])]
             grey = [not bad and any(v in untested for v in t) for t, bad in zip(texts, red)]
-            colors = ["red" if bad else sweep_plots.UNTESTED_COLOR if gap else "tab:blue" for bad, gap in zip(red, grey)]
+            colors = ["red" if bad else layout.UNTESTED_COLOR if gap else "tab:blue" for bad, gap in zip(red, grey)]
             ax.bar(range(len(part)), part[headline], color=colors)
             ax.set_xticks(range(len(part)), labels, rotation=90, fontsize=7)
             for tick, gap in zip(ax.get_xticklabels(), grey):
                 if gap:
-                    tick.set_color(sweep_plots.UNTESTED_COLOR)
+                    tick.set_color(layout.UNTESTED_COLOR)
             missing = [h for h in untested if h not in set(part["host"])] if "host" in part else []
             if missing:
-                ax.set_xlabel(f"not tested (no bar): {sweep_plots._few(missing)}", color=sweep_plots.UNTESTED_COLOR, fontsize=8)
+                ax.set_xlabel(f"not tested (no bar): {layout._few(missing)}", color=layout.UNTESTED_COLOR, fontsize=8)
             # A table with a per-row unit column (the sweep's) names the unit there.
             unit = columns[headline].unit or (str(part["unit"].iloc[0]) if "unit" in part else "")
             ax.set_ylabel(f"{headline} ({unit})" if unit else headline)

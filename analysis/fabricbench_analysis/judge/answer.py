@@ -1,5 +1,5 @@
 """What an operator opens a report to learn: is anything wrong with this run, and where. The HTML page and the Excel
-summary sheet lead with it: that a sweep which did not test every host it planned is not a pass (coverage_gap), the
+summary sheet lead with it: that a sweep which did not test every host it planned is not a pass (coverage.py), the
 run's status when it did not complete, the sweep's verdicts (or that every host passes), a mesh's changes (a recovery
 styled as good news), the failed and warned checks, the rows below their expected share (configs/expected.ini's rule,
 by what the figure is: a line rate or a healthy system's curve; where it is uncalibrated, that it was not judged), rows
@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import configparser
 import dataclasses
-import re
 import pathlib
 
 import pandas as pd
 
 from . import rails
+from .coverage import coverage_gap
 
 # configs/expected.ini's defaults; the shipped file is read where it lies beside the package (source tree or prefix).
 WARN_BELOW_PERCENT = 80.0
@@ -43,7 +43,7 @@ class ExpectedRule:
 
 def expected_rule() -> ExpectedRule:
     """configs/expected.ini beside the package, else the defaults."""
-    for folder in (pathlib.Path(__file__).resolve().parents[2] / "configs",):
+    for folder in (pathlib.Path(__file__).resolve().parents[3] / "configs",):
         path = folder / "expected.ini"
         if not path.is_file():
             continue
@@ -321,33 +321,3 @@ def _changes(run, change: str = "") -> list:
     if change:
         frame = frame[frame["change"] == change] if "change" in frame else frame.iloc[:0]
     return [str(t) for t in frame["text"]]
-
-
-def _count(attrs, name):
-    """An integer root attribute, None where absent or unreadable."""
-    try:
-        return int(attrs[name])
-    except (KeyError, TypeError, ValueError):
-        return None
-
-
-def coverage_gap(run) -> str:
-    """Why a sweep is no pass whatever its verdicts say, '' when it tested what it planned: the counts of its root
-    attributes where `coverage_complete` is 0 or fewer hosts were tested than planned ('0 of 28 pairs and 0 of 8 hosts
-    tested', with the cause the untested verdicts give, '(--budget 2s)'), else verdicts of kind untested (the hosts
-    they name, else the first one's reason)."""
-    a = run.attrs
-    planned, tested = _count(a, "hosts_planned"), _count(a, "hosts_tested")
-    short = _count(a, "coverage_complete") == 0 or (None not in (planned, tested) and tested < planned)
-    if short and None not in (planned, tested):
-        pairs_planned, pairs_tested = _count(a, "pairs_planned"), _count(a, "pairs_tested")
-        pairs = f"{pairs_tested} of {pairs_planned} pairs and " if None not in (pairs_planned, pairs_tested) else ""
-        cause = re.search(r"\((--budget [^)]*)\)", " ".join(str(r.get("reason", "")) for r in rails.untested_rows(run)))
-        return f"{pairs}{tested} of {planned} hosts tested" + (f" ({cause.group(1)})" if cause else "")
-    untested, rows = rails.untested_hosts(run), rails.untested_rows(run)
-    if untested:
-        hosts = [h for h in str(a.get("hosts", "")).split(",") if h]
-        return f"{len(untested)} of {len(hosts)} hosts not tested"
-    if rows:
-        return str(rows[0].get("reason", "")) or "a verdict of kind untested"
-    return ""
