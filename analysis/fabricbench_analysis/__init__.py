@@ -11,7 +11,7 @@ draw (the pictures) and export (Excel, CSV, JSON lines, HTML, Prometheus); cli.p
 """
 from .export.csv_dir import to_csv_dir
 from .export.excel import to_excel
-from .load.results import Column, Run, load  # last: `load` is the function, not the subpackage of the same name
+from .read.results import Column, Run, load
 
 __all__ = ["Column", "Run", "load", "to_excel", "to_csv_dir"]
 

@@ -32,7 +32,7 @@ import sys
 
 import pandas as pd
 
-from .load.files import (BadInput, WriteFailed, one_line, open_run, open_text, output_dir, output_file, written_dir,
+from .read.files import (BadInput, WriteFailed, one_line, open_run, open_text, output_dir, output_file, written_dir,
                     written_file)
 from .export.csv_dir import to_csv_dir
 from .export.excel import to_excel

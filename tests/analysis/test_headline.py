@@ -15,7 +15,7 @@ import openpyxl
 import fabricbench_analysis as fa
 from fabricbench_analysis.draw import plots
 from fabricbench_analysis.export import excel, html
-from fabricbench_analysis.load import results
+from fabricbench_analysis.read import results
 
 # (name, dtype, unit, role, better, headline, series)
 WIDGET = [("kind", "S16", "", "key", "", False, True),

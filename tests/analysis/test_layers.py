@@ -1,5 +1,5 @@
-"""The analysis package's four parts keep their import rule (issue 33): load imports nothing else of the package,
-judge imports load, draw imports load and judge, export imports load, judge and draw; cli.py and the package's
+"""The analysis package's four parts keep their import rule (issue 33): read imports nothing else of the package,
+judge imports read, draw imports read and judge, export imports read, judge and draw; cli.py and the package's
 __init__ sit on top. No module imports another in a cycle, top-level or inside a function (ast: every import
 statement, wherever it is). Importing the package, or writing a workbook, loads no matplotlib. The module paths
 docs/analysis.md gave before the split still work.
@@ -14,12 +14,12 @@ import unittest
 PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "analysis" / "fabricbench_analysis"
 NAME = "fabricbench_analysis"
 # part -> the parts it may import ("" is the package's own __init__.py; cli may import every part).
-ALLOWED = {"load": set(), "judge": {"load"}, "draw": {"load", "judge"}, "export": {"load", "judge", "draw"},
-           "cli": {"load", "judge", "draw", "export"}, "": {"load", "judge", "draw", "export"}}
+ALLOWED = {"read": set(), "judge": {"read"}, "draw": {"read", "judge"}, "export": {"read", "judge", "draw"},
+           "cli": {"read", "judge", "draw", "export"}, "": {"read", "judge", "draw", "export"}}
 
 
 def modules() -> dict:
-    """'fabricbench_analysis.load.results' -> its file, for every module of the package."""
+    """'fabricbench_analysis.read.results' -> its file, for every module of the package."""
     out = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         parts = [NAME, *path.relative_to(PACKAGE).with_suffix("").parts]
@@ -98,7 +98,7 @@ def print_graph(edges: dict) -> None:
             if part(n) != part(m):
                 parts.setdefault(part(m) or "__init__", set()).add(part(n) or "__init__")
     print("parts:")
-    for p in ("load", "judge", "draw", "export", "cli", "__init__"):
+    for p in ("read", "judge", "draw", "export", "cli", "__init__"):
         print(f"  {p:8} -> {', '.join(sorted(parts.get(p, ()))) or '-'}")
     print(f"cycles: {cycles(edges) or 'none'}")
 
@@ -114,7 +114,7 @@ class Layers(unittest.TestCase):
                     self.assertIn(part(n), ALLOWED[part(m)], f"{m} imports {n}")
 
     def test_the_subpackages_init_files_import_nothing(self):
-        for p in ("load", "judge", "draw", "export"):
+        for p in ("read", "judge", "draw", "export"):
             self.assertEqual(self.edges[f"{NAME}.{p}"], set(), p)
 
     def test_no_import_cycle(self):

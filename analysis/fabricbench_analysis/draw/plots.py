@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from ..judge import rails  # noqa: E402
-from ..load.results import TIME_UNITS, curve_keys, curve_label  # noqa: E402
+from ..read.results import TIME_UNITS, curve_keys, curve_label  # noqa: E402
 from . import figure_file as ff  # noqa: E402
 from . import layout  # noqa: E402
 from . import sweep_plots  # noqa: E402

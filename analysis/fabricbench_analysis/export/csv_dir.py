@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pathlib
 
-from ..load.results import Run
+from ..read.results import Run
 
 
 def to_csv_dir(run: Run, directory, tables=None) -> list:

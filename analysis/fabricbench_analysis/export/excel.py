@@ -1,7 +1,7 @@
 """A run as an Excel workbook (openpyxl, imported when a workbook is written): a 'summary' sheet that leads with the
 answer (judge/answer.py), a 'run' sheet with the attributes, one sheet per table, a sweep's per_nic and per_switch
 sheets, native charts of each headline column against size, and sweep matrices as colour-scaled grids, hosts grouped
-by leaf as the heat maps draw them. Moved out of load/results.py, which now only reads."""
+by leaf as the heat maps draw them. Moved out of read/results.py, which now only reads."""
 from __future__ import annotations
 
 import pandas as pd
@@ -9,7 +9,7 @@ import pandas as pd
 from ..draw.layout import heat_layout
 from ..judge import rails
 from ..judge.answer import answer
-from ..load.results import TIME_UNITS, Run, curve_keys, curve_label
+from ..read.results import TIME_UNITS, Run, curve_keys, curve_label
 
 
 def _sheet_name(table: str) -> str:

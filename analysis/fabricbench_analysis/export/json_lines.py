@@ -7,7 +7,7 @@ import pathlib
 
 import numpy as np
 
-from ..load.results import Run
+from ..read.results import Run
 
 
 def to_json_lines(run: Run, out, tables=None) -> int:

@@ -18,7 +18,7 @@ import types
 import pandas as pd
 
 from ..judge.coverage import coverage_gap
-from ..load.results import HEALTH_COLUMNS
+from ..read.results import HEALTH_COLUMNS
 
 PREFIX = "fabricbench"
 # unit in the file -> (factor to the base unit: a multiplier, or a divisor where negative, so that 1.801 us is

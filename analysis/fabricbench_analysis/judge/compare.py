@@ -23,7 +23,7 @@ import math
 
 import pandas as pd
 
-from ..load.results import HEALTH_COLUMNS
+from ..read.results import HEALTH_COLUMNS
 
 # Measured columns that describe the run's health rather than its speed: not compared by ratio or baselined.
 _NOT_FIGURES = HEALTH_COLUMNS
