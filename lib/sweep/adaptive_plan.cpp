@@ -175,10 +175,10 @@ std::optional<Round> AdaptivePlan::next(const std::vector<PairRecord>& records) 
       if (p.suspect) pairs[pair_key(p.a, p.b)][static_cast<std::size_t>(p.rail)].suspect = true;
     for (const auto& v : a.verdicts) {
       const int rail = v.rail < 0 ? 0 : v.rail;
-      if (v.kind == "node" && v.a >= 0)
+      if (v.kind == VerdictKind::node && v.a >= 0)
         for (int r = 0; r < rails; ++r) named[hr(v.a, r)] = 1;
-      if (v.kind == "nic" && v.a >= 0) named[hr(v.a, rail)] = 1;
-      if ((v.kind == "uplink" || v.kind == "switch") && topology_) {
+      if (v.kind == VerdictKind::nic && v.a >= 0) named[hr(v.a, rail)] = 1;
+      if ((v.kind == VerdictKind::uplink || v.kind == VerdictKind::leaf_switch) && topology_) {
         std::set<std::string> leaves;
         for (std::size_t start = 0; start <= v.switch_name.size();) {
           const auto comma = std::min(v.switch_name.find(',', start), v.switch_name.size());

@@ -179,7 +179,7 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double f, c
         bool all_hosts_bad = sw.hosts.size() >= 2;
         for (int h : sw.hosts) all_hosts_bad = all_hosts_bad && bad_on(before, h, r);
         if (all_hosts_bad && s.inside_pairs > 0 && s.inside_suspect >= f * s.inside_pairs) {
-          out.verdicts.push_back({metric, "switch", -1, -1,
+          out.verdicts.push_back({metric, VerdictKind::leaf_switch, -1, -1,
                                   fmt::format("leaf {} on rail {}: all {} hosts under it slow on rail {} ({} of {} pairs "
                                               "inside it and {} of {} crossing it suspect; {}); the same hosts fine on "
                                               "their other rails", sw.name, r, s.hosts, r, s.inside_suspect, s.inside_pairs,
@@ -223,7 +223,7 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double f, c
                                                "the switch above itself", r)
                                  : "the pairs cannot tell which of them");
       }
-      out.verdicts.push_back({metric, "uplink", -1, -1, reason, fabric.rail_column(r), "", fmt::format("{}", fmt::join(leaf_names, ","))});
+      out.verdicts.push_back({metric, VerdictKind::uplink, -1, -1, reason, fabric.rail_column(r), "", fmt::format("{}", fmt::join(leaf_names, ","))});
       for (const std::size_t j : uplink_pairs) explained[j] = 1;
     }
   }
@@ -243,14 +243,14 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double f, c
       for (int r = 0; r < rails; ++r) blamed.insert({h, r});  // a node explains its slow pairs on every rail
       int bad = 0, tested = 0;
       for (int r : bad_rails) bad += left.bad[left.at(h, r)], tested += left.tested[left.at(h, r)];
-      out.verdicts.push_back({metric, "node", h, -1,
+      out.verdicts.push_back({metric, VerdictKind::node, h, -1,
                               fmt::format("{}: {} of its {} pairs suspect{} ({})", names[h], bad, tested,
                                           rails > 1 ? " on every rail" : "", against)});
       continue;
     }
     for (int r : bad_rails) {
       const auto name = nic(h, r);
-      out.verdicts.push_back({metric, "nic", h, -1,
+      out.verdicts.push_back({metric, VerdictKind::nic, h, -1,
                               fmt::format("{}: its rail-{} NIC{}: {} of its {} rail-{} pairs suspect ({}); its other "
                                           "rails fine", names[h], r, name.empty() ? "" : " " + name,
                                           left.bad[left.at(h, r)], left.tested[left.at(h, r)], r, against),
@@ -286,7 +286,7 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double f, c
           static_cast<double>(fine_elsewhere) < rule.intermittent_fraction * static_cast<double>(tested))
         continue;
       for (int r = 0; r < rails; ++r) blamed.insert({h, r});
-      out.verdicts.push_back({metric, "node", h, -1,
+      out.verdicts.push_back({metric, VerdictKind::node, h, -1,
                               fmt::format("{}: slow some of the time: {} of its {} peers had a slow test with it ({:.0f}%; "
                                           "{}), {} of them fine with their other peers; the best of each pair's tests "
                                           "hides it", names[h], mine.size(), tested,
@@ -298,7 +298,7 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double f, c
     const int a = best[j].a, b = best[j].b, r = best[j].rail;
     if (!best[j].suspect || explained[j] || blamed.count({a, r}) || blamed.count({b, r})) continue;
     const bool attributable = left.tested[left.at(a, r)] >= 2 && left.tested[left.at(b, r)] >= 2;
-    out.verdicts.push_back({metric, attributable ? "link" : "pair", a, b,
+    out.verdicts.push_back({metric, attributable ? VerdictKind::link : VerdictKind::pair, a, b,
                             fmt::format("{} - {}{}: {:.4g} against {}{}", names[a], names[b],
                                         rails > 1 ? fmt::format(" on rail {}", r) : "", best[j].value, against,
                                         attributable ? "; both nodes fine with other peers"

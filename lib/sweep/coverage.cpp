@@ -54,16 +54,16 @@ std::vector<Verdict> Coverage::verdicts() const {
   std::vector<Verdict> out;
   if (complete()) return out;
   const std::string cut = why.empty() ? "" : fmt::format(" ({})", why);
-  for (int h : untested_hosts) out.emplace_back("", "untested", h, -1, "no pair test measured this host" + cut);
+  for (int h : untested_hosts) out.emplace_back("", VerdictKind::untested, h, -1, "no pair test measured this host" + cut);
   if (!untested_hosts.empty()) return out;
   if (hosts_judged >= 0 && hosts_judged < hosts_planned)
-    out.emplace_back("", "untested", -1, -1,
+    out.emplace_back("", VerdictKind::untested, -1, -1,
                      fmt::format("the adaptive plan judged {} of {} hosts{} (a host is judged once its slow tests are "
                                  "confirmed or cleared against clean peers; where every host had a slow test none was "
                                  "left clean: run again with more iterations (-n) or in a quieter window)",
                                  hosts_judged, hosts_planned, cut));
   else
-    out.emplace_back("", "untested", -1, -1,
+    out.emplace_back("", VerdictKind::untested, -1, -1,
                      fmt::format("{} of {} planned pairs not tested{}; /sweep/untested lists them",
                                  pairs_planned - pairs_tested, pairs_planned, cut));
   return out;

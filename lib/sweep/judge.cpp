@@ -20,7 +20,7 @@ void hung_pairs(const std::vector<PairRecord>& records, const std::vector<Judged
   for (const auto& r : records) {
     if (!r.hung || !seen.insert({r.metric, r.a, r.b}).second) continue;
     const auto& m = metrics[r.metric];
-    out.push_back({m.name, "hung", r.a, r.b,
+    out.push_back({m.name, VerdictKind::hung, r.a, r.b,
                    fmt::format("{} - {}: {} did not finish within the timeout (round {}); its communicator was "
                                "aborted and both hosts rested for the rest of the sweep",
                                hosts[r.a], hosts[r.b], m.name, r.round)});
@@ -49,7 +49,7 @@ void grown_counters(const std::vector<PairRecord>& records, const std::vector<st
     for (int p : g.peers) peers.push_back(hosts[p]);
     for (auto [what, value] : {std::pair{"port_errors", g.port}, std::pair{"nvlink_errors", g.nvlink}})
       if (value > 0)
-        out.push_back({what, "node", h, -1,
+        out.push_back({what, VerdictKind::node, h, -1,
                        fmt::format("{}: its {} error counters grew by {:.0f} during its pair tests (with {})", hosts[h],
                                    std::string(what) == "port_errors" ? "RDMA port" : "NVLink", value,
                                    fmt::join(peers, ", "))});
@@ -228,7 +228,7 @@ Judgement judge(const std::vector<PairRecord>& records, const std::vector<Judged
     ranked.resize(top);
     out.worst.insert(out.worst.end(), ranked.begin(), ranked.end());
   }
-  if (out.wrong > 0) out.verdicts.push_back({"check", "data", 0, -1, "wrong data"});
+  if (out.wrong > 0) out.verdicts.push_back({"check", VerdictKind::data, 0, -1, "wrong data"});
   return out;
 }
 

@@ -25,14 +25,14 @@ double MeshHistory::figure(const Verdict& v, const Judgement& j) const {
                  metrics_.begin();
   if (k == static_cast<long>(metrics_.size())) return NAN;
   const bool higher = metrics_[static_cast<std::size_t>(k)].better != results::Better::lower;
-  if (v.kind == "node" || v.kind == "nic") {
+  if (v.kind == VerdictKind::node || v.kind == VerdictKind::nic) {
     std::vector<double> medians;
     for (const auto& s : j.nodes)
-      if (s.metric == k && s.host == v.a && (v.kind == "node" || s.rail == std::max(v.rail, 0)) && !std::isnan(s.median))
+      if (s.metric == k && s.host == v.a && (v.kind == VerdictKind::node || s.rail == std::max(v.rail, 0)) && !std::isnan(s.median))
         medians.push_back(s.median);
     return medians.empty() ? NAN : timing::SampleStats::of(medians).median;
   }
-  if ((v.kind == "link" || v.kind == "pair") && v.b >= 0) {
+  if ((v.kind == VerdictKind::link || v.kind == VerdictKind::pair) && v.b >= 0) {
     const auto index = static_cast<std::size_t>(k * fabric_.rails + std::max(v.rail, 0));
     if (index >= j.matrices.size()) return NAN;
     const auto& m = j.matrices[index];
@@ -61,8 +61,8 @@ std::vector<MeshChange> MeshHistory::add(int pass, const std::string& started, c
   for (const auto& v : judgement.verdicts) {
     if (!first_ && contains(last_, v)) continue;
     MeshChange c{pass, started, v, false, first_ ? NAN : figure(v, last_judgement_), figure(v, judgement), unit_of(v), {}};
-    const std::string scope = v.kind == "node" ? " to every peer" : "";
-    c.text = fmt::format("{} {}: {}{} {}{} {} from pass {}, {} ({})", v.kind, subject(v), v.metric, scope,
+    const std::string scope = v.kind == VerdictKind::node ? " to every peer" : "";
+    c.text = fmt::format("{} {}: {}{} {}{} {} from pass {}, {} ({})", kind_name(v.kind), subject(v), v.metric, scope,
                          std::isnan(c.before) ? "" : value_text(c.before) + " -> ", value_text(c.after), c.unit, pass,
                          when, v.reason);
     out.push_back(std::move(c));
@@ -70,7 +70,7 @@ std::vector<MeshChange> MeshHistory::add(int pass, const std::string& started, c
   for (const auto& v : last_) {
     if (contains(judgement.verdicts, v)) continue;
     MeshChange c{pass, started, v, true, figure(v, last_judgement_), figure(v, judgement), unit_of(v), {}};
-    c.text = fmt::format("{} {}: {} back to {} {} from pass {}, {} (was {})", v.kind, subject(v), v.metric,
+    c.text = fmt::format("{} {}: {} back to {} {} from pass {}, {} (was {})", kind_name(v.kind), subject(v), v.metric,
                          value_text(c.after), c.unit, pass, when, value_text(c.before));
     out.push_back(std::move(c));
   }

@@ -55,7 +55,7 @@ bool name_noise(const std::string& metric, const MetricRule& rule, double gap_ne
   const auto count = assessment.verdicts.size();
   assessment.verdicts.assign(
       1,
-      Verdict(metric, "noise", -1, -1,
+      Verdict(metric, VerdictKind::noise, -1, -1,
               fmt::format("too noisy to judge: {} verdict(s) would blame hosts, but the slowest pair that looks "
                           "healthy ({:.4g}) is within {:.2f}x of the best suspect one ({:.4g}), no wider than the healthy "
                           "pairs spread among themselves ({:.2f}x); the pairs spread {:.1f}x (10th-90th percentile {:.4g}-{:.4g}) against a line drawn {}; run "

@@ -13,6 +13,8 @@
 
 namespace fabricbench::sweep {
 
+std::string_view kind_name(RoundKind kind) { return kind == RoundKind::sweep ? "sweep" : "retest"; }
+
 void PairSchedule::add_round(std::vector<HostPair> pairs) {
   Round r;
   std::vector<bool> busy(static_cast<std::size_t>(hosts_), false);

@@ -12,6 +12,23 @@
 #include "fabricbench/timing/sample_stats.hpp"
 
 namespace fabricbench::sweep {
+
+std::string_view kind_name(VerdictKind kind) {
+  switch (kind) {
+    case VerdictKind::node: return "node";
+    case VerdictKind::link: return "link";
+    case VerdictKind::pair: return "pair";
+    case VerdictKind::hung: return "hung";
+    case VerdictKind::nic: return "nic";
+    case VerdictKind::leaf_switch: return "switch";
+    case VerdictKind::uplink: return "uplink";
+    case VerdictKind::path: return "path";
+    case VerdictKind::data: return "data";
+    case VerdictKind::noise: return "noise";
+    case VerdictKind::untested: return "untested";
+  }
+  return "?";
+}
 namespace {
 
 // A fraction in (0, 1] or (`multiple`) a factor of at least 1.

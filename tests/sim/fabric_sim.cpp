@@ -216,7 +216,7 @@ RunResult run(const std::string& plan, const sim::FabricModel& model, const Topo
                  faults.nic_rail, faults.uplink_leaf, faults.uplink_rail, faults.link_a, faults.link_b, faults.link_rail,
                  faults.hung, faults.flaky, out.rounds);
     for (const auto& v : judgement.verdicts)
-      std::fprintf(stderr, "  %s %d %d r%d %s: %s\n", v.kind.c_str(), v.a, v.b, v.rail, v.switch_name.c_str(), v.reason.c_str());
+      std::fprintf(stderr, "  %s %d %d r%d %s: %s\n", std::string(sweep::kind_name(v.kind)).c_str(), v.a, v.b, v.rail, v.switch_name.c_str(), v.reason.c_str());
   }
   return out;
 }

@@ -110,7 +110,7 @@ Score score(const sweep::Judgement& judgement, const Faults& f, const FabricMode
   };
   const auto rail_of = [&](const sweep::Verdict& v) { return v.rail < 0 ? 0 : v.rail; };
   const auto matches = [&](const sweep::Verdict& v, const std::string& kind) {
-    if (v.kind != kind) return false;
+    if (sweep::kind_name(v.kind) != kind) return false;
     if (kind == "node") return f.node >= 0 && v.a == f.node;
     if (kind == "nic") return f.nic >= 0 && v.a == f.nic && rail_of(v) == f.nic_rail;
     if (kind == "uplink")
@@ -123,13 +123,13 @@ Score score(const sweep::Judgement& judgement, const Faults& f, const FabricMode
   };
   for (const auto& v : judgement.verdicts) {
     if (f.flaky >= 0 && (v.a == f.flaky || v.b == f.flaky)) {
-      ++s.flaky_verdicts[v.kind];
-      if (v.kind == "node" && v.a == f.flaky) s.flaky_named_node = 1;
+      ++s.flaky_verdicts[std::string(sweep::kind_name(v.kind))];
+      if (v.kind == sweep::VerdictKind::node && v.a == f.flaky) s.flaky_named_node = 1;
       continue;
     }
-    auto& k = s.kinds[v.kind];
+    auto& k = s.kinds[std::string(sweep::kind_name(v.kind))];
     ++k.verdicts;
-    k.true_positives += matches(v, v.kind);
+    k.true_positives += matches(v, std::string(sweep::kind_name(v.kind)));
   }
   const auto injected = [&](const std::string& kind, bool present) {
     if (!present) return;

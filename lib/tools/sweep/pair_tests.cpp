@@ -58,7 +58,7 @@ P2PPairTest::P2PPairTest(const std::vector<const SweepMetric*>& metrics, std::ui
 }
 
 std::uint64_t P2PPairTest::bytes_of(const SweepMetric& m) const {
-  return ops::find_p2p_test(m.p2p_test)->ping_pong() ? lat_bytes_ : bw_bytes_;
+  return m.p2p().ping_pong() ? lat_bytes_ : bw_bytes_;
 }
 
 void P2PPairTest::plan_round(const runtime::Communicator& world, const runtime::Communicator* pair) {
@@ -68,8 +68,8 @@ void P2PPairTest::plan_round(const runtime::Communicator& world, const runtime::
   const auto probes_start = std::chrono::steady_clock::now();
   for (std::size_t k = 0; pair && k < metrics_.size(); ++k) {
     const auto& m = *metrics_[k];
-    if (m.p2p_test.empty()) continue;
-    const auto& test = *ops::find_p2p_test(m.p2p_test);
+    if (m.family != MetricFamily::p2p) continue;
+    const auto& test = m.p2p();
     for (int direction = 0; direction < m.directions(); ++direction) {
       const int me = pair->rank();
       budgets_.probe_s[slot(static_cast<int>(k), direction)] = ops::probe_message_s(
@@ -90,7 +90,7 @@ void P2PPairTest::plan_round(const runtime::Communicator& world, const runtime::
 }
 
 std::vector<PairRecord> P2PPairTest::run(const PairSlot& s) {
-  const auto& test = *ops::find_p2p_test(s.m.p2p_test);
+  const auto& test = s.m.p2p();
   const auto& options = s.context.options;
   const auto bytes = bytes_of(s.m);
   const int iterations = s.m.defaults.iterations(bytes, options.iterations);
@@ -201,13 +201,13 @@ class CollPairTest : public PairTest {
     if (!round_) own = ops::make_backend(backend_, s.pair, gpu_, false, options.timeout_s > 0);
     ops::CollBackend& backend = round_ ? *round_ : *own;
     const double setup_s = seconds_since(setup_start) + std::exchange(round_setup_s_, 0.0);
-    if (!s.m.p2p_test.empty()) {
+    if (s.m.family == MetricFamily::p2p) {
       bool hung = false;
       auto records = run_p2p(s, backend, setup_s, hung);
       if (hung) own.reset(), round_.reset();  // aborted on every rank of the pair
       return records;
     }
-    const auto* op = ops::find_collective(s.m.coll_op());
+    const auto* op = &s.m.op();
     backend.allocate(bytes_, bytes_);
     const ops::CollCase c{op, ops::DataType::float32, ops::RedOp::sum, 0, false, op->counts(bytes_ / 4, s.pair.size())};
     const int iterations = s.m.defaults.iterations(bytes_, options.iterations);
@@ -254,7 +254,7 @@ class CollPairTest : public PairTest {
   // With --timeout each direction has a deadline: past it the communicator is aborted on both ends and the pair is a
   // hung record and `aborted` is set on every rank of the pair, as for the collective metrics.
   std::vector<PairRecord> run_p2p(const PairSlot& s, ops::CollBackend& backend, double setup_s, bool& aborted) {
-    const auto& test = *ops::find_p2p_test(s.m.p2p_test);
+    const auto& test = s.m.p2p();
     const auto& options = s.context.options;
     const std::uint64_t bytes = test.ping_pong() ? latency_bytes_ : bytes_;
     const int half = s.pair.size() / 2, me = s.pair.rank();

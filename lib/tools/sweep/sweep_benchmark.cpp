@@ -160,7 +160,7 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
   if (collectives && backend_ == ops::BackendKind::mpi) {
     std::vector<const ops::CollectiveOp*> ops;
     for (const auto* m : metrics_)
-      if (m->collective()) ops.push_back(ops::find_collective(m->coll_op()));
+      if (m->collective()) ops.push_back(&m->op());
     // Two nodes' ranks at least; more ranks only shrink all_reduce/sendrecv counts.
     ops::require_mpi_counts(ops, {ops::DataType::float32}, bw_bytes_, 2, common.sizes_option);
   }
@@ -173,10 +173,10 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
   p2p_.reset();
   coll_.reset();
   rdma_.reset();
-  if (any([&](const SweepMetric* m) { return !m->p2p_test.empty() && !this->on_gpus(*m); }))
+  if (any([&](const SweepMetric* m) { return m->family == MetricFamily::p2p && !this->on_gpus(*m); }))
     p2p_ = std::make_unique<P2PPairTest>(metrics_, bw_bytes_, lat_bytes_, window_, pair_time_s_, pair_time_relative_);
   if (on_gpus) coll_ = make_coll_pair_test(backend_, gpu_, bw_bytes_, lat_bytes_, window_, nccl_comms_);
-  if (any([](const SweepMetric* m) { return !m->verbs_test.empty(); }))
+  if (any([](const SweepMetric* m) { return m->family == MetricFamily::rdma; }))
     rdma_ = make_rail_rdma_test(placement.me().host, qp_timeout);
 }
 

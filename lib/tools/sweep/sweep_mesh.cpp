@@ -128,7 +128,7 @@ void SweepBenchmark::write_pass(const app::RunContext& context, const std::strin
   for (const auto& c : changes) {
     const auto& v = c.verdict;
     rows.push_back(results::Row(changes_table_).set("pass", std::int64_t(pass_)).set("started", started)
-                       .set("change", std::string(c.recovered ? "recovered" : "new")).set("kind", v.kind)
+                       .set("change", std::string(c.recovered ? "recovered" : "new")).set("kind", std::string(kind_name(v.kind)))
                        .set("metric", v.metric).set("host_a", v.a >= 0 ? hosts_[v.a] : std::string())
                        .set("host_b", v.b >= 0 ? hosts_[v.b] : std::string()).set("rail", std::int64_t(v.rail))
                        .set("nic", v.nic).set("switch", v.switch_name).set("before", c.before).set("after", c.after)
@@ -224,13 +224,13 @@ void SweepBenchmark::write_prometheus(const app::RunContext& context, const std:
   e.add("sweep_coverage_complete", "fabric-sweep: 1 when every host and pair asked for was tested, else 0 (not a pass)",
         {}, coverage.complete() ? 1 : 0);
   std::int64_t verdicts = 0;
-  for (const auto& v : judgement.verdicts) verdicts += v.kind != "data";
+  for (const auto& v : judgement.verdicts) verdicts += v.kind != VerdictKind::data;
   e.add("sweep_verdicts", "fabric-sweep: how many verdicts the run gave (0: nothing wrong)", {}, static_cast<double>(verdicts));
   for (const auto& v : judgement.verdicts) {
-    if (v.kind == "data") continue;
+    if (v.kind == VerdictKind::data) continue;
     e.add("sweep_verdict", "fabric-sweep: one verdict (kind node, link, pair, hung, nic, switch, uplink, path ...; "
           "host and peer; rail, nic and switch where it has them; the reason), value 1",
-          {{"kind", v.kind}, {"metric", v.metric}, {"host", v.a >= 0 ? hosts_[v.a] : ""},
+          {{"kind", std::string(kind_name(v.kind))}, {"metric", v.metric}, {"host", v.a >= 0 ? hosts_[v.a] : ""},
            {"peer", v.b >= 0 ? hosts_[v.b] : ""}, {"rail", v.rail >= 0 ? std::to_string(v.rail) : ""}, {"nic", v.nic},
            {"switch", v.switch_name}, {"reason", v.reason}}, 1);
   }

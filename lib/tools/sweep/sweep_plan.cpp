@@ -130,7 +130,7 @@ void SweepBenchmark::configure_resume(const cli::po::variables_map& v, const run
       if (other == host) continue;
       const std::pair<std::string, std::string> pair = std::minmax(host, other);
       if (measured.count(pair) || !listed.insert(pair).second) continue;
-      untested_.push_back({-1, "sweep", pair.first, pair.second, why == "--exclude" ? "excluded" : "hung"});
+      untested_.push_back({-1, RoundKind::sweep, pair.first, pair.second, why == "--exclude" ? "excluded" : "hung"});
     }
 }
 
@@ -208,7 +208,7 @@ std::string SweepBenchmark::answer_without_run() const {
 }
 
 bool SweepBenchmark::round_fits(const app::RunContext& context, const std::vector<Round>& rounds, std::size_t i,
-                                const std::string& kind, int first_round) {
+                                RoundKind kind, int first_round) {
   if (!budget_.limited()) return true;
   std::int64_t fits = 1;
   if (context.is_root()) {
@@ -239,7 +239,7 @@ void SweepBenchmark::write_untested(const app::RunContext& context) {
   std::set<std::pair<std::string, std::string>> sweep_pairs;
   std::size_t retests = 0;
   for (const auto& u : untested_) {
-    if (u.kind == "sweep") sweep_pairs.insert(std::minmax(u.host_a, u.host_b));
+    if (u.kind == RoundKind::sweep) sweep_pairs.insert(std::minmax(u.host_a, u.host_b));
     else ++retests;
   }
   const auto n = static_cast<long long>(hosts_.size());
@@ -266,7 +266,7 @@ void SweepBenchmark::write_untested(const app::RunContext& context) {
       std::size_t planned = 0;
       for (const auto& r : schedule_->rounds()) planned += r.pairs.size();
       const auto by_budget = static_cast<std::size_t>(std::count_if(untested_.begin(), untested_.end(), [](const Untested& u) {
-        return u.kind == "sweep" && u.reason == "budget";
+        return u.kind == RoundKind::sweep && u.reason == "budget";
       }));
       if (by_budget == 0 && retests == 0) note += "; every pair covered";
       else note += fmt::format("; not covered: {} of {} pairs{}{}", by_budget, planned,
@@ -280,7 +280,7 @@ void SweepBenchmark::write_untested(const app::RunContext& context) {
   context.out->declare(untested_table_);
   std::vector<results::Row> rows;
   for (const auto& u : untested_)
-    rows.push_back(results::Row(untested_table_).set("round", std::int64_t(u.round)).set("kind", u.kind)
+    rows.push_back(results::Row(untested_table_).set("round", std::int64_t(u.round)).set("kind", std::string(kind_name(u.kind)))
                        .set("host_a", u.host_a).set("host_b", u.host_b).set("reason", u.reason));
   context.out->rows(rows);
 }
@@ -329,7 +329,7 @@ std::vector<PairRecord> SweepBenchmark::resumed_records(int pass) const {
   std::vector<PairRecord> out;
   for (const auto& row : resumed_rows_) {
     if (pass > 0 ? std::get<std::int64_t>(row.get("pass")) != pass
-                 : std::get<std::string>(row.get("kind")) != "sweep")
+                 : std::get<std::string>(row.get("kind")) != kind_name(RoundKind::sweep))
       continue;  // re-tests run again after the sweep
     const auto text = [&](const char* c) { return std::get<std::string>(row.get(c)); };
     const auto integer = [&](const char* c) { return std::get<std::int64_t>(row.get(c)); };

@@ -93,7 +93,7 @@ Fabric SweepBenchmark::fabric() const {
 }
 
 const std::vector<std::string>& SweepBenchmark::nics_of(const SweepMetric& m) const {
-  if (!m.verbs_test.empty()) return rdma_nics_;
+  if (m.family == MetricFamily::rdma) return rdma_nics_;
   const bool nccl_named = std::any_of(nccl_nics_.begin(), nccl_nics_.end(), [](const auto& s) { return !s.empty(); });
   return on_gpus(m) && backend_ == ops::BackendKind::nccl && nccl_named ? nccl_nics_ : mpi_nics_;
 }

@@ -26,7 +26,7 @@ class RdmaPairTest : public PairTest {
   std::string nic() const override { return fmt::format("{}:{}", device_.port().device, device_.port().port); }
 
   std::vector<PairRecord> run(const PairSlot& s) override {
-    const auto& test = *verbs::find_verbs_test(s.m.verbs_test);
+    const auto& test = *verbs::find_verbs_test(s.m.test);
     const bool latency = test.pattern == verbs::Pattern::latency;
     const auto bytes = latency ? lat_bytes_ : bw_bytes_;
     const auto& options = s.context.options;

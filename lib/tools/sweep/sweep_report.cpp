@@ -29,10 +29,10 @@ void add(double& into, double more) {
 facts::Reference reference_of(const app::RunContext& context, const SweepMetric& m, const std::string& a,
                               const std::string& b, int ranks_per_host, bool nccl, int rails, std::int64_t bytes) {
   if (m.collective())
-    return context.expected.at_size(context.expected.per_rank({a, b}, ranks_per_host, nccl), m.coll_op(),
+    return context.expected.at_size(context.expected.per_rank({a, b}, ranks_per_host, nccl), m.op().name,
                                     rails > 1 ? 2 : 2 * ranks_per_host, static_cast<std::uint64_t>(bytes));
   auto ref = context.expected.stream(a, b, false);
-  return m.p2p_test == "bibw" ? ref.scaled(2, "both directions of") : ref;
+  return m.family == MetricFamily::p2p && m.p2p().directions == 2 ? ref.scaled(2, "both directions of") : ref;
 }
 
 }  // namespace
@@ -56,7 +56,7 @@ void SweepBenchmark::write_start(const app::RunContext& context, const std::vect
   }
   for (std::size_t r = 0; resume_.empty() && r < rounds.size(); ++r)
     for (const auto& p : rounds[r].pairs)
-      context.out->row(results::Row(schedule_table_).set("round", std::int64_t(r)).set("kind", std::string("sweep"))
+      context.out->row(results::Row(schedule_table_).set("round", std::int64_t(r)).set("kind", std::string(kind_name(RoundKind::sweep)))
                            .set("host_a", hosts_[p.a]).set("host_b", hosts_[p.b]));
   if (mesh_) {
     // each pass is a line; the pair rows go to the file only
@@ -78,7 +78,7 @@ void SweepBenchmark::stamp_expected(const app::RunContext& context, results::Row
 }
 
 std::vector<PairRecord> SweepBenchmark::report_records(const app::RunContext& context,
-                                                       const std::vector<PairRecord>& records, const std::string& kind) {
+                                                       const std::vector<PairRecord>& records, RoundKind kind) {
   std::map<std::tuple<int, int, int, int, int, int>, PairRecord> merged;
   for (const auto& r : records) {
     auto [it, fresh] = merged.emplace(std::make_tuple(r.round, r.a, r.b, r.rail, r.metric, r.direction), r);
@@ -110,7 +110,7 @@ std::vector<PairRecord> SweepBenchmark::report_records(const app::RunContext& co
       if (r.port_errors[end] > 0 || r.nvlink_errors[end] > 0) grew.push_back(hosts_[end == 0 ? r.a : r.b]);
     }
     results::Row row(pairs_table_);
-    row.set("pass", std::int64_t(pass_)).set("round", std::int64_t(r.round)).set("kind", kind).set("host_a", hosts_[r.a]).set("host_b", hosts_[r.b]);
+    row.set("pass", std::int64_t(pass_)).set("round", std::int64_t(r.round)).set("kind", std::string(kind_name(kind))).set("host_a", hosts_[r.a]).set("host_b", hosts_[r.b]);
     row.set("metric", std::string(m.name)).set("direction", std::string(direction_names[r.direction]));
     const auto& nics = nics_of(m);
     const auto nic = [&](int host) {
@@ -181,16 +181,17 @@ void SweepBenchmark::write_judgement(const app::RunContext& context, const std::
                             .set("pairs", s.pairs).set("suspect_pairs", s.suspect_pairs));
   context.out->rows(node_rows);
   for (const auto& v : judgement.verdicts) {
-    if (v.kind == "data") continue;  // the wrong-data line below says it
-    context.out->row(results::Row(verdicts_table_).set("metric", v.metric).set("kind", v.kind)
+    if (v.kind == VerdictKind::data) continue;  // the wrong-data line below says it
+    const std::string kind(kind_name(v.kind));
+    context.out->row(results::Row(verdicts_table_).set("metric", v.metric).set("kind", kind)
                          .set("host_a", v.a >= 0 ? hosts_[v.a] : std::string())
                          .set("host_b", v.b >= 0 ? hosts_[v.b] : std::string()).set("rail", std::int64_t(v.rail))
                          .set("nic", v.nic).set("switch", v.switch_name).set("reason", v.reason));
-    if (v.kind == "untested" || v.kind == "noise")  // about the run, not a bad part of the fabric
-      context.out->note(fmt::format("VERDICT {}{}{}: {}", v.kind, v.metric.empty() ? "" : " (" + v.metric + ")",
+    if (v.kind == VerdictKind::untested || v.kind == VerdictKind::noise)  // about the run, not a bad part of the fabric
+      context.out->note(fmt::format("VERDICT {}{}{}: {}", kind, v.metric.empty() ? "" : " (" + v.metric + ")",
                                     v.a >= 0 ? " " + hosts_[v.a] : "", v.reason));
     else
-      context.out->note(fmt::format("VERDICT bad {} ({}): {}", v.kind, v.metric, v.reason));
+      context.out->note(fmt::format("VERDICT bad {} ({}): {}", kind, v.metric, v.reason));
   }
   if (judgement.wrong > 0) context.out->note(fmt::format("{} bytes failed the check", judgement.wrong));
   // The pair values below the "% of expected" rule: one summary line, with the lowest.

@@ -32,7 +32,7 @@ std::vector<PairRecord> SweepBenchmark::run_pass(const app::RunContext& context,
       pairs = context.world.broadcast_array(pairs, 0);
       if (pairs.empty()) break;
       const int ran = sweep_rounds_run_;
-      auto measured = run_rounds(context, {Round::of(n, pairs)}, "sweep", next_round++);
+      auto measured = run_rounds(context, {Round::of(n, pairs)}, RoundKind::sweep, next_round++);
       records.insert(records.end(), measured.begin(), measured.end());
       if (sweep_rounds_run_ == ran) break;  // the budget left it out
       ++adaptive_rounds;
@@ -44,7 +44,7 @@ std::vector<PairRecord> SweepBenchmark::run_pass(const app::RunContext& context,
                                     plan->state().covering ? "; then untested pairs while the budget lasted" : ""));
     }
   } else {
-    auto measured = run_rounds(context, rounds, "sweep", next_round);
+    auto measured = run_rounds(context, rounds, RoundKind::sweep, next_round);
     next_round += static_cast<int>(rounds.size());
     records.insert(records.end(), measured.begin(), measured.end());
   }
@@ -55,7 +55,7 @@ std::vector<PairRecord> SweepBenchmark::run_pass(const app::RunContext& context,
     suspects = context.world.broadcast_array(suspects, 0);
     if (suspects.empty()) break;
     const auto retests = plan_retests(n, suspects);
-    auto more = run_rounds(context, retests, "retest", next_round);
+    auto more = run_rounds(context, retests, RoundKind::retest, next_round);
     next_round += static_cast<int>(retests.size());
     records.insert(records.end(), more.begin(), more.end());
   }
@@ -70,7 +70,7 @@ std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& cont
   for (std::size_t k = 0; k < metrics_.size(); ++k) {
     const auto& m = *metrics_[k];
     if ((rails_ == 1 && on_gpus(m) == host_level) || resting(m)) continue;
-    PairTest& test = !m.verbs_test.empty() ? *rdma_ : on_gpus(m) ? *coll_ : static_cast<PairTest&>(*p2p_);
+    PairTest& test = m.family == MetricFamily::rdma ? *rdma_ : on_gpus(m) ? *coll_ : static_cast<PairTest&>(*p2p_);
     const PairSlot slot{context, pair, round_index, hosts, rails_ > 1 ? local_rank_ : 0, static_cast<int>(k), m, hosts_};
     auto [records, grown] = links_.around([&] { return test.run(slot); });
     // A reader whose rank holds no figure of the pair (the b end of a collective) still sends its links' growth.
@@ -90,7 +90,7 @@ std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& cont
 }
 
 std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& context, std::vector<Round> rounds,
-                                                   const std::string& kind, int first_round) {
+                                                   RoundKind kind, int first_round) {
   const auto& world = context.world;
   const int me = world.rank(), h = host_of_rank_[me];
   const bool host_leader = context.placement.me().local_rank == 0;
@@ -108,16 +108,16 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
     const int index = first_round + static_cast<int>(i);
     if (round.pairs.empty()) continue;  // every pair of it finished before a --resume, or its hosts rest
     if (!round_fits(context, rounds, i, kind, first_round)) break;
-    if (kind == "sweep") ++sweep_rounds_run_;
+    if (kind == RoundKind::sweep) ++sweep_rounds_run_;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (adaptive_ && kind == "sweep")  // one round at a time: how many is the plan's answer, not known here
+    if (adaptive_ && kind == RoundKind::sweep)  // one round at a time: how many is the plan's answer, not known here
       context.progress(fmt::format("adaptive round {}: {} pairs now", index + 1, round.pairs.size()));
     else
-      context.progress(fmt::format("{} round {} of {}: {} pairs now, {} of {} pairs done, {:.1f} s elapsed{}", kind,
+      context.progress(fmt::format("{} round {} of {}: {} pairs now, {} of {} pairs done, {:.1f} s elapsed{}", kind_name(kind),
                                    i + 1, rounds.size(), round.pairs.size(), pairs_done, pairs_total, elapsed,
                                    i ? fmt::format(", about {:.1f} s left", elapsed / i * (rounds.size() - i)) : ""));
     pairs_done += round.pairs.size();
-    context.measuring(fmt::format("{} round {} ({} pairs)", kind, index, round.pairs.size()), round_timeout_s(context));
+    context.measuring(fmt::format("{} round {} ({} pairs)", kind_name(kind), index, round.pairs.size()), round_timeout_s(context));
     const auto round_start = std::chrono::steady_clock::now();
     std::vector<PairRecord> mine;
     std::vector<NicTraffic> my_traffic;
@@ -141,7 +141,7 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
       test_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       mine.insert(mine.end(), r.begin(), r.end());
     };
-    if (schedule_->directed() && kind == "sweep") {
+    if (schedule_->directed() && kind == RoundKind::sweep) {
       const auto leaders = split([&] { return world.split(host_leader ? 0 : MPI_UNDEFINED, h); });
       if (!leaders.empty()) {
         int to = -1, from = -1;
@@ -227,7 +227,7 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
       // Rank 0's round ends once its rows are written: the other ranks wait for it at the next split.
       const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - round_start).count();
       budget_.measured(wall);
-      context.out->row(results::Row(rounds_table_).set("pass", std::int64_t(pass_)).set("round", std::int64_t(index)).set("kind", kind)
+      context.out->row(results::Row(rounds_table_).set("pass", std::int64_t(pass_)).set("round", std::int64_t(index)).set("kind", std::string(kind_name(kind)))
                            .set("pairs", std::int64_t(round.pairs.size())).set("wall_s", wall)
                            .set("longest_test_s", longest).set("overhead_s", wall - longest).set("setup_s", setup)
                            .set("r0_split_s", split_s + begin_s).set("r0_test_s", test_s)

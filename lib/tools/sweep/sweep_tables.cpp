@@ -1,5 +1,7 @@
 // fabric-sweep's metrics and the tables it writes, declared once: what each column is (unit, role, which way is
 // better) is what the terminal, the HDF5 file and fabric-report read.
+#include <fmt/format.h>
+
 #include "fabricbench/facts/expected_share.hpp"
 #include "fabricbench/tools/sweep/sweep_benchmark.hpp"
 
@@ -12,24 +14,34 @@ const std::vector<SweepMetric>& sweep_metrics() {
   constexpr auto bandwidth = ops::IterationDefaults::fixed(20, 2);
   constexpr auto latency = ops::IterationDefaults::fixed(1000, 100);
   static const std::vector<SweepMetric> metrics{
-      {"p2p_bw", "MB/s", "one direction at a time, a->b then b->a (osu_bw), one rank per node", "bw", true,
-       ops::CollKind::all_reduce, bandwidth, Unit::mbps, Better::higher},
-      {"p2p_bibw", "MB/s", "both directions at once (osu_bibw), one rank per node", "bibw", false,
-       ops::CollKind::all_reduce, bandwidth, Unit::mbps, Better::higher},
-      {"p2p_latency", "us", "ping-pong, half the round trip (osu_latency), one rank per node", "latency", false,
-       ops::CollKind::all_reduce, latency, Unit::us, Better::lower},
-      {"allreduce", "GB/s", "all_reduce bus bandwidth over every rank of both nodes (NCCL on GPUs, else MPI)", "", false,
-       ops::CollKind::all_reduce, ops::nccl_tests_iterations, Unit::gbps, Better::higher},
-      {"sendrecv", "GB/s", "sendrecv ring over every rank of both nodes (NCCL on GPUs, else MPI)", "", false,
-       ops::CollKind::sendrecv, ops::nccl_tests_iterations, Unit::gbps, Better::higher},
+      {"p2p_bw", "MB/s", "one direction at a time, a->b then b->a (osu_bw), one rank per node", MetricFamily::p2p, "bw",
+       true, bandwidth, Unit::mbps, Better::higher},
+      {"p2p_bibw", "MB/s", "both directions at once (osu_bibw), one rank per node", MetricFamily::p2p, "bibw", false,
+       bandwidth, Unit::mbps, Better::higher},
+      {"p2p_latency", "us", "ping-pong, half the round trip (osu_latency), one rank per node", MetricFamily::p2p,
+       "latency", false, latency, Unit::us, Better::lower},
+      {"allreduce", "GB/s", "all_reduce bus bandwidth over every rank of both nodes (NCCL on GPUs, else MPI)",
+       MetricFamily::collective, "all_reduce", false, ops::nccl_tests_iterations, Unit::gbps, Better::higher},
+      {"sendrecv", "GB/s", "sendrecv ring over every rank of both nodes (NCCL on GPUs, else MPI)",
+       MetricFamily::collective, "sendrecv", false, ops::nccl_tests_iterations, Unit::gbps, Better::higher},
       {"rdma_bw", "MiB/s", "RDMA write bandwidth, a->b then b->a (ib_write_bw; fabric-verbs' options), one rank per node",
-       "", true, ops::CollKind::all_reduce, ops::IterationDefaults::fixed(1000, 50), Unit::mibps, Better::higher,
-       "write_bw"},
-      {"rdma_lat", "us", "RDMA write ping-pong, half the round trip, typical (ib_write_lat), one rank per node", "",
-       false, ops::CollKind::all_reduce, ops::IterationDefaults::fixed(1000, 100), Unit::us, Better::lower,
-       "write_lat"},
+       MetricFamily::rdma, "write_bw", true, ops::IterationDefaults::fixed(1000, 50), Unit::mibps, Better::higher},
+      {"rdma_lat", "us", "RDMA write ping-pong, half the round trip, typical (ib_write_lat), one rank per node",
+       MetricFamily::rdma, "write_lat", false, ops::IterationDefaults::fixed(1000, 100), Unit::us, Better::lower},
   };
   return metrics;
+}
+
+const ops::P2PTest& SweepMetric::p2p() const {
+  const auto* t = family == MetricFamily::p2p ? ops::find_p2p_test(test) : nullptr;
+  if (!t) throw Error::internal(fmt::format("sweep metric {} has no fabric-p2p test", name));
+  return *t;
+}
+
+const ops::CollectiveOp& SweepMetric::op() const {
+  const auto* op = family == MetricFamily::collective ? ops::find_collective(test) : nullptr;
+  if (!op) throw Error::internal(fmt::format("sweep metric {} has no fabric-coll operation", name));
+  return *op;
 }
 
 SweepBenchmark::SweepBenchmark() {

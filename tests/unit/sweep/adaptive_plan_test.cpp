@@ -71,7 +71,7 @@ void expect_disjoint(const std::vector<Round>& rounds) {
 std::set<std::string> kinds_naming(const Judgement& j, int host) {
   std::set<std::string> out;
   for (const auto& v : j.verdicts)
-    if (v.a == host || v.b == host) out.insert(v.kind);
+    if (v.a == host || v.b == host) out.insert(std::string(kind_name(v.kind)));
   return out;
 }
 
@@ -129,7 +129,7 @@ TEST(AdaptivePlan, BadNicIsNamedWithItsRail) {
   f.hosts = names(16), f.rails = 2;
   const auto j = judge(run.records, bw, rules(), f);
   ASSERT_EQ(j.verdicts.size(), 1u);
-  EXPECT_EQ(j.verdicts[0].kind, "nic");
+  EXPECT_EQ(j.verdicts[0].kind, VerdictKind::nic);
   EXPECT_EQ(j.verdicts[0].a, 5);
   EXPECT_EQ(j.verdicts[0].rail, 1);
 }
@@ -148,7 +148,7 @@ TEST(AdaptivePlan, HungHostIsSplitFromItsPartnerAndNeverPairedAgain) {
   EXPECT_EQ(plan.state().hosts_judged, 8);
   const auto j = judge(run.records, bw, rules(), names(8));
   for (const auto& v : j.verdicts) {
-    EXPECT_EQ(v.kind, "hung");
+    EXPECT_EQ(v.kind, VerdictKind::hung);
     EXPECT_TRUE(v.a == 6 || v.b == 6);
   }
   EXPECT_FALSE(j.verdicts.empty());
@@ -175,7 +175,7 @@ TEST(AdaptivePlan, BadUplinkGetsPairsInsideItsLeafAndIsNamed) {
   f.hosts = names(24), f.rails = 2, f.topology = &topo;
   const auto j = judge(run.records, bw, rules(), f);
   ASSERT_EQ(j.verdicts.size(), 1u) << j.verdicts.front().kind << ": " << j.verdicts.front().reason;
-  EXPECT_EQ(j.verdicts[0].kind, "uplink");
+  EXPECT_EQ(j.verdicts[0].kind, VerdictKind::uplink);
   EXPECT_EQ(j.verdicts[0].switch_name, "r1l2");
 }
 
@@ -204,7 +204,7 @@ TEST(AdaptivePlan, CoveringConfirmsASlowPairOnceAndLosesNoPair) {
   EXPECT_EQ((tests[{2, 11}]), 2) << "the slow pair once more, not again";
   const auto j = judge(run.records, bw, rules(), names(16));
   ASSERT_EQ(j.verdicts.size(), 1u) << j.verdicts.front().reason;
-  EXPECT_EQ(j.verdicts[0].kind, "link");
+  EXPECT_EQ(j.verdicts[0].kind, VerdictKind::link);
 }
 
 TEST(AdaptivePlan, CoveringGivesAHostSlowEveryThirdTestEnoughPeersToBeNamed) {
@@ -218,7 +218,7 @@ TEST(AdaptivePlan, CoveringGivesAHostSlowEveryThirdTestEnoughPeersToBeNamed) {
   }, 200);
   const auto j = judge(run.records, bw, rules(), names(16));
   ASSERT_EQ(j.verdicts.size(), 1u) << j.verdicts.front().kind << ": " << j.verdicts.front().reason;
-  EXPECT_EQ(j.verdicts[0].kind, "node");
+  EXPECT_EQ(j.verdicts[0].kind, VerdictKind::node);
   EXPECT_EQ(j.verdicts[0].a, 4);
   EXPECT_NE(j.verdicts[0].reason.find("slow some of the time"), std::string::npos) << j.verdicts[0].reason;
 }

@@ -37,7 +37,7 @@ TEST(Coverage, NothingTestedIsNotAPass) {
   EXPECT_EQ(c.text(), "incomplete: 0 of 28 pairs and 0 of 8 hosts tested (--budget 2s)");
   const auto v = c.verdicts();
   ASSERT_EQ(v.size(), 8u);
-  EXPECT_EQ(v[3].kind, "untested");
+  EXPECT_EQ(v[3].kind, VerdictKind::untested);
   EXPECT_EQ(v[3].a, 3);
   EXPECT_EQ(v[3].reason, "no pair test measured this host (--budget 2s)");
 }

@@ -50,7 +50,7 @@ std::vector<PairRecord> sweep_of(Slow slow, double latency = 10) {
 
 std::set<std::string> kinds(const Judgement& j) {
   std::set<std::string> out;
-  for (const auto& v : j.verdicts) out.insert(v.kind + ":" + v.metric);
+  for (const auto& v : j.verdicts) out.insert(std::string(kind_name(v.kind)) + ":" + v.metric);
   return out;
 }
 
@@ -83,7 +83,7 @@ TEST(Judge, RecordsOfARailOrHostTheFabricLacksAreLeftOut) {
 TEST(Judge, NamesTheSlowNodeAndItsPairsAsSuspects) {
   const auto j = judge(sweep_of([](int a, int b) { return a == 2 || b == 2; }), bw_and_lat, default_rules(), hosts);
   ASSERT_EQ(j.verdicts.size(), 1u);
-  EXPECT_EQ(j.verdicts[0].kind, "node");
+  EXPECT_EQ(j.verdicts[0].kind, VerdictKind::node);
   EXPECT_EQ(j.verdicts[0].a, 2);
   EXPECT_EQ(j.suspects.size(), 3u);
   for (const auto& s : j.nodes)
@@ -177,13 +177,13 @@ TEST(Judge, AGapNoWiderThanTheHealthyPairsSpreadIsNoise) {
   rules.metrics["p2p_bw"] = MetricRule{};
   const auto flicker = judge(run(false), bw, rules, six);
   ASSERT_EQ(flicker.verdicts.size(), 1u);
-  EXPECT_EQ(flicker.verdicts[0].kind, "noise");
+  EXPECT_EQ(flicker.verdicts[0].kind, VerdictKind::noise);
   EXPECT_NE(flicker.verdicts[0].reason.find("no wider than the healthy pairs spread among themselves"),
             std::string::npos)
       << flicker.verdicts[0].reason;
   const auto quiet = judge(run(true), bw, rules, six);
   std::multiset<std::string> kinds;
-  for (const auto& v : quiet.verdicts) kinds.insert(v.kind);
+  for (const auto& v : quiet.verdicts) kinds.insert(std::string(kind_name(v.kind)));
   EXPECT_EQ(kinds.count("noise"), 0u);
   EXPECT_GE(kinds.size(), 2u);
   // The spread counts up to 2 x noise_gap: one host 4x below pairs that spread 5.5x among themselves is a fault (a
@@ -205,7 +205,7 @@ TEST(Judge, AGapNoWiderThanTheHealthyPairsSpreadIsNoise) {
   }
   const auto named = judge(noisy_fault, bw, rules, five);
   ASSERT_EQ(named.verdicts.size(), 1u);
-  EXPECT_EQ(named.verdicts[0].kind, "node");
+  EXPECT_EQ(named.verdicts[0].kind, VerdictKind::node);
   EXPECT_EQ(named.verdicts[0].a, 4);
 }
 
@@ -236,7 +236,7 @@ TEST(Judge, PervasiveNoiseIsNamedAsNoiseNotAsBadNodes) {
   rules.metrics["p2p_latency"] = MetricRule{};
   const auto j = judge(noisy, lat, rules, eight);
   ASSERT_EQ(j.verdicts.size(), 1u);
-  EXPECT_EQ(j.verdicts[0].kind, "noise");
+  EXPECT_EQ(j.verdicts[0].kind, VerdictKind::noise);
   EXPECT_EQ(j.verdicts[0].a, -1);
   EXPECT_NE(j.verdicts[0].reason.find("too noisy to judge: "), std::string::npos) << j.verdicts[0].reason;
   EXPECT_NE(j.verdicts[0].reason.find("more iterations (-n) or in a quieter window"), std::string::npos);
@@ -248,19 +248,19 @@ TEST(Judge, PervasiveNoiseIsNamedAsNoiseNotAsBadNodes) {
   const auto one_bad = latency_sweep([](int a, int b) { return a == 5 || b == 5 ? 80.0 : 10.0 + (a + b) % 3; });
   const auto k = judge(one_bad, lat, rules, eight);
   ASSERT_EQ(k.verdicts.size(), 1u);
-  EXPECT_EQ(k.verdicts[0].kind, "node");
+  EXPECT_EQ(k.verdicts[0].kind, VerdictKind::node);
   EXPECT_EQ(k.verdicts[0].a, 5);
   // Two bad links that share no host: two faults, not noise (they stand far from the other pairs).
   const std::vector<std::string> four{"a", "b", "c", "d"};
   const auto two_links =
       latency_sweep([](int a, int b) { return (a == 0 && b == 1) || (a == 2 && b == 3) ? 80.0 : 10.0; }, 4);
   std::multiset<std::string> found;
-  for (const auto& v : judge(two_links, lat, rules, four).verdicts) found.insert(v.kind);
+  for (const auto& v : judge(two_links, lat, rules, four).verdicts) found.insert(std::string(kind_name(v.kind)));
   EXPECT_EQ(found, (std::multiset<std::string>{"link", "link"}));
   // A slow uplink between hosts 0-3 and 4-7 without a topology: 16 links blame all 8 hosts, but the slow pairs sit
   // far from the rest (what the rails rig showed: 24 against 1400 MB/s); they stay links, not noise.
   const auto uplink = latency_sweep([](int a, int b) { return (a < 4) != (b < 4) ? 80.0 + a : 10.0 + (a + b) % 3; });
   std::set<std::string> kinds_found;
-  for (const auto& v : judge(uplink, lat, rules, eight).verdicts) kinds_found.insert(v.kind);
+  for (const auto& v : judge(uplink, lat, rules, eight).verdicts) kinds_found.insert(std::string(kind_name(v.kind)));
   EXPECT_EQ(kinds_found, std::set<std::string>{"link"});
 }

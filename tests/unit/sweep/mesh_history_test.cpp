@@ -45,7 +45,7 @@ TEST(MeshHistory, NamesTheHostInThePassWhereItChangedAndNotBeforeOrAgain) {
   const auto changed = mesh.add(3, "2026-11-24T14:01:00Z", pass_of(2));
   ASSERT_EQ(changed.size(), 1u);
   const auto& c = changed[0];
-  EXPECT_EQ(c.verdict.kind, "node");
+  EXPECT_EQ(c.verdict.kind, VerdictKind::node);
   EXPECT_EQ(c.verdict.a, 2);
   EXPECT_FALSE(c.recovered);
   EXPECT_EQ(c.pass, 3);

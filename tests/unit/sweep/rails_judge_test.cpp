@@ -45,7 +45,7 @@ Topology leaves(const std::string& sizes_text, int n, int rails) {
 
 std::vector<std::tuple<std::string, int, int, int, std::string>> kinds(const Assessment& a) {
   std::vector<std::tuple<std::string, int, int, int, std::string>> out;
-  for (const auto& v : a.verdicts) out.emplace_back(v.kind, v.a, v.b, v.rail, v.switch_name);
+  for (const auto& v : a.verdicts) out.emplace_back(std::string(kind_name(v.kind)), v.a, v.b, v.rail, v.switch_name);
   return out;
 }
 
@@ -95,7 +95,7 @@ TEST(RailsJudge, WithTwoLeavesBothUplinksAreNamedAndWithoutTopologyOnlyLinks) {
   Fabric plain{names(8), 2, nullptr};
   const auto b = assess("p2p_bw", bw, 0.75, plain, values(8, 2, slow));
   std::set<std::string> k;
-  for (const auto& v : b.verdicts) k.insert(v.kind);
+  for (const auto& v : b.verdicts) k.insert(std::string(kind_name(v.kind)));
   EXPECT_EQ(k, std::set<std::string>{"link"});
   EXPECT_EQ(b.verdicts.size(), 16u);
 }
@@ -157,7 +157,7 @@ TEST(DataPath, AHostWhoseRailStraysInMostRoundsIsNamedNotItsPeers) {
   }
   const auto v = check_data_path(traffic, f, nics);
   ASSERT_EQ(v.size(), 1u);
-  EXPECT_EQ(v[0].kind, "path");
+  EXPECT_EQ(v[0].kind, VerdictKind::path);
   EXPECT_EQ(v[0].a, 1);
   EXPECT_EQ(v[0].rail, 1);
   EXPECT_NE(v[0].reason.find("rail 1 traffic left by eth0, not eth1"), std::string::npos) << v[0].reason;

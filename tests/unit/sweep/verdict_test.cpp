@@ -35,7 +35,7 @@ TEST(Assess, NamesTheNodeInAllSlowPairs) {
   for (int n : {4, 5}) {
     const auto a = assess("p2p_bw", bw, 0.75, n, all_pairs_with(n, 1000, 22, {2}), names);
     ASSERT_EQ(a.verdicts.size(), 1u) << n;
-    EXPECT_EQ(a.verdicts[0].kind, "node");
+    EXPECT_EQ(a.verdicts[0].kind, VerdictKind::node);
     EXPECT_EQ(a.verdicts[0].a, 2);
     EXPECT_NE(a.verdicts[0].reason.find("h3:"), std::string::npos) << a.verdicts[0].reason;
   }
@@ -44,7 +44,7 @@ TEST(Assess, NamesTheNodeInAllSlowPairs) {
 TEST(Assess, NamesTheLinkWhenBothNodesAreFineElsewhere) {
   const auto a = assess("p2p_bw", MetricRule{}, 0.75, 4, all_pairs_with(4, 1000, 22, {}, {{0, 3}}), names);
   ASSERT_EQ(a.verdicts.size(), 1u);
-  EXPECT_EQ(a.verdicts[0].kind, "link");
+  EXPECT_EQ(a.verdicts[0].kind, VerdictKind::link);
   EXPECT_EQ(a.verdicts[0].a, 0);
   EXPECT_EQ(a.verdicts[0].b, 3);
 }
@@ -60,7 +60,7 @@ TEST(Assess, LatencyIsSuspectAboveAMultipleOfTheBest) {
   lat.higher_is_better = false;
   const auto a = assess("p2p_latency", lat, 0.75, 4, all_pairs_with(4, 10, 45, {1}), names);
   ASSERT_EQ(a.verdicts.size(), 1u);
-  EXPECT_EQ(a.verdicts[0].kind, "node");
+  EXPECT_EQ(a.verdicts[0].kind, VerdictKind::node);
   EXPECT_EQ(a.verdicts[0].a, 1);
   EXPECT_DOUBLE_EQ(a.reference, 10);
 }
@@ -84,7 +84,7 @@ TEST(Assess, RetestsThatAddTheBadNodesPairsDoNotHideIt) {
   const std::vector<PairValue> v{{0, 2, 900}, {1, 3, 2.4}, {1, 3, 2.4}, {1, 0, 1000}, {3, 2, 2.4}, {3, 0, 2.4}};
   const auto a = assess("p2p_bw", MetricRule{}, 0.75, 4, v, names);
   ASSERT_EQ(a.verdicts.size(), 1u);
-  EXPECT_EQ(a.verdicts[0].kind, "node");
+  EXPECT_EQ(a.verdicts[0].kind, VerdictKind::node);
   EXPECT_EQ(a.verdicts[0].a, 3);
 }
 
@@ -92,7 +92,7 @@ TEST(Assess, OnePairPerNodeCannotTellNodeFromLink) {
   const std::vector<PairValue> quick{{0, 2, 1000}, {1, 3, 20}};
   const auto a = assess("p2p_bw", MetricRule{}, 0.75, 4, quick, names);
   ASSERT_EQ(a.verdicts.size(), 1u);
-  EXPECT_EQ(a.verdicts[0].kind, "pair");
+  EXPECT_EQ(a.verdicts[0].kind, VerdictKind::pair);
   EXPECT_NE(a.verdicts[0].reason.find("--retest"), std::string::npos);
 }
 
@@ -113,7 +113,7 @@ TEST(Assess, AHostSlowInTestsWithFourFinePeersIsANodeSlowSomeOfTheTime) {
   const std::vector<std::string> ten{"h0", "h1", "h2", "h3", "h4", "h5", "h6", "h7", "h8", "h9"};
   const auto a = assess("p2p_bw", bw, 0.75, 10, retested_once_slow({{0, 1}, {0, 3}, {0, 5}, {0, 8}}), ten);
   ASSERT_EQ(a.verdicts.size(), 1u);
-  EXPECT_EQ(a.verdicts[0].kind, "node");
+  EXPECT_EQ(a.verdicts[0].kind, VerdictKind::node);
   EXPECT_EQ(a.verdicts[0].a, 0);
   EXPECT_NE(a.verdicts[0].reason.find("h0: slow some of the time: 4 of its 9 peers"), std::string::npos)
       << a.verdicts[0].reason;
@@ -133,7 +133,7 @@ TEST(Assess, AHostSlowInTestsWithFourFinePeersIsANodeSlowSomeOfTheTime) {
     if (x.a == 0 && (x.b == 2 || x.b == 4 || x.b == 6 || x.b == 9)) x.value = 400;
   const auto b = assess("p2p_bw", bw, 0.75, 10, once, ten);
   ASSERT_EQ(b.verdicts.size(), 1u) << b.verdicts[0].kind << ": " << b.verdicts[0].reason;
-  EXPECT_EQ(b.verdicts[0].kind, "node");
+  EXPECT_EQ(b.verdicts[0].kind, VerdictKind::node);
   EXPECT_EQ(b.suspects.size(), 4u);
 }
 

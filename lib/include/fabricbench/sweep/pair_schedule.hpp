@@ -19,6 +19,11 @@ struct HostPair {
   HostPair unordered() const { return a < b ? *this : HostPair{b, a}; }  // the smaller host first
 };
 
+// Why a round runs: the plan's own rounds, or the re-tests of the suspects (the `kind` column of the pair, round,
+// schedule and untested rows).
+enum class RoundKind { sweep, retest };
+std::string_view kind_name(RoundKind kind);
+
 struct Round {
   std::vector<HostPair> pairs;
   std::vector<int> resting;  // hosts in no pair this round

@@ -6,8 +6,10 @@
 #pragma once
 #include <cmath>
 #include <map>
+#include <ostream>
 #include <set>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -67,13 +69,30 @@ struct Fabric {
   int rail_column(int rail) const { return rails > 1 ? rail : -1; }
 };
 
+// What a verdict blames; kind_name() is its `kind` column and the word of its VERDICT line.
+enum class VerdictKind {
+  node,         // a host slow with every peer, on every rail tested
+  link,         // one pair slow while both hosts are fine with other peers
+  pair,         // one pair slow where its hosts have too few other pairs to tell node from link
+  hung,         // a pair test that did not finish within --timeout
+  nic,          // one host slow on one rail, fine on another
+  leaf_switch,  // "switch": every host under a leaf slow on one rail, pairs inside it too
+  uplink,       // the pairs crossing a leaf slow on one rail, those inside it fine
+  path,         // a rail's traffic left by another NIC than the rail's
+  data,         // wrong bytes (--check)
+  noise,        // suspects within the spread of the healthy pairs: no host named
+  untested,     // hosts or pairs the plan asked for that no test measured
+};
+std::string_view kind_name(VerdictKind kind);
+inline std::ostream& operator<<(std::ostream& out, VerdictKind kind) { return out << kind_name(kind); }
+
 struct Verdict {
-  Verdict(std::string metric_name, std::string verdict_kind, int host_a, int host_b, std::string why, int rail_index = -1,
+  Verdict(std::string metric_name, VerdictKind verdict_kind, int host_a, int host_b, std::string why, int rail_index = -1,
           std::string nic_name = {}, std::string switch_names = {})
-      : metric(std::move(metric_name)), kind(std::move(verdict_kind)), a(host_a), b(host_b), reason(std::move(why)),
+      : metric(std::move(metric_name)), kind(verdict_kind), a(host_a), b(host_b), reason(std::move(why)),
         rail(rail_index), nic(std::move(nic_name)), switch_name(std::move(switch_names)) {}
   std::string metric;
-  std::string kind;  // node, link, pair, hung, nic, switch, uplink, path, data, noise, untested
+  VerdictKind kind;
   int a, b;          // hosts; b = -1 where one host (or none: a = -1 for a switch) is named
   std::string reason;
   int rail = -1;            // -1: not about one rail

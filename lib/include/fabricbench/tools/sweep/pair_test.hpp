@@ -11,27 +11,36 @@
 #include "fabricbench/app/run_context.hpp"
 #include "fabricbench/memory/buffer.hpp"
 #include "fabricbench/ops/coll_backend.hpp"
+#include "fabricbench/ops/collective.hpp"
 #include "fabricbench/ops/iteration_defaults.hpp"
+#include "fabricbench/ops/p2p_test.hpp"
 #include "fabricbench/sweep/pair_record.hpp"
 
 namespace fabricbench::sweep {
 
-// A metric as data: which p2p test, collective or verbs test it runs and over which ranks.
+// Which tool's measurement a metric reuses, and over which ranks.
+enum class MetricFamily {
+  p2p,         // fabric-p2p's test between the nodes' first ranks over MPI (with --backend nccl: GPU to GPU)
+  collective,  // fabric-coll's operation over every rank of both nodes (NCCL on GPUs, else MPI)
+  rdma,        // fabric-verbs' test between the nodes' first ranks (with --rails: between each rail's ranks)
+};
+
+// A metric as data: its family, and the test it runs as its family's table names it. A new metric of an existing
+// family is one entry of sweep_metrics() (sweep_tables.cpp).
 struct SweepMetric {
   std::string_view name;
   std::string_view unit;
   std::string_view description;
-  std::string_view p2p_test;  // "bw", "bibw", "latency"; empty for collectives and verbs metrics
-  bool both_directions;       // measured a->b and b->a separately
-  ops::CollKind coll;         // collectives: over every rank of both nodes
+  MetricFamily family;
+  std::string_view test;  // fabric-p2p's test ("bw"), fabric-coll's operation ("all_reduce"), fabric-verbs' ("write_bw")
+  bool both_directions;   // measured a->b and b->a separately
   ops::IterationDefaults defaults;
   results::Unit value_unit;
   results::Better better;
-  std::string_view verbs_test = {};  // fabric-verbs' test ("write_bw", "write_lat") for the rdma metrics
-  // Over every rank of both nodes (else one rank per node).
-  bool collective() const { return p2p_test.empty() && verbs_test.empty(); }
-  // A collective metric's fabric-coll operation ("all_reduce", "sendrecv").
-  std::string_view coll_op() const { return coll == ops::CollKind::sendrecv ? "sendrecv" : "all_reduce"; }
+  bool collective() const { return family == MetricFamily::collective; }
+  // The family's table entry (the unit test checks that every metric has one): p2p and collective only.
+  const ops::P2PTest& p2p() const;
+  const ops::CollectiveOp& op() const;
   int directions() const { return both_directions ? 2 : 1; }
 };
 const std::vector<SweepMetric>& sweep_metrics();

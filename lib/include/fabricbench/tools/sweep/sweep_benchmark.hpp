@@ -45,7 +45,7 @@ class SweepBenchmark : public app::Benchmark {
                                    const std::vector<JudgedMetric>& metrics, int& next_round);
   // Runs the rounds; returns (on rank 0) every record measured, merged per test.
   std::vector<PairRecord> run_rounds(const app::RunContext& context, std::vector<Round> rounds,
-                                     const std::string& kind, int first_round);
+                                     RoundKind kind, int first_round);
   // This rank's records of one round: the metrics of `host_level` (one rank per node) or the collective ones.
   // With --rails every metric runs on the rail's two ranks (`host_level` is ignored).
   std::vector<PairRecord> measure_pair(const app::RunContext& context, const runtime::Communicator& pair,
@@ -68,7 +68,7 @@ class SweepBenchmark : public app::Benchmark {
   // Rank 0: merges the two ends' records of each test (value from the leader, wrong bytes and each end's counters
   // from both), writes the rows, returns the merged records.
   std::vector<PairRecord> report_records(const app::RunContext& context, const std::vector<PairRecord>& records,
-                                         const std::string& kind);
+                                         RoundKind kind);
   // Rank 0, before the first round: the run's notes (what is swept, what a --resume skips), the tables it declares,
   // the fixed plan's rounds (/sweep/schedule) and, up to 16 hosts, the pair rows' section on the terminal.
   void write_start(const app::RunContext& context, const std::vector<Round>& rounds, std::size_t skipped);
@@ -99,7 +99,7 @@ class SweepBenchmark : public app::Benchmark {
   // Collective, before round `i` of `rounds`: whether it fits the budget. When it does not, rank 0 records its pairs
   // and every later round's as not covered.
   bool round_fits(const app::RunContext& context, const std::vector<Round>& rounds, std::size_t i,
-                  const std::string& kind, int first_round);
+                  RoundKind kind, int first_round);
   // Rank 0: /sweep/untested and the budget's note and attributes.
   void write_untested(const app::RunContext& context);
   // Rank 0: what the earlier part measured, as records (its sweep rounds; with `pass` >= 1, every row of that pass);
@@ -131,7 +131,7 @@ class SweepBenchmark : public app::Benchmark {
   bool resting(const SweepMetric& m) const { return !bw_pass_ && m.better == results::Better::higher; }
   // Whether `m` runs on every rank's GPU over the pair's NCCL communicator (the collective metrics; with an explicit
   // --backend nccl the p2p metrics too, GPU to GPU) rather than between the nodes' first ranks over MPI.
-  bool on_gpus(const SweepMetric& m) const { return m.collective() || (gpu_p2p_ && !m.p2p_test.empty()); }
+  bool on_gpus(const SweepMetric& m) const { return m.collective() || (gpu_p2p_ && m.family == MetricFamily::p2p); }
   double every_s_ = 0;
   std::string prometheus_;
   int pass_ = 1;         // the pass in flight (from 1)
@@ -168,7 +168,8 @@ class SweepBenchmark : public app::Benchmark {
   std::chrono::steady_clock::time_point started_;
   struct Untested {
     int round;  // -1: a pair of an excluded host
-    std::string kind, host_a, host_b, reason;
+    RoundKind kind;
+    std::string host_a, host_b, reason;
   };
   std::vector<Untested> untested_;  // rank 0
   int sweep_rounds_planned_ = 0, sweep_rounds_run_ = 0;
