@@ -63,6 +63,31 @@ class AdaptivePlan {
   const AdaptiveState& state() const { return state_; }
 
  private:
+  // A host of a pair that hung: none; unresolved (its pair hung, nothing says which end); released (it finished a
+  // test since, or its partner is the hung one); hung (it hung with two partners, or its partner was cleared).
+  enum class Hung { none, unresolved, released, hung };
+  struct Evidence;      // this call's view of every pair on every rail, over every metric (adaptive_plan.cpp)
+  struct HostView;      // what each host and host-rail still needs
+  class RoundBuilder;   // a round being filled, hosts disjoint
+
+  // The phases of next(), in order; each reads what the one before made.
+  void read(const std::vector<PairRecord>& records);  // new records: pairs tested, hangs, slow first tests (covering)
+  std::vector<Hung> hung_states() const;
+  Evidence gather(const std::vector<PairRecord>& records);  // the judge's assessment of each metric, pair by pair
+  HostView tally(const Evidence& evidence) const;
+  std::vector<char> watch_candidates(const Evidence& evidence) const;
+  HostView decide(const Evidence& evidence, const std::vector<Hung>& hung);  // fills state_
+  std::optional<Round> compose(const HostView& view, const std::vector<Hung>& hung, int cap_rounds);
+  std::optional<Round> cover_round(const std::vector<Hung>& hung, int cap_rounds);
+  // compose()'s steps, most urgent first.
+  void split_hung(RoundBuilder& round, const HostView& view, const std::vector<Hung>& hung) const;
+  void screen(RoundBuilder& round) const;
+  void inside_leaves(RoundBuilder& round, const HostView& view);
+  void pair_suspects(RoundBuilder& round, const HostView& view) const;
+  bool usable(const std::vector<Hung>& hung, int h) const { return hung[h] == Hung::none || hung[h] == Hung::released; }
+  int leaf(int h, int rail) const { return topology_ ? topology_->leaf_of(h, rail) : -1; }
+  std::size_t hr(int h, int rail) const { return static_cast<std::size_t>(h) * rails_ + rail; }
+
   int hosts_, rails_;
   const Topology* topology_;
   std::vector<JudgedMetric> metrics_;
