@@ -56,6 +56,123 @@ void grown_counters(const std::vector<PairRecord>& records, const std::vector<st
   }
 }
 
+// The matrices keep each direction's best over every pass: the measured cells only (a dense N x N per rail was
+// most of the judge's time at 4096 hosts, and 1 GiB at 8 rails). Cells go to a bucket per (rail, row) by counting,
+// then each bucket is sorted by column: no sort of millions of cells with a budget's records. One list per rail.
+std::vector<std::vector<results::MatrixCell>> best_cells(const std::vector<PairRecord>& records, int metric, int n,
+                                                         int rails, bool higher_is_better) {
+  const auto counted = [&](const PairRecord& r) {
+    return r.metric == metric && !std::isnan(r.value) && r.rail >= 0 && r.rail < rails && r.a >= 0 && r.a < n &&
+           r.b >= 0 && r.b < n;  // else a record of a host or rail the fabric lacks (assess skips it too)
+  };
+  const auto bucket = [&](int rail, int row) { return static_cast<std::size_t>(rail) * n + static_cast<std::size_t>(row); };
+  std::vector<std::size_t> start(static_cast<std::size_t>(rails) * n + 1, 0);
+  for (const auto& r : records)
+    if (counted(r)) {
+      if (r.direction != 1) ++start[bucket(r.rail, r.a) + 1];
+      if (r.direction != 0) ++start[bucket(r.rail, r.b) + 1];
+    }
+  for (std::size_t i = 1; i < start.size(); ++i) start[i] += start[i - 1];
+  struct Cell {
+    std::int32_t column;
+    double value;
+  };
+  std::vector<Cell> cells(start.back());
+  auto next = start;  // the next free place of each bucket
+  for (const auto& r : records)
+    if (counted(r)) {
+      if (r.direction != 1) cells[next[bucket(r.rail, r.a)]++] = {r.b, r.value};
+      if (r.direction != 0) cells[next[bucket(r.rail, r.b)]++] = {r.a, r.value};
+    }
+  std::vector<std::vector<results::MatrixCell>> matrices(static_cast<std::size_t>(rails));
+  for (int rail = 0; rail < rails; ++rail)
+    for (int row = 0; row < n; ++row) {
+      const auto first = cells.begin() + static_cast<long>(start[bucket(rail, row)]);
+      const auto last = cells.begin() + static_cast<long>(start[bucket(rail, row) + 1]);
+      std::sort(first, last, [](const Cell& x, const Cell& y) { return x.column < y.column; });
+      auto& matrix = matrices[static_cast<std::size_t>(rail)];
+      for (auto c = first; c != last; ++c)
+        if (c != first && c->column == (c - 1)->column)
+          matrix.back().value = higher_is_better ? std::max(matrix.back().value, c->value)
+                                                 : std::min(matrix.back().value, c->value);
+        else
+          matrix.push_back({row, c->column, c->value});
+    }
+  return matrices;
+}
+
+// Per host and rail: the median of its pairs (best of re-tests, assess' one reduction) and how many were suspect,
+// gathered in one pass over the pairs; rail by rail, host by host.
+std::vector<NodeSummary> node_summaries(const Assessment& a, int metric, int n, int rails) {
+  std::vector<std::vector<double>> mine(static_cast<std::size_t>(n) * rails);
+  std::vector<std::int64_t> suspect(static_cast<std::size_t>(n) * rails, 0);
+  const auto slot = [&](int h, int r) { return static_cast<std::size_t>(h) * rails + r; };
+  for (const auto& p : a.best) {
+    mine[slot(p.a, p.rail)].push_back(p.value);
+    mine[slot(p.b, p.rail)].push_back(p.value);
+  }
+  for (const auto& [x, y, r] : a.suspects)
+    if (r >= 0 && r < rails) ++suspect[slot(x, r)], ++suspect[slot(y, r)];
+  std::vector<NodeSummary> out;
+  for (int rail = 0; rail < rails; ++rail)
+    for (int h = 0; h < n; ++h) {
+      auto& values_of_h = mine[slot(h, rail)];
+      const auto count = static_cast<std::int64_t>(values_of_h.size());
+      out.push_back({h, metric, rail, timing::median_of(std::move(values_of_h)), count, suspect[slot(h, rail)]});
+    }
+  return out;
+}
+
+// Up to ten pairs of the metric, worst first (ties in the pairs' order).
+std::vector<RankedPair> worst_pairs(const Assessment& a, int metric, bool higher_is_better) {
+  std::vector<RankedPair> ranked;
+  for (const auto& p : a.best) ranked.push_back({metric, p.a, p.b, p.rail, p.value});
+  const auto top = std::min<std::size_t>(10, ranked.size());
+  std::partial_sort(ranked.begin(), ranked.begin() + static_cast<long>(top), ranked.end(),
+                    [&](const RankedPair& x, const RankedPair& y) {
+                      if (x.value != y.value) return higher_is_better ? x.value < y.value : x.value > y.value;
+                      return std::tie(x.a, x.b, x.rail) < std::tie(y.a, y.b, y.rail);
+                    });
+  ranked.resize(top);
+  return ranked;
+}
+
+// One metric judged: its verdicts (or one of noise), leaves, suspects to re-test, matrices, node rows and worst pairs.
+void judge_metric(const std::vector<PairRecord>& records, const JudgedMetric& m, int k, const Rules& rules,
+                  const Fabric& fabric, Judgement& out) {
+  const int n = static_cast<int>(fabric.hosts.size()), rails = std::max(1, fabric.rails);
+  auto rule = rules.rule(m.name);
+  rule.higher_is_better = m.better != results::Better::lower;
+  const auto values = pair_values(records, k, rule.higher_is_better);
+  auto a = assess(m.name, rule, rules.bad_node_fraction, fabric, values, m.nics);
+  name_noise(m.name, rule, rules.noise_gap, n, values, a);
+  out.verdicts.insert(out.verdicts.end(), a.verdicts.begin(), a.verdicts.end());
+  for (auto leaf : a.leaves) {
+    leaf.metric = k;
+    out.leaves.push_back(leaf);
+  }
+  std::set<std::pair<int, int>> listed;  // suspects once each, in the order first seen
+  for (const auto& p : out.suspects) listed.insert({p.a, p.b});
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const HostPair p{values[i].a, values[i].b};
+    if (a.suspect[i] && listed.insert({p.a, p.b}).second) out.suspects.push_back(p);
+  }
+  auto matrices = best_cells(records, k, n, rails, rule.higher_is_better);
+  for (int rail = 0; rail < rails; ++rail) {
+    const auto suffix = rails > 1 ? fmt::format("_rail{}", rail) : std::string();
+    out.matrices.push_back({"/sweep/matrices/" + m.name + suffix,
+                            fmt::format("{} ({}){}: row -> column{}", m.name, m.unit,
+                                        rails > 1 ? fmt::format(", rail {}", rail) : "",
+                                        m.both_directions ? ", each direction measured on its own" : ""),
+                            m.value_unit, m.better, fabric.hosts, fabric.hosts,
+                            std::move(matrices[static_cast<std::size_t>(rail)])});
+  }
+  const auto nodes = node_summaries(a, k, n, rails);
+  out.nodes.insert(out.nodes.end(), nodes.begin(), nodes.end());
+  const auto worst = worst_pairs(a, k, rule.higher_is_better);
+  out.worst.insert(out.worst.end(), worst.begin(), worst.end());
+}
+
 }  // namespace
 
 Judgement judge(const std::vector<PairRecord>& records, const std::vector<JudgedMetric>& metrics, const Rules& rules,
@@ -122,112 +239,15 @@ double leaf_pair_coverage(const std::vector<PairRecord>& records, const Topology
 
 Judgement judge(const std::vector<PairRecord>& records, const std::vector<JudgedMetric>& metrics, const Rules& rules,
                 const Fabric& fabric, const std::vector<NicTraffic>& traffic, const std::vector<std::string>& traffic_nics) {
-  const auto& hosts = fabric.hosts;
-  const int n = static_cast<int>(hosts.size()), rails = std::max(1, fabric.rails);
+  const int rails = std::max(1, fabric.rails);
   Judgement out;
-  hung_pairs(records, metrics, hosts, out.verdicts);
-  grown_counters(records, hosts, out.verdicts);
+  hung_pairs(records, metrics, fabric.hosts, out.verdicts);
+  grown_counters(records, fabric.hosts, out.verdicts);
   const auto path = check_data_path(traffic, fabric, traffic_nics);
   out.verdicts.insert(out.verdicts.end(), path.begin(), path.end());
   if (fabric.topology) out.leaf_pair_coverage = leaf_pair_coverage(records, *fabric.topology, rails);
   for (const auto& r : records) out.wrong += r.wrong;
-  for (std::size_t k = 0; k < metrics.size(); ++k) {
-    const auto& m = metrics[k];
-    auto rule = rules.rule(m.name);
-    rule.higher_is_better = m.better != results::Better::lower;
-    const auto better = [&](double x, double y) { return rule.higher_is_better ? std::max(x, y) : std::min(x, y); };
-    const auto values = pair_values(records, static_cast<int>(k), rule.higher_is_better);
-    auto a = assess(m.name, rule, rules.bad_node_fraction, fabric, values, m.nics);
-    name_noise(m.name, rule, rules.noise_gap, n, values, a);
-    out.verdicts.insert(out.verdicts.end(), a.verdicts.begin(), a.verdicts.end());
-    for (auto leaf : a.leaves) {
-      leaf.metric = static_cast<int>(k);
-      out.leaves.push_back(leaf);
-    }
-    std::set<std::pair<int, int>> listed;  // suspects once each, in the order first seen
-    for (const auto& p : out.suspects) listed.insert({p.a, p.b});
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      const HostPair p{values[i].a, values[i].b};
-      if (a.suspect[i] && listed.insert({p.a, p.b}).second) out.suspects.push_back(p);
-    }
-    // The matrices keep each direction's best over every pass: the measured cells only (a dense N x N per rail was
-    // most of the judge's time at 4096 hosts, and 1 GiB at 8 rails). Cells go to a bucket per (rail, row) by
-    // counting, then each bucket is sorted by column: no sort of millions of cells with a budget's records.
-    const auto counted = [&](const PairRecord& r) {
-      return r.metric == static_cast<int>(k) && !std::isnan(r.value) && r.rail >= 0 && r.rail < rails && r.a >= 0 &&
-             r.a < n && r.b >= 0 && r.b < n;  // else a record of a host or rail the fabric lacks (assess skips it too)
-    };
-    const auto bucket = [&](int rail, int row) { return static_cast<std::size_t>(rail) * n + static_cast<std::size_t>(row); };
-    std::vector<std::size_t> start(static_cast<std::size_t>(rails) * n + 1, 0);
-    for (const auto& r : records)
-      if (counted(r)) {
-        if (r.direction != 1) ++start[bucket(r.rail, r.a) + 1];
-        if (r.direction != 0) ++start[bucket(r.rail, r.b) + 1];
-      }
-    for (std::size_t i = 1; i < start.size(); ++i) start[i] += start[i - 1];
-    struct Cell {
-      std::int32_t column;
-      double value;
-    };
-    std::vector<Cell> cells(start.back());
-    {
-      auto next = start;  // the next free place of each bucket
-      for (const auto& r : records)
-        if (counted(r)) {
-          if (r.direction != 1) cells[next[bucket(r.rail, r.a)]++] = {r.b, r.value};
-          if (r.direction != 0) cells[next[bucket(r.rail, r.b)]++] = {r.a, r.value};
-        }
-    }
-    std::vector<std::vector<results::MatrixCell>> matrices(static_cast<std::size_t>(rails));
-    for (int rail = 0; rail < rails; ++rail)
-      for (int row = 0; row < n; ++row) {
-        const auto first = cells.begin() + static_cast<long>(start[bucket(rail, row)]);
-        const auto last = cells.begin() + static_cast<long>(start[bucket(rail, row) + 1]);
-        std::sort(first, last, [](const Cell& x, const Cell& y) { return x.column < y.column; });
-        auto& matrix = matrices[static_cast<std::size_t>(rail)];
-        for (auto c = first; c != last; ++c)
-          if (c != first && c->column == (c - 1)->column)
-            matrix.back().value = better(matrix.back().value, c->value);
-          else
-            matrix.push_back({row, c->column, c->value});
-      }
-    cells = {};
-    // Per host and rail: the median of its pairs (best of re-tests, assess' one reduction) and how many were suspect,
-    // gathered in one pass over the pairs.
-    std::vector<std::vector<double>> mine(static_cast<std::size_t>(n) * rails);
-    std::vector<std::int64_t> suspect(static_cast<std::size_t>(n) * rails, 0);
-    const auto slot = [&](int h, int r) { return static_cast<std::size_t>(h) * rails + r; };
-    for (const auto& p : a.best) {
-      mine[slot(p.a, p.rail)].push_back(p.value);
-      mine[slot(p.b, p.rail)].push_back(p.value);
-    }
-    for (const auto& [x, y, r] : a.suspects)
-      if (r >= 0 && r < rails) ++suspect[slot(x, r)], ++suspect[slot(y, r)];
-    for (int rail = 0; rail < rails; ++rail) {
-      const auto suffix = rails > 1 ? fmt::format("_rail{}", rail) : std::string();
-      out.matrices.push_back({"/sweep/matrices/" + m.name + suffix,
-                              fmt::format("{} ({}){}: row -> column{}", m.name, m.unit,
-                                          rails > 1 ? fmt::format(", rail {}", rail) : "",
-                                          m.both_directions ? ", each direction measured on its own" : ""),
-                              m.value_unit, m.better, hosts, hosts, std::move(matrices[static_cast<std::size_t>(rail)])});
-      for (int h = 0; h < n; ++h) {
-        auto& values_of_h = mine[slot(h, rail)];
-        const auto count = static_cast<std::int64_t>(values_of_h.size());
-        out.nodes.push_back({h, static_cast<int>(k), rail, timing::median_of(std::move(values_of_h)), count,
-                             suspect[slot(h, rail)]});
-      }
-    }
-    std::vector<RankedPair> ranked;
-    for (const auto& p : a.best) ranked.push_back({static_cast<int>(k), p.a, p.b, p.rail, p.value});
-    const auto top = std::min<std::size_t>(10, ranked.size());
-    std::partial_sort(ranked.begin(), ranked.begin() + static_cast<long>(top), ranked.end(),
-                      [&](const RankedPair& x, const RankedPair& y) {
-                        if (x.value != y.value) return rule.higher_is_better ? x.value < y.value : x.value > y.value;
-                        return std::tie(x.a, x.b, x.rail) < std::tie(y.a, y.b, y.rail);  // ties in the pairs' order
-                      });
-    ranked.resize(top);
-    out.worst.insert(out.worst.end(), ranked.begin(), ranked.end());
-  }
+  for (std::size_t k = 0; k < metrics.size(); ++k) judge_metric(records, metrics[k], static_cast<int>(k), rules, fabric, out);
   if (out.wrong > 0) out.verdicts.push_back({"check", VerdictKind::data, 0, -1, "wrong data"});
   return out;
 }
