@@ -60,32 +60,32 @@ CommandLine::CommandLine(std::string program, std::string summary, OptionGroups 
       sizes_desc_("Message sizes and iterations"),
       osu_desc_("Equivalents for OSU micro-benchmark habits"),
       tool_(program_ + " options") {
-  run_desc_.add_options()
-      (name("help", 'h').c_str(), "print this help and exit")
-      ("version", "print the version and exit")
-      ("output", po::value<std::string>(), "HDF5 results file; default fabricbench-<tool>-<UTC time>.h5 here")
-      ("csv", po::value<std::string>(), "also write the results table as CSV (opens in Excel)")
-      ("force", "overwrite existing --output/--csv files")
-      ("config", po::value<std::string>(), "read options from an INI file (command line wins); see configs/")
-      ("timeout", po::value<std::string>(), "fail with exit status 3 if one measurement takes longer: 60, 60s, 5m")
-      (name("quiet", 'q').c_str(), "print no table (the files are still written)")
-      ("no-checks", "skip the cheap host checks at start (RDMA ports, THP, NCCL variables, hosts alike; /env/checks)")
-      ("expected-rule", po::value<std::string>(), "when a bandwidth below its expected figure warns (INI); default: the shipped configs/expected.ini");
+  auto add = run_desc_.add_options();
+  add(name("help", 'h').c_str(), "print this help and exit");
+  add("version", "print the version and exit");
+  add("output", po::value<std::string>(), "HDF5 results file; default fabricbench-<tool>-<UTC time>.h5 here");
+  add("csv", po::value<std::string>(), "also write the results table as CSV (opens in Excel)");
+  add("force", "overwrite existing --output/--csv files");
+  add("config", po::value<std::string>(), "read options from an INI file (command line wins); see configs/");
+  add("timeout", po::value<std::string>(), "fail with exit status 3 if one measurement takes longer: 60, 60s, 5m");
+  add(name("quiet", 'q').c_str(), "print no table (the files are still written)");
+  add("no-checks", "skip the cheap host checks at start (RDMA ports, THP, NCCL variables, hosts alike; /env/checks)");
+  add("expected-rule", po::value<std::string>(), "when a bandwidth below its expected figure warns (INI); default: the shipped configs/expected.ini");
   if (!groups_.sizes) return;
   const auto& d = groups_.sizes->defaults;
-  sizes_desc_.add_options()
-      (name("min-bytes", 'b').c_str(), po::value<std::string>(), fmt::format("smallest message size (nccl-tests -b); default {}", format_byte_size(d.min_bytes)).c_str())
-      (name("max-bytes", 'e').c_str(), po::value<std::string>(), fmt::format("largest message size (nccl-tests -e); default {}", format_byte_size(d.max_bytes)).c_str())
-      (name("step-factor", 'f').c_str(), po::value<long long>(), fmt::format("multiply the size by this each step (nccl-tests -f); default {}", d.step_factor).c_str())
-      ("sizes", po::value<std::string>(), "explicit sizes '8,1K,4M' or a range 'MIN:MAX[:xFACTOR]' (instead of -b/-e/-f)")
-      (name("iters", 'n').c_str(), po::value<long long>(), "timed iterations per size (nccl-tests -n, OSU -i); default depends on the test and size")
-      (name("warmup", 'w').c_str(), po::value<long long>(), "untimed warm-up iterations per size (nccl-tests -w, OSU -x)")
-      ("baseline", po::value<std::string>(), "exit 1 when a result is worse than this baseline (written by fabric-report baseline)")
-      (name("check", 'c').c_str(), po::value<int>()->implicit_value(1), fmt::format("validate received data: --check, -c 1 or -c 0; default {}", groups_.sizes->check_by_default ? 1 : 0).c_str());
-  osu_desc_.add_options()
-      (name("osu-m", 'm').c_str(), po::value<std::string>(), "OSU -m [MIN:]MAX: message size range")
-      (name("osu-i", 'i').c_str(), po::value<long long>(), "OSU -i N: same as --iters")
-      (name("osu-x", 'x').c_str(), po::value<long long>(), "OSU -x N: same as --warmup");
+  auto add_size = sizes_desc_.add_options();
+  add_size(name("min-bytes", 'b').c_str(), po::value<std::string>(), fmt::format("smallest message size (nccl-tests -b); default {}", format_byte_size(d.min_bytes)).c_str());
+  add_size(name("max-bytes", 'e').c_str(), po::value<std::string>(), fmt::format("largest message size (nccl-tests -e); default {}", format_byte_size(d.max_bytes)).c_str());
+  add_size(name("step-factor", 'f').c_str(), po::value<long long>(), fmt::format("multiply the size by this each step (nccl-tests -f); default {}", d.step_factor).c_str());
+  add_size("sizes", po::value<std::string>(), "explicit sizes '8,1K,4M' or a range 'MIN:MAX[:xFACTOR]' (instead of -b/-e/-f)");
+  add_size(name("iters", 'n').c_str(), po::value<long long>(), "timed iterations per size (nccl-tests -n, OSU -i); default depends on the test and size");
+  add_size(name("warmup", 'w').c_str(), po::value<long long>(), "untimed warm-up iterations per size (nccl-tests -w, OSU -x)");
+  add_size("baseline", po::value<std::string>(), "exit 1 when a result is worse than this baseline (written by fabric-report baseline)");
+  add_size(name("check", 'c').c_str(), po::value<int>()->implicit_value(1), fmt::format("validate received data: --check, -c 1 or -c 0; default {}", groups_.sizes->check_by_default ? 1 : 0).c_str());
+  auto add_osu = osu_desc_.add_options();
+  add_osu(name("osu-m", 'm').c_str(), po::value<std::string>(), "OSU -m [MIN:]MAX: message size range");
+  add_osu(name("osu-i", 'i').c_str(), po::value<long long>(), "OSU -i N: same as --iters");
+  add_osu(name("osu-x", 'x').c_str(), po::value<long long>(), "OSU -x N: same as --warmup");
 }
 
 std::string CommandLine::name(const char* long_name, char short_name) const {

@@ -113,19 +113,19 @@ results::TableSpec CollBenchmark::make_table() {
 
 void CollBenchmark::add_options(cli::po::options_description& options) {
   namespace po = cli::po;
-  options.add_options()
-      ("op", po::value<std::string>()->default_value("all_reduce"), ("operations, comma-separated: " + choices(collectives(), op_name)).c_str())
-      ("backend", po::value<std::string>()->default_value("auto"), "nccl (one rank per GPU), mpi, or auto (nccl when built with it and a GPU is visible)")
-      ("dtype,d", po::value<std::string>()->default_value("float"), (choices(all_data_types(), type_name) + ", comma-separated (nccl-tests -d)").c_str())
-      ("redop,o", po::value<std::string>()->default_value("sum"), (choices(all_red_ops(), redop_name) + ", comma-separated (nccl-tests -o)").c_str())
-      ("root,r", po::value<std::string>()->default_value("0"), "root rank of broadcast/reduce, or all (nccl-tests -r)")
-      ("in-place", po::value<std::string>()->default_value("both"), "both, 0 (out-of-place only) or 1 (in-place only)")
-      ("blocking,z", po::value<int>()->default_value(0), "1: wait after every operation (nccl-tests -z); gives per-iteration samples")
-      ("per-iter", "time every operation with CUDA events (NCCL): per-iteration percentiles")
-      ("graph,G", po::value<int>()->default_value(0), "capture the timed operations in a CUDA graph and launch it N times (nccl-tests -G)")
-      ("average,a", po::value<int>()->default_value(1), "time across ranks: 0 rank 0, 1 average, 2 min, 3 max (nccl-tests -a)")
-      ("min-time", po::value<double>()->default_value(0.1), "without -n: repeat each size's timed block of nccl-tests' iteration count until about this many seconds were timed (at most 100 blocks) and report the median block, with the blocks' spread; 0: one block")
-      ("memory", po::value<std::string>()->default_value("host"), "MPI back end buffers: host or device (CUDA-aware MPI)");
+  auto add = options.add_options();
+  add("op", po::value<std::string>()->default_value("all_reduce"), ("operations, comma-separated: " + choices(collectives(), op_name)).c_str());
+  add("backend", po::value<std::string>()->default_value("auto"), "nccl (one rank per GPU), mpi, or auto (nccl when built with it and a GPU is visible)");
+  add("dtype,d", po::value<std::string>()->default_value("float"), (choices(all_data_types(), type_name) + ", comma-separated (nccl-tests -d)").c_str());
+  add("redop,o", po::value<std::string>()->default_value("sum"), (choices(all_red_ops(), redop_name) + ", comma-separated (nccl-tests -o)").c_str());
+  add("root,r", po::value<std::string>()->default_value("0"), "root rank of broadcast/reduce, or all (nccl-tests -r)");
+  add("in-place", po::value<std::string>()->default_value("both"), "both, 0 (out-of-place only) or 1 (in-place only)");
+  add("blocking,z", po::value<int>()->default_value(0), "1: wait after every operation (nccl-tests -z); gives per-iteration samples");
+  add("per-iter", "time every operation with CUDA events (NCCL): per-iteration percentiles");
+  add("graph,G", po::value<int>()->default_value(0), "capture the timed operations in a CUDA graph and launch it N times (nccl-tests -G)");
+  add("average,a", po::value<int>()->default_value(1), "time across ranks: 0 rank 0, 1 average, 2 min, 3 max (nccl-tests -a)");
+  add("min-time", po::value<double>()->default_value(0.1), "without -n: repeat each size's timed block of nccl-tests' iteration count until about this many seconds were timed (at most 100 blocks) and report the median block, with the blocks' spread; 0: one block");
+  add("memory", po::value<std::string>()->default_value("host"), "MPI back end buffers: host or device (CUDA-aware MPI)");
 }
 
 void CollBenchmark::configure(const cli::po::variables_map& v, const cli::CommonOptions& common,

@@ -47,33 +47,19 @@ void DoctorBenchmark::add_options(cli::po::options_description& options) {
   std::vector<std::string> groups;  // the table's, in its order
   for (const auto& c : all_checks())
     if (std::find(groups.begin(), groups.end(), c.group) == groups.end()) groups.emplace_back(c.group);
-  options.add_options()
-      ("checks", cli::po::value<std::string>()->default_value("all"),
-       ("checks to run, comma-separated: all, cheap, a group (" + cli::name_choices(groups) +
-        ") or a check's name (see --list)").c_str())
-      ("list", "list the checks with one line each and exit")
-      ("strict", "exit 1 when a check warns, not only when one fails")
-      ("problems-only", "show only warn, fail and skip rows on the terminal (the file keeps all)")
-      ("json", "print one JSON document of every table on stdout instead of the terminal tables")
-      ("nccl-log", cli::po::value<std::vector<std::string>>()->multitoken(),
-       "LOG[,LOG...]: read a job's NCCL_DEBUG=INFO logs (one per rank from NCCL_DEBUG_FILE, or the job's output with "
-       "every rank's lines; '-' for stdin) instead of checking this host: network, devices, channels, the transport "
-       "rules, and with NCCL_DEBUG_SUBSYS=COLL the calls per collective (see docs/nccl-log.md)")
-      ("iteration-marker", cli::po::value<std::string>(),
-       "with --nccl-log: a regular expression (ECMAScript) matching the line the job prints once per iteration "
-       "('iteration +[0-9]+'): calls are counted per iteration too, as csplit would cut the log")
-      ("rank", cli::po::value<int>(), "with --nccl-log: report this rank's processes only")
-      ("nccl-ras", cli::po::value<std::string>()->implicit_value("127.0.0.1:28028"),
-       "[HOST[:PORT]]: ask a running NCCL job (2.24 or later) through NCCL's RAS service, on any node of the job "
-       "(default 127.0.0.1:28028, NCCL_RAS_ADDR): dead processes, ranks behind their communicator (asked twice, 2 s "
-       "apart), missing ranks, errors; --timeout bounds each ask (default 30 s); see docs/nccl-ras.md")
-      ("stacks", "with --nccl-ras: the stacks of the named processes that run on this host into the file (py-spy, "
-                 "gdb or eu-stack); for those elsewhere, the command to run there")
-      ("topology", cli::po::value<std::string>(),
-       "with --nccl-ras: FILE[,FILE...] in Slurm's topology.conf format (as fabric-sweep reads it): a named host's "
-       "leaf switch")
-      ("rail-map", cli::po::value<std::string>(),
-       "with --nccl-ras: the rail map (as fabric-rail-exec reads it): the NIC of a named process's GPU");
+  auto add = options.add_options();
+  add("checks", cli::po::value<std::string>()->default_value("all"), ("checks to run, comma-separated: all, cheap, a group (" + cli::name_choices(groups) + ") or a check's name (see --list)").c_str());
+  add("list", "list the checks with one line each and exit");
+  add("strict", "exit 1 when a check warns, not only when one fails");
+  add("problems-only", "show only warn, fail and skip rows on the terminal (the file keeps all)");
+  add("json", "print one JSON document of every table on stdout instead of the terminal tables");
+  add("nccl-log", cli::po::value<std::vector<std::string>>()->multitoken(), "LOG[,LOG...]: read a job's NCCL_DEBUG=INFO logs (one per rank from NCCL_DEBUG_FILE, or the job's output with " "every rank's lines; '-' for stdin) instead of checking this host: network, devices, channels, the transport " "rules, and with NCCL_DEBUG_SUBSYS=COLL the calls per collective (see docs/nccl-log.md)");
+  add("iteration-marker", cli::po::value<std::string>(), "with --nccl-log: a regular expression (ECMAScript) matching the line the job prints once per iteration " "('iteration +[0-9]+'): calls are counted per iteration too, as csplit would cut the log");
+  add("rank", cli::po::value<int>(), "with --nccl-log: report this rank's processes only");
+  add("nccl-ras", cli::po::value<std::string>()->implicit_value("127.0.0.1:28028"), "[HOST[:PORT]]: ask a running NCCL job (2.24 or later) through NCCL's RAS service, on any node of the job " "(default 127.0.0.1:28028, NCCL_RAS_ADDR): dead processes, ranks behind their communicator (asked twice, 2 s " "apart), missing ranks, errors; --timeout bounds each ask (default 30 s); see docs/nccl-ras.md");
+  add("stacks", "with --nccl-ras: the stacks of the named processes that run on this host into the file (py-spy, " "gdb or eu-stack); for those elsewhere, the command to run there");
+  add("topology", cli::po::value<std::string>(), "with --nccl-ras: FILE[,FILE...] in Slurm's topology.conf format (as fabric-sweep reads it): a named host's " "leaf switch");
+  add("rail-map", cli::po::value<std::string>(), "with --nccl-ras: the rail map (as fabric-rail-exec reads it): the NIC of a named process's GPU");
 }
 
 namespace {

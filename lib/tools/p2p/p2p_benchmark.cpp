@@ -77,15 +77,12 @@ results::TableSpec P2PBenchmark::make_table() {
 }
 
 void P2PBenchmark::add_options(cli::po::options_description& options) {
-  options.add_options()
-      ("test,t", cli::po::value<std::string>()->default_value("all"),
-       ("tests, comma-separated: " +
-        cli::name_choices(cli::names_of(p2p_tests(), [](const P2PTest& t) { return t.name; }), {{"all", {}}}) +
-        " (all: every test, mbw_mr only with more than one pair)").c_str())
-      ("window,W", cli::po::value<long long>()->default_value(64), "messages in flight per iteration for bw, bibw, mbw_mr (OSU -W)")
-      ("memory", cli::po::value<std::string>()->default_value("host"), "where buffers live: host, pinned or device (device needs a CUDA-aware MPI, or --backend nccl)")
-      ("backend", cli::po::value<std::string>()->default_value("mpi"), "mpi (MPI_Isend/MPI_Irecv) or nccl (ncclSend/ncclRecv between GPUs, device buffers, one rank per GPU: OSU's osu_xccl_* tests on any MPI)")
-      ("min-time", cli::po::value<double>()->default_value(0.1), "without -n: repeat each size's timed block of OSU's iteration count until about this many seconds were timed (at most 100 blocks) and report the median block, with the blocks' spread; 0: one block");
+  auto add = options.add_options();
+  add("test,t", cli::po::value<std::string>()->default_value("all"), ("tests, comma-separated: " + cli::name_choices(cli::names_of(p2p_tests(), [](const P2PTest& t) { return t.name; }), {{"all", {}}}) + " (all: every test, mbw_mr only with more than one pair)").c_str());
+  add("window,W", cli::po::value<long long>()->default_value(64), "messages in flight per iteration for bw, bibw, mbw_mr (OSU -W)");
+  add("memory", cli::po::value<std::string>()->default_value("host"), "where buffers live: host, pinned or device (device needs a CUDA-aware MPI, or --backend nccl)");
+  add("backend", cli::po::value<std::string>()->default_value("mpi"), "mpi (MPI_Isend/MPI_Irecv) or nccl (ncclSend/ncclRecv between GPUs, device buffers, one rank per GPU: OSU's osu_xccl_* tests on any MPI)");
+  add("min-time", cli::po::value<double>()->default_value(0.1), "without -n: repeat each size's timed block of OSU's iteration count until about this many seconds were timed (at most 100 blocks) and report the median block, with the blocks' spread; 0: one block");
 }
 
 void P2PBenchmark::configure(const cli::po::variables_map& values, const cli::CommonOptions& common,

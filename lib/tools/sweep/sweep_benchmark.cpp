@@ -30,37 +30,36 @@ std::string SweepBenchmark::summary() const {
 
 void SweepBenchmark::add_options(cli::po::options_description& options) {
   namespace po = cli::po;
-  options.add_options()
-      ("plan", po::value<std::string>(), "all-pairs (circle method), quick (node i with i+N/2), shift (mpiGraph; p2p_bw only) or adaptive (rounds chosen from the results so far: random pairs, slow hosts re-paired with clean ones, slow pairs confirmed, pairs inside a leaf where an uplink is suspect; it re-tests by itself); --pattern is the same option")
-      ("seed", po::value<long long>()->default_value(1), "--plan adaptive: the seed of its random pairs (the same seed, hosts and results give the same rounds)")
-      ("pattern", po::value<std::string>()->default_value("all-pairs"), "the same as --plan")
-      ("budget", po::value<std::string>(), "a time limit on the whole sweep (15m, 1h, 90s): rounds run while the next one fits, judged from the rounds measured so far; the end of the run says which pairs were not covered (/sweep/untested)")
-      ("dry-run", "measure nothing: print the plan (rounds, pairs per round) and its estimated time, and with --budget how much of it fits")
-      ("hosts", po::value<long long>(), "with --dry-run: plan for this many hosts instead of the job's (one process is enough)")
-      ("hostfile", po::value<std::string>(), "with --dry-run: plan for the hosts of this file (one per line, the first word; '#' comments), e.g. for --topology")
-      ("pair-time-estimate", po::value<std::string>(), "the time of one round's pair tests (all metrics) before any was measured, for --dry-run and --budget; default: --pair-time per metric and direction")
-      ("pairs-file", po::value<std::string>(), "rounds from a file, lines 'ROUND HOST_A HOST_B' (instead of --pattern)")
-      ("metric", po::value<std::string>()->default_value("p2p_bw,p2p_latency"),
-       ("comma list of " + cli::name_choices(cli::names_of(sweep_metrics(), [](const SweepMetric& m) { return m.name; }))).c_str())
-      ("lat-bytes", po::value<std::string>()->default_value("8"), "message size of p2p_latency")
-      ("window,W", po::value<long long>()->default_value(64), "messages in flight for the bandwidth metrics")
-      ("pair-time", po::value<std::string>()->default_value("2s"), "time budget of one p2p pair test (per metric and direction): a slower pair runs fewer iterations (or a smaller window) and reports what it moved; 0: none")
-      ("pair-time-relative", po::value<double>()->default_value(1.5), "after the first round the budget is at least this many times the fastest pair's full test time measured so far")
-      ("qp-timeout", po::value<int>()->default_value(14), "the rdma metrics' local ACK timeout 0-31, 4.096 us x 2^N before a retransmission (perftest -u)")
-      ("retest", po::value<long long>()->default_value(1), "times each suspect pair is re-tested, also against good nodes; a pair that turns suspect after a re-test gets its own (0: none)")
-      ("rules", po::value<std::string>()->default_value(app::shipped_config("sweep.ini")), "verdict rules (INI); default: the shipped configs/sweep.ini ($FABRICBENCH_DATA_DIR or <bin>/../share/fabricbench)")
-      ("backend", po::value<std::string>()->default_value("auto"), "collective metrics: nccl, mpi, or auto; given as nccl, the p2p metrics too measure GPU to GPU (ncclSend/ncclRecv, one rank per GPU)")
-      ("nccl-comms", po::value<std::string>()->default_value("split"), "collective metrics with NCCL: split (each round's pair communicators split from one communicator over the job, made once: ncclCommSplit) or init (a fresh ncclCommInitRank per pair, metric and round); split falls back to init after a hang or where it fails")
-      ("sequential", "test the pairs of a round one after another (to measure what running them at once saves)")
-      ("rails", po::value<int>()->implicit_value(0), "every local rank takes part: local rank i of one node tests local rank i of the other (rail i), all rails at once, every metric; rows and verdicts name the rail and NIC")
-      ("rail-map", po::value<std::string>(), "with --rails: the NIC of each rail, lines 'RAIL rdma=DEVICE[:PORT] net=INTERFACE' (the launcher's file); the rdma metrics open rail i's device and the data-path check reads its counters")
-      ("topology", po::value<std::string>(), "the switch tree in Slurm's topology.conf format (SwitchName= Nodes=|Switches= [Rail=]); several files, comma-separated, are one per rail: adds leaf switch and uplink verdicts and makes sure every pair of leaves is crossed on every rail")
-      ("resume", po::value<std::string>(), "continue the sweep of this HDF5 file (a run that hung, was killed or failed): skip every pair it finished, append to it, end as if run in one go; same options, and its hosts less those excluded")
-      ("repeat", po::value<long long>(), "a continuous mesh: run the sweep this many passes (0: until stopped; SIGTERM, or SIGUSR1 to mpirun, stops it after the pass in flight), each judged on its own; the passes go to one file (/sweep/passes, the pass column), and a verdict that appears or goes is named with its pass (/sweep/changes)")
-      ("bw-every", po::value<long long>(), "with --repeat: the bandwidth metrics (p2p_bw, p2p_bibw, rdma_bw, allreduce, sendrecv) run only in every K-th pass, the latency ones in every pass; a pass is judged with the last bandwidth figures")
-      ("every", po::value<std::string>(), "with --repeat: start a pass this often (30s, 5m; default 0: back to back); a pass that overruns starts the next at once")
-      ("prometheus", po::value<std::string>(), "write the figures, verdicts and pass in Prometheus' text format to this .prom file (node_exporter's textfile collector), replaced whole after each pass (without --repeat: once, at the end)")
-      ("exclude", po::value<std::string>(), "with --resume: go on without these hosts (comma-separated; a host the earlier part named hung is left out by itself); their pairs are recorded as not tested (/sweep/untested)");
+  auto add = options.add_options();
+  add("plan", po::value<std::string>(), "all-pairs (circle method), quick (node i with i+N/2), shift (mpiGraph; p2p_bw only) or adaptive (rounds chosen from the results so far: random pairs, slow hosts re-paired with clean ones, slow pairs confirmed, pairs inside a leaf where an uplink is suspect; it re-tests by itself); --pattern is the same option");
+  add("seed", po::value<long long>()->default_value(1), "--plan adaptive: the seed of its random pairs (the same seed, hosts and results give the same rounds)");
+  add("pattern", po::value<std::string>()->default_value("all-pairs"), "the same as --plan");
+  add("budget", po::value<std::string>(), "a time limit on the whole sweep (15m, 1h, 90s): rounds run while the next one fits, judged from the rounds measured so far; the end of the run says which pairs were not covered (/sweep/untested)");
+  add("dry-run", "measure nothing: print the plan (rounds, pairs per round) and its estimated time, and with --budget how much of it fits");
+  add("hosts", po::value<long long>(), "with --dry-run: plan for this many hosts instead of the job's (one process is enough)");
+  add("hostfile", po::value<std::string>(), "with --dry-run: plan for the hosts of this file (one per line, the first word; '#' comments), e.g. for --topology");
+  add("pair-time-estimate", po::value<std::string>(), "the time of one round's pair tests (all metrics) before any was measured, for --dry-run and --budget; default: --pair-time per metric and direction");
+  add("pairs-file", po::value<std::string>(), "rounds from a file, lines 'ROUND HOST_A HOST_B' (instead of --pattern)");
+  add("metric", po::value<std::string>()->default_value("p2p_bw,p2p_latency"), ("comma list of " + cli::name_choices(cli::names_of(sweep_metrics(), [](const SweepMetric& m) { return m.name; }))).c_str());
+  add("lat-bytes", po::value<std::string>()->default_value("8"), "message size of p2p_latency");
+  add("window,W", po::value<long long>()->default_value(64), "messages in flight for the bandwidth metrics");
+  add("pair-time", po::value<std::string>()->default_value("2s"), "time budget of one p2p pair test (per metric and direction): a slower pair runs fewer iterations (or a smaller window) and reports what it moved; 0: none");
+  add("pair-time-relative", po::value<double>()->default_value(1.5), "after the first round the budget is at least this many times the fastest pair's full test time measured so far");
+  add("qp-timeout", po::value<int>()->default_value(14), "the rdma metrics' local ACK timeout 0-31, 4.096 us x 2^N before a retransmission (perftest -u)");
+  add("retest", po::value<long long>()->default_value(1), "times each suspect pair is re-tested, also against good nodes; a pair that turns suspect after a re-test gets its own (0: none)");
+  add("rules", po::value<std::string>()->default_value(app::shipped_config("sweep.ini")), "verdict rules (INI); default: the shipped configs/sweep.ini ($FABRICBENCH_DATA_DIR or <bin>/../share/fabricbench)");
+  add("backend", po::value<std::string>()->default_value("auto"), "collective metrics: nccl, mpi, or auto; given as nccl, the p2p metrics too measure GPU to GPU (ncclSend/ncclRecv, one rank per GPU)");
+  add("nccl-comms", po::value<std::string>()->default_value("split"), "collective metrics with NCCL: split (each round's pair communicators split from one communicator over the job, made once: ncclCommSplit) or init (a fresh ncclCommInitRank per pair, metric and round); split falls back to init after a hang or where it fails");
+  add("sequential", "test the pairs of a round one after another (to measure what running them at once saves)");
+  add("rails", po::value<int>()->implicit_value(0), "every local rank takes part: local rank i of one node tests local rank i of the other (rail i), all rails at once, every metric; rows and verdicts name the rail and NIC");
+  add("rail-map", po::value<std::string>(), "with --rails: the NIC of each rail, lines 'RAIL rdma=DEVICE[:PORT] net=INTERFACE' (the launcher's file); the rdma metrics open rail i's device and the data-path check reads its counters");
+  add("topology", po::value<std::string>(), "the switch tree in Slurm's topology.conf format (SwitchName= Nodes=|Switches= [Rail=]); several files, comma-separated, are one per rail: adds leaf switch and uplink verdicts and makes sure every pair of leaves is crossed on every rail");
+  add("resume", po::value<std::string>(), "continue the sweep of this HDF5 file (a run that hung, was killed or failed): skip every pair it finished, append to it, end as if run in one go; same options, and its hosts less those excluded");
+  add("repeat", po::value<long long>(), "a continuous mesh: run the sweep this many passes (0: until stopped; SIGTERM, or SIGUSR1 to mpirun, stops it after the pass in flight), each judged on its own; the passes go to one file (/sweep/passes, the pass column), and a verdict that appears or goes is named with its pass (/sweep/changes)");
+  add("bw-every", po::value<long long>(), "with --repeat: the bandwidth metrics (p2p_bw, p2p_bibw, rdma_bw, allreduce, sendrecv) run only in every K-th pass, the latency ones in every pass; a pass is judged with the last bandwidth figures");
+  add("every", po::value<std::string>(), "with --repeat: start a pass this often (30s, 5m; default 0: back to back); a pass that overruns starts the next at once");
+  add("prometheus", po::value<std::string>(), "write the figures, verdicts and pass in Prometheus' text format to this .prom file (node_exporter's textfile collector), replaced whole after each pass (without --repeat: once, at the end)");
+  add("exclude", po::value<std::string>(), "with --resume: go on without these hosts (comma-separated; a host the earlier part named hung is left out by itself); their pairs are recorded as not tested (/sweep/untested)");
 }
 
 void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::CommonOptions& common,

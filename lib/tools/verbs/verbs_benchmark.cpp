@@ -121,27 +121,26 @@ results::TableSpec VerbsBenchmark::make_table() {
 }
 
 void VerbsBenchmark::add_options(cli::po::options_description& options) {
-  options.add_options()
-      ("test", cli::po::value<std::string>()->default_value("write_bw"),
-       ("tests, comma-separated: " + cli::name_choices(test_names(), {cli::NameGroup::all(verbs_tests().size())})).c_str())
-      ("size,s", cli::po::value<std::string>(), "one message size (perftest -s); default 65536 for bandwidth, 2 for latency, 8 for atomics")
-      ("all-sizes,a", cli::po::bool_switch(), "every power of two from 2 B to 8 MiB (perftest -a)")
-      ("duration,D", cli::po::value<double>(), "seconds per test and size instead of an iteration count (perftest -D)")
-      ("qps,q", cli::po::value<int>()->default_value(1), "queue pairs per pair of ranks (perftest -q)")
-      ("bidirectional,b", cli::po::bool_switch(), "both ranks of a pair send at once; the pair's bandwidth is the sum (perftest -b)")
-      ("tx-depth,t", cli::po::value<int>(), "work requests in flight per QP (perftest -t); default 128 for bandwidth, 1 for latency")
-      ("rx-depth,r", cli::po::value<int>()->default_value(512), "receives kept posted for send tests (perftest -r)")
-      ("cq-mod,Q", cli::po::value<int>(), "a completion every N messages (perftest -Q); default 100, 1 above 8 KiB unless -a")
-      ("inline,I", cli::po::value<int>(), "largest message sent inline (perftest -I); default 220 write_lat, 236 send_lat, 0 otherwise")
-      ("mtu,m", cli::po::value<int>(), "path MTU 256-4096 (perftest -m); default the ports' active MTU")
-      ("qp-timeout,u", cli::po::value<int>()->default_value(14), "local ACK timeout 0-31, 4.096 us x 2^N before a retransmission (perftest -u)")
-      ("gid-index,x", cli::po::value<int>(), "GID index (perftest -x); default detected: the IPv4 RoCE v2 entry on Ethernet, none on InfiniBand")
-      ("ib-dev,d", cli::po::value<std::string>(), "RDMA device (perftest -d); default the one on the rank's NUMA node, else the first with an Active port")
-      ("ib-port,i", cli::po::value<int>(), "port of the device (perftest -i); default its first Active port")
-      ("events,e", cli::po::bool_switch(), "sleep on completion events instead of polling (perftest -e)")
-      ("atomic-type,A", cli::po::value<std::string>()->default_value("fetch_add"), "atomic tests: fetch_add or cmp_swap (perftest -A FETCH_AND_ADD|CMP_AND_SWAP)")
-      ("report-gbits", cli::po::bool_switch(), "show bandwidth in Gb/s (1e9 bits) instead of MB/s (2^20 bytes) (perftest --report_gbits)")
-      ("memory", cli::po::value<std::string>()->default_value("host"), "where buffers live: host or device (GPU memory registered through dma-buf or nvidia-peermem)");
+  auto add = options.add_options();
+  add("test", cli::po::value<std::string>()->default_value("write_bw"), ("tests, comma-separated: " + cli::name_choices(test_names(), {cli::NameGroup::all(verbs_tests().size())})).c_str());
+  add("size,s", cli::po::value<std::string>(), "one message size (perftest -s); default 65536 for bandwidth, 2 for latency, 8 for atomics");
+  add("all-sizes,a", cli::po::bool_switch(), "every power of two from 2 B to 8 MiB (perftest -a)");
+  add("duration,D", cli::po::value<double>(), "seconds per test and size instead of an iteration count (perftest -D)");
+  add("qps,q", cli::po::value<int>()->default_value(1), "queue pairs per pair of ranks (perftest -q)");
+  add("bidirectional,b", cli::po::bool_switch(), "both ranks of a pair send at once; the pair's bandwidth is the sum (perftest -b)");
+  add("tx-depth,t", cli::po::value<int>(), "work requests in flight per QP (perftest -t); default 128 for bandwidth, 1 for latency");
+  add("rx-depth,r", cli::po::value<int>()->default_value(512), "receives kept posted for send tests (perftest -r)");
+  add("cq-mod,Q", cli::po::value<int>(), "a completion every N messages (perftest -Q); default 100, 1 above 8 KiB unless -a");
+  add("inline,I", cli::po::value<int>(), "largest message sent inline (perftest -I); default 220 write_lat, 236 send_lat, 0 otherwise");
+  add("mtu,m", cli::po::value<int>(), "path MTU 256-4096 (perftest -m); default the ports' active MTU");
+  add("qp-timeout,u", cli::po::value<int>()->default_value(14), "local ACK timeout 0-31, 4.096 us x 2^N before a retransmission (perftest -u)");
+  add("gid-index,x", cli::po::value<int>(), "GID index (perftest -x); default detected: the IPv4 RoCE v2 entry on Ethernet, none on InfiniBand");
+  add("ib-dev,d", cli::po::value<std::string>(), "RDMA device (perftest -d); default the one on the rank's NUMA node, else the first with an Active port");
+  add("ib-port,i", cli::po::value<int>(), "port of the device (perftest -i); default its first Active port");
+  add("events,e", cli::po::bool_switch(), "sleep on completion events instead of polling (perftest -e)");
+  add("atomic-type,A", cli::po::value<std::string>()->default_value("fetch_add"), "atomic tests: fetch_add or cmp_swap (perftest -A FETCH_AND_ADD|CMP_AND_SWAP)");
+  add("report-gbits", cli::po::bool_switch(), "show bandwidth in Gb/s (1e9 bits) instead of MB/s (2^20 bytes) (perftest --report_gbits)");
+  add("memory", cli::po::value<std::string>()->default_value("host"), "where buffers live: host or device (GPU memory registered through dma-buf or nvidia-peermem)");
 }
 
 void VerbsBenchmark::configure(const cli::po::variables_map& values, const cli::CommonOptions& common,

@@ -59,32 +59,19 @@ Options parse(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
   for (int i = split + 1; i < argc; ++i) o.command.emplace_back(argv[i]);
   po::options_description d("fabric-watchdog [OPTIONS] -- COMMAND [ARGS...]");
-  d.add_options()("help,h", "this help")
-      ("timeout", po::value<std::string>()->default_value("20m"),
-       "no output from the command for this long (60s, 20m, 1h): ask NCCL's RAS whether collectives still advance")
-      ("actions", po::value<std::string>()->default_value("stacks,kill"),
-       "on a hang, in order: stacks (of the command's processes here), kill (its process group), scancel "
-       "($SLURM_JOB_ID), exec:PATH (run PATH with FABRIC_WATCHDOG_REPORT set); comma-separated")
-      ("ras", po::value<std::string>()->default_value("127.0.0.1:28028"),
-       "HOST[:PORT] of the node's NCCL RAS service (NCCL_RAS_ADDR)")
-      ("no-ras", "judge by the output alone (a job without NCCL, or NCCL before 2.24)")
-      ("ras-timeout", po::value<std::string>()->default_value("30s"), "bound of each RAS look")
-      ("report", po::value<std::string>(), "the report's HDF5 file (default fabric-watchdog-<job>-<time>.h5 here)")
-      ("force", "overwrite an existing --report file")
-      ("watch", po::value<std::string>(),
-       "ask NCCL's RAS this often (30s, 1m) and keep --prometheus up to date; without a command after --, only that "
-       "(a monitor for node_exporter, as a separate step of the allocation), until SIGTERM")
-      ("prometheus", po::value<std::string>(),
-       "with --watch: node_exporter's textfile, rewritten whole after each look: RAS up, communicators, dead "
-       "processes, laggard ranks (unchanged since the last look), missing ranks, op spread per communicator")
-      ("python-unbuffered",
-       "set PYTHONUNBUFFERED=1 for the command: a Python job whose output goes to a pipe flushes it every ~8 KiB, "
-       "so one that prints rarely can look silent; then every print is a write into the watchdog's pipe (a job "
-       "printing 200,000 lines at full speed took 2.5x as long)")
-      ("no-python-hook",
-       "do not arm Python's faulthandler in the command's Python processes (a sitecustomize.py first on "
-       "PYTHONPATH; on a hang each writes its threads' tracebacks on SIGRTMIN+7): their Python stacks then need "
-       "py-spy");
+  auto add = d.add_options();
+  add("help,h", "this help");
+  add("timeout", po::value<std::string>()->default_value("20m"), "no output from the command for this long (60s, 20m, 1h): ask NCCL's RAS whether collectives still advance");
+  add("actions", po::value<std::string>()->default_value("stacks,kill"), "on a hang, in order: stacks (of the command's processes here), kill (its process group), scancel " "($SLURM_JOB_ID), exec:PATH (run PATH with FABRIC_WATCHDOG_REPORT set); comma-separated");
+  add("ras", po::value<std::string>()->default_value("127.0.0.1:28028"), "HOST[:PORT] of the node's NCCL RAS service (NCCL_RAS_ADDR)");
+  add("no-ras", "judge by the output alone (a job without NCCL, or NCCL before 2.24)");
+  add("ras-timeout", po::value<std::string>()->default_value("30s"), "bound of each RAS look");
+  add("report", po::value<std::string>(), "the report's HDF5 file (default fabric-watchdog-<job>-<time>.h5 here)");
+  add("force", "overwrite an existing --report file");
+  add("watch", po::value<std::string>(), "ask NCCL's RAS this often (30s, 1m) and keep --prometheus up to date; without a command after --, only that " "(a monitor for node_exporter, as a separate step of the allocation), until SIGTERM");
+  add("prometheus", po::value<std::string>(), "with --watch: node_exporter's textfile, rewritten whole after each look: RAS up, communicators, dead " "processes, laggard ranks (unchanged since the last look), missing ranks, op spread per communicator");
+  add("python-unbuffered", "set PYTHONUNBUFFERED=1 for the command: a Python job whose output goes to a pipe flushes it every ~8 KiB, " "so one that prints rarely can look silent; then every print is a write into the watchdog's pipe (a job " "printing 200,000 lines at full speed took 2.5x as long)");
+  add("no-python-hook", "do not arm Python's faulthandler in the command's Python processes (a sitecustomize.py first on " "PYTHONPATH; on a hang each writes its threads' tracebacks on SIGRTMIN+7): their Python stacks then need " "py-spy");
   po::variables_map v;
   try {
     po::store(po::command_line_parser(split, argv).options(d).run(), v);
