@@ -1,3 +1,5 @@
+#include "fabricbench/app/benchmark.hpp"
+
 #include <fmt/format.h>
 
 #include <chrono>
@@ -7,7 +9,6 @@
 #include <memory>
 #include <thread>
 
-#include "fabricbench/app/benchmark.hpp"
 #include "fabricbench/app/shipped_files.hpp"
 #include "fabricbench/env/environment.hpp"
 #include "fabricbench/results/baseline.hpp"
@@ -76,20 +77,26 @@ class BaselineCheck : public results::ResultSink {
 void write_failure_records(results::ResultSet* out, const std::vector<runtime::RankRecord>& records,
                            const std::vector<int>& started) {
   using namespace results;
-  static const TableSpec table{"failure", "ranks",
-                               {key_int("rank"), setting_text("host", 64), setting_int("answered"), setting_int("started"),
-                                setting_text("step", 256), setting_text("doing", 256), setting_text("last_call", 64),
-                                setting_text("backtrace", 8192)}};
+  static const TableSpec table{"failure",
+                               "ranks",
+                               {key_int("rank"), setting_text("host", 64), setting_int("answered"),
+                                setting_int("started"), setting_text("step", 256), setting_text("doing", 256),
+                                setting_text("last_call", 64), setting_text("backtrace", 8192)}};
   try {
     out->declare(table);
     std::vector<Row> rows;
     for (const auto& r : records)
-      rows.push_back(Row(table).set("rank", std::int64_t(r.rank)).set("host", r.host)
+      rows.push_back(Row(table)
+                         .set("rank", std::int64_t(r.rank))
+                         .set("host", r.host)
                          .set("answered", std::int64_t(r.answered))
                          .set("started", std::int64_t(static_cast<std::size_t>(r.rank) < started.size()
-                                                          ? started[static_cast<std::size_t>(r.rank)] : -1))
-                         .set("step", r.step).set("doing", r.doing)
-                         .set("last_call", r.last_call).set("backtrace", r.backtrace));
+                                                          ? started[static_cast<std::size_t>(r.rank)]
+                                                          : -1))
+                         .set("step", r.step)
+                         .set("doing", r.doing)
+                         .set("last_call", r.last_call)
+                         .set("backtrace", r.backtrace));
     out->rows(rows);
   } catch (const std::exception& e) {
     fmt::print(stderr, "could not record the ranks' reports: {}\n", e.what());
@@ -142,10 +149,14 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
     // Outputs exist only from here on, after every rank accepted the input.
     if (root) {
       out = std::make_unique<results::ResultSet>();
-      if (benchmark.json_output()) out->add(std::make_unique<results::JsonSink>(stdout));
-      else if (!options.quiet) out->add(std::make_unique<results::TerminalTable>());
-      if (resume.empty()) out->add(std::make_unique<results::Hdf5Sink>(options.output, options.force));
-      else out->add(std::make_unique<results::Hdf5Sink>(resume, results::Hdf5Sink::Mode::append));
+      if (benchmark.json_output())
+        out->add(std::make_unique<results::JsonSink>(stdout));
+      else if (!options.quiet)
+        out->add(std::make_unique<results::TerminalTable>());
+      if (resume.empty())
+        out->add(std::make_unique<results::Hdf5Sink>(options.output, options.force));
+      else
+        out->add(std::make_unique<results::Hdf5Sink>(resume, results::Hdf5Sink::Mode::append));
       if (!options.csv.empty()) out->add(std::make_unique<results::CsvSink>(options.csv, benchmark.table().path()));
       if (!baseline.empty()) {
         auto check = std::make_unique<BaselineCheck>(baseline, benchmark.table().path());
@@ -178,21 +189,25 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
         },
         [&] { report.poll(); });
     if (out) {
-      out->begin({program, FABRICBENCH_VERSION, options.command_line, results::utc_timestamp(), mpi.size(), placement.hosts()});
+      out->begin({program, FABRICBENCH_VERSION, options.command_line, results::utc_timestamp(), mpi.size(),
+                  placement.hosts()});
     }
     // A resumed run keeps the /env of its first part (the hosts were checked to be the same).
     const bool resumed = world.broadcast_value(static_cast<int>(!resume.empty()), 0) != 0;
     env::EnvReport environment;
-    if (!resumed) environment = env::EnvironmentCapture().gather(world, placement, benchmark.gpu(), out.get(),
-                                                                options.checks && benchmark.checks_this_host());
+    if (!resumed)
+      environment = env::EnvironmentCapture().gather(world, placement, benchmark.gpu(), out.get(),
+                                                     options.checks && benchmark.checks_this_host());
     // One line per cheap check that warned or failed; the run goes on (fabric-doctor is where checks decide).
     if (out)
       for (const auto& line : doctor::warning_lines(environment.checks)) fmt::print(stderr, "{}: {}\n", program, line);
     if (out) out->declare(benchmark.table());
 
-    const facts::ExpectedShare expected(environment.expected, expected_rule, options.has_sizes ? options.sizes.max() : 0);
+    const facts::ExpectedShare expected(environment.expected, expected_rule,
+                                        options.has_sizes ? options.sizes.max() : 0);
     RunContext context{options, world, placement, out.get(), watchdog, board, report, environment, expected, program};
-    if (const char* stall = std::getenv("FABRICBENCH_TEST_STALL")) std::sscanf(stall, "%d:%d", &context.stall_rank, &context.stall_at);
+    if (const char* stall = std::getenv("FABRICBENCH_TEST_STALL"))
+      std::sscanf(stall, "%d:%d", &context.stall_rank, &context.stall_at);
     ExitStatus status = benchmark.run(context);
     world.barrier();
     // Datagrams that reached the failure side channel without the job's secret (or over its rate): someone outside
@@ -200,8 +215,10 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
     const auto counts = report.counts();
     const auto refused = world.sum(counts.refused, 0), answered = world.sum(counts.answered, 0);
     if (out && refused > 0)
-      out->note(fmt::format("failure side channel: {} datagram(s) refused (without the job's secret, or over the rate), "
-                            "{} request(s) answered", refused, answered));
+      out->note(
+          fmt::format("failure side channel: {} datagram(s) refused (without the job's secret, or over the rate), "
+                      "{} request(s) answered",
+                      refused, answered));
     if (baseline_check) {
       for (const auto& line : baseline_check->failures()) {
         out->note("below baseline: " + line);
@@ -212,9 +229,9 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
         out->note("not measured: " + line);
         if (options.quiet) fmt::print(stderr, "{}: baseline entry not measured: {}\n", program, line);
       }
-      out->note(fmt::format("baseline {}: {} row(s) checked, {} value(s) below, {} entr{} matched no row", baseline.path(),
-                            baseline_check->rows(), baseline_check->failures().size(), unmatched.size(),
-                            unmatched.size() == 1 ? "y" : "ies"));
+      out->note(fmt::format("baseline {}: {} row(s) checked, {} value(s) below, {} entr{} matched no row",
+                            baseline.path(), baseline_check->rows(), baseline_check->failures().size(),
+                            unmatched.size(), unmatched.size() == 1 ? "y" : "ies"));
       if ((!baseline_check->failures().empty() || !unmatched.empty()) && status == ExitStatus::ok)
         status = ExitStatus::measurement_failed;
     }

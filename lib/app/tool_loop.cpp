@@ -36,7 +36,8 @@ void ToolLoop::write(results::Row& row, const facts::CounterReading& grown, cons
 
 ExitStatus ToolLoop::finish(std::string_view unit) {
   wrong_total_ = context_.world.all_sum(wrong_);
-  if (wrong_total_ > 0 && context_.is_root()) context_.out->note(fmt::format("{} {} failed the check", wrong_total_, unit));
+  if (wrong_total_ > 0 && context_.is_root())
+    context_.out->note(fmt::format("{} {} failed the check", wrong_total_, unit));
   return wrong_total_ > 0 ? ExitStatus::measurement_failed : ExitStatus::ok;
 }
 

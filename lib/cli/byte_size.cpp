@@ -18,9 +18,10 @@ std::string upper(std::string_view s) {
 }
 
 [[noreturn]] void bad_size(std::string_view text, std::string_view option) {
-  throw Error::usage(fmt::format("{} '{}': not a size; use a whole number of bytes with an optional K, M, G or T "
-                                 "suffix (e.g. 8, 64K, 4M, 1G)",
-                                 option, text));
+  throw Error::usage(
+      fmt::format("{} '{}': not a size; use a whole number of bytes with an optional K, M, G or T "
+                  "suffix (e.g. 8, 64K, 4M, 1G)",
+                  option, text));
 }
 
 }  // namespace

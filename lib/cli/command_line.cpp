@@ -22,7 +22,8 @@ std::vector<std::string> join_check_values(int argc, char** argv) {
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if ((a == "-c" || a == "--check") && i + 1 < argc && (std::string(argv[i + 1]) == "0" || std::string(argv[i + 1]) == "1"))
+    if ((a == "-c" || a == "--check") && i + 1 < argc &&
+        (std::string(argv[i + 1]) == "0" || std::string(argv[i + 1]) == "1"))
       a = "--check=" + std::string(argv[++i]);
     args.push_back(a);
   }
@@ -42,7 +43,8 @@ void check_writable_path(std::string_view option, const std::string& path, bool 
   if (fs::is_directory(path, ec))
     throw Error::usage(fmt::format("{} {}: is a directory; give a file path", option, path));
   if (fs::exists(path, ec) && !force)
-    throw Error::usage(fmt::format("{} {}: file exists; choose another path or add --force to overwrite", option, path));
+    throw Error::usage(
+        fmt::format("{} {}: file exists; choose another path or add --force to overwrite", option, path));
   const fs::path parent = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
   if (!fs::is_directory(parent, ec))
     throw Error::usage(fmt::format("{} {}: directory {} does not exist", option, path, parent.string()));
@@ -70,18 +72,29 @@ CommandLine::CommandLine(std::string program, std::string summary, OptionGroups 
   add("timeout", po::value<std::string>(), "fail with exit status 3 if one measurement takes longer: 60, 60s, 5m");
   add(name("quiet", 'q').c_str(), "print no table (the files are still written)");
   add("no-checks", "skip the cheap host checks at start (RDMA ports, THP, NCCL variables, hosts alike; /env/checks)");
-  add("expected-rule", po::value<std::string>(), "when a bandwidth below its expected figure warns (INI); default: the shipped configs/expected.ini");
+  add("expected-rule", po::value<std::string>(),
+      "when a bandwidth below its expected figure warns (INI); default: the shipped configs/expected.ini");
   if (!groups_.sizes) return;
   const auto& d = groups_.sizes->defaults;
   auto add_size = sizes_desc_.add_options();
-  add_size(name("min-bytes", 'b').c_str(), po::value<std::string>(), fmt::format("smallest message size (nccl-tests -b); default {}", format_byte_size(d.min_bytes)).c_str());
-  add_size(name("max-bytes", 'e').c_str(), po::value<std::string>(), fmt::format("largest message size (nccl-tests -e); default {}", format_byte_size(d.max_bytes)).c_str());
-  add_size(name("step-factor", 'f').c_str(), po::value<long long>(), fmt::format("multiply the size by this each step (nccl-tests -f); default {}", d.step_factor).c_str());
-  add_size("sizes", po::value<std::string>(), "explicit sizes '8,1K,4M' or a range 'MIN:MAX[:xFACTOR]' (instead of -b/-e/-f)");
-  add_size(name("iters", 'n').c_str(), po::value<long long>(), "timed iterations per size (nccl-tests -n, OSU -i); default depends on the test and size");
-  add_size(name("warmup", 'w').c_str(), po::value<long long>(), "untimed warm-up iterations per size (nccl-tests -w, OSU -x)");
-  add_size("baseline", po::value<std::string>(), "exit 1 when a result is worse than this baseline (written by fabric-report baseline)");
-  add_size(name("check", 'c').c_str(), po::value<int>()->implicit_value(1), fmt::format("validate received data: --check, -c 1 or -c 0; default {}", groups_.sizes->check_by_default ? 1 : 0).c_str());
+  add_size(name("min-bytes", 'b').c_str(), po::value<std::string>(),
+           fmt::format("smallest message size (nccl-tests -b); default {}", format_byte_size(d.min_bytes)).c_str());
+  add_size(name("max-bytes", 'e').c_str(), po::value<std::string>(),
+           fmt::format("largest message size (nccl-tests -e); default {}", format_byte_size(d.max_bytes)).c_str());
+  add_size(name("step-factor", 'f').c_str(), po::value<long long>(),
+           fmt::format("multiply the size by this each step (nccl-tests -f); default {}", d.step_factor).c_str());
+  add_size("sizes", po::value<std::string>(),
+           "explicit sizes '8,1K,4M' or a range 'MIN:MAX[:xFACTOR]' (instead of -b/-e/-f)");
+  add_size(name("iters", 'n').c_str(), po::value<long long>(),
+           "timed iterations per size (nccl-tests -n, OSU -i); default depends on the test and size");
+  add_size(name("warmup", 'w').c_str(), po::value<long long>(),
+           "untimed warm-up iterations per size (nccl-tests -w, OSU -x)");
+  add_size("baseline", po::value<std::string>(),
+           "exit 1 when a result is worse than this baseline (written by fabric-report baseline)");
+  add_size(
+      name("check", 'c').c_str(), po::value<int>()->implicit_value(1),
+      fmt::format("validate received data: --check, -c 1 or -c 0; default {}", groups_.sizes->check_by_default ? 1 : 0)
+          .c_str());
   auto add_osu = osu_desc_.add_options();
   add_osu(name("osu-m", 'm').c_str(), po::value<std::string>(), "OSU -m [MIN:]MAX: message size range");
   add_osu(name("osu-i", 'i').c_str(), po::value<long long>(), "OSU -i N: same as --iters");
@@ -112,8 +125,7 @@ bool CommandLine::parse(int argc, char** argv, bool print) {
     po::store(po::command_line_parser(args).options(all).run(), values_);
     if (values_.count("config")) {
       const auto path = values_["config"].as<std::string>();
-      if (access(path.c_str(), R_OK) != 0)
-        throw Error::usage(fmt::format("--config {}: cannot read the file", path));
+      if (access(path.c_str(), R_OK) != 0) throw Error::usage(fmt::format("--config {}: cannot read the file", path));
       require_text_file(path, "--config");
       try {
         const auto parsed = po::parse_config_file<char>(path.c_str(), all);
@@ -123,8 +135,8 @@ bool CommandLine::parse(int argc, char** argv, bool print) {
             from_config_.push_back(option.string_key);
         po::store(parsed, values_);
       } catch (const po::error& e) {
-        throw Error::usage(fmt::format("--config {}: {} (keys are the long option names; see {} --help)", path,
-                                       e.what(), program_));
+        throw Error::usage(
+            fmt::format("--config {}: {} (keys are the long option names; see {} --help)", path, e.what(), program_));
       }
     }
     po::notify(values_);
@@ -185,12 +197,16 @@ void CommandLine::read_sizes(const SizeOptions& defaults) {
     common_.sizes = SizeList::parse(m, "-m");
     common_.sizes_option = "-m";
   } else {
-    const auto min = v.count("min-bytes") ? parse_byte_size(v["min-bytes"].as<std::string>(), "--min-bytes") : d.min_bytes;
-    const auto max = v.count("max-bytes") ? parse_byte_size(v["max-bytes"].as<std::string>(), "--max-bytes") : d.max_bytes;
-    const auto factor = v.count("step-factor") ? v["step-factor"].as<long long>() : static_cast<long long>(d.step_factor);
+    const auto min =
+        v.count("min-bytes") ? parse_byte_size(v["min-bytes"].as<std::string>(), "--min-bytes") : d.min_bytes;
+    const auto max =
+        v.count("max-bytes") ? parse_byte_size(v["max-bytes"].as<std::string>(), "--max-bytes") : d.max_bytes;
+    const auto factor =
+        v.count("step-factor") ? v["step-factor"].as<long long>() : static_cast<long long>(d.step_factor);
     require_at_least("--step-factor", factor, 2);
     if (min > max)
-      throw Error::usage(fmt::format("--min-bytes {} is larger than --max-bytes {}", format_byte_size(min), format_byte_size(max)));
+      throw Error::usage(
+          fmt::format("--min-bytes {} is larger than --max-bytes {}", format_byte_size(min), format_byte_size(max)));
     common_.sizes = SizeList::geometric(min, max, static_cast<std::uint64_t>(factor));
   }
   if (v.count("iters") && v.count("osu-i")) throw Error::usage("--iters and -i are the same option: give one");
@@ -237,7 +253,8 @@ void CommandLine::resolve_outputs() {
   }
 }
 
-void require_choice(std::string_view option, const std::string& value, std::initializer_list<std::string_view> allowed) {
+void require_choice(std::string_view option, const std::string& value,
+                    std::initializer_list<std::string_view> allowed) {
   for (auto a : allowed)
     if (value == a) return;
   throw Error::usage(fmt::format("{} '{}': allowed values are {}", option, value, fmt::join(allowed, ", ")));
@@ -258,13 +275,18 @@ void require_in_range(std::string_view option, long long value, long long minimu
 
 double parse_duration(std::string_view text, std::string_view option, bool zero_allowed) {
   std::size_t digits = 0;
-  while (digits < text.size() && (std::isdigit(static_cast<unsigned char>(text[digits])) || text[digits] == '.')) ++digits;
+  while (digits < text.size() && (std::isdigit(static_cast<unsigned char>(text[digits])) || text[digits] == '.'))
+    ++digits;
   const auto unit = text.substr(digits);
   double scale = 0;
-  if (unit.empty() || unit == "s") scale = 1;
-  else if (unit == "m" || unit == "min") scale = 60;
-  else if (unit == "h") scale = 3600;
-  else if (unit == "ms") scale = 1e-3;
+  if (unit.empty() || unit == "s")
+    scale = 1;
+  else if (unit == "m" || unit == "min")
+    scale = 60;
+  else if (unit == "h")
+    scale = 3600;
+  else if (unit == "ms")
+    scale = 1e-3;
   double value = 0;
   try {
     std::size_t used = 0;

@@ -1,8 +1,8 @@
 #include "fabricbench/cli/ini_file.hpp"
 
-#include <boost/property_tree/ini_parser.hpp>
 #include <fmt/format.h>
 
+#include <boost/property_tree/ini_parser.hpp>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -32,14 +32,16 @@ void require_text_file(const std::string& path, const std::string& option) {
   text.resize(max_bytes + 1);
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   text.resize(static_cast<std::size_t>(in.gcount()));
-  if (text.size() > max_bytes) throw Error::usage(fmt::format("{} {}: larger than 16 MiB; not a settings file", option, path));
+  if (text.size() > max_bytes)
+    throw Error::usage(fmt::format("{} {}: larger than 16 MiB; not a settings file", option, path));
   std::size_t line = 1, line_start = 0;
   for (std::size_t i = 0; i < text.size();) {
     if (text[i] == '\n') {
       ++line, line_start = ++i;
       continue;
     }
-    if (text[i] == '\0') throw Error::usage(fmt::format("{} {}:{}: a NUL byte; the file must be text", option, path, line));
+    if (text[i] == '\0')
+      throw Error::usage(fmt::format("{} {}:{}: a NUL byte; the file must be text", option, path, line));
     const auto n = utf8_length(text, i);
     if (n == 0) throw Error::usage(fmt::format("{} {}:{}: bytes that are not UTF-8 text", option, path, line));
     i += n;

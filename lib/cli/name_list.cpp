@@ -25,8 +25,7 @@ NameGroup NameGroup::all(std::size_t count, std::string word) {
 }
 
 std::vector<std::size_t> parse_name_list(std::string_view option, std::string_view text,
-                                         const std::vector<std::string>& names,
-                                         const std::vector<NameGroup>& groups) {
+                                         const std::vector<std::string>& names, const std::vector<NameGroup>& groups) {
   std::vector<std::size_t> out;
   const auto add = [&](std::size_t index) {
     if (std::find(out.begin(), out.end(), index) == out.end()) out.push_back(index);
@@ -40,7 +39,8 @@ std::vector<std::size_t> parse_name_list(std::string_view option, std::string_vi
     if (item.empty() || (name == names.end() && group == groups.end()))
       throw Error::usage(fmt::format("{} '{}': allowed values are {} (comma-separated)", option, item,
                                      fmt::join(accepted(names, groups), ", ")));
-    if (name != names.end()) add(static_cast<std::size_t>(name - names.begin()));
+    if (name != names.end())
+      add(static_cast<std::size_t>(name - names.begin()));
     else
       for (const auto index : group->members) add(index);
     if (comma == std::string_view::npos) return out;

@@ -7,9 +7,9 @@
 #include <algorithm>
 
 #include "check_functions.hpp"
-#include "port_mtus.hpp"
 #include "fabricbench/cli/name_list.hpp"
 #include "fabricbench/facts/environment_variables.hpp"
+#include "port_mtus.hpp"
 
 extern char** environ;
 
@@ -32,30 +32,46 @@ std::string with_nccl_log(const Context& c) { return c.nccl_log ? "" : c.nccl_sk
 
 const std::vector<Check> table{
     {"rdma.devices", "rdma", Scope::host, true, "RDMA devices present and their firmware", always, rdma_devices},
-    {"rdma.modules", "rdma", Scope::host, false, "kernel modules for user-space verbs (ib_core, ib_uverbs, nvidia_peermem)", with_rdma, rdma_modules},
+    {"rdma.modules", "rdma", Scope::host, false,
+     "kernel modules for user-space verbs (ib_core, ib_uverbs, nvidia_peermem)", with_rdma, rdma_modules},
     {"rdma.port_state", "rdma", Scope::host, true, "every port Active and LinkUp (ibstat)", with_rdma, rdma_port_state},
-    {"rdma.link", "rdma", Scope::host, false, "link layer, rate, active MTU, a RoCE v2 GID on Ethernet", with_rdma, rdma_link},
-    {"rdma.errors", "rdma", Scope::host, false, "port error counters ibcheckerrors reads, and transmit wait", with_rdma, rdma_errors},
-    {"rdma.ecn", "rdma", Scope::host, false, "ECN/DCQCN on RoCE ports where the driver exposes it", with_rdma, rdma_ecn},
-    {"rdma.ibacm", "rdma", Scope::host, false, "the ibacm service (it can stall RDMA connection setup)", with_rdma, rdma_ibacm},
-    {"limits.memlock", "limits", Scope::rank, true, "locked-memory limit (ulimit -l) large enough for verbs", always, limits_memlock},
+    {"rdma.link", "rdma", Scope::host, false, "link layer, rate, active MTU, a RoCE v2 GID on Ethernet", with_rdma,
+     rdma_link},
+    {"rdma.errors", "rdma", Scope::host, false, "port error counters ibcheckerrors reads, and transmit wait", with_rdma,
+     rdma_errors},
+    {"rdma.ecn", "rdma", Scope::host, false, "ECN/DCQCN on RoCE ports where the driver exposes it", with_rdma,
+     rdma_ecn},
+    {"rdma.ibacm", "rdma", Scope::host, false, "the ibacm service (it can stall RDMA connection setup)", with_rdma,
+     rdma_ibacm},
+    {"limits.memlock", "limits", Scope::rank, true, "locked-memory limit (ulimit -l) large enough for verbs", always,
+     limits_memlock},
     {"limits.shm", "limits", Scope::host, true, "/dev/shm size for NCCL and MPI shared memory", always, limits_shm},
-    {"nccl.variables", "nccl", Scope::rank, true, "NCCL_IB_HCA/NCCL_SOCKET_IFNAME name what exists; P2P/SHM not disabled", always, nccl_variables},
-    {"nccl.transport", "nccl", Scope::rank, false, "the network and channel transports NCCL chose (small NCCL run, INFO log)", with_nccl_log, nccl_transport},
-    {"gpu.p2p", "gpu", Scope::host, false, "peer-to-peer status of every GPU pair (nvidia-smi topo -p2p)", with_gpu_pairs, gpu_p2p},
-    {"gpu.nvlink", "gpu", Scope::host, false, "NVLink links active and their speed (nvidia-smi nvlink -s)", with_nvml, gpu_nvlink},
-    {"gpu.nvlink_errors", "gpu", Scope::host, false, "NVLink replay, recovery and CRC error counters (nvlink -e)", with_nvml, gpu_nvlink_errors},
-    {"gpu.remapped_rows", "gpu", Scope::host, false, "remapped rows: pending, failure, correctable, uncorrectable", with_nvml, gpu_remapped_rows},
+    {"nccl.variables", "nccl", Scope::rank, true,
+     "NCCL_IB_HCA/NCCL_SOCKET_IFNAME name what exists; P2P/SHM not disabled", always, nccl_variables},
+    {"nccl.transport", "nccl", Scope::rank, false,
+     "the network and channel transports NCCL chose (small NCCL run, INFO log)", with_nccl_log, nccl_transport},
+    {"gpu.p2p", "gpu", Scope::host, false, "peer-to-peer status of every GPU pair (nvidia-smi topo -p2p)",
+     with_gpu_pairs, gpu_p2p},
+    {"gpu.nvlink", "gpu", Scope::host, false, "NVLink links active and their speed (nvidia-smi nvlink -s)", with_nvml,
+     gpu_nvlink},
+    {"gpu.nvlink_errors", "gpu", Scope::host, false, "NVLink replay, recovery and CRC error counters (nvlink -e)",
+     with_nvml, gpu_nvlink_errors},
+    {"gpu.remapped_rows", "gpu", Scope::host, false, "remapped rows: pending, failure, correctable, uncorrectable",
+     with_nvml, gpu_remapped_rows},
     {"gpu.ecc", "gpu", Scope::host, false, "uncorrectable ECC errors (volatile)", with_nvml, gpu_ecc},
     {"gpu.pcie", "gpu", Scope::host, false, "PCIe generation and width, current against maximum", with_nvml, gpu_pcie},
     {"gpu.versions", "gpu", Scope::host, false, "driver and VBIOS versions", with_nvml, gpu_versions},
     {"gpu.clocks", "gpu", Scope::host, false, "clocks-event (throttle) reasons", with_nvml, gpu_clocks},
     {"host.thp", "host", Scope::host, true, "transparent huge pages: mode and defrag", always, host_thp},
-    {"host.fragmentation", "host", Scope::host, false, "free memory in large blocks (/proc/buddyinfo)", always, host_fragmentation},
-    {"host.numa", "host", Scope::rank, false, "NUMA node of the rank's CPUs, its GPU and the nearest NIC", always, host_numa},
-    {"host.acs", "host", Scope::host, false, "PCIe ACS redirect on bridges between a GPU and its NIC", always, host_acs},
+    {"host.fragmentation", "host", Scope::host, false, "free memory in large blocks (/proc/buddyinfo)", always,
+     host_fragmentation},
+    {"host.numa", "host", Scope::rank, false, "NUMA node of the rank's CPUs, its GPU and the nearest NIC", always,
+     host_numa},
+    {"host.acs", "host", Scope::host, false, "PCIe ACS redirect on bridges between a GPU and its NIC", always,
+     host_acs},
     {"host.iommu", "host", Scope::host, false, "IOMMU mode (off or passthrough)", always, host_iommu},
-    {"job.consistency", "job", Scope::job, true, "versions, GPUs, HCAs, rates, MTU and GID type the same on every host", always, nullptr},
+    {"job.consistency", "job", Scope::job, true, "versions, GPUs, HCAs, rates, MTU and GID type the same on every host",
+     always, nullptr},
 };
 
 }  // namespace
@@ -92,8 +108,8 @@ std::vector<const Check*> select_checks(const std::string& spec, const std::stri
   std::vector<cli::NameGroup> words{cli::NameGroup::all(table.size()), {"cheap", {}}};
   for (std::size_t i = 0; i < table.size(); ++i) {
     if (table[i].cheap) words[1].members.push_back(i);
-    auto group = std::find_if(words.begin() + 2, words.end(),
-                              [&](const cli::NameGroup& w) { return w.word == table[i].group; });
+    auto group =
+        std::find_if(words.begin() + 2, words.end(), [&](const cli::NameGroup& w) { return w.word == table[i].group; });
     if (group == words.end()) group = words.insert(words.end(), cli::NameGroup{table[i].group, {}});
     group->members.push_back(i);
   }

@@ -20,8 +20,9 @@ std::string most_common(const std::vector<HostFacts>& hosts, const std::string& 
 }  // namespace
 
 const std::vector<std::string>& consistency_keys() {
-  static const std::vector<std::string> keys{"driver", "cuda", "nccl", "mpi", "rdma_core", "hca_firmware", "kernel",
-                                             "gpu_count", "gpu_model", "hca_count", "port_rates", "mtu", "gid_type"};
+  static const std::vector<std::string> keys{"driver",       "cuda",   "nccl",      "mpi",       "rdma_core",
+                                             "hca_firmware", "kernel", "gpu_count", "gpu_model", "hca_count",
+                                             "port_rates",   "mtu",    "gid_type"};
   return keys;
 }
 
@@ -46,9 +47,11 @@ void check_consistency(const std::vector<HostFacts>& hosts, Findings& out) {
       continue;
     }
     const bool must_match = key == "nccl" || key == "driver";
-    out.add(key, must_match ? Status::fail : Status::warn, join(differ, "; "), fmt::format("'{}' (on {} of {} hosts)", shown, votes, hosts.size()),
-            must_match ? "mismatched NCCL or driver versions break or slow collectives: install the same version everywhere"
-                       : "a host unlike the others: update or exclude it");
+    out.add(key, must_match ? Status::fail : Status::warn, join(differ, "; "),
+            fmt::format("'{}' (on {} of {} hosts)", shown, votes, hosts.size()),
+            must_match
+                ? "mismatched NCCL or driver versions break or slow collectives: install the same version everywhere"
+                : "a host unlike the others: update or exclude it");
   }
 }
 

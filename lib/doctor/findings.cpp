@@ -29,7 +29,8 @@ void Findings::begin_check(std::string host, int rank, std::string check) {
 }
 
 Finding& Findings::add(std::string subject, Status status, std::string value, std::string expected, std::string hint) {
-  all_.push_back({host_, rank_, check_, std::move(subject), status, std::move(value), std::move(expected), std::move(hint)});
+  all_.push_back(
+      {host_, rank_, check_, std::move(subject), status, std::move(value), std::move(expected), std::move(hint)});
   return all_.back();
 }
 
@@ -40,28 +41,39 @@ Status Findings::worst() const {
 }
 
 std::size_t Findings::count(Status status) const {
-  return static_cast<std::size_t>(std::count_if(all_.begin(), all_.end(), [&](const Finding& f) { return f.status == status; }));
+  return static_cast<std::size_t>(
+      std::count_if(all_.begin(), all_.end(), [&](const Finding& f) { return f.status == status; }));
 }
 
 results::TableSpec findings_table(std::string group, std::string name) {
   using namespace results;
-  return {std::move(group), std::move(name),
-          {key_text("host", 64), key_int("rank"), key_text("check", 32), key_text("subject", 64),
-           setting_text("status", 8), setting_text("value", 512), setting_text("expected", 128),
-           setting_text("hint", 256)}};
+  return {
+      std::move(group),
+      std::move(name),
+      {key_text("host", 64), key_int("rank"), key_text("check", 32), key_text("subject", 64), setting_text("status", 8),
+       setting_text("value", 512), setting_text("expected", 128), setting_text("hint", 256)}};
 }
 
 results::Row to_row(const results::TableSpec& table, const Finding& f) {
   results::Row row(table);
   row.set("host", f.host).set("rank", std::int64_t(f.rank)).set("check", f.check).set("subject", f.subject);
-  row.set("status", std::string(to_string(f.status))).set("value", f.value).set("expected", f.expected).set("hint", f.hint);
+  row.set("status", std::string(to_string(f.status)))
+      .set("value", f.value)
+      .set("expected", f.expected)
+      .set("hint", f.hint);
   return row;
 }
 
 Finding from_row(const results::Row& row) {
   const auto text = [&](const char* column) { return std::get<std::string>(row.get(column)); };
-  return {text("host"),  static_cast<int>(std::get<std::int64_t>(row.get("rank"))), text("check"), text("subject"),
-          status_from_string(text("status")), text("value"), text("expected"), text("hint")};
+  return {text("host"),
+          static_cast<int>(std::get<std::int64_t>(row.get("rank"))),
+          text("check"),
+          text("subject"),
+          status_from_string(text("status")),
+          text("value"),
+          text("expected"),
+          text("hint")};
 }
 
 void write_findings(results::ResultSet& out, const results::TableSpec& table, std::vector<Finding> findings,
@@ -82,7 +94,8 @@ void write_findings(results::ResultSet& out, const results::TableSpec& table, st
     std::vector<const Finding*> shown;
     for (const auto* f : all)
       if (show_ok || f->status != Status::ok) shown.push_back(f);
-    out.section(table, fmt::format("host {}: {}", host.empty() ? "(job)" : host, status_counts(all)), findings_view(shown));
+    out.section(table, fmt::format("host {}: {}", host.empty() ? "(job)" : host, status_counts(all)),
+                findings_view(shown));
     std::vector<results::Row> rows;
     for (const auto* f : shown) rows.push_back(to_row(table, *f));
     out.rows(rows);
@@ -97,7 +110,8 @@ std::vector<results::TerminalColumn> findings_view(const std::vector<const Findi
     wv = std::min<std::size_t>(48, std::max(wv, f->value.size()));
     we = std::min<std::size_t>(32, std::max(we, f->expected.size()));
   }
-  std::vector<results::TerminalColumn> view{{"status"}, {"check"}, {"rank"}, {"subject"}, {"value"}, {"expected"}, {"hint"}};
+  std::vector<results::TerminalColumn> view{{"status"}, {"check"},    {"rank"}, {"subject"},
+                                            {"value"},  {"expected"}, {"hint"}};
   for (auto& c : view) c.left = c.column != "rank";
   view[0].width = 6, view[1].width = wc, view[2].width = 4, view[3].width = ws, view[4].width = wv, view[5].width = we;
   view[6].width = 1;

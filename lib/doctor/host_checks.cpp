@@ -1,12 +1,12 @@
 // The host group: transparent huge pages, memory fragmentation, the NUMA binding of the rank against its GPU and NICs,
 // PCIe ACS between a GPU and its nearest NIC, the IOMMU mode.
-#include "check_functions.hpp"
-
 #include <fmt/format.h>
 
 #include <set>
 #include <string>
 #include <vector>
+
+#include "check_functions.hpp"
 
 namespace fabricbench::doctor::checks {
 using namespace facts;  // the host facts the checks read
@@ -23,7 +23,8 @@ void host_thp(const Context& c, Findings& out) {
   if (defrag == "always")
     out.add("defrag", Status::warn, defrag, "madvise, defer or defer+madvise",
             "direct compaction stalls allocations (latency spikes): echo defer+madvise > " + base + "defrag");
-  else out.ok("defrag", defrag.empty() ? "(not reported)" : defrag);
+  else
+    out.ok("defrag", defrag.empty() ? "(not reported)" : defrag);
 }
 
 void host_fragmentation(const Context& c, Findings& out) {
@@ -37,17 +38,20 @@ void host_fragmentation(const Context& c, Findings& out) {
   const std::string value = fmt::format("{:.0f}% of free memory in blocks of 2 MiB or more", 100 * share);
   if (share < 0.10)
     out.add("free memory", Status::warn, value, "10% or more",
-            "memory is fragmented: huge pages and large pinned buffers fall back to small pages (echo 1 > /proc/sys/vm/compact_memory)");
-  else out.ok("free memory", value, "10% or more");
+            "memory is fragmented: huge pages and large pinned buffers fall back to small pages (echo 1 > "
+            "/proc/sys/vm/compact_memory)");
+  else
+    out.ok("free memory", value, "10% or more");
 }
 
 void host_numa(const Context& c, Findings& out) {
   const auto nodes = cpu_nodes(c.files);
   if (nodes.size() == 0 || std::set<int>([&] {
-        std::set<int> s;
-        for (auto& [cpu, n] : nodes) s.insert(n);
-        return s;
-      }()).size() < 2) {
+                             std::set<int> s;
+                             for (auto& [cpu, n] : nodes) s.insert(n);
+                             return s;
+                           }())
+                                   .size() < 2) {
     out.ok("numa", "one NUMA node");
     return;
   }
@@ -68,10 +72,12 @@ void host_numa(const Context& c, Findings& out) {
   if (!nic_nodes.empty()) value += ", NICs on node " + list(nic_nodes);
   std::vector<std::string> problems;
   if (cpu_nodes_of_rank.size() > 1) problems.push_back("the rank is not bound to one NUMA node");
-  if (gpu_node >= 0 && !cpu_nodes_of_rank.count(gpu_node)) problems.push_back("the rank's CPUs are not on its GPU's node");
+  if (gpu_node >= 0 && !cpu_nodes_of_rank.count(gpu_node))
+    problems.push_back("the rank's CPUs are not on its GPU's node");
   const int near = gpu_node >= 0 ? gpu_node : (cpu_nodes_of_rank.size() == 1 ? *cpu_nodes_of_rank.begin() : -1);
   if (near >= 0 && !nic_nodes.empty() && !nic_nodes.count(near)) problems.push_back("no Active NIC on the same node");
-  if (problems.empty()) out.ok("binding", value, "CPU, GPU and NIC on one node");
+  if (problems.empty())
+    out.ok("binding", value, "CPU, GPU and NIC on one node");
   else
     out.add("binding", Status::warn, value, "CPU, GPU and NIC on one node",
             join(problems, "; ") + ": bind ranks with --map-by ppr:N:numa --bind-to core (srun --cpu-bind)");
@@ -103,24 +109,32 @@ void host_acs(const Context& c, Findings& out) {
     bool unreadable = false;
     for (const auto& b : bridges) {
       const auto acs = parse_acs(c.files.read("/sys/bus/pci/devices/" + b + "/config").value_or(""));
-      if (!acs) unreadable = true;
-      else if (acs->present && acs->redirects()) redirecting.push_back(b);
+      if (!acs)
+        unreadable = true;
+      else if (acs->present && acs->redirects())
+        redirecting.push_back(b);
     }
     const std::string subject = gpu + " - " + nearest->device;
     if (!redirecting.empty())
       out.add(subject, Status::warn, "ACS redirect on " + join(redirecting), "ACS off between GPU and NIC",
               "peer-to-peer traffic goes up to the root complex: disable ACS on these bridges (setpci) for GPUDirect");
-    else if (unreadable) out.skip(subject, "reading the bridges' PCIe extended config space needs root");
-    else out.ok(subject, bridges.empty() ? "no bridge between them" : "ACS redirect off on " + join(bridges), "ACS off between GPU and NIC");
+    else if (unreadable)
+      out.skip(subject, "reading the bridges' PCIe extended config space needs root");
+    else
+      out.ok(subject, bridges.empty() ? "no bridge between them" : "ACS redirect off on " + join(bridges),
+             "ACS off between GPU and NIC");
   }
 }
 
 void host_iommu(const Context& c, Findings& out) {
   const auto units = c.files.list("/sys/class/iommu");
   const std::string cmdline = c.files.line("/proc/cmdline");
-  const bool passthrough = cmdline.find("iommu=pt") != std::string::npos || cmdline.find("iommu.passthrough=1") != std::string::npos;
-  if (units.empty()) out.ok("iommu", "off", "off or passthrough");
-  else if (passthrough) out.ok("iommu", "on, passthrough", "off or passthrough");
+  const bool passthrough =
+      cmdline.find("iommu=pt") != std::string::npos || cmdline.find("iommu.passthrough=1") != std::string::npos;
+  if (units.empty())
+    out.ok("iommu", "off", "off or passthrough");
+  else if (passthrough)
+    out.ok("iommu", "on, passthrough", "off or passthrough");
   else
     out.add("iommu", Status::warn, fmt::format("on ({} units), translating", units.size()), "off or passthrough",
             "DMA translation slows RDMA and GPU peer-to-peer: boot with iommu=pt");

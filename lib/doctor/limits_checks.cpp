@@ -1,10 +1,10 @@
 // The limits group: the locked-memory limit verbs need and the size of /dev/shm for NCCL and MPI.
-#include "check_functions.hpp"
-
 #include <fmt/format.h>
 
 #include <cstdint>
 #include <string>
+
+#include "check_functions.hpp"
 
 namespace fabricbench::doctor::checks {
 using namespace facts;  // the host facts the checks read
@@ -23,7 +23,8 @@ void limits_memlock(const Context& c, Findings& out) {
   } else {
     const Status s = *c.memlock_bytes < (64ull << 20) ? Status::fail : Status::warn;
     out.add("memlock", s, value, "unlimited",
-            "verbs register (pin) every buffer: ulimit -l unlimited (docker: --ulimit memlock=-1, Slurm: PropagateResourceLimits)");
+            "verbs register (pin) every buffer: ulimit -l unlimited (docker: --ulimit memlock=-1, Slurm: "
+            "PropagateResourceLimits)");
   }
 }
 
@@ -35,11 +36,16 @@ void limits_shm(const Context& c, Findings& out) {
   }
   const std::uint64_t size = *c.shm_bytes;
   Status s = Status::ok;
-  if (c.any_gpu() && size < (256ull << 20)) s = Status::fail;
-  else if (c.any_gpu() && size < (1ull << 30)) s = Status::warn;
-  else if (size < (64ull << 20)) s = Status::warn;
+  if (c.any_gpu() && size < (256ull << 20))
+    s = Status::fail;
+  else if (c.any_gpu() && size < (1ull << 30))
+    s = Status::warn;
+  else if (size < (64ull << 20))
+    s = Status::warn;
   out.add("/dev/shm", s, mib(size), "1024 MiB or more",
-          s == Status::ok ? "" : "NCCL's shared-memory buffers need about 1 GiB: docker --shm-size=1g, or remount /dev/shm larger");
+          s == Status::ok
+              ? ""
+              : "NCCL's shared-memory buffers need about 1 GiB: docker --shm-size=1g, or remount /dev/shm larger");
 }
 
 }  // namespace fabricbench::doctor::checks

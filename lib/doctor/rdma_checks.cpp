@@ -1,7 +1,5 @@
 // The rdma group: devices and firmware, kernel modules, port state, link layer/rate/MTU/GID, error counters, ECN and
 // the ibacm service, from the RDMA ports of the host's facts and the files under /sys and /proc.
-#include "check_functions.hpp"
-
 #include <fmt/format.h>
 
 #include <cctype>
@@ -9,6 +7,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "check_functions.hpp"
 
 namespace fabricbench::doctor::checks {
 using namespace facts;  // the host facts the checks read
@@ -34,14 +34,16 @@ void rdma_modules(const Context& c, Findings& out) {
     return;
   }
   for (const char* m : {"ib_core", "ib_uverbs"}) {
-    if (modules.count(m)) out.ok(m, "loaded");
+    if (modules.count(m))
+      out.ok(m, "loaded");
     else
       out.add(m, Status::fail, "not loaded", "loaded",
               fmt::format("modprobe {}: user-space verbs (NCCL, MPI, fabric-verbs) need it", m));
   }
   if (c.any_gpu())
-    out.ok("nvidia_peermem", modules.count("nvidia_peermem") ? "loaded"
-                                                              : "not loaded: GPUDirect RDMA relies on dma-buf (kernel >= 5.12, open GPU driver)");
+    out.ok("nvidia_peermem", modules.count("nvidia_peermem")
+                                 ? "loaded"
+                                 : "not loaded: GPUDirect RDMA relies on dma-buf (kernel >= 5.12, open GPU driver)");
 }
 
 void rdma_port_state(const Context& c, Findings& out) {
@@ -52,7 +54,8 @@ void rdma_port_state(const Context& c, Findings& out) {
       continue;
     }
     std::string hint = "check the cable and the switch port";
-    if (p.state == "INIT" || p.state == "ARMED") hint = "the link is up but no subnet manager configured it: start opensm or check the SM";
+    if (p.state == "INIT" || p.state == "ARMED")
+      hint = "the link is up but no subnet manager configured it: start opensm or check the SM";
     if (p.phys_state == "Disabled") hint = "the port is administratively disabled";
     out.add(p.name(), Status::warn, value, "ACTIVE/LinkUp", hint);
   }
@@ -102,7 +105,8 @@ void rdma_errors(const Context& c, Findings& out) {
     }
     const auto wait = p.counters.find(xmit_wait_counter);
     const std::string wait_text = wait == p.counters.end() ? "" : fmt::format("; transmit wait {}", wait->second);
-    if (grown.empty()) out.ok(p.name(), "0 errors" + wait_text, "0");
+    if (grown.empty())
+      out.ok(p.name(), "0 errors" + wait_text, "0");
     else
       out.add(p.name(), Status::warn, join(grown) + wait_text, "0",
               "errors since the counters were last cleared: reseat or replace the cable/transceiver if they grow");
@@ -128,7 +132,8 @@ void rdma_ecn(const Context& c, Findings& out) {
       on = on || !prios.empty();
       parts.push_back(fmt::format("{} {}", side, prios.empty() ? "off" : "on for priority " + join(prios, ",")));
     }
-    if (on) out.ok(p.name(), join(parts), "ECN/DCQCN on");
+    if (on)
+      out.ok(p.name(), join(parts), "ECN/DCQCN on");
     else
       out.add(p.name(), Status::warn, join(parts), "ECN/DCQCN on",
               "congestion control is off: lossy RoCE under load falls back to retransmits");

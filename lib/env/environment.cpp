@@ -30,17 +30,23 @@ struct HostRows {
 EnvironmentCapture::EnvironmentCapture() {
   using namespace results;
   // Who and what: the rank, host and variable name identify a row; the rest are facts of it (settings).
-  ranks_ = {"env", "ranks", {key_int("rank"), setting_text("host", 64), setting_int("local_rank"), setting_int("gpu"),
-                             setting_text("gpu_name", 64), setting_text("gpu_uuid", 48), setting_text("pci_bus_id", 24)}};
-  hosts_ = {"env", "hosts", {key_text("host", 64), setting_text("os", 64), setting_text("kernel", 96),
-                             setting_text("cpu", 96), setting_int("cores"), setting_text("mpi", 96),
-                             setting_text("driver", 32), setting_text("cuda", 32), setting_text("nccl", 32),
-                             setting_text("rdma_devices", 256), setting_text("rdma_core", 48), setting_text("hca_count", 8),
-                             setting_text("hca_firmware", 96), setting_text("port_rates", 64), setting_text("mtu", 48),
-                             setting_text("gid_type", 32), setting_text("gpu_count", 8), setting_text("gpu_model", 96)}};
+  ranks_ = {"env",
+            "ranks",
+            {key_int("rank"), setting_text("host", 64), setting_int("local_rank"), setting_int("gpu"),
+             setting_text("gpu_name", 64), setting_text("gpu_uuid", 48), setting_text("pci_bus_id", 24)}};
+  hosts_ = {"env",
+            "hosts",
+            {key_text("host", 64), setting_text("os", 64), setting_text("kernel", 96), setting_text("cpu", 96),
+             setting_int("cores"), setting_text("mpi", 96), setting_text("driver", 32), setting_text("cuda", 32),
+             setting_text("nccl", 32), setting_text("rdma_devices", 256), setting_text("rdma_core", 48),
+             setting_text("hca_count", 8), setting_text("hca_firmware", 96), setting_text("port_rates", 64),
+             setting_text("mtu", 48), setting_text("gid_type", 32), setting_text("gpu_count", 8),
+             setting_text("gpu_model", 96)}};
   variables_ = {"env", "variables", {key_text("host", 64), key_text("name", 64), setting_text("value", 512)}};
-  expected_ = {"env", "expected", {key_text("host", 64), key_text("kind", 16), key_text("subject", 32),
-                                   measured("gbps", Unit::gbps, Better::higher, "GB/s"), setting_text("basis", 96)}};
+  expected_ = {"env",
+               "expected",
+               {key_text("host", 64), key_text("kind", 16), key_text("subject", 32),
+                measured("gbps", Unit::gbps, Better::higher, "GB/s"), setting_text("basis", 96)}};
   checks_ = doctor::findings_table("env", "checks");
 }
 
@@ -49,9 +55,12 @@ EnvReport EnvironmentCapture::gather(const runtime::Communicator& world, const r
   const auto& me = placement.me();
   const auto rank = describe_rank(gpu);
   std::vector<results::Row> mine{results::Row(ranks_)
-                                     .set("rank", std::int64_t(me.rank)).set("host", me.host)
-                                     .set("local_rank", std::int64_t(me.local_rank)).set("gpu", std::int64_t(gpu))
-                                     .set("gpu_name", get(rank, "gpu_name")).set("gpu_uuid", get(rank, "gpu_uuid"))
+                                     .set("rank", std::int64_t(me.rank))
+                                     .set("host", me.host)
+                                     .set("local_rank", std::int64_t(me.local_rank))
+                                     .set("gpu", std::int64_t(gpu))
+                                     .set("gpu_name", get(rank, "gpu_name"))
+                                     .set("gpu_uuid", get(rank, "gpu_uuid"))
                                      .set("pci_bus_id", get(rank, "pci_bus_id"))};
   HostRows host;
   if (me.local_rank == 0) {
@@ -62,16 +71,23 @@ EnvReport EnvironmentCapture::gather(const runtime::Communicator& world, const r
     for (const char* k : {"cuda", "nccl"}) facts.emplace(k, get(rank, k));
     results::Row row(hosts_);
     for (const auto& column : hosts_.columns) {
-      if (column.name == "host") row.set("host", me.host);
-      else if (column.name == "cores") row.set("cores", std::int64_t(std::atoll(get(facts, "cores").c_str())));
-      else row.set(column.name, get(facts, column.name));
+      if (column.name == "host")
+        row.set("host", me.host);
+      else if (column.name == "cores")
+        row.set("cores", std::int64_t(std::atoll(get(facts, "cores").c_str())));
+      else
+        row.set(column.name, get(facts, column.name));
     }
     host.host.push_back(std::move(row));
     for (auto& [k, v] : facts::allowed_variables(environ))
       host.variables.push_back(results::Row(variables_).set("host", me.host).set("name", k).set("value", v));
     for (const auto& e : facts::expected_bandwidth(context))
-      host.expected.push_back(results::Row(expected_).set("host", me.host).set("kind", e.kind)
-                                  .set("subject", e.subject).set("gbps", e.gbps).set("basis", e.basis));
+      host.expected.push_back(results::Row(expected_)
+                                  .set("host", me.host)
+                                  .set("kind", e.kind)
+                                  .set("subject", e.subject)
+                                  .set("gbps", e.gbps)
+                                  .set("basis", e.basis));
     if (checks) {
       // The cheap checks, host and rank scope, this rank standing for the host's ranks.
       doctor::Findings found;
@@ -107,8 +123,7 @@ EnvReport EnvironmentCapture::gather(const runtime::Communicator& world, const r
   out->declare(variables_);
   out->declare(expected_);
   std::vector<results::Row> rows;
-  for (const auto* part : {&ranks, &hosts, &variables, &expected})
-    rows.insert(rows.end(), part->begin(), part->end());
+  for (const auto* part : {&ranks, &hosts, &variables, &expected}) rows.insert(rows.end(), part->begin(), part->end());
   if (checks) {
     out->declare(checks_);
     doctor::Findings consistency;

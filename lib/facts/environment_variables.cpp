@@ -7,14 +7,15 @@
 namespace fabricbench::facts {
 namespace {
 
-constexpr std::array allowed_prefixes{"NCCL_", "UCX_", "OMPI_", "OPAL_", "PMIX_MCA_", "CUDA_", "NVIDIA_",
-                                      "SLURM_JOB_", "SLURM_STEP_", "FI_", "MLX5_", "HCOLL_", "NVSHMEM_",
-                                      "FABRICBENCH_", "IBV_", "RDMAV_", "UCC_", "TORCH_NCCL_"};
-constexpr std::array allowed_names{"SLURM_NNODES", "SLURM_NTASKS", "SLURM_NTASKS_PER_NODE", "SLURM_CLUSTER_NAME",
-                                   "SLURM_PARTITION", "OMP_NUM_THREADS", "LD_LIBRARY_PATH", "TORCH_SYMM_MEM_DISABLE_MULTICAST"};
+constexpr std::array allowed_prefixes{"NCCL_",    "UCX_",         "OMPI_",       "OPAL_",  "PMIX_MCA_", "CUDA_",
+                                      "NVIDIA_",  "SLURM_JOB_",   "SLURM_STEP_", "FI_",    "MLX5_",     "HCOLL_",
+                                      "NVSHMEM_", "FABRICBENCH_", "IBV_",        "RDMAV_", "UCC_",      "TORCH_NCCL_"};
+constexpr std::array allowed_names{
+    "SLURM_NNODES",    "SLURM_NTASKS",    "SLURM_NTASKS_PER_NODE", "SLURM_CLUSTER_NAME",
+    "SLURM_PARTITION", "OMP_NUM_THREADS", "LD_LIBRARY_PATH",       "TORCH_SYMM_MEM_DISABLE_MULTICAST"};
 // PRECONDITION_TRANSPORTS: Open MPI's per-job key for the PSM/OFI transports (OMPI_MCA_orte_precondition_transports).
-constexpr std::array secret_words{"SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL", "KEY", "AUTH", "COOKIE",
-                                  "PRECONDITION_TRANSPORTS"};
+constexpr std::array secret_words{
+    "SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL", "KEY", "AUTH", "COOKIE", "PRECONDITION_TRANSPORTS"};
 
 std::string upper(std::string_view s) {
   std::string out(s);

@@ -16,8 +16,8 @@ namespace fabricbench::facts {
 double Curve::at(std::uint64_t bytes) const {
   if (points.empty() || bytes < points.front().first) return NAN;
   if (bytes >= points.back().first) return points.back().second;
-  const auto hi = std::upper_bound(points.begin(), points.end(), bytes,
-                                   [](std::uint64_t b, const auto& p) { return b < p.first; });
+  const auto hi =
+      std::upper_bound(points.begin(), points.end(), bytes, [](std::uint64_t b, const auto& p) { return b < p.first; });
   const auto lo = hi - 1;
   if (lo->first == bytes) return lo->second;
   const double t = std::log(double(bytes) / double(lo->first)) / std::log(double(hi->first) / double(lo->first));

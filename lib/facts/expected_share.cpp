@@ -33,9 +33,12 @@ Reference Reference::scaled(double factor, const std::string& why) const {
 
 const char* Reference::name(Kind kind) {
   switch (kind) {
-    case Kind::calibrated: return "calibrated";
-    case Kind::uncalibrated: return "uncalibrated";
-    default: return "rated";
+    case Kind::calibrated:
+      return "calibrated";
+    case Kind::uncalibrated:
+      return "uncalibrated";
+    default:
+      return "rated";
   }
 }
 
@@ -50,8 +53,7 @@ ExpectedRule ExpectedRule::load(const std::string& path, bool must_exist) {
       if (key == "warn_below_percent" || key == "calibrated_warn_below_percent") {
         const auto v = cli::parse_number(text);
         if (!v || !(*v >= 0 && *v <= 100))
-          throw Error::usage(
-              fmt::format("{}: [expected] {} = '{}': allowed values are 0 to 100", path, key, text));
+          throw Error::usage(fmt::format("{}: [expected] {} = '{}': allowed values are 0 to 100", path, key, text));
         (key == "warn_below_percent" ? rule.warn_below_percent : rule.calibrated_warn_below_percent) = *v;
       } else if (key == "min_bytes") {
         rule.min_bytes = cli::parse_byte_size(text, fmt::format("{}: [expected] min_bytes", path));
@@ -61,9 +63,10 @@ ExpectedRule ExpectedRule::load(const std::string& path, bool must_exist) {
           throw Error::usage(fmt::format("{}: [expected] curves = '{}': no file {}", path, text, file.string()));
         rule.curves = CurveBook::load(file.string());
       } else {
-        throw Error::usage(fmt::format("{}: [expected] {}: unknown key; allowed: warn_below_percent, "
-                                       "calibrated_warn_below_percent, min_bytes, curves",
-                                       path, key));
+        throw Error::usage(
+            fmt::format("{}: [expected] {}: unknown key; allowed: warn_below_percent, "
+                        "calibrated_warn_below_percent, min_bytes, curves",
+                        path, key));
       }
     }
   }
@@ -73,7 +76,8 @@ ExpectedRule ExpectedRule::load(const std::string& path, bool must_exist) {
 ExpectedShare::ExpectedShare(std::vector<Expected> found, ExpectedRule rule, std::uint64_t largest_bytes)
     : found_(std::move(found)), rule_(rule), largest_(largest_bytes) {}
 
-Reference ExpectedShare::over_hosts(const std::vector<std::string>& hosts, const std::string& kind, bool largest) const {
+Reference ExpectedShare::over_hosts(const std::vector<std::string>& hosts, const std::string& kind,
+                                    bool largest) const {
   Reference out;
   for (const auto& host : std::set<std::string>(hosts.begin(), hosts.end())) {
     const Expected* pick = nullptr;
@@ -112,7 +116,8 @@ Reference ExpectedShare::per_rank(const std::vector<std::string>& hosts, int ran
   const Reference gpu = gpu_memory ? gpu_link(hosts) : Reference{};
   if (distinct.size() < 2) return gpu;
   Reference node = over_hosts(hosts, "rdma_node", true);
-  if (node.known() && ranks_per_host > 1) node = node.scaled(1.0 / ranks_per_host, fmt::format("1/{} of", ranks_per_host));
+  if (node.known() && ranks_per_host > 1)
+    node = node.scaled(1.0 / ranks_per_host, fmt::format("1/{} of", ranks_per_host));
   if (gpu.known() && (!node.known() || gpu.gbps < node.gbps)) return gpu;
   return node;
 }
@@ -133,8 +138,7 @@ Reference ExpectedShare::port(const std::string& host, const std::string& port) 
   return {};
 }
 
-Reference ExpectedShare::at_size(const Reference& hardware, std::string_view op, int ranks,
-                                 std::uint64_t bytes) const {
+Reference ExpectedShare::at_size(const Reference& hardware, std::string_view op, int ranks, std::uint64_t bytes) const {
   if (!hardware.known() || (hardware.path != "nvlink" && hardware.path != "pcie")) return hardware;
   if (const auto* curve = rule_.curves.find(hardware.path, hardware.gbps, ranks, op)) {
     const double gbps = curve->at(bytes);
@@ -144,18 +148,24 @@ Reference ExpectedShare::at_size(const Reference& hardware, std::string_view op,
                           curve->link_gbps, curve->source),
               hardware.path, Reference::Kind::calibrated};
   }
-  return {hardware.gbps, fmt::format("uncalibrated: no healthy curve of {} for {} GPUs over {}; {}", op, ranks,
-                                     hardware.path, hardware.basis),
+  return {hardware.gbps,
+          fmt::format("uncalibrated: no healthy curve of {} for {} GPUs over {}; {}", op, ranks, hardware.path,
+                      hardware.basis),
           hardware.path, Reference::Kind::uncalibrated};
 }
 
 double ExpectedShare::gbps(double value, results::Unit unit) {
   switch (unit) {
-    case results::Unit::mbps: return value / 1e3;
-    case results::Unit::mibps: return value * 1048576.0 / 1e9;
-    case results::Unit::gbitps: return value / 8;
-    case results::Unit::gbps: return value;
-    default: return NAN;
+    case results::Unit::mbps:
+      return value / 1e3;
+    case results::Unit::mibps:
+      return value * 1048576.0 / 1e9;
+    case results::Unit::gbitps:
+      return value / 8;
+    case results::Unit::gbps:
+      return value;
+    default:
+      return NAN;
   }
 }
 
@@ -168,9 +178,12 @@ std::vector<results::Column> ExpectedShare::columns() {
 
 double ExpectedShare::threshold(Reference::Kind kind) const {
   switch (kind) {
-    case Reference::Kind::rated: return rule_.warn_below_percent;
-    case Reference::Kind::calibrated: return rule_.calibrated_warn_below_percent;
-    default: return NAN;
+    case Reference::Kind::rated:
+      return rule_.warn_below_percent;
+    case Reference::Kind::calibrated:
+      return rule_.calibrated_warn_below_percent;
+    default:
+      return NAN;
   }
 }
 
@@ -185,13 +198,15 @@ std::string ExpectedShare::stamp(results::Row& row, double measured_gbps, const 
                                  const std::string& what) const {
   if (!ref.known() || !std::isfinite(measured_gbps)) return {};
   const double percent = 100.0 * measured_gbps / ref.gbps;
-  row.set("expected_gbps", ref.gbps).set("pct_expected", percent).set("expected_from", std::string(Reference::name(ref.kind)));
+  row.set("expected_gbps", ref.gbps)
+      .set("pct_expected", percent)
+      .set("expected_from", std::string(Reference::name(ref.kind)));
   if (!below(percent, bytes, ref.kind)) return {};
-  return fmt::format("warning: {}: {:.2f} GB/s is {:.0f}% of the {:.2f} GB/s expected from {} (rule: below {:g}% "
-                     "from {} up, configs/expected.ini){}",
-                     what, measured_gbps, percent, ref.gbps, ref.basis, threshold(ref.kind),
-                     cli::format_byte_size(rule_.min_bytes),
-                     ref.kind == Reference::Kind::calibrated ? nccl_settings() : std::string());
+  return fmt::format(
+      "warning: {}: {:.2f} GB/s is {:.0f}% of the {:.2f} GB/s expected from {} (rule: below {:g}% "
+      "from {} up, configs/expected.ini){}",
+      what, measured_gbps, percent, ref.gbps, ref.basis, threshold(ref.kind), cli::format_byte_size(rule_.min_bytes),
+      ref.kind == Reference::Kind::calibrated ? nccl_settings() : std::string());
 }
 
 }  // namespace fabricbench::facts

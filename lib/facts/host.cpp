@@ -31,8 +31,10 @@ std::map<std::string, std::string> hardware_facts(const Host& c) {
     if (!p.firmware.empty()) firmware.insert(p.firmware);
     if (!p.active()) continue;
     rates.insert(p.rate.empty() ? "?" : fmt::format("{:g} Gb/s", p.rate_gbps));
-    if (auto it = c.active_mtu.find(p.name()); it != c.active_mtu.end()) mtus.insert(std::to_string(it->second));
-    else if (const auto mtu = p.netdev.empty() ? std::string() : c.files.line("/sys/class/net/" + p.netdev + "/mtu"); !mtu.empty())
+    if (auto it = c.active_mtu.find(p.name()); it != c.active_mtu.end())
+      mtus.insert(std::to_string(it->second));
+    else if (const auto mtu = p.netdev.empty() ? std::string() : c.files.line("/sys/class/net/" + p.netdev + "/mtu");
+             !mtu.empty())
       mtus.insert("netdev " + mtu);
     gid.insert(p.link_layer == "Ethernet" ? (p.roce_v2 ? "RoCE v2" : "RoCE v1 only") : "IB");
   }
@@ -74,7 +76,8 @@ std::vector<Expected> expected_bandwidth(const Host& c) {
       // Links up but no speed from NVML: an unknown figure (NaN), so that nothing falls back to the PCIe one.
       if (active > 0)
         out.push_back({c.host, "nvlink", fmt::format("GPU{}", i), speed ? active * *speed : NAN,
-                       speed ? fmt::format("{} links x {:.2f} GB/s", active, *speed) : fmt::format("{} links, speed unknown", active)});
+                       speed ? fmt::format("{} links x {:.2f} GB/s", active, *speed)
+                             : fmt::format("{} links, speed unknown", active)});
       if (const auto p = c.gpus->pcie(i); p && p->max_gen > 0)
         out.push_back({c.host, "pcie", fmt::format("GPU{}", i), pcie_gbps(p->max_gen, p->max_width),
                        fmt::format("PCIe gen {} x{}", p->max_gen, p->max_width)});
@@ -88,7 +91,9 @@ std::vector<Expected> expected_bandwidth(const Host& c) {
     node += p.rate_gbps / 8;
     ++ports;
   }
-  if (ports > 0) out.push_back({c.host, "rdma_node", "node", node, fmt::format("{} Active port(s), {:g} Gb/s in all", ports, node * 8)});
+  if (ports > 0)
+    out.push_back(
+        {c.host, "rdma_node", "node", node, fmt::format("{} Active port(s), {:g} Gb/s in all", ports, node * 8)});
   return out;
 }
 

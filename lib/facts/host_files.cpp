@@ -230,7 +230,8 @@ std::vector<std::string> pci_upstream(const HostFiles& files, const std::string&
   return bridges;
 }
 
-std::vector<std::string> pci_bridges_between(const std::vector<std::string>& up_a, const std::vector<std::string>& up_b) {
+std::vector<std::string> pci_bridges_between(const std::vector<std::string>& up_a,
+                                             const std::vector<std::string>& up_b) {
   std::size_t common = 0;
   while (common < up_a.size() && common < up_b.size() && up_a[common] == up_b[common]) ++common;
   std::vector<std::string> out(up_a.begin() + static_cast<std::ptrdiff_t>(common), up_a.end());

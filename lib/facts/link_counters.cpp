@@ -51,7 +51,8 @@ CounterReading LinkCounters::read() const {
   }
   if (gpus_)
     for (int g = 0; g < gpus_->count(); ++g)
-      if (const auto total = gpus_->nvlink_errors_total(g)) r.nvlink_errors = add(r.nvlink_errors, static_cast<double>(*total));
+      if (const auto total = gpus_->nvlink_errors_total(g))
+        r.nvlink_errors = add(r.nvlink_errors, static_cast<double>(*total));
   return r;
 }
 

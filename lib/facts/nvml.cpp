@@ -35,7 +35,7 @@ constexpr unsigned field_nvlink_speed_mbps_common = 90;  // NVML_FI_DEV_NVLINK_S
 constexpr unsigned field_nvlink_get_speed = 164;
 // NVML_FI_DEV_NVLINK_ERROR_DL_REPLAY, _RECOVERY, _CRC (scopeId = link; unsigned long long values).
 constexpr std::array<unsigned, 3> field_nvlink_errors{161, 162, 163};
-constexpr int max_nvlinks = 18;                          // NVML_NVLINK_MAX_LINKS (Hopper/Blackwell)
+constexpr int max_nvlinks = 18;  // NVML_NVLINK_MAX_LINKS (Hopper/Blackwell)
 
 class Nvml final : public GpuInfo {
  public:
@@ -177,8 +177,8 @@ class Nvml final : public GpuInfo {
   std::optional<Pcie> pcie(int gpu) const override {
     Pcie p;
     if (!gen_fn_ || !max_gen_fn_ || !width_fn_ || !max_width_fn_) return std::nullopt;
-    if (gen_fn_(dev(gpu), &p.gen) != 0 || max_gen_fn_(dev(gpu), &p.max_gen) != 0 || width_fn_(dev(gpu), &p.width) != 0 ||
-        max_width_fn_(dev(gpu), &p.max_width) != 0)
+    if (gen_fn_(dev(gpu), &p.gen) != 0 || max_gen_fn_(dev(gpu), &p.max_gen) != 0 ||
+        width_fn_(dev(gpu), &p.width) != 0 || max_width_fn_(dev(gpu), &p.max_width) != 0)
       return std::nullopt;
     return p;
   }
@@ -254,10 +254,14 @@ class Nvml final : public GpuInfo {
 
 const std::vector<ClockReason>& clock_reasons() {
   static const std::vector<ClockReason> reasons{
-      {0x1, "GpuIdle", false},          {0x2, "ApplicationsClocksSetting", false},
-      {0x4, "SwPowerCap", true},        {0x8, "HwSlowdown", true},
-      {0x10, "SyncBoost", false},       {0x20, "SwThermalSlowdown", true},
-      {0x40, "HwThermalSlowdown", true}, {0x80, "HwPowerBrakeSlowdown", true},
+      {0x1, "GpuIdle", false},
+      {0x2, "ApplicationsClocksSetting", false},
+      {0x4, "SwPowerCap", true},
+      {0x8, "HwSlowdown", true},
+      {0x10, "SyncBoost", false},
+      {0x20, "SwThermalSlowdown", true},
+      {0x40, "HwThermalSlowdown", true},
+      {0x80, "HwPowerBrakeSlowdown", true},
       {0x100, "DisplayClockSetting", false},
   };
   return reasons;
@@ -266,8 +270,8 @@ const std::vector<ClockReason>& clock_reasons() {
 std::unique_ptr<GpuInfo> load_nvml(std::string* why) { return Nvml::load(why); }
 
 double pcie_gbps(unsigned gen, unsigned width) {
-  static constexpr std::array<double, 7> lane_gbps{0, 0.25, 0.5, 8.0 * 128 / 130 / 8, 16.0 * 128 / 130 / 8,
-                                                   32.0 * 128 / 130 / 8, 64.0 * 242 / 256 / 8};
+  static constexpr std::array<double, 7> lane_gbps{
+      0, 0.25, 0.5, 8.0 * 128 / 130 / 8, 16.0 * 128 / 130 / 8, 32.0 * 128 / 130 / 8, 64.0 * 242 / 256 / 8};
   return gen < lane_gbps.size() ? lane_gbps[gen] * width : 0.0;
 }
 

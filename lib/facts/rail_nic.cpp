@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <fstream>
 #include <memory>
-#include <tuple>
 #include <sstream>
+#include <tuple>
 
 #include "fabricbench/cli/ini_file.hpp"
 #include "fabricbench/error.hpp"
@@ -52,7 +52,8 @@ RailMap RailMap::parse(std::istream& in, std::string_view source) {
     if (!(words >> first)) continue;
     const auto at = fmt::format("--rail-map {}:{}", source, line);
     if (!digits(first) || std::stoi(first) > 63)
-      throw Error::usage(fmt::format("{}: '{}': a line is RAIL (0-63) then rdma=DEVICE[:PORT] and/or net=INTERFACE|A.B.C.D/N", at, first));
+      throw Error::usage(fmt::format(
+          "{}: '{}': a line is RAIL (0-63) then rdma=DEVICE[:PORT] and/or net=INTERFACE|A.B.C.D/N", at, first));
     const int rail = std::stoi(first);
     RailNic nic;
     bool rdma = false, net = false;
@@ -61,12 +62,15 @@ RailMap RailMap::parse(std::istream& in, std::string_view source) {
       const auto key = word.substr(0, eq == std::string::npos ? 0 : eq);
       const auto value = eq == std::string::npos ? std::string() : word.substr(eq + 1);
       if ((key != "rdma" && key != "net") || value.empty())
-        throw Error::usage(fmt::format("{}: '{}': allowed are rdma=DEVICE[:PORT] and net=INTERFACE|A.B.C.D/N", at, word));
+        throw Error::usage(
+            fmt::format("{}: '{}': allowed are rdma=DEVICE[:PORT] and net=INTERFACE|A.B.C.D/N", at, word));
       if ((key == "rdma" && rdma) || (key == "net" && net))
         throw Error::usage(fmt::format("{}: {}= given twice", at, key));
       for (char c : value)
-        if (!(std::isalnum(static_cast<unsigned char>(c)) || std::string_view("-_.:/").find(c) != std::string_view::npos))
-          throw Error::usage(fmt::format("{}: '{}': a device or interface name has letters, digits, '-', '_', '.'", at, word));
+        if (!(std::isalnum(static_cast<unsigned char>(c)) ||
+              std::string_view("-_.:/").find(c) != std::string_view::npos))
+          throw Error::usage(
+              fmt::format("{}: '{}': a device or interface name has letters, digits, '-', '_', '.'", at, word));
       if (key == "rdma") {
         rdma = true;
         const auto colon = value.find(':');
@@ -90,7 +94,9 @@ RailMap RailMap::parse(std::istream& in, std::string_view source) {
   RailMap map;
   if (rails.empty()) throw Error::usage(fmt::format("--rail-map {}: no rails (lines 'RAIL rdma=... net=...')", source));
   for (std::size_t r = 0; r < rails.size(); ++r) {
-    if (!rails[r]) throw Error::usage(fmt::format("--rail-map {}: rail {} is missing (rails are 0 to {})", source, r, rails.size() - 1));
+    if (!rails[r])
+      throw Error::usage(
+          fmt::format("--rail-map {}: rail {} is missing (rails are 0 to {})", source, r, rails.size() - 1));
     map.rails_.push_back(*rails[r]);
   }
   return map;
@@ -105,8 +111,10 @@ GivenNics GivenNics::from(const std::function<std::string(const char*)>& env,
   };
   GivenNics g;
   const auto ucx = env("UCX_NET_DEVICES"), tcp = env("OMPI_MCA_btl_tcp_if_include");
-  g.mpi = env("OMPI_MCA_pml") == "ucx" && !ucx.empty() ? ucx : !tcp.empty() ? shown(tcp) : !ucx.empty() ? ucx
-                                                                                          : shown(env("FABRICBENCH_RAIL_NIC"));
+  g.mpi = env("OMPI_MCA_pml") == "ucx" && !ucx.empty() ? ucx
+          : !tcp.empty()                               ? shown(tcp)
+          : !ucx.empty()                               ? ucx
+                                                       : shown(env("FABRICBENCH_RAIL_NIC"));
   const auto hca = env("NCCL_IB_HCA");
   g.nccl = !hca.empty() ? hca : shown(env("NCCL_SOCKET_IFNAME"));
   return g;
@@ -135,7 +143,8 @@ std::string counter_device(const std::string& nic) {
 double nic_bytes(const HostFiles& files, const std::string& device) {
   if (device.empty() || device.find('/') != std::string::npos) return NAN;
   if (const auto colon = device.find(':'); colon != std::string::npos) {
-    const auto dir = fmt::format("/sys/class/infiniband/{}/ports/{}/counters/", device.substr(0, colon), device.substr(colon + 1));
+    const auto dir =
+        fmt::format("/sys/class/infiniband/{}/ports/{}/counters/", device.substr(0, colon), device.substr(colon + 1));
     const auto tx = files.number(dir + "port_xmit_data"), rx = files.number(dir + "port_rcv_data");
     if (!tx || !rx) return NAN;
     return 4.0 * static_cast<double>(*tx + *rx);  // the port counters count 4-byte words

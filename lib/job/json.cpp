@@ -102,15 +102,26 @@ class JsonReader {
         if (at_ >= s_.size()) break;
         c = s_[at_++];
         switch (c) {
-          case 'n': c = '\n'; break;
-          case 't': c = '\t'; break;
-          case 'r': c = '\r'; break;
-          case 'b': c = '\b'; break;
-          case 'f': c = '\f'; break;
+          case 'n':
+            c = '\n';
+            break;
+          case 't':
+            c = '\t';
+            break;
+          case 'r':
+            c = '\r';
+            break;
+          case 'b':
+            c = '\b';
+            break;
+          case 'f':
+            c = '\f';
+            break;
           case 'u':  // kept as written: RAS replies are ASCII
             out += "\\u";
             continue;
-          default: break;
+          default:
+            break;
         }
       }
       out += c;

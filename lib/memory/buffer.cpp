@@ -17,7 +17,9 @@ std::string cuda_unavailable_reason();
 
 #ifndef FABRICBENCH_HAVE_CUDA
 const MemoryBackend* cuda_backend(MemoryKind) { return nullptr; }
-std::string cuda_unavailable_reason() { return "this build has no CUDA (configured with FABRICBENCH_CUDA=OFF or no CUDA Toolkit)"; }
+std::string cuda_unavailable_reason() {
+  return "this build has no CUDA (configured with FABRICBENCH_CUDA=OFF or no CUDA Toolkit)";
+}
 #endif
 
 namespace {
@@ -38,9 +40,12 @@ const MemoryBackend host_backend{MemoryKind::host, host_allocate, host_release, 
 
 std::string_view to_string(MemoryKind kind) {
   switch (kind) {
-    case MemoryKind::host: return "host";
-    case MemoryKind::pinned: return "pinned";
-    case MemoryKind::device: return "device";
+    case MemoryKind::host:
+      return "host";
+    case MemoryKind::pinned:
+      return "pinned";
+    case MemoryKind::device:
+      return "device";
   }
   return "?";
 }

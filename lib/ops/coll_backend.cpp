@@ -16,10 +16,12 @@
 namespace fabricbench::ops {
 
 CaseTiming CollBackend::time_on_device(const CollCase&, const TimingPlan&) {
-  throw Error::usage(fmt::format("the {} back end has no device timing (--per-iter/--graph need --backend nccl)", name()));
+  throw Error::usage(
+      fmt::format("the {} back end has no device timing (--per-iter/--graph need --backend nccl)", name()));
 }
 
-CaseTiming time_case(CollBackend& backend, const CollCase& c, const TimingPlan& plan, const runtime::Communicator& world) {
+CaseTiming time_case(CollBackend& backend, const CollCase& c, const TimingPlan& plan,
+                     const runtime::Communicator& world) {
   const auto mode = plan.mode;
   const int iterations = plan.iterations;
   for (int i = 0; i < plan.warmup; ++i) backend.launch(c);
@@ -85,12 +87,15 @@ BackendKind choose_backend(const std::string& requested, std::string_view option
   const bool nccl_built = false;
 #endif
   if (requested == "auto")
-    return nccl_built && memory::unavailable_reason(memory::MemoryKind::device).empty() ? BackendKind::nccl : BackendKind::mpi;
+    return nccl_built && memory::unavailable_reason(memory::MemoryKind::device).empty() ? BackendKind::nccl
+                                                                                        : BackendKind::mpi;
   if (requested == "mpi") return BackendKind::mpi;
   if (requested == "nccl") {
     if (!nccl_built)
-      throw Error::usage(fmt::format("{} nccl: this build has no NCCL (FABRICBENCH_CUDA=OFF or NCCL not found); "
-                                     "allowed here: auto, mpi", option));
+      throw Error::usage(
+          fmt::format("{} nccl: this build has no NCCL (FABRICBENCH_CUDA=OFF or NCCL not found); "
+                      "allowed here: auto, mpi",
+                      option));
     return BackendKind::nccl;
   }
   throw Error::usage(fmt::format("{} '{}': allowed values are auto, nccl, mpi", option, requested));
@@ -110,10 +115,11 @@ void require_mpi_counts(const std::vector<const CollectiveOp*>& ops, const std::
       // The largest size whose count still fits: counts grow with the size, so halve until it does.
       std::uint64_t fits = max_bytes;
       while (fits > 0 && op->counts(fits / ts, nranks).param > static_cast<std::uint64_t>(INT_MAX)) fits /= 2;
-      throw Error::usage(fmt::format("{} {}: {} {} passes {} elements per call and MPI's counts stop at {} (an int); "
-                                     "use at most {} with --backend mpi", option, cli::format_byte_size(max_bytes),
-                                     op->name, to_string(t), op->counts(max_bytes / ts, nranks).param, INT_MAX,
-                                     cli::format_byte_size(fits)));
+      throw Error::usage(
+          fmt::format("{} {}: {} {} passes {} elements per call and MPI's counts stop at {} (an int); "
+                      "use at most {} with --backend mpi",
+                      option, cli::format_byte_size(max_bytes), op->name, to_string(t),
+                      op->counts(max_bytes / ts, nranks).param, INT_MAX, cli::format_byte_size(fits)));
     }
 }
 

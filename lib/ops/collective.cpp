@@ -49,16 +49,24 @@ const CollectiveOp* find_collective(std::string_view name) {
 
 int type_size(DataType t) {
   switch (t) {
-    case DataType::int8: case DataType::uint8: return 1;
-    case DataType::float16: case DataType::bfloat16: return 2;
-    case DataType::int32: case DataType::uint32: case DataType::float32: return 4;
-    default: return 8;
+    case DataType::int8:
+    case DataType::uint8:
+      return 1;
+    case DataType::float16:
+    case DataType::bfloat16:
+      return 2;
+    case DataType::int32:
+    case DataType::uint32:
+    case DataType::float32:
+      return 4;
+    default:
+      return 8;
   }
 }
 
 std::string_view to_string(DataType t) {
-  static constexpr std::string_view names[] = {"int8",  "uint8", "int32", "uint32", "int64",
-                                               "uint64", "half", "float", "double", "bfloat16"};
+  static constexpr std::string_view names[] = {"int8",   "uint8", "int32", "uint32", "int64",
+                                               "uint64", "half",  "float", "double", "bfloat16"};
   return names[static_cast<int>(t)];
 }
 
@@ -68,8 +76,8 @@ std::string_view to_string(RedOp op) {
 }
 
 const std::vector<DataType>& all_data_types() {
-  static const std::vector<DataType> v{DataType::int8,   DataType::uint8,   DataType::int32,   DataType::uint32,
-                                       DataType::int64,  DataType::uint64,  DataType::float16, DataType::float32,
+  static const std::vector<DataType> v{DataType::int8,    DataType::uint8,   DataType::int32,   DataType::uint32,
+                                       DataType::int64,   DataType::uint64,  DataType::float16, DataType::float32,
                                        DataType::float64, DataType::bfloat16};
   return v;
 }

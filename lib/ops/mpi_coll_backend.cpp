@@ -16,25 +16,39 @@ using runtime::check_mpi;
 
 MPI_Datatype mpi_type(DataType t) {
   switch (t) {
-    case DataType::int8: return MPI_INT8_T;
-    case DataType::uint8: return MPI_UINT8_T;
-    case DataType::int32: return MPI_INT32_T;
-    case DataType::uint32: return MPI_UINT32_T;
-    case DataType::int64: return MPI_INT64_T;
-    case DataType::uint64: return MPI_UINT64_T;
-    case DataType::float32: return MPI_FLOAT;
-    case DataType::float64: return MPI_DOUBLE;
-    default: return MPI_DATATYPE_NULL;
+    case DataType::int8:
+      return MPI_INT8_T;
+    case DataType::uint8:
+      return MPI_UINT8_T;
+    case DataType::int32:
+      return MPI_INT32_T;
+    case DataType::uint32:
+      return MPI_UINT32_T;
+    case DataType::int64:
+      return MPI_INT64_T;
+    case DataType::uint64:
+      return MPI_UINT64_T;
+    case DataType::float32:
+      return MPI_FLOAT;
+    case DataType::float64:
+      return MPI_DOUBLE;
+    default:
+      return MPI_DATATYPE_NULL;
   }
 }
 
 MPI_Op mpi_op(RedOp op) {
   switch (op) {
-    case RedOp::sum: return MPI_SUM;
-    case RedOp::prod: return MPI_PROD;
-    case RedOp::min: return MPI_MIN;
-    case RedOp::max: return MPI_MAX;
-    default: return MPI_OP_NULL;
+    case RedOp::sum:
+      return MPI_SUM;
+    case RedOp::prod:
+      return MPI_PROD;
+    case RedOp::min:
+      return MPI_MIN;
+    case RedOp::max:
+      return MPI_MAX;
+    default:
+      return MPI_OP_NULL;
   }
 }
 
@@ -42,26 +56,47 @@ MPI_Op mpi_op(RedOp op) {
 template <typename F>
 void with_host_type(DataType t, F&& f) {
   switch (t) {
-    case DataType::int8: f(std::int8_t{}); break;
-    case DataType::uint8: f(std::uint8_t{}); break;
-    case DataType::int32: f(std::int32_t{}); break;
-    case DataType::uint32: f(std::uint32_t{}); break;
-    case DataType::int64: f(std::int64_t{}); break;
-    case DataType::uint64: f(std::uint64_t{}); break;
-    case DataType::float32: f(float{}); break;
-    case DataType::float64: f(double{}); break;
-    default: throw std::logic_error("type without a host representation");
+    case DataType::int8:
+      f(std::int8_t{});
+      break;
+    case DataType::uint8:
+      f(std::uint8_t{});
+      break;
+    case DataType::int32:
+      f(std::int32_t{});
+      break;
+    case DataType::uint32:
+      f(std::uint32_t{});
+      break;
+    case DataType::int64:
+      f(std::int64_t{});
+      break;
+    case DataType::uint64:
+      f(std::uint64_t{});
+      break;
+    case DataType::float32:
+      f(float{});
+      break;
+    case DataType::float64:
+      f(double{});
+      break;
+    default:
+      throw std::logic_error("type without a host representation");
   }
 }
 
 class MpiCollBackend : public CollBackend {
  public:
   MpiCollBackend(const runtime::Communicator& world, bool device_memory)
-      : world_(world), kind_(device_memory ? memory::MemoryKind::device : memory::MemoryKind::host),
-        rank_(world.rank()), nranks_(world.size()) {}
+      : world_(world),
+        kind_(device_memory ? memory::MemoryKind::device : memory::MemoryKind::host),
+        rank_(world.rank()),
+        nranks_(world.size()) {}
 
   std::string name() const override { return "mpi"; }
-  bool supports(DataType t, RedOp op) const override { return mpi_type(t) != MPI_DATATYPE_NULL && mpi_op(op) != MPI_OP_NULL; }
+  bool supports(DataType t, RedOp op) const override {
+    return mpi_type(t) != MPI_DATATYPE_NULL && mpi_op(op) != MPI_OP_NULL;
+  }
   bool synchronous() const override { return true; }
   bool in_place_defined(CollKind) const override { return true; }  // MPI_IN_PLACE / MPI_Sendrecv_replace
 
@@ -85,7 +120,8 @@ class MpiCollBackend : public CollBackend {
       in = &*recv_;  // MPI_Bcast has one buffer: the root's input is where every rank receives
       if (rank_ != c.root) return;
     }
-    if (c.in_place && c.op->kind == CollKind::all_gather) in_offset = static_cast<std::size_t>(rank_) * c.counts.param * ts;
+    if (c.in_place && c.op->kind == CollKind::all_gather)
+      in_offset = static_cast<std::size_t>(rank_) * c.counts.param * ts;
     std::vector<std::uint8_t> bytes(in_count * ts);
     with_host_type(c.dtype, [&](auto zero) {
       using T = decltype(zero);
@@ -108,8 +144,10 @@ class MpiCollBackend : public CollBackend {
         check_mpi(MPI_Allreduce(ip ? MPI_IN_PLACE : s, r, n, t, op, comm), "MPI_Allreduce");
         break;
       case CollKind::all_gather:
-        if (ip) check_mpi(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, r, n, t, comm), "MPI_Allgather");
-        else check_mpi(MPI_Allgather(s, n, t, r, n, t, comm), "MPI_Allgather");
+        if (ip)
+          check_mpi(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, r, n, t, comm), "MPI_Allgather");
+        else
+          check_mpi(MPI_Allgather(s, n, t, r, n, t, comm), "MPI_Allgather");
         break;
       case CollKind::reduce_scatter:
         check_mpi(MPI_Reduce_scatter_block(ip ? MPI_IN_PLACE : s, r, n, t, op, comm), "MPI_Reduce_scatter_block");
@@ -118,12 +156,16 @@ class MpiCollBackend : public CollBackend {
         check_mpi(MPI_Bcast(r, n, t, c.root, comm), "MPI_Bcast");
         break;
       case CollKind::reduce:
-        if (ip) check_mpi(MPI_Reduce(rank_ == c.root ? MPI_IN_PLACE : r, r, n, t, op, c.root, comm), "MPI_Reduce");
-        else check_mpi(MPI_Reduce(s, r, n, t, op, c.root, comm), "MPI_Reduce");
+        if (ip)
+          check_mpi(MPI_Reduce(rank_ == c.root ? MPI_IN_PLACE : r, r, n, t, op, c.root, comm), "MPI_Reduce");
+        else
+          check_mpi(MPI_Reduce(s, r, n, t, op, c.root, comm), "MPI_Reduce");
         break;
       case CollKind::alltoall:
-        if (ip) check_mpi(MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, r, n, t, comm), "MPI_Alltoall");
-        else check_mpi(MPI_Alltoall(s, n, t, r, n, t, comm), "MPI_Alltoall");
+        if (ip)
+          check_mpi(MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, r, n, t, comm), "MPI_Alltoall");
+        else
+          check_mpi(MPI_Alltoall(s, n, t, r, n, t, comm), "MPI_Alltoall");
         break;
       case CollKind::sendrecv: {
         const int next = (rank_ + 1) % nranks_, prev = (rank_ - 1 + nranks_) % nranks_;

@@ -1,28 +1,28 @@
 // Collectives through NCCL: one rank per GPU, a communicator of its own (unique id shared over MPI) or one split
 // from a parent (nccl_comm_splitter.cpp), every operation on one stream. Fill and check run as kernels on the device
 // (coll_kernels.cu).
-#include <algorithm>
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <optional>
 #include <thread>
 
 #include "coll_kernels.hpp"
-#include "nccl_comm.hpp"
 #include "fabricbench/error.hpp"
 #include "fabricbench/memory/buffer.hpp"
 #include "fabricbench/ops/coll_backend.hpp"
 #include "fabricbench/timing/iteration_timer.hpp"
+#include "nccl_comm.hpp"
 
 namespace fabricbench::ops {
 namespace {
 
 ncclDataType_t nccl_type(DataType t) {
-  static constexpr ncclDataType_t types[] = {ncclInt8,  ncclUint8,   ncclInt32,   ncclUint32,  ncclInt64,
+  static constexpr ncclDataType_t types[] = {ncclInt8,   ncclUint8,   ncclInt32,   ncclUint32,  ncclInt64,
                                              ncclUint64, ncclFloat16, ncclFloat32, ncclFloat64, ncclBfloat16};
   return types[static_cast<int>(t)];
 }
@@ -35,7 +35,9 @@ ncclRedOp_t nccl_op(RedOp op) {
 struct Event {
   cudaEvent_t e = nullptr;
   Event() { check_cuda(cudaEventCreate(&e), "cudaEventCreate"); }
-  ~Event() { if (e) cudaEventDestroy(e); }
+  ~Event() {
+    if (e) cudaEventDestroy(e);
+  }
   Event(Event&& o) noexcept : e(o.e) { o.e = nullptr; }
   Event(const Event&) = delete;
 };
@@ -105,13 +107,21 @@ class NcclCollBackend : public CollBackend {
     ncclComm_t comm = comm_->get();
     cudaStream_t st = stream_.s;
     switch (c.op->kind) {
-      case CollKind::all_reduce: check_nccl(ncclAllReduce(s, r, n, t, nccl_op(c.redop), comm, st), "ncclAllReduce"); break;
-      case CollKind::all_gather: check_nccl(ncclAllGather(s, r, n, t, comm, st), "ncclAllGather"); break;
+      case CollKind::all_reduce:
+        check_nccl(ncclAllReduce(s, r, n, t, nccl_op(c.redop), comm, st), "ncclAllReduce");
+        break;
+      case CollKind::all_gather:
+        check_nccl(ncclAllGather(s, r, n, t, comm, st), "ncclAllGather");
+        break;
       case CollKind::reduce_scatter:
         check_nccl(ncclReduceScatter(s, r, n, t, nccl_op(c.redop), comm, st), "ncclReduceScatter");
         break;
-      case CollKind::broadcast: check_nccl(ncclBroadcast(s, r, n, t, c.root, comm, st), "ncclBroadcast"); break;
-      case CollKind::reduce: check_nccl(ncclReduce(s, r, n, t, nccl_op(c.redop), c.root, comm, st), "ncclReduce"); break;
+      case CollKind::broadcast:
+        check_nccl(ncclBroadcast(s, r, n, t, c.root, comm, st), "ncclBroadcast");
+        break;
+      case CollKind::reduce:
+        check_nccl(ncclReduce(s, r, n, t, nccl_op(c.redop), c.root, comm, st), "ncclReduce");
+        break;
       case CollKind::alltoall:
         // Grouped point-to-point, as nccl-tests does (portable to NCCL versions without ncclAlltoAll).
         check_nccl(ncclGroupStart(), "ncclGroupStart");

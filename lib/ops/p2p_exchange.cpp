@@ -92,7 +92,7 @@ ExchangePlan ExchangePlan::fit(double message_s, int iterations, int warmup, int
   const auto whole = [&](double n) { return n >= 1e9 ? 1000000000 : static_cast<int>(n); };
   if (iteration_s > budget_s)  // not even one window: one iteration of the messages that fit
     return {1, 0, std::max(1, std::min(window, whole(budget_s / message_s))), true};
-  const int fitting = whole(budget_s / iteration_s);  // >= 1 whole iterations fit, warm-ups included
+  const int fitting = whole(budget_s / iteration_s);      // >= 1 whole iterations fit, warm-ups included
   const int kept_warmup = std::min(warmup, fitting / 5);  // warm-ups take at most a fifth of the budget
   return {std::max(1, std::min(iterations, fitting - kept_warmup)), kept_warmup, window, true};
 }
@@ -145,7 +145,8 @@ double probe_message_s(const P2PTest& test, const Exchanger& x) {
   // Both ends plan with the leader's figure.
   double theirs = seconds;
   check(MPI_Sendrecv(&seconds, 1, MPI_DOUBLE, peer, plan_tag, &theirs, 1, MPI_DOUBLE, peer, plan_tag, x.comm,
-                     MPI_STATUS_IGNORE), "MPI_Sendrecv");
+                     MPI_STATUS_IGNORE),
+        "MPI_Sendrecv");
   return x.leader ? seconds : theirs;
 }
 
@@ -163,7 +164,8 @@ PairMeasurement run_exchange(const P2PTest& test, const Exchanger& x) {
   const bool windowed = test.exchange != Exchange::ping_pong;
   exchange_pattern(me, bytes).fill(x.send, bytes);
   const auto plan = x.budget_s > 0 && x.from < 0
-                        ? ExchangePlan::fit(x.probe_s > 0 ? x.probe_s : probe_message_s(test, x), x.iterations, x.warmup, windowed ? x.window : 1, x.budget_s)
+                        ? ExchangePlan::fit(x.probe_s > 0 ? x.probe_s : probe_message_s(test, x), x.iterations,
+                                            x.warmup, windowed ? x.window : 1, x.budget_s)
                         : ExchangePlan{x.iterations, x.warmup, windowed ? x.window : 1, false};
   const int iterations = plan.iterations, warmup = plan.warmup;
   PairMeasurement m;
@@ -199,20 +201,23 @@ PairMeasurement run_exchange(const P2PTest& test, const Exchanger& x) {
     case Exchange::window:
       if (leader)
         timed([&] {
-          for (int w = 0; w < window; ++w) check(MPI_Isend(sbuf, count, type, peer, data_tag, comm, &req[w]), "MPI_Isend");
+          for (int w = 0; w < window; ++w)
+            check(MPI_Isend(sbuf, count, type, peer, data_tag, comm, &req[w]), "MPI_Isend");
           check(MPI_Waitall(window, req, MPI_STATUSES_IGNORE), "MPI_Waitall");
           check(MPI_Recv(&ack, 1, MPI_BYTE, peer, ack_tag, comm, MPI_STATUS_IGNORE), "MPI_Recv");
         });
       else
         timed([&] {
-          for (int w = 0; w < window; ++w) check(MPI_Irecv(rbuf, count, type, peer, data_tag, comm, &req[w]), "MPI_Irecv");
+          for (int w = 0; w < window; ++w)
+            check(MPI_Irecv(rbuf, count, type, peer, data_tag, comm, &req[w]), "MPI_Irecv");
           check(MPI_Waitall(window, req, MPI_STATUSES_IGNORE), "MPI_Waitall");
           check(MPI_Send(&ack, 1, MPI_BYTE, peer, ack_tag, comm), "MPI_Send");
         });
       break;
     case Exchange::bidirectional_window: {
       const auto post_receives = [&] {
-        for (int w = 0; w < window; ++w) check(MPI_Irecv(rbuf, count, type, from, data_tag, comm, &req[w]), "MPI_Irecv");
+        for (int w = 0; w < window; ++w)
+          check(MPI_Irecv(rbuf, count, type, from, data_tag, comm, &req[w]), "MPI_Irecv");
       };
       const auto post_sends = [&] {
         for (int w = 0; w < window; ++w)
@@ -250,7 +255,8 @@ PairMeasurement run_exchange(const P2PTest& test, const Exchanger& x) {
         // the two ends (each end's clock starts at its own first post, after the same barriers).
         std::vector<double> peer_received_s(sent_s.size());
         check(MPI_Sendrecv(received_s.data(), iterations, MPI_DOUBLE, from, step_times_tag, peer_received_s.data(),
-                           iterations, MPI_DOUBLE, peer, step_times_tag, comm, MPI_STATUS_IGNORE), "MPI_Sendrecv");
+                           iterations, MPI_DOUBLE, peer, step_times_tag, comm, MPI_STATUS_IGNORE),
+              "MPI_Sendrecv");
         double steps_s = 0;
         for (std::size_t i = 0; i < sent_s.size(); ++i) {
           const double step_s = std::max(sent_s[i], peer_received_s[i]);

@@ -14,8 +14,8 @@ const std::vector<P2PTest>& p2p_tests() {
        PairAggregate::mean, latency},
       {"bw", "window of non-blocking sends then an ack; per-pair bandwidth (osu_bw)", Exchange::window, 1,
        PairAggregate::mean, bandwidth},
-      {"bibw", "both sides send a window at once; bytes of both directions (osu_bibw)",
-       Exchange::bidirectional_window, 2, PairAggregate::mean, bandwidth},
+      {"bibw", "both sides send a window at once; bytes of both directions (osu_bibw)", Exchange::bidirectional_window,
+       2, PairAggregate::mean, bandwidth},
       {"mbw_mr", "all pairs at once; aggregate bandwidth and message rate (osu_mbw_mr)", Exchange::window, 1,
        PairAggregate::sum, bandwidth},
   };

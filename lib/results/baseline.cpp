@@ -30,13 +30,16 @@ Baseline Baseline::load(const std::string& path, const TableSpec& table, const s
   b.path_ = path;
   // [baseline] holds the default tolerance (10% when absent: Boost drops an empty section).
   double tolerance = 0.1;
-  if (const auto t = tree.get_optional<std::string>("baseline.tolerance")) tolerance = parse_tolerance(*t, path + ": [baseline] tolerance");
+  if (const auto t = tree.get_optional<std::string>("baseline.tolerance"))
+    tolerance = parse_tolerance(*t, path + ": [baseline] tolerance");
   std::size_t ours_count = 0;
   for (const auto& [section, keys] : tree) {
     if (section == "baseline") continue;
     if (keys.empty() && !keys.data().empty())
-      throw Error::usage(fmt::format("{}: '{}' stands outside a section; entries are [TABLE NAME] sections of "
-                                     "column = value lines", path, section));
+      throw Error::usage(
+          fmt::format("{}: '{}' stands outside a section; entries are [TABLE NAME] sections of "
+                      "column = value lines",
+                      path, section));
     Entry e;
     e.name = section;
     e.table = section.substr(0, section.find(' '));
@@ -64,14 +67,16 @@ Baseline Baseline::load(const std::string& path, const TableSpec& table, const s
       } else if (const auto v = parse_number(text); v && *v >= 0) {
         e.expected[key] = *v;
       } else {
-        throw Error::usage(fmt::format("{} = '{}': a number >= 0 (the expected value of a measured column)", where, text));
+        throw Error::usage(
+            fmt::format("{} = '{}': a number >= 0 (the expected value of a measured column)", where, text));
       }
     }
     b.entries_.push_back(std::move(e));
   }
   if (ours_count == 0)
-    throw Error::usage(fmt::format("{} {}: no entries for {} (write a baseline with fabric-report baseline RUN.h5 FILE)",
-                                   option, path, table.path().substr(1)));
+    throw Error::usage(
+        fmt::format("{} {}: no entries for {} (write a baseline with fabric-report baseline RUN.h5 FILE)", option, path,
+                    table.path().substr(1)));
   return b;
 }
 
@@ -119,7 +124,8 @@ std::vector<std::string> Baseline::unmatched(const std::string& table, const std
   std::vector<std::string> out;
   for (std::size_t i = 0; i < entries_.size(); ++i)
     if (entries_[i].table == table.substr(table.front() == '/' ? 1 : 0) && !used.at(i))
-      out.push_back(fmt::format("[{}]: no row of {} with {}", entries_[i].name, entries_[i].table, keys_text(entries_[i])));
+      out.push_back(
+          fmt::format("[{}]: no row of {} with {}", entries_[i].name, entries_[i].table, keys_text(entries_[i])));
   return out;
 }
 

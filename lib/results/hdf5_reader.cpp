@@ -1,7 +1,6 @@
 #include "fabricbench/results/hdf5_reader.hpp"
 
 #include <fmt/format.h>
-
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -121,7 +120,6 @@ std::string read_root_attribute_here(const std::string& file, const std::string&
   return out;
 }
 
-
 // HDF5 trusts what a file says: on a damaged file some versions read out of bounds and crash (1.10.10 in
 // H5HG_read, following a corrupted heap reference of a text attribute). A user's file is therefore read in a child
 // process: its rows come back packed (pack_rows) through a pipe, a usage error as its message, and a crash of the
@@ -162,14 +160,15 @@ std::string in_child(const std::string& file, Read&& read) {
   close(pipe_fd[1]);
   std::string got;
   char buffer[65536];
-  for (ssize_t n; (n = read_fd(pipe_fd[0], buffer, sizeof buffer)) > 0;) got.append(buffer, static_cast<std::size_t>(n));
+  for (ssize_t n; (n = read_fd(pipe_fd[0], buffer, sizeof buffer)) > 0;)
+    got.append(buffer, static_cast<std::size_t>(n));
   close(pipe_fd[0]);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (WIFSIGNALED(status))
-    throw Error::usage(fmt::format("{}: the HDF5 library crashed reading it (signal {}): a damaged file", file,
-                                   WTERMSIG(status)));
+    throw Error::usage(
+        fmt::format("{}: the HDF5 library crashed reading it (signal {}): a damaged file", file, WTERMSIG(status)));
   if (!WIFEXITED(status) || WEXITSTATUS(status) == 3) throw Error::runtime(fmt::format("{}: {}", file, got));
   if (WEXITSTATUS(status) == 2) throw Error::usage(got);
   return got;
@@ -183,11 +182,11 @@ std::vector<Row> read_rows(const std::string& file, const TableSpec& spec) {
 
 bool has_table(const std::string& file, const TableSpec& spec) {
   return in_child(file, [&] {
-    const auto f = open_file(file);
-    const bool there = H5Lexists(f.get(), spec.group.c_str(), H5P_DEFAULT) > 0 &&
-                       H5Lexists(f.get(), spec.path().c_str(), H5P_DEFAULT) > 0;
-    return std::string(there ? "1" : "0");
-  }) == "1";
+           const auto f = open_file(file);
+           const bool there = H5Lexists(f.get(), spec.group.c_str(), H5P_DEFAULT) > 0 &&
+                              H5Lexists(f.get(), spec.path().c_str(), H5P_DEFAULT) > 0;
+           return std::string(there ? "1" : "0");
+         }) == "1";
 }
 
 std::string read_root_attribute(const std::string& file, const std::string& name) {

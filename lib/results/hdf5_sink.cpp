@@ -59,7 +59,8 @@ void write_attribute(hid_t obj, const char* name, const std::vector<std::string>
   H5Id space(checked(values.empty() ? H5Screate(H5S_NULL) : H5Screate_simple(1, dims, nullptr), "H5Screate"));
   H5Id attr(checked(H5Acreate2(obj, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
                     fmt::format("create attribute {}", name)));
-  if (!values.empty()) checked(H5Awrite(attr.get(), type.get(), pointers.data()), fmt::format("write attribute {}", name));
+  if (!values.empty())
+    checked(H5Awrite(attr.get(), type.get(), pointers.data()), fmt::format("write attribute {}", name));
 }
 
 // What each column is, one array entry per column in order (docs/RESULTS.md, schema_version 2).
@@ -104,7 +105,8 @@ Hdf5Sink::Hdf5Sink(const std::string& path, Mode mode) : path_(path), append_(mo
     return;
   }
   // Default (earliest) format: no "file is open" flag is left behind by a killed writer, so h5py opens it.
-  file_ = H5Id(H5Fcreate(path.c_str(), mode == Mode::overwrite ? H5F_ACC_TRUNC : H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT));
+  file_ =
+      H5Id(H5Fcreate(path.c_str(), mode == Mode::overwrite ? H5F_ACC_TRUNC : H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT));
   if (file_.get() < 0) throw Error::runtime(fmt::format("cannot create HDF5 file {}", path));
 }
 
@@ -152,9 +154,18 @@ Hdf5Sink::Dataset Hdf5Sink::layout_of(const TableSpec& table) {
   for (const auto& c : table.columns) {
     ds.offsets.push_back(ds.row_size);
     switch (c.type) {
-      case ColumnType::integer: member_types.emplace_back(H5Tcopy(H5T_STD_I64LE)); ds.row_size += 8; break;
-      case ColumnType::real: member_types.emplace_back(H5Tcopy(H5T_IEEE_F64LE)); ds.row_size += 8; break;
-      case ColumnType::text: member_types.push_back(string_type(c.width)); ds.row_size += c.width; break;
+      case ColumnType::integer:
+        member_types.emplace_back(H5Tcopy(H5T_STD_I64LE));
+        ds.row_size += 8;
+        break;
+      case ColumnType::real:
+        member_types.emplace_back(H5Tcopy(H5T_IEEE_F64LE));
+        ds.row_size += 8;
+        break;
+      case ColumnType::text:
+        member_types.push_back(string_type(c.width));
+        ds.row_size += c.width;
+        break;
     }
   }
   ds.type = H5Id(checked(H5Tcreate(H5T_COMPOUND, ds.row_size), "H5Tcreate"));
@@ -181,9 +192,9 @@ Hdf5Sink::Dataset& Hdf5Sink::create_table(const TableSpec& table) {
   }
   H5Id link_props(checked(H5Pcreate(H5P_LINK_CREATE), "H5Pcreate"));
   checked(H5Pset_create_intermediate_group(link_props.get(), 1), "H5Pset_create_intermediate_group");
-  ds.dataset = H5Id(checked(H5Dcreate2(file_.get(), path.c_str(), ds.type.get(), space.get(), link_props.get(),
-                                       props.get(), H5P_DEFAULT),
-                            "create dataset " + path));
+  ds.dataset = H5Id(checked(
+      H5Dcreate2(file_.get(), path.c_str(), ds.type.get(), space.get(), link_props.get(), props.get(), H5P_DEFAULT),
+      "create dataset " + path));
   write_column_attributes(ds.dataset.get(), columns);
   return datasets_[path] = std::move(ds);
 }
@@ -255,8 +266,10 @@ void Hdf5Sink::pack(const Dataset& ds, const Row& row, char* out) const {
   const auto& columns = row.spec().columns;
   for (std::size_t i = 0; i < columns.size(); ++i) {
     char* at = out + ds.offsets[i];
-    if (const auto* v = std::get_if<std::int64_t>(&row[i])) std::memcpy(at, v, 8);
-    else if (const auto* d = std::get_if<double>(&row[i])) std::memcpy(at, d, 8);
+    if (const auto* v = std::get_if<std::int64_t>(&row[i]))
+      std::memcpy(at, v, 8);
+    else if (const auto* d = std::get_if<double>(&row[i]))
+      std::memcpy(at, d, 8);
     else {
       const auto& s = std::get<std::string>(row[i]);
       std::memcpy(at, s.data(), std::min(s.size(), columns[i].width));
@@ -289,7 +302,8 @@ void Hdf5Sink::matrix(const Matrix& m) {
   H5Id space(checked(H5Screate_simple(2, dims, nullptr), "H5Screate_simple"));
   H5Id link_props(checked(H5Pcreate(H5P_LINK_CREATE), "H5Pcreate"));
   checked(H5Pset_create_intermediate_group(link_props.get(), 1), "H5Pset_create_intermediate_group");
-  if (H5Lexists(file_.get(), path.c_str(), H5P_DEFAULT) > 0) checked(H5Ldelete(file_.get(), path.c_str(), H5P_DEFAULT), "H5Ldelete");
+  if (H5Lexists(file_.get(), path.c_str(), H5P_DEFAULT) > 0)
+    checked(H5Ldelete(file_.get(), path.c_str(), H5P_DEFAULT), "H5Ldelete");
   // Chunked and compressed, NaN where nothing is written: at thousands of hosts a matrix is N x N doubles (4096
   // hosts: 128 MiB), mostly NaN where a budget or a plan left pairs out. Blocks of 256 x 256 let a reader take one
   // leaf's rows; the writer expands the sparse cells one block of rows at a time and skips blocks with none.
@@ -306,16 +320,19 @@ void Hdf5Sink::matrix(const Matrix& m) {
       checked(H5Pset_deflate(props.get(), 1), "H5Pset_deflate");
     }
   }
-  H5Id ds(checked(H5Dcreate2(file_.get(), path.c_str(), H5T_IEEE_F64LE, space.get(), link_props.get(), props.get(),
-                             H5P_DEFAULT), "create dataset " + path));
+  H5Id ds(checked(
+      H5Dcreate2(file_.get(), path.c_str(), H5T_IEEE_F64LE, space.get(), link_props.get(), props.get(), H5P_DEFAULT),
+      "create dataset " + path));
   for (std::size_t i = 0; i < m.cells.size();) {
     const auto first = static_cast<hsize_t>(m.cells[i].row) / block * block;
     const hsize_t count[2] = {std::min(block, dims[0] - first), dims[1]}, start[2] = {first, 0};
     const auto values = m.rows(static_cast<int>(first), static_cast<int>(count[0]));
     H5Id file_space(checked(H5Dget_space(ds.get()), "H5Dget_space"));
-    checked(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr), "H5Sselect_hyperslab");
+    checked(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr),
+            "H5Sselect_hyperslab");
     H5Id memory(checked(H5Screate_simple(2, count, nullptr), "H5Screate_simple"));
-    checked(H5Dwrite(ds.get(), H5T_NATIVE_DOUBLE, memory.get(), file_space.get(), H5P_DEFAULT, values.data()), "H5Dwrite");
+    checked(H5Dwrite(ds.get(), H5T_NATIVE_DOUBLE, memory.get(), file_space.get(), H5P_DEFAULT, values.data()),
+            "H5Dwrite");
     while (i < m.cells.size() && static_cast<hsize_t>(m.cells[i].row) < first + count[0]) ++i;
   }
   write_attribute(ds.get(), "row_labels", m.row_labels);

@@ -48,8 +48,10 @@ std::string pack_rows(const TableSpec& table, const std::vector<Row>& rows) {
     if (row.spec().path() != table.path() || row.spec().columns.size() != table.columns.size())
       throw std::logic_error("pack_rows: a row of " + row.spec().path() + " given as one of " + table.path());
     for (std::size_t i = 0; i < table.columns.size(); ++i) {
-      if (const auto* n = std::get_if<std::int64_t>(&row[i])) put(bytes, *n);
-      else if (const auto* d = std::get_if<double>(&row[i])) put(bytes, *d);
+      if (const auto* n = std::get_if<std::int64_t>(&row[i]))
+        put(bytes, *n);
+      else if (const auto* d = std::get_if<double>(&row[i]))
+        put(bytes, *d);
       else {
         const auto& s = std::get<std::string>(row[i]);
         put(bytes, static_cast<std::uint32_t>(s.size()));
@@ -67,9 +69,15 @@ std::vector<Row> unpack_rows(const TableSpec& table, const std::string& bytes) {
     Row row(table);
     for (const auto& column : table.columns) {
       switch (column.type) {
-        case ColumnType::integer: row.set(column.name, in.get<std::int64_t>()); break;
-        case ColumnType::real: row.set(column.name, in.get<double>()); break;
-        case ColumnType::text: row.set(column.name, in.text()); break;
+        case ColumnType::integer:
+          row.set(column.name, in.get<std::int64_t>());
+          break;
+        case ColumnType::real:
+          row.set(column.name, in.get<double>());
+          break;
+        case ColumnType::text:
+          row.set(column.name, in.text());
+          break;
       }
     }
     out.push_back(std::move(row));

@@ -9,37 +9,56 @@ namespace fabricbench::results {
 
 std::string_view to_string(Unit unit) {
   switch (unit) {
-    case Unit::none: return "";
-    case Unit::bytes: return "B";
-    case Unit::elements: return "elements";
-    case Unit::us: return "us";
-    case Unit::seconds: return "s";
-    case Unit::mbps: return "MB/s";
-    case Unit::gbps: return "GB/s";
-    case Unit::mibps: return "MiB/s";
-    case Unit::gbitps: return "Gb/s";
-    case Unit::mega_per_s: return "M/s";
-    case Unit::percent: return "%";
+    case Unit::none:
+      return "";
+    case Unit::bytes:
+      return "B";
+    case Unit::elements:
+      return "elements";
+    case Unit::us:
+      return "us";
+    case Unit::seconds:
+      return "s";
+    case Unit::mbps:
+      return "MB/s";
+    case Unit::gbps:
+      return "GB/s";
+    case Unit::mibps:
+      return "MiB/s";
+    case Unit::gbitps:
+      return "Gb/s";
+    case Unit::mega_per_s:
+      return "M/s";
+    case Unit::percent:
+      return "%";
   }
   return "";
 }
 
 std::string_view to_string(Role role) {
   switch (role) {
-    case Role::key: return "key";
-    case Role::setting: return "setting";
-    case Role::measured: return "measured";
-    case Role::statistic: return "statistic";
-    case Role::reference: return "reference";
+    case Role::key:
+      return "key";
+    case Role::setting:
+      return "setting";
+    case Role::measured:
+      return "measured";
+    case Role::statistic:
+      return "statistic";
+    case Role::reference:
+      return "reference";
   }
   return "";
 }
 
 std::string_view to_string(Better better) {
   switch (better) {
-    case Better::none: return "";
-    case Better::higher: return "higher";
-    case Better::lower: return "lower";
+    case Better::none:
+      return "";
+    case Better::higher:
+      return "higher";
+    case Better::lower:
+      return "lower";
   }
   return "";
 }
@@ -88,7 +107,8 @@ std::size_t TableSpec::index_of(const std::string& column) const {
 }
 
 TableSpec TableSpec::samples() const {
-  return {"samples", name,
+  return {"samples",
+          name,
           {key_int("row"), key_int("iteration"), key_int("rank"), measured("time_us", Unit::us, Better::lower)},
           true};
 }
@@ -97,9 +117,15 @@ Row::Row(const TableSpec& spec) : spec_(&spec) {
   values_.reserve(spec.columns.size());
   for (const auto& c : spec.columns) {
     switch (c.type) {
-      case ColumnType::integer: values_.emplace_back(std::int64_t{0}); break;
-      case ColumnType::real: values_.emplace_back(std::numeric_limits<double>::quiet_NaN()); break;
-      case ColumnType::text: values_.emplace_back(std::string{}); break;
+      case ColumnType::integer:
+        values_.emplace_back(std::int64_t{0});
+        break;
+      case ColumnType::real:
+        values_.emplace_back(std::numeric_limits<double>::quiet_NaN());
+        break;
+      case ColumnType::text:
+        values_.emplace_back(std::string{});
+        break;
     }
   }
 }
@@ -126,22 +152,24 @@ bool before(const MatrixCell& x, int row, int column) { return x.row < row || (x
 }  // namespace
 
 double Matrix::at(int row, int column) const {
-  const auto it = std::lower_bound(cells.begin(), cells.end(), 0,
-                                   [&](const MatrixCell& c, int) { return before(c, row, column); });
+  const auto it =
+      std::lower_bound(cells.begin(), cells.end(), 0, [&](const MatrixCell& c, int) { return before(c, row, column); });
   return it != cells.end() && it->row == row && it->column == column ? it->value : NAN;
 }
 
 std::vector<double> Matrix::rows(int first, int count) const {
   const auto columns = column_labels.size();
   std::vector<double> out(static_cast<std::size_t>(std::max(count, 0)) * columns, NAN);
-  auto it = std::lower_bound(cells.begin(), cells.end(), 0, [&](const MatrixCell& c, int) { return before(c, first, 0); });
+  auto it =
+      std::lower_bound(cells.begin(), cells.end(), 0, [&](const MatrixCell& c, int) { return before(c, first, 0); });
   for (; it != cells.end() && it->row < first + count; ++it)
     out[static_cast<std::size_t>(it->row - first) * columns + static_cast<std::size_t>(it->column)] = it->value;
   return out;
 }
 
 bool Matrix::valid() const {
-  const auto rows = static_cast<std::int64_t>(row_labels.size()), columns = static_cast<std::int64_t>(column_labels.size());
+  const auto rows = static_cast<std::int64_t>(row_labels.size()),
+             columns = static_cast<std::int64_t>(column_labels.size());
   for (std::size_t i = 0; i < cells.size(); ++i) {
     const auto& c = cells[i];
     if (c.row < 0 || c.row >= rows || c.column < 0 || c.column >= columns) return false;

@@ -34,7 +34,8 @@ void TerminalTable::section(const TableSpec& table, const std::string& title,
     const auto& column = table.column(c.column);
     const auto& title_of_column = c.header.empty() ? column.header() : c.header;
     precision_.push_back(column.precision);
-    widths_.push_back(c.width ? std::max(c.width, title_of_column.size()) : std::max<std::size_t>(title_of_column.size(), 10));
+    widths_.push_back(c.width ? std::max(c.width, title_of_column.size())
+                              : std::max<std::size_t>(title_of_column.size(), 10));
     header += c.left ? fmt::format(" {:<{}}", title_of_column, widths_.back())
                      : fmt::format(" {:>{}}", title_of_column, widths_.back());
   }
@@ -55,7 +56,8 @@ void TerminalTable::row(const Row& row) {
   for (std::size_t i = 0; i < shown_.size(); ++i) {
     const auto& value = pending_[shown_[i].part].get(shown_[i].column);
     const auto* integer = std::get_if<std::int64_t>(&value);
-    const auto text = shown_[i].blank_negative && integer && *integer < 0 ? std::string() : format(value, precision_[i]);
+    const auto text =
+        shown_[i].blank_negative && integer && *integer < 0 ? std::string() : format(value, precision_[i]);
     line += shown_[i].left ? fmt::format(" {:<{}}", text, widths_[i]) : fmt::format(" {:>{}}", text, widths_[i]);
   }
   while (!line.empty() && line.back() == ' ') line.pop_back();
@@ -76,7 +78,8 @@ void TerminalTable::matrix(const Matrix& m) {
   const auto values = m.rows(0, static_cast<int>(rows));
   for (std::size_t r = 0; r < rows; ++r) {
     out += fmt::format("  {:>{}}", m.row_labels[r].substr(0, 16), width);
-    for (std::size_t c = 0; c < columns; ++c) out += fmt::format(" {:>{}}", format(Value{values[r * columns + c]}, 1), width);
+    for (std::size_t c = 0; c < columns; ++c)
+      out += fmt::format(" {:>{}}", format(Value{values[r * columns + c]}, 1), width);
     out += "\n";
   }
   fmt::print(out_, "{}", out);

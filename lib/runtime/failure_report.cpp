@@ -31,8 +31,8 @@ constexpr const char* request_tag = "FBREQ";
 constexpr const char* record_tag = "FBREC\n";
 constexpr std::size_t max_datagram = 60000;
 constexpr std::size_t secret_size = 16;
-constexpr int answers_per_second = 4;     // a run's failure asks each rank twice
-constexpr int datagrams_per_poll = 64;    // a flood is drained, not left to fill the socket's buffer
+constexpr int answers_per_second = 4;   // a run's failure asks each rank twice
+constexpr int datagrams_per_poll = 64;  // a flood is drained, not left to fill the socket's buffer
 
 // 16 random bytes (the kernel's generator); Error::runtime where it has none to give.
 std::string random_secret() {
@@ -57,7 +57,8 @@ std::string source_address_toward(const std::string& peer) {
   std::string out;
   sockaddr_in local{};
   socklen_t len = sizeof local;
-  if (inet_pton(AF_INET, peer.c_str(), &to.sin_addr) == 1 && connect(probe, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0 &&
+  if (inet_pton(AF_INET, peer.c_str(), &to.sin_addr) == 1 &&
+      connect(probe, reinterpret_cast<sockaddr*>(&to), sizeof to) == 0 &&
       getsockname(probe, reinterpret_cast<sockaddr*>(&local), &len) == 0) {
     char text[INET_ADDRSTRLEN] = {};
     inet_ntop(AF_INET, &local.sin_addr, text, sizeof text);
@@ -105,7 +106,8 @@ std::string readable(const char* frame) {
   if (open == std::string::npos || plus == std::string::npos || plus <= open + 1) return text;
   const std::string mangled = text.substr(open + 1, plus - open - 1);
   int status = 0;
-  std::unique_ptr<char, void (*)(void*)> name(abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status), std::free);
+  std::unique_ptr<char, void (*)(void*)> name(abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status),
+                                              std::free);
   if (status != 0 || !name) return text;
   std::string shortened = name.get();
   if (const auto paren = shortened.find('('); paren != std::string::npos) shortened = shortened.substr(0, paren);
@@ -139,7 +141,8 @@ void send_to(int socket, const std::string& address, int port, const std::string
   to.sin_family = AF_INET;
   to.sin_port = htons(static_cast<std::uint16_t>(port));
   if (inet_pton(AF_INET, address.c_str(), &to.sin_addr) != 1) return;
-  sendto(socket, payload.data(), std::min(payload.size(), max_datagram), 0, reinterpret_cast<sockaddr*>(&to), sizeof to);
+  sendto(socket, payload.data(), std::min(payload.size(), max_datagram), 0, reinterpret_cast<sockaddr*>(&to),
+         sizeof to);
 }
 
 std::string one_line(std::string s) {
@@ -150,8 +153,8 @@ std::string one_line(std::string s) {
 }  // namespace
 
 std::string RankRecord::serialize() const {
-  return fmt::format("{}\n{}\n{}\n{}\n{}\n{}", rank, one_line(host), one_line(step), one_line(doing), one_line(last_call),
-                     one_line(backtrace));
+  return fmt::format("{}\n{}\n{}\n{}\n{}\n{}", rank, one_line(host), one_line(step), one_line(doing),
+                     one_line(last_call), one_line(backtrace));
 }
 
 RankRecord RankRecord::parse(const std::string& text) {
@@ -232,7 +235,8 @@ FailureReport::FailureReport(const Communicator& world, std::string host)
   choice = world.broadcast(choice, 0);
   secret_ = choice.substr(0, secret_size);
   const std::string job_address = choice.substr(secret_size);
-  std::string bind_address = rank_ == 0 || job_address == "127.0.0.1" ? job_address : source_address_toward(job_address);
+  std::string bind_address =
+      rank_ == 0 || job_address == "127.0.0.1" ? job_address : source_address_toward(job_address);
   if (bind_address.empty()) bind_address = own.front();
 
   socket_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -255,8 +259,7 @@ FailureReport::FailureReport(const Communicator& world, std::string host)
 bool FailureReport::has_secret(const char* data, std::size_t size, std::size_t at) const {
   if (size < at + secret_size) return false;
   unsigned char differ = 0;  // constant time: every byte is compared whatever the first difference
-  for (std::size_t i = 0; i < secret_size; ++i)
-    differ |= static_cast<unsigned char>(data[at + i] ^ secret_[i]);
+  for (std::size_t i = 0; i < secret_size; ++i) differ |= static_cast<unsigned char>(data[at + i] ^ secret_[i]);
   return differ == 0;
 }
 
@@ -386,8 +389,10 @@ std::string FailureReport::summary(const std::vector<RankRecord>& records) {
                                    : (r.doing.empty() ? r.step : r.step + ": " + r.doing) +
                                          (r.last_call.empty() ? "" : " in " + r.last_call);
     auto it = std::find_if(groups.begin(), groups.end(), [&](auto& g) { return g.first == what; });
-    if (it == groups.end()) groups.push_back({what, {&r}});
-    else it->second.push_back(&r);
+    if (it == groups.end())
+      groups.push_back({what, {&r}});
+    else
+      it->second.push_back(&r);
   }
   std::string out;
   for (const auto& [what, ranks] : groups) {

@@ -4,8 +4,8 @@
 
 #include <chrono>
 #include <climits>
-#include <thread>
 #include <numeric>
+#include <thread>
 #include <utility>
 
 #include "fabricbench/error.hpp"

@@ -56,9 +56,10 @@ Placement Placement::discover(const Communicator& world) {
 
 RankPairs::RankPairs(int n) : world_size(n) {
   if (n < 2 || n % 2 != 0)
-    throw Error::usage(fmt::format("this test pairs rank i with rank i+N/2 and needs an even number of ranks "
-                                   ">= 2; got {} (launch with -np 2, 4, 6, ...)",
-                                   n));
+    throw Error::usage(
+        fmt::format("this test pairs rank i with rank i+N/2 and needs an even number of ranks "
+                    ">= 2; got {} (launch with -np 2, 4, 6, ...)",
+                    n));
 }
 
 }  // namespace fabricbench::runtime

@@ -1,6 +1,5 @@
 #include "fabricbench/runtime/progress_board.hpp"
 
-
 #include <exception>
 #include <vector>
 

@@ -41,8 +41,8 @@ void Watchdog::arm(double seconds, std::string what) {
   armed_ = true;
   seconds_ = seconds;
   what_ = std::move(what);
-  deadline_ = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                     std::chrono::duration<double>(seconds));
+  deadline_ = std::chrono::steady_clock::now() +
+              std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
 }
 
 void Watchdog::disarm() {

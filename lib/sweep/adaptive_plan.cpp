@@ -1,6 +1,7 @@
 // The adaptive plan (sweep/adaptive_plan.hpp): evidence per host-rail from the records, then the round that adds the
 // evidence still missing, most urgent first: hung pairs split, slow pairs confirmed, leaves with several slow hosts
-// tested inside, slow host-rails re-paired with clean hosts, hosts with too few tests paired, the rest paired at random.
+// tested inside, slow host-rails re-paired with clean hosts, hosts with too few tests paired, the rest paired at
+// random.
 #include "fabricbench/sweep/adaptive_plan.hpp"
 
 #include <fmt/format.h>
@@ -48,10 +49,15 @@ std::set<std::string> leaf_names(const std::string& names) {
 
 }  // namespace
 
-AdaptivePlan::AdaptivePlan(int hosts, int rails, const Topology* topology, std::vector<JudgedMetric> metrics, Rules rules,
-                           std::uint64_t seed, AdaptiveOptions options)
-    : hosts_(hosts), rails_(std::max(1, rails)), topology_(topology), metrics_(std::move(metrics)),
-      rules_(std::move(rules)), options_(options), rng_(seed) {
+AdaptivePlan::AdaptivePlan(int hosts, int rails, const Topology* topology, std::vector<JudgedMetric> metrics,
+                           Rules rules, std::uint64_t seed, AdaptiveOptions options)
+    : hosts_(hosts),
+      rails_(std::max(1, rails)),
+      topology_(topology),
+      metrics_(std::move(metrics)),
+      rules_(std::move(rules)),
+      options_(options),
+      rng_(seed) {
   for (int h = 0; h < hosts_; ++h) names_.push_back(fmt::format("host{}", h)), relabel_.push_back(h);
   std::shuffle(relabel_.begin(), relabel_.end(), rng_);
 }
@@ -61,13 +67,15 @@ struct AdaptivePlan::Evidence {
   std::vector<char> named, explained;  // per host-rail: named by a node or NIC verdict; under a leaf a verdict names
   std::vector<std::pair<std::uint64_t, int>> slow_tests;  // pair, rail of every test beyond the line
   // Whether a verdict already explains a slow pair between these host-rails.
-  bool cause_known(std::size_t hx, std::size_t hy) const { return named[hx] || named[hy] || explained[hx] || explained[hy]; }
+  bool cause_known(std::size_t hx, std::size_t hy) const {
+    return named[hx] || named[hy] || explained[hx] || explained[hy];
+  }
 };
 
 struct AdaptivePlan::HostView {
-  std::vector<std::vector<Test>> tests;                   // per host-rail
-  std::vector<std::pair<std::uint64_t, int>> to_confirm;  // slow pairs (pair, rail) tested too few times, sorted
-  std::map<std::pair<int, int>, int> inside;              // (leaf, rail) -> pairs inside it
+  std::vector<std::vector<Test>> tests;                        // per host-rail
+  std::vector<std::pair<std::uint64_t, int>> to_confirm;       // slow pairs (pair, rail) tested too few times, sorted
+  std::map<std::pair<int, int>, int> inside;                   // (leaf, rail) -> pairs inside it
   std::vector<char> clean, needs_tests, needs_clean, watched;  // per host
   std::vector<char> suspect_rail, undecided;                   // per host-rail
 };
@@ -113,8 +121,8 @@ class AdaptivePlan::RoundBuilder {
 std::optional<Round> AdaptivePlan::next(const std::vector<PairRecord>& records) {
   const int n = hosts_;
   const int cap_rounds = options_.max_rounds > 0 ? options_.max_rounds
-                  : options_.cover_pairs     ? 2 * n + 16  // screening and re-tests, then the circle method's rounds
-                                             : std::max(1, n - 1);
+                         : options_.cover_pairs ? 2 * n + 16  // screening and re-tests, then the circle method's rounds
+                                                : std::max(1, n - 1);
   state_ = {};
   if (n < 2) return std::nullopt;
   read(records);
@@ -165,8 +173,10 @@ std::vector<AdaptivePlan::Hung> AdaptivePlan::hung_states() const {
   std::vector<Hung> hung(n, Hung::none);
   for (int h = 0; h < n; ++h) {
     if (hangs_[h] == 0) continue;
-    if (cleared(h)) hung[h] = Hung::released;
-    else if (hangs_[h] >= 2) hung[h] = Hung::hung;
+    if (cleared(h))
+      hung[h] = Hung::released;
+    else if (hangs_[h] >= 2)
+      hung[h] = Hung::hung;
   }
   for (int h = 0; h < n; ++h) {
     if (hung[h] != Hung::none || hangs_[h] == 0) continue;
@@ -187,7 +197,7 @@ std::optional<Round> AdaptivePlan::cover_round(const std::vector<Hung>& hung, in
   for (int h = 0; h < n; ++h)
     if (hung[h] == Hung::unresolved && !busy[h] && hung_with_[h] > h) {
       busy[hung_with_[h]] = 1;  // rests until its partner's test with another host answers
-      int p = -1;                // another usable host, one never tested with h first
+      int p = -1;               // another usable host, one never tested with h first
       for (int c = 0; c < n && (p < 0 || tested_.count(pair_key(h, p))); ++c)
         if (c != h && !busy[c] && usable(hung, c) && (p < 0 || !tested_.count(pair_key(h, c)))) p = c;
       if (p >= 0) busy[h] = busy[p] = 1, round.push_back({std::min(h, p), std::max(h, p)});
@@ -266,7 +276,8 @@ AdaptivePlan::Evidence AdaptivePlan::gather(const std::vector<PairRecord>& recor
   }
   if (metrics_.size() > 1)  // tests were summed over metrics: keep the most of one metric (an upper bound is fine)
     for (auto& [key, per_rail] : e.pairs)
-      for (auto& x : per_rail) x.tests = (x.tests + static_cast<int>(metrics_.size()) - 1) / static_cast<int>(metrics_.size());
+      for (auto& x : per_rail)
+        x.tests = (x.tests + static_cast<int>(metrics_.size()) - 1) / static_cast<int>(metrics_.size());
   return e;
 }
 
@@ -349,7 +360,8 @@ AdaptivePlan::HostView AdaptivePlan::decide(const Evidence& e, const std::vector
         continue;
       }
       v.suspect_rail[i] = 1;
-      const auto with_clean = std::count_if(mine.begin(), mine.end(), [&](const Test& t) { return v.clean[t.partner]; });
+      const auto with_clean =
+          std::count_if(mine.begin(), mine.end(), [&](const Test& t) { return v.clean[t.partner]; });
       if (with_clean < options_.suspect_tests &&
           static_cast<int>(mine.size()) < options_.suspect_tests + options_.clean_tests + 2)
         v.undecided[i] = 1, v.needs_clean[h] = 1, ++state_.host_rails_suspect;
@@ -448,13 +460,17 @@ void AdaptivePlan::pair_suspects(RoundBuilder& round, const HostView& view) cons
     }
   for (int h : round.order)
     if (view.watched[h] && !round.busy[h]) {
-      int p = round.partner(h, [&](int c) { return view.clean[c] != 0 && !view.watched[c]; }, true);
-      if (p < 0) p = round.partner(h, [&](int c) { return !view.watched[c]; }, true);
+      int p = round.partner(
+          h, [&](int c) { return view.clean[c] != 0 && !view.watched[c]; }, true);
+      if (p < 0)
+        p = round.partner(
+            h, [&](int c) { return !view.watched[c]; }, true);
       if (p >= 0) round.add(h, p);
     }
   for (int h : round.order)
     if (view.needs_tests[h] && !round.busy[h]) {
-      int p = round.partner(h, [&](int c) { return view.needs_tests[c] != 0; }, true);
+      int p = round.partner(
+          h, [&](int c) { return view.needs_tests[c] != 0; }, true);
       if (p < 0) p = round.partner(h, [&](int c) { return !view.needs_clean[c]; });
       if (p >= 0) round.add(h, p);
     }

@@ -16,7 +16,6 @@ namespace {
 
 using PairKey = std::tuple<int, int, int>;  // a < b, rail
 
-
 // The counts a cause is judged on, per host and rail.
 struct Tally {
   int rails;
@@ -30,8 +29,14 @@ class Assessor {
  public:
   Assessor(const std::string& metric, const MetricRule& rule, double bad_fraction, const Fabric& fabric,
            const std::vector<PairValue>& values, const std::vector<std::string>& nics)
-      : metric_(metric), rule_(rule), f_(bad_fraction), fabric_(fabric), values_(values), nics_(nics),
-        n_(static_cast<int>(fabric.hosts.size())), rails_(std::max(1, fabric.rails)) {}
+      : metric_(metric),
+        rule_(rule),
+        f_(bad_fraction),
+        fabric_(fabric),
+        values_(values),
+        nics_(nics),
+        n_(static_cast<int>(fabric.hosts.size())),
+        rails_(std::max(1, fabric.rails)) {}
 
   Assessment run() {
     best_of_tests();
@@ -79,13 +84,13 @@ class Assessor {
   const std::vector<std::string>& nics_;
   const int n_, rails_;
   Assessment out_;
-  std::vector<std::int64_t> at_;                 // per value: the index of its pair in out_.best (-1: left out)
-  std::vector<char> explained_;                  // per pair in out_.best: a wider cause took it
+  std::vector<std::int64_t> at_;                   // per value: the index of its pair in out_.best (-1: left out)
+  std::vector<char> explained_;                    // per pair in out_.best: a wider cause took it
   std::vector<std::vector<std::size_t>> by_rail_;  // with a topology: indices into out_.best, per rail
-  std::optional<Tally> before_leaves_;          // the counts before any leaf took its pairs
-  std::set<std::pair<int, int>> blamed_;          // host, rail
-  std::optional<Tally> left_;                   // the counts the leaves left, for nodes, NICs and links
-  std::string against_;                          // "median node 1234", what a reason measures against
+  std::optional<Tally> before_leaves_;             // the counts before any leaf took its pairs
+  std::set<std::pair<int, int>> blamed_;           // host, rail
+  std::optional<Tally> left_;                      // the counts the leaves left, for nodes, NICs and links
+  std::string against_;                            // "median node 1234", what a reason measures against
 };
 
 // One sort groups the tests of each pair and rail (a map of pairs was most of the judge's time at 4096 hosts); the
@@ -211,9 +216,11 @@ void Assessor::leaves_of_rail(int r) {
     LeafSummary s{leaf, r};
     s.hosts = static_cast<std::int64_t>(sw.hosts.size());
     auto& p = sorted[leaf];
-    s.inside_pairs = static_cast<std::int64_t>(p.inside.size()), s.crossing_pairs = static_cast<std::int64_t>(p.crossing.size());
+    s.inside_pairs = static_cast<std::int64_t>(p.inside.size()),
+    s.crossing_pairs = static_cast<std::int64_t>(p.crossing.size());
     s.inside_suspect = p.inside_suspect, s.crossing_suspect = p.crossing_suspect;
-    s.inside_median = timing::median_of(std::move(p.inside)), s.crossing_median = timing::median_of(std::move(p.crossing));
+    s.inside_median = timing::median_of(std::move(p.inside)),
+    s.crossing_median = timing::median_of(std::move(p.crossing));
     out_.leaves.push_back(s);
     // Its hosts fine on their other rails (a host slow everywhere is a node, whatever its leaf).
     bool fine_elsewhere = true;
@@ -227,8 +234,9 @@ void Assessor::leaves_of_rail(int r) {
       out_.verdicts.push_back({metric_, VerdictKind::leaf_switch, -1, -1,
                                fmt::format("leaf {} on rail {}: all {} hosts under it slow on rail {} ({} of {} pairs "
                                            "inside it and {} of {} crossing it suspect; {}); the same hosts fine on "
-                                           "their other rails", sw.name, r, s.hosts, r, s.inside_suspect, s.inside_pairs,
-                                           s.crossing_suspect, s.crossing_pairs, against_),
+                                           "their other rails",
+                                           sw.name, r, s.hosts, r, s.inside_suspect, s.inside_pairs, s.crossing_suspect,
+                                           s.crossing_pairs, against_),
                                fabric_.rail_column(r), "", sw.name});
       for (const std::size_t j : by_rail_[static_cast<std::size_t>(r)])
         if (under(out_.best[j].a) || under(out_.best[j].b)) explained_[j] = 1;
@@ -255,19 +263,22 @@ void Assessor::name_uplinks(int r, const std::vector<int>& uplinks, const std::v
   const auto above = parents.empty() ? std::string() : fmt::format(" to {}", fmt::join(parents, ", "));
   std::string reason;
   if (uplinks.size() == 1) {
-    const auto& s = *std::find_if(out_.leaves.begin(), out_.leaves.end(), [&](const LeafSummary& x) {
-      return x.rail == r && x.leaf == uplinks[0];
-    });
-    reason = fmt::format("uplink of leaf {}{} on rail {}: {} of {} pairs crossing it suspect, {} of {} inside it ({}); "
-                         "its hosts fine on their other rails", leaf_names[0], above, r, s.crossing_suspect,
-                         s.crossing_pairs, s.inside_suspect, s.inside_pairs, against_);
+    const auto& s = *std::find_if(out_.leaves.begin(), out_.leaves.end(),
+                                  [&](const LeafSummary& x) { return x.rail == r && x.leaf == uplinks[0]; });
+    reason = fmt::format(
+        "uplink of leaf {}{} on rail {}: {} of {} pairs crossing it suspect, {} of {} inside it ({}); "
+        "its hosts fine on their other rails",
+        leaf_names[0], above, r, s.crossing_suspect, s.crossing_pairs, s.inside_suspect, s.inside_pairs, against_);
   } else {
-    reason = fmt::format("an uplink of leaf {}{} on rail {}: the pairs crossing between them are suspect, those "
-                         "inside each are fine ({}); {}", fmt::join(leaf_names, " or "), above, r, against_,
-                         uplinks.size() == fabric_.topology->leaves(r).size()
-                             ? fmt::format("every leaf of rail {} shows it, so the pairs cannot tell which uplink, or "
-                                           "the switch above itself", r)
-                             : "the pairs cannot tell which of them");
+    reason = fmt::format(
+        "an uplink of leaf {}{} on rail {}: the pairs crossing between them are suspect, those "
+        "inside each are fine ({}); {}",
+        fmt::join(leaf_names, " or "), above, r, against_,
+        uplinks.size() == fabric_.topology->leaves(r).size()
+            ? fmt::format("every leaf of rail {} shows it, so the pairs cannot tell which uplink, or "
+                          "the switch above itself",
+                          r)
+            : "the pairs cannot tell which of them");
   }
   out_.verdicts.push_back({metric_, VerdictKind::uplink, -1, -1, reason, fabric_.rail_column(r), "",
                            fmt::format("{}", fmt::join(leaf_names, ","))});
@@ -300,8 +311,9 @@ void Assessor::nodes_and_nics() {
       const auto name = nic(h, r);
       out_.verdicts.push_back({metric_, VerdictKind::nic, h, -1,
                                fmt::format("{}: its rail-{} NIC{}: {} of its {} rail-{} pairs suspect ({}); its other "
-                                           "rails fine", names[h], r, name.empty() ? "" : " " + name,
-                                           left.bad[left.at(h, r)], left.tested[left.at(h, r)], r, against_),
+                                           "rails fine",
+                                           names[h], r, name.empty() ? "" : " " + name, left.bad[left.at(h, r)],
+                                           left.tested[left.at(h, r)], r, against_),
                                fabric_.rail_column(r), name});
     }
   }
@@ -336,12 +348,14 @@ void Assessor::intermittent_nodes() {
     for (int p : mine) fine_elsewhere += slow_peers[static_cast<std::size_t>(p)].size() <= 2;
     if (!enough(fine_elsewhere, tested)) continue;
     for (int r = 0; r < rails_; ++r) blamed_.insert({h, r});
-    out_.verdicts.push_back({metric_, VerdictKind::node, h, -1,
-                             fmt::format("{}: slow some of the time: {} of its {} peers had a slow test with it ({:.0f}%; "
-                                         "{}), {} of them fine with their other peers; the best of each pair's tests "
-                                         "hides it", fabric_.hosts[h], mine.size(), tested,
-                                         100.0 * static_cast<double>(mine.size()) / static_cast<double>(tested), against_,
-                                         fine_elsewhere)});
+    out_.verdicts.push_back(
+        {metric_, VerdictKind::node, h, -1,
+         fmt::format("{}: slow some of the time: {} of its {} peers had a slow test with it ({:.0f}%; "
+                     "{}), {} of them fine with their other peers; the best of each pair's tests "
+                     "hides it",
+                     fabric_.hosts[h], mine.size(), tested,
+                     100.0 * static_cast<double>(mine.size()) / static_cast<double>(tested), against_,
+                     fine_elsewhere)});
   }
 }
 
@@ -368,7 +382,8 @@ void Assessor::links() {
 Assessment assess(const std::string& metric, const MetricRule& rule, double bad_node_fraction, int hosts,
                   const std::vector<PairValue>& values, const std::vector<std::string>& names) {
   Fabric fabric;
-  fabric.hosts.assign(names.begin(), names.begin() + std::min<std::size_t>(names.size(), static_cast<std::size_t>(hosts)));
+  fabric.hosts.assign(names.begin(),
+                      names.begin() + std::min<std::size_t>(names.size(), static_cast<std::size_t>(hosts)));
   return assess(metric, rule, bad_node_fraction, fabric, values);
 }
 

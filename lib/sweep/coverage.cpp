@@ -54,7 +54,8 @@ std::vector<Verdict> Coverage::verdicts() const {
   std::vector<Verdict> out;
   if (complete()) return out;
   const std::string cut = why.empty() ? "" : fmt::format(" ({})", why);
-  for (int h : untested_hosts) out.emplace_back("", VerdictKind::untested, h, -1, "no pair test measured this host" + cut);
+  for (int h : untested_hosts)
+    out.emplace_back("", VerdictKind::untested, h, -1, "no pair test measured this host" + cut);
   if (!untested_hosts.empty()) return out;
   if (hosts_judged >= 0 && hosts_judged < hosts_planned)
     out.emplace_back("", VerdictKind::untested, -1, -1,

@@ -22,9 +22,10 @@ std::vector<Verdict> check_data_path(const std::vector<NicTraffic>& traffic, con
     for (int r = 0; r < rails; ++r)
       for (int q = r + 1; q < rails; ++q)
         if (!nic(static_cast<int>(h), r).empty() && nic(static_cast<int>(h), r) == nic(static_cast<int>(h), q))
-          out.push_back({"data_path", VerdictKind::path, static_cast<int>(h), -1,
-                         fmt::format("{}: rails {} and {} both use {}", fabric.hosts[h], r, q, nic(static_cast<int>(h), r)),
-                         fabric.rail_column(q), nic(static_cast<int>(h), q)});
+          out.push_back(
+              {"data_path", VerdictKind::path, static_cast<int>(h), -1,
+               fmt::format("{}: rails {} and {} both use {}", fabric.hosts[h], r, q, nic(static_cast<int>(h), r)),
+               fabric.rail_column(q), nic(static_cast<int>(h), q)});
   // Per round and host: each rail's bytes against its payload.
   std::map<std::pair<int, int>, std::map<int, NicTraffic>> by_host;
   for (const auto& t : traffic) {
@@ -62,13 +63,14 @@ std::vector<Verdict> check_data_path(const std::vector<NicTraffic>& traffic, con
     const auto [host, r] = key;
     const auto& t = *y.first;
     const auto own = nic(host, r).empty() ? fmt::format("the NIC of rail {}", r) : nic(host, r);
-    const auto figures = fmt::format("in {} of its {} rounds; round {}: {:.3g} MB counted of the {:.3g} MB its tests moved",
-                                     y.strayed, y.rounds, t.round, t.bytes / 1e6, t.payload / 1e6);
+    const auto figures =
+        fmt::format("in {} of its {} rounds; round {}: {:.3g} MB counted of the {:.3g} MB its tests moved", y.strayed,
+                    y.rounds, t.round, t.bytes / 1e6, t.payload / 1e6);
     out.push_back({"data_path", VerdictKind::path, host, -1,
                    y.by.empty() ? fmt::format("{}: rail {} traffic did not go by {}, nor by another rail's NIC ({})",
                                               fabric.hosts[host], r, own, figures)
-                                : fmt::format("{}: rail {} traffic left by {}, not {} ({})", fabric.hosts[host], r, y.by,
-                                              own, figures),
+                                : fmt::format("{}: rail {} traffic left by {}, not {} ({})", fabric.hosts[host], r,
+                                              y.by, own, figures),
                    fabric.rail_column(r), nic(host, r)});
   }
   return out;

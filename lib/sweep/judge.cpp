@@ -49,10 +49,10 @@ void grown_counters(const std::vector<PairRecord>& records, const std::vector<st
     for (int p : g.peers) peers.push_back(hosts[p]);
     for (auto [what, value] : {std::pair{"port_errors", g.port}, std::pair{"nvlink_errors", g.nvlink}})
       if (value > 0)
-        out.push_back({what, VerdictKind::node, h, -1,
-                       fmt::format("{}: its {} error counters grew by {:.0f} during its pair tests (with {})", hosts[h],
-                                   std::string(what) == "port_errors" ? "RDMA port" : "NVLink", value,
-                                   fmt::join(peers, ", "))});
+        out.push_back(
+            {what, VerdictKind::node, h, -1,
+             fmt::format("{}: its {} error counters grew by {:.0f} during its pair tests (with {})", hosts[h],
+                         std::string(what) == "port_errors" ? "RDMA port" : "NVLink", value, fmt::join(peers, ", "))});
   }
 }
 
@@ -65,7 +65,9 @@ std::vector<std::vector<results::MatrixCell>> best_cells(const std::vector<PairR
     return r.metric == metric && !std::isnan(r.value) && r.rail >= 0 && r.rail < rails && r.a >= 0 && r.a < n &&
            r.b >= 0 && r.b < n;  // else a record of a host or rail the fabric lacks (assess skips it too)
   };
-  const auto bucket = [&](int rail, int row) { return static_cast<std::size_t>(rail) * n + static_cast<std::size_t>(row); };
+  const auto bucket = [&](int rail, int row) {
+    return static_cast<std::size_t>(rail) * n + static_cast<std::size_t>(row);
+  };
   std::vector<std::size_t> start(static_cast<std::size_t>(rails) * n + 1, 0);
   for (const auto& r : records)
     if (counted(r)) {
@@ -93,8 +95,8 @@ std::vector<std::vector<results::MatrixCell>> best_cells(const std::vector<PairR
       auto& matrix = matrices[static_cast<std::size_t>(rail)];
       for (auto c = first; c != last; ++c)
         if (c != first && c->column == (c - 1)->column)
-          matrix.back().value = higher_is_better ? std::max(matrix.back().value, c->value)
-                                                 : std::min(matrix.back().value, c->value);
+          matrix.back().value =
+              higher_is_better ? std::max(matrix.back().value, c->value) : std::min(matrix.back().value, c->value);
         else
           matrix.push_back({row, c->column, c->value});
     }
@@ -160,12 +162,11 @@ void judge_metric(const std::vector<PairRecord>& records, const JudgedMetric& m,
   auto matrices = best_cells(records, k, n, rails, rule.higher_is_better);
   for (int rail = 0; rail < rails; ++rail) {
     const auto suffix = rails > 1 ? fmt::format("_rail{}", rail) : std::string();
-    out.matrices.push_back({"/sweep/matrices/" + m.name + suffix,
-                            fmt::format("{} ({}){}: row -> column{}", m.name, m.unit,
-                                        rails > 1 ? fmt::format(", rail {}", rail) : "",
-                                        m.both_directions ? ", each direction measured on its own" : ""),
-                            m.value_unit, m.better, fabric.hosts, fabric.hosts,
-                            std::move(matrices[static_cast<std::size_t>(rail)])});
+    out.matrices.push_back(
+        {"/sweep/matrices/" + m.name + suffix,
+         fmt::format("{} ({}){}: row -> column{}", m.name, m.unit, rails > 1 ? fmt::format(", rail {}", rail) : "",
+                     m.both_directions ? ", each direction measured on its own" : ""),
+         m.value_unit, m.better, fabric.hosts, fabric.hosts, std::move(matrices[static_cast<std::size_t>(rail)])});
   }
   const auto nodes = node_summaries(a, k, n, rails);
   out.nodes.insert(out.nodes.end(), nodes.begin(), nodes.end());
@@ -231,14 +232,16 @@ double leaf_pair_coverage(const std::vector<PairRecord>& records, const Topology
     const int i = position[at + static_cast<std::size_t>(la)], j = position[at + static_cast<std::size_t>(lb)];
     if (i < 0 || j < 0) continue;
     const auto n = count[static_cast<std::size_t>(rec.rail)];
-    auto& flag = crossed[static_cast<std::size_t>(rec.rail)][static_cast<std::size_t>(std::min(i, j)) * n + static_cast<std::size_t>(std::max(i, j))];
+    auto& flag = crossed[static_cast<std::size_t>(rec.rail)]
+                        [static_cast<std::size_t>(std::min(i, j)) * n + static_cast<std::size_t>(std::max(i, j))];
     if (!flag) flag = 1, ++got;
   }
   return wanted == 0 ? NAN : got / wanted;
 }
 
 Judgement judge(const std::vector<PairRecord>& records, const std::vector<JudgedMetric>& metrics, const Rules& rules,
-                const Fabric& fabric, const std::vector<NicTraffic>& traffic, const std::vector<std::string>& traffic_nics) {
+                const Fabric& fabric, const std::vector<NicTraffic>& traffic,
+                const std::vector<std::string>& traffic_nics) {
   const int rails = std::max(1, fabric.rails);
   Judgement out;
   hung_pairs(records, metrics, fabric.hosts, out.verdicts);
@@ -247,7 +250,8 @@ Judgement judge(const std::vector<PairRecord>& records, const std::vector<Judged
   out.verdicts.insert(out.verdicts.end(), path.begin(), path.end());
   if (fabric.topology) out.leaf_pair_coverage = leaf_pair_coverage(records, *fabric.topology, rails);
   for (const auto& r : records) out.wrong += r.wrong;
-  for (std::size_t k = 0; k < metrics.size(); ++k) judge_metric(records, metrics[k], static_cast<int>(k), rules, fabric, out);
+  for (std::size_t k = 0; k < metrics.size(); ++k)
+    judge_metric(records, metrics[k], static_cast<int>(k), rules, fabric, out);
   if (out.wrong > 0) out.verdicts.push_back({"check", VerdictKind::data, 0, -1, "wrong data"});
   return out;
 }

@@ -21,14 +21,16 @@ std::string value_text(double v) { return std::isnan(v) ? std::string("-") : fmt
 }  // namespace
 
 double MeshHistory::figure(const Verdict& v, const Judgement& j) const {
-  const auto k = std::find_if(metrics_.begin(), metrics_.end(), [&](const JudgedMetric& m) { return m.name == v.metric; }) -
-                 metrics_.begin();
+  const auto k =
+      std::find_if(metrics_.begin(), metrics_.end(), [&](const JudgedMetric& m) { return m.name == v.metric; }) -
+      metrics_.begin();
   if (k == static_cast<long>(metrics_.size())) return NAN;
   const bool higher = metrics_[static_cast<std::size_t>(k)].better != results::Better::lower;
   if (v.kind == VerdictKind::node || v.kind == VerdictKind::nic) {
     std::vector<double> medians;
     for (const auto& s : j.nodes)
-      if (s.metric == k && s.host == v.a && (v.kind == VerdictKind::node || s.rail == std::max(v.rail, 0)) && !std::isnan(s.median))
+      if (s.metric == k && s.host == v.a && (v.kind == VerdictKind::node || s.rail == std::max(v.rail, 0)) &&
+          !std::isnan(s.median))
         medians.push_back(s.median);
     return medians.empty() ? NAN : timing::SampleStats::of(medians).median;
   }
@@ -60,7 +62,8 @@ std::vector<MeshChange> MeshHistory::add(int pass, const std::string& started, c
   const auto when = started.size() >= 20 ? started.substr(11) : started;  // 14:02:30Z
   for (const auto& v : judgement.verdicts) {
     if (!first_ && contains(last_, v)) continue;
-    MeshChange c{pass, started, v, false, first_ ? NAN : figure(v, last_judgement_), figure(v, judgement), unit_of(v), {}};
+    MeshChange c{pass,       started, v, false, first_ ? NAN : figure(v, last_judgement_), figure(v, judgement),
+                 unit_of(v), {}};
     const std::string scope = v.kind == VerdictKind::node ? " to every peer" : "";
     c.text = fmt::format("{} {}: {}{} {}{} {} from pass {}, {} ({})", kind_name(v.kind), subject(v), v.metric, scope,
                          std::isnan(c.before) ? "" : value_text(c.before) + " -> ", value_text(c.after), c.unit, pass,

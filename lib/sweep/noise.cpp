@@ -54,13 +54,14 @@ bool name_noise(const std::string& metric, const MetricRule& rule, double gap_ne
                         : fmt::format("above {:g} x the median host's best pair", rule.above_multiple_of_best);
   const auto count = assessment.verdicts.size();
   assessment.verdicts.assign(
-      1,
-      Verdict(metric, VerdictKind::noise, -1, -1,
-              fmt::format("too noisy to judge: {} verdict(s) would blame hosts, but the slowest pair that looks "
-                          "healthy ({:.4g}) is within {:.2f}x of the best suspect one ({:.4g}), no wider than the healthy "
-                          "pairs spread among themselves ({:.2f}x); the pairs spread {:.1f}x (10th-90th percentile {:.4g}-{:.4g}) against a line drawn {}; run "
-                          "again with more iterations (-n) or in a quieter window",
-                          count, worst_healthy, gap, best_suspect, spread, low > 0 ? high / low : NAN, low, high, line)));
+      1, Verdict(metric, VerdictKind::noise, -1, -1,
+                 fmt::format(
+                     "too noisy to judge: {} verdict(s) would blame hosts, but the slowest pair that looks "
+                     "healthy ({:.4g}) is within {:.2f}x of the best suspect one ({:.4g}), no wider than the healthy "
+                     "pairs spread among themselves ({:.2f}x); the pairs spread {:.1f}x (10th-90th percentile "
+                     "{:.4g}-{:.4g}) against a line drawn {}; run "
+                     "again with more iterations (-n) or in a quieter window",
+                     count, worst_healthy, gap, best_suspect, spread, low > 0 ? high / low : NAN, low, high, line)));
   return true;
 }
 

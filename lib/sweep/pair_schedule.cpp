@@ -1,15 +1,15 @@
 #include "fabricbench/sweep/pair_schedule.hpp"
-#include "fabricbench/sweep/topology.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <set>
 #include <cerrno>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "fabricbench/error.hpp"
+#include "fabricbench/sweep/topology.hpp"
 
 namespace fabricbench::sweep {
 
@@ -99,8 +99,8 @@ PairSchedule PairSchedule::from_pairs_file(std::istream& in, const std::vector<s
     errno = 0;
     const long round = std::strtol(round_text.c_str(), &end, 10);
     if (*end != '\0' || errno == ERANGE || round < 0 || round > 1000000 || !(fields >> a >> b) || (fields >> extra))
-      throw Error::usage(fmt::format("{}:{}: expected 'ROUND HOST_A HOST_B' with ROUND a whole number 0 to 1000000",
-                                     source, line));
+      throw Error::usage(
+          fmt::format("{}:{}: expected 'ROUND HOST_A HOST_B' with ROUND a whole number 0 to 1000000", source, line));
     const int ia = index_of(a, line), ib = index_of(b, line);
     if (ia == ib) throw Error::usage(fmt::format("{}:{}: host '{}' paired with itself", source, line, a));
     auto& busy = used[round];
@@ -148,7 +148,8 @@ std::size_t PairSchedule::cover(const Topology& topology, int rails) {
       const auto& hosts_i = topology.switches()[static_cast<std::size_t>(leaves[i])].hosts;
       if (hosts_i.size() >= 2 && !crossed(leaves[i], leaves[i])) add(hosts_i, hosts_i);
       for (std::size_t j = i + 1; j < leaves.size(); ++j)
-        if (!crossed(leaves[i], leaves[j])) add(hosts_i, topology.switches()[static_cast<std::size_t>(leaves[j])].hosts);
+        if (!crossed(leaves[i], leaves[j]))
+          add(hosts_i, topology.switches()[static_cast<std::size_t>(leaves[j])].hosts);
     }
   }
   // Greedy packing: each pair into the first new round where neither host is busy.

@@ -27,7 +27,8 @@ long long RoundBudget::rounds_that_fit() const {
 std::string human_duration(double seconds) {
   if (!(seconds >= 0) || !std::isfinite(seconds)) return "?";
   if (seconds < 60) return fmt::format("{:.3g} s", seconds);
-  if (const auto whole = std::llround(seconds); whole < 3600) return fmt::format("{} min {:02} s", whole / 60, whole % 60);
+  if (const auto whole = std::llround(seconds); whole < 3600)
+    return fmt::format("{} min {:02} s", whole / 60, whole % 60);
   const auto minutes = std::llround(seconds / 60);
   return fmt::format("{} h {:02} min", minutes / 60, minutes % 60);
 }

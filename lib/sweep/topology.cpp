@@ -90,7 +90,8 @@ std::vector<std::string> expand_host_list(std::string_view text, std::string_vie
     const auto item = text.substr(start, i - start);
     if (item.empty()) throw Error::usage(fmt::format("{}: '{}': an empty name in the list", where, text));
     for (auto& name : expand_item(item, where)) out.push_back(std::move(name));
-    if (out.size() > max_hosts_in_list) throw Error::usage(fmt::format("{}: more than {} names", where, max_hosts_in_list));
+    if (out.size() > max_hosts_in_list)
+      throw Error::usage(fmt::format("{}: more than {} names", where, max_hosts_in_list));
     start = i + 1;
   }
   return out;
@@ -125,7 +126,8 @@ void Topology::parse(std::istream& in, std::string_view source, int rail_of_file
     for (std::string word; words >> word;) {
       const auto eq = word.find('=');
       if (eq == std::string::npos || eq == 0 || eq + 1 == word.size())
-        throw Error::usage(fmt::format("{}: '{}': give KEY=VALUE (SwitchName, Nodes, Switches, Rail, LinkSpeed)", at, word));
+        throw Error::usage(
+            fmt::format("{}: '{}': give KEY=VALUE (SwitchName, Nodes, Switches, Rail, LinkSpeed)", at, word));
       const auto key = lower(std::string_view(word).substr(0, eq));
       const auto value = std::string_view(word).substr(eq + 1);
       if (key == "switchname") {
@@ -167,7 +169,8 @@ void Topology::parse(std::istream& in, std::string_view source, int rail_of_file
     if (!named && (nodes || below || rail_given)) throw Error::usage(fmt::format("{}: a line without SwitchName=", at));
     if (!named) continue;  // blank or comment
     if (nodes == below)
-      throw Error::usage(fmt::format("{}: switch {}: give either Nodes= (a leaf) or Switches= (a switch above leaves)", at, s.name));
+      throw Error::usage(
+          fmt::format("{}: switch {}: give either Nodes= (a leaf) or Switches= (a switch above leaves)", at, s.name));
     for (const auto& other : switches_)
       if (other.name == s.name)
         throw Error::usage(fmt::format("{}: switch {} was declared at {}", at, s.name, where(other)));
@@ -212,8 +215,8 @@ void Topology::finish(int rails) {
       for (int h : s.hosts) {
         auto& found = index_of[static_cast<std::size_t>(h) * rails + r];
         if (found >= 0 && found != static_cast<int>(i))
-          throw Error::usage(fmt::format("--topology {}: host {} is under leaf {} and leaf {} ({}) on rail {}", where(s),
-                                         hosts_[static_cast<std::size_t>(h)], s.name,
+          throw Error::usage(fmt::format("--topology {}: host {} is under leaf {} and leaf {} ({}) on rail {}",
+                                         where(s), hosts_[static_cast<std::size_t>(h)], s.name,
                                          switches_[static_cast<std::size_t>(found)].name,
                                          where(switches_[static_cast<std::size_t>(found)]), r));
         found = static_cast<int>(i);

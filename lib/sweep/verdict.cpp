@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <boost/property_tree/ptree.hpp>
+#include <cmath>
 #include <set>
 
 #include "fabricbench/cli/ini_file.hpp"
@@ -15,17 +15,28 @@ namespace fabricbench::sweep {
 
 std::string_view kind_name(VerdictKind kind) {
   switch (kind) {
-    case VerdictKind::node: return "node";
-    case VerdictKind::link: return "link";
-    case VerdictKind::pair: return "pair";
-    case VerdictKind::hung: return "hung";
-    case VerdictKind::nic: return "nic";
-    case VerdictKind::leaf_switch: return "switch";
-    case VerdictKind::uplink: return "uplink";
-    case VerdictKind::path: return "path";
-    case VerdictKind::data: return "data";
-    case VerdictKind::noise: return "noise";
-    case VerdictKind::untested: return "untested";
+    case VerdictKind::node:
+      return "node";
+    case VerdictKind::link:
+      return "link";
+    case VerdictKind::pair:
+      return "pair";
+    case VerdictKind::hung:
+      return "hung";
+    case VerdictKind::nic:
+      return "nic";
+    case VerdictKind::leaf_switch:
+      return "switch";
+    case VerdictKind::uplink:
+      return "uplink";
+    case VerdictKind::path:
+      return "path";
+    case VerdictKind::data:
+      return "data";
+    case VerdictKind::noise:
+      return "noise";
+    case VerdictKind::untested:
+      return "untested";
   }
   return "?";
 }
@@ -46,7 +57,8 @@ Rules Rules::load(const std::string& path, const results::Baseline& baseline, co
   double intermittent_fraction = MetricRule{}.intermittent_fraction;
   int intermittent_peers = MetricRule{}.intermittent_peers;
   for (const auto& [section, keys] : cli::read_ini(path, "--rules")) {
-    if (section != "attribution" && !metrics.empty() && std::find(metrics.begin(), metrics.end(), section) == metrics.end()) {
+    if (section != "attribution" && !metrics.empty() &&
+        std::find(metrics.begin(), metrics.end(), section) == metrics.end()) {
       std::string allowed = "attribution";
       for (const auto& m : metrics) allowed += ", " + m;
       throw Error::usage(fmt::format("{}: [{}]: unknown section; allowed: {}", path, section, allowed));
@@ -83,8 +95,10 @@ Rules Rules::load(const std::string& path, const results::Baseline& baseline, co
       } else if (key == "suspect_above_multiple_of_best") {
         r.above_multiple_of_best = number(value, path, where, true);
       } else {
-        throw Error::usage(fmt::format("{}: {}: unknown key; allowed: suspect_below_fraction_of_median, "
-                                       "suspect_above_multiple_of_best (which way is better is the metric's own)", path, where));
+        throw Error::usage(
+            fmt::format("{}: {}: unknown key; allowed: suspect_below_fraction_of_median, "
+                        "suspect_above_multiple_of_best (which way is better is the metric's own)",
+                        path, where));
       }
     }
     rules.metrics[section] = r;
@@ -100,7 +114,9 @@ Rules Rules::load(const std::string& path, const results::Baseline& baseline, co
 }
 
 bool MetricRule::beyond(double v, double reference) const {
-  if (higher_is_better) return v < below_fraction_of_median * reference || (!std::isnan(baseline) && v < baseline * (1 - baseline_tolerance));
+  if (higher_is_better)
+    return v < below_fraction_of_median * reference ||
+           (!std::isnan(baseline) && v < baseline * (1 - baseline_tolerance));
   return v > above_multiple_of_best * reference || (!std::isnan(baseline) && v > baseline * (1 + baseline_tolerance));
 }
 

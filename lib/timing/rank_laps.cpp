@@ -21,7 +21,8 @@ std::vector<results::Sample> RankLaps::samples(std::int64_t row, double scale, i
   for (int r = 0; r < n; ++r) {
     const auto& laps = of(r);
     if (laps.empty() && means) out.push_back({row, -1, r, means->at(static_cast<std::size_t>(r))});
-    for (std::size_t i = 0; i < laps.size(); ++i) out.push_back({row, static_cast<std::int32_t>(i), r, laps[i] * scale});
+    for (std::size_t i = 0; i < laps.size(); ++i)
+      out.push_back({row, static_cast<std::int32_t>(i), r, laps[i] * scale});
   }
   return out;
 }

@@ -18,8 +18,8 @@ double TimedBlocks::checked_min_time(double min_time_s, std::string_view option)
 
 void TimedBlocks::decide(double first_block_s) {
   decided_ = true;
-  count_ = static_cast<int>(std::clamp(std::ceil(min_time_s_ / std::max(first_block_s, 1e-9)), 1.0,
-                                       static_cast<double>(max_blocks)));
+  count_ = static_cast<int>(
+      std::clamp(std::ceil(min_time_s_ / std::max(first_block_s, 1e-9)), 1.0, static_cast<double>(max_blocks)));
 }
 
 double TimedBlocks::median() const {

@@ -1,8 +1,6 @@
 // The port a rank measures on: the devices libibverbs lists, the one chosen (named, or the Active port on the
 // rank's NUMA node), its GID index (given, or detected: the IPv4 RoCE v2 entry), and the Device that holds its
 // context and protection domain. Also the port facts other modules ask for (device names, active MTUs).
-#include "fabricbench/verbs/verbs.hpp"
-
 #include <arpa/inet.h>
 #include <fmt/format.h>
 
@@ -12,6 +10,7 @@
 
 #include "fabricbench/error.hpp"
 #include "fabricbench/facts/host_files.hpp"
+#include "fabricbench/verbs/verbs.hpp"
 #include "fail.hpp"
 
 namespace fabricbench::verbs {
@@ -33,9 +32,7 @@ struct DeviceList {
   }
 };
 
-std::string link_layer_name(std::uint8_t layer) {
-  return layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand";
-}
+std::string link_layer_name(std::uint8_t layer) { return layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand"; }
 
 bool ipv4_mapped(const ibv_gid& gid) {
   static const std::uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
@@ -54,7 +51,9 @@ bool query_gid(ibv_context* context, int port, int index, ibv_gid& gid, std::str
   if (ibv_query_gid_ex(context, port, index, &entry, 0) == 0) {
     if (all_zero(entry.gid)) return false;
     gid = entry.gid;
-    type = entry.gid_type == IBV_GID_TYPE_ROCE_V2 ? "RoCE v2" : entry.gid_type == IBV_GID_TYPE_ROCE_V1 ? "RoCE v1" : "IB";
+    type = entry.gid_type == IBV_GID_TYPE_ROCE_V2   ? "RoCE v2"
+           : entry.gid_type == IBV_GID_TYPE_ROCE_V1 ? "RoCE v1"
+                                                    : "IB";
     return true;
   }
   if (ibv_query_gid(context, port, index, &gid) != 0 || all_zero(gid)) return false;
@@ -83,12 +82,18 @@ int detect_gid_index(ibv_context* context, int port, int table_len) {
 
 std::string to_string(ibv_port_state state) {
   switch (state) {
-    case IBV_PORT_NOP: return "NOP";
-    case IBV_PORT_DOWN: return "DOWN";
-    case IBV_PORT_INIT: return "INIT";
-    case IBV_PORT_ARMED: return "ARMED";
-    case IBV_PORT_ACTIVE: return "ACTIVE";
-    case IBV_PORT_ACTIVE_DEFER: return "ACTIVE_DEFER";
+    case IBV_PORT_NOP:
+      return "NOP";
+    case IBV_PORT_DOWN:
+      return "DOWN";
+    case IBV_PORT_INIT:
+      return "INIT";
+    case IBV_PORT_ARMED:
+      return "ARMED";
+    case IBV_PORT_ACTIVE:
+      return "ACTIVE";
+    case IBV_PORT_ACTIVE_DEFER:
+      return "ACTIVE_DEFER";
   }
   return "UNKNOWN";
 }
@@ -97,11 +102,16 @@ int mtu_bytes(ibv_mtu mtu) { return 128 << static_cast<int>(mtu); }
 
 ibv_mtu parse_mtu(int bytes) {
   switch (bytes) {
-    case 256: return IBV_MTU_256;
-    case 512: return IBV_MTU_512;
-    case 1024: return IBV_MTU_1024;
-    case 2048: return IBV_MTU_2048;
-    case 4096: return IBV_MTU_4096;
+    case 256:
+      return IBV_MTU_256;
+    case 512:
+      return IBV_MTU_512;
+    case 1024:
+      return IBV_MTU_1024;
+    case 2048:
+      return IBV_MTU_2048;
+    case 4096:
+      return IBV_MTU_4096;
   }
   throw Error::usage(fmt::format("--mtu {}: allowed values are 256, 512, 1024, 2048, 4096", bytes));
 }
@@ -139,8 +149,10 @@ std::map<std::string, int> active_mtus() {
 Device Device::open(const PortRequest& request, const std::string& host) {
   DeviceList devices;
   if (!devices.list || devices.count == 0)
-    throw Error::usage(fmt::format("no RDMA device on host {}: libibverbs lists none (looked for /sys/class/infiniband "
-                                   "devices with a user-space provider)", host));
+    throw Error::usage(
+        fmt::format("no RDMA device on host {}: libibverbs lists none (looked for /sys/class/infiniband "
+                    "devices with a user-space provider)",
+                    host));
   std::vector<std::string> names, states;
   struct Candidate {
     ibv_device* device;
@@ -159,7 +171,8 @@ Device Device::open(const PortRequest& request, const std::string& host) {
     if (request.port > attr.phys_port_cnt)
       throw Error::usage(fmt::format("--ib-port {}: device {} on host {} has ports 1-{}", request.port, name, host,
                                      int(attr.phys_port_cnt)));
-    for (int p = request.port > 0 ? request.port : 1; p <= (request.port > 0 ? request.port : attr.phys_port_cnt); ++p) {
+    for (int p = request.port > 0 ? request.port : 1; p <= (request.port > 0 ? request.port : attr.phys_port_cnt);
+         ++p) {
       ibv_port_attr port{};
       if (int rc = ibv_query_port(context.get(), p, &port)) fail(fmt::format("ibv_query_port({}, {})", name, p), rc);
       if (port.state == IBV_PORT_ACTIVE) {
@@ -174,8 +187,8 @@ Device Device::open(const PortRequest& request, const std::string& host) {
                                    fmt::join(names, ", ")));
   if (active.empty()) {
     if (!request.device.empty())
-      throw Error::usage(fmt::format("--ib-dev {}: {} on host {} is not Active", request.device,
-                                     fmt::join(states, ", "), host));
+      throw Error::usage(
+          fmt::format("--ib-dev {}: {} on host {} is not Active", request.device, fmt::join(states, ", "), host));
     throw Error::usage(fmt::format("no Active RDMA port on host {} ({})", host, fmt::join(states, ", ")));
   }
   // The HCA on the rank's NUMA node when there is one, else the first Active port.
@@ -203,8 +216,8 @@ Device Device::open(const PortRequest& request, const std::string& host) {
   int index = request.gid_index;
   if (index < 0 && d.port_.ethernet()) index = detect_gid_index(d.context(), chosen.port, port.gid_tbl_len);
   if (index >= 0) {
-    if (index >= port.gid_tbl_len || !query_gid(d.context(), chosen.port, index, d.port_.gid, d.port_.gid_type,
-                                                d.port_.ethernet()))
+    if (index >= port.gid_tbl_len ||
+        !query_gid(d.context(), chosen.port, index, d.port_.gid, d.port_.gid_type, d.port_.ethernet()))
       throw Error::usage(fmt::format("--gid-index {}: {} port {} on host {} has no GID entry there (table of {})",
                                      index, d.port_.device, chosen.port, host, port.gid_tbl_len));
     d.port_.gid_index = index;

@@ -10,7 +10,7 @@
 namespace fabricbench::verbs {
 
 std::vector<std::uint64_t> VerbsLink::Impl::ping_pong(Verb verb, std::uint64_t bytes, int iterations,
-                                                     int inline_bytes) {
+                                                      int inline_bytes) {
   std::vector<std::uint64_t> stamps;
   if (leader) stamps.reserve(static_cast<std::size_t>(iterations));
   ibv_wc wc[poll_batch];

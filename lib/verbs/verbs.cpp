@@ -34,10 +34,11 @@ MemoryRegion::MemoryRegion(const Device& device, memory::Buffer& buffer, int acc
   cudaDriverEntryPointQueryResult found{};
   std::string why;
   if (cudaGetDriverEntryPointByVersion("cuMemGetHandleForAddressRange", &symbol, 12000, cudaEnableDefault, &found) ==
-          cudaSuccess && found == cudaDriverEntryPointSuccess && symbol) {
+          cudaSuccess &&
+      found == cudaDriverEntryPointSuccess && symbol) {
     int fd = -1;
-    const auto rc = reinterpret_cast<GetHandle>(symbol)(&fd, reinterpret_cast<CUdeviceptr>(buffer.data()), buffer.size(),
-                                                         CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+    const auto rc = reinterpret_cast<GetHandle>(symbol)(&fd, reinterpret_cast<CUdeviceptr>(buffer.data()),
+                                                        buffer.size(), CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
     if (rc == CUDA_SUCCESS && fd >= 0) {
       mr_.reset(ibv_reg_dmabuf_mr(device.pd(), 0, buffer.size(), reinterpret_cast<std::uintptr_t>(buffer.data()), fd,
                                   access));
@@ -59,9 +60,10 @@ MemoryRegion::MemoryRegion(const Device& device, memory::Buffer& buffer, int acc
     how_ = "ibv_reg_mr (peer memory)";
     return;
   }
-  throw Error::runtime(fmt::format("--memory device: cannot register GPU memory with {}: {}; ibv_reg_mr: {} (needs "
-                                   "dma-buf support in the GPU driver and HCA driver, or nvidia-peermem loaded)",
-                                   device.port().device, why, std::strerror(errno)));
+  throw Error::runtime(
+      fmt::format("--memory device: cannot register GPU memory with {}: {}; ibv_reg_mr: {} (needs "
+                  "dma-buf support in the GPU driver and HCA driver, or nvidia-peermem loaded)",
+                  device.port().device, why, std::strerror(errno)));
 #else
   throw Error::usage("--memory device: this build has no CUDA");
 #endif
@@ -118,7 +120,8 @@ QueuePair::QueuePair(const Device& device, const CompletionQueue& send_cq, const
   qp_.reset(ibv_create_qp(device.pd(), &init));
   if (!qp_)
     fail(fmt::format("ibv_create_qp (send depth {}, receive depth {}, inline {} B)", limits.send_depth,
-                     limits.receive_depth, limits.inline_bytes), errno);
+                     limits.receive_depth, limits.inline_bytes),
+         errno);
   inline_bytes_ = static_cast<int>(init.cap.max_inline_data);
   ack_timeout_ = limits.ack_timeout;
   reads_in_flight_ = std::max(1, std::min({limits.reads_in_flight, device.attributes().max_qp_rd_atom,
@@ -143,7 +146,8 @@ void QueuePair::connect(const Device& device, const Endpoint& remote, std::uint3
   a.qp_state = IBV_QPS_INIT;
   a.pkey_index = 0;
   a.port_num = port.port;
-  a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+  a.qp_access_flags =
+      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
   if (int rc = ibv_modify_qp(qp_.get(), &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
     fail("ibv_modify_qp(INIT)", rc);
 
@@ -191,14 +195,22 @@ std::string QueuePair::state() const {
   ibv_qp_init_attr init{};
   if (ibv_query_qp(qp_.get(), &a, IBV_QP_STATE, &init)) return "unknown";
   switch (a.qp_state) {
-    case IBV_QPS_RESET: return "RESET";
-    case IBV_QPS_INIT: return "INIT";
-    case IBV_QPS_RTR: return "RTR";
-    case IBV_QPS_RTS: return "RTS";
-    case IBV_QPS_SQD: return "SQD";
-    case IBV_QPS_SQE: return "SQE";
-    case IBV_QPS_ERR: return "ERR";
-    default: return "UNKNOWN";
+    case IBV_QPS_RESET:
+      return "RESET";
+    case IBV_QPS_INIT:
+      return "INIT";
+    case IBV_QPS_RTR:
+      return "RTR";
+    case IBV_QPS_RTS:
+      return "RTS";
+    case IBV_QPS_SQD:
+      return "SQD";
+    case IBV_QPS_SQE:
+      return "SQE";
+    case IBV_QPS_ERR:
+      return "ERR";
+    default:
+      return "UNKNOWN";
   }
 }
 

@@ -66,10 +66,10 @@ VerbsLink::VerbsLink(const Device& device, memory::MemoryKind memory, std::uint6
     mine[q] = m.qps[q]->endpoint(device, psn[q], m.target_mr);
   }
   m.remote.resize(settings.qps);
-  runtime::check_mpi(MPI_Sendrecv(mine.data(), static_cast<int>(mine.size() * sizeof(Endpoint)), MPI_BYTE, peer, 71,
-                                  m.remote.data(), static_cast<int>(m.remote.size() * sizeof(Endpoint)), MPI_BYTE, peer,
-                                  71, comm, MPI_STATUS_IGNORE),
-                     "MPI_Sendrecv (verbs endpoints)");
+  runtime::check_mpi(
+      MPI_Sendrecv(mine.data(), static_cast<int>(mine.size() * sizeof(Endpoint)), MPI_BYTE, peer, 71, m.remote.data(),
+                   static_cast<int>(m.remote.size() * sizeof(Endpoint)), MPI_BYTE, peer, 71, comm, MPI_STATUS_IGNORE),
+      "MPI_Sendrecv (verbs endpoints)");
   const ibv_mtu mtu = settings.mtu > 0 ? parse_mtu(settings.mtu) : static_cast<ibv_mtu>(0);
   for (int q = 0; q < settings.qps; ++q) m.qps[q]->connect(device, m.remote[q], psn[q], mtu);
   path_mtu_ = settings.mtu > 0 ? settings.mtu
@@ -133,8 +133,8 @@ VerbsMeasurement VerbsLink::run(const VerbsTest& test, std::uint64_t bytes, int 
     runtime::idle_barrier(m.comm);  // the passive side of a one-sided test waits here, asleep
     if (sends) {
       out.timed = true;
-      out.bandwidth = ops::perftest_bandwidth(bytes, posted, completed, out.cq_mod,
-                                              posted.size() <= ops::perftest_peak_limit);
+      out.bandwidth =
+          ops::perftest_bandwidth(bytes, posted, completed, out.cq_mod, posted.size() <= ops::perftest_peak_limit);
       double previous = 0;
       for (std::size_t k = 0; k < completed.size(); ++k)
         if (completed[k] > 0) {
@@ -198,9 +198,9 @@ double VerbsLink::probe_iteration_s(const VerbsTest& test, std::uint64_t bytes) 
   run(test, bytes, iterations, 0, false);
   timer.stop();
   double mine = timer.elapsed_s() / iterations, theirs = 0;
-  runtime::check_mpi(MPI_Sendrecv(&mine, 1, MPI_DOUBLE, m.peer, 72, &theirs, 1, MPI_DOUBLE, m.peer, 72, m.comm,
-                                  MPI_STATUS_IGNORE),
-                     "MPI_Sendrecv (probe)");
+  runtime::check_mpi(
+      MPI_Sendrecv(&mine, 1, MPI_DOUBLE, m.peer, 72, &theirs, 1, MPI_DOUBLE, m.peer, 72, m.comm, MPI_STATUS_IGNORE),
+      "MPI_Sendrecv (probe)");
   return std::max(mine, theirs);
 }
 

@@ -19,8 +19,8 @@
 
 namespace fabricbench::verbs {
 
-constexpr int access_all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-                           IBV_ACCESS_REMOTE_ATOMIC;
+constexpr int access_all =
+    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 constexpr int poll_batch = 16;  // perftest's CTX_POLL_BATCH
 
 struct VerbsLink::Impl {
@@ -39,9 +39,15 @@ struct VerbsLink::Impl {
 
   Impl(const Device& d, memory::MemoryKind memory, std::uint64_t max_bytes, const VerbsSettings& s, MPI_Comm c, int p,
        bool lead)
-      : device(d), comm(c), peer(p), leader(lead), settings(s),
-        local(memory, std::max<std::uint64_t>(max_bytes, 8)), target(memory, std::max<std::uint64_t>(max_bytes, 8)),
-        local_mr(d, local, access_all), target_mr(d, target, access_all),
+      : device(d),
+        comm(c),
+        peer(p),
+        leader(lead),
+        settings(s),
+        local(memory, std::max<std::uint64_t>(max_bytes, 8)),
+        target(memory, std::max<std::uint64_t>(max_bytes, 8)),
+        local_mr(d, local, access_all),
+        target_mr(d, target, access_all),
         send_cq(d, s.qps * std::max(s.tx_depth, 128) + 16, s.events),
         receive_cq(d, s.qps * std::max(s.rx_depth, 1) + 16, s.events) {}
 
@@ -71,7 +77,9 @@ struct VerbsLink::Impl {
         wr.wr.rdma.remote_addr = r.address;
         wr.wr.rdma.rkey = r.rkey;
         break;
-      case Verb::send: wr.opcode = IBV_WR_SEND; break;
+      case Verb::send:
+        wr.opcode = IBV_WR_SEND;
+        break;
       case Verb::atomic:
         sge.length = 8;
         wr.wr.atomic.remote_addr = r.address;

@@ -33,7 +33,8 @@ class Error : public std::runtime_error {
       if (message[i] == '\'') {
         const auto close = message.find('\'', i + 1);
         if (close != std::string::npos && close - i - 1 > 64) {
-          out += '\'' + printable(message.substr(i + 1, 48)) + "...' (" + std::to_string(close - i - 1) + " characters)";
+          out +=
+              '\'' + printable(message.substr(i + 1, 48)) + "...' (" + std::to_string(close - i - 1) + " characters)";
           i = close;
           continue;
         }

@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <array>
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <numeric>
 
@@ -44,10 +44,14 @@ std::string choices(const std::vector<T>& table, Name name) {
 
 double combine_rank_times(const std::vector<double>& t, RankCombine how) {
   switch (how) {
-    case RankCombine::rank0: return t.front();
-    case RankCombine::min: return *std::min_element(t.begin(), t.end());
-    case RankCombine::max: return *std::max_element(t.begin(), t.end());
-    default: return std::accumulate(t.begin(), t.end(), 0.0) / static_cast<double>(t.size());
+    case RankCombine::rank0:
+      return t.front();
+    case RankCombine::min:
+      return *std::min_element(t.begin(), t.end());
+    case RankCombine::max:
+      return *std::max_element(t.begin(), t.end());
+    default:
+      return std::accumulate(t.begin(), t.end(), 0.0) / static_cast<double>(t.size());
   }
 }
 
@@ -84,29 +88,41 @@ std::string CollBenchmark::summary() const {
   std::string ops;
   for (const auto& c : collectives()) ops += (ops.empty() ? "" : ", ") + std::string(c.name);
   return "fabric-coll: NCCL and MPI collectives with nccl-tests' algbw and busbw, validated.\n"
-         "Operations: " + ops + ".\n"
+         "Operations: " +
+         ops +
+         ".\n"
          "algbw = bytes / time (1e9 B/s); busbw = algbw x factor: all_reduce 2(n-1)/n; all_gather, reduce_scatter,\n"
          "alltoall (n-1)/n; broadcast, reduce, sendrecv 1. Time: per-rank mean per op, averaged over ranks (-a).";
 }
 
 results::TableSpec CollBenchmark::make_table() {
   using namespace results;
-  TableSpec table{"results", "coll",
-          {series(key_text("op", 16)), key_text("backend", 8), key_text("dtype", 12, "type"), key_text("redop", 8),
-           key_int("root"), key_int("in_place"), key_int("bytes", Unit::bytes, "size_B"),
-           key_int("count", Unit::elements), key_int("ranks"), setting_int("iterations", "iters"),
-           setting_int("warmup"), setting_int("blocks"), key_text("timing", 12),
-           measured("time_us", Unit::us, Better::lower),
-           statistic("time_us_spread_pct", Unit::percent, Better::lower, "spread_%", 1),
-           statistic("time_us_rank_min", Unit::us, Better::lower, "rank_min_us"),
-           statistic("time_us_rank_max", Unit::us, Better::lower, "rank_max_us"),
-           statistic("iter_us_min", Unit::us, Better::lower, "min_us"),
-           statistic("iter_us_median", Unit::us, Better::lower, "p50_us"),
-           statistic("iter_us_p99", Unit::us, Better::lower, "p99_us"),
-           statistic("iter_us_max", Unit::us, Better::lower, "max_us"),
-           measured("algbw_gbps", Unit::gbps, Better::higher, "algbw_GB/s"),
-           headline(measured("busbw_gbps", Unit::gbps, Better::higher, "busbw_GB/s")),
-           measured_int("wrong", Unit::elements, Better::lower, "#wrong")}};
+  TableSpec table{"results",
+                  "coll",
+                  {series(key_text("op", 16)),
+                   key_text("backend", 8),
+                   key_text("dtype", 12, "type"),
+                   key_text("redop", 8),
+                   key_int("root"),
+                   key_int("in_place"),
+                   key_int("bytes", Unit::bytes, "size_B"),
+                   key_int("count", Unit::elements),
+                   key_int("ranks"),
+                   setting_int("iterations", "iters"),
+                   setting_int("warmup"),
+                   setting_int("blocks"),
+                   key_text("timing", 12),
+                   measured("time_us", Unit::us, Better::lower),
+                   statistic("time_us_spread_pct", Unit::percent, Better::lower, "spread_%", 1),
+                   statistic("time_us_rank_min", Unit::us, Better::lower, "rank_min_us"),
+                   statistic("time_us_rank_max", Unit::us, Better::lower, "rank_max_us"),
+                   statistic("iter_us_min", Unit::us, Better::lower, "min_us"),
+                   statistic("iter_us_median", Unit::us, Better::lower, "p50_us"),
+                   statistic("iter_us_p99", Unit::us, Better::lower, "p99_us"),
+                   statistic("iter_us_max", Unit::us, Better::lower, "max_us"),
+                   measured("algbw_gbps", Unit::gbps, Better::higher, "algbw_GB/s"),
+                   headline(measured("busbw_gbps", Unit::gbps, Better::higher, "busbw_GB/s")),
+                   measured_int("wrong", Unit::elements, Better::lower, "#wrong")}};
   for (auto& c : facts::ExpectedShare::columns()) table.columns.push_back(std::move(c));
   return table;
 }
@@ -114,18 +130,28 @@ results::TableSpec CollBenchmark::make_table() {
 void CollBenchmark::add_options(cli::po::options_description& options) {
   namespace po = cli::po;
   auto add = options.add_options();
-  add("op", po::value<std::string>()->default_value("all_reduce"), ("operations, comma-separated: " + choices(collectives(), op_name)).c_str());
-  add("backend", po::value<std::string>()->default_value("auto"), "nccl (one rank per GPU), mpi, or auto (nccl when built with it and a GPU is visible)");
-  add("dtype,d", po::value<std::string>()->default_value("float"), (choices(all_data_types(), type_name) + ", comma-separated (nccl-tests -d)").c_str());
-  add("redop,o", po::value<std::string>()->default_value("sum"), (choices(all_red_ops(), redop_name) + ", comma-separated (nccl-tests -o)").c_str());
+  add("op", po::value<std::string>()->default_value("all_reduce"),
+      ("operations, comma-separated: " + choices(collectives(), op_name)).c_str());
+  add("backend", po::value<std::string>()->default_value("auto"),
+      "nccl (one rank per GPU), mpi, or auto (nccl when built with it and a GPU is visible)");
+  add("dtype,d", po::value<std::string>()->default_value("float"),
+      (choices(all_data_types(), type_name) + ", comma-separated (nccl-tests -d)").c_str());
+  add("redop,o", po::value<std::string>()->default_value("sum"),
+      (choices(all_red_ops(), redop_name) + ", comma-separated (nccl-tests -o)").c_str());
   add("root,r", po::value<std::string>()->default_value("0"), "root rank of broadcast/reduce, or all (nccl-tests -r)");
   add("in-place", po::value<std::string>()->default_value("both"), "both, 0 (out-of-place only) or 1 (in-place only)");
-  add("blocking,z", po::value<int>()->default_value(0), "1: wait after every operation (nccl-tests -z); gives per-iteration samples");
+  add("blocking,z", po::value<int>()->default_value(0),
+      "1: wait after every operation (nccl-tests -z); gives per-iteration samples");
   add("per-iter", "time every operation with CUDA events (NCCL): per-iteration percentiles");
-  add("graph,G", po::value<int>()->default_value(0), "capture the timed operations in a CUDA graph and launch it N times (nccl-tests -G)");
-  add("average,a", po::value<int>()->default_value(1), "time across ranks: 0 rank 0, 1 average, 2 min, 3 max (nccl-tests -a)");
-  add("min-time", po::value<double>()->default_value(0.1), "without -n: repeat each size's timed block of nccl-tests' iteration count until about this many seconds were timed (at most 100 blocks) and report the median block, with the blocks' spread; 0: one block");
-  add("memory", po::value<std::string>()->default_value("host"), "MPI back end buffers: host or device (CUDA-aware MPI)");
+  add("graph,G", po::value<int>()->default_value(0),
+      "capture the timed operations in a CUDA graph and launch it N times (nccl-tests -G)");
+  add("average,a", po::value<int>()->default_value(1),
+      "time across ranks: 0 rank 0, 1 average, 2 min, 3 max (nccl-tests -a)");
+  add("min-time", po::value<double>()->default_value(0.1),
+      "without -n: repeat each size's timed block of nccl-tests' iteration count until about this many seconds were "
+      "timed (at most 100 blocks) and report the median block, with the blocks' spread; 0: one block");
+  add("memory", po::value<std::string>()->default_value("host"),
+      "MPI back end buffers: host or device (CUDA-aware MPI)");
 }
 
 void CollBenchmark::configure(const cli::po::variables_map& v, const cli::CommonOptions& common,
@@ -133,9 +159,11 @@ void CollBenchmark::configure(const cli::po::variables_map& v, const cli::Common
   const int nranks = placement.world_size();
   ops_ = parse_names(v["op"].as<std::string>(), collectives(), op_name, "--op");
   dtypes_.clear();
-  for (const auto* t : parse_names(v["dtype"].as<std::string>(), all_data_types(), type_name, "--dtype")) dtypes_.push_back(*t);
+  for (const auto* t : parse_names(v["dtype"].as<std::string>(), all_data_types(), type_name, "--dtype"))
+    dtypes_.push_back(*t);
   redops_.clear();
-  for (const auto* o : parse_names(v["redop"].as<std::string>(), all_red_ops(), redop_name, "--redop")) redops_.push_back(*o);
+  for (const auto* o : parse_names(v["redop"].as<std::string>(), all_red_ops(), redop_name, "--redop"))
+    redops_.push_back(*o);
   const auto root = v["root"].as<std::string>();
   roots_.clear();
   if (root != "all") {
@@ -149,18 +177,23 @@ void CollBenchmark::configure(const cli::po::variables_map& v, const cli::Common
   cli::require_choice("--in-place", in_place, {"both", "0", "1"});
   in_place_ = in_place == "both" ? std::vector<bool>{false, true} : std::vector<bool>{in_place == "1"};
   const int blocking = v["blocking"].as<int>();
-  if (blocking != 0 && blocking != 1) throw Error::usage(fmt::format("--blocking {}: allowed values are 0 and 1", blocking));
+  if (blocking != 0 && blocking != 1)
+    throw Error::usage(fmt::format("--blocking {}: allowed values are 0 and 1", blocking));
   graph_launches_ = v["graph"].as<int>();
   cli::require_at_least("--graph", graph_launches_, 0);
   const bool per_iter = v.count("per-iter") > 0;
   if (int(per_iter) + int(graph_launches_ > 0) + blocking > 1)
     throw Error::usage("--per-iter, --graph and --blocking are different timing modes: choose one");
-  timing_ = per_iter ? TimingMode::events : graph_launches_ > 0 ? TimingMode::graph
-                                                                : blocking ? TimingMode::blocking : TimingMode::host;
+  timing_ = per_iter              ? TimingMode::events
+            : graph_launches_ > 0 ? TimingMode::graph
+            : blocking            ? TimingMode::blocking
+                                  : TimingMode::host;
   min_time_s_ = timing::TimedBlocks::checked_min_time(v["min-time"].as<double>(), "--min-time");
-  if (common.iterations > 0 || timing_ == TimingMode::events || timing_ == TimingMode::graph) min_time_s_ = 0;  // -n: a count, as nccl-tests
+  if (common.iterations > 0 || timing_ == TimingMode::events || timing_ == TimingMode::graph)
+    min_time_s_ = 0;  // -n: a count, as nccl-tests
   const int average = v["average"].as<int>();
-  if (average < 0 || average > 3) throw Error::usage(fmt::format("--average {}: allowed values are 0, 1, 2, 3", average));
+  if (average < 0 || average > 3)
+    throw Error::usage(fmt::format("--average {}: allowed values are 0, 1, 2, 3", average));
   combine_ = static_cast<RankCombine>(average);
 
   backend_ = choose_backend(v["backend"].as<std::string>());
@@ -172,7 +205,8 @@ void CollBenchmark::configure(const cli::po::variables_map& v, const cli::Common
     try {
       gpu_ = runtime::bind_gpu(placement.me().machine_local_rank);
     } catch (const Error& e) {
-      throw Error(e.status(), fmt::format("--backend {}{}: {}", backend_name, device_memory_ ? " --memory device" : "", e.what()));
+      throw Error(e.status(),
+                  fmt::format("--backend {}{}: {}", backend_name, device_memory_ ? " --memory device" : "", e.what()));
     }
   }
   if (backend_ == BackendKind::mpi) {
@@ -183,14 +217,19 @@ void CollBenchmark::configure(const cli::po::variables_map& v, const cli::Common
     // "all" means every type and reduction this back end has; naming one it lacks is an error.
     const auto mpi_has_type = [](DataType t) { return t != DataType::float16 && t != DataType::bfloat16; };
     if (v["dtype"].as<std::string>() == "all")
-      dtypes_.erase(std::remove_if(dtypes_.begin(), dtypes_.end(), [&](DataType t) { return !mpi_has_type(t); }), dtypes_.end());
-    if (v["redop"].as<std::string>() == "all") redops_.erase(std::remove(redops_.begin(), redops_.end(), RedOp::avg), redops_.end());
+      dtypes_.erase(std::remove_if(dtypes_.begin(), dtypes_.end(), [&](DataType t) { return !mpi_has_type(t); }),
+                    dtypes_.end());
+    if (v["redop"].as<std::string>() == "all")
+      redops_.erase(std::remove(redops_.begin(), redops_.end(), RedOp::avg), redops_.end());
     for (auto t : dtypes_)
       if (!mpi_has_type(t))
-        throw Error::usage(fmt::format("--dtype {}: MPI has no such type; allowed with --backend mpi: int8, uint8, "
-                                       "int32, uint32, int64, uint64, float, double", to_string(t)));
+        throw Error::usage(
+            fmt::format("--dtype {}: MPI has no such type; allowed with --backend mpi: int8, uint8, "
+                        "int32, uint32, int64, uint64, float, double",
+                        to_string(t)));
     for (auto o : redops_)
-      if (o == RedOp::avg) throw Error::usage("--redop avg: MPI has no average; allowed with --backend mpi: sum, prod, min, max");
+      if (o == RedOp::avg)
+        throw Error::usage("--redop avg: MPI has no average; allowed with --backend mpi: sum, prod, min, max");
     require_mpi_counts(ops_, dtypes_, common.sizes.max(), nranks, common.sizes_option);
   } else if (device_memory_) {
     throw Error::usage("--memory applies to --backend mpi only (NCCL always uses device memory)");
@@ -199,8 +238,10 @@ void CollBenchmark::configure(const cli::po::variables_map& v, const cli::Common
   for (auto o : redops_)
     for (auto t : dtypes_)
       if (o == RedOp::avg && !is_floating(t) && !some_all)
-        throw Error::usage(fmt::format("--redop avg with --dtype {}: avg is checked for floating types only "
-                                       "(half, float, double, bfloat16)", to_string(t)));
+        throw Error::usage(
+            fmt::format("--redop avg with --dtype {}: avg is checked for floating types only "
+                        "(half, float, double, bfloat16)",
+                        to_string(t)));
   flip_byte_ = std::getenv("FABRICBENCH_TEST_FLIP_BYTE") != nullptr;
 }
 
@@ -211,8 +252,8 @@ void CollBenchmark::abort() noexcept {
 CollBenchmark::Measured CollBenchmark::measure(const app::RunContext& context, const CollCase& c, int warmup,
                                                int iterations) {
   const auto& world = context.world;
-  const auto r = run_case(*backend_impl_, c, {timing_, warmup, iterations, graph_launches_, min_time_s_},
-                          world, context.options.check, flip_byte_);
+  const auto r = run_case(*backend_impl_, c, {timing_, warmup, iterations, graph_launches_, min_time_s_}, world,
+                          context.options.check, flip_byte_);
   Measured m{};
   m.rank_us = world.gather_values(r.timing.seconds_per_op * 1e6, 0);
   m.wrong = world.sum(r.wrong, 0);
@@ -231,10 +272,14 @@ results::Row CollBenchmark::make_row(const CollCase& c, const Measured& m, int i
   const double algbw = algbw_gbps(bytes, m.time_us * 1e-6);
   const auto laps = m.laps.stats();
   results::Row row(table_);
-  row.set(col_.op, std::string(c.op->name)).set(col_.backend, std::string(to_string(backend_))).set(col_.dtype, std::string(to_string(c.dtype)));
+  row.set(col_.op, std::string(c.op->name))
+      .set(col_.backend, std::string(to_string(backend_)))
+      .set(col_.dtype, std::string(to_string(c.dtype)));
   row.set(col_.redop, c.op->reduces ? std::string(to_string(c.redop)) : std::string("none"));
   row.set(col_.root, std::int64_t(c.op->rooted ? c.root : -1)).set(col_.in_place, std::int64_t(c.in_place));
-  row.set(col_.bytes, std::int64_t(bytes)).set(col_.count, std::int64_t(c.counts.param)).set(col_.ranks, std::int64_t(nranks));
+  row.set(col_.bytes, std::int64_t(bytes))
+      .set(col_.count, std::int64_t(c.counts.param))
+      .set(col_.ranks, std::int64_t(nranks));
   row.set(col_.iterations, std::int64_t(iterations)).set(col_.warmup, std::int64_t(warmup));
   row.set(col_.blocks, std::int64_t(m.blocks)).set(col_.time_us_spread_pct, m.spread * 100);
   row.set(col_.timing, std::string(timing_names[static_cast<int>(timing_)]));
@@ -242,7 +287,9 @@ results::Row CollBenchmark::make_row(const CollCase& c, const Measured& m, int i
   row.set(col_.time_us_rank_min, *std::min_element(m.rank_us.begin(), m.rank_us.end()));
   row.set(col_.time_us_rank_max, *std::max_element(m.rank_us.begin(), m.rank_us.end()));
   row.set(col_.iter_us_min, laps.min).set(col_.iter_us_median, laps.median).set(col_.iter_us_p99, laps.p99);
-  row.set(col_.iter_us_max, laps.max).set(col_.algbw_gbps, algbw).set(col_.busbw_gbps, c.op->busbw_gbps(bytes, m.time_us * 1e-6, nranks));
+  row.set(col_.iter_us_max, laps.max)
+      .set(col_.algbw_gbps, algbw)
+      .set(col_.busbw_gbps, c.op->busbw_gbps(bytes, m.time_us * 1e-6, nranks));
   row.set(col_.wrong, std::int64_t(m.wrong));
   return row;
 }
@@ -259,10 +306,10 @@ ExitStatus CollBenchmark::run(const app::RunContext& context) {
     for (int r = 0; r < nranks; ++r) roots.push_back(r);
   if (context.is_root()) {
     context.out->declare(samples_);
-    context.out->note(fmt::format("backend: {}  ranks: {}  check: {}  timing: {}{}", backend_name, nranks,
-                                  context.options.check ? "on" : "off",
-                                  std::array{"host clock", "blocking", "CUDA events", "CUDA graph"}[static_cast<int>(timing_)],
-                                  timing_ == TimingMode::graph ? fmt::format(" x{}", graph_launches_) : ""));
+    context.out->note(fmt::format(
+        "backend: {}  ranks: {}  check: {}  timing: {}{}", backend_name, nranks, context.options.check ? "on" : "off",
+        std::array{"host clock", "blocking", "CUDA events", "CUDA graph"}[static_cast<int>(timing_)],
+        timing_ == TimingMode::graph ? fmt::format(" x{}", graph_launches_) : ""));
   }
   // Bus bandwidth is each rank's share of the busiest link: held against the per-rank reference.
   int ranks_per_host = 1;
@@ -272,18 +319,21 @@ ExitStatus CollBenchmark::run(const app::RunContext& context) {
     hosts.push_back(r.host);
   }
   // One rank moves nothing over any link (its bus bandwidth is 0 or a copy within the GPU): nothing to hold it against.
-  const auto reference = context.is_root() && nranks > 1
-                             ? context.expected.per_rank(hosts, ranks_per_host, backend_ == BackendKind::nccl || device_memory_)
-                             : facts::Reference{};
+  const auto reference =
+      context.is_root() && nranks > 1
+          ? context.expected.per_rank(hosts, ranks_per_host, backend_ == BackendKind::nccl || device_memory_)
+          : facts::Reference{};
   if (reference.known() && (reference.path == "nvlink" || reference.path == "pcie"))
-    context.out->note(fmt::format("expected bus bandwidth: each op's healthy curve for {} GPUs over {} {:.2f} GB/s "
-                                  "where one was measured (expect_from calibrated), else uncalibrated ({})",
-                                  nranks, reference.path, reference.gbps, reference.basis));
+    context.out->note(
+        fmt::format("expected bus bandwidth: each op's healthy curve for {} GPUs over {} {:.2f} GB/s "
+                    "where one was measured (expect_from calibrated), else uncalibrated ({})",
+                    nranks, reference.path, reference.gbps, reference.basis));
   else if (reference.known())
     context.out->note(fmt::format("expected bus bandwidth: {:.2f} GB/s ({})", reference.gbps, reference.basis));
   else if (nranks == 1 && context.is_root())
-    context.out->note("one rank: no link carries data, so no expected bus bandwidth (busbw is nccl-tests' figure: 0 for "
-                      "all_reduce, all_gather, reduce_scatter and alltoall)");
+    context.out->note(
+        "one rank: no link carries data, so no expected bus bandwidth (busbw is nccl-tests' figure: 0 for "
+        "all_reduce, all_gather, reduce_scatter and alltoall)");
   app::ToolLoop loop(context);
   for (std::size_t k = 0; k < ops_.size(); ++k) {
     const auto* op = ops_[k];
@@ -292,8 +342,10 @@ ExitStatus CollBenchmark::run(const app::RunContext& context) {
     for (const bool ip : in_place_)
       if (!ip || backend_impl_->in_place_defined(op->kind)) modes.push_back(ip);
     if (modes.size() < in_place_.size() && context.is_root())
-      context.out->note(fmt::format("{}: in place is not defined for the {} back end (its send and receive regions "
-                                    "overlap); out-of-place only", op->name, backend_name));
+      context.out->note(
+          fmt::format("{}: in place is not defined for the {} back end (its send and receive regions "
+                      "overlap); out-of-place only",
+                      op->name, backend_name));
     if (modes.empty()) continue;
     double busbw_sum = 0;
     int busbw_rows = 0;
@@ -316,23 +368,23 @@ ExitStatus CollBenchmark::run(const app::RunContext& context) {
             const int warmup = nccl_tests_iterations.warmup(bytes, context.options.warmup);
             for (const bool in_place : modes) {
               const CollCase c{op, dtype, redop, root, in_place, counts};
-              loop.step(fmt::format("{} {} {} {} at {} B", op->name, in_place ? "in-place" : "out-of-place",
-                                    to_string(dtype), op->reduces ? to_string(redop) : "none", bytes),
-                        [&] { return measure(context, c, warmup, iterations); },
-                        [&](const Measured& m, const facts::CounterReading& grown) {
-                          if (!context.is_root()) return;
-                          loop.count_wrong(m.wrong);  // already summed over ranks
-                          auto row = make_row(c, m, iterations, warmup, nranks);
-                          context.expect(row, row.number("busbw_gbps"),
-                                         context.expected.at_size(reference, op->name, nranks, bytes), bytes,
-                                         fmt::format("{} {} busbw at {} B", op->name,
-                                                     in_place ? "in-place" : "out-of-place", bytes));
-                          busbw_sum += row.number("busbw_gbps");
-                          ++busbw_rows;
-                          loop.write(row, grown, samples_, [&](std::int64_t index) {
-                            return m.laps.samples(index, 1.0, -1, &m.rank_us);
-                          });
-                        });
+              loop.step(
+                  fmt::format("{} {} {} {} at {} B", op->name, in_place ? "in-place" : "out-of-place", to_string(dtype),
+                              op->reduces ? to_string(redop) : "none", bytes),
+                  [&] { return measure(context, c, warmup, iterations); },
+                  [&](const Measured& m, const facts::CounterReading& grown) {
+                    if (!context.is_root()) return;
+                    loop.count_wrong(m.wrong);  // already summed over ranks
+                    auto row = make_row(c, m, iterations, warmup, nranks);
+                    context.expect(
+                        row, row.number("busbw_gbps"), context.expected.at_size(reference, op->name, nranks, bytes),
+                        bytes,
+                        fmt::format("{} {} busbw at {} B", op->name, in_place ? "in-place" : "out-of-place", bytes));
+                    busbw_sum += row.number("busbw_gbps");
+                    ++busbw_rows;
+                    loop.write(row, grown, samples_,
+                               [&](std::int64_t index) { return m.laps.samples(index, 1.0, -1, &m.rank_us); });
+                  });
             }
           }
           if (skipped > 0 && context.is_root())
@@ -342,15 +394,18 @@ ExitStatus CollBenchmark::run(const app::RunContext& context) {
       }
     }
     if (context.is_root() && busbw_rows > 0)
-      context.out->note(fmt::format("{}: Avg bus bandwidth : {:.3f} GB/s over {} rows", op->name, busbw_sum / busbw_rows, busbw_rows));
+      context.out->note(fmt::format("{}: Avg bus bandwidth : {:.3f} GB/s over {} rows", op->name,
+                                    busbw_sum / busbw_rows, busbw_rows));
   }
   const auto status = loop.finish("elements");
   if (context.is_root())  // nccl-tests' last line
-    context.out->note(fmt::format("Out of bounds values : {} {}", loop.wrong_total(), loop.wrong_total() ? "FAILED" : "OK"));
+    context.out->note(
+        fmt::format("Out of bounds values : {} {}", loop.wrong_total(), loop.wrong_total() ? "FAILED" : "OK"));
   return status;
 }
 
-std::vector<results::TerminalColumn> CollBenchmark::terminal_view(const std::vector<bool>& modes, bool reference_known) const {
+std::vector<results::TerminalColumn> CollBenchmark::terminal_view(const std::vector<bool>& modes,
+                                                                  bool reference_known) const {
   std::vector<results::TerminalColumn> shown{{"bytes"}, {"count"}, {"dtype"}, {"redop"}, {"root"}};
   for (std::size_t k = 0; k < modes.size(); ++k) {
     const std::string p = modes[k] ? "ip_" : "oop_";
@@ -358,7 +413,8 @@ std::vector<results::TerminalColumn> CollBenchmark::terminal_view(const std::vec
     for (const char* column : {"time_us", "algbw_gbps", "busbw_gbps", "wrong"})
       shown.push_back({column, p + table_.column(column).header(), part});
     if (reference_known) shown.push_back({"pct_expected", p + table_.column("pct_expected").header(), part});
-    if (min_time_s_ > 0) shown.push_back({"time_us_spread_pct", p + table_.column("time_us_spread_pct").header(), part});
+    if (min_time_s_ > 0)
+      shown.push_back({"time_us_spread_pct", p + table_.column("time_us_spread_pct").header(), part});
   }
   return shown;
 }

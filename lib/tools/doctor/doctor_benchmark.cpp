@@ -4,9 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
-
 #include <memory>
+#include <sstream>
 
 #include "fabricbench/cli/command_line.hpp"
 #include "fabricbench/cli/name_list.hpp"
@@ -28,9 +27,11 @@ bool selected(const std::vector<const Check*>& checks, std::string_view name) {
 }  // namespace
 
 std::string list_checks() {
-  std::string out = fmt::format("{:<20} {:<7} {:<5} {:<5} {}\n", "check", "group", "scope", "cheap", "what it looks at");
+  std::string out =
+      fmt::format("{:<20} {:<7} {:<5} {:<5} {}\n", "check", "group", "scope", "cheap", "what it looks at");
   for (const auto& c : all_checks())
-    out += fmt::format("{:<20} {:<7} {:<5} {:<5} {}\n", c.name, c.group, scope_name(c.scope), c.cheap ? "yes" : "", c.summary);
+    out += fmt::format("{:<20} {:<7} {:<5} {:<5} {}\n", c.name, c.group, scope_name(c.scope), c.cheap ? "yes" : "",
+                       c.summary);
   return out;
 }
 
@@ -38,7 +39,8 @@ DoctorBenchmark::DoctorBenchmark() : table_(findings_table("doctor", "findings")
 
 std::string DoctorBenchmark::summary() const {
   return "fabric-doctor: RDMA ports and counters, limits, NCCL's transports, GPUs through NVML (P2P, NVLink, remapped "
-         "rows, ECC, PCIe), host settings (THP, NUMA, ACS, IOMMU) and versions across hosts, on every host of the job.\n"
+         "rows, ECC, PCIe), host settings (THP, NUMA, ACS, IOMMU) and versions across hosts, on every host of the "
+         "job.\n"
          "With --nccl-log LOG...: a real job's NCCL_DEBUG=INFO logs read instead (transports, calls per collective).\n"
          "Exit status 1 when a check fails (--strict: or warns).";
 }
@@ -48,18 +50,34 @@ void DoctorBenchmark::add_options(cli::po::options_description& options) {
   for (const auto& c : all_checks())
     if (std::find(groups.begin(), groups.end(), c.group) == groups.end()) groups.emplace_back(c.group);
   auto add = options.add_options();
-  add("checks", cli::po::value<std::string>()->default_value("all"), ("checks to run, comma-separated: all, cheap, a group (" + cli::name_choices(groups) + ") or a check's name (see --list)").c_str());
+  add("checks", cli::po::value<std::string>()->default_value("all"),
+      ("checks to run, comma-separated: all, cheap, a group (" + cli::name_choices(groups) +
+       ") or a check's name (see --list)")
+          .c_str());
   add("list", "list the checks with one line each and exit");
   add("strict", "exit 1 when a check warns, not only when one fails");
   add("problems-only", "show only warn, fail and skip rows on the terminal (the file keeps all)");
   add("json", "print one JSON document of every table on stdout instead of the terminal tables");
-  add("nccl-log", cli::po::value<std::vector<std::string>>()->multitoken(), "LOG[,LOG...]: read a job's NCCL_DEBUG=INFO logs (one per rank from NCCL_DEBUG_FILE, or the job's output with " "every rank's lines; '-' for stdin) instead of checking this host: network, devices, channels, the transport " "rules, and with NCCL_DEBUG_SUBSYS=COLL the calls per collective (see docs/nccl-log.md)");
-  add("iteration-marker", cli::po::value<std::string>(), "with --nccl-log: a regular expression (ECMAScript) matching the line the job prints once per iteration " "('iteration +[0-9]+'): calls are counted per iteration too, as csplit would cut the log");
+  add("nccl-log", cli::po::value<std::vector<std::string>>()->multitoken(),
+      "LOG[,LOG...]: read a job's NCCL_DEBUG=INFO logs (one per rank from NCCL_DEBUG_FILE, or the job's output with "
+      "every rank's lines; '-' for stdin) instead of checking this host: network, devices, channels, the transport "
+      "rules, and with NCCL_DEBUG_SUBSYS=COLL the calls per collective (see docs/nccl-log.md)");
+  add("iteration-marker", cli::po::value<std::string>(),
+      "with --nccl-log: a regular expression (ECMAScript) matching the line the job prints once per iteration "
+      "('iteration +[0-9]+'): calls are counted per iteration too, as csplit would cut the log");
   add("rank", cli::po::value<int>(), "with --nccl-log: report this rank's processes only");
-  add("nccl-ras", cli::po::value<std::string>()->implicit_value("127.0.0.1:28028"), "[HOST[:PORT]]: ask a running NCCL job (2.24 or later) through NCCL's RAS service, on any node of the job " "(default 127.0.0.1:28028, NCCL_RAS_ADDR): dead processes, ranks behind their communicator (asked twice, 2 s " "apart), missing ranks, errors; --timeout bounds each ask (default 30 s); see docs/nccl-ras.md");
-  add("stacks", "with --nccl-ras: the stacks of the named processes that run on this host into the file (py-spy, " "gdb or eu-stack); for those elsewhere, the command to run there");
-  add("topology", cli::po::value<std::string>(), "with --nccl-ras: FILE[,FILE...] in Slurm's topology.conf format (as fabric-sweep reads it): a named host's " "leaf switch");
-  add("rail-map", cli::po::value<std::string>(), "with --nccl-ras: the rail map (as fabric-rail-exec reads it): the NIC of a named process's GPU");
+  add("nccl-ras", cli::po::value<std::string>()->implicit_value("127.0.0.1:28028"),
+      "[HOST[:PORT]]: ask a running NCCL job (2.24 or later) through NCCL's RAS service, on any node of the job "
+      "(default 127.0.0.1:28028, NCCL_RAS_ADDR): dead processes, ranks behind their communicator (asked twice, 2 s "
+      "apart), missing ranks, errors; --timeout bounds each ask (default 30 s); see docs/nccl-ras.md");
+  add("stacks",
+      "with --nccl-ras: the stacks of the named processes that run on this host into the file (py-spy, "
+      "gdb or eu-stack); for those elsewhere, the command to run there");
+  add("topology", cli::po::value<std::string>(),
+      "with --nccl-ras: FILE[,FILE...] in Slurm's topology.conf format (as fabric-sweep reads it): a named host's "
+      "leaf switch");
+  add("rail-map", cli::po::value<std::string>(),
+      "with --nccl-ras: the rail map (as fabric-rail-exec reads it): the NIC of a named process's GPU");
 }
 
 namespace {
@@ -112,10 +130,12 @@ void DoctorBenchmark::configure(const cli::po::variables_map& values, const cli:
   nccl_log_reader_ = values.count("nccl-log") > 0;
   if (!nccl_log_reader_) {
     for (const char* option : {"iteration-marker", "rank"})
-      if (values.count(option)) throw Error::usage(fmt::format("--{} reads with --nccl-log only; give the logs with --nccl-log LOG", option));
+      if (values.count(option))
+        throw Error::usage(fmt::format("--{} reads with --nccl-log only; give the logs with --nccl-log LOG", option));
   } else {
     if (!values["checks"].defaulted())
-      throw Error::usage("--checks with --nccl-log: the log mode reads logs and checks nothing on this host; drop one of them");
+      throw Error::usage(
+          "--checks with --nccl-log: the log mode reads logs and checks nothing on this host; drop one of them");
     const int rank = values.count("rank") ? values["rank"].as<int>() : -1;
     if (values.count("rank")) cli::require_at_least("--rank", rank, 0);
     const auto paths = log_paths(values["nccl-log"].as<std::vector<std::string>>());
@@ -140,11 +160,11 @@ void DoctorBenchmark::configure(const cli::po::variables_map& values, const cli:
 
 ExitStatus DoctorBenchmark::run(const app::RunContext& ctx) {
   if (nccl_ras_) return nccl_ras_->write(*ctx.out, table_, show_ok_, strict_);
-  if (nccl_log_reader_) return ctx.is_root() && nccl_log_ ? nccl_log_->write(*ctx.out, table_, show_ok_, strict_)
-                                                          : ExitStatus::ok;
+  if (nccl_log_reader_)
+    return ctx.is_root() && nccl_log_ ? nccl_log_->write(*ctx.out, table_, show_ok_, strict_) : ExitStatus::ok;
   const auto& me = ctx.placement.me();
-  auto context = Context::gather(me.host, ctx.world.rank(), static_cast<int>(ctx.placement.hosts().size()),
-                                 me.local_rank == 0);
+  auto context =
+      Context::gather(me.host, ctx.world.rank(), static_cast<int>(ctx.placement.hosts().size()), me.local_rank == 0);
   context.gpu_bus = gpu_bus_;
 
   // NCCL's own view, when asked for: every rank needs a GPU, or none runs it.
@@ -158,7 +178,8 @@ ExitStatus DoctorBenchmark::run(const app::RunContext& ctx) {
       std::string why;
       const std::string text = run_nccl_probe(ctx.world, gpu_, &why);
       ctx.measured();
-      if (!why.empty()) context.nccl_skip = why;
+      if (!why.empty())
+        context.nccl_skip = why;
       else {
         nccl_log = job::parse_nccl_log(text);
         context.nccl_log = &nccl_log;
@@ -182,9 +203,11 @@ ExitStatus DoctorBenchmark::run(const app::RunContext& ctx) {
   write_findings(*ctx.out, table_, everything.all(), show_ok_);
   for (const auto& e : ctx.environment.expected)
     ctx.out->note(fmt::format("expected {} {} {}: {} ({})", e.host, e.kind, e.subject,
-                              std::isnan(e.gbps) ? std::string("unknown") : fmt::format("{:.2f} GB/s", e.gbps), e.basis));
+                              std::isnan(e.gbps) ? std::string("unknown") : fmt::format("{:.2f} GB/s", e.gbps),
+                              e.basis));
   ctx.out->note(fmt::format("{} fail, {} warn, {} skip, {} ok", everything.count(Status::fail),
-                            everything.count(Status::warn), everything.count(Status::skip), everything.count(Status::ok)));
+                            everything.count(Status::warn), everything.count(Status::skip),
+                            everything.count(Status::ok)));
   const Status worst = everything.worst();
   return worst == Status::fail || (strict_ && worst == Status::warn) ? ExitStatus::measurement_failed : ExitStatus::ok;
 }

@@ -70,7 +70,7 @@ ExitStatus NcclLogMode::write(results::ResultSet& out, const results::TableSpec&
     for (const auto* p : processes_)
       (p->cut == job::NcclProcess::Cut::position     ? by_position
        : p->cut == job::NcclProcess::Cut::impossible ? impossible
-                                                : by_position)
+                                                     : by_position)
           .push_back(p);
     std::size_t placed = 0;
     for (const auto* p : processes_) placed += p->cut == job::NcclProcess::Cut::position;

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "fabricbench/tools/doctor/doctor_benchmark.hpp"
 #include "fabricbench/error.hpp"
+#include "fabricbench/tools/doctor/doctor_benchmark.hpp"
 #ifdef FABRICBENCH_HAVE_NCCL
 #include "fabricbench/ops/coll_backend.hpp"
 #endif

@@ -43,34 +43,41 @@ P2PBenchmark::Columns::Columns(const results::TableSpec& t)
       time_us_stddev(t.handle<double>("time_us_stddev")) {}
 
 std::string P2PBenchmark::summary() const {
-  std::string s = "fabric-p2p: OSU-style point-to-point latency and bandwidth over MPI, or between GPUs over "
-                  "NCCL (--backend nccl: OSU's xccl benchmarks).\n"
-                  "Rank i is paired with rank i+N/2 (use --map-by node to put pairs across nodes); all pairs run "
-                  "at once.\nTests:";
+  std::string s =
+      "fabric-p2p: OSU-style point-to-point latency and bandwidth over MPI, or between GPUs over "
+      "NCCL (--backend nccl: OSU's xccl benchmarks).\n"
+      "Rank i is paired with rank i+N/2 (use --map-by node to put pairs across nodes); all pairs run "
+      "at once.\nTests:";
   for (const auto& t : p2p_tests()) s += fmt::format("\n  {:8} {}", t.name, t.description);
   return s;
 }
 
 results::TableSpec P2PBenchmark::make_table() {
   using namespace results;
-  TableSpec table{"results", "p2p",
-          {series(key_text("test", 16)), key_text("memory", 8), key_text("backend", 8),
-           key_int("bytes", Unit::bytes, "size_B"),
-           key_int("pairs"), key_int("window"), setting_int("iterations", "iters"), setting_int("warmup"),
-           setting_int("blocks"),
-           headline(measured("latency_us", Unit::us, Better::lower)),
-           headline(measured("bw_mbps", Unit::mbps, Better::higher, "bw_MB/s")),
-           measured("bw_min_pair_mbps", Unit::mbps, Better::higher, "min_pair_MB/s"),
-           measured("msg_rate_mps", Unit::mega_per_s, Better::higher, "msgs_M/s", 3),
-           statistic("time_us_min", Unit::us, Better::lower, "min_us"),
-           statistic("time_us_median", Unit::us, Better::lower, "p50_us"),
-           statistic("time_us_mean", Unit::us, Better::lower, "mean_us"),
-           statistic("time_us_max", Unit::us, Better::lower, "max_us"),
-           statistic("time_us_p90", Unit::us, Better::lower, "p90_us"),
-           statistic("time_us_p99", Unit::us, Better::lower, "p99_us"),
-           statistic("time_us_stddev", Unit::us, Better::lower, "stddev_us"),
-           statistic("time_us_spread_pct", Unit::percent, Better::lower, "spread_%", 1),
-           measured_int("wrong", Unit::bytes, Better::lower, "#wrong")}};
+  TableSpec table{"results",
+                  "p2p",
+                  {series(key_text("test", 16)),
+                   key_text("memory", 8),
+                   key_text("backend", 8),
+                   key_int("bytes", Unit::bytes, "size_B"),
+                   key_int("pairs"),
+                   key_int("window"),
+                   setting_int("iterations", "iters"),
+                   setting_int("warmup"),
+                   setting_int("blocks"),
+                   headline(measured("latency_us", Unit::us, Better::lower)),
+                   headline(measured("bw_mbps", Unit::mbps, Better::higher, "bw_MB/s")),
+                   measured("bw_min_pair_mbps", Unit::mbps, Better::higher, "min_pair_MB/s"),
+                   measured("msg_rate_mps", Unit::mega_per_s, Better::higher, "msgs_M/s", 3),
+                   statistic("time_us_min", Unit::us, Better::lower, "min_us"),
+                   statistic("time_us_median", Unit::us, Better::lower, "p50_us"),
+                   statistic("time_us_mean", Unit::us, Better::lower, "mean_us"),
+                   statistic("time_us_max", Unit::us, Better::lower, "max_us"),
+                   statistic("time_us_p90", Unit::us, Better::lower, "p90_us"),
+                   statistic("time_us_p99", Unit::us, Better::lower, "p99_us"),
+                   statistic("time_us_stddev", Unit::us, Better::lower, "stddev_us"),
+                   statistic("time_us_spread_pct", Unit::percent, Better::lower, "spread_%", 1),
+                   measured_int("wrong", Unit::bytes, Better::lower, "#wrong")}};
   for (auto& c : facts::counter_columns()) table.columns.push_back(std::move(c));
   for (auto& c : facts::ExpectedShare::columns()) table.columns.push_back(std::move(c));
   return table;
@@ -78,11 +85,21 @@ results::TableSpec P2PBenchmark::make_table() {
 
 void P2PBenchmark::add_options(cli::po::options_description& options) {
   auto add = options.add_options();
-  add("test,t", cli::po::value<std::string>()->default_value("all"), ("tests, comma-separated: " + cli::name_choices(cli::names_of(p2p_tests(), [](const P2PTest& t) { return t.name; }), {{"all", {}}}) + " (all: every test, mbw_mr only with more than one pair)").c_str());
-  add("window,W", cli::po::value<long long>()->default_value(64), "messages in flight per iteration for bw, bibw, mbw_mr (OSU -W)");
-  add("memory", cli::po::value<std::string>()->default_value("host"), "where buffers live: host, pinned or device (device needs a CUDA-aware MPI, or --backend nccl)");
-  add("backend", cli::po::value<std::string>()->default_value("mpi"), "mpi (MPI_Isend/MPI_Irecv) or nccl (ncclSend/ncclRecv between GPUs, device buffers, one rank per GPU: OSU's osu_xccl_* tests on any MPI)");
-  add("min-time", cli::po::value<double>()->default_value(0.1), "without -n: repeat each size's timed block of OSU's iteration count until about this many seconds were timed (at most 100 blocks) and report the median block, with the blocks' spread; 0: one block");
+  add("test,t", cli::po::value<std::string>()->default_value("all"),
+      ("tests, comma-separated: " +
+       cli::name_choices(cli::names_of(p2p_tests(), [](const P2PTest& t) { return t.name; }), {{"all", {}}}) +
+       " (all: every test, mbw_mr only with more than one pair)")
+          .c_str());
+  add("window,W", cli::po::value<long long>()->default_value(64),
+      "messages in flight per iteration for bw, bibw, mbw_mr (OSU -W)");
+  add("memory", cli::po::value<std::string>()->default_value("host"),
+      "where buffers live: host, pinned or device (device needs a CUDA-aware MPI, or --backend nccl)");
+  add("backend", cli::po::value<std::string>()->default_value("mpi"),
+      "mpi (MPI_Isend/MPI_Irecv) or nccl (ncclSend/ncclRecv between GPUs, device buffers, one rank per GPU: OSU's "
+      "osu_xccl_* tests on any MPI)");
+  add("min-time", cli::po::value<double>()->default_value(0.1),
+      "without -n: repeat each size's timed block of OSU's iteration count until about this many seconds were timed "
+      "(at most 100 blocks) and report the median block, with the blocks' spread; 0: one block");
 }
 
 void P2PBenchmark::configure(const cli::po::variables_map& values, const cli::CommonOptions& common,
@@ -101,8 +118,10 @@ void P2PBenchmark::configure(const cli::po::variables_map& values, const cli::Co
   window_ = static_cast<int>(window);
   for (const auto* t : tests_)
     if (t->exchange != Exchange::ping_pong && common.sizes.min() == 0)
-      throw Error::usage(fmt::format("--sizes 0: {} measures bandwidth, which needs messages of at least 1 byte "
-                                     "(latency takes 0)", t->name));
+      throw Error::usage(
+          fmt::format("--sizes 0: {} measures bandwidth, which needs messages of at least 1 byte "
+                      "(latency takes 0)",
+                      t->name));
   memory_ = memory::parse_memory_kind(values["memory"].as<std::string>(), "--memory");
   const auto backend = values["backend"].as<std::string>();
   if (backend != "mpi" && backend != "nccl")
@@ -111,8 +130,10 @@ void P2PBenchmark::configure(const cli::po::variables_map& values, const cli::Co
   pairs_.emplace(placement.world_size());
   if (backend_ == BackendKind::nccl) {
     if (!values["memory"].defaulted() && memory_ != memory::MemoryKind::device)
-      throw Error::usage(fmt::format("--memory {} with --backend nccl: NCCL moves device memory only (--memory "
-                                     "device, its default there)", memory::to_string(memory_)));
+      throw Error::usage(
+          fmt::format("--memory {} with --backend nccl: NCCL moves device memory only (--memory "
+                      "device, its default there)",
+                      memory::to_string(memory_)));
     memory_ = memory::MemoryKind::device;
     if (!nccl_p2p_built())
       throw Error::usage(
@@ -122,14 +143,16 @@ void P2PBenchmark::configure(const cli::po::variables_map& values, const cli::Co
     const auto& me = placement.me();
     if (gpus == 0) throw Error::usage("--backend nccl: no GPU is visible to this rank; NCCL needs one GPU per rank");
     if (me.machine_local_rank >= gpus)
-      throw Error::usage(fmt::format("--backend nccl: rank {} on {} would share a GPU ({} visible there for {} or more "
-                                     "ranks); NCCL needs one rank per GPU: start at most {} rank(s) per machine",
-                                     me.rank, me.host, gpus, me.machine_local_rank + 1, gpus));
+      throw Error::usage(
+          fmt::format("--backend nccl: rank {} on {} would share a GPU ({} visible there for {} or more "
+                      "ranks); NCCL needs one rank per GPU: start at most {} rank(s) per machine",
+                      me.rank, me.host, gpus, me.machine_local_rank + 1, gpus));
   }
   if (memory_ != memory::MemoryKind::host) gpu_ = runtime::bind_gpu(placement.me().machine_local_rank);
   if (backend_ == BackendKind::mpi && memory_ == memory::MemoryKind::device && !runtime::mpi_is_cuda_aware())
-    throw Error::usage("--memory device: this MPI library is not CUDA-aware (MPIX_Query_cuda_support); use host or "
-                       "pinned, or --backend nccl");
+    throw Error::usage(
+        "--memory device: this MPI library is not CUDA-aware (MPIX_Query_cuda_support); use host or "
+        "pinned, or --backend nccl");
   flip_byte_ = std::getenv("FABRICBENCH_TEST_FLIP_BYTE") != nullptr;
   min_time_s_ = timing::TimedBlocks::checked_min_time(values["min-time"].as<double>(), "--min-time");
   if (common.iterations > 0) min_time_s_ = 0;  // -n: a count, as OSU's -i
@@ -138,8 +161,8 @@ void P2PBenchmark::configure(const cli::po::variables_map& values, const cli::Co
 PairMeasurement P2PBenchmark::measure(const P2PTest& test, std::uint64_t bytes, int iterations, int warmup,
                                       const runtime::Communicator& world) {
   const int me = world.rank();
-  Exchanger x{world.get(), me, pairs_->peer_of(me), pairs_->leads(me), *send_, *recv_, bytes, iterations,
-              warmup, window_, check_, flip_byte_};
+  Exchanger x{world.get(), me,     pairs_->peer_of(me), pairs_->leads(me), *send_, *recv_, bytes, iterations, warmup,
+              window_,     check_, flip_byte_};
   x.min_time_s = min_time_s_;
   return nccl_ ? nccl_->run(test, x) : run_exchange(test, x);
 }
@@ -177,7 +200,9 @@ void P2PBenchmark::report(const app::RunContext& context, const app::ToolLoop& l
   results::Row row(table_);
   row.set(col_.test, std::string(test.name)).set(col_.memory, std::string(memory::to_string(memory_)));
   row.set(col_.backend, std::string(to_string(backend_)));
-  row.set(col_.bytes, std::int64_t(bytes)).set(col_.pairs, std::int64_t(pairs)).set(col_.iterations, std::int64_t(iterations));
+  row.set(col_.bytes, std::int64_t(bytes))
+      .set(col_.pairs, std::int64_t(pairs))
+      .set(col_.iterations, std::int64_t(iterations));
   row.set(col_.warmup, std::int64_t(warmup)).set(col_.wrong, std::int64_t(wrong));
   row.set(col_.blocks, std::int64_t(mine.blocks)).set(col_.time_us_spread_pct, spread * 100);
   if (ping_pong) {
@@ -194,8 +219,7 @@ void P2PBenchmark::report(const app::RunContext& context, const app::ToolLoop& l
   // Between GPUs: the healthy curve of this test over NCCL where one was measured; MPI's between GPUs has none.
   if (!ping_pong)
     context.expect(row, facts::ExpectedShare::gbps(row.number("bw_mbps"), results::Unit::mbps),
-                   context.expected.at_size(reference(context, test), curve_op(test),
-                                            2 * pairs_->pairs(), bytes),
+                   context.expected.at_size(reference(context, test), curve_op(test), 2 * pairs_->pairs(), bytes),
                    bytes, fmt::format("{} at {} B", test.name, bytes));
   loop.write(row, grown, samples_, [&](std::int64_t index) { return laps.samples(index, sample_scale, pairs); });
 }
@@ -232,11 +256,12 @@ std::vector<results::TerminalColumn> P2PBenchmark::terminal_view(const app::RunC
                                                                  const P2PTest& test) const {
   std::vector<results::TerminalColumn> shown{{"bytes"}, {"iterations"}};
   if (test.exchange == Exchange::ping_pong) {
-    shown.insert(shown.end(), {{"latency_us"}, {"time_us_median"}, {"time_us_p90"}, {"time_us_p99"},
-                               {"time_us_min"}, {"time_us_max"}});
+    shown.insert(
+        shown.end(),
+        {{"latency_us"}, {"time_us_median"}, {"time_us_p90"}, {"time_us_p99"}, {"time_us_min"}, {"time_us_max"}});
   } else {
-    shown.insert(shown.end(), {{"bw_mbps"}, {"msg_rate_mps"}, {"time_us_median", "p50_win_us"},
-                               {"time_us_p99", "p99_win_us"}});
+    shown.insert(shown.end(),
+                 {{"bw_mbps"}, {"msg_rate_mps"}, {"time_us_median", "p50_win_us"}, {"time_us_p99", "p99_win_us"}});
     if (pairs_->pairs() > 1) shown.push_back({"bw_min_pair_mbps"});
     if (reference(context, test).known()) shown.push_back({"pct_expected"});
   }
@@ -252,8 +277,8 @@ ExitStatus P2PBenchmark::run(const app::RunContext& context) {
   recv_.emplace(memory_, context.options.sizes.max());
   if (backend_ == BackendKind::nccl) nccl_ = std::make_unique<NcclP2P>(context.world);
   // Every host's links (NVLink too with GPU memory), read by its first rank around every size.
-  app::ToolLoop loop(context, facts::LinkWatch(context.world, context.placement.me().host,
-                                               memory_ == memory::MemoryKind::device));
+  app::ToolLoop loop(
+      context, facts::LinkWatch(context.world, context.placement.me().host, memory_ == memory::MemoryKind::device));
   if (context.is_root()) context.out->declare(samples_);
   loop.note_pairs(*pairs_);
   if (context.is_root())
@@ -266,12 +291,13 @@ ExitStatus P2PBenchmark::run(const app::RunContext& context) {
     for (const auto bytes : sizes) {
       const int iterations = test.defaults.iterations(bytes, context.options.iterations);
       const int warmup = test.defaults.warmup(bytes, context.options.warmup);
-      loop.step(fmt::format("{} at {} B", test.name, bytes),
-                [&] { return measure(test, bytes, iterations, warmup, context.world); },
-                [&](const PairMeasurement& mine, const facts::CounterReading& grown) {
-                  loop.count_wrong(mine.wrong);
-                  report(context, loop, test, bytes, iterations, warmup, mine, grown);
-                });
+      loop.step(
+          fmt::format("{} at {} B", test.name, bytes),
+          [&] { return measure(test, bytes, iterations, warmup, context.world); },
+          [&](const PairMeasurement& mine, const facts::CounterReading& grown) {
+            loop.count_wrong(mine.wrong);
+            report(context, loop, test, bytes, iterations, warmup, mine, grown);
+          });
     }
   }
   return loop.finish("bytes");

@@ -40,16 +40,22 @@ void fill_p2p_record(PairRecord& rec, const ops::P2PTest& test, std::uint64_t by
 
 std::string PairSlot::doing(int direction) const {
   const char* way = !m.both_directions ? "both" : direction == 0 ? "a->b" : "b->a";
-  return fmt::format("pair {} - {}: {} {}", host_names[hosts.a], host_names[hosts.b], m.name, m.collective() ? "" : way);
+  return fmt::format("pair {} - {}: {} {}", host_names[hosts.a], host_names[hosts.b], m.name,
+                     m.collective() ? "" : way);
 }
 
-P2PPairTest::P2PPairTest(const std::vector<const SweepMetric*>& metrics, std::uint64_t bw_bytes, std::uint64_t lat_bytes,
-                         int window, double pair_time_s, double pair_time_relative)
-    : metrics_(metrics), bw_bytes_(bw_bytes), lat_bytes_(lat_bytes), window_(window), pair_time_s_(pair_time_s),
+P2PPairTest::P2PPairTest(const std::vector<const SweepMetric*>& metrics, std::uint64_t bw_bytes,
+                         std::uint64_t lat_bytes, int window, double pair_time_s, double pair_time_relative)
+    : metrics_(metrics),
+      bw_bytes_(bw_bytes),
+      lat_bytes_(lat_bytes),
+      window_(window),
+      pair_time_s_(pair_time_s),
       pair_time_relative_(pair_time_relative),
       send_(memory::MemoryKind::host, std::max<std::uint64_t>({bw_bytes, lat_bytes, 1})),
       recv_(memory::MemoryKind::host, std::max<std::uint64_t>({bw_bytes, lat_bytes, 1})),
-      fastest_(metrics.size() * 2, INFINITY), measured_(metrics.size() * 2, INFINITY) {
+      fastest_(metrics.size() * 2, INFINITY),
+      measured_(metrics.size() * 2, INFINITY) {
   budgets_ = {std::vector<double>(metrics.size() * 2, 0), std::vector<double>(metrics.size() * 2, 0), 0};
   if (const char* hook = std::getenv("FABRICBENCH_TEST_LATE_RECEIVES")) {
     double ms = 0;
@@ -57,9 +63,7 @@ P2PPairTest::P2PPairTest(const std::vector<const SweepMetric*>& metrics, std::ui
   }
 }
 
-std::uint64_t P2PPairTest::bytes_of(const SweepMetric& m) const {
-  return m.p2p().ping_pong() ? lat_bytes_ : bw_bytes_;
-}
+std::uint64_t P2PPairTest::bytes_of(const SweepMetric& m) const { return m.p2p().ping_pong() ? lat_bytes_ : bw_bytes_; }
 
 void P2PPairTest::plan_round(const runtime::Communicator& world, const runtime::Communicator* pair) {
   const std::size_t slots = metrics_.size() * 2;
@@ -81,11 +85,13 @@ void P2PPairTest::plan_round(const runtime::Communicator& world, const runtime::
   // The fastest pair so far, from what earlier rounds measured (a probe of a fresh connection runs in TCP's slow
   // start and would make the fast pairs look slow): every leader offers its own, the world takes the minimum.
   std::vector<double> fastest(slots);
-  runtime::check_mpi(MPI_Allreduce(measured_.data(), fastest.data(), static_cast<int>(slots), MPI_DOUBLE, MPI_MIN,
-                                   world.get()), "MPI_Allreduce");
+  runtime::check_mpi(
+      MPI_Allreduce(measured_.data(), fastest.data(), static_cast<int>(slots), MPI_DOUBLE, MPI_MIN, world.get()),
+      "MPI_Allreduce");
   for (std::size_t i = 0; i < slots; ++i) {
     fastest_[i] = std::min(fastest_[i], fastest[i]);
-    budgets_.budget_s[i] = std::isfinite(fastest_[i]) ? std::max(pair_time_s_, pair_time_relative_ * fastest_[i]) : pair_time_s_;
+    budgets_.budget_s[i] =
+        std::isfinite(fastest_[i]) ? std::max(pair_time_s_, pair_time_relative_ * fastest_[i]) : pair_time_s_;
   }
 }
 
@@ -100,7 +106,8 @@ std::vector<PairRecord> P2PPairTest::run(const PairSlot& s) {
   for (int direction = 0; direction < s.m.directions(); ++direction) {
     const bool leader = me == direction;
     s.context.doing(s.doing(direction));
-    ops::Exchanger x{s.pair.get(), me, 1 - me, leader, send_, recv_, bytes, iterations, warmup, window_, options.check, false};
+    ops::Exchanger x{s.pair.get(), me,         1 - me, leader,  send_,         recv_,
+                     bytes,        iterations, warmup, window_, options.check, false};
     x.budget_s = budgets_.budget_s[slot(s.metric, direction)];
     x.probe_s = budgets_.probe_s[slot(s.metric, direction)];
     const auto measure_start = std::chrono::steady_clock::now();
@@ -134,7 +141,8 @@ PairRecord P2PPairTest::shift(const app::RunContext& context, const runtime::Com
   const auto stats = timing::SampleStats::of(r.laps_us);
   auto rec = PairRecord::of(round, {host, to}, 0, 0);
   rec.measure_s = seconds_since(measure_start);
-  rec.iterations = iterations, rec.bytes = static_cast<std::int64_t>(bw_bytes_), rec.wrong = static_cast<std::int64_t>(r.wrong);
+  rec.iterations = iterations, rec.bytes = static_cast<std::int64_t>(bw_bytes_),
+  rec.wrong = static_cast<std::int64_t>(r.wrong);
   // One direction's bytes over the steps' times until `to` had them (the later of this node's sends and `to`'s
   // receives, per step): mpiGraph's send bandwidth where the window outgrows the socket buffers, the link's otherwise.
   rec.value = ops::find_p2p_test("bw")->pair_figure(bw_bytes_, window_, iterations, r.elapsed_s);
@@ -171,9 +179,10 @@ class CollPairTest : public PairTest {
         splitter_ = ops::make_nccl_splitter(context.world, gpu_, timeout_s > 0, timeout_s);
         const double created_s = seconds_since(start);
         if (context.is_root()) context.out->attribute("nccl_parent_s", created_s);
-        note(fmt::format("NCCL parent communicator over all {} ranks: created once in {:.3f} s (rank 0; not in any "
-                         "pair's setup_s); each round's pair communicators are split from it ({})",
-                         context.world.size(), created_s, splitter_->sharing()));
+        note(
+            fmt::format("NCCL parent communicator over all {} ranks: created once in {:.3f} s (rank 0; not in any "
+                        "pair's setup_s); each round's pair communicators are split from it ({})",
+                        context.world.size(), created_s, splitter_->sharing()));
       }
       const auto start = std::chrono::steady_clock::now();
       round_ = splitter_->split(color, key, group);
@@ -228,7 +237,7 @@ class CollPairTest : public PairTest {
     auto rec = s.record(2);
     rec.iterations = iterations, rec.window = 1, rec.setup_s = setup_s, rec.measure_s = seconds_since(measure_start);
     if (s.pair.all_sum(hung) > 0) {  // every rank of the pair agrees, over MPI, which still works
-      backend.abort();  // on every end: a communicator whose peer gave up is not destroyed with it
+      backend.abort();               // on every end: a communicator whose peer gave up is not destroyed with it
       own.reset(), round_.reset();
       rec.hung = 1;
       return {rec};

@@ -2,8 +2,6 @@
 // then the run's closing notes and exit status. The rounds of a pass are in sweep_rounds.cpp.
 #include "fabricbench/tools/sweep/sweep_benchmark.hpp"
 
-#include "fabricbench/cli/ini_file.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -15,15 +13,17 @@
 
 #include "fabricbench/app/shipped_files.hpp"
 #include "fabricbench/cli/byte_size.hpp"
+#include "fabricbench/cli/ini_file.hpp"
 #include "fabricbench/cli/name_list.hpp"
-#include "fabricbench/tools/coll/coll_benchmark.hpp"
 #include "fabricbench/ops/p2p_exchange.hpp"
 #include "fabricbench/runtime/gpu.hpp"
+#include "fabricbench/tools/coll/coll_benchmark.hpp"
 
 namespace fabricbench::sweep {
 std::string SweepBenchmark::summary() const {
-  std::string s = "fabric-sweep: every node pair of the job, the pairs of each round at once; names the bad node or link.\n"
-                  "Ranks are grouped by host; -b/-e/--sizes give the bandwidth message size (the largest).\nMetrics:";
+  std::string s =
+      "fabric-sweep: every node pair of the job, the pairs of each round at once; names the bad node or link.\n"
+      "Ranks are grouped by host; -b/-e/--sizes give the bandwidth message size (the largest).\nMetrics:";
   for (const auto& m : sweep_metrics()) s += fmt::format("\n  {:12} {}", m.name, m.description);
   return s;
 }
@@ -31,35 +31,84 @@ std::string SweepBenchmark::summary() const {
 void SweepBenchmark::add_options(cli::po::options_description& options) {
   namespace po = cli::po;
   auto add = options.add_options();
-  add("plan", po::value<std::string>(), "all-pairs (circle method), quick (node i with i+N/2), shift (mpiGraph; p2p_bw only) or adaptive (rounds chosen from the results so far: random pairs, slow hosts re-paired with clean ones, slow pairs confirmed, pairs inside a leaf where an uplink is suspect; it re-tests by itself); --pattern is the same option");
-  add("seed", po::value<long long>()->default_value(1), "--plan adaptive: the seed of its random pairs (the same seed, hosts and results give the same rounds)");
+  add("plan", po::value<std::string>(),
+      "all-pairs (circle method), quick (node i with i+N/2), shift (mpiGraph; p2p_bw only) or adaptive (rounds chosen "
+      "from the results so far: random pairs, slow hosts re-paired with clean ones, slow pairs confirmed, pairs inside "
+      "a leaf where an uplink is suspect; it re-tests by itself); --pattern is the same option");
+  add("seed", po::value<long long>()->default_value(1),
+      "--plan adaptive: the seed of its random pairs (the same seed, hosts and results give the same rounds)");
   add("pattern", po::value<std::string>()->default_value("all-pairs"), "the same as --plan");
-  add("budget", po::value<std::string>(), "a time limit on the whole sweep (15m, 1h, 90s): rounds run while the next one fits, judged from the rounds measured so far; the end of the run says which pairs were not covered (/sweep/untested)");
-  add("dry-run", "measure nothing: print the plan (rounds, pairs per round) and its estimated time, and with --budget how much of it fits");
-  add("hosts", po::value<long long>(), "with --dry-run: plan for this many hosts instead of the job's (one process is enough)");
-  add("hostfile", po::value<std::string>(), "with --dry-run: plan for the hosts of this file (one per line, the first word; '#' comments), e.g. for --topology");
-  add("pair-time-estimate", po::value<std::string>(), "the time of one round's pair tests (all metrics) before any was measured, for --dry-run and --budget; default: --pair-time per metric and direction");
+  add("budget", po::value<std::string>(),
+      "a time limit on the whole sweep (15m, 1h, 90s): rounds run while the next one fits, judged from the rounds "
+      "measured so far; the end of the run says which pairs were not covered (/sweep/untested)");
+  add("dry-run",
+      "measure nothing: print the plan (rounds, pairs per round) and its estimated time, and with --budget how much of "
+      "it fits");
+  add("hosts", po::value<long long>(),
+      "with --dry-run: plan for this many hosts instead of the job's (one process is enough)");
+  add("hostfile", po::value<std::string>(),
+      "with --dry-run: plan for the hosts of this file (one per line, the first word; '#' comments), e.g. for "
+      "--topology");
+  add("pair-time-estimate", po::value<std::string>(),
+      "the time of one round's pair tests (all metrics) before any was measured, for --dry-run and --budget; default: "
+      "--pair-time per metric and direction");
   add("pairs-file", po::value<std::string>(), "rounds from a file, lines 'ROUND HOST_A HOST_B' (instead of --pattern)");
-  add("metric", po::value<std::string>()->default_value("p2p_bw,p2p_latency"), ("comma list of " + cli::name_choices(cli::names_of(sweep_metrics(), [](const SweepMetric& m) { return m.name; }))).c_str());
+  add("metric", po::value<std::string>()->default_value("p2p_bw,p2p_latency"),
+      ("comma list of " +
+       cli::name_choices(cli::names_of(sweep_metrics(), [](const SweepMetric& m) { return m.name; })))
+          .c_str());
   add("lat-bytes", po::value<std::string>()->default_value("8"), "message size of p2p_latency");
   add("window,W", po::value<long long>()->default_value(64), "messages in flight for the bandwidth metrics");
-  add("pair-time", po::value<std::string>()->default_value("2s"), "time budget of one p2p pair test (per metric and direction): a slower pair runs fewer iterations (or a smaller window) and reports what it moved; 0: none");
-  add("pair-time-relative", po::value<double>()->default_value(1.5), "after the first round the budget is at least this many times the fastest pair's full test time measured so far");
-  add("qp-timeout", po::value<int>()->default_value(14), "the rdma metrics' local ACK timeout 0-31, 4.096 us x 2^N before a retransmission (perftest -u)");
-  add("retest", po::value<long long>()->default_value(1), "times each suspect pair is re-tested, also against good nodes; a pair that turns suspect after a re-test gets its own (0: none)");
-  add("rules", po::value<std::string>()->default_value(app::shipped_config("sweep.ini")), "verdict rules (INI); default: the shipped configs/sweep.ini ($FABRICBENCH_DATA_DIR or <bin>/../share/fabricbench)");
-  add("backend", po::value<std::string>()->default_value("auto"), "collective metrics: nccl, mpi, or auto; given as nccl, the p2p metrics too measure GPU to GPU (ncclSend/ncclRecv, one rank per GPU)");
-  add("nccl-comms", po::value<std::string>()->default_value("split"), "collective metrics with NCCL: split (each round's pair communicators split from one communicator over the job, made once: ncclCommSplit) or init (a fresh ncclCommInitRank per pair, metric and round); split falls back to init after a hang or where it fails");
+  add("pair-time", po::value<std::string>()->default_value("2s"),
+      "time budget of one p2p pair test (per metric and direction): a slower pair runs fewer iterations (or a smaller "
+      "window) and reports what it moved; 0: none");
+  add("pair-time-relative", po::value<double>()->default_value(1.5),
+      "after the first round the budget is at least this many times the fastest pair's full test time measured so far");
+  add("qp-timeout", po::value<int>()->default_value(14),
+      "the rdma metrics' local ACK timeout 0-31, 4.096 us x 2^N before a retransmission (perftest -u)");
+  add("retest", po::value<long long>()->default_value(1),
+      "times each suspect pair is re-tested, also against good nodes; a pair that turns suspect after a re-test gets "
+      "its own (0: none)");
+  add("rules", po::value<std::string>()->default_value(app::shipped_config("sweep.ini")),
+      "verdict rules (INI); default: the shipped configs/sweep.ini ($FABRICBENCH_DATA_DIR or "
+      "<bin>/../share/fabricbench)");
+  add("backend", po::value<std::string>()->default_value("auto"),
+      "collective metrics: nccl, mpi, or auto; given as nccl, the p2p metrics too measure GPU to GPU "
+      "(ncclSend/ncclRecv, one rank per GPU)");
+  add("nccl-comms", po::value<std::string>()->default_value("split"),
+      "collective metrics with NCCL: split (each round's pair communicators split from one communicator over the job, "
+      "made once: ncclCommSplit) or init (a fresh ncclCommInitRank per pair, metric and round); split falls back to "
+      "init after a hang or where it fails");
   add("sequential", "test the pairs of a round one after another (to measure what running them at once saves)");
-  add("rails", po::value<int>()->implicit_value(0), "every local rank takes part: local rank i of one node tests local rank i of the other (rail i), all rails at once, every metric; rows and verdicts name the rail and NIC");
-  add("rail-map", po::value<std::string>(), "with --rails: the NIC of each rail, lines 'RAIL rdma=DEVICE[:PORT] net=INTERFACE' (the launcher's file); the rdma metrics open rail i's device and the data-path check reads its counters");
-  add("topology", po::value<std::string>(), "the switch tree in Slurm's topology.conf format (SwitchName= Nodes=|Switches= [Rail=]); several files, comma-separated, are one per rail: adds leaf switch and uplink verdicts and makes sure every pair of leaves is crossed on every rail");
-  add("resume", po::value<std::string>(), "continue the sweep of this HDF5 file (a run that hung, was killed or failed): skip every pair it finished, append to it, end as if run in one go; same options, and its hosts less those excluded");
-  add("repeat", po::value<long long>(), "a continuous mesh: run the sweep this many passes (0: until stopped; SIGTERM, or SIGUSR1 to mpirun, stops it after the pass in flight), each judged on its own; the passes go to one file (/sweep/passes, the pass column), and a verdict that appears or goes is named with its pass (/sweep/changes)");
-  add("bw-every", po::value<long long>(), "with --repeat: the bandwidth metrics (p2p_bw, p2p_bibw, rdma_bw, allreduce, sendrecv) run only in every K-th pass, the latency ones in every pass; a pass is judged with the last bandwidth figures");
-  add("every", po::value<std::string>(), "with --repeat: start a pass this often (30s, 5m; default 0: back to back); a pass that overruns starts the next at once");
-  add("prometheus", po::value<std::string>(), "write the figures, verdicts and pass in Prometheus' text format to this .prom file (node_exporter's textfile collector), replaced whole after each pass (without --repeat: once, at the end)");
-  add("exclude", po::value<std::string>(), "with --resume: go on without these hosts (comma-separated; a host the earlier part named hung is left out by itself); their pairs are recorded as not tested (/sweep/untested)");
+  add("rails", po::value<int>()->implicit_value(0),
+      "every local rank takes part: local rank i of one node tests local rank i of the other (rail i), all rails at "
+      "once, every metric; rows and verdicts name the rail and NIC");
+  add("rail-map", po::value<std::string>(),
+      "with --rails: the NIC of each rail, lines 'RAIL rdma=DEVICE[:PORT] net=INTERFACE' (the launcher's file); the "
+      "rdma metrics open rail i's device and the data-path check reads its counters");
+  add("topology", po::value<std::string>(),
+      "the switch tree in Slurm's topology.conf format (SwitchName= Nodes=|Switches= [Rail=]); several files, "
+      "comma-separated, are one per rail: adds leaf switch and uplink verdicts and makes sure every pair of leaves is "
+      "crossed on every rail");
+  add("resume", po::value<std::string>(),
+      "continue the sweep of this HDF5 file (a run that hung, was killed or failed): skip every pair it finished, "
+      "append to it, end as if run in one go; same options, and its hosts less those excluded");
+  add("repeat", po::value<long long>(),
+      "a continuous mesh: run the sweep this many passes (0: until stopped; SIGTERM, or SIGUSR1 to mpirun, stops it "
+      "after the pass in flight), each judged on its own; the passes go to one file (/sweep/passes, the pass column), "
+      "and a verdict that appears or goes is named with its pass (/sweep/changes)");
+  add("bw-every", po::value<long long>(),
+      "with --repeat: the bandwidth metrics (p2p_bw, p2p_bibw, rdma_bw, allreduce, sendrecv) run only in every K-th "
+      "pass, the latency ones in every pass; a pass is judged with the last bandwidth figures");
+  add("every", po::value<std::string>(),
+      "with --repeat: start a pass this often (30s, 5m; default 0: back to back); a pass that overruns starts the next "
+      "at once");
+  add("prometheus", po::value<std::string>(),
+      "write the figures, verdicts and pass in Prometheus' text format to this .prom file (node_exporter's textfile "
+      "collector), replaced whole after each pass (without --repeat: once, at the end)");
+  add("exclude", po::value<std::string>(),
+      "with --resume: go on without these hosts (comma-separated; a host the earlier part named hung is left out by "
+      "itself); their pairs are recorded as not tested (/sweep/untested)");
 }
 
 void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::CommonOptions& common,
@@ -71,13 +120,15 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
     hosts_ = planned_hosts(v);
     const int per = v.count("rails") ? v["rails"].as<int>() : 1;
     if (per < 1) throw Error::usage("--rails with --hosts/--hostfile: give the rails per host, --rails=8");
-    for (std::size_t h = 0; h < hosts_.size(); ++h) host_of_rank_.insert(host_of_rank_.end(), static_cast<std::size_t>(per), static_cast<int>(h));
+    for (std::size_t h = 0; h < hosts_.size(); ++h)
+      host_of_rank_.insert(host_of_rank_.end(), static_cast<std::size_t>(per), static_cast<int>(h));
   } else {
     hosts_ = placement.hosts();
     if (hosts_.size() < 2)
-      throw Error::usage(fmt::format("fabric-sweep tests pairs of nodes and this job has 1 host ({}); launch it across 2 "
-                                     "or more nodes (ranks are grouped by host name), or plan with --dry-run --hosts N",
-                                     hosts_.front()));
+      throw Error::usage(
+          fmt::format("fabric-sweep tests pairs of nodes and this job has 1 host ({}); launch it across 2 "
+                      "or more nodes (ranks are grouped by host name), or plan with --dry-run --hosts N",
+                      hosts_.front()));
     for (const auto& r : placement.ranks())
       host_of_rank_.push_back(static_cast<int>(std::find(hosts_.begin(), hosts_.end(), r.host) - hosts_.begin()));
     for (const auto& r : placement.ranks()) ranks_per_host_ = std::max(ranks_per_host_, r.local_size);
@@ -95,7 +146,8 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
     schedule_ = PairSchedule::from_pairs_file(in, hosts_, path);
   } else {
     cli::require_choice(v.count("plan") ? "--plan" : "--pattern", pattern, {"all-pairs", "quick", "shift", "adaptive"});
-    schedule_ = pattern == "all-pairs" ? PairSchedule::all_pairs(n) : pattern == "quick" ? PairSchedule::quick(n)
+    schedule_ = pattern == "all-pairs" ? PairSchedule::all_pairs(n)
+                : pattern == "quick"   ? PairSchedule::quick(n)
                 : pattern == "shift"   ? PairSchedule::shift(n)
                                        : PairSchedule::adaptive(n);
   }
@@ -104,7 +156,9 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
   for (const auto i : cli::parse_name_list("--metric", v["metric"].as<std::string>(), names))
     metrics_.push_back(&sweep_metrics()[i]);
   if (schedule_->directed() && (rails_ > 1 || topology_))
-    throw Error::usage("--pattern shift sends around a ring of nodes: with --rails or --topology use all-pairs, quick or --pairs-file");
+    throw Error::usage(
+        "--pattern shift sends around a ring of nodes: with --rails or --topology use all-pairs, quick or "
+        "--pairs-file");
   adaptive_ = schedule_->pattern() == "adaptive";
   seed_ = static_cast<std::uint64_t>(v["seed"].as<long long>());
   if (!adaptive_ && !v["seed"].defaulted())
@@ -114,10 +168,13 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
     throw Error::usage("--sequential with --plan adaptive: the adaptive plan's rounds are its own; use a fixed plan");
   if (topology_ && !adaptive_) schedule_->cover(*topology_, rails_);  // the adaptive plan crosses the leaves itself
   if (schedule_->directed() && (metrics_.size() != 1 || metrics_[0]->name != "p2p_bw"))
-    throw Error::usage("--pattern shift sends to one node while receiving from another: it measures --metric p2p_bw only");
+    throw Error::usage(
+        "--pattern shift sends to one node while receiving from another: it measures --metric p2p_bw only");
   bw_bytes_ = common.sizes.max();
   lat_bytes_ = cli::parse_byte_size(v["lat-bytes"].as<std::string>(), "--lat-bytes");
-  if (bw_bytes_ == 0) throw Error::usage(fmt::format("{} 0: the bandwidth metrics need messages of at least 1 byte", common.sizes_option));
+  if (bw_bytes_ == 0)
+    throw Error::usage(
+        fmt::format("{} 0: the bandwidth metrics need messages of at least 1 byte", common.sizes_option));
   const auto window = v["window"].as<long long>();
   cli::require_in_range("--window", window, 1, ops::max_window);
   window_ = static_cast<int>(window);
@@ -133,12 +190,14 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
   retest_ = static_cast<int>(retest);
   std::vector<std::string> metric_names;
   for (const auto& m : sweep_metrics()) metric_names.emplace_back(m.name);
-  rules_ = Rules::load(v["rules"].as<std::string>(),
-                       common.baseline.empty() ? results::Baseline() : results::Baseline::load(common.baseline, pairs_table_),
-                       metric_names);
+  rules_ = Rules::load(
+      v["rules"].as<std::string>(),
+      common.baseline.empty() ? results::Baseline() : results::Baseline::load(common.baseline, pairs_table_),
+      metric_names);
   for (const auto* m : metrics_)
     if (!rules_.metrics.count(std::string(m->name)))
-      throw Error::usage(fmt::format("--rules {}: no [{}] section for --metric {}", v["rules"].as<std::string>(), m->name, m->name));
+      throw Error::usage(
+          fmt::format("--rules {}: no [{}] section for --metric {}", v["rules"].as<std::string>(), m->name, m->name));
   sequential_ = v.count("sequential") > 0;
   configure_resume(v, placement);
   configure_mesh(v, placement.me().rank == 0);
@@ -147,7 +206,8 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
   nccl_comms_ = nccl_comms == "split" ? NcclComms::split : NcclComms::init;
   backend_ = ops::choose_backend(v["backend"].as<std::string>());
   gpu_p2p_ = v["backend"].as<std::string>() == "nccl";
-  const bool collectives = std::any_of(metrics_.begin(), metrics_.end(), [](const SweepMetric* m) { return m->collective(); });
+  const bool collectives =
+      std::any_of(metrics_.begin(), metrics_.end(), [](const SweepMetric* m) { return m->collective(); });
   const bool on_gpus =
       std::any_of(metrics_.begin(), metrics_.end(), [&](const SweepMetric* m) { return this->on_gpus(*m); });
   if (!v["nccl-comms"].defaulted() && !(on_gpus && backend_ == ops::BackendKind::nccl))
@@ -155,7 +215,8 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
         "--nccl-comms: it chooses how the collective metrics (allreduce, sendrecv), and the p2p ones with --backend "
         "nccl, make their NCCL communicators; give one of them with --backend nccl");
   if (collectives && bw_bytes_ < 4)
-    throw Error::usage(fmt::format("{} {}: the collective metrics move floats: give at least 4 bytes", common.sizes_option, bw_bytes_));
+    throw Error::usage(fmt::format("{} {}: the collective metrics move floats: give at least 4 bytes",
+                                   common.sizes_option, bw_bytes_));
   if (collectives && backend_ == ops::BackendKind::mpi) {
     std::vector<const ops::CollectiveOp*> ops;
     for (const auto* m : metrics_)
@@ -194,19 +255,24 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
   gather_nics(context);
   auto rounds = rounds_to_run();
   // --resume: every rank drops the pairs the earlier part finished (rank 0 read them); rounds keep their numbers.
-  const auto finished = context.world.broadcast_array(context.is_root() ? finished_pairs() : std::vector<HostPair>{}, 0);
+  const auto finished =
+      context.world.broadcast_array(context.is_root() ? finished_pairs() : std::vector<HostPair>{}, 0);
   std::size_t skipped = 0;
   for (auto& round : rounds) {
     const auto before = round.pairs.size();
-    round.pairs.erase(std::remove_if(round.pairs.begin(), round.pairs.end(), [&](const HostPair& p) {
-                        return std::find(finished.begin(), finished.end(), p.unordered()) != finished.end();
-                      }), round.pairs.end());
+    round.pairs.erase(std::remove_if(round.pairs.begin(), round.pairs.end(),
+                                     [&](const HostPair& p) {
+                                       return std::find(finished.begin(), finished.end(), p.unordered()) !=
+                                              finished.end();
+                                     }),
+                      round.pairs.end());
     skipped += before - round.pairs.size();
   }
   if (context.is_root()) write_start(context, rounds, skipped);
   setup_total_s_ = measure_total_s_ = pair_setup_sum_s_ = pair_measure_sum_s_ = 0;
   pair_rows_ = 0;
-  sweep_rounds_planned_ = static_cast<int>(std::count_if(rounds.begin(), rounds.end(), [](const Round& r) { return !r.pairs.empty(); }));
+  sweep_rounds_planned_ =
+      static_cast<int>(std::count_if(rounds.begin(), rounds.end(), [](const Round& r) { return !r.pairs.empty(); }));
   const auto metrics = judged_metrics();
   if (mesh_) {
     if (context.is_root()) {
@@ -241,7 +307,9 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
     const bool last = stop || (repeat_ > 0 && pass_ >= repeat_);
     if (context.is_root()) {
       // Between bandwidth passes the judge reads the last bandwidth figures beside this pass's latency ones.
-      const auto is_bw = [&](const PairRecord& r) { return metrics_[static_cast<std::size_t>(r.metric)]->better == results::Better::higher; };
+      const auto is_bw = [&](const PairRecord& r) {
+        return metrics_[static_cast<std::size_t>(r.metric)]->better == results::Better::higher;
+      };
       if (bw_pass_) {
         last_bw_records_.clear();
         std::copy_if(records.begin(), records.end(), std::back_inserter(last_bw_records_), is_bw);
@@ -251,7 +319,8 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
       judgement = judge(records, metrics, rules_, fabric(), traffic_, counter_nics_);
       any_verdict = any_verdict || !judgement.verdicts.empty();
       if (mesh_)
-        write_pass(context, started, std::chrono::duration<double>(std::chrono::steady_clock::now() - pass_start).count(),
+        write_pass(context, started,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - pass_start).count(),
                    static_cast<std::size_t>(next_round), records, judgement, last);
     }
     if (last) break;
@@ -259,13 +328,13 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
   }
   std::int64_t verdicts = 0;
   if (context.is_root()) {
-    if (mesh_)
-      context.out->attribute("passes", static_cast<std::int64_t>(passes_done));
+    if (mesh_) context.out->attribute("passes", static_cast<std::int64_t>(passes_done));
     write_topology(context, judgement);
     write_untested(context);
-    context.out->note(fmt::format("time of the rounds: pair tests {}, setup {} (each round's longest, summed; setup: "
-                                  "communicator splits, NCCL communicators, QPs; per pair in /sweep/pairs setup_s)",
-                                  human_duration(measure_total_s_), human_duration(setup_total_s_)));
+    context.out->note(
+        fmt::format("time of the rounds: pair tests {}, setup {} (each round's longest, summed; setup: "
+                    "communicator splits, NCCL communicators, QPs; per pair in /sweep/pairs setup_s)",
+                    human_duration(measure_total_s_), human_duration(setup_total_s_)));
     // Every pair's own, summed: what the sweep's pairs cost in all, setup beside measuring.
     context.out->note(fmt::format("pair rows: setup {}, measure {} (sums of setup_s and measure_s over {} rows)",
                                   human_duration(pair_setup_sum_s_), human_duration(pair_measure_sum_s_), pair_rows_));

@@ -56,8 +56,9 @@ void SweepBenchmark::configure_mesh(const cli::po::variables_map& v, bool root) 
     cli::require_in_range("--repeat", repeat, 0, 1000000);
     repeat_ = static_cast<int>(repeat);
     if (v.count("budget"))
-      throw Error::usage("--budget caps one sweep; with --repeat each pass is the whole plan: give --every, or a --plan "
-                         "that fits (quick, --pairs-file)");
+      throw Error::usage(
+          "--budget caps one sweep; with --repeat each pass is the whole plan: give --every, or a --plan "
+          "that fits (quick, --pairs-file)");
   }
   bw_every_ = 1;
   last_bw_records_.clear();
@@ -67,9 +68,12 @@ void SweepBenchmark::configure_mesh(const cli::po::variables_map& v, bool root) 
     cli::require_in_range("--bw-every", k, 1, 1000000);
     bw_every_ = static_cast<int>(k);
     const auto higher = [](const SweepMetric* m) { return m->better == results::Better::higher; };
-    if (bw_every_ > 1 && (std::all_of(metrics_.begin(), metrics_.end(), higher) || std::none_of(metrics_.begin(), metrics_.end(), higher)))
-      throw Error::usage(fmt::format("--bw-every {}: give --metric with a latency metric (p2p_latency, rdma_lat) and a "
-                                     "bandwidth one, e.g. p2p_latency,p2p_bw", bw_every_));
+    if (bw_every_ > 1 && (std::all_of(metrics_.begin(), metrics_.end(), higher) ||
+                          std::none_of(metrics_.begin(), metrics_.end(), higher)))
+      throw Error::usage(
+          fmt::format("--bw-every {}: give --metric with a latency metric (p2p_latency, rdma_lat) and a "
+                      "bandwidth one, e.g. p2p_latency,p2p_bw",
+                      bw_every_));
   }
   if (v.count("every")) {
     if (!mesh_) throw Error::usage("--every: give --repeat N too (the passes it spaces; 0: until stopped)");
@@ -80,22 +84,26 @@ void SweepBenchmark::configure_mesh(const cli::po::variables_map& v, bool root) 
     if (!folder.empty() && !std::filesystem::is_directory(folder))
       throw Error::usage(fmt::format("--prometheus {}: the folder {} does not exist", prometheus_, folder.string()));
     if (std::filesystem::path(prometheus_).extension() != ".prom")
-      throw Error::usage(fmt::format("--prometheus {}: give a file ending in .prom (node_exporter's textfile collector "
-                                     "reads *.prom)", prometheus_));
+      throw Error::usage(
+          fmt::format("--prometheus {}: give a file ending in .prom (node_exporter's textfile collector "
+                      "reads *.prom)",
+                      prometheus_));
     if (root && !dry_run_) results::Exposition::check_writable(prometheus_);  // rank 0 writes it
   }
-  if (resume_.empty() || dry_run_ || !root) return;  // rank 0 reads the file; run() tells the others
+  if (resume_.empty() || dry_run_ || !root) return;                 // rank 0 reads the file; run() tells the others
   const bool is_mesh = results::has_table(resume_, passes_table_);  // declared by a mesh's start, rows or not
   if (is_mesh != mesh_)
-    throw Error::usage(is_mesh ? fmt::format("--resume {}: a mesh (--repeat); give --repeat (the passes in all) to go on", resume_)
-                               : fmt::format("--resume {}: a sweep of one pass; resume it without --repeat", resume_));
+    throw Error::usage(
+        is_mesh ? fmt::format("--resume {}: a mesh (--repeat); give --repeat (the passes in all) to go on", resume_)
+                : fmt::format("--resume {}: a sweep of one pass; resume it without --repeat", resume_));
   if (!mesh_) return;
-  for (const auto& row : results::read_rows(resume_, passes_table_)) first_pass_ = std::max(first_pass_, static_cast<int>(std::get<std::int64_t>(row.get("pass"))) + 1);
+  for (const auto& row : results::read_rows(resume_, passes_table_))
+    first_pass_ = std::max(first_pass_, static_cast<int>(std::get<std::int64_t>(row.get("pass"))) + 1);
   for (const auto& row : resumed_rows_)
     first_round_ = std::max(first_round_, static_cast<int>(std::get<std::int64_t>(row.get("round"))) + 1);
   if (repeat_ > 0 && first_pass_ > repeat_)
-    throw Error::usage(fmt::format("--resume {}: its {} passes are done; ask for more with --repeat {} or 0",
-                                   resume_, first_pass_ - 1, first_pass_));
+    throw Error::usage(fmt::format("--resume {}: its {} passes are done; ask for more with --repeat {} or 0", resume_,
+                                   first_pass_ - 1, first_pass_));
 }
 
 bool SweepBenchmark::wait_for_pass(const app::RunContext& context, std::chrono::steady_clock::time_point when) const {
@@ -114,8 +122,9 @@ bool SweepBenchmark::wait_for_pass(const app::RunContext& context, std::chrono::
     if (all[0]) return false;
     if (!all[1]) return true;
     // Every rank sleeps about as long, so that the next round of the reduction finds them together.
-    std::this_thread::sleep_for(root ? std::min<std::chrono::steady_clock::duration>(left, std::chrono::milliseconds(200))
-                                     : std::chrono::milliseconds(200));
+    std::this_thread::sleep_for(
+        root ? std::min<std::chrono::steady_clock::duration>(left, std::chrono::milliseconds(200))
+             : std::chrono::milliseconds(200));
   }
 }
 
@@ -127,20 +136,34 @@ void SweepBenchmark::write_pass(const app::RunContext& context, const std::strin
   std::vector<results::Row> rows;
   for (const auto& c : changes) {
     const auto& v = c.verdict;
-    rows.push_back(results::Row(changes_table_).set("pass", std::int64_t(pass_)).set("started", started)
-                       .set("change", std::string(c.recovered ? "recovered" : "new")).set("kind", std::string(kind_name(v.kind)))
-                       .set("metric", v.metric).set("host_a", v.a >= 0 ? hosts_[v.a] : std::string())
-                       .set("host_b", v.b >= 0 ? hosts_[v.b] : std::string()).set("rail", std::int64_t(v.rail))
-                       .set("nic", v.nic).set("switch", v.switch_name).set("before", c.before).set("after", c.after)
-                       .set("unit", c.unit).set("text", c.text));
+    rows.push_back(results::Row(changes_table_)
+                       .set("pass", std::int64_t(pass_))
+                       .set("started", started)
+                       .set("change", std::string(c.recovered ? "recovered" : "new"))
+                       .set("kind", std::string(kind_name(v.kind)))
+                       .set("metric", v.metric)
+                       .set("host_a", v.a >= 0 ? hosts_[v.a] : std::string())
+                       .set("host_b", v.b >= 0 ? hosts_[v.b] : std::string())
+                       .set("rail", std::int64_t(v.rail))
+                       .set("nic", v.nic)
+                       .set("switch", v.switch_name)
+                       .set("before", c.before)
+                       .set("after", c.after)
+                       .set("unit", c.unit)
+                       .set("text", c.text));
   }
   std::set<std::pair<int, int>> tested;
   for (const auto& r : records) tested.insert(std::minmax(r.a, r.b));
   const auto pairs = static_cast<std::int64_t>(tested.size());
   const double start_s = std::isnan(mesh_start_epoch_) ? 0 : epoch_of(started) - mesh_start_epoch_;
-  rows.push_back(results::Row(passes_table_).set("pass", std::int64_t(pass_)).set("started", started)
-                     .set("start_s", start_s).set("wall_s", wall_s).set("rounds", std::int64_t(rounds))
-                     .set("pairs", pairs).set("verdicts", std::int64_t(judgement.verdicts.size()))
+  rows.push_back(results::Row(passes_table_)
+                     .set("pass", std::int64_t(pass_))
+                     .set("started", started)
+                     .set("start_s", start_s)
+                     .set("wall_s", wall_s)
+                     .set("rounds", std::int64_t(rounds))
+                     .set("pairs", pairs)
+                     .set("verdicts", std::int64_t(judgement.verdicts.size()))
                      .set("changes", std::int64_t(changes.size())));
   context.out->rows(rows);
   std::string summary;
@@ -150,7 +173,8 @@ void SweepBenchmark::write_pass(const app::RunContext& context, const std::strin
       if (s.metric == static_cast<int>(k) && !std::isnan(s.median)) medians.push_back(s.median);
     std::sort(medians.begin(), medians.end());
     if (!medians.empty())
-      summary += fmt::format("; {} median host {:.4g} {}", metrics_[k]->name, medians[medians.size() / 2], metrics_[k]->unit);
+      summary +=
+          fmt::format("; {} median host {:.4g} {}", metrics_[k]->name, medians[medians.size() / 2], metrics_[k]->unit);
   }
   context.out->note(fmt::format("pass {}{} at {}: {} pairs in {:.2f} s{}; {}", pass_,
                                 repeat_ > 0 ? fmt::format(" of {}", repeat_) : "", started, pairs, wall_s, summary,
@@ -162,15 +186,18 @@ void SweepBenchmark::write_pass(const app::RunContext& context, const std::strin
 }
 
 void SweepBenchmark::write_prometheus(const app::RunContext& context, const std::string& started,
-                                      const std::vector<PairRecord>& records, const Judgement& judgement, bool last) const {
+                                      const std::vector<PairRecord>& records, const Judgement& judgement,
+                                      bool last) const {
   results::Exposition e(program());
   std::string hosts;
   for (const auto& h : hosts_) hosts += (hosts.empty() ? "" : ",") + h;
   const std::string status = last ? "complete" : "running";
   e.add("run_info", "the run: version, hosts, file and full status, value 1",
-        {{"tool_version", FABRICBENCH_VERSION}, {"hosts", hosts},
+        {{"tool_version", FABRICBENCH_VERSION},
+         {"hosts", hosts},
          {"file", std::filesystem::path(resume_.empty() ? context.options.output : resume_).filename().string()},
-         {"status", status}}, 1);
+         {"status", status}},
+        1);
   for (const char* s : {"complete", "failed", "running"})
     e.add("run_status", "the run's status: 1 for complete, failed or running, 0 for the others", {{"status", s}},
           status == s ? 1 : 0);
@@ -193,10 +220,16 @@ void SweepBenchmark::write_prometheus(const app::RunContext& context, const std:
     };
     e.add(fmt::format("sweep_pair_{}", unit.figure),
           fmt::format("fabric-sweep: a node pair's {} (/sweep/pairs value), the last measured (a re-test replaces the "
-                      "sweep's row)", std::string(unit.figure).substr(0, std::string(unit.figure).find('_'))),
-          {{"metric", std::string(m.name)}, {"host_a", hosts_[r.a]}, {"host_b", hosts_[r.b]},
-           {"direction", direction_names[r.direction]}, {"bytes", std::to_string(r.bytes)},
-           {"rail", std::to_string(r.rail)}, {"nic_a", nic(r.a)}, {"nic_b", nic(r.b)}},
+                      "sweep's row)",
+                      std::string(unit.figure).substr(0, std::string(unit.figure).find('_'))),
+          {{"metric", std::string(m.name)},
+           {"host_a", hosts_[r.a]},
+           {"host_b", hosts_[r.b]},
+           {"direction", direction_names[r.direction]},
+           {"bytes", std::to_string(r.bytes)},
+           {"rail", std::to_string(r.rail)},
+           {"nic_a", nic(r.a)},
+           {"nic_b", nic(r.b)}},
           to_base(r.value, unit));
   }
   for (const auto& s : judgement.nodes) {
@@ -204,8 +237,10 @@ void SweepBenchmark::write_prometheus(const app::RunContext& context, const std:
     const auto unit = base_unit(std::string(m.unit));
     const auto& nics = nics_of(m);
     const auto i = static_cast<std::size_t>(s.host * rails_ + s.rail);
-    const results::Exposition::Labels labels{{"metric", std::string(m.name)}, {"host", hosts_[s.host]},
-                                             {"rail", std::to_string(s.rail)}, {"nic", i < nics.size() ? nics[i] : ""}};
+    const results::Exposition::Labels labels{{"metric", std::string(m.name)},
+                                             {"host", hosts_[s.host]},
+                                             {"rail", std::to_string(s.rail)},
+                                             {"nic", i < nics.size() ? nics[i] : ""}};
     e.add(fmt::format("sweep_node_median_{}", unit.figure),
           fmt::format("fabric-sweep: the median {} of a node's pairs (/sweep/nodes), best of re-tests",
                       std::string(unit.figure).substr(0, std::string(unit.figure).find('_'))),
@@ -225,14 +260,22 @@ void SweepBenchmark::write_prometheus(const app::RunContext& context, const std:
         {}, coverage.complete() ? 1 : 0);
   std::int64_t verdicts = 0;
   for (const auto& v : judgement.verdicts) verdicts += v.kind != VerdictKind::data;
-  e.add("sweep_verdicts", "fabric-sweep: how many verdicts the run gave (0: nothing wrong)", {}, static_cast<double>(verdicts));
+  e.add("sweep_verdicts", "fabric-sweep: how many verdicts the run gave (0: nothing wrong)", {},
+        static_cast<double>(verdicts));
   for (const auto& v : judgement.verdicts) {
     if (v.kind == VerdictKind::data) continue;
-    e.add("sweep_verdict", "fabric-sweep: one verdict (kind node, link, pair, hung, nic, switch, uplink, path ...; "
+    e.add("sweep_verdict",
+          "fabric-sweep: one verdict (kind node, link, pair, hung, nic, switch, uplink, path ...; "
           "host and peer; rail, nic and switch where it has them; the reason), value 1",
-          {{"kind", std::string(kind_name(v.kind))}, {"metric", v.metric}, {"host", v.a >= 0 ? hosts_[v.a] : ""},
-           {"peer", v.b >= 0 ? hosts_[v.b] : ""}, {"rail", v.rail >= 0 ? std::to_string(v.rail) : ""}, {"nic", v.nic},
-           {"switch", v.switch_name}, {"reason", v.reason}}, 1);
+          {{"kind", std::string(kind_name(v.kind))},
+           {"metric", v.metric},
+           {"host", v.a >= 0 ? hosts_[v.a] : ""},
+           {"peer", v.b >= 0 ? hosts_[v.b] : ""},
+           {"rail", v.rail >= 0 ? std::to_string(v.rail) : ""},
+           {"nic", v.nic},
+           {"switch", v.switch_name},
+           {"reason", v.reason}},
+          1);
   }
   try {
     e.write(prometheus_);

@@ -11,18 +11,17 @@
 
 #include "fabricbench/cli/ini_file.hpp"
 #include "fabricbench/results/hdf5_reader.hpp"
-
 #include "fabricbench/tools/sweep/sweep_benchmark.hpp"
 
 namespace fabricbench::sweep {
 
 std::vector<std::string> SweepBenchmark::planned_hosts(const cli::po::variables_map& v) {
-  if (v.count("hosts") && v.count("hostfile")) throw Error::usage("--hosts and --hostfile each give the hosts: use one");
+  if (v.count("hosts") && v.count("hostfile"))
+    throw Error::usage("--hosts and --hostfile each give the hosts: use one");
   std::vector<std::string> hosts;
   if (v.count("hosts")) {
     const auto n = v["hosts"].as<long long>();
-    if (n < 2 || n > 100000)
-      throw Error::usage(fmt::format("--hosts {}: a sweep plans pairs of 2 to 100000 hosts", n));
+    if (n < 2 || n > 100000) throw Error::usage(fmt::format("--hosts {}: a sweep plans pairs of 2 to 100000 hosts", n));
     for (long long h = 0; h < n; ++h) hosts.push_back(fmt::format("host{}", h));
     return hosts;
   }
@@ -55,8 +54,10 @@ void SweepBenchmark::configure_resume(const cli::po::variables_map& v, const run
   excluded_.clear();
   untested_.clear();
   if (v.count("exclude") && resume_.empty())
-    throw Error::usage("--exclude: give --resume FILE too (a new sweep leaves a host out of its allocation: srun --exclude)");
-  if (resume_.empty() || placement.me().rank != 0) return;  // rank 0 reads it; the others learn the finished pairs in run()
+    throw Error::usage(
+        "--exclude: give --resume FILE too (a new sweep leaves a host out of its allocation: srun --exclude)");
+  if (resume_.empty() || placement.me().rank != 0)
+    return;  // rank 0 reads it; the others learn the finished pairs in run()
   if (results::read_root_attribute(resume_, "tool") != program())
     throw Error::usage(fmt::format("--resume {}: not a fabric-sweep results file", resume_));
   const auto list = [](const std::string& text) {
@@ -77,13 +78,15 @@ void SweepBenchmark::configure_resume(const cli::po::variables_map& v, const run
     if (!in_file(host))
       throw Error::usage(fmt::format("--exclude {}: not a host of {} ({})", host, resume_, fmt::join(before, ",")));
     if (in_job(host))
-      throw Error::usage(fmt::format("--exclude {}: this job runs on it; launch without it (srun --exclude {})", host, host));
+      throw Error::usage(
+          fmt::format("--exclude {}: this job runs on it; launch without it (srun --exclude {})", host, host));
     add(host, "--exclude");
   }
   // A host the earlier part named hung (a rank of it never started the step the others waited in, or never answered)
   // is left out when the job was launched without it; launched with it (repaired), it takes part again.
   using namespace results;
-  const TableSpec failures{"failure", "ranks", {key_int("rank"), setting_text("host", 64), setting_int("answered"), setting_int("started")}};
+  const TableSpec failures{
+      "failure", "ranks", {key_int("rank"), setting_text("host", 64), setting_int("answered"), setting_int("started")}};
   try {
     for (const auto& row : read_rows(resume_, failures))
       if ((std::get<std::int64_t>(row.get("answered")) == 0 || std::get<std::int64_t>(row.get("started")) == 0) &&
@@ -94,11 +97,14 @@ void SweepBenchmark::configure_resume(const cli::po::variables_map& v, const run
   }
   for (const auto& host : hosts_)
     if (!in_file(host))
-      throw Error::usage(fmt::format("--resume {}: host {} is not one of its hosts ({}); a resumed sweep runs on the same "
-                                     "hosts, less any --exclude", resume_, host, fmt::join(before, ",")));
+      throw Error::usage(
+          fmt::format("--resume {}: host {} is not one of its hosts ({}); a resumed sweep runs on the same "
+                      "hosts, less any --exclude",
+                      resume_, host, fmt::join(before, ",")));
   std::vector<std::string> expected;
   for (const auto& host : before)
-    if (std::none_of(excluded_.begin(), excluded_.end(), [&](const auto& e) { return e.first == host; })) expected.push_back(host);
+    if (std::none_of(excluded_.begin(), excluded_.end(), [&](const auto& e) { return e.first == host; }))
+      expected.push_back(host);
   auto job = hosts_;
   std::sort(job.begin(), job.end());
   auto want = expected;
@@ -107,10 +113,13 @@ void SweepBenchmark::configure_resume(const cli::po::variables_map& v, const run
     std::vector<std::string> missing;
     std::set_difference(want.begin(), want.end(), job.begin(), job.end(), std::back_inserter(missing));
     std::string left_out;
-    for (const auto& [host, why] : excluded_) left_out += fmt::format("{}{} ({})", left_out.empty() ? "" : ", ", host, why);
-    throw Error::usage(fmt::format("--resume {}: this job lacks {} of its hosts{}; launch on them, or go on without them "
-                                   "with --exclude {}", resume_, fmt::join(missing, ","),
-                                   left_out.empty() ? "" : fmt::format(" (left out: {})", left_out), fmt::join(missing, ",")));
+    for (const auto& [host, why] : excluded_)
+      left_out += fmt::format("{}{} ({})", left_out.empty() ? "" : ", ", host, why);
+    throw Error::usage(
+        fmt::format("--resume {}: this job lacks {} of its hosts{}; launch on them, or go on without them "
+                    "with --exclude {}",
+                    resume_, fmt::join(missing, ","), left_out.empty() ? "" : fmt::format(" (left out: {})", left_out),
+                    fmt::join(missing, ",")));
   }
   resumed_rows_ = read_rows(resume_, pairs_table_);
   for (const auto& row : resumed_rows_) {
@@ -140,7 +149,8 @@ void SweepBenchmark::configure_budget(const cli::po::variables_map& v) {
   if (v.count("budget")) {
     budget_given_ = v["budget"].as<std::string>();
     budget = cli::parse_duration(budget_given_, "--budget");
-    if (!(budget > 0)) throw Error::usage(fmt::format("--budget {}: give a time above 0 (15m, 1h, 90s)", budget_given_));
+    if (!(budget > 0))
+      throw Error::usage(fmt::format("--budget {}: give a time above 0 (15m, 1h, 90s)", budget_given_));
   }
   if ((v.count("hosts") || v.count("hostfile")) && !dry_run_)
     throw Error::usage("--hosts/--hostfile plan for hosts other than the job's: give --dry-run too");
@@ -149,16 +159,18 @@ void SweepBenchmark::configure_budget(const cli::po::variables_map& v) {
   if (v.count("pair-time-estimate")) {
     estimate = cli::parse_duration(v["pair-time-estimate"].as<std::string>(), "--pair-time-estimate");
     if (!(estimate > 0))
-      throw Error::usage(fmt::format("--pair-time-estimate {}: give a time above 0 (3s)", v["pair-time-estimate"].as<std::string>()));
+      throw Error::usage(
+          fmt::format("--pair-time-estimate {}: give a time above 0 (3s)", v["pair-time-estimate"].as<std::string>()));
     estimate_source_ = "--pair-time-estimate";
   } else {
     const double each = pair_time_s_ > 0 ? pair_time_s_ : 2.0;
     int tests = 0;
     for (const auto* m : metrics_) tests += m->directions();
     estimate = each * tests;
-    estimate_source_ = fmt::format("{} per metric and direction{}: a guess until rounds are measured; "
-                                   "--pair-time-estimate sets it", human_duration(each),
-                                   pair_time_s_ > 0 ? " (--pair-time)" : "");
+    estimate_source_ = fmt::format(
+        "{} per metric and direction{}: a guess until rounds are measured; "
+        "--pair-time-estimate sets it",
+        human_duration(each), pair_time_s_ > 0 ? " (--pair-time)" : "");
   }
   budget_ = RoundBudget(budget, estimate);
 }
@@ -202,7 +214,8 @@ std::string SweepBenchmark::answer_without_run() const {
     const auto fit = std::min<long long>(budget_.rounds_that_fit(), static_cast<long long>(rounds.size()));
     std::size_t covered = 0;
     for (long long r = 0; r < fit; ++r) covered += rounds[static_cast<std::size_t>(r)].pairs.size();
-    out += fmt::format("--budget {}: {} of {} rounds fit, {} of {} pairs\n", budget_given_, fit, rounds.size(), covered, pairs);
+    out += fmt::format("--budget {}: {} of {} rounds fit, {} of {} pairs\n", budget_given_, fit, rounds.size(), covered,
+                       pairs);
   }
   return out;
 }
@@ -239,39 +252,49 @@ void SweepBenchmark::write_untested(const app::RunContext& context) {
   std::set<std::pair<std::string, std::string>> sweep_pairs;
   std::size_t retests = 0;
   for (const auto& u : untested_) {
-    if (u.kind == RoundKind::sweep) sweep_pairs.insert(std::minmax(u.host_a, u.host_b));
-    else ++retests;
+    if (u.kind == RoundKind::sweep)
+      sweep_pairs.insert(std::minmax(u.host_a, u.host_b));
+    else
+      ++retests;
   }
   const auto n = static_cast<long long>(hosts_.size());
-  const auto not_covered = adaptive_ ? n * (n - 1) / 2 - adaptive_pairs_tested_ : static_cast<long long>(sweep_pairs.size());
-  if (budget_.limited() || !untested_.empty()) context.out->attribute("pairs_not_covered", static_cast<double>(not_covered));
+  const auto not_covered =
+      adaptive_ ? n * (n - 1) / 2 - adaptive_pairs_tested_ : static_cast<long long>(sweep_pairs.size());
+  if (budget_.limited() || !untested_.empty())
+    context.out->attribute("pairs_not_covered", static_cast<double>(not_covered));
   if (!excluded_.empty()) {
     std::string left_out;
-    for (const auto& [host, why] : excluded_) left_out += fmt::format("{}{} ({})", left_out.empty() ? "" : ", ", host, why);
-    context.out->note(fmt::format("resumed without {}: their pairs the earlier part had not measured are not tested", left_out));
+    for (const auto& [host, why] : excluded_)
+      left_out += fmt::format("{}{} ({})", left_out.empty() ? "" : ", ", host, why);
+    context.out->note(
+        fmt::format("resumed without {}: their pairs the earlier part had not measured are not tested", left_out));
   }
   if (budget_.limited()) {
     context.out->attribute("budget_s", budget_.budget_s());
     const auto spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
     std::string note;
     if (adaptive_) {  // no schedule: what the plan reached of every pair and host
-      note = fmt::format("--budget {}: {} rounds run in {} (a round: {}); the adaptive plan judged {} of {} hosts and "
-                         "tested {} of {} pairs{}; not covered: {} pairs", budget_given_, sweep_rounds_run_,
-                         human_duration(spent), human_duration(budget_.round_estimate_s()), adaptive_hosts_judged_, n,
-                         adaptive_pairs_tested_, n * (n - 1) / 2,
-                         rails_ > 1 ? fmt::format(" (on all {} rails)", rails_) : "", not_covered);
+      note = fmt::format(
+          "--budget {}: {} rounds run in {} (a round: {}); the adaptive plan judged {} of {} hosts and "
+          "tested {} of {} pairs{}; not covered: {} pairs",
+          budget_given_, sweep_rounds_run_, human_duration(spent), human_duration(budget_.round_estimate_s()),
+          adaptive_hosts_judged_, n, adaptive_pairs_tested_, n * (n - 1) / 2,
+          rails_ > 1 ? fmt::format(" (on all {} rails)", rails_) : "", not_covered);
     } else {
       note = fmt::format("--budget {}: {} of {} rounds run in {} (a round: {})", budget_given_, sweep_rounds_run_,
                          sweep_rounds_planned_, human_duration(spent), human_duration(budget_.round_estimate_s()));
       std::size_t planned = 0;
       for (const auto& r : schedule_->rounds()) planned += r.pairs.size();
-      const auto by_budget = static_cast<std::size_t>(std::count_if(untested_.begin(), untested_.end(), [](const Untested& u) {
-        return u.kind == RoundKind::sweep && u.reason == "budget";
-      }));
-      if (by_budget == 0 && retests == 0) note += "; every pair covered";
-      else note += fmt::format("; not covered: {} of {} pairs{}{}", by_budget, planned,
-                               rails_ > 1 ? fmt::format(" (on all {} rails)", rails_) : "",
-                               retests ? fmt::format(", {} re-tests", retests) : "");
+      const auto by_budget =
+          static_cast<std::size_t>(std::count_if(untested_.begin(), untested_.end(), [](const Untested& u) {
+            return u.kind == RoundKind::sweep && u.reason == "budget";
+          }));
+      if (by_budget == 0 && retests == 0)
+        note += "; every pair covered";
+      else
+        note += fmt::format("; not covered: {} of {} pairs{}{}", by_budget, planned,
+                            rails_ > 1 ? fmt::format(" (on all {} rails)", rails_) : "",
+                            retests ? fmt::format(", {} re-tests", retests) : "");
     }
     context.out->note(note);
   }
@@ -280,15 +303,20 @@ void SweepBenchmark::write_untested(const app::RunContext& context) {
   context.out->declare(untested_table_);
   std::vector<results::Row> rows;
   for (const auto& u : untested_)
-    rows.push_back(results::Row(untested_table_).set("round", std::int64_t(u.round)).set("kind", std::string(kind_name(u.kind)))
-                       .set("host_a", u.host_a).set("host_b", u.host_b).set("reason", u.reason));
+    rows.push_back(results::Row(untested_table_)
+                       .set("round", std::int64_t(u.round))
+                       .set("kind", std::string(kind_name(u.kind)))
+                       .set("host_a", u.host_a)
+                       .set("host_b", u.host_b)
+                       .set("reason", u.reason));
   context.out->rows(rows);
 }
 
 std::vector<JudgedMetric> SweepBenchmark::judged_metrics() const {
   std::vector<JudgedMetric> out;
   for (const auto* m : metrics_)
-    out.push_back({std::string(m->name), std::string(m->unit), m->value_unit, m->better, m->both_directions, nics_of(*m)});
+    out.push_back(
+        {std::string(m->name), std::string(m->unit), m->value_unit, m->better, m->both_directions, nics_of(*m)});
   return out;
 }
 

@@ -20,11 +20,14 @@ void SweepBenchmark::configure_rails(const cli::po::variables_map& v, const runt
   rail_map_.reset();
   if (v.count("rails")) {
     std::vector<int> per_host(hosts_.size(), 0);
-    for (std::size_t rank = 0; rank < host_of_rank_.size(); ++rank) ++per_host[static_cast<std::size_t>(host_of_rank_[rank])];
+    for (std::size_t rank = 0; rank < host_of_rank_.size(); ++rank)
+      ++per_host[static_cast<std::size_t>(host_of_rank_[rank])];
     for (std::size_t h = 0; h < hosts_.size(); ++h)
       if (per_host[h] != per_host[0])
-        throw Error::usage(fmt::format("--rails: every host needs the same number of ranks (one per rail); {} has {}, "
-                                       "{} has {}", hosts_[0], per_host[0], hosts_[h], per_host[h]));
+        throw Error::usage(
+            fmt::format("--rails: every host needs the same number of ranks (one per rail); {} has {}, "
+                        "{} has {}",
+                        hosts_[0], per_host[0], hosts_[h], per_host[h]));
     rails_ = per_host[0];
     if (const int given = v["rails"].as<int>(); given > 0 && given != rails_)
       throw Error::usage(fmt::format("--rails={}: the job has {} ranks per host (one per rail)", given, rails_));
@@ -47,7 +50,8 @@ void SweepBenchmark::configure_rails(const cli::po::variables_map& v, const runt
       start = comma + 1;
     }
     if (files.size() > 1 && static_cast<int>(files.size()) != rails_)
-      throw Error::usage(fmt::format("--topology: {} files are one per rail, and the sweep has {} rail(s)", files.size(), rails_));
+      throw Error::usage(
+          fmt::format("--topology: {} files are one per rail, and the sweep has {} rail(s)", files.size(), rails_));
     topology_ = Topology::read(files, hosts_, rails_);
   }
 }
@@ -69,7 +73,8 @@ std::unique_ptr<PairTest> SweepBenchmark::make_rail_rdma_test(const std::string&
 }
 
 std::vector<PairRecord> SweepBenchmark::measure_rail(const app::RunContext& context, const runtime::Communicator& rail,
-                                                     int round_index, const HostPair& hosts, std::vector<NicTraffic>& traffic) {
+                                                     int round_index, const HostPair& hosts,
+                                                     std::vector<NicTraffic>& traffic) {
   const auto files = facts::HostFiles::for_host(context.placement.me().host);
   const auto device = facts::counter_device(counter_nic_);
   context.doing("waiting for this host's other rails to start");
@@ -117,9 +122,13 @@ void SweepBenchmark::gather_nics(const app::RunContext& context) {
     counter_nic_ = !rdma.empty() ? rdma : given.mpi;
   }
   results::Row mine(nics_table_);
-  mine.set("host", context.placement.me().host).set("rail", std::int64_t(rails_ > 1 ? local_rank_ : 0))
-      .set("rank", std::int64_t(context.world.rank())).set("mpi_nic", given.mpi).set("nccl_nic", given.nccl)
-      .set("rdma_nic", rdma).set("counter_nic", counter_nic_);
+  mine.set("host", context.placement.me().host)
+      .set("rail", std::int64_t(rails_ > 1 ? local_rank_ : 0))
+      .set("rank", std::int64_t(context.world.rank()))
+      .set("mpi_nic", given.mpi)
+      .set("nccl_nic", given.nccl)
+      .set("rdma_nic", rdma)
+      .set("counter_nic", counter_nic_);
   const auto rows = results::gather_rows(context.world, nics_table_, {mine}, 0);
   if (!context.is_root()) return;
   const auto slots = hosts_.size() * static_cast<std::size_t>(rails_);
@@ -145,23 +154,40 @@ void SweepBenchmark::write_topology(const app::RunContext& context, const Judgem
   for (std::size_t h = 0; h < hosts_.size(); ++h)
     for (int r = 0; r < rails_; ++r) {
       const int leaf = topology_->leaf_of(static_cast<int>(h), r);
-      rows.push_back(results::Row(topology_table_).set("host", hosts_[h]).set("rail", std::int64_t(r))
+      rows.push_back(results::Row(topology_table_)
+                         .set("host", hosts_[h])
+                         .set("rail", std::int64_t(r))
                          .set("leaf", switches[static_cast<std::size_t>(leaf)].name)
                          .set("spine", topology_->parent_name(leaf)));
     }
   context.out->rows(rows);
   context.out->declare(switches_table_);
   context.out->section(switches_table_, "per leaf switch and rail (pairs inside the leaf, pairs crossing it)",
-                       {{"switch"}, {"rail"}, {"metric"}, {"hosts"}, {"inside_pairs"}, {"inside_suspect"},
-                        {"inside_median"}, {"crossing_pairs"}, {"crossing_suspect"}, {"crossing_median"}, {"unit"}});
+                       {{"switch"},
+                        {"rail"},
+                        {"metric"},
+                        {"hosts"},
+                        {"inside_pairs"},
+                        {"inside_suspect"},
+                        {"inside_median"},
+                        {"crossing_pairs"},
+                        {"crossing_suspect"},
+                        {"crossing_median"},
+                        {"unit"}});
   rows.clear();
   for (const auto& s : judgement.leaves)
-    rows.push_back(results::Row(switches_table_).set("switch", switches[static_cast<std::size_t>(s.leaf)].name)
-                       .set("rail", std::int64_t(s.rail)).set("metric", std::string(metrics_[s.metric]->name))
-                       .set("unit", std::string(metrics_[s.metric]->unit)).set("hosts", s.hosts)
-                       .set("inside_pairs", s.inside_pairs).set("inside_suspect", s.inside_suspect)
-                       .set("crossing_pairs", s.crossing_pairs).set("crossing_suspect", s.crossing_suspect)
-                       .set("inside_median", s.inside_median).set("crossing_median", s.crossing_median));
+    rows.push_back(results::Row(switches_table_)
+                       .set("switch", switches[static_cast<std::size_t>(s.leaf)].name)
+                       .set("rail", std::int64_t(s.rail))
+                       .set("metric", std::string(metrics_[s.metric]->name))
+                       .set("unit", std::string(metrics_[s.metric]->unit))
+                       .set("hosts", s.hosts)
+                       .set("inside_pairs", s.inside_pairs)
+                       .set("inside_suspect", s.inside_suspect)
+                       .set("crossing_pairs", s.crossing_pairs)
+                       .set("crossing_suspect", s.crossing_suspect)
+                       .set("inside_median", s.inside_median)
+                       .set("crossing_median", s.crossing_median));
   context.out->rows(rows);
   const double coverage = judgement.leaf_pair_coverage;
   context.out->attribute("leaf_pair_coverage", coverage);
@@ -173,7 +199,8 @@ void SweepBenchmark::write_topology(const app::RunContext& context, const Judgem
   context.out->note(std::isnan(coverage)
                         ? "coverage: no rail has two leaves; nothing to cross"
                         : fmt::format("coverage: {:.0f}% of leaf pairs x rails crossed by a measured pair ({} of {})",
-                                      100 * coverage, static_cast<std::size_t>(std::lround(coverage * wanted)), wanted));
+                                      100 * coverage, static_cast<std::size_t>(std::lround(coverage * wanted)),
+                                      wanted));
 }
 
 }  // namespace fabricbench::sweep

@@ -19,7 +19,8 @@ namespace {
 class RdmaPairTest : public PairTest {
  public:
   RdmaPairTest(const std::string& host, const verbs::PortRequest& request, const RdmaPairSettings& settings)
-      : device_(verbs::Device::open(request, host)), bw_bytes_(settings.bw_bytes),
+      : device_(verbs::Device::open(request, host)),
+        bw_bytes_(settings.bw_bytes),
         lat_bytes_(std::max<std::uint64_t>(settings.lat_bytes, 1)) {
     link_.qp_timeout = settings.qp_timeout;
   }
@@ -44,7 +45,8 @@ class RdmaPairTest : public PairTest {
       const auto r = link.run(test, bytes, iterations, warmup, options.check);
       auto rec = s.record(direction);
       rec.measure_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - measure_start).count();
-      rec.iterations = iterations, rec.bytes = static_cast<std::int64_t>(bytes), rec.wrong = static_cast<std::int64_t>(r.wrong);
+      rec.iterations = iterations, rec.bytes = static_cast<std::int64_t>(bytes),
+      rec.wrong = static_cast<std::int64_t>(r.wrong);
       rec.window = r.tx_depth, rec.setup_s = setup_s;
       rec.payload = static_cast<double>(bytes) * iterations * (latency ? 2.0 : 1.0);
       rec.value = r.figure(test);
@@ -75,8 +77,9 @@ std::unique_ptr<PairTest> make_rdma_pair_test(const std::string& host, const Rdm
     if (!chosen) {
       std::size_t active = 0;
       for (const auto& p : facts::read_rdma_ports(files)) active += p.active() ? 1 : 0;
-      throw Error::usage(fmt::format("--rails: rail {} on host {} needs an RDMA port, and {} has {} Active; give --rail-map",
-                                     rail, host, host, active));
+      throw Error::usage(
+          fmt::format("--rails: rail {} on host {} needs an RDMA port, and {} has {} Active; give --rail-map", rail,
+                      host, host, active));
     }
     request.device = chosen->port.device, request.port = chosen->port.port;
   }

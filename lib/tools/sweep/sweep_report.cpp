@@ -37,17 +37,18 @@ facts::Reference reference_of(const app::RunContext& context, const SweepMetric&
 
 }  // namespace
 
-void SweepBenchmark::write_start(const app::RunContext& context, const std::vector<Round>& rounds, std::size_t skipped) {
+void SweepBenchmark::write_start(const app::RunContext& context, const std::vector<Round>& rounds,
+                                 std::size_t skipped) {
   const int n = static_cast<int>(hosts_.size());
   if (!resume_.empty())
     context.out->note(fmt::format("resuming {}: {} pairs finished before are skipped", resume_, skipped));
   std::string metrics;
   for (const auto* m : metrics_) metrics += (metrics.empty() ? "" : ", ") + std::string(m->name);
-  context.out->note(fmt::format("{} hosts{}, pattern {}{}, {}; metrics: {}; bandwidth message {} B, latency {} B",
-                                n, rails_ > 1 ? fmt::format(" x {} rails", rails_) : "", schedule_->pattern(),
-                                sequential_ ? " (sequential)" : "",
-                                adaptive_ ? std::string("rounds chosen from the results") : fmt::format("{} rounds", rounds.size()),
-                                metrics, bw_bytes_, lat_bytes_));
+  context.out->note(fmt::format(
+      "{} hosts{}, pattern {}{}, {}; metrics: {}; bandwidth message {} B, latency {} B", n,
+      rails_ > 1 ? fmt::format(" x {} rails", rails_) : "", schedule_->pattern(), sequential_ ? " (sequential)" : "",
+      adaptive_ ? std::string("rounds chosen from the results") : fmt::format("{} rounds", rounds.size()), metrics,
+      bw_bytes_, lat_bytes_));
   context.out->declare(schedule_table_);
   context.out->declare(rounds_table_);
   if (rails_ > 1) {
@@ -56,16 +57,36 @@ void SweepBenchmark::write_start(const app::RunContext& context, const std::vect
   }
   for (std::size_t r = 0; resume_.empty() && r < rounds.size(); ++r)
     for (const auto& p : rounds[r].pairs)
-      context.out->row(results::Row(schedule_table_).set("round", std::int64_t(r)).set("kind", std::string(kind_name(RoundKind::sweep)))
-                           .set("host_a", hosts_[p.a]).set("host_b", hosts_[p.b]));
+      context.out->row(results::Row(schedule_table_)
+                           .set("round", std::int64_t(r))
+                           .set("kind", std::string(kind_name(RoundKind::sweep)))
+                           .set("host_a", hosts_[p.a])
+                           .set("host_b", hosts_[p.b]));
   if (mesh_) {
     // each pass is a line; the pair rows go to the file only
   } else if (n <= 16 && rails_ > 1)
-    context.out->section(pairs_table_, "pair tests", {{"round"}, {"host_a"}, {"host_b"}, {"rail"}, {"metric"},
-                                                      {"direction"}, {"value"}, {"unit"}, {"pct_expected"}, {"wrong"}});
+    context.out->section(pairs_table_, "pair tests",
+                         {{"round"},
+                          {"host_a"},
+                          {"host_b"},
+                          {"rail"},
+                          {"metric"},
+                          {"direction"},
+                          {"value"},
+                          {"unit"},
+                          {"pct_expected"},
+                          {"wrong"}});
   else if (n <= 16)
-    context.out->section(pairs_table_, "pair tests", {{"round"}, {"host_a"}, {"host_b"}, {"metric"}, {"direction"},
-                                                      {"value"}, {"unit"}, {"pct_expected"}, {"wrong"}});
+    context.out->section(pairs_table_, "pair tests",
+                         {{"round"},
+                          {"host_a"},
+                          {"host_b"},
+                          {"metric"},
+                          {"direction"},
+                          {"value"},
+                          {"unit"},
+                          {"pct_expected"},
+                          {"wrong"}});
 }
 
 void SweepBenchmark::stamp_expected(const app::RunContext& context, results::Row& row, const PairRecord& r) {
@@ -110,7 +131,11 @@ std::vector<PairRecord> SweepBenchmark::report_records(const app::RunContext& co
       if (r.port_errors[end] > 0 || r.nvlink_errors[end] > 0) grew.push_back(hosts_[end == 0 ? r.a : r.b]);
     }
     results::Row row(pairs_table_);
-    row.set("pass", std::int64_t(pass_)).set("round", std::int64_t(r.round)).set("kind", std::string(kind_name(kind))).set("host_a", hosts_[r.a]).set("host_b", hosts_[r.b]);
+    row.set("pass", std::int64_t(pass_))
+        .set("round", std::int64_t(r.round))
+        .set("kind", std::string(kind_name(kind)))
+        .set("host_a", hosts_[r.a])
+        .set("host_b", hosts_[r.b]);
     row.set("metric", std::string(m.name)).set("direction", std::string(direction_names[r.direction]));
     const auto& nics = nics_of(m);
     const auto nic = [&](int host) {
@@ -156,37 +181,53 @@ void SweepBenchmark::write_judgement(const app::RunContext& context, const std::
             suspect += s.suspect_pairs, pairs += s.pairs;
           }
         context.out->note(fmt::format("rail {} {}: median host {:.4g} {}, {} of {} pairs suspect", r, metrics_[k]->name,
-                                      medians.empty() ? NAN : timing::SampleStats::of(medians).median, metrics_[k]->unit,
-                                      suspect / 2, pairs / 2));
+                                      medians.empty() ? NAN : timing::SampleStats::of(medians).median,
+                                      metrics_[k]->unit, suspect / 2, pairs / 2));
       }
   }
   if (n * rails_ <= 64)
     context.out->section(nodes_table_, "per-node medians (over the pairs of each node; best of re-tests)",
-                         rails_ > 1 ? std::vector<results::TerminalColumn>{{"host"}, {"rail"}, {"nic"}, {"metric"}, {"median"},
-                                                                           {"unit"}, {"pairs"}, {"suspect_pairs"}}
-                                    : std::vector<results::TerminalColumn>{{"host"}, {"metric"}, {"median"}, {"unit"},
-                                                                           {"pairs"}, {"suspect_pairs"}});
+                         rails_ > 1 ? std::vector<results::TerminalColumn>{{"host"},
+                                                                           {"rail"},
+                                                                           {"nic"},
+                                                                           {"metric"},
+                                                                           {"median"},
+                                                                           {"unit"},
+                                                                           {"pairs"},
+                                                                           {"suspect_pairs"}}
+                                    : std::vector<results::TerminalColumn>{
+                                          {"host"}, {"metric"}, {"median"}, {"unit"}, {"pairs"}, {"suspect_pairs"}});
   else
     context.out->section(nodes_table_, "", {});  // too many for the terminal: the file has them
   std::vector<results::Row> node_rows;
   for (const auto& s : judgement.nodes)
-    node_rows.push_back(results::Row(nodes_table_).set("host", hosts_[s.host]).set("metric", std::string(metrics_[s.metric]->name))
+    node_rows.push_back(results::Row(nodes_table_)
+                            .set("host", hosts_[s.host])
+                            .set("metric", std::string(metrics_[s.metric]->name))
                             .set("rail", std::int64_t(s.rail))
-                            .set("nic", [&] {
-                              const auto& nics = nics_of(*metrics_[s.metric]);
-                              const auto i = static_cast<std::size_t>(s.host * rails_ + s.rail);
-                              return i < nics.size() ? nics[i] : std::string();
-                            }())
-                            .set("median", s.median).set("unit", std::string(metrics_[s.metric]->unit))
-                            .set("pairs", s.pairs).set("suspect_pairs", s.suspect_pairs));
+                            .set("nic",
+                                 [&] {
+                                   const auto& nics = nics_of(*metrics_[s.metric]);
+                                   const auto i = static_cast<std::size_t>(s.host * rails_ + s.rail);
+                                   return i < nics.size() ? nics[i] : std::string();
+                                 }())
+                            .set("median", s.median)
+                            .set("unit", std::string(metrics_[s.metric]->unit))
+                            .set("pairs", s.pairs)
+                            .set("suspect_pairs", s.suspect_pairs));
   context.out->rows(node_rows);
   for (const auto& v : judgement.verdicts) {
     if (v.kind == VerdictKind::data) continue;  // the wrong-data line below says it
     const std::string kind(kind_name(v.kind));
-    context.out->row(results::Row(verdicts_table_).set("metric", v.metric).set("kind", kind)
+    context.out->row(results::Row(verdicts_table_)
+                         .set("metric", v.metric)
+                         .set("kind", kind)
                          .set("host_a", v.a >= 0 ? hosts_[v.a] : std::string())
-                         .set("host_b", v.b >= 0 ? hosts_[v.b] : std::string()).set("rail", std::int64_t(v.rail))
-                         .set("nic", v.nic).set("switch", v.switch_name).set("reason", v.reason));
+                         .set("host_b", v.b >= 0 ? hosts_[v.b] : std::string())
+                         .set("rail", std::int64_t(v.rail))
+                         .set("nic", v.nic)
+                         .set("switch", v.switch_name)
+                         .set("reason", v.reason));
     if (v.kind == VerdictKind::untested || v.kind == VerdictKind::noise)  // about the run, not a bad part of the fabric
       context.out->note(fmt::format("VERDICT {}{}{}: {}", kind, v.metric.empty() ? "" : " (" + v.metric + ")",
                                     v.a >= 0 ? " " + hosts_[v.a] : "", v.reason));
@@ -203,7 +244,7 @@ void SweepBenchmark::write_judgement(const app::RunContext& context, const std::
     const auto& m = *metrics_[r.metric];
     const double value = facts::ExpectedShare::gbps(r.value, m.value_unit);
     const auto ref = reference_of(context, m, hosts_[r.a], hosts_[r.b], ranks_per_host_,
-                                backend_ == ops::BackendKind::nccl, rails_, r.bytes);
+                                  backend_ == ops::BackendKind::nccl, rails_, r.bytes);
     if (!std::isfinite(value) || !ref.known()) continue;
     const double percent = 100 * value / ref.gbps;
     if (!context.expected.below(percent, static_cast<std::uint64_t>(r.bytes), ref.kind)) continue;
@@ -217,10 +258,9 @@ void SweepBenchmark::write_judgement(const app::RunContext& context, const std::
     }
   }
   if (below > 0) {
-    const auto line = fmt::format("warning: {} pair value(s) below {:g}% of {}; lowest: {} (configs/expected.ini)",
-                                  below, threshold,
-                                  healthy_curve ? "a healthy system's at their size" : "what the hardware should reach",
-                                  lowest_text);
+    const auto line =
+        fmt::format("warning: {} pair value(s) below {:g}% of {}; lowest: {} (configs/expected.ini)", below, threshold,
+                    healthy_curve ? "a healthy system's at their size" : "what the hardware should reach", lowest_text);
     context.out->note(line);
     if (context.options.quiet) fmt::print(stderr, "{}: {}\n", context.program, line);
   }

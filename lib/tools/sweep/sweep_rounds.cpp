@@ -23,8 +23,8 @@ std::vector<PairRecord> SweepBenchmark::run_pass(const app::RunContext& context,
     AdaptiveOptions options;
     options.cover_pairs = !budget_given_.empty();  // the rest of a --budget tests pairs never tested (links)
     if (context.is_root())
-      plan.emplace(n, rails_, topology_ ? &*topology_ : nullptr, metrics, rules_, seed_ + static_cast<std::uint64_t>(pass_ - 1),
-                   options);
+      plan.emplace(n, rails_, topology_ ? &*topology_ : nullptr, metrics, rules_,
+                   seed_ + static_cast<std::uint64_t>(pass_ - 1), options);
     while (true) {
       std::vector<HostPair> pairs;
       if (context.is_root())
@@ -71,7 +71,8 @@ std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& cont
     const auto& m = *metrics_[k];
     if ((rails_ == 1 && on_gpus(m) == host_level) || resting(m)) continue;
     PairTest& test = m.family == MetricFamily::rdma ? *rdma_ : on_gpus(m) ? *coll_ : static_cast<PairTest&>(*p2p_);
-    const PairSlot slot{context, pair, round_index, hosts, rails_ > 1 ? local_rank_ : 0, static_cast<int>(k), m, hosts_};
+    const PairSlot slot{context, pair,  round_index, hosts, rails_ > 1 ? local_rank_ : 0, static_cast<int>(k),
+                        m,       hosts_};
     auto [records, grown] = links_.around([&] { return test.run(slot); });
     // A reader whose rank holds no figure of the pair (the b end of a collective) still sends its links' growth.
     if (records.empty() && links_.reads()) records.push_back(slot.record(0));
@@ -113,16 +114,18 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
     if (adaptive_ && kind == RoundKind::sweep)  // one round at a time: how many is the plan's answer, not known here
       context.progress(fmt::format("adaptive round {}: {} pairs now", index + 1, round.pairs.size()));
     else
-      context.progress(fmt::format("{} round {} of {}: {} pairs now, {} of {} pairs done, {:.1f} s elapsed{}", kind_name(kind),
-                                   i + 1, rounds.size(), round.pairs.size(), pairs_done, pairs_total, elapsed,
+      context.progress(fmt::format("{} round {} of {}: {} pairs now, {} of {} pairs done, {:.1f} s elapsed{}",
+                                   kind_name(kind), i + 1, rounds.size(), round.pairs.size(), pairs_done, pairs_total,
+                                   elapsed,
                                    i ? fmt::format(", about {:.1f} s left", elapsed / i * (rounds.size() - i)) : ""));
     pairs_done += round.pairs.size();
-    context.measuring(fmt::format("{} round {} ({} pairs)", kind_name(kind), index, round.pairs.size()), round_timeout_s(context));
+    context.measuring(fmt::format("{} round {} ({} pairs)", kind_name(kind), index, round.pairs.size()),
+                      round_timeout_s(context));
     const auto round_start = std::chrono::steady_clock::now();
     std::vector<PairRecord> mine;
     std::vector<NicTraffic> my_traffic;
-    double test_s = 0;   // this rank's pair tests only (not the splits, waiting or gathering)
-    double split_s = 0;  // this rank's pair (and rail) communicators' splits: setup
+    double test_s = 0;                   // this rank's pair tests only (not the splits, waiting or gathering)
+    double split_s = 0;                  // this rank's pair (and rail) communicators' splits: setup
     double begin_s = 0, teardown_s = 0;  // the back end's round communicator made (NCCL: split) and released
     const auto clocked = [](double& into, auto&& step) {
       const auto t0 = std::chrono::steady_clock::now();
@@ -156,7 +159,8 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
       // NCCL_TESTS_SPLIT_MASK does: rail i's two ranks run every metric, all rails at once.
       int k = -1, role = 0;
       for (std::size_t p = 0; p < round.pairs.size(); ++p)
-        if (round.pairs[p].a == h || round.pairs[p].b == h) k = static_cast<int>(p), role = round.pairs[p].a == h ? 0 : 1;
+        if (round.pairs[p].a == h || round.pairs[p].b == h)
+          k = static_cast<int>(p), role = round.pairs[p].a == h ? 0 : 1;
       const auto pair = split([&] { return world.split(k >= 0 ? k : MPI_UNDEFINED, role * world.size() + me); });
       runtime::Communicator rail;
       if (!pair.empty()) rail = split([&] { return pair.split(local_rank_, role); });
@@ -208,14 +212,18 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
     for (const auto& theirs : world.gather_arrays(mine, 0)) records.insert(records.end(), theirs.begin(), theirs.end());
     std::vector<NicTraffic> traffic;
     if (rails_ > 1)
-      for (const auto& theirs : world.gather_arrays(my_traffic, 0)) traffic.insert(traffic.end(), theirs.begin(), theirs.end());
+      for (const auto& theirs : world.gather_arrays(my_traffic, 0))
+        traffic.insert(traffic.end(), theirs.begin(), theirs.end());
     if (context.is_root()) {
       std::vector<results::Row> rows;
       for (const auto& t : traffic)
-        rows.push_back(results::Row(traffic_table_).set("round", std::int64_t(t.round)).set("host", hosts_[t.host])
+        rows.push_back(results::Row(traffic_table_)
+                           .set("round", std::int64_t(t.round))
+                           .set("host", hosts_[t.host])
                            .set("rail", std::int64_t(t.rail))
                            .set("nic", counter_nics_[static_cast<std::size_t>(t.host * rails_ + t.rail)])
-                           .set("bytes", t.bytes).set("payload", t.payload));
+                           .set("bytes", t.bytes)
+                           .set("payload", t.payload));
       context.out->rows(rows);
       traffic_.insert(traffic_.end(), traffic.begin(), traffic.end());
       // The sweep's own cost in this round: everything but its longest pair test (splits, waiting, gathering).
@@ -227,13 +235,22 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
       // Rank 0's round ends once its rows are written: the other ranks wait for it at the next split.
       const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - round_start).count();
       budget_.measured(wall);
-      context.out->row(results::Row(rounds_table_).set("pass", std::int64_t(pass_)).set("round", std::int64_t(index)).set("kind", std::string(kind_name(kind)))
-                           .set("pairs", std::int64_t(round.pairs.size())).set("wall_s", wall)
-                           .set("longest_test_s", longest).set("overhead_s", wall - longest).set("setup_s", setup)
-                           .set("r0_split_s", split_s + begin_s).set("r0_test_s", test_s)
-                           .set("r0_teardown_s", teardown_s).set("r0_wait_s", wait_s)
-                           .set("r0_report_s", std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                                                            report_start).count()));
+      context.out->row(
+          results::Row(rounds_table_)
+              .set("pass", std::int64_t(pass_))
+              .set("round", std::int64_t(index))
+              .set("kind", std::string(kind_name(kind)))
+              .set("pairs", std::int64_t(round.pairs.size()))
+              .set("wall_s", wall)
+              .set("longest_test_s", longest)
+              .set("overhead_s", wall - longest)
+              .set("setup_s", setup)
+              .set("r0_split_s", split_s + begin_s)
+              .set("r0_test_s", test_s)
+              .set("r0_teardown_s", teardown_s)
+              .set("r0_wait_s", wait_s)
+              .set("r0_report_s",
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - report_start).count()));
       setup_total_s_ += setup, measure_total_s_ += longest;
     }
     if (!adaptive_) rest_hung_hosts(context, all, rounds, i + 1);  // the adaptive plan splits a hung pair itself

@@ -24,7 +24,8 @@ const std::vector<SweepMetric>& sweep_metrics() {
        MetricFamily::collective, "all_reduce", false, ops::nccl_tests_iterations, Unit::gbps, Better::higher},
       {"sendrecv", "GB/s", "sendrecv ring over every rank of both nodes (NCCL on GPUs, else MPI)",
        MetricFamily::collective, "sendrecv", false, ops::nccl_tests_iterations, Unit::gbps, Better::higher},
-      {"rdma_bw", "MiB/s", "RDMA write bandwidth, a->b then b->a (ib_write_bw; fabric-verbs' options), one rank per node",
+      {"rdma_bw", "MiB/s",
+       "RDMA write bandwidth, a->b then b->a (ib_write_bw; fabric-verbs' options), one rank per node",
        MetricFamily::rdma, "write_bw", true, ops::IterationDefaults::fixed(1000, 50), Unit::mibps, Better::higher},
       {"rdma_lat", "us", "RDMA write ping-pong, half the round trip, typical (ib_write_lat), one rank per node",
        MetricFamily::rdma, "write_lat", false, ops::IterationDefaults::fixed(1000, 100), Unit::us, Better::lower},
@@ -46,13 +47,27 @@ const ops::CollectiveOp& SweepMetric::op() const {
 
 SweepBenchmark::SweepBenchmark() {
   using namespace results;
-  pairs_table_ = {"sweep", "pairs",
-                  {key_int("pass"), key_int("round"), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64),
-                   series(key_text("metric", 16)), key_text("direction", 8, "dir"), key_int("rail"),
-                   setting_text("nic_a", 64), setting_text("nic_b", 64), key_int("bytes", Unit::bytes),
-                   setting_int("iterations"), setting_int("window"), setting_int("cut"), setting_int("hung"),
-                   headline(measured("value", Unit::none, Better::none)), key_text("unit", 8),
-                   statistic("time_us_median", Unit::us, Better::lower), statistic("time_us_p99", Unit::us, Better::lower),
+  pairs_table_ = {"sweep",
+                  "pairs",
+                  {key_int("pass"),
+                   key_int("round"),
+                   key_text("kind", 8),
+                   key_text("host_a", 64),
+                   key_text("host_b", 64),
+                   series(key_text("metric", 16)),
+                   key_text("direction", 8, "dir"),
+                   key_int("rail"),
+                   setting_text("nic_a", 64),
+                   setting_text("nic_b", 64),
+                   key_int("bytes", Unit::bytes),
+                   setting_int("iterations"),
+                   setting_int("window"),
+                   setting_int("cut"),
+                   setting_int("hung"),
+                   headline(measured("value", Unit::none, Better::none)),
+                   key_text("unit", 8),
+                   statistic("time_us_median", Unit::us, Better::lower),
+                   statistic("time_us_p99", Unit::us, Better::lower),
                    measured("setup_s", Unit::seconds, Better::lower, "setup"),
                    measured("measure_s", Unit::seconds, Better::lower, "measure"),
                    measured_int("wrong", Unit::bytes, Better::lower, "#wrong")}};
@@ -60,58 +75,69 @@ SweepBenchmark::SweepBenchmark() {
   // Whose error counters grew during the test (the hosts of the pair, comma-separated), so that a --resume keeps them.
   pairs_table_.columns.push_back(results::setting_text("counters_host", 132));
   for (auto& c : facts::ExpectedShare::columns()) pairs_table_.columns.push_back(std::move(c));
-  verdicts_table_ = {"sweep", "verdicts",
-                     {key_text("metric", 16), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64),
-                      key_int("rail"), setting_text("nic", 64), setting_text("switch", 132), setting_text("reason", 320)}};
-  nodes_table_ = {"sweep", "nodes",
+  verdicts_table_ = {
+      "sweep",
+      "verdicts",
+      {key_text("metric", 16), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64), key_int("rail"),
+       setting_text("nic", 64), setting_text("switch", 132), setting_text("reason", 320)}};
+  nodes_table_ = {"sweep",
+                  "nodes",
                   {key_text("host", 64), series(key_text("metric", 16)), key_int("rail"), setting_text("nic", 64),
                    headline(measured("median", Unit::none, Better::none)), key_text("unit", 8), setting_int("pairs"),
                    measured_int("suspect_pairs", Unit::none, Better::lower, "suspect")}};
-  rounds_table_ = {"sweep", "rounds",
-                   {key_int("pass"), key_int("round"), key_text("kind", 8), setting_int("pairs"),
-                    measured("wall_s", Unit::seconds, Better::lower), measured("longest_test_s", Unit::seconds, Better::lower),
-                    measured("overhead_s", Unit::seconds, Better::lower),
-                    measured("setup_s", Unit::seconds, Better::lower),
-                    // Rank 0's own round, phase by phase (its pair's): where overhead_s goes.
-                    measured("r0_split_s", Unit::seconds, Better::lower),
-                    measured("r0_test_s", Unit::seconds, Better::lower),
-                    measured("r0_teardown_s", Unit::seconds, Better::lower),
-                    measured("r0_wait_s", Unit::seconds, Better::lower),
-                    measured("r0_report_s", Unit::seconds, Better::lower)}};
+  rounds_table_ = {
+      "sweep",
+      "rounds",
+      {key_int("pass"), key_int("round"), key_text("kind", 8), setting_int("pairs"),
+       measured("wall_s", Unit::seconds, Better::lower), measured("longest_test_s", Unit::seconds, Better::lower),
+       measured("overhead_s", Unit::seconds, Better::lower), measured("setup_s", Unit::seconds, Better::lower),
+       // Rank 0's own round, phase by phase (its pair's): where overhead_s goes.
+       measured("r0_split_s", Unit::seconds, Better::lower), measured("r0_test_s", Unit::seconds, Better::lower),
+       measured("r0_teardown_s", Unit::seconds, Better::lower), measured("r0_wait_s", Unit::seconds, Better::lower),
+       measured("r0_report_s", Unit::seconds, Better::lower)}};
   // --repeat: one row per pass done (its start, UTC and seconds after the first pass's; its wall time; how many rounds,
   // verdicts and changes), and each change: a verdict that appeared or went, with the figure before and after.
-  passes_table_ = {"sweep", "passes",
-                   {key_int("pass"), setting_text("started", 24), measured("start_s", Unit::seconds, Better::none),
-                    measured("wall_s", Unit::seconds, Better::lower), setting_int("rounds"), setting_int("pairs"),
-                    measured_int("verdicts", Unit::none, Better::lower), measured_int("changes", Unit::none, Better::lower)}};
-  changes_table_ = {"sweep", "changes",
-                    {key_int("pass"), setting_text("started", 24), key_text("change", 10), key_text("kind", 8),
-                     series(key_text("metric", 16)), key_text("host_a", 64), key_text("host_b", 64), key_int("rail"),
-                     setting_text("nic", 64), setting_text("switch", 132), measured("before", Unit::none, Better::none),
-                     headline(measured("after", Unit::none, Better::none)), key_text("unit", 8),
-                     setting_text("text", 400)}};
-  schedule_table_ = {"sweep", "schedule", {key_int("round"), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64)}};
+  passes_table_ = {
+      "sweep",
+      "passes",
+      {key_int("pass"), setting_text("started", 24), measured("start_s", Unit::seconds, Better::none),
+       measured("wall_s", Unit::seconds, Better::lower), setting_int("rounds"), setting_int("pairs"),
+       measured_int("verdicts", Unit::none, Better::lower), measured_int("changes", Unit::none, Better::lower)}};
+  changes_table_ = {
+      "sweep",
+      "changes",
+      {key_int("pass"), setting_text("started", 24), key_text("change", 10), key_text("kind", 8),
+       series(key_text("metric", 16)), key_text("host_a", 64), key_text("host_b", 64), key_int("rail"),
+       setting_text("nic", 64), setting_text("switch", 132), measured("before", Unit::none, Better::none),
+       headline(measured("after", Unit::none, Better::none)), key_text("unit", 8), setting_text("text", 400)}};
+  schedule_table_ = {
+      "sweep", "schedule", {key_int("round"), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64)}};
   // Pairs of the plan that were not tested, and why ("budget").
-  untested_table_ = {"sweep", "untested",
+  untested_table_ = {"sweep",
+                     "untested",
                      {key_int("round"), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64),
                       setting_text("reason", 64)}};
   // Every rank's NICs: as its MPI and NCCL were told (environment), the RDMA port it opened, the one whose counters
   // it read for the data-path check.
-  nics_table_ = {"sweep", "nics",
+  nics_table_ = {"sweep",
+                 "nics",
                  {key_text("host", 64), key_int("rail"), key_int("rank"), setting_text("mpi_nic", 64),
                   setting_text("nccl_nic", 64), setting_text("rdma_nic", 64), setting_text("counter_nic", 64)}};
-  traffic_table_ = {"sweep", "nic_traffic",
+  traffic_table_ = {"sweep",
+                    "nic_traffic",
                     {key_int("round"), key_text("host", 64), key_int("rail"), key_text("nic", 64),
                      measured("bytes", Unit::bytes, Better::none), measured("payload", Unit::bytes, Better::none)}};
-  topology_table_ = {"sweep", "topology",
-                     {key_text("host", 64), key_int("rail"), key_text("leaf", 64), key_text("spine", 64)}};
-  switches_table_ = {"sweep", "switches",
-                     {key_text("switch", 64), key_int("rail"), series(key_text("metric", 16)), key_text("unit", 8),
-                      setting_int("hosts"), setting_int("inside_pairs"),
-                      measured_int("inside_suspect", Unit::none, Better::lower, "in-suspect"), setting_int("crossing_pairs"),
-                      measured_int("crossing_suspect", Unit::none, Better::lower, "x-suspect"),
-                      measured("inside_median", Unit::none, Better::none, "in-median"),
-                      headline(measured("crossing_median", Unit::none, Better::none, "x-median"))}};
+  topology_table_ = {
+      "sweep", "topology", {key_text("host", 64), key_int("rail"), key_text("leaf", 64), key_text("spine", 64)}};
+  switches_table_ = {
+      "sweep",
+      "switches",
+      {key_text("switch", 64), key_int("rail"), series(key_text("metric", 16)), key_text("unit", 8),
+       setting_int("hosts"), setting_int("inside_pairs"),
+       measured_int("inside_suspect", Unit::none, Better::lower, "in-suspect"), setting_int("crossing_pairs"),
+       measured_int("crossing_suspect", Unit::none, Better::lower, "x-suspect"),
+       measured("inside_median", Unit::none, Better::none, "in-median"),
+       headline(measured("crossing_median", Unit::none, Better::none, "x-median"))}};
 }
 
 }  // namespace fabricbench::sweep

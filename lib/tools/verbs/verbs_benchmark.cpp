@@ -19,15 +19,16 @@ namespace {
 int current_numa_node() {
   const int cpu = sched_getcpu();
   std::error_code ec;
-  for (const auto& entry :
-       std::filesystem::directory_iterator(fmt::format("/sys/devices/system/cpu/cpu{}", cpu), ec)) {
+  for (const auto& entry : std::filesystem::directory_iterator(fmt::format("/sys/devices/system/cpu/cpu{}", cpu), ec)) {
     const auto name = entry.path().filename().string();
     if (name.rfind("node", 0) == 0 && name.size() > 4) return std::atoi(name.c_str() + 4);
   }
   return -1;
 }
 
-std::vector<std::string> test_names() { return cli::names_of(verbs_tests(), [](const VerbsTest& t) { return t.name; }); }
+std::vector<std::string> test_names() {
+  return cli::names_of(verbs_tests(), [](const VerbsTest& t) { return t.name; });
+}
 
 // What a rank sends rank 0 for one test and size (plain values, gathered as one record).
 struct RankFigures {
@@ -85,36 +86,47 @@ VerbsBenchmark::Columns::Columns(const results::TableSpec& t)
 VerbsBenchmark::~VerbsBenchmark() = default;
 
 std::string VerbsBenchmark::summary() const {
-  std::string s = "fabric-verbs: perftest-style RDMA verbs tests (ib_write_bw, ib_read_lat, ...) over Reliable "
-                  "Connected queue pairs.\nRank i is paired with rank i+N/2 (use --map-by node to put pairs across "
-                  "nodes); all pairs run at once; queue pairs connect over MPI.\nTests:";
+  std::string s =
+      "fabric-verbs: perftest-style RDMA verbs tests (ib_write_bw, ib_read_lat, ...) over Reliable "
+      "Connected queue pairs.\nRank i is paired with rank i+N/2 (use --map-by node to put pairs across "
+      "nodes); all pairs run at once; queue pairs connect over MPI.\nTests:";
   for (const auto& t : verbs_tests()) s += fmt::format("\n  {:10} {} ({})", t.name, t.description, t.peer);
   return s;
 }
 
 results::TableSpec VerbsBenchmark::make_table() {
   using namespace results;
-  TableSpec table{"results", "verbs",
-          {series(key_text("test", 10)), key_text("memory", 8), key_int("bytes", Unit::bytes, "size_B"),
-           key_int("pairs"), key_int("qps"), setting_int("iterations", "iters"), setting_int("warmup"),
-           setting_int("tx_depth"),
-           setting_int("cq_mod"), setting_int("inline_bytes", "inline"), setting_int("mtu", "mtu"),
-           setting_text("device", 16), setting_int("port"), setting_text("link_layer", 10),
-           setting_int("gid_index"),
-           measured("bw_peak_mibps", Unit::mibps, Better::higher, "BW_peak[MB/sec]"),
-           headline(measured("bw_avg_mibps", Unit::mibps, Better::higher, "BW_average[MB/sec]")),
-           measured("bw_peak_gbitps", Unit::gbitps, Better::higher, "BW_peak[Gb/sec]", 3),
-           measured("bw_avg_gbitps", Unit::gbitps, Better::higher, "BW_average[Gb/sec]", 3),
-           measured("bw_min_pair_mibps", Unit::mibps, Better::higher, "min_pair[MB/sec]"),
-           measured("msg_rate_mps", Unit::mega_per_s, Better::higher, "MsgRate[Mpps]", 6),
-           headline(measured("latency_us", Unit::us, Better::lower, "t_typical[usec]")),
-           statistic("time_us_min", Unit::us, Better::lower, "t_min[usec]"),
-           statistic("time_us_max", Unit::us, Better::lower, "t_max[usec]"),
-           statistic("time_us_mean", Unit::us, Better::lower, "t_avg[usec]"),
-           statistic("time_us_stddev", Unit::us, Better::lower, "t_stdev[usec]"),
-           statistic("time_us_p99", Unit::us, Better::lower, "99%[usec]"),
-           statistic("time_us_p999", Unit::us, Better::lower, "99.9%[usec]"),
-           measured_int("wrong", Unit::bytes, Better::lower, "#wrong")}};
+  TableSpec table{"results",
+                  "verbs",
+                  {series(key_text("test", 10)),
+                   key_text("memory", 8),
+                   key_int("bytes", Unit::bytes, "size_B"),
+                   key_int("pairs"),
+                   key_int("qps"),
+                   setting_int("iterations", "iters"),
+                   setting_int("warmup"),
+                   setting_int("tx_depth"),
+                   setting_int("cq_mod"),
+                   setting_int("inline_bytes", "inline"),
+                   setting_int("mtu", "mtu"),
+                   setting_text("device", 16),
+                   setting_int("port"),
+                   setting_text("link_layer", 10),
+                   setting_int("gid_index"),
+                   measured("bw_peak_mibps", Unit::mibps, Better::higher, "BW_peak[MB/sec]"),
+                   headline(measured("bw_avg_mibps", Unit::mibps, Better::higher, "BW_average[MB/sec]")),
+                   measured("bw_peak_gbitps", Unit::gbitps, Better::higher, "BW_peak[Gb/sec]", 3),
+                   measured("bw_avg_gbitps", Unit::gbitps, Better::higher, "BW_average[Gb/sec]", 3),
+                   measured("bw_min_pair_mibps", Unit::mibps, Better::higher, "min_pair[MB/sec]"),
+                   measured("msg_rate_mps", Unit::mega_per_s, Better::higher, "MsgRate[Mpps]", 6),
+                   headline(measured("latency_us", Unit::us, Better::lower, "t_typical[usec]")),
+                   statistic("time_us_min", Unit::us, Better::lower, "t_min[usec]"),
+                   statistic("time_us_max", Unit::us, Better::lower, "t_max[usec]"),
+                   statistic("time_us_mean", Unit::us, Better::lower, "t_avg[usec]"),
+                   statistic("time_us_stddev", Unit::us, Better::lower, "t_stdev[usec]"),
+                   statistic("time_us_p99", Unit::us, Better::lower, "99%[usec]"),
+                   statistic("time_us_p999", Unit::us, Better::lower, "99.9%[usec]"),
+                   measured_int("wrong", Unit::bytes, Better::lower, "#wrong")}};
   for (auto& c : facts::counter_columns()) table.columns.push_back(std::move(c));
   for (auto& c : facts::ExpectedShare::columns()) table.columns.push_back(std::move(c));
   return table;
@@ -122,25 +134,38 @@ results::TableSpec VerbsBenchmark::make_table() {
 
 void VerbsBenchmark::add_options(cli::po::options_description& options) {
   auto add = options.add_options();
-  add("test", cli::po::value<std::string>()->default_value("write_bw"), ("tests, comma-separated: " + cli::name_choices(test_names(), {cli::NameGroup::all(verbs_tests().size())})).c_str());
-  add("size,s", cli::po::value<std::string>(), "one message size (perftest -s); default 65536 for bandwidth, 2 for latency, 8 for atomics");
+  add("test", cli::po::value<std::string>()->default_value("write_bw"),
+      ("tests, comma-separated: " + cli::name_choices(test_names(), {cli::NameGroup::all(verbs_tests().size())}))
+          .c_str());
+  add("size,s", cli::po::value<std::string>(),
+      "one message size (perftest -s); default 65536 for bandwidth, 2 for latency, 8 for atomics");
   add("all-sizes,a", cli::po::bool_switch(), "every power of two from 2 B to 8 MiB (perftest -a)");
   add("duration,D", cli::po::value<double>(), "seconds per test and size instead of an iteration count (perftest -D)");
   add("qps,q", cli::po::value<int>()->default_value(1), "queue pairs per pair of ranks (perftest -q)");
-  add("bidirectional,b", cli::po::bool_switch(), "both ranks of a pair send at once; the pair's bandwidth is the sum (perftest -b)");
-  add("tx-depth,t", cli::po::value<int>(), "work requests in flight per QP (perftest -t); default 128 for bandwidth, 1 for latency");
+  add("bidirectional,b", cli::po::bool_switch(),
+      "both ranks of a pair send at once; the pair's bandwidth is the sum (perftest -b)");
+  add("tx-depth,t", cli::po::value<int>(),
+      "work requests in flight per QP (perftest -t); default 128 for bandwidth, 1 for latency");
   add("rx-depth,r", cli::po::value<int>()->default_value(512), "receives kept posted for send tests (perftest -r)");
-  add("cq-mod,Q", cli::po::value<int>(), "a completion every N messages (perftest -Q); default 100, 1 above 8 KiB unless -a");
-  add("inline,I", cli::po::value<int>(), "largest message sent inline (perftest -I); default 220 write_lat, 236 send_lat, 0 otherwise");
+  add("cq-mod,Q", cli::po::value<int>(),
+      "a completion every N messages (perftest -Q); default 100, 1 above 8 KiB unless -a");
+  add("inline,I", cli::po::value<int>(),
+      "largest message sent inline (perftest -I); default 220 write_lat, 236 send_lat, 0 otherwise");
   add("mtu,m", cli::po::value<int>(), "path MTU 256-4096 (perftest -m); default the ports' active MTU");
-  add("qp-timeout,u", cli::po::value<int>()->default_value(14), "local ACK timeout 0-31, 4.096 us x 2^N before a retransmission (perftest -u)");
-  add("gid-index,x", cli::po::value<int>(), "GID index (perftest -x); default detected: the IPv4 RoCE v2 entry on Ethernet, none on InfiniBand");
-  add("ib-dev,d", cli::po::value<std::string>(), "RDMA device (perftest -d); default the one on the rank's NUMA node, else the first with an Active port");
+  add("qp-timeout,u", cli::po::value<int>()->default_value(14),
+      "local ACK timeout 0-31, 4.096 us x 2^N before a retransmission (perftest -u)");
+  add("gid-index,x", cli::po::value<int>(),
+      "GID index (perftest -x); default detected: the IPv4 RoCE v2 entry on Ethernet, none on InfiniBand");
+  add("ib-dev,d", cli::po::value<std::string>(),
+      "RDMA device (perftest -d); default the one on the rank's NUMA node, else the first with an Active port");
   add("ib-port,i", cli::po::value<int>(), "port of the device (perftest -i); default its first Active port");
   add("events,e", cli::po::bool_switch(), "sleep on completion events instead of polling (perftest -e)");
-  add("atomic-type,A", cli::po::value<std::string>()->default_value("fetch_add"), "atomic tests: fetch_add or cmp_swap (perftest -A FETCH_AND_ADD|CMP_AND_SWAP)");
-  add("report-gbits", cli::po::bool_switch(), "show bandwidth in Gb/s (1e9 bits) instead of MB/s (2^20 bytes) (perftest --report_gbits)");
-  add("memory", cli::po::value<std::string>()->default_value("host"), "where buffers live: host or device (GPU memory registered through dma-buf or nvidia-peermem)");
+  add("atomic-type,A", cli::po::value<std::string>()->default_value("fetch_add"),
+      "atomic tests: fetch_add or cmp_swap (perftest -A FETCH_AND_ADD|CMP_AND_SWAP)");
+  add("report-gbits", cli::po::bool_switch(),
+      "show bandwidth in Gb/s (1e9 bits) instead of MB/s (2^20 bytes) (perftest --report_gbits)");
+  add("memory", cli::po::value<std::string>()->default_value("host"),
+      "where buffers live: host or device (GPU memory registered through dma-buf or nvidia-peermem)");
 }
 
 void VerbsBenchmark::configure(const cli::po::variables_map& values, const cli::CommonOptions& common,
@@ -158,8 +183,9 @@ void VerbsBenchmark::configure(const cli::po::variables_map& values, const cli::
     throw Error::usage("--size, --all-sizes and --sizes each give the sizes: use only one of them");
   for (const auto* t : tests_)
     for (const auto bytes : sizes_for(*t, common)) {
-      if (bytes == 0) throw Error::usage(fmt::format("{} 0: {} needs messages of at least 1 byte",
-                                                     size_ ? "--size" : common.sizes_option, t->name));
+      if (bytes == 0)
+        throw Error::usage(
+            fmt::format("{} 0: {} needs messages of at least 1 byte", size_ ? "--size" : common.sizes_option, t->name));
       if (bytes > max_message)
         throw Error::usage(fmt::format("{} {}: at most 2G (one verbs message)", size_ ? "--size" : common.sizes_option,
                                        cli::format_byte_size(bytes)));
@@ -203,8 +229,9 @@ void VerbsBenchmark::configure(const cli::po::variables_map& values, const cli::
   if (memory_ == memory::MemoryKind::device)
     for (const auto* t : tests_)
       if (t->verb == Verb::write && t->pattern == Pattern::latency)
-        throw Error::usage("--memory device: write_lat spins on the last byte of the buffer from the CPU, which GPU "
-                           "memory does not allow; use host memory or another test");
+        throw Error::usage(
+            "--memory device: write_lat spins on the last byte of the buffer from the CPU, which GPU "
+            "memory does not allow; use host memory or another test");
   if (memory_ != memory::MemoryKind::host) gpu_ = runtime::bind_gpu(placement.me().machine_local_rank);
   pairs_.emplace(placement.world_size());
 
@@ -289,7 +316,8 @@ void VerbsBenchmark::report(const app::RunContext& context, const app::ToolLoop&
     row.set(col_.msg_rate_mps, sum.msg_rate_mps).set(col_.bw_min_pair_mibps, min_pair);
     // perftest leaves the peak out (0.00) above 20000 messages; so does the row (NaN).
     if (sum.peak_mibps > 0) row.set(col_.bw_peak_mibps, sum.peak_mibps).set(col_.bw_peak_gbitps, sum.peak_gbitps);
-    context.expect(row, facts::ExpectedShare::gbps(sum.avg_mibps, results::Unit::mibps), reference(context), bytes, fmt::format("{} at {} B", test.name, bytes));
+    context.expect(row, facts::ExpectedShare::gbps(sum.avg_mibps, results::Unit::mibps), reference(context), bytes,
+                   fmt::format("{} at {} B", test.name, bytes));
   } else {
     const auto lat = ops::perftest_latency(round_trips.all(), test.latency_divisor);
     row.set(col_.latency_us, lat.typical_us).set(col_.time_us_min, lat.min_us).set(col_.time_us_max, lat.max_us);
@@ -313,8 +341,13 @@ std::vector<results::TerminalColumn> VerbsBenchmark::terminal_view(const app::Ru
     if (pairs_->pairs() > 1) shown.push_back({"bw_min_pair_mibps"});
     if (reference(context).known()) shown.push_back({"pct_expected"});
   } else {
-    shown.insert(shown.end(), {{"time_us_min"}, {"time_us_max"}, {"latency_us"}, {"time_us_mean"},
-                               {"time_us_stddev"}, {"time_us_p99"}, {"time_us_p999"}});
+    shown.insert(shown.end(), {{"time_us_min"},
+                               {"time_us_max"},
+                               {"latency_us"},
+                               {"time_us_mean"},
+                               {"time_us_stddev"},
+                               {"time_us_p99"},
+                               {"time_us_p999"}});
   }
   shown.push_back({"wrong"});
   return shown;
@@ -351,21 +384,26 @@ ExitStatus VerbsBenchmark::run(const app::RunContext& context) {
     for (const auto bytes : sizes) {
       const int warmup = test.defaults.warmup(bytes, context.options.warmup);
       int iterations = test.defaults.iterations(bytes, context.options.iterations);
-      loop.step(fmt::format("{} at {} B", test.name, bytes), [&] {
-        if (duration_s_ > 0) {
-          // -D: as many iterations as fill the duration at the slowest pair's pace (at least perftest's minimum, 5).
-          double per_iteration = link_->probe_iteration_s(test, bytes);
-          runtime::check_mpi(MPI_Allreduce(MPI_IN_PLACE, &per_iteration, 1, MPI_DOUBLE, MPI_MAX, context.world.get()),
-                             "MPI_Allreduce");
-          iterations = static_cast<int>(std::clamp(std::ceil(duration_s_ / per_iteration), 5.0, 2e6));
-        }
-        if (context.measurements - 1 == qp_error_at_ && pairs_->leads(me)) link_->abort();
-        context.doing(fmt::format("{} {} B, QPs {}", test.name, bytes, link_->states()));
-        return link_->run(test, bytes, iterations, warmup, context.options.check);
-      }, [&](const VerbsMeasurement& mine, const facts::CounterReading& grown) {
-        loop.count_wrong(mine.wrong);
-        report(context, loop, test, bytes, warmup, mine, grown);
-      });
+      loop.step(
+          fmt::format("{} at {} B", test.name, bytes),
+          [&] {
+            if (duration_s_ > 0) {
+              // -D: as many iterations as fill the duration at the slowest pair's pace (at least perftest's minimum,
+              // 5).
+              double per_iteration = link_->probe_iteration_s(test, bytes);
+              runtime::check_mpi(
+                  MPI_Allreduce(MPI_IN_PLACE, &per_iteration, 1, MPI_DOUBLE, MPI_MAX, context.world.get()),
+                  "MPI_Allreduce");
+              iterations = static_cast<int>(std::clamp(std::ceil(duration_s_ / per_iteration), 5.0, 2e6));
+            }
+            if (context.measurements - 1 == qp_error_at_ && pairs_->leads(me)) link_->abort();
+            context.doing(fmt::format("{} {} B, QPs {}", test.name, bytes, link_->states()));
+            return link_->run(test, bytes, iterations, warmup, context.options.check);
+          },
+          [&](const VerbsMeasurement& mine, const facts::CounterReading& grown) {
+            loop.count_wrong(mine.wrong);
+            report(context, loop, test, bytes, warmup, mine, grown);
+          });
     }
   }
   const auto status = loop.finish("bytes");

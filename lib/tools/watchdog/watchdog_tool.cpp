@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <boost/program_options.hpp>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <csignal>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -61,17 +61,31 @@ Options parse(int argc, char** argv) {
   po::options_description d("fabric-watchdog [OPTIONS] -- COMMAND [ARGS...]");
   auto add = d.add_options();
   add("help,h", "this help");
-  add("timeout", po::value<std::string>()->default_value("20m"), "no output from the command for this long (60s, 20m, 1h): ask NCCL's RAS whether collectives still advance");
-  add("actions", po::value<std::string>()->default_value("stacks,kill"), "on a hang, in order: stacks (of the command's processes here), kill (its process group), scancel " "($SLURM_JOB_ID), exec:PATH (run PATH with FABRIC_WATCHDOG_REPORT set); comma-separated");
-  add("ras", po::value<std::string>()->default_value("127.0.0.1:28028"), "HOST[:PORT] of the node's NCCL RAS service (NCCL_RAS_ADDR)");
+  add("timeout", po::value<std::string>()->default_value("20m"),
+      "no output from the command for this long (60s, 20m, 1h): ask NCCL's RAS whether collectives still advance");
+  add("actions", po::value<std::string>()->default_value("stacks,kill"),
+      "on a hang, in order: stacks (of the command's processes here), kill (its process group), scancel "
+      "($SLURM_JOB_ID), exec:PATH (run PATH with FABRIC_WATCHDOG_REPORT set); comma-separated");
+  add("ras", po::value<std::string>()->default_value("127.0.0.1:28028"),
+      "HOST[:PORT] of the node's NCCL RAS service (NCCL_RAS_ADDR)");
   add("no-ras", "judge by the output alone (a job without NCCL, or NCCL before 2.24)");
   add("ras-timeout", po::value<std::string>()->default_value("30s"), "bound of each RAS look");
   add("report", po::value<std::string>(), "the report's HDF5 file (default fabric-watchdog-<job>-<time>.h5 here)");
   add("force", "overwrite an existing --report file");
-  add("watch", po::value<std::string>(), "ask NCCL's RAS this often (30s, 1m) and keep --prometheus up to date; without a command after --, only that " "(a monitor for node_exporter, as a separate step of the allocation), until SIGTERM");
-  add("prometheus", po::value<std::string>(), "with --watch: node_exporter's textfile, rewritten whole after each look: RAS up, communicators, dead " "processes, laggard ranks (unchanged since the last look), missing ranks, op spread per communicator");
-  add("python-unbuffered", "set PYTHONUNBUFFERED=1 for the command: a Python job whose output goes to a pipe flushes it every ~8 KiB, " "so one that prints rarely can look silent; then every print is a write into the watchdog's pipe (a job " "printing 200,000 lines at full speed took 2.5x as long)");
-  add("no-python-hook", "do not arm Python's faulthandler in the command's Python processes (a sitecustomize.py first on " "PYTHONPATH; on a hang each writes its threads' tracebacks on SIGRTMIN+7): their Python stacks then need " "py-spy");
+  add("watch", po::value<std::string>(),
+      "ask NCCL's RAS this often (30s, 1m) and keep --prometheus up to date; without a command after --, only that "
+      "(a monitor for node_exporter, as a separate step of the allocation), until SIGTERM");
+  add("prometheus", po::value<std::string>(),
+      "with --watch: node_exporter's textfile, rewritten whole after each look: RAS up, communicators, dead "
+      "processes, laggard ranks (unchanged since the last look), missing ranks, op spread per communicator");
+  add("python-unbuffered",
+      "set PYTHONUNBUFFERED=1 for the command: a Python job whose output goes to a pipe flushes it every ~8 KiB, "
+      "so one that prints rarely can look silent; then every print is a write into the watchdog's pipe (a job "
+      "printing 200,000 lines at full speed took 2.5x as long)");
+  add("no-python-hook",
+      "do not arm Python's faulthandler in the command's Python processes (a sitecustomize.py first on "
+      "PYTHONPATH; on a hang each writes its threads' tracebacks on SIGRTMIN+7): their Python stacks then need "
+      "py-spy");
   po::variables_map v;
   try {
     po::store(po::command_line_parser(split, argv).options(d).run(), v);
@@ -101,14 +115,19 @@ Options parse(int argc, char** argv) {
   if (!v.count("no-ras")) o.ras = job::RasAddress::parse(v["ras"].as<std::string>(), "--ras");
   std::istringstream actions(v["actions"].as<std::string>());
   for (std::string a; std::getline(actions, a, ',');) {
-    if (a == "stacks") o.stacks = true;
-    else if (a == "kill") o.kill = true;
-    else if (a == "scancel") o.scancel = true;
-    else if (a.rfind("exec:", 0) == 0 && a.size() > 5) o.exec = a.substr(5);
+    if (a == "stacks")
+      o.stacks = true;
+    else if (a == "kill")
+      o.kill = true;
+    else if (a == "scancel")
+      o.scancel = true;
+    else if (a.rfind("exec:", 0) == 0 && a.size() > 5)
+      o.exec = a.substr(5);
     else
-      throw Error::usage(fmt::format("--actions '{}': allowed values are stacks, kill, scancel, exec:PATH "
-                                     "(comma-separated)",
-                                     v["actions"].as<std::string>()));
+      throw Error::usage(
+          fmt::format("--actions '{}': allowed values are stacks, kill, scancel, exec:PATH "
+                      "(comma-separated)",
+                      v["actions"].as<std::string>()));
   }
   if (!o.exec.empty() && ::access(o.exec.c_str(), X_OK) != 0)
     throw Error::usage(fmt::format("--actions exec:{}: not an executable file", o.exec));
@@ -127,8 +146,8 @@ Options parse(int argc, char** argv) {
   const auto slash = o.report.rfind('/');
   const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : o.report.substr(0, slash);
   if (!o.command.empty() && ::access(folder.c_str(), W_OK | X_OK) != 0)
-    throw Error::usage(fmt::format("--report {}: its folder {} is not writable ({})", o.report, folder,
-                                   std::strerror(errno)));
+    throw Error::usage(
+        fmt::format("--report {}: its folder {} is not writable ({})", o.report, folder, std::strerror(errno)));
   return o;
 }
 
@@ -196,15 +215,17 @@ void report(const Options& o, const job::ChildProcess& child, const Looks& looks
                        o.timeout_s,
                        looks.now ? fmt::format(" and no collective launched in {:.1f} s (NCCL RAS)", looks.between_s)
                                  : fmt::format("; NCCL RAS not asked: {}", looks.why)));
-  std::vector<doctor::Finding> found{
-      {hostname(), -1, "watchdog.no_progress", fmt::format("pid {}", child.pid()), doctor::Status::fail,
-       fmt::format("no output for {:.0f} s{}", quiet_s,
-                   looks.now ? ", no collective launched on any communicator" : ""),
-       "output or collectives within --timeout", fmt::format("done: {}", done.empty() ? "nothing" : [&] {
-         std::string s;
-         for (const auto& d : done) s += (s.empty() ? "" : ", ") + d;
-         return s;
-       }())}};
+  std::vector<doctor::Finding> found{{hostname(), -1, "watchdog.no_progress", fmt::format("pid {}", child.pid()),
+                                      doctor::Status::fail,
+                                      fmt::format("no output for {:.0f} s{}", quiet_s,
+                                                  looks.now ? ", no collective launched on any communicator" : ""),
+                                      "output or collectives within --timeout",
+                                      fmt::format(
+                                          "done: {}", done.empty() ? "nothing" : [&] {
+                                            std::string s;
+                                            for (const auto& d : done) s += (s.empty() ? "" : ", ") + d;
+                                            return s;
+                                          }())}};
   doctor::write_findings(out, findings_table, found, true);
   if (o.ras && !looks.why.empty() && looks.why != "--no-ras") out.note(fmt::format("NCCL RAS: {}", looks.why));
   if (o.ras && looks.why.empty())
@@ -279,8 +300,8 @@ int monitor(const Options& o) {
     auto now = watch_look(o, why);
     write_metrics(o, now, before ? &*before : nullptr, why);
     before = std::move(now);
-    for (auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
-                                         o.watch_s));
+    for (auto until =
+             Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.watch_s));
          !g_stop && Clock::now() < until;)
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -315,8 +336,8 @@ int run(const Options& o) {
       quiet_since = Clock::now();
       continue;
     }
-    std::fprintf(stderr, "%s: no output for %.0f s%s: the job looks hung; taking its report to %s\n", kProgram,
-                 quiet_s, looks.now ? " and no collective launched" : "", o.report.c_str());
+    std::fprintf(stderr, "%s: no output for %.0f s%s: the job looks hung; taking its report to %s\n", kProgram, quiet_s,
+                 looks.now ? " and no collective launched" : "", o.report.c_str());
     std::vector<std::string> done;
     std::vector<job::Stack> stacks;
     if (o.stacks) {
@@ -338,8 +359,7 @@ int run(const Options& o) {
       return static_cast<int>(ExitStatus::runtime);
     }
     // Reported without stopping the job: watch on, passing its output through; one report per run.
-    std::fprintf(stderr, "%s: reported once (%s); watching on without reporting again\n", kProgram,
-                 o.report.c_str());
+    std::fprintf(stderr, "%s: reported once (%s); watching on without reporting again\n", kProgram, o.report.c_str());
     while (child.pump(1.0)) {
     }
     break;

@@ -4,11 +4,11 @@
 #include <string>
 
 #include "fabricbench/cli/command_line.hpp"
-#include "fabricbench/facts/expected_share.hpp"
 #include "fabricbench/env/environment.hpp"
+#include "fabricbench/facts/expected_share.hpp"
 #include "fabricbench/results/result_set.hpp"
-#include "fabricbench/runtime/placement.hpp"
 #include "fabricbench/runtime/failure_report.hpp"
+#include "fabricbench/runtime/placement.hpp"
 #include "fabricbench/runtime/progress_board.hpp"
 #include "fabricbench/runtime/watchdog.hpp"
 

@@ -3,7 +3,6 @@
 // message sizes. The executable's own group goes on top, and validation turns every bad value into one
 // Error::usage line naming the option and what is allowed.
 #pragma once
-#include "fabricbench/error.hpp"
 #include <boost/program_options.hpp>
 #include <cstdint>
 #include <initializer_list>
@@ -12,6 +11,7 @@
 #include <string_view>
 
 #include "fabricbench/cli/byte_size.hpp"
+#include "fabricbench/error.hpp"
 
 namespace fabricbench::cli {
 
@@ -39,15 +39,15 @@ struct CommonOptions {
   bool has_sizes = false;  // the tool declared the size group
   SizeList sizes = SizeList::geometric(1, 1, 2);
   std::string sizes_option = "--max-bytes";  // the option that gave the sizes, for messages about them
-  int iterations = 0;  // 0: the executable's default (may depend on the size)
-  int warmup = -1;     // -1: the executable's default
+  int iterations = 0;                        // 0: the executable's default (may depend on the size)
+  int warmup = -1;                           // -1: the executable's default
   bool check = false;
   std::string output;  // empty until resolve_outputs(): then the path the HDF5 file will get
   std::string csv;
   bool force = false;
   double timeout_s = 0;  // 0: none
   bool quiet = false;
-  bool checks = true;  // the cheap host checks at start (--no-checks turns them off)
+  bool checks = true;         // the cheap host checks at start (--no-checks turns them off)
   std::string expected_rule;  // --expected-rule FILE; empty: the shipped configs/expected.ini
   std::string baseline;       // --baseline FILE (tools with sizes); empty: none
   std::string command_line;

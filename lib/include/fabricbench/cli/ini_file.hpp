@@ -2,7 +2,6 @@
 // file and a value that is not a number are refused alike, as usage errors that name the option and the file.
 #pragma once
 #include <boost/property_tree/ptree.hpp>
-
 #include <optional>
 #include <string>
 #include <string_view>

@@ -36,7 +36,7 @@ struct Context : facts::Host {
   std::optional<std::uint64_t> memlock_bytes;    // nullopt: unlimited
   std::optional<std::uint64_t> shm_bytes;        // nullopt: no /dev/shm
 
-  std::unique_ptr<facts::GpuInfo> nvml;          // owns what `gpus` points to, when loaded
+  std::unique_ptr<facts::GpuInfo> nvml;  // owns what `gpus` points to, when loaded
 
   // This process on this host (files under FABRICBENCH_TEST_SYSROOT when set), the one way every tool builds it
   // (fabric-doctor and the cheap checks of the others): with `load_nvml` (the host's first rank) NVML is loaded
@@ -50,8 +50,8 @@ struct Check {
   const char* name;   // "rdma.port_state"
   const char* group;  // "rdma"
   Scope scope;
-  bool cheap;            // run by every tool at start (no GPU work, no NCCL run)
-  const char* summary;   // one line for --list
+  bool cheap;                              // run by every tool at start (no GPU work, no NCCL run)
+  const char* summary;                     // one line for --list
   std::string (*applies)(const Context&);  // "" when it applies, else why it is skipped
   void (*run)(const Context&, Findings&);
 };

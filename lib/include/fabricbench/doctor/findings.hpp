@@ -18,7 +18,7 @@ Status status_from_string(std::string_view text);  // throws std::invalid_argume
 
 struct Finding {
   std::string host;
-  int rank = -1;  // -1: the finding is about the host (or the job), not one rank
+  int rank = -1;        // -1: the finding is about the host (or the job), not one rank
   std::string check;    // "rdma.port_state"
   std::string subject;  // "mlx5_0/1", "GPU0-GPU1", "NCCL_IB_HCA"
   Status status = Status::ok;
@@ -35,7 +35,9 @@ class Findings {
   Finding& ok(std::string subject, std::string value, std::string expected = "") {
     return add(std::move(subject), Status::ok, std::move(value), std::move(expected));
   }
-  Finding& skip(std::string subject, std::string why) { return add(std::move(subject), Status::skip, "", "", std::move(why)); }
+  Finding& skip(std::string subject, std::string why) {
+    return add(std::move(subject), Status::skip, "", "", std::move(why));
+  }
   void append(const std::vector<Finding>& more) { all_.insert(all_.end(), more.begin(), more.end()); }
 
   const std::vector<Finding>& all() const { return all_; }

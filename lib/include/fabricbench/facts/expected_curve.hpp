@@ -14,11 +14,11 @@
 namespace fabricbench::facts {
 
 struct Curve {
-  std::string path;        // the hardware path the ranks should use: "nvlink", "pcie"
-  double link_gbps = 0;    // that path's figure per GPU when it was measured (NVLink: links x per-link speed)
-  int ranks = 0;           // ranks of the communicator (one per GPU)
-  std::string op;          // fabric-coll's operation name: all_reduce, all_gather, sendrecv, ...
-  std::string source;      // provenance: GPUs, link, NCCL version, date, how many runs
+  std::string path;      // the hardware path the ranks should use: "nvlink", "pcie"
+  double link_gbps = 0;  // that path's figure per GPU when it was measured (NVLink: links x per-link speed)
+  int ranks = 0;         // ranks of the communicator (one per GPU)
+  std::string op;        // fabric-coll's operation name: all_reduce, all_gather, sendrecv, ...
+  std::string source;    // provenance: GPUs, link, NCCL version, date, how many runs
   std::vector<std::pair<std::uint64_t, double>> points;  // (bytes, GB/s), ascending bytes, distinct
 
   // The healthy figure at `bytes`: straight lines between the measured sizes on log-log axes; past the largest size

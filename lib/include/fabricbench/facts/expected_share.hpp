@@ -40,10 +40,10 @@ struct Reference {
 
 // configs/expected.ini, section [expected].
 struct ExpectedRule {
-  double warn_below_percent = 80;     // rated rows: warn below this share of the line rate, at the largest size
-  std::uint64_t min_bytes = 1u << 20;  // rows are judged only from this size up
+  double warn_below_percent = 80;             // rated rows: warn below this share of the line rate, at the largest size
+  std::uint64_t min_bytes = 1u << 20;         // rows are judged only from this size up
   double calibrated_warn_below_percent = 70;  // calibrated rows: warn below this share of the healthy curve
-  CurveBook curves;                    // key `curves`: a CSV, relative to the rule file; none: GPU links uncalibrated
+  CurveBook curves;  // key `curves`: a CSV, relative to the rule file; none: GPU links uncalibrated
   // Missing keys keep the defaults; an unreadable file, unknown key or bad value is Error::usage naming the file
   // and the key. `must_exist` false: a missing file gives the defaults (the shipped file of a bare binary).
   static ExpectedRule load(const std::string& path, bool must_exist);

@@ -34,7 +34,7 @@ struct Expected {
   std::string kind;     // "nvlink" (per GPU), "pcie" (per GPU), "rdma_port", "rdma_node" (all Active ports)
   std::string subject;  // "GPU0" / "mlx5_0/1" / "node"
   double gbps = 0;
-  std::string basis;    // "18 links x 26.56 GB/s"
+  std::string basis;  // "18 links x 26.56 GB/s"
 };
 std::vector<Expected> expected_bandwidth(const Host& host);
 

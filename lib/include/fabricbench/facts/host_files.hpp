@@ -47,7 +47,7 @@ struct RdmaPort {
   bool roce_v2 = false;    // a RoCE v2 GID is present
   std::string firmware;
   int numa_node = -1;
-  std::string pci_address;  // "0000:17:00.0" ("" for software devices such as rxe)
+  std::string pci_address;                        // "0000:17:00.0" ("" for software devices such as rxe)
   std::map<std::string, std::uint64_t> counters;  // counters/ and hw_counters/ (hw_ prefix)
   std::string name() const { return device + "/" + std::to_string(port); }
   bool active() const { return state == "ACTIVE"; }
@@ -77,12 +77,14 @@ std::vector<std::uint64_t> buddy_free_pages(std::string_view buddyinfo);
 double free_share_at_or_above(const std::vector<std::uint64_t>& free_pages, int order);
 
 // PCI devices of the host by class prefix ("0302" 3D controller, "0300" VGA) and vendor ("0x10de" NVIDIA).
-std::vector<std::string> pci_devices(const HostFiles& files, std::string_view vendor, const std::vector<std::string>& class_prefixes);
+std::vector<std::string> pci_devices(const HostFiles& files, std::string_view vendor,
+                                     const std::vector<std::string>& class_prefixes);
 int pci_numa_node(const HostFiles& files, const std::string& address);
 // The bridges above a PCI device, nearest the root first ("0000:00:01.0", "0000:01:00.0" ...), from its sysfs path.
 std::vector<std::string> pci_upstream(const HostFiles& files, const std::string& address);
 // The bridges between two devices: those above either one but not above both.
-std::vector<std::string> pci_bridges_between(const std::vector<std::string>& up_a, const std::vector<std::string>& up_b);
+std::vector<std::string> pci_bridges_between(const std::vector<std::string>& up_a,
+                                             const std::vector<std::string>& up_b);
 
 // PCIe Access Control Services from a device's config space (the extended capabilities from 0x100): nullopt when
 // the config space is too short to hold them (read without root: 256 bytes), else the ACS control bits.

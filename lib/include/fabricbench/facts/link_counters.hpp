@@ -58,7 +58,8 @@ class LinkWatch {
  public:
   LinkWatch() = default;  // watches nothing: every reading NaN
   // Collective over `comm`.
-  LinkWatch(const runtime::Communicator& comm, const std::string& host, bool nvlink, std::vector<std::string> ports = {});
+  LinkWatch(const runtime::Communicator& comm, const std::string& host, bool nvlink,
+            std::vector<std::string> ports = {});
   bool reads() const { return reads_; }
   CounterReading read() const { return counters_.read(); }
   // `work()`'s result and the growth of the links while it ran (NaN on ranks that do not read).

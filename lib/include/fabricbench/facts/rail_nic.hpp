@@ -22,7 +22,7 @@ namespace fabricbench::facts {
 struct RailNic {
   std::string rdma;  // "mlx5_0" ("" none)
   int port = 1;
-  std::string net;   // "ib0" or "10.91.0.0/24" ("" none)
+  std::string net;  // "ib0" or "10.91.0.0/24" ("" none)
   // What a row names: the RDMA device and port, else the interface.
   std::string name() const { return !rdma.empty() ? rdma + ":" + std::to_string(port) : net; }
 };

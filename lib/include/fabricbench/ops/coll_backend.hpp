@@ -55,10 +55,10 @@ struct TimingPlan {
 };
 
 struct CaseTiming {
-  double seconds_per_op = 0;   // this rank's mean time per operation (the median block's)
-  std::vector<double> laps_us; // per-iteration times, when the mode gives them
-  int blocks = 1;              // timed blocks of `iterations`
-  double spread = NAN;         // (p90 - p10) / median of the blocks' mean times; NaN with one block
+  double seconds_per_op = 0;    // this rank's mean time per operation (the median block's)
+  std::vector<double> laps_us;  // per-iteration times, when the mode gives them
+  int blocks = 1;               // timed blocks of `iterations`
+  double spread = NAN;          // (p90 - p10) / median of the blocks' mean times; NaN with one block
 };
 
 struct P2PTest;
@@ -98,7 +98,8 @@ class CollBackend {
 };
 
 // The one timing loop: warm-up, barrier, `iterations` timed operations, mean time per op and laps.
-CaseTiming time_case(CollBackend& backend, const CollCase& c, const TimingPlan& plan, const runtime::Communicator& world);
+CaseTiming time_case(CollBackend& backend, const CollCase& c, const TimingPlan& plan,
+                     const runtime::Communicator& world);
 
 struct CaseResult {
   CaseTiming timing;

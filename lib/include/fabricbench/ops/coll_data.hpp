@@ -27,9 +27,9 @@ struct ElementRule {
   CollKind kind;
   RedOp redop;
   int nranks;
-  int rank;                   // the rank whose output is checked
+  int rank;  // the rank whose output is checked
   int root;
-  std::uint64_t count;        // per-rank element count (nccl-tests' paramcount)
+  std::uint64_t count;  // per-rank element count (nccl-tests' paramcount)
   bool reduces;
 
   // Rank r's input element i.
@@ -40,24 +40,33 @@ struct ElementRule {
     h ^= h >> 32;
     if (!reduces) return 1 + h % 113;  // < 128: exact in int8 and bfloat16
     switch (redop) {
-      case RedOp::prod: return 1 + h % 2;  // products are powers of two
+      case RedOp::prod:
+        return 1 + h % 2;  // products are powers of two
       case RedOp::min:
-      case RedOp::max: return h % 100;
-      default: return h % 3;  // sums stay small
+      case RedOp::max:
+        return h % 100;
+      default:
+        return h % 3;  // sums stay small
     }
   }
 
   // Output element j of `rank`; false when this rank's output is not defined (reduce on a non-root rank).
   FB_HD bool expected(std::uint64_t j, Expected* out) const {
     switch (kind) {
-      case CollKind::all_reduce: return reduce_over_ranks(j, out);
-      case CollKind::reduce: return rank == root && reduce_over_ranks(j, out);
-      case CollKind::reduce_scatter: return reduce_over_ranks(static_cast<std::uint64_t>(rank) * count + j, out);
-      case CollKind::all_gather: return single(input(static_cast<int>(j / count), j % count), out);
-      case CollKind::broadcast: return single(input(root, j), out);
+      case CollKind::all_reduce:
+        return reduce_over_ranks(j, out);
+      case CollKind::reduce:
+        return rank == root && reduce_over_ranks(j, out);
+      case CollKind::reduce_scatter:
+        return reduce_over_ranks(static_cast<std::uint64_t>(rank) * count + j, out);
+      case CollKind::all_gather:
+        return single(input(static_cast<int>(j / count), j % count), out);
+      case CollKind::broadcast:
+        return single(input(root, j), out);
       case CollKind::alltoall:
         return single(input(static_cast<int>(j / count), static_cast<std::uint64_t>(rank) * count + j % count), out);
-      case CollKind::sendrecv: return single(input((rank - 1 + nranks) % nranks, j), out);
+      case CollKind::sendrecv:
+        return single(input((rank - 1 + nranks) % nranks, j), out);
     }
     return false;
   }
@@ -74,10 +83,22 @@ struct ElementRule {
     for (int r = 1; r < nranks; ++r) {
       const std::uint64_t v = input(r, i);
       switch (redop) {
-        case RedOp::prod: acc *= v; real *= static_cast<double>(v); break;
-        case RedOp::min: acc = v < acc ? v : acc; real = static_cast<double>(acc); break;
-        case RedOp::max: acc = v > acc ? v : acc; real = static_cast<double>(acc); break;
-        default: acc += v; real += static_cast<double>(v); break;
+        case RedOp::prod:
+          acc *= v;
+          real *= static_cast<double>(v);
+          break;
+        case RedOp::min:
+          acc = v < acc ? v : acc;
+          real = static_cast<double>(acc);
+          break;
+        case RedOp::max:
+          acc = v > acc ? v : acc;
+          real = static_cast<double>(acc);
+          break;
+        default:
+          acc += v;
+          real += static_cast<double>(v);
+          break;
       }
     }
     if (redop == RedOp::avg) real /= nranks;

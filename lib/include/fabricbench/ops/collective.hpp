@@ -15,12 +15,14 @@ namespace fabricbench::ops {
 
 // Element counts of one operation for a requested size, as nccl-tests' getCollByteCount computes them.
 struct CollCounts {
-  std::uint64_t send;       // elements in each rank's send buffer
-  std::uint64_t recv;       // elements in each rank's receive buffer
-  std::uint64_t param;      // the count passed to the library call (per rank / per peer)
+  std::uint64_t send;                 // elements in each rank's send buffer
+  std::uint64_t recv;                 // elements in each rank's receive buffer
+  std::uint64_t param;                // the count passed to the library call (per rank / per peer)
   std::uint64_t send_inplace_offset;  // in-place: where the input sits in the receive buffer (elements)
   std::uint64_t recv_inplace_offset;  // in-place: where the output sits in the (shared) buffer (elements)
-  std::uint64_t bytes(int type_size) const { return (send > recv ? send : recv) * static_cast<std::uint64_t>(type_size); }
+  std::uint64_t bytes(int type_size) const {
+    return (send > recv ? send : recv) * static_cast<std::uint64_t>(type_size);
+  }
 };
 
 struct CollectiveOp {

@@ -38,9 +38,9 @@ struct ExchangePlan {
 };
 
 struct Exchanger {
-  MPI_Comm comm;   // both ranks belong to it; its barrier starts the timed part
-  int me, peer;    // ranks in comm
-  bool leader;     // leads the ping-pong, sends the window
+  MPI_Comm comm;  // both ranks belong to it; its barrier starts the timed part
+  int me, peer;   // ranks in comm
+  bool leader;    // leads the ping-pong, sends the window
   memory::Buffer& send;
   memory::Buffer& recv;
   std::uint64_t bytes;
@@ -57,8 +57,8 @@ struct Exchanger {
   // slows every pair of its step.
   bool mpigraph_steps = false;
   double late_receives_s = 0;  // test hook, mpigraph_steps only: post each step's receives this long after its sends
-  double budget_s = 0;  // > 0: probe first and cut the counts to fit this many seconds (not with `from`)
-  double probe_s = 0;   // with a budget: a probe_message_s() already taken (0: probe now)
+  double budget_s = 0;         // > 0: probe first and cut the counts to fit this many seconds (not with `from`)
+  double probe_s = 0;          // with a budget: a probe_message_s() already taken (0: probe now)
   // > 0: repeat the timed block of `iterations` until about this many seconds were timed (timing::TimedBlocks);
   // rank 0 of `comm` decides the count, so every rank of `comm` must be in the call. Not with a budget.
   double min_time_s = 0;

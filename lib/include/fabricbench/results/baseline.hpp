@@ -32,7 +32,8 @@ class Baseline {
   std::vector<std::string> check(const Row& row, std::vector<bool>* used = nullptr) const;
   std::size_t entry_count() const { return entries_.size(); }
   // One line per entry of `table` (e.g. "/results/p2p") not flagged in `used`: a baseline entry that no row of the run
-  // matched is a failure, as in `fabric-report check` (a baseline of 1 GiB does not pass a run that stopped at 512 MiB).
+  // matched is a failure, as in `fabric-report check` (a baseline of 1 GiB does not pass a run that stopped at 512
+  // MiB).
   std::vector<std::string> unmatched(const std::string& table, const std::vector<bool>& used) const;
   // The expected value of `column` in the entries of `row`'s table whose keys all match `keys` (exactly: an entry
   // applies to the key values given). fabric-sweep: the expected value of one metric for every pair.

@@ -14,10 +14,10 @@ std::string utc_timestamp();
 
 // What a run is, written once at its start (HDF5 root attributes, terminal header).
 struct RunInfo {
-  std::string tool;          // "fabric-p2p"
+  std::string tool;  // "fabric-p2p"
   std::string tool_version;
   std::string command_line;
-  std::string started_at;    // ISO 8601 UTC
+  std::string started_at;  // ISO 8601 UTC
   int world_size = 0;
   std::vector<std::string> hosts;
 };

@@ -3,8 +3,8 @@
 // row; a matrix is a labelled N x M grid. Every output (terminal, HDF5, CSV) is written from these alone.
 #pragma once
 #include <cstdint>
-#include <string>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <variant>
@@ -28,14 +28,14 @@ std::string_view to_string(Role role);
 std::string_view to_string(Better better);
 
 struct Column {
-  std::string name;       // HDF5/CSV name; units also in the name (_us, _gbps, bytes) for readers without attributes
+  std::string name;  // HDF5/CSV name; units also in the name (_us, _gbps, bytes) for readers without attributes
   ColumnType type;
   std::size_t width = 0;  // text columns: fixed width in HDF5 (longer values are cut)
   Unit unit = Unit::none;
   Role role = Role::key;
   Better better = Better::none;
-  std::string label;      // terminal header; empty: the name
-  int precision = 2;      // terminal digits after the point (reals)
+  std::string label;  // terminal header; empty: the name
+  int precision = 2;  // terminal digits after the point (reals)
   // What a reader looks at first. headline: a measured value a person reads first (plots and charts draw it
   // against size); a table may have several (p2p latency_us for its latency tests, bw_mbps for the others).
   // series: the key whose values name the curves of those plots (op, test, metric); at most one per table.
@@ -101,7 +101,6 @@ struct TableSpec {
 
 using Value = std::variant<std::int64_t, double, std::string>;
 
-
 // One row of a table; unset values are 0, NaN or "" by type.
 class Row {
  public:
@@ -124,9 +123,9 @@ class Row {
 
 // One timed iteration; the columns of TableSpec::samples() in order.
 struct Sample {
-  std::int64_t row;       // index of the row in its results table
-  std::int32_t iteration; // -1: the value is a mean over iterations (no per-iteration time exists)
-  std::int32_t rank;      // the rank that timed it
+  std::int64_t row;        // index of the row in its results table
+  std::int32_t iteration;  // -1: the value is a mean over iterations (no per-iteration time exists)
+  std::int32_t rank;       // the rank that timed it
   double time_us;
 };
 

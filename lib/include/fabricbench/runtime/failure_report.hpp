@@ -6,8 +6,9 @@
 // bytes at start and shares it over MPI; every request and reply carries it, and a datagram without it (compared in
 // constant time) is counted and dropped: no answer, no signal to the main thread, never a row of /failure/ranks.
 // Each rank binds one address, the one it uses toward rank 0's host (loopback when the whole job is on one
-// machine), not every interface, and answers at most a few requests a second. The progress board, where it exists, says who finished; this says where the
-// others are, also where the board is missing (Open MPI over TCP between nodes has no one-sided MPI).
+// machine), not every interface, and answers at most a few requests a second. The progress board, where it exists, says
+// who finished; this says where the others are, also where the board is missing (Open MPI over TCP between nodes has no
+// one-sided MPI).
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -80,8 +81,8 @@ class FailureReport {
   int rank_, size_;
   std::string host_;
   int socket_ = -1;
-  std::string secret_;    // 16 random bytes from rank 0
-  std::string bound_to_;  // "ip:port"
+  std::string secret_;                  // 16 random bytes from rank 0
+  std::string bound_to_;                // "ip:port"
   std::vector<std::string> addresses_;  // rank 0: "ip:port" of every rank ("" where a rank has no socket)
   std::atomic<std::uint64_t> answered_{0}, refused_{0};
   std::chrono::steady_clock::time_point window_start_{};  // the rate limit's current second

@@ -71,7 +71,8 @@ class Communicator {
   std::vector<std::vector<T>> gather_arrays(const std::vector<T>& mine, int root) const {
     static_assert(std::is_trivially_copyable_v<T>);
     std::vector<std::vector<T>> out;
-    for (const auto& bytes : gather(std::string(reinterpret_cast<const char*>(mine.data()), mine.size() * sizeof(T)), root)) {
+    for (const auto& bytes :
+         gather(std::string(reinterpret_cast<const char*>(mine.data()), mine.size() * sizeof(T)), root)) {
       out.emplace_back(bytes.size() / sizeof(T));
       if (!bytes.empty()) std::memcpy(out.back().data(), bytes.data(), bytes.size());
     }
@@ -88,7 +89,8 @@ class Communicator {
   template <typename T>
   std::vector<T> broadcast_array(const std::vector<T>& values, int root) const {
     static_assert(std::is_trivially_copyable_v<T>);
-    const auto bytes = broadcast(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T)), root);
+    const auto bytes =
+        broadcast(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T)), root);
     std::vector<T> out(bytes.size() / sizeof(T));
     if (!bytes.empty()) std::memcpy(out.data(), bytes.data(), bytes.size());
     return out;

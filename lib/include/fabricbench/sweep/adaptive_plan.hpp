@@ -9,9 +9,9 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <string>
 #include <tuple>
 #include <unordered_set>
-#include <string>
 #include <vector>
 
 #include "fabricbench/sweep/judge.hpp"
@@ -30,7 +30,7 @@ struct AdaptiveOptions {
   // A host with a slow test that a re-test did not confirm may be slow some of the time: it gets fresh clean peers
   // until the judge's intermittent rule can decide (intermittent_peers of its peers slow) or it has this many peers.
   int watch_tests = 30;
-  int max_rounds = 0;        // 0: hosts - 1 (what all-pairs would take); with cover_pairs 2 x hosts + 16
+  int max_rounds = 0;  // 0: hosts - 1 (what all-pairs would take); with cover_pairs 2 x hosts + 16
   // Once every host-rail is judged, go on with pairs never tested (a link only shows on its own pair; a node slow some
   // of the time shows in enough of them) until they are all tested; the caller's --budget ends it first (fabric-sweep
   // sets this with --budget). A pair slow in its first test is tested once more (the best of the two stands).
@@ -66,9 +66,9 @@ class AdaptivePlan {
   // A host of a pair that hung: none; unresolved (its pair hung, nothing says which end); released (it finished a
   // test since, or its partner is the hung one); hung (it hung with two partners, or its partner was cleared).
   enum class Hung { none, unresolved, released, hung };
-  struct Evidence;      // this call's view of every pair on every rail, over every metric (adaptive_plan.cpp)
-  struct HostView;      // what each host and host-rail still needs
-  class RoundBuilder;   // a round being filled, hosts disjoint
+  struct Evidence;     // this call's view of every pair on every rail, over every metric (adaptive_plan.cpp)
+  struct HostView;     // what each host and host-rail still needs
+  class RoundBuilder;  // a round being filled, hosts disjoint
 
   // The phases of next(), in order; each reads what the one before made.
   void read(const std::vector<PairRecord>& records);  // new records: pairs tested, hangs, slow first tests (covering)
@@ -97,14 +97,14 @@ class AdaptivePlan {
   std::vector<std::string> names_;  // placeholders for the assessment's reasons (the plan needs indices only)
   std::vector<int> relabel_;        // the screening rounds' random order of the hosts
   int planned_ = 0;
-  int cover_step_ = 0;              // with cover_pairs: the next round of the circle method to take untested pairs from
-  bool covering_ = false;           // judging done: the records are no longer assessed
-  int judged_at_cover_ = 0;         // hosts judged when covering began (what state() says from then on)
+  int cover_step_ = 0;       // with cover_pairs: the next round of the circle method to take untested pairs from
+  bool covering_ = false;    // judging done: the records are no longer assessed
+  int judged_at_cover_ = 0;  // hosts judged when covering began (what state() says from then on)
   // Read once per record (the records so far only grow; fewer than last time starts over).
   std::size_t seen_ = 0;
-  std::unordered_set<std::uint64_t> tested_;              // unordered pairs tested (or hung)
+  std::unordered_set<std::uint64_t> tested_;                    // unordered pairs tested (or hung)
   std::vector<int> hangs_, last_hang_, last_done_, hung_with_;  // per host
-  std::set<std::tuple<int, int, int>> hung_seen_;          // (round, a, b) of hung pairs
+  std::set<std::tuple<int, int, int>> hung_seen_;               // (round, a, b) of hung pairs
   // Covering: the line per metric from the last assessment, slow pairs waiting for their second test, pairs given it.
   std::vector<std::pair<MetricRule, double>> lines_;
   std::vector<std::uint64_t> to_confirm_, deferred_;  // deferred: untested pairs a confirmation pushed out of a round

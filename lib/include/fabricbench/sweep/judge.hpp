@@ -8,16 +8,16 @@
 #include <vector>
 
 #include "fabricbench/results/table.hpp"
-#include "fabricbench/sweep/pair_record.hpp"
 #include "fabricbench/sweep/data_path.hpp"
+#include "fabricbench/sweep/pair_record.hpp"
 #include "fabricbench/sweep/verdict.hpp"
 
 namespace fabricbench::sweep {
 
 // A metric as the judge reads it: the better direction comes from its declaration, never from a rules file.
 struct JudgedMetric {
-  std::string name;   // "p2p_bw"
-  std::string unit;   // "MB/s"
+  std::string name;  // "p2p_bw"
+  std::string unit;  // "MB/s"
   results::Unit value_unit = results::Unit::none;
   results::Better better = results::Better::higher;
   bool both_directions = false;

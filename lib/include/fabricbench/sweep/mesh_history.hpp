@@ -1,7 +1,8 @@
 // A continuous mesh (fabric-sweep --repeat N --every D): the same sweep pass after pass, each pass judged on its own
 // records. MeshHistory is the pure part: given each pass's judgement it says what changed against the pass before,
 // a verdict that appeared ("node2: p2p_latency to every peer 21.3 -> 2104 us from pass 4, 14:02:30Z") or one that went
-// ("... back to 21.5 us from pass 9"). No MPI, no tables: the tool writes what it returns, the unit tests call it alike.
+// ("... back to 21.5 us from pass 9"). No MPI, no tables: the tool writes what it returns, the unit tests call it
+// alike.
 #pragma once
 #include <cmath>
 #include <string>
@@ -12,9 +13,9 @@
 namespace fabricbench::sweep {
 
 struct MeshChange {
-  int pass = 0;          // the pass where it changed (from 1)
-  std::string started;   // that pass's start, UTC ("2026-11-24T14:02:30Z")
-  Verdict verdict;       // the verdict that appeared, or (recovered) the one that went
+  int pass = 0;         // the pass where it changed (from 1)
+  std::string started;  // that pass's start, UTC ("2026-11-24T14:02:30Z")
+  Verdict verdict;      // the verdict that appeared, or (recovered) the one that went
   bool recovered = false;
   double before = NAN, after = NAN;  // the subject's figure in the pass before and in this one (NaN: none)
   std::string unit;
@@ -23,7 +24,8 @@ struct MeshChange {
 
 class MeshHistory {
  public:
-  MeshHistory(std::vector<JudgedMetric> metrics, Fabric fabric) : metrics_(std::move(metrics)), fabric_(std::move(fabric)) {}
+  MeshHistory(std::vector<JudgedMetric> metrics, Fabric fabric)
+      : metrics_(std::move(metrics)), fabric_(std::move(fabric)) {}
   // Pass `pass` was judged: its verdicts against the previous pass's (every verdict of the first pass is new).
   std::vector<MeshChange> add(int pass, const std::string& started, const Judgement& judgement);
 

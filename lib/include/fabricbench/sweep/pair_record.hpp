@@ -22,7 +22,7 @@ struct PairRecord {
   std::int32_t window = 0, cut = 0;  // messages in flight used; 1 when the budget cut the counts
   std::int32_t hung = 0;             // 1: the pair did not finish within --timeout (NCCL: communicator aborted)
   std::int32_t rail = 0;             // the local rank of both ends (0 without --rails)
-  double payload = 0;                // bytes this end's NIC carried for the timed part (sent + received), for the data-path check
+  double payload = 0;  // bytes this end's NIC carried for the timed part (sent + received), for the data-path check
   // Growth of the link counters of each end's host (index 0: a, 1: b) during this metric; NaN where that host has
   // no such counters. A metric's growth sits on its first record only, so sums over records count it once.
   double port_errors[2] = {NAN, NAN}, xmit_wait[2] = {NAN, NAN}, nvlink_errors[2] = {NAN, NAN};

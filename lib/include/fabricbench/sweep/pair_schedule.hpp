@@ -1,7 +1,8 @@
 // Which node pairs are tested together, round by round. all-pairs: the circle method, every unordered pair exactly
 // once, no node twice in a round (N-1 rounds of N/2 pairs for even N; N rounds with one node resting for odd N).
-// quick: one round, node i with node i+N/2 (odd N: a second round pairs the last node with node 0). shift: mpiGraph's pattern, in step d node i sends to i+d while
-// receiving from i-d. A pairs file gives the rounds explicitly ("round hostA hostB" per line).
+// quick: one round, node i with node i+N/2 (odd N: a second round pairs the last node with node 0). shift: mpiGraph's
+// pattern, in step d node i sends to i+d while receiving from i-d. A pairs file gives the rounds explicitly ("round
+// hostA hostB" per line).
 #pragma once
 #include <istream>
 #include <string>

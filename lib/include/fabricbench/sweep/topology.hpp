@@ -19,12 +19,12 @@ std::vector<std::string> expand_host_list(std::string_view text, std::string_vie
 
 struct Switch {
   std::string name;
-  int rail = -1;                      // -1: every rail
-  int line = 0;                       // where it was declared (file `file`)
+  int rail = -1;  // -1: every rail
+  int line = 0;   // where it was declared (file `file`)
   int file = 0;
-  std::vector<int> hosts;             // a leaf: the job's hosts under it
-  std::vector<int> children;          // switches under it
-  int parent = -1;                    // the switch above (-1: at the top)
+  std::vector<int> hosts;     // a leaf: the job's hosts under it
+  std::vector<int> children;  // switches under it
+  int parent = -1;            // the switch above (-1: at the top)
   bool leaf() const { return children.empty(); }
 };
 
@@ -54,9 +54,10 @@ class Topology {
   std::vector<std::string> hosts_, files_;
   std::vector<Switch> switches_;
   std::vector<std::vector<std::string>> child_names_;  // per switch, as written (linked in finish)
-  std::map<std::string, int> host_index_;  // hosts_ by name (filled by the first Nodes=)
+  std::map<std::string, int> host_index_;              // hosts_ by name (filled by the first Nodes=)
   int indexed_rails_ = 0;
-  std::vector<int> leaf_index_;  // host * indexed_rails_ + rail -> leaf (made by finish: leaf_of is in the judge's loops)
+  std::vector<int>
+      leaf_index_;  // host * indexed_rails_ + rail -> leaf (made by finish: leaf_of is in the judge's loops)
 };
 
 }  // namespace fabricbench::sweep

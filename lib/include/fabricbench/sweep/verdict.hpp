@@ -1,8 +1,9 @@
 // From pair measurements to verdicts. Rules and thresholds come from an INI file (configs/sweep.ini), not code:
 // a pair is suspect below a fraction of the median (bandwidth: the median over nodes of each node's median pair,
-// which one bad node cannot drag down) or above a multiple of the best pair (latency), or worse than a baseline; a node whose pairs are suspect in at least `bad_node_fraction` of its tests is a bad
-// node, and a suspect pair between two nodes that are not bad is a bad link. Re-tests pair suspects with good nodes
-// so that a node with only one pair can still be told from its link.
+// which one bad node cannot drag down) or above a multiple of the best pair (latency), or worse than a baseline; a node
+// whose pairs are suspect in at least `bad_node_fraction` of its tests is a bad node, and a suspect pair between two
+// nodes that are not bad is a bad link. Re-tests pair suspects with good nodes so that a node with only one pair can
+// still be told from its link.
 #pragma once
 #include <cmath>
 #include <map>
@@ -87,17 +88,24 @@ std::string_view kind_name(VerdictKind kind);
 inline std::ostream& operator<<(std::ostream& out, VerdictKind kind) { return out << kind_name(kind); }
 
 struct Verdict {
-  Verdict(std::string metric_name, VerdictKind verdict_kind, int host_a, int host_b, std::string why, int rail_index = -1,
-          std::string nic_name = {}, std::string switch_names = {})
-      : metric(std::move(metric_name)), kind(verdict_kind), a(host_a), b(host_b), reason(std::move(why)),
-        rail(rail_index), nic(std::move(nic_name)), switch_name(std::move(switch_names)) {}
+  Verdict(std::string metric_name, VerdictKind verdict_kind, int host_a, int host_b, std::string why,
+          int rail_index = -1, std::string nic_name = {}, std::string switch_names = {})
+      : metric(std::move(metric_name)),
+        kind(verdict_kind),
+        a(host_a),
+        b(host_b),
+        reason(std::move(why)),
+        rail(rail_index),
+        nic(std::move(nic_name)),
+        switch_name(std::move(switch_names)) {}
   std::string metric;
   VerdictKind kind;
-  int a, b;          // hosts; b = -1 where one host (or none: a = -1 for a switch) is named
+  int a, b;  // hosts; b = -1 where one host (or none: a = -1 for a switch) is named
   std::string reason;
   int rail = -1;            // -1: not about one rail
   std::string nic;          // kind nic and path: the NIC named
-  std::string switch_name;  // kind switch and uplink: the leaf (an uplink that cannot be told from its twins: all, comma-separated)
+  std::string switch_name;  // kind switch and uplink: the leaf (an uplink that cannot be told from its twins: all,
+                            // comma-separated)
 };
 
 // One leaf switch on one rail, as a metric saw it (with a topology).
@@ -118,12 +126,12 @@ struct PairBest {
 struct Assessment {
   double reference =
       NAN;  // the median host-rail's median pair (higher is better); lower: the lower median of their best
-  std::vector<bool> suspect;     // per input value: its pair (best of its tests) is suspect
-  std::vector<bool> slow_test;   // per input value: this test itself was beyond the line (a re-test may clear the pair)
+  std::vector<bool> suspect;    // per input value: its pair (best of its tests) is suspect
+  std::vector<bool> slow_test;  // per input value: this test itself was beyond the line (a re-test may clear the pair)
   std::vector<Verdict> verdicts;
-  std::vector<PairBest> best;                          // one per unordered pair and rail, sorted by (a, b, rail)
-  std::vector<std::tuple<int, int, int>> suspects;     // (a, b, rail) of the pairs in `best` that are suspect, in order
-  std::vector<LeafSummary> leaves;                   // with a topology: per leaf and rail
+  std::vector<PairBest> best;                       // one per unordered pair and rail, sorted by (a, b, rail)
+  std::vector<std::tuple<int, int, int>> suspects;  // (a, b, rail) of the pairs in `best` that are suspect, in order
+  std::vector<LeafSummary> leaves;                  // with a topology: per leaf and rail
 };
 
 // Several values of one pair on one rail (directions, re-tests) are combined first: the best of them counts, so a

@@ -4,9 +4,8 @@
 #pragma once
 #include <infiniband/verbs.h>
 
-#include <map>
-
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,10 +32,10 @@ struct Port {
   std::string link_layer;  // "InfiniBand" or "Ethernet"
   ibv_mtu active_mtu = IBV_MTU_1024;
   std::uint16_t lid = 0;
-  int gid_index = -1;      // -1: none needed (InfiniBand without --gid-index)
+  int gid_index = -1;  // -1: none needed (InfiniBand without --gid-index)
   ibv_gid gid{};
-  std::string gid_type;    // "IB", "RoCE v1", "RoCE v2"
-  std::string rate;        // as sysfs reads it ("100 Gb/sec (4X EDR)")
+  std::string gid_type;  // "IB", "RoCE v1", "RoCE v2"
+  std::string rate;      // as sysfs reads it ("100 Gb/sec (4X EDR)")
   int numa_node = -1;
   bool ethernet() const { return link_layer == "Ethernet"; }
 };

@@ -18,14 +18,14 @@ enum class Pattern {
 enum class AtomicOp { fetch_add, compare_swap };
 
 struct VerbsTest {
-  std::string_view name;         // "write_bw"
-  std::string_view peer;         // "ib_write_bw"
+  std::string_view name;  // "write_bw"
+  std::string_view peer;  // "ib_write_bw"
   std::string_view description;
   Verb verb;
   Pattern pattern;
   // Latency: a ping-pong (write, send) counts half its round trip, a read or atomic the whole of it (perftest).
   int latency_divisor;
-  std::uint64_t default_bytes;   // perftest's default -s
+  std::uint64_t default_bytes;  // perftest's default -s
   ops::IterationDefaults defaults;
   bool fixed_size() const { return verb == Verb::atomic; }  // atomics move 8 bytes
 };

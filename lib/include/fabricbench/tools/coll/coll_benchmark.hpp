@@ -53,7 +53,8 @@ class CollBenchmark : public app::Benchmark {
     explicit Columns(const results::TableSpec& t);
     results::ColumnHandle<std::string> op, backend, dtype, redop, timing;
     results::ColumnHandle<std::int64_t> root, in_place, bytes, count, ranks, iterations, warmup, blocks, wrong;
-    results::ColumnHandle<double> time_us_spread_pct, time_us, time_us_rank_min, time_us_rank_max, iter_us_min, iter_us_median, iter_us_p99, iter_us_max, algbw_gbps, busbw_gbps;
+    results::ColumnHandle<double> time_us_spread_pct, time_us, time_us_rank_min, time_us_rank_max, iter_us_min,
+        iter_us_median, iter_us_p99, iter_us_max, algbw_gbps, busbw_gbps;
   };
   Columns col_;
   std::vector<const CollectiveOp*> ops_;

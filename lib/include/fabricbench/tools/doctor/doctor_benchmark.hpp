@@ -42,9 +42,9 @@ class DoctorBenchmark : public app::Benchmark {
   results::TableSpec table_;
   std::vector<const Check*> selected_;
   bool list_ = false, strict_ = false, show_ok_ = true, json_ = false;
-  bool nccl_log_reader_ = false;             // --nccl-log or --nccl-ras given (every rank): a job read, not this host
-  std::unique_ptr<NcclLogMode> nccl_log_;    // the logs read (rank 0)
-  std::unique_ptr<NcclRasMode> nccl_ras_;    // the running job asked (rank 0)
+  bool nccl_log_reader_ = false;           // --nccl-log or --nccl-ras given (every rank): a job read, not this host
+  std::unique_ptr<NcclLogMode> nccl_log_;  // the logs read (rank 0)
+  std::unique_ptr<NcclRasMode> nccl_ras_;  // the running job asked (rank 0)
   int gpu_ = -1;
   std::string gpu_bus_;
 };

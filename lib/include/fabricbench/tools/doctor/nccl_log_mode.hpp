@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "fabricbench/job/nccl_job_log.hpp"
-#include "fabricbench/tools/doctor/nccl_log_report.hpp"
 #include "fabricbench/error.hpp"
+#include "fabricbench/job/nccl_job_log.hpp"
 #include "fabricbench/results/result_set.hpp"
+#include "fabricbench/tools/doctor/nccl_log_report.hpp"
 
 namespace fabricbench::doctor {
 

@@ -11,8 +11,8 @@
 
 #include "fabricbench/doctor/findings.hpp"
 #include "fabricbench/error.hpp"
-#include "fabricbench/job/stacks.hpp"
 #include "fabricbench/job/ras.hpp"
+#include "fabricbench/job/stacks.hpp"
 #include "fabricbench/results/result_set.hpp"
 
 namespace fabricbench::doctor {

@@ -56,7 +56,8 @@ class P2PBenchmark : public app::Benchmark {
     explicit Columns(const results::TableSpec& t);
     results::ColumnHandle<std::string> test, memory, backend;
     results::ColumnHandle<std::int64_t> bytes, pairs, iterations, warmup, wrong, blocks, window;
-    results::ColumnHandle<double> time_us_spread_pct, latency_us, bw_mbps, bw_min_pair_mbps, msg_rate_mps, time_us_min, time_us_median, time_us_mean, time_us_max, time_us_p90, time_us_p99, time_us_stddev;
+    results::ColumnHandle<double> time_us_spread_pct, latency_us, bw_mbps, bw_min_pair_mbps, msg_rate_mps, time_us_min,
+        time_us_median, time_us_mean, time_us_max, time_us_p90, time_us_p99, time_us_stddev;
   };
   Columns col_;
   std::vector<const P2PTest*> tests_;
@@ -67,7 +68,7 @@ class P2PBenchmark : public app::Benchmark {
   int gpu_ = -1;
   bool check_ = false;
   double min_time_s_ = 0.1;  // --min-time; 0 with -n
-  bool flip_byte_ = false;  // test hook FABRICBENCH_TEST_FLIP_BYTE: corrupt one received byte per size
+  bool flip_byte_ = false;   // test hook FABRICBENCH_TEST_FLIP_BYTE: corrupt one received byte per size
   std::optional<runtime::RankPairs> pairs_;
   std::optional<memory::Buffer> send_, recv_;
 };

@@ -32,8 +32,9 @@ struct SweepMetric {
   std::string_view unit;
   std::string_view description;
   MetricFamily family;
-  std::string_view test;  // fabric-p2p's test ("bw"), fabric-coll's operation ("all_reduce"), fabric-verbs' ("write_bw")
-  bool both_directions;   // measured a->b and b->a separately
+  std::string_view
+      test;              // fabric-p2p's test ("bw"), fabric-coll's operation ("all_reduce"), fabric-verbs' ("write_bw")
+  bool both_directions;  // measured a->b and b->a separately
   ops::IterationDefaults defaults;
   results::Unit value_unit;
   results::Better better;
@@ -134,7 +135,7 @@ std::unique_ptr<PairTest> make_coll_pair_test(ops::BackendKind backend, int gpu,
 struct RdmaPairSettings {
   std::string device;  // "" the Active port on the rank's NUMA node; with `rail` >= 0, facts::rail_rdma_port's
   int port = 1;
-  int rail = -1;       // this rank's rail under --rails, else -1
+  int rail = -1;  // this rank's rail under --rails, else -1
   std::uint64_t bw_bytes = 0, lat_bytes = 0;
   int qp_timeout = 14;  // --qp-timeout (perftest -u)
 };

@@ -44,15 +44,15 @@ class SweepBenchmark : public app::Benchmark {
   std::vector<PairRecord> run_pass(const app::RunContext& context, const std::vector<Round>& rounds,
                                    const std::vector<JudgedMetric>& metrics, int& next_round);
   // Runs the rounds; returns (on rank 0) every record measured, merged per test.
-  std::vector<PairRecord> run_rounds(const app::RunContext& context, std::vector<Round> rounds,
-                                     RoundKind kind, int first_round);
+  std::vector<PairRecord> run_rounds(const app::RunContext& context, std::vector<Round> rounds, RoundKind kind,
+                                     int first_round);
   // This rank's records of one round: the metrics of `host_level` (one rank per node) or the collective ones.
   // With --rails every metric runs on the rail's two ranks (`host_level` is ignored).
   std::vector<PairRecord> measure_pair(const app::RunContext& context, const runtime::Communicator& pair,
                                        int round_index, const HostPair& hosts, bool host_level);
   // With --rails: this rank's rail NIC's byte counters around `measure` (the host's ranks start and end together).
-  std::vector<PairRecord> measure_rail(const app::RunContext& context, const runtime::Communicator& rail, int round_index,
-                                       const HostPair& hosts, std::vector<NicTraffic>& traffic);
+  std::vector<PairRecord> measure_rail(const app::RunContext& context, const runtime::Communicator& rail,
+                                       int round_index, const HostPair& hosts, std::vector<NicTraffic>& traffic);
   // Collective: every rank's NICs (as given, opened and read), to rank 0's nic tables and the /sweep/nics rows.
   void gather_nics(const app::RunContext& context);
   // --rails, --rail-map, --topology: read and checked against the placement (sweep_rails.cpp).
@@ -98,8 +98,8 @@ class SweepBenchmark : public app::Benchmark {
   void configure_budget(const cli::po::variables_map& values);
   // Collective, before round `i` of `rounds`: whether it fits the budget. When it does not, rank 0 records its pairs
   // and every later round's as not covered.
-  bool round_fits(const app::RunContext& context, const std::vector<Round>& rounds, std::size_t i,
-                  RoundKind kind, int first_round);
+  bool round_fits(const app::RunContext& context, const std::vector<Round>& rounds, std::size_t i, RoundKind kind,
+                  int first_round);
   // Rank 0: /sweep/untested and the budget's note and attributes.
   void write_untested(const app::RunContext& context);
   // Rank 0: what the earlier part measured, as records (its sweep rounds; with `pass` >= 1, every row of that pass);
@@ -175,7 +175,7 @@ class SweepBenchmark : public app::Benchmark {
   int sweep_rounds_planned_ = 0, sweep_rounds_run_ = 0;
   long long adaptive_pairs_tested_ = 0;  // rank 0, --plan adaptive: unordered pairs tested, and hosts judged
   int adaptive_hosts_judged_ = 0;
-  double setup_total_s_ = 0, measure_total_s_ = 0;  // rank 0: over the rounds, the longest setup and pair test
+  double setup_total_s_ = 0, measure_total_s_ = 0;        // rank 0: over the rounds, the longest setup and pair test
   double pair_setup_sum_s_ = 0, pair_measure_sum_s_ = 0;  // rank 0: over the pair rows, setup_s and measure_s
   std::int64_t pair_rows_ = 0;
   ops::BackendKind backend_ = ops::BackendKind::mpi;

@@ -20,8 +20,8 @@ class VerbsBenchmark : public app::Benchmark {
   ~VerbsBenchmark() override;
   std::string program() const override { return "fabric-verbs"; }
   std::string summary() const override;
-  // perftest's letters: -b bidirectional, -e events, -i port, -m MTU, -q QPs, -x GID index (the common options keep their
-  // long names).
+  // perftest's letters: -b bidirectional, -e events, -i port, -m MTU, -q QPs, -x GID index (the common options keep
+  // their long names).
   cli::OptionGroups option_groups() const override { return {cli::SizeOptions{{2, 8u << 20, 2}, false}, "beimqx"}; }
   void add_options(cli::po::options_description& options) override;
   void configure(const cli::po::variables_map& values, const cli::CommonOptions& common,
@@ -50,8 +50,10 @@ class VerbsBenchmark : public app::Benchmark {
   struct Columns {
     explicit Columns(const results::TableSpec& t);
     results::ColumnHandle<std::string> test, memory, device, link_layer;
-    results::ColumnHandle<std::int64_t> bytes, pairs, qps, iterations, warmup, tx_depth, cq_mod, inline_bytes, mtu, port, gid_index, wrong;
-    results::ColumnHandle<double> bw_avg_mibps, bw_avg_gbitps, msg_rate_mps, bw_min_pair_mibps, bw_peak_mibps, bw_peak_gbitps, latency_us, time_us_min, time_us_max, time_us_mean, time_us_stddev, time_us_p99, time_us_p999;
+    results::ColumnHandle<std::int64_t> bytes, pairs, qps, iterations, warmup, tx_depth, cq_mod, inline_bytes, mtu,
+        port, gid_index, wrong;
+    results::ColumnHandle<double> bw_avg_mibps, bw_avg_gbitps, msg_rate_mps, bw_min_pair_mibps, bw_peak_mibps,
+        bw_peak_gbitps, latency_us, time_us_min, time_us_max, time_us_mean, time_us_stddev, time_us_p99, time_us_p999;
   };
   Columns col_;
   std::vector<const VerbsTest*> tests_;
