@@ -5,6 +5,8 @@
 #include <set>
 #include <string>
 
+#include "fabricbench/app/shipped_files.hpp"
+#include "fabricbench/sweep/verdict.hpp"
 #include "fabricbench/tools/sweep/pair_test.hpp"
 #ifdef FABRICBENCH_HAVE_VERBS
 #include "fabricbench/verbs/verbs_test.hpp"
@@ -42,4 +44,10 @@ TEST(SweepMetrics, EachNamesATestOfItsFamilysTable) {
   EXPECT_EQ(find("sendrecv").op().kind, ops::CollKind::sendrecv);
   EXPECT_EQ(find("allreduce").op().kind, ops::CollKind::all_reduce);
   EXPECT_EQ(find("p2p_bibw").p2p().directions, 2);
+}
+
+// A new metric is its table entry and its [section] of rules: the shipped rules have one for every metric.
+TEST(SweepMetrics, TheShippedRulesJudgeEveryMetric) {
+  const auto rules = Rules::load(app::shipped_config("sweep.ini"));
+  for (const auto& m : sweep_metrics()) EXPECT_NO_THROW(rules.rule(std::string(m.name))) << m.name;
 }
