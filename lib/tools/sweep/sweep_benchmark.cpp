@@ -252,7 +252,9 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
   started_ = std::chrono::steady_clock::now();  // --budget counts from here
   links_ = facts::LinkWatch(context.world, context.placement.me().host, backend_ == ops::BackendKind::nccl);
   if (rails_ > 1) host_comm_ = context.world.split(host_of_rank_[context.world.rank()], context.world.rank());
-  gather_nics(context);
+  const auto mine = NicBook::of_this_rank(rail_map_ ? &*rail_map_ : nullptr, local_rank_, rdma_ ? rdma_->nic() : "");
+  counter_nic_ = mine.counter;
+  nics_ = NicBook::gather(context, nics_table_, mine, rails_ > 1 ? local_rank_ : 0, host_of_rank_, hosts_.size(), rails_);
   auto rounds = rounds_to_run();
   // --resume: every rank drops the pairs the earlier part finished (rank 0 read them); rounds keep their numbers.
   const auto finished =
@@ -316,7 +318,7 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
       } else {
         records.insert(records.end(), last_bw_records_.begin(), last_bw_records_.end());
       }
-      judgement = judge(records, metrics, rules_, fabric(), traffic_, counter_nics_);
+      judgement = judge(records, metrics, rules_, fabric(), traffic_, nics_.counters());
       any_verdict = any_verdict || !judgement.verdicts.empty();
       if (mesh_)
         write_pass(context, started,

@@ -98,52 +98,7 @@ Fabric SweepBenchmark::fabric() const {
 }
 
 const std::vector<std::string>& SweepBenchmark::nics_of(const SweepMetric& m) const {
-  if (m.family == MetricFamily::rdma) return rdma_nics_;
-  const bool nccl_named = std::any_of(nccl_nics_.begin(), nccl_nics_.end(), [](const auto& s) { return !s.empty(); });
-  return on_gpus(m) && backend_ == ops::BackendKind::nccl && nccl_named ? nccl_nics_ : mpi_nics_;
-}
-
-void SweepBenchmark::gather_nics(const app::RunContext& context) {
-  const auto given = facts::GivenNics::from(
-      [](const char* name) {
-        const char* v = std::getenv(name);
-        return std::string(v ? v : "");
-      },
-      facts::interface_in_subnet);
-  const std::string rdma = rdma_ ? rdma_->nic() : std::string();
-  // The NIC whose counters prove the data path: the rail map's (RDMA port, else interface), else the one opened or
-  // given.
-  counter_nic_.clear();
-  if (rail_map_) {
-    const auto& r = rail_map_->rail(local_rank_);
-    const auto net = facts::interface_in_subnet(r.net);
-    counter_nic_ = !r.rdma.empty() ? r.name() : net.empty() ? r.net : fmt::format("{} ({})", net, r.net);
-  } else {
-    counter_nic_ = !rdma.empty() ? rdma : given.mpi;
-  }
-  results::Row mine(nics_table_);
-  mine.set("host", context.placement.me().host)
-      .set("rail", std::int64_t(rails_ > 1 ? local_rank_ : 0))
-      .set("rank", std::int64_t(context.world.rank()))
-      .set("mpi_nic", given.mpi)
-      .set("nccl_nic", given.nccl)
-      .set("rdma_nic", rdma)
-      .set("counter_nic", counter_nic_);
-  const auto rows = results::gather_rows(context.world, nics_table_, {mine}, 0);
-  if (!context.is_root()) return;
-  const auto slots = hosts_.size() * static_cast<std::size_t>(rails_);
-  for (auto* v : {&mpi_nics_, &nccl_nics_, &rdma_nics_, &counter_nics_}) v->assign(slots, std::string());
-  for (std::size_t rank = 0; rank < rows.size(); ++rank) {
-    const int local = context.placement.ranks()[rank].local_rank;
-    if (local >= rails_) continue;  // without --rails: the host's first rank speaks for it
-    const auto i = static_cast<std::size_t>(host_of_rank_[rank] * rails_ + local);
-    mpi_nics_[i] = std::get<std::string>(rows[rank].get("mpi_nic"));
-    nccl_nics_[i] = std::get<std::string>(rows[rank].get("nccl_nic"));
-    rdma_nics_[i] = std::get<std::string>(rows[rank].get("rdma_nic"));
-    counter_nics_[i] = std::get<std::string>(rows[rank].get("counter_nic"));
-  }
-  context.out->declare(nics_table_);
-  context.out->rows(rows);
+  return nics_.of(m, on_gpus(m) && backend_ == ops::BackendKind::nccl);
 }
 
 void SweepBenchmark::write_topology(const app::RunContext& context, const Judgement& judgement) {

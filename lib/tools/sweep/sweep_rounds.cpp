@@ -221,7 +221,7 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
                            .set("round", std::int64_t(t.round))
                            .set("host", hosts_[t.host])
                            .set("rail", std::int64_t(t.rail))
-                           .set("nic", counter_nics_[static_cast<std::size_t>(t.host * rails_ + t.rail)])
+                           .set("nic", nics_.counters()[static_cast<std::size_t>(t.host * rails_ + t.rail)])
                            .set("bytes", t.bytes)
                            .set("payload", t.payload));
       context.out->rows(rows);

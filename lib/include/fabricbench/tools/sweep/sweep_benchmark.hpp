@@ -18,6 +18,7 @@
 #include "fabricbench/sweep/pair_schedule.hpp"
 #include "fabricbench/sweep/round_budget.hpp"
 #include "fabricbench/sweep/topology.hpp"
+#include "fabricbench/tools/sweep/nic_book.hpp"
 #include "fabricbench/tools/sweep/pair_test.hpp"
 
 namespace fabricbench::sweep {
@@ -53,8 +54,6 @@ class SweepBenchmark : public app::Benchmark {
   // With --rails: this rank's rail NIC's byte counters around `measure` (the host's ranks start and end together).
   std::vector<PairRecord> measure_rail(const app::RunContext& context, const runtime::Communicator& rail,
                                        int round_index, const HostPair& hosts, std::vector<NicTraffic>& traffic);
-  // Collective: every rank's NICs (as given, opened and read), to rank 0's nic tables and the /sweep/nics rows.
-  void gather_nics(const app::RunContext& context);
   // --rails, --rail-map, --topology: read and checked against the placement (sweep_rails.cpp).
   void configure_rails(const cli::po::variables_map& values, const runtime::Placement& placement);
   // The rdma pair test on this rank's rail device: the rail map's, else the one the launcher chose (nearest the
@@ -150,10 +149,8 @@ class SweepBenchmark : public app::Benchmark {
   int local_rank_ = 0;
   std::optional<facts::RailMap> rail_map_;
   std::optional<Topology> topology_;
-  // Rank 0: per host * rails + rail, the NIC of each family (MPI as given, NCCL as given, RDMA opened) and the one
-  // whose counters were read.
-  std::vector<std::string> mpi_nics_, nccl_nics_, rdma_nics_, counter_nics_;
-  std::string counter_nic_;          // this rank's
+  NicBook nics_;             // rank 0: the NIC of each host-rail, per family of traffic (nic_book.hpp)
+  std::string counter_nic_;  // this rank's
   std::vector<NicTraffic> traffic_;  // rank 0
   runtime::Communicator host_comm_;  // with --rails: this host's ranks (its rails start and end a round together)
   Rules rules_;
