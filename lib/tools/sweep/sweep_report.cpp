@@ -131,23 +131,23 @@ std::vector<PairRecord> SweepBenchmark::report_records(const app::RunContext& co
       if (r.port_errors[end] > 0 || r.nvlink_errors[end] > 0) grew.push_back(hosts_[end == 0 ? r.a : r.b]);
     }
     results::Row row(pairs_table_);
-    row.set("pass", std::int64_t(pass_))
-        .set("round", std::int64_t(r.round))
-        .set("kind", std::string(kind_name(kind)))
-        .set("host_a", hosts_[r.a])
-        .set("host_b", hosts_[r.b]);
-    row.set("metric", std::string(m.name)).set("direction", std::string(direction_names[r.direction]));
+    row.set(pair_col_.pass, std::int64_t(pass_))
+        .set(pair_col_.round, std::int64_t(r.round))
+        .set(pair_col_.kind, std::string(kind_name(kind)))
+        .set(pair_col_.host_a, hosts_[r.a])
+        .set(pair_col_.host_b, hosts_[r.b]);
+    row.set(pair_col_.metric, std::string(m.name)).set(pair_col_.direction, std::string(direction_names[r.direction]));
     const auto& nics = nics_of(m);
     const auto nic = [&](int host) {
       const auto i = static_cast<std::size_t>(host * rails_ + r.rail);
       return i < nics.size() ? nics[i] : std::string();
     };
-    row.set("rail", std::int64_t(r.rail)).set("nic_a", nic(r.a)).set("nic_b", nic(r.b));
-    row.set("bytes", std::int64_t(r.bytes)).set("iterations", std::int64_t(r.iterations)).set("value", r.value);
-    row.set("window", std::int64_t(r.window)).set("cut", std::int64_t(r.cut)).set("hung", std::int64_t(r.hung));
-    row.set("unit", std::string(m.unit)).set("time_us_median", r.median_us).set("time_us_p99", r.p99_us);
-    row.set("setup_s", r.setup_s).set("measure_s", r.measure_s);
-    row.set("wrong", std::int64_t(r.wrong)).set("counters_host", fmt::format("{}", fmt::join(grew, ",")));
+    row.set(pair_col_.rail, std::int64_t(r.rail)).set(pair_col_.nic_a, nic(r.a)).set(pair_col_.nic_b, nic(r.b));
+    row.set(pair_col_.bytes, std::int64_t(r.bytes)).set(pair_col_.iterations, std::int64_t(r.iterations)).set(pair_col_.value, r.value);
+    row.set(pair_col_.window, std::int64_t(r.window)).set(pair_col_.cut, std::int64_t(r.cut)).set(pair_col_.hung, std::int64_t(r.hung));
+    row.set(pair_col_.unit, std::string(m.unit)).set(pair_col_.time_us_median, r.median_us).set(pair_col_.time_us_p99, r.p99_us);
+    row.set(pair_col_.setup_s, r.setup_s).set(pair_col_.measure_s, r.measure_s);
+    row.set(pair_col_.wrong, std::int64_t(r.wrong)).set(pair_col_.counters_host, fmt::format("{}", fmt::join(grew, ",")));
     facts::set_counters(row, grown);
     stamp_expected(context, row, r);
     rows.push_back(std::move(row));
@@ -202,32 +202,32 @@ void SweepBenchmark::write_judgement(const app::RunContext& context, const std::
   std::vector<results::Row> node_rows;
   for (const auto& s : judgement.nodes)
     node_rows.push_back(results::Row(nodes_table_)
-                            .set("host", hosts_[s.host])
-                            .set("metric", std::string(metrics_[s.metric]->name))
-                            .set("rail", std::int64_t(s.rail))
-                            .set("nic",
+                            .set(node_col_.host, hosts_[s.host])
+                            .set(node_col_.metric, std::string(metrics_[s.metric]->name))
+                            .set(node_col_.rail, std::int64_t(s.rail))
+                            .set(node_col_.nic,
                                  [&] {
                                    const auto& nics = nics_of(*metrics_[s.metric]);
                                    const auto i = static_cast<std::size_t>(s.host * rails_ + s.rail);
                                    return i < nics.size() ? nics[i] : std::string();
                                  }())
-                            .set("median", s.median)
-                            .set("unit", std::string(metrics_[s.metric]->unit))
-                            .set("pairs", s.pairs)
-                            .set("suspect_pairs", s.suspect_pairs));
+                            .set(node_col_.median, s.median)
+                            .set(node_col_.unit, std::string(metrics_[s.metric]->unit))
+                            .set(node_col_.pairs, s.pairs)
+                            .set(node_col_.suspect_pairs, s.suspect_pairs));
   context.out->rows(node_rows);
   for (const auto& v : judgement.verdicts) {
     if (v.kind == VerdictKind::data) continue;  // the wrong-data line below says it
     const std::string kind(kind_name(v.kind));
     context.out->row(results::Row(verdicts_table_)
-                         .set("metric", v.metric)
-                         .set("kind", kind)
-                         .set("host_a", v.a >= 0 ? hosts_[v.a] : std::string())
-                         .set("host_b", v.b >= 0 ? hosts_[v.b] : std::string())
-                         .set("rail", std::int64_t(v.rail))
-                         .set("nic", v.nic)
-                         .set("switch", v.switch_name)
-                         .set("reason", v.reason));
+                         .set(verdict_col_.metric, v.metric)
+                         .set(verdict_col_.kind, kind)
+                         .set(verdict_col_.host_a, v.a >= 0 ? hosts_[v.a] : std::string())
+                         .set(verdict_col_.host_b, v.b >= 0 ? hosts_[v.b] : std::string())
+                         .set(verdict_col_.rail, std::int64_t(v.rail))
+                         .set(verdict_col_.nic, v.nic)
+                         .set(verdict_col_.switch_name, v.switch_name)
+                         .set(verdict_col_.reason, v.reason));
     if (v.kind == VerdictKind::untested || v.kind == VerdictKind::noise)  // about the run, not a bad part of the fabric
       context.out->note(fmt::format("VERDICT {}{}{}: {}", kind, v.metric.empty() ? "" : " (" + v.metric + ")",
                                     v.a >= 0 ? " " + hosts_[v.a] : "", v.reason));

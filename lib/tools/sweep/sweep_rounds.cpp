@@ -237,18 +237,18 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
       budget_.measured(wall);
       context.out->row(
           results::Row(rounds_table_)
-              .set("pass", std::int64_t(pass_))
-              .set("round", std::int64_t(index))
-              .set("kind", std::string(kind_name(kind)))
-              .set("pairs", std::int64_t(round.pairs.size()))
-              .set("wall_s", wall)
-              .set("longest_test_s", longest)
-              .set("overhead_s", wall - longest)
-              .set("setup_s", setup)
-              .set("r0_split_s", split_s + begin_s)
-              .set("r0_test_s", test_s)
-              .set("r0_teardown_s", teardown_s)
-              .set("r0_wait_s", wait_s)
+              .set(round_col_.pass, std::int64_t(pass_))
+              .set(round_col_.round, std::int64_t(index))
+              .set(round_col_.kind, std::string(kind_name(kind)))
+              .set(round_col_.pairs, std::int64_t(round.pairs.size()))
+              .set(round_col_.wall_s, wall)
+              .set(round_col_.longest_test_s, longest)
+              .set(round_col_.overhead_s, wall - longest)
+              .set(round_col_.setup_s, setup)
+              .set(round_col_.r0_split_s, split_s + begin_s)
+              .set(round_col_.r0_test_s, test_s)
+              .set(round_col_.r0_teardown_s, teardown_s)
+              .set(round_col_.r0_wait_s, wait_s)
               .set("r0_report_s",
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - report_start).count()));
       setup_total_s_ += setup, measure_total_s_ += longest;

@@ -138,6 +138,70 @@ SweepBenchmark::SweepBenchmark() {
        measured_int("crossing_suspect", Unit::none, Better::lower, "x-suspect"),
        measured("inside_median", Unit::none, Better::none, "in-median"),
        headline(measured("crossing_median", Unit::none, Better::none, "x-median"))}};
+  pair_col_ = PairColumns(pairs_table_);
+  verdict_col_ = VerdictColumns(verdicts_table_);
+  node_col_ = NodeColumns(nodes_table_);
+  round_col_ = RoundColumns(rounds_table_);
 }
+
+SweepBenchmark::PairColumns::PairColumns(const results::TableSpec& t)
+    : pass(t.handle<std::int64_t>("pass")),
+      round(t.handle<std::int64_t>("round")),
+      rail(t.handle<std::int64_t>("rail")),
+      bytes(t.handle<std::int64_t>("bytes")),
+      iterations(t.handle<std::int64_t>("iterations")),
+      window(t.handle<std::int64_t>("window")),
+      cut(t.handle<std::int64_t>("cut")),
+      hung(t.handle<std::int64_t>("hung")),
+      wrong(t.handle<std::int64_t>("wrong")),
+      kind(t.handle<std::string>("kind")),
+      host_a(t.handle<std::string>("host_a")),
+      host_b(t.handle<std::string>("host_b")),
+      metric(t.handle<std::string>("metric")),
+      direction(t.handle<std::string>("direction")),
+      nic_a(t.handle<std::string>("nic_a")),
+      nic_b(t.handle<std::string>("nic_b")),
+      unit(t.handle<std::string>("unit")),
+      counters_host(t.handle<std::string>("counters_host")),
+      value(t.handle<double>("value")),
+      time_us_median(t.handle<double>("time_us_median")),
+      time_us_p99(t.handle<double>("time_us_p99")),
+      setup_s(t.handle<double>("setup_s")),
+      measure_s(t.handle<double>("measure_s")) {}
+
+SweepBenchmark::VerdictColumns::VerdictColumns(const results::TableSpec& t)
+    : metric(t.handle<std::string>("metric")),
+      kind(t.handle<std::string>("kind")),
+      host_a(t.handle<std::string>("host_a")),
+      host_b(t.handle<std::string>("host_b")),
+      nic(t.handle<std::string>("nic")),
+      switch_name(t.handle<std::string>("switch")),
+      reason(t.handle<std::string>("reason")),
+      rail(t.handle<std::int64_t>("rail")) {}
+
+SweepBenchmark::NodeColumns::NodeColumns(const results::TableSpec& t)
+    : host(t.handle<std::string>("host")),
+      metric(t.handle<std::string>("metric")),
+      nic(t.handle<std::string>("nic")),
+      unit(t.handle<std::string>("unit")),
+      rail(t.handle<std::int64_t>("rail")),
+      pairs(t.handle<std::int64_t>("pairs")),
+      suspect_pairs(t.handle<std::int64_t>("suspect_pairs")),
+      median(t.handle<double>("median")) {}
+
+SweepBenchmark::RoundColumns::RoundColumns(const results::TableSpec& t)
+    : pass(t.handle<std::int64_t>("pass")),
+      round(t.handle<std::int64_t>("round")),
+      pairs(t.handle<std::int64_t>("pairs")),
+      kind(t.handle<std::string>("kind")),
+      wall_s(t.handle<double>("wall_s")),
+      longest_test_s(t.handle<double>("longest_test_s")),
+      overhead_s(t.handle<double>("overhead_s")),
+      setup_s(t.handle<double>("setup_s")),
+      r0_split_s(t.handle<double>("r0_split_s")),
+      r0_test_s(t.handle<double>("r0_test_s")),
+      r0_teardown_s(t.handle<double>("r0_teardown_s")),
+      r0_wait_s(t.handle<double>("r0_wait_s")),
+      r0_report_s(t.handle<double>("r0_report_s")) {}
 
 }  // namespace fabricbench::sweep

@@ -117,8 +117,45 @@ class SweepBenchmark : public app::Benchmark {
   void write_prometheus(const app::RunContext& context, const std::string& started,
                         const std::vector<PairRecord>& records, const Judgement& judgement, bool last) const;
 
+  // Typed handles of the columns the tool writes for every pair, verdict, node and round (sweep_tables.cpp): each
+  // column's name and type checked once, when the tool is made, and each value's type by the compiler.
+  using Int = results::ColumnHandle<std::int64_t>;
+  using Real = results::ColumnHandle<double>;
+  using Text = results::ColumnHandle<std::string>;
+  struct PairColumns {
+    PairColumns() = default;
+    explicit PairColumns(const results::TableSpec& t);
+    Int pass, round, rail, bytes, iterations, window, cut, hung, wrong;
+    Text kind, host_a, host_b, metric, direction, nic_a, nic_b, unit, counters_host;
+    Real value, time_us_median, time_us_p99, setup_s, measure_s;
+  };
+  struct VerdictColumns {
+    VerdictColumns() = default;
+    explicit VerdictColumns(const results::TableSpec& t);
+    Text metric, kind, host_a, host_b, nic, switch_name, reason;
+    Int rail;
+  };
+  struct NodeColumns {
+    NodeColumns() = default;
+    explicit NodeColumns(const results::TableSpec& t);
+    Text host, metric, nic, unit;
+    Int rail, pairs, suspect_pairs;
+    Real median;
+  };
+  struct RoundColumns {
+    RoundColumns() = default;
+    explicit RoundColumns(const results::TableSpec& t);
+    Int pass, round, pairs;
+    Text kind;
+    Real wall_s, longest_test_s, overhead_s, setup_s, r0_split_s, r0_test_s, r0_teardown_s, r0_wait_s, r0_report_s;
+  };
+
   results::TableSpec pairs_table_, verdicts_table_, nodes_table_, schedule_table_, rounds_table_, nics_table_,
       traffic_table_, topology_table_, switches_table_, untested_table_, passes_table_, changes_table_;
+  PairColumns pair_col_;
+  VerdictColumns verdict_col_;
+  NodeColumns node_col_;
+  RoundColumns round_col_;
   bool adaptive_ = false;  // --plan adaptive: each round from AdaptivePlan, asked by rank 0
   std::uint64_t seed_ = 1;
   bool mesh_ = false;  // --repeat given
