@@ -13,16 +13,21 @@ rig=${2:?rig id}
 state=/run/fabricbench-rig-$rig
 dir=$state/slurm
 
-stop_pid_file() {  # TERM, then wait up to 10 s, then KILL
-  local f=$1 pid
-  [ -f "$f" ] || return 0
-  pid=$(cat "$f" 2>/dev/null || true)
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-  fi
-  rm -f "$f"
+stop_pid_files() {  # TERM all at once, then wait up to 10 s for all, then KILL (each daemon takes ~2 s to stop)
+  local f pid pids=()
+  for f in "$@"; do
+    [ -f "$f" ] || continue
+    pid=$(cat "$f" 2>/dev/null || true)
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null && pids+=("$pid")
+    rm -f "$f"
+  done
+  for _ in $(seq 1 100); do
+    local alive=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ "$alive" = 0 ] && return 0
+    sleep 0.1
+  done
+  for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
 }
 
 case "$cmd" in
@@ -83,9 +88,8 @@ up)
   ;;
 down)
   [ -d "$dir" ] || exit 0
-  for f in "$dir"/slurmd-*.pid; do [ -e "$f" ] && stop_pid_file "$f"; done
-  stop_pid_file "$dir/slurmctld.pid"
-  stop_pid_file "$dir/munged.pid"
+  stop_pid_files "$dir"/slurmd-*.pid "$dir/slurmctld.pid"
+  stop_pid_files "$dir/munged.pid"  # last: the daemons above talk to it while they stop
   rm -rf "$dir"
   ;;
 env)
