@@ -18,7 +18,6 @@
 namespace fabricbench::sweep {
 namespace {
 
-constexpr const char* direction_names[] = {"a->b", "b->a", "both"};
 
 // A value in the metric's unit in Prometheus' base unit, and the figure's name (as fabric-report metrics has them).
 struct BaseUnit {
@@ -225,7 +224,7 @@ void SweepBenchmark::write_prometheus(const app::RunContext& context, const std:
           {{"metric", std::string(m.name)},
            {"host_a", hosts_[r.a]},
            {"host_b", hosts_[r.b]},
-           {"direction", direction_names[r.direction]},
+           {"direction", r.direction_name()},
            {"bytes", std::to_string(r.bytes)},
            {"rail", std::to_string(r.rail)},
            {"nic_a", nic(r.a)},

@@ -15,7 +15,6 @@
 namespace fabricbench::sweep {
 namespace {
 
-constexpr const char* direction_names[] = {"a->b", "b->a", "both"};
 
 // NaN + x = x where only one end had the counter: NaN stays only where neither had it.
 void add(double& into, double more) {
@@ -117,7 +116,7 @@ std::vector<PairRecord> SweepBenchmark::report_records(const app::RunContext& co
         .set(pair_col_.kind, std::string(kind_name(kind)))
         .set(pair_col_.host_a, hosts_[r.a])
         .set(pair_col_.host_b, hosts_[r.b]);
-    row.set(pair_col_.metric, std::string(m.name)).set(pair_col_.direction, std::string(direction_names[r.direction]));
+    row.set(pair_col_.metric, std::string(m.name)).set(pair_col_.direction, std::string(r.direction_name()));
     const auto& nics = nics_of(m);
     const auto nic = [&](int host) {
       const auto i = static_cast<std::size_t>(host * rails_ + r.rail);

@@ -28,6 +28,8 @@ struct PairRecord {
   double port_errors[2] = {NAN, NAN}, xmit_wait[2] = {NAN, NAN}, nvlink_errors[2] = {NAN, NAN};
 
   // The one way a record starts: which round, pair, metric (index into the sweep's metrics) and direction.
+  // The direction as the rows name it: "a->b", "b->a", "both".
+  const char* direction_name() const { return direction == 0 ? "a->b" : direction == 1 ? "b->a" : "both"; }
   static PairRecord of(int round, HostPair hosts, int metric, int direction) {
     PairRecord r;
     r.round = round, r.a = hosts.a, r.b = hosts.b, r.metric = metric, r.direction = direction;
