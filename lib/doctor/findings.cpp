@@ -54,13 +54,33 @@ results::TableSpec findings_table(std::string group, std::string name) {
        setting_text("value", 512), setting_text("expected", 128), setting_text("hint", 256)}};
 }
 
+namespace {
+
+// The findings table's columns by type, made once from its declaration (every findings_table has the same columns).
+struct FindingColumns {
+  explicit FindingColumns(const results::TableSpec& t)
+      : host(t.handle<std::string>("host")),
+        check(t.handle<std::string>("check")),
+        subject(t.handle<std::string>("subject")),
+        status(t.handle<std::string>("status")),
+        value(t.handle<std::string>("value")),
+        expected(t.handle<std::string>("expected")),
+        hint(t.handle<std::string>("hint")),
+        rank(t.handle<std::int64_t>("rank")) {}
+  results::ColumnHandle<std::string> host, check, subject, status, value, expected, hint;
+  results::ColumnHandle<std::int64_t> rank;
+};
+
+}  // namespace
+
 results::Row to_row(const results::TableSpec& table, const Finding& f) {
+  static const FindingColumns col(findings_table("doctor", "findings"));
   results::Row row(table);
-  row.set("host", f.host).set("rank", std::int64_t(f.rank)).set("check", f.check).set("subject", f.subject);
-  row.set("status", std::string(to_string(f.status)))
-      .set("value", f.value)
-      .set("expected", f.expected)
-      .set("hint", f.hint);
+  row.set(col.host, f.host).set(col.rank, f.rank).set(col.check, f.check).set(col.subject, f.subject);
+  row.set(col.status, std::string(to_string(f.status)))
+      .set(col.value, f.value)
+      .set(col.expected, f.expected)
+      .set(col.hint, f.hint);
   return row;
 }
 

@@ -48,6 +48,17 @@ EnvironmentCapture::EnvironmentCapture() {
                {key_text("host", 64), key_text("kind", 16), key_text("subject", 32),
                 measured("gbps", Unit::gbps, Better::higher, "GB/s"), setting_text("basis", 96)}};
   checks_ = doctor::findings_table("env", "checks");
+  const auto text = [](const TableSpec& t, const char* name) { return t.handle<std::string>(name); };
+  rank_col_ = {ranks_.handle<std::int64_t>("rank"),
+               ranks_.handle<std::int64_t>("local_rank"),
+               ranks_.handle<std::int64_t>("gpu"),
+               text(ranks_, "host"),
+               text(ranks_, "gpu_name"),
+               text(ranks_, "gpu_uuid"),
+               text(ranks_, "pci_bus_id")};
+  variable_col_ = {text(variables_, "host"), text(variables_, "name"), text(variables_, "value")};
+  expected_col_ = {text(expected_, "host"), text(expected_, "kind"), text(expected_, "subject"),
+                   text(expected_, "basis"), expected_.handle<double>("gbps")};
 }
 
 EnvReport EnvironmentCapture::gather(const runtime::Communicator& world, const runtime::Placement& placement, int gpu,
@@ -55,13 +66,13 @@ EnvReport EnvironmentCapture::gather(const runtime::Communicator& world, const r
   const auto& me = placement.me();
   const auto rank = describe_rank(gpu);
   std::vector<results::Row> mine{results::Row(ranks_)
-                                     .set("rank", std::int64_t(me.rank))
-                                     .set("host", me.host)
-                                     .set("local_rank", std::int64_t(me.local_rank))
-                                     .set("gpu", std::int64_t(gpu))
-                                     .set("gpu_name", get(rank, "gpu_name"))
-                                     .set("gpu_uuid", get(rank, "gpu_uuid"))
-                                     .set("pci_bus_id", get(rank, "pci_bus_id"))};
+                                     .set(rank_col_.rank, me.rank)
+                                     .set(rank_col_.host, me.host)
+                                     .set(rank_col_.local_rank, me.local_rank)
+                                     .set(rank_col_.gpu, gpu)
+                                     .set(rank_col_.gpu_name, get(rank, "gpu_name"))
+                                     .set(rank_col_.gpu_uuid, get(rank, "gpu_uuid"))
+                                     .set(rank_col_.pci_bus_id, get(rank, "pci_bus_id"))};
   HostRows host;
   if (me.local_rank == 0) {
     // Versions, hardware facts (what describe_host has not said), this rank's CUDA and NCCL for the host.
@@ -80,14 +91,17 @@ EnvReport EnvironmentCapture::gather(const runtime::Communicator& world, const r
     }
     host.host.push_back(std::move(row));
     for (auto& [k, v] : facts::allowed_variables(environ))
-      host.variables.push_back(results::Row(variables_).set("host", me.host).set("name", k).set("value", v));
+      host.variables.push_back(results::Row(variables_)
+                                   .set(variable_col_.host, me.host)
+                                   .set(variable_col_.name, k)
+                                   .set(variable_col_.value, v));
     for (const auto& e : facts::expected_bandwidth(context))
       host.expected.push_back(results::Row(expected_)
-                                  .set("host", me.host)
-                                  .set("kind", e.kind)
-                                  .set("subject", e.subject)
-                                  .set("gbps", e.gbps)
-                                  .set("basis", e.basis));
+                                  .set(expected_col_.host, me.host)
+                                  .set(expected_col_.kind, e.kind)
+                                  .set(expected_col_.subject, e.subject)
+                                  .set(expected_col_.gbps, e.gbps)
+                                  .set(expected_col_.basis, e.basis));
     if (checks) {
       // The cheap checks, host and rank scope, this rank standing for the host's ranks.
       doctor::Findings found;

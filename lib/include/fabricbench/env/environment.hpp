@@ -45,6 +45,19 @@ class EnvironmentCapture {
 
  private:
   results::TableSpec ranks_, hosts_, variables_, expected_, checks_;
+  // The columns set by name-free handles (made with the tables; /env/hosts is filled column by column from the
+  // host's facts, by name).
+  struct RankColumns {
+    results::ColumnHandle<std::int64_t> rank, local_rank, gpu;
+    results::ColumnHandle<std::string> host, gpu_name, gpu_uuid, pci_bus_id;
+  } rank_col_;
+  struct VariableColumns {
+    results::ColumnHandle<std::string> host, name, value;
+  } variable_col_;
+  struct ExpectedColumns {
+    results::ColumnHandle<std::string> host, kind, subject, basis;
+    results::ColumnHandle<double> gbps;
+  } expected_col_;
 };
 
 }  // namespace fabricbench::env
