@@ -254,7 +254,8 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
   if (rails_ > 1) host_comm_ = context.world.split(host_of_rank_[context.world.rank()], context.world.rank());
   const auto mine = NicBook::of_this_rank(rail_map_ ? &*rail_map_ : nullptr, local_rank_, rdma_ ? rdma_->nic() : "");
   counter_nic_ = mine.counter;
-  nics_ = NicBook::gather(context, nics_table_, mine, rails_ > 1 ? local_rank_ : 0, host_of_rank_, hosts_.size(), rails_);
+  nics_ =
+      NicBook::gather(context, nics_table_, mine, rails_ > 1 ? local_rank_ : 0, host_of_rank_, hosts_.size(), rails_);
   auto rounds = rounds_to_run();
   // --resume: every rank drops the pairs the earlier part finished (rank 0 read them); rounds keep their numbers.
   const auto finished =

@@ -18,7 +18,6 @@
 namespace fabricbench::sweep {
 namespace {
 
-
 // A value in the metric's unit in Prometheus' base unit, and the figure's name (as fabric-report metrics has them).
 struct BaseUnit {
   double factor;  // multiply; negative: divide by its absolute value

@@ -15,7 +15,6 @@
 namespace fabricbench::sweep {
 namespace {
 
-
 // NaN + x = x where only one end had the counter: NaN stays only where neither had it.
 void add(double& into, double more) {
   if (std::isnan(more)) return;

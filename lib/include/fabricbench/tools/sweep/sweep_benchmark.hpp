@@ -186,8 +186,8 @@ class SweepBenchmark : public app::Benchmark {
   int local_rank_ = 0;
   std::optional<facts::RailMap> rail_map_;
   std::optional<Topology> topology_;
-  NicBook nics_;             // rank 0: the NIC of each host-rail, per family of traffic (nic_book.hpp)
-  std::string counter_nic_;  // this rank's
+  NicBook nics_;                     // rank 0: the NIC of each host-rail, per family of traffic (nic_book.hpp)
+  std::string counter_nic_;          // this rank's
   std::vector<NicTraffic> traffic_;  // rank 0
   runtime::Communicator host_comm_;  // with --rails: this host's ranks (its rails start and end a round together)
   Rules rules_;
