@@ -123,10 +123,13 @@ class SideChannel(LaunchTest):
         return float(self.load(name).tables["results/p2p"].bw_mbps.iloc[0])
 
     def test_a_flood_of_strangers_leaves_the_figure_alone(self):
-        # Interleaved: control, flooded, control, flooded, control. The flooded runs' median stays within what the
-        # control runs vary by (at least 10%, for two busy vCPUs).
+        # Interleaved: four control runs and three flooded ones between them. The flooded runs' median stays within
+        # what the control runs vary by (at least 10%, for two busy vCPUs). With two flooded runs, one run on a vCPU
+        # slowed for a few seconds was half the median: a CI run failed at 0.995 of the line with controls within 3%
+        # ([17221, 17474, 16943] against [14776, 15866]); on the same machine three repeats of seven runs gave ratios of
+        # medians 0.96-1.02.
         control, flooded = [], []
-        for k, flood in enumerate([False, True, False, True, False]):
+        for k, flood in enumerate([False, True, False, True, False, True, False]):
             (flooded if flood else control).append(self.bandwidth(f"r{k}.h5", flood))
         spread = max(control) / min(control)
         self.assertGreaterEqual(statistics.median(flooded), min(control) / max(spread, 1.10), (control, flooded))
