@@ -135,34 +135,34 @@ void SweepBenchmark::write_pass(const app::RunContext& context, const std::strin
   for (const auto& c : changes) {
     const auto& v = c.verdict;
     rows.push_back(results::Row(changes_table_)
-                       .set("pass", std::int64_t(pass_))
-                       .set("started", started)
-                       .set("change", std::string(c.recovered ? "recovered" : "new"))
-                       .set("kind", std::string(kind_name(v.kind)))
-                       .set("metric", v.metric)
-                       .set("host_a", v.a >= 0 ? hosts_[v.a] : std::string())
-                       .set("host_b", v.b >= 0 ? hosts_[v.b] : std::string())
-                       .set("rail", std::int64_t(v.rail))
-                       .set("nic", v.nic)
-                       .set("switch", v.switch_name)
-                       .set("before", c.before)
-                       .set("after", c.after)
-                       .set("unit", c.unit)
-                       .set("text", c.text));
+                       .set(change_col_.pass, std::int64_t(pass_))
+                       .set(change_col_.started, started)
+                       .set(change_col_.change, std::string(c.recovered ? "recovered" : "new"))
+                       .set(change_col_.kind, std::string(kind_name(v.kind)))
+                       .set(change_col_.metric, v.metric)
+                       .set(change_col_.host_a, v.a >= 0 ? hosts_[v.a] : std::string())
+                       .set(change_col_.host_b, v.b >= 0 ? hosts_[v.b] : std::string())
+                       .set(change_col_.rail, std::int64_t(v.rail))
+                       .set(change_col_.nic, v.nic)
+                       .set(change_col_.switch_name, v.switch_name)
+                       .set(change_col_.before, c.before)
+                       .set(change_col_.after, c.after)
+                       .set(change_col_.unit, c.unit)
+                       .set(change_col_.text, c.text));
   }
   std::set<std::pair<int, int>> tested;
   for (const auto& r : records) tested.insert(std::minmax(r.a, r.b));
   const auto pairs = static_cast<std::int64_t>(tested.size());
   const double start_s = std::isnan(mesh_start_epoch_) ? 0 : epoch_of(started) - mesh_start_epoch_;
   rows.push_back(results::Row(passes_table_)
-                     .set("pass", std::int64_t(pass_))
-                     .set("started", started)
-                     .set("start_s", start_s)
-                     .set("wall_s", wall_s)
-                     .set("rounds", std::int64_t(rounds))
-                     .set("pairs", pairs)
-                     .set("verdicts", std::int64_t(judgement.verdicts.size()))
-                     .set("changes", std::int64_t(changes.size())));
+                     .set(pass_col_.pass, std::int64_t(pass_))
+                     .set(pass_col_.started, started)
+                     .set(pass_col_.start_s, start_s)
+                     .set(pass_col_.wall_s, wall_s)
+                     .set(pass_col_.rounds, std::int64_t(rounds))
+                     .set(pass_col_.pairs, pairs)
+                     .set(pass_col_.verdicts, std::int64_t(judgement.verdicts.size()))
+                     .set(pass_col_.changes, std::int64_t(changes.size())));
   context.out->rows(rows);
   std::string summary;
   for (std::size_t k = 0; k < metrics_.size(); ++k) {

@@ -304,11 +304,11 @@ void SweepBenchmark::write_untested(const app::RunContext& context) {
   std::vector<results::Row> rows;
   for (const auto& u : untested_)
     rows.push_back(results::Row(untested_table_)
-                       .set("round", std::int64_t(u.round))
-                       .set("kind", std::string(kind_name(u.kind)))
-                       .set("host_a", u.host_a)
-                       .set("host_b", u.host_b)
-                       .set("reason", u.reason));
+                       .set(untested_col_.round, std::int64_t(u.round))
+                       .set(untested_col_.kind, std::string(kind_name(u.kind)))
+                       .set(untested_col_.host_a, u.host_a)
+                       .set(untested_col_.host_b, u.host_b)
+                       .set(untested_col_.reason, u.reason));
   context.out->rows(rows);
 }
 

@@ -110,10 +110,10 @@ void SweepBenchmark::write_topology(const app::RunContext& context, const Judgem
     for (int r = 0; r < rails_; ++r) {
       const int leaf = topology_->leaf_of(static_cast<int>(h), r);
       rows.push_back(results::Row(topology_table_)
-                         .set("host", hosts_[h])
-                         .set("rail", std::int64_t(r))
-                         .set("leaf", switches[static_cast<std::size_t>(leaf)].name)
-                         .set("spine", topology_->parent_name(leaf)));
+                         .set(topology_col_.host, hosts_[h])
+                         .set(topology_col_.rail, std::int64_t(r))
+                         .set(topology_col_.leaf, switches[static_cast<std::size_t>(leaf)].name)
+                         .set(topology_col_.spine, topology_->parent_name(leaf)));
     }
   context.out->rows(rows);
   context.out->declare(switches_table_);
@@ -132,17 +132,17 @@ void SweepBenchmark::write_topology(const app::RunContext& context, const Judgem
   rows.clear();
   for (const auto& s : judgement.leaves)
     rows.push_back(results::Row(switches_table_)
-                       .set("switch", switches[static_cast<std::size_t>(s.leaf)].name)
-                       .set("rail", std::int64_t(s.rail))
-                       .set("metric", std::string(metrics_[s.metric]->name))
-                       .set("unit", std::string(metrics_[s.metric]->unit))
-                       .set("hosts", s.hosts)
-                       .set("inside_pairs", s.inside_pairs)
-                       .set("inside_suspect", s.inside_suspect)
-                       .set("crossing_pairs", s.crossing_pairs)
-                       .set("crossing_suspect", s.crossing_suspect)
-                       .set("inside_median", s.inside_median)
-                       .set("crossing_median", s.crossing_median));
+                       .set(switch_col_.switch_name, switches[static_cast<std::size_t>(s.leaf)].name)
+                       .set(switch_col_.rail, std::int64_t(s.rail))
+                       .set(switch_col_.metric, std::string(metrics_[s.metric]->name))
+                       .set(switch_col_.unit, std::string(metrics_[s.metric]->unit))
+                       .set(switch_col_.hosts, s.hosts)
+                       .set(switch_col_.inside_pairs, s.inside_pairs)
+                       .set(switch_col_.inside_suspect, s.inside_suspect)
+                       .set(switch_col_.crossing_pairs, s.crossing_pairs)
+                       .set(switch_col_.crossing_suspect, s.crossing_suspect)
+                       .set(switch_col_.inside_median, s.inside_median)
+                       .set(switch_col_.crossing_median, s.crossing_median));
   context.out->rows(rows);
   const double coverage = judgement.leaf_pair_coverage;
   context.out->attribute("leaf_pair_coverage", coverage);

@@ -56,10 +56,10 @@ void SweepBenchmark::write_start(const app::RunContext& context, const std::vect
   for (std::size_t r = 0; resume_.empty() && r < rounds.size(); ++r)
     for (const auto& p : rounds[r].pairs)
       context.out->row(results::Row(schedule_table_)
-                           .set("round", std::int64_t(r))
-                           .set("kind", std::string(kind_name(RoundKind::sweep)))
-                           .set("host_a", hosts_[p.a])
-                           .set("host_b", hosts_[p.b]));
+                           .set(schedule_col_.round, std::int64_t(r))
+                           .set(schedule_col_.kind, std::string(kind_name(RoundKind::sweep)))
+                           .set(schedule_col_.host_a, hosts_[p.a])
+                           .set(schedule_col_.host_b, hosts_[p.b]));
   if (!mesh_ && n <= 16) {  // a mesh's passes are a line each; its pair rows go to the file only
     std::vector<results::TerminalColumn> columns{{"round"}, {"host_a"}, {"host_b"},       {"metric"}, {"direction"},
                                                  {"value"}, {"unit"},   {"pct_expected"}, {"wrong"}};

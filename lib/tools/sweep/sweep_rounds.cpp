@@ -218,12 +218,12 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
       std::vector<results::Row> rows;
       for (const auto& t : traffic)
         rows.push_back(results::Row(traffic_table_)
-                           .set("round", std::int64_t(t.round))
-                           .set("host", hosts_[t.host])
-                           .set("rail", std::int64_t(t.rail))
-                           .set("nic", nics_.counters()[static_cast<std::size_t>(t.host * rails_ + t.rail)])
-                           .set("bytes", t.bytes)
-                           .set("payload", t.payload));
+                           .set(traffic_col_.round, std::int64_t(t.round))
+                           .set(traffic_col_.host, hosts_[t.host])
+                           .set(traffic_col_.rail, std::int64_t(t.rail))
+                           .set(traffic_col_.nic, nics_.counters()[static_cast<std::size_t>(t.host * rails_ + t.rail)])
+                           .set(traffic_col_.bytes, t.bytes)
+                           .set(traffic_col_.payload, t.payload));
       context.out->rows(rows);
       traffic_.insert(traffic_.end(), traffic.begin(), traffic.end());
       // The sweep's own cost in this round: everything but its longest pair test (splits, waiting, gathering).
@@ -249,7 +249,7 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
               .set(round_col_.r0_test_s, test_s)
               .set(round_col_.r0_teardown_s, teardown_s)
               .set(round_col_.r0_wait_s, wait_s)
-              .set("r0_report_s",
+              .set(round_col_.r0_report_s,
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - report_start).count()));
       setup_total_s_ += setup, measure_total_s_ += longest;
     }

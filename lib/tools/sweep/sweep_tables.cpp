@@ -142,6 +142,13 @@ SweepBenchmark::SweepBenchmark() {
   verdict_col_ = VerdictColumns(verdicts_table_);
   node_col_ = NodeColumns(nodes_table_);
   round_col_ = RoundColumns(rounds_table_);
+  change_col_ = ChangeColumns(changes_table_);
+  pass_col_ = PassColumns(passes_table_);
+  untested_col_ = UntestedColumns(untested_table_);
+  topology_col_ = TopologyColumns(topology_table_);
+  switch_col_ = SwitchColumns(switches_table_);
+  schedule_col_ = ScheduleColumns(schedule_table_);
+  traffic_col_ = TrafficColumns(traffic_table_);
 }
 
 SweepBenchmark::PairColumns::PairColumns(const results::TableSpec& t)
@@ -203,5 +210,71 @@ SweepBenchmark::RoundColumns::RoundColumns(const results::TableSpec& t)
       r0_teardown_s(t.handle<double>("r0_teardown_s")),
       r0_wait_s(t.handle<double>("r0_wait_s")),
       r0_report_s(t.handle<double>("r0_report_s")) {}
+
+SweepBenchmark::ChangeColumns::ChangeColumns(const results::TableSpec& t)
+    : pass(t.handle<std::int64_t>("pass")),
+      started(t.handle<std::string>("started")),
+      change(t.handle<std::string>("change")),
+      kind(t.handle<std::string>("kind")),
+      metric(t.handle<std::string>("metric")),
+      host_a(t.handle<std::string>("host_a")),
+      host_b(t.handle<std::string>("host_b")),
+      rail(t.handle<std::int64_t>("rail")),
+      nic(t.handle<std::string>("nic")),
+      switch_name(t.handle<std::string>("switch")),
+      before(t.handle<double>("before")),
+      after(t.handle<double>("after")),
+      unit(t.handle<std::string>("unit")),
+      text(t.handle<std::string>("text")) {}
+
+SweepBenchmark::PassColumns::PassColumns(const results::TableSpec& t)
+    : pass(t.handle<std::int64_t>("pass")),
+      started(t.handle<std::string>("started")),
+      start_s(t.handle<double>("start_s")),
+      wall_s(t.handle<double>("wall_s")),
+      rounds(t.handle<std::int64_t>("rounds")),
+      pairs(t.handle<std::int64_t>("pairs")),
+      verdicts(t.handle<std::int64_t>("verdicts")),
+      changes(t.handle<std::int64_t>("changes")) {}
+
+SweepBenchmark::UntestedColumns::UntestedColumns(const results::TableSpec& t)
+    : round(t.handle<std::int64_t>("round")),
+      kind(t.handle<std::string>("kind")),
+      host_a(t.handle<std::string>("host_a")),
+      host_b(t.handle<std::string>("host_b")),
+      reason(t.handle<std::string>("reason")) {}
+
+SweepBenchmark::TopologyColumns::TopologyColumns(const results::TableSpec& t)
+    : host(t.handle<std::string>("host")),
+      rail(t.handle<std::int64_t>("rail")),
+      leaf(t.handle<std::string>("leaf")),
+      spine(t.handle<std::string>("spine")) {}
+
+SweepBenchmark::SwitchColumns::SwitchColumns(const results::TableSpec& t)
+    : switch_name(t.handle<std::string>("switch")),
+      rail(t.handle<std::int64_t>("rail")),
+      metric(t.handle<std::string>("metric")),
+      unit(t.handle<std::string>("unit")),
+      hosts(t.handle<std::int64_t>("hosts")),
+      inside_pairs(t.handle<std::int64_t>("inside_pairs")),
+      inside_suspect(t.handle<std::int64_t>("inside_suspect")),
+      crossing_pairs(t.handle<std::int64_t>("crossing_pairs")),
+      crossing_suspect(t.handle<std::int64_t>("crossing_suspect")),
+      inside_median(t.handle<double>("inside_median")),
+      crossing_median(t.handle<double>("crossing_median")) {}
+
+SweepBenchmark::ScheduleColumns::ScheduleColumns(const results::TableSpec& t)
+    : round(t.handle<std::int64_t>("round")),
+      kind(t.handle<std::string>("kind")),
+      host_a(t.handle<std::string>("host_a")),
+      host_b(t.handle<std::string>("host_b")) {}
+
+SweepBenchmark::TrafficColumns::TrafficColumns(const results::TableSpec& t)
+    : round(t.handle<std::int64_t>("round")),
+      host(t.handle<std::string>("host")),
+      rail(t.handle<std::int64_t>("rail")),
+      nic(t.handle<std::string>("nic")),
+      bytes(t.handle<double>("bytes")),
+      payload(t.handle<double>("payload")) {}
 
 }  // namespace fabricbench::sweep

@@ -150,12 +150,66 @@ class SweepBenchmark : public app::Benchmark {
     Real wall_s, longest_test_s, overhead_s, setup_s, r0_split_s, r0_test_s, r0_teardown_s, r0_wait_s, r0_report_s;
   };
 
+  struct ChangeColumns {
+    ChangeColumns() = default;
+    explicit ChangeColumns(const results::TableSpec& t);
+    Int pass, rail;
+    Text started, change, kind, metric, host_a, host_b, nic, switch_name, unit, text;
+    Real before, after;
+  };
+  struct PassColumns {
+    PassColumns() = default;
+    explicit PassColumns(const results::TableSpec& t);
+    Int pass, rounds, pairs, verdicts, changes;
+    Text started;
+    Real start_s, wall_s;
+  };
+  struct UntestedColumns {
+    UntestedColumns() = default;
+    explicit UntestedColumns(const results::TableSpec& t);
+    Int round;
+    Text kind, host_a, host_b, reason;
+  };
+  struct TopologyColumns {
+    TopologyColumns() = default;
+    explicit TopologyColumns(const results::TableSpec& t);
+    Int rail;
+    Text host, leaf, spine;
+  };
+  struct SwitchColumns {
+    SwitchColumns() = default;
+    explicit SwitchColumns(const results::TableSpec& t);
+    Int rail, hosts, inside_pairs, inside_suspect, crossing_pairs, crossing_suspect;
+    Text switch_name, metric, unit;
+    Real inside_median, crossing_median;
+  };
+  struct ScheduleColumns {
+    ScheduleColumns() = default;
+    explicit ScheduleColumns(const results::TableSpec& t);
+    Int round;
+    Text kind, host_a, host_b;
+  };
+  struct TrafficColumns {
+    TrafficColumns() = default;
+    explicit TrafficColumns(const results::TableSpec& t);
+    Int round, rail;
+    Text host, nic;
+    Real bytes, payload;
+  };
+
   results::TableSpec pairs_table_, verdicts_table_, nodes_table_, schedule_table_, rounds_table_, nics_table_,
       traffic_table_, topology_table_, switches_table_, untested_table_, passes_table_, changes_table_;
   PairColumns pair_col_;
   VerdictColumns verdict_col_;
   NodeColumns node_col_;
   RoundColumns round_col_;
+  ChangeColumns change_col_;
+  PassColumns pass_col_;
+  UntestedColumns untested_col_;
+  TopologyColumns topology_col_;
+  SwitchColumns switch_col_;
+  ScheduleColumns schedule_col_;
+  TrafficColumns traffic_col_;
   bool adaptive_ = false;  // --plan adaptive: each round from AdaptivePlan, asked by rank 0
   std::uint64_t seed_ = 1;
   bool mesh_ = false;  // --repeat given
