@@ -153,10 +153,18 @@ class Nvml final : public GpuInfo {
           values.back().field_id = field;
           values.back().scope_id = l;
         }
+      // A counter as its valueType says: 1 unsigned int, 2 unsigned long, 3 unsigned long long (H200, driver 580).
+      const auto count = [](const FieldValue& v) -> std::optional<std::uint64_t> {
+        if (v.result != 0) return std::nullopt;
+        if (v.value_type == 1) return v.value.ui;
+        if (v.value_type == 2) return v.value.ul;
+        if (v.value_type == 3) return v.value.ull;
+        return std::nullopt;
+      };
       if (!values.empty() && fields_fn_(dev(gpu), static_cast<int>(values.size()), values.data()) == 0 &&
-          std::all_of(values.begin(), values.end(), [](const FieldValue& v) { return v.result == 0; })) {
+          std::all_of(values.begin(), values.end(), [&](const FieldValue& v) { return count(v).has_value(); })) {
         std::uint64_t sum = 0;
-        for (const auto& v : values) sum += v.value.ull;
+        for (const auto& v : values) sum += *count(v);
         return sum;
       }
       batched_[g] = false;
