@@ -213,29 +213,29 @@ SweepBenchmark::RoundColumns::RoundColumns(const results::TableSpec& t)
 
 SweepBenchmark::ChangeColumns::ChangeColumns(const results::TableSpec& t)
     : pass(t.handle<std::int64_t>("pass")),
+      rail(t.handle<std::int64_t>("rail")),
       started(t.handle<std::string>("started")),
       change(t.handle<std::string>("change")),
       kind(t.handle<std::string>("kind")),
       metric(t.handle<std::string>("metric")),
       host_a(t.handle<std::string>("host_a")),
       host_b(t.handle<std::string>("host_b")),
-      rail(t.handle<std::int64_t>("rail")),
       nic(t.handle<std::string>("nic")),
       switch_name(t.handle<std::string>("switch")),
-      before(t.handle<double>("before")),
-      after(t.handle<double>("after")),
       unit(t.handle<std::string>("unit")),
-      text(t.handle<std::string>("text")) {}
+      text(t.handle<std::string>("text")),
+      before(t.handle<double>("before")),
+      after(t.handle<double>("after")) {}
 
 SweepBenchmark::PassColumns::PassColumns(const results::TableSpec& t)
     : pass(t.handle<std::int64_t>("pass")),
-      started(t.handle<std::string>("started")),
-      start_s(t.handle<double>("start_s")),
-      wall_s(t.handle<double>("wall_s")),
       rounds(t.handle<std::int64_t>("rounds")),
       pairs(t.handle<std::int64_t>("pairs")),
       verdicts(t.handle<std::int64_t>("verdicts")),
-      changes(t.handle<std::int64_t>("changes")) {}
+      changes(t.handle<std::int64_t>("changes")),
+      started(t.handle<std::string>("started")),
+      start_s(t.handle<double>("start_s")),
+      wall_s(t.handle<double>("wall_s")) {}
 
 SweepBenchmark::UntestedColumns::UntestedColumns(const results::TableSpec& t)
     : round(t.handle<std::int64_t>("round")),
@@ -245,21 +245,21 @@ SweepBenchmark::UntestedColumns::UntestedColumns(const results::TableSpec& t)
       reason(t.handle<std::string>("reason")) {}
 
 SweepBenchmark::TopologyColumns::TopologyColumns(const results::TableSpec& t)
-    : host(t.handle<std::string>("host")),
-      rail(t.handle<std::int64_t>("rail")),
+    : rail(t.handle<std::int64_t>("rail")),
+      host(t.handle<std::string>("host")),
       leaf(t.handle<std::string>("leaf")),
       spine(t.handle<std::string>("spine")) {}
 
 SweepBenchmark::SwitchColumns::SwitchColumns(const results::TableSpec& t)
-    : switch_name(t.handle<std::string>("switch")),
-      rail(t.handle<std::int64_t>("rail")),
-      metric(t.handle<std::string>("metric")),
-      unit(t.handle<std::string>("unit")),
+    : rail(t.handle<std::int64_t>("rail")),
       hosts(t.handle<std::int64_t>("hosts")),
       inside_pairs(t.handle<std::int64_t>("inside_pairs")),
       inside_suspect(t.handle<std::int64_t>("inside_suspect")),
       crossing_pairs(t.handle<std::int64_t>("crossing_pairs")),
       crossing_suspect(t.handle<std::int64_t>("crossing_suspect")),
+      switch_name(t.handle<std::string>("switch")),
+      metric(t.handle<std::string>("metric")),
+      unit(t.handle<std::string>("unit")),
       inside_median(t.handle<double>("inside_median")),
       crossing_median(t.handle<double>("crossing_median")) {}
 
@@ -271,8 +271,8 @@ SweepBenchmark::ScheduleColumns::ScheduleColumns(const results::TableSpec& t)
 
 SweepBenchmark::TrafficColumns::TrafficColumns(const results::TableSpec& t)
     : round(t.handle<std::int64_t>("round")),
-      host(t.handle<std::string>("host")),
       rail(t.handle<std::int64_t>("rail")),
+      host(t.handle<std::string>("host")),
       nic(t.handle<std::string>("nic")),
       bytes(t.handle<double>("bytes")),
       payload(t.handle<double>("payload")) {}
