@@ -34,9 +34,10 @@ class Case:
         self.rc = int((out / f"{name}.rc").read_text())
         self.stdout = (out / f"{name}.out").read_text()
         self.stderr = (out / f"{name}.err").read_text()
+        self.seconds = int((out / f"{name}.ms").read_text()) / 1000  # in the guest, under emulation
 
     def __repr__(self):
-        return f"case {self.name}: exit {self.rc}\n{self.stdout}\n{self.stderr}"
+        return f"case {self.name}: exit {self.rc} after {self.seconds:.1f} s\n{self.stdout}\n{self.stderr}"
 
 
 def run_guest(out, cases, bin_dir, timeout=1500, case_timeout=240):
@@ -48,8 +49,8 @@ def run_guest(out, cases, bin_dir, timeout=1500, case_timeout=240):
     # Verbs pin (register) every buffer: the guest's jobs run with the limit the docs tell users to set.
     lines = ["cd " + shlex.quote(str(out)), "ulimit -l unlimited"]
     for name, command in cases:
-        lines.append(f"timeout -k 5 {case_timeout} sh -c {shlex.quote(command)} > {name}.out 2> {name}.err; "
-                     f"echo $? > {name}.rc")
+        lines.append(f"t=$(date +%s%N); timeout -k 5 {case_timeout} sh -c {shlex.quote(command)} > {name}.out "
+                     f"2> {name}.err; echo $? > {name}.rc; echo $(( ($(date +%s%N) - t) / 1000000 )) > {name}.ms")
     job = out / "job.sh"
     job.write_text("\n".join(lines) + "\n")
     shares = [str(bin_dir.parent)] + library_dirs(bin_dir / "fabric-p2p")

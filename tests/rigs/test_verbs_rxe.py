@@ -8,6 +8,7 @@ Needs root (the image is built with mmdebstrap); says 'skipped: needs root' othe
 import os
 import pathlib
 import shutil
+import sys
 import tempfile
 import unittest
 
@@ -56,6 +57,8 @@ class SoftRoceGuest(unittest.TestCase):
             ("rails_slow", f"{RAILS_SWEEP} --output rails_slow.h5"),
             ("rails_veth", "cat /sys/class/net/h2r1/statistics/tx_bytes /sys/class/net/h2r0/statistics/tx_bytes"),
         ], BIN)
+        print("guest seconds per case: " + ", ".join(f"{c.name} {c.seconds:.1f}" for c in cls.cases.values()),
+              file=sys.stderr)
 
     @classmethod
     def tearDownClass(cls):
