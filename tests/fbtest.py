@@ -46,8 +46,9 @@ class LaunchTest(unittest.TestCase):
         env.update(extra)
         return env
 
-    def mpirun(self, np, exe, args, transport="vader", timeout=240, env=None):
-        env = env or {}
+    def mpirun(self, np, exe, args, transport="vader", timeout=240, env=None, refused=False):
+        """`refused`: the job is expected to be refused (exit 2), so mpirun need not wait before its SIGKILL."""
+        env = (env or {}) | (QUICK_ABORT if refused else {})
         cmd = ["timeout", str(timeout)] + mpirun_command(np, exe, args, transport, env.keys())
         return subprocess.run(cmd, cwd=self.dir, env=self.env(**env), capture_output=True, text=True)
 

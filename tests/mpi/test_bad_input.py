@@ -3,7 +3,7 @@ import os
 import subprocess
 import unittest
 
-from fbtest import BIN, QUICK_ABORT, LaunchTest
+from fbtest import BIN, LaunchTest
 
 CASES = [
     (["--bogus"], "--bogus"),
@@ -36,7 +36,7 @@ class BadInput(LaunchTest):
     def test_each_bad_option_under_mpirun(self):
         for args, expected in CASES:
             with self.subTest(args=args):
-                self.assert_refused(self.mpirun(2, "fabric-p2p", args + ["--csv", "out.csv"], env=QUICK_ABORT), "fabric-p2p",
+                self.assert_refused(self.mpirun(2, "fabric-p2p", args + ["--csv", "out.csv"], refused=True), "fabric-p2p",
                                     expected)
 
     def test_existing_output_is_refused_unless_forced(self):

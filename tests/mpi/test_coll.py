@@ -151,7 +151,7 @@ class CollBadInput(LaunchTest):
         for args, expected in self.CASES:
             with self.subTest(args=args):
                 sizes = [] if "-e" in args or "--sizes" in args else ["--sizes", "1K"]
-                self.assert_refused(self.mpirun(2, "fabric-coll", args + sizes), "fabric-coll", expected)
+                self.assert_refused(self.mpirun(2, "fabric-coll", args + sizes, refused=True), "fabric-coll", expected)
 
 
 if __name__ == "__main__":

@@ -140,7 +140,8 @@ class Mesh(LaunchTest):
         self.assertEqual(len(set(pairs["round"])), 18, "the resumed passes go on with the round numbers")
         for args, expected in ((["--repeat", "6"], "--resume usr.h5: its 6 passes are done; ask for more with --repeat 7 or 0"),
                                ([], "--resume usr.h5: a mesh (--repeat); give --repeat")):
-            r = self.mpirun(4, "fabric-sweep", ARGS + args + ["--resume", "usr.h5"], env=FAKE)
+            r = self.mpirun(4, "fabric-sweep", ARGS + args + ["--resume", "usr.h5"], env=FAKE,
+                            refused=True)
             ours = [line for line in r.stderr.splitlines() if line.startswith("fabric-sweep:")]
             self.assertEqual((r.returncode, len(ours)), (2, 1), r.stderr)
             self.assertIn(expected, ours[0])
@@ -195,5 +196,5 @@ class Mesh(LaunchTest):
     def test_each_bad_option(self):
         for args, expected in self.CASES:
             with self.subTest(args=args):
-                self.assert_refused(self.mpirun(4, "fabric-sweep", args, env=FAKE), "fabric-sweep", expected)
+                self.assert_refused(self.mpirun(4, "fabric-sweep", args, env=FAKE, refused=True), "fabric-sweep", expected)
         self.assertEqual(self.files(), [])

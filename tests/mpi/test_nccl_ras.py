@@ -168,8 +168,8 @@ class NcclRas(LaunchTest):
                                (["--nccl-ras", ":1", "--topology", "/nonexistent/t.conf"], "/nonexistent/t.conf"),
                                (["--nccl-ras", ":1", "--rail-map", "/nonexistent/r.map"], "/nonexistent/r.map")]:
             with self.subTest(args=args):
-                self.assert_refused(self.mpirun(1, "fabric-doctor", args + ["--output", "bad.h5"]), "fabric-doctor",
-                                    expected)
+                self.assert_refused(self.mpirun(1, "fabric-doctor", args + ["--output", "bad.h5"], refused=True),
+                                    "fabric-doctor", expected)
 
 
 if __name__ == "__main__":

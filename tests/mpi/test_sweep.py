@@ -9,7 +9,7 @@ import unittest
 import h5py
 import numpy as np
 
-from fbtest import BIN, QUICK_ABORT, LaunchTest
+from fbtest import BIN, LaunchTest
 
 FAKE = {"FABRICBENCH_TEST_RANKS_PER_HOST": "1"}
 
@@ -302,7 +302,7 @@ class SweepBadInput(LaunchTest):
     def test_each_bad_option(self):
         for args, expected in self.CASES:
             with self.subTest(args=args):
-                self.assert_refused(self.mpirun(4, "fabric-sweep", args, env=FAKE | QUICK_ABORT), "fabric-sweep", expected)
+                self.assert_refused(self.mpirun(4, "fabric-sweep", args, env=FAKE, refused=True), "fabric-sweep", expected)
 
     def test_a_hostfile_beyond_the_hosts_range_is_refused_at_its_line(self):
         # --hosts stops at 100000; a hostfile of more was planned (its plan's memory unbounded) until refused here.
