@@ -6,8 +6,10 @@
 #include <netinet/in.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <tuple>
 
@@ -34,71 +36,110 @@ std::optional<std::pair<std::uint32_t, std::uint32_t>> subnet(const std::string&
 
 }  // namespace
 
-RailMap RailMap::read(const std::string& path) {
-  cli::require_text_file(path, "--rail-map");
+RailMap RailMap::read(const std::string& path, const std::string& option) {
+  cli::require_text_file(path, option);
   std::ifstream in(path);
-  if (!in) throw Error::usage(fmt::format("--rail-map {}: cannot read the file", path));
-  return parse(in, path);
+  if (!in) throw Error::usage(fmt::format("{} {}: cannot read the file", option, path));
+  return parse(in, path, option);
 }
 
-RailMap RailMap::parse(std::istream& in, std::string_view source) {
+namespace {
+
+constexpr const char* allowed =
+    "allowed: one line \"RAIL KEY=VALUE ...\" per rail, rails 0..R-1 each once (R at most 64), keys "
+    "rdma=DEVICE[:PORT] and net=INTERFACE or net=A.B.C.D/N, at least one key and each at most once per line, \"#\" "
+    "starts a comment";
+
+// Letters, digits, '_', '.' and '-', at most `most`, starting with a letter or digit (or '_' where allowed).
+bool name_chars(std::string_view s, std::size_t most, bool underscore_first) {
+  if (s.empty() || s.size() > most) return false;
+  if (!std::isalnum(static_cast<unsigned char>(s[0])) && !(underscore_first && s[0] == '_')) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-') return false;
+  return true;
+}
+
+// "A.B.C.D/N" with octets 0-255 and N 0-32; nullopt when it is not shaped like one, false when a number is out of
+// range.
+std::optional<bool> cidr_shape(const std::string& v) {
+  int a, b, c, d, n;
+  char end;
+  if (v.find_first_not_of("0123456789./") != std::string::npos ||
+      std::sscanf(v.c_str(), "%3d.%3d.%3d.%3d/%2d%c", &a, &b, &c, &d, &n, &end) != 5)
+    return std::nullopt;
+  return a <= 255 && b <= 255 && c <= 255 && d <= 255 && n <= 32;
+}
+
+}  // namespace
+
+RailMap RailMap::parse(std::istream& in, std::string_view source, std::string_view option) {
   std::vector<std::optional<RailNic>> rails;
   std::vector<int> lines;
   std::string text;
+  const auto fail = [&](int line, const std::string& what) {
+    return Error::usage(fmt::format("{} {}:{}: {}; {}", option, source, line, what, allowed));
+  };
+  const auto shown = [](const std::string& v) { return "'" + v.substr(0, 64) + "'"; };
   for (int line = 1; std::getline(in, text); ++line) {
     if (const auto hash = text.find('#'); hash != std::string::npos) text.resize(hash);
     std::istringstream words(text);
     std::string first;
     if (!(words >> first)) continue;
-    const auto at = fmt::format("--rail-map {}:{}", source, line);
-    if (!digits(first) || std::stoi(first) > 63)
-      throw Error::usage(fmt::format(
-          "{}: '{}': a line is RAIL (0-63) then rdma=DEVICE[:PORT] and/or net=INTERFACE|A.B.C.D/N", at, first));
+    if (!digits(first) || first.size() > 2 || (first.size() == 2 && first[0] == '0') || std::stoi(first) > 63)
+      throw fail(line, fmt::format("rail {} is not a whole number 0-63", shown(first)));
     const int rail = std::stoi(first);
+    if (static_cast<std::size_t>(rail) < rails.size() && rails[rail])
+      throw fail(line, fmt::format("rail {} again (first on line {})", rail, lines[rail]));
     RailNic nic;
-    bool rdma = false, net = false;
+    std::set<std::string> seen;
     for (std::string word; words >> word;) {
       const auto eq = word.find('=');
-      const auto key = word.substr(0, eq == std::string::npos ? 0 : eq);
-      const auto value = eq == std::string::npos ? std::string() : word.substr(eq + 1);
-      if ((key != "rdma" && key != "net") || value.empty())
-        throw Error::usage(
-            fmt::format("{}: '{}': allowed are rdma=DEVICE[:PORT] and net=INTERFACE|A.B.C.D/N", at, word));
-      if ((key == "rdma" && rdma) || (key == "net" && net))
-        throw Error::usage(fmt::format("{}: {}= given twice", at, key));
-      for (char c : value)
-        if (!(std::isalnum(static_cast<unsigned char>(c)) ||
-              std::string_view("-_.:/").find(c) != std::string_view::npos))
-          throw Error::usage(
-              fmt::format("{}: '{}': a device or interface name has letters, digits, '-', '_', '.'", at, word));
+      if (eq == std::string::npos || eq == 0 || eq + 1 == word.size())
+        throw fail(line, fmt::format("{} is not KEY=VALUE", shown(word)));
+      const auto key = word.substr(0, eq), value = word.substr(eq + 1);
+      if (key != "rdma" && key != "net") throw fail(line, fmt::format("unknown key {}", shown(key)));
+      if (!seen.insert(key).second) throw fail(line, fmt::format("key {} twice", key));
       if (key == "rdma") {
-        rdma = true;
         const auto colon = value.find(':');
-        nic.rdma = value.substr(0, colon);
-        if (colon != std::string::npos) {
-          const auto port = value.substr(colon + 1);
-          if (!digits(port) || std::stoi(port) < 1 || std::stoi(port) > 255 || nic.rdma.empty())
-            throw Error::usage(fmt::format("{}: '{}': give rdma=DEVICE or rdma=DEVICE:PORT (port 1-255)", at, word));
-          nic.port = std::stoi(port);
-        }
+        const auto device = value.substr(0, colon), port = colon == std::string::npos ? "" : value.substr(colon + 1);
+        const bool port_ok = colon == std::string::npos ||
+                             (digits(port) && port[0] != '0' && std::stoi(port) >= 1 && std::stoi(port) <= 255);
+        if (!name_chars(device, 64, false) || !port_ok)
+          throw fail(line, fmt::format("rdma={} is not DEVICE[:PORT] (a device name such as mlx5_0, a port 1-255)",
+                                       shown(value)));
+        nic.rdma = device, nic.port = port.empty() ? 1 : std::stoi(port);
       } else {
-        net = true;
+        if (const auto cidr = cidr_shape(value)) {
+          if (!*cidr)
+            throw fail(line, fmt::format("net={} is not a subnet A.B.C.D/N (octets 0-255, N 0-32)", shown(value)));
+        } else if (!name_chars(value, 15, true)) {
+          throw fail(line, fmt::format("net={} is neither an interface name (at most 15 letters, digits, '_', '.', "
+                                       "'-') nor a subnet A.B.C.D/N",
+                                       shown(value)));
+        }
         nic.net = value;
       }
     }
-    if (!rdma && !net) throw Error::usage(fmt::format("{}: rail {} names no NIC (give rdma= and/or net=)", at, rail));
+    if (seen.empty()) throw fail(line, fmt::format("rail {} has no keys", rail));
     if (rails.size() <= static_cast<std::size_t>(rail)) rails.resize(rail + 1), lines.resize(rail + 1, 0);
-    if (rails[rail]) throw Error::usage(fmt::format("{}: rail {} was given at line {}", at, rail, lines[rail]));
     rails[rail] = nic, lines[rail] = line;
   }
-  RailMap map;
-  if (rails.empty()) throw Error::usage(fmt::format("--rail-map {}: no rails (lines 'RAIL rdma=... net=...')", source));
-  for (std::size_t r = 0; r < rails.size(); ++r) {
-    if (!rails[r])
-      throw Error::usage(
-          fmt::format("--rail-map {}: rail {} is missing (rails are 0 to {})", source, r, rails.size() - 1));
-    map.rails_.push_back(*rails[r]);
+  if (rails.empty()) throw Error::usage(fmt::format("{} {}: no rails; {}", option, source, allowed));
+  std::size_t given = 0;
+  for (const auto& r : rails) given += r ? 1 : 0;
+  if (given < rails.size()) {  // the first line whose rail is beyond the count names the gap
+    std::size_t missing = 0;
+    while (rails[missing]) ++missing;
+    int at = 0;
+    for (std::size_t r = given; r < rails.size(); ++r)
+      if (rails[r] && (at == 0 || lines[r] < at)) at = lines[r];
+    const auto beyond = std::find(lines.begin(), lines.end(), at) - lines.begin();
+    throw fail(at, fmt::format("rail {}, but the {} rails of the map must be numbered 0..{} (rail {} is missing)",
+                               beyond, given, given - 1, missing));
   }
+  RailMap map;
+  map.source_ = std::string(source);
+  for (std::size_t r = 0; r < rails.size(); ++r) map.rails_.push_back(*rails[r]), map.lines_.push_back(lines[r]);
   return map;
 }
 
@@ -167,27 +208,27 @@ double nic_bytes(const HostFiles& files, const std::string& device) {
   return NAN;
 }
 
-std::optional<RailPort> rail_rdma_port(const HostFiles& files, int rail, const char* cuda_visible) {
-  std::vector<RdmaPort> active;
-  for (auto& p : read_rdma_ports(files))
-    if (p.active()) active.push_back(std::move(p));
-  if (rail < 0 || active.empty()) return std::nullopt;
-  // The rail's GPU as CUDA numbers them. A CUDA_VISIBLE_DEVICES of UUIDs or MIG names leaves the order unknown here.
+std::string cuda_gpu(const HostFiles& files, int index, const char* cuda_visible) {
+  // A CUDA_VISIBLE_DEVICES of UUIDs or MIG names leaves the order unknown here.
   auto gpus = pci_devices(files, "0x10de", {"0300", "0302"});
   if (cuda_visible) {
     std::vector<std::string> picked;
     std::istringstream in(cuda_visible);
     for (std::string item; std::getline(in, item, ',');) {
-      if (!digits(item) || std::stoul(item) >= gpus.size()) {
-        picked.clear();
-        break;
-      }
+      if (!digits(item) || std::stoul(item) >= gpus.size()) return "";
       picked.push_back(gpus[std::stoul(item)]);
     }
     gpus = picked;
   }
-  if (static_cast<std::size_t>(rail) < gpus.size()) {
-    const auto& gpu = gpus[static_cast<std::size_t>(rail)];
+  return index >= 0 && static_cast<std::size_t>(index) < gpus.size() ? gpus[static_cast<std::size_t>(index)] : "";
+}
+
+std::optional<RailPort> rail_rdma_port(const HostFiles& files, int rail, const char* cuda_visible) {
+  std::vector<RdmaPort> active;
+  for (auto& p : read_rdma_ports(files))
+    if (p.active()) active.push_back(std::move(p));
+  if (rail < 0 || active.empty()) return std::nullopt;
+  if (const auto gpu = cuda_gpu(files, rail, cuda_visible); !gpu.empty()) {
     const auto gpu_up = pci_upstream(files, gpu);
     const int gpu_numa = pci_numa_node(files, gpu);
     const RdmaPort* best = nullptr;

@@ -68,7 +68,7 @@ class SrunWrapper(unittest.TestCase):
 RAIL_VARIABLES = ("UCX_NET_DEVICES", "NCCL_IB_HCA", "OMPI_MCA_btl_openib_if_include", "OMPI_MCA_btl_tcp_if_include",
                   "NCCL_SOCKET_IFNAME", "FABRICBENCH_RAIL", "FABRICBENCH_RAIL_NIC", "FABRICBENCH_RAIL_DRY_RUN",
                   "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "PMIX_LOCAL_RANK", "OMPI_COMM_WORLD_RANK",
-                  "SLURM_PROCID", "PMIX_RANK", "CUDA_VISIBLE_DEVICES", "FABRICBENCH_SYSFS_ROOT")
+                  "SLURM_PROCID", "PMIX_RANK", "CUDA_VISIBLE_DEVICES", "FABRICBENCH_TEST_SYSROOT")
 GOOD_MAP = "# one line per rail\n0 rdma=mlx5_0:1 net=ib0\n\n1 rdma=mlx5_1 net=10.91.0.0/24   # a subnet, port 1\n"
 # Each rank writes its line to its own file under $PRINT_DIR: two ranks printing to mpirun's forwarded stdout at once
 # were seen interleaving within a line (about 1 run in 5).
@@ -81,7 +81,7 @@ def rail_env(sysfs=None, **extra):
     """The test's environment without any variable a launcher or the shim sets, plus `extra`."""
     env = {k: v for k, v in os.environ.items() if k not in RAIL_VARIABLES}
     if sysfs is not None:
-        env["FABRICBENCH_SYSFS_ROOT"] = str(sysfs)
+        env["FABRICBENCH_TEST_SYSROOT"] = str(sysfs)  # the host's files under this root: ROOT/sys/...
     env.update(extra)
     return env
 
@@ -94,8 +94,10 @@ def rail_exec(*args, env):
 def make_sysfs(root, nics=None, cpulists=("0", "1")):
     """A fake sysfs: GPU 0000:03:00.0 (NUMA 0, behind bridge 0000:02:00.0 of root complex pci0000:00) and GPU
     0000:83:00.0 (NUMA 1, root complex pci0000:80), an NVIDIA audio function that is no GPU, and RDMA devices with a
-    net device each. By default mlx5_1 sits beside GPU 0 and mlx5_0 beside GPU 1, so pairing by name fails."""
-    root = pathlib.Path(root)
+    net device and an Active port 1 each. By default mlx5_1 sits beside GPU 0 and mlx5_0 beside GPU 1, so pairing by
+    name fails. The tree is ROOT/sys (FABRICBENCH_TEST_SYSROOT=ROOT); returns ROOT."""
+    top = pathlib.Path(root)
+    root = top / "sys"
 
     def write(path, text):
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -124,13 +126,13 @@ def make_sysfs(root, nics=None, cpulists=("0", "1")):
     for parts, name, net, numa in nics:
         d = pci(parts, "0x15b3", "0x020700", numa)
         link(d / "infiniband" / name / "device", d)
-        (d / "infiniband" / name / "ports" / "1").mkdir(parents=True)
+        write(d / "infiniband" / name / "ports" / "1" / "state", "4: ACTIVE")
         (d / "net" / net).mkdir(parents=True)
         link(root / "class/infiniband" / name, d / "infiniband" / name)
         link(root / "class/net" / net, d / "net" / net)
     for node, cpus in enumerate(cpulists):
         write(root / f"devices/system/node/node{node}/cpulist", cpus)
-    return root
+    return top
 
 
 class RailsTest(unittest.TestCase):
@@ -168,7 +170,7 @@ class RailMap(RailsTest):
                                    f"FABRICBENCH_RAIL=1 FABRICBENCH_RAIL_NIC=mlx5_1:1\n")  # a subnet: no NCCL_SOCKET_IFNAME
 
     def test_each_bad_line_is_one_line_naming_the_file_and_line(self):
-        cases = (("0 net=ib0\n2 net=ib2\n", 2, "rail 2, but the map's 2 rails must be numbered 0..1 (rail 1 is missing)"),
+        cases = (("0 net=ib0\n2 net=ib2\n", 2, "rail 2, but the 2 rails of the map must be numbered 0..1 (rail 1 is missing)"),
                  ("0 net=ib0\n\n0 net=ib1\n", 3, "rail 0 again (first on line 1)"),
                  ("0 net=ib0\n1 rdma=mlx5_1 speed=400\n", 2, "unknown key 'speed'"),
                  ("0 net=ib0\none net=ib1\n", 2, "rail 'one' is not a whole number 0-63"),
@@ -186,17 +188,19 @@ class RailMap(RailsTest):
             path = self.rail_map(text)
             for args in (["--check-map", str(path)], ["--rail-map", str(path), "--dry-run", "--local-rank", "0"]):
                 with self.subTest(text=text, args=args[0]):
-                    self.assertOneLine(rail_exec(*args, env=rail_env()), f"fabric-rail-exec: {path}:{line}: {what}",
-                                       "allowed: one line 'RAIL KEY=VALUE ...' per rail, rails 0..R-1 each once")
+                    self.assertOneLine(rail_exec(*args, env=rail_env()),
+                                       f"fabric-rail-exec: --rail-map {path}:{line}: {what}",
+                                       'allowed: one line "RAIL KEY=VALUE ..." per rail, rails 0..R-1 each once')
 
     def test_files_that_are_no_rail_map_are_one_line(self):
-        for data, what in ((b"0 net=ib0\n1 net=\xff\n", ":2: not UTF-8 text"), (b"0 net=ib0\0\n", ":1: a NUL byte"),
+        for data, what in ((b"0 net=ib0\n1 net=\xff\n", ":2: bytes that are not UTF-8 text"),
+                           (b"0 net=ib0\0\n", ":1: a NUL byte"),
                            (b"# nothing\n", ": no rails; allowed")):
             path = self.rail_map(data)
             self.assertOneLine(rail_exec("--check-map", str(path), env=rail_env()), f"{path}{what}")
         self.assertOneLine(rail_exec("--check-map", str(self.dir / "absent"), env=rail_env()),
-                           f"--rail-map {self.dir / 'absent'}: No such file")
-        self.assertOneLine(rail_exec("--check-map", str(self.dir), env=rail_env()), "not a regular file")
+                           f"--rail-map {self.dir / 'absent'}: cannot read the file")
+        self.assertOneLine(rail_exec("--check-map", str(self.dir), env=rail_env()), "a directory; give a file")
 
 
 class NearestNic(RailsTest):
@@ -260,7 +264,7 @@ class RankEnvironment(RailsTest):
                            "SLURM_LOCALID='x' is not a whole number")
         self.assertOneLine(rail_exec(env=rail_env(self.sysfs, SLURM_LOCALID="0")), "put the command after '--'")
         self.assertOneLine(rail_exec("--bogus", "--", "/bin/true", env=rail_env(self.sysfs, SLURM_LOCALID="0")),
-                           "unrecognized arguments: --bogus")
+                           "unrecognised option '--bogus'")
 
     def exec_env(self, *args, **extra):
         r = rail_exec(*args, "--", "/usr/bin/env", env=rail_env(self.sysfs, **extra))
@@ -348,7 +352,7 @@ class MpirunRails(RailsTest):
         for args, what in ((["--ranks-per-node", "3", "--rails", "--rail-map", str(good)],
                             f"--ranks-per-node 3 but {good} has 2 rail(s)"),
                            (["--ranks-per-node", "2", "--rails", "--rail-map", str(bad)],
-                            f"fabric-mpirun: {bad}:2: rail 0 again"),
+                            f"fabric-mpirun: --rail-map {bad}:2: rail 0 again"),
                            (["--ranks-per-node", "2", "--rail-map", str(good)], "--rail-map needs --rails")):
             r = run("fabric-mpirun", "--hosts", "a", *args, "--dry-run", "--", "x")
             self.assertOneLine(r, what)
@@ -392,13 +396,13 @@ class SrunRails(RailsTest):
         self.assertEqual(lines[0], f"srun -N 1 --ntasks-per-node 3 --mpi=pmix --cpu-bind=none {LAUNCH / 'fabric-rail-exec'} -- x")
         self.assertIn("rail 0 nic mlx5_1:1 (net ib1) nearest GPU 0000:03:00.0, numa 0 cpus 0,", lines[2])
         self.assertIn("rail 1 nic mlx5_0:1 (net ib0) nearest GPU 0000:83:00.0, numa 1 cpus 1,", lines[3])
-        self.assertTrue(lines[4].startswith("local rank 2: not known here: no rail map and local rank 2 has no GPU 2"), lines[4])
+        self.assertTrue(lines[4].startswith("local rank 2: not known here: no rail map, and local rank 2 has no GPU 2"), lines[4])
 
     def test_a_bad_map_or_a_rank_count_other_than_the_rails_is_one_line(self):
         good, bad = self.rail_map(GOOD_MAP), self.rail_map("0 net=ib0\n1\n", "bad.map")
         for args, what in ((["--ranks-per-node", "1", "--rails", "--rail-map", str(good)],
                             f"fabric-srun: --rails: --ranks-per-node 1 but {good} has 2 rail(s)"),
                            (["--ranks-per-node", "2", "--rails", "--rail-map", str(bad)],
-                            f"fabric-srun: {bad}:2: rail 1 has no keys; allowed"),
+                            f"fabric-srun: --rail-map {bad}:2: rail 1 has no keys; allowed"),
                            (["--ranks-per-node", "2", "--no-numa"], "need --rails")):
             self.assertOneLine(run("fabric-srun", "--nodes", "2", *args, "--dry-run", "--", "x"), what)

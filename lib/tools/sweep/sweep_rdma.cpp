@@ -8,7 +8,7 @@
 
 #include "fabricbench/error.hpp"
 #include "fabricbench/facts/host_files.hpp"
-#include "fabricbench/facts/rail_nic.hpp"
+#include "fabricbench/facts/rail_binding.hpp"
 #include "fabricbench/timing/sample_stats.hpp"
 #include "fabricbench/tools/sweep/pair_test.hpp"
 #include "fabricbench/verbs/verbs_link.hpp"
@@ -71,17 +71,14 @@ std::unique_ptr<PairTest> make_rdma_pair_test(const std::string& host, const Rdm
   const int rail = settings.rail;
   verbs::PortRequest request;
   request.device = settings.device, request.port = settings.device.empty() ? 0 : settings.port;
-  if (settings.device.empty() && rail >= 0) {  // rails without a map or a launcher's choice: the host's facts
-    const auto files = facts::HostFiles::for_host(host);
-    const auto chosen = facts::rail_rdma_port(files, rail, std::getenv("CUDA_VISIBLE_DEVICES"));
-    if (!chosen) {
-      std::size_t active = 0;
-      for (const auto& p : facts::read_rdma_ports(files)) active += p.active() ? 1 : 0;
-      throw Error::usage(
-          fmt::format("--rails: rail {} on host {} needs an RDMA port, and {} has {} Active; give --rail-map", rail,
-                      host, host, active));
+  if (settings.device.empty() && rail >= 0) {  // rails without a map or a launcher's choice: the binder's rule
+    try {
+      const auto b = facts::RailBinding::choose(facts::HostFiles::for_host(host), rail, nullptr,
+                                                std::getenv("CUDA_VISIBLE_DEVICES"));
+      request.device = b.nic.rdma, request.port = b.nic.port;
+    } catch (const Error& e) {
+      throw Error::usage(fmt::format("--rails on host {}: {}", host, e.what()));
     }
-    request.device = chosen->port.device, request.port = chosen->port.port;
   }
   return std::make_unique<RdmaPairTest>(host, request, settings);
 }

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "fabricbench/error.hpp"
+#include "fabricbench/facts/rail_binding.hpp"
 
 using namespace fabricbench;
 using namespace fabricbench::facts;
@@ -36,14 +37,22 @@ TEST(RailMap, ReadsRailsInAnyOrder) {
 }
 
 TEST(RailMap, RefusesBadLinesNamingFileAndLine) {
-  EXPECT_NE(refusal("0 net=eth0\n0 net=eth1\n").find("rails.map:2: rail 0 was given at line 1"), std::string::npos);
-  EXPECT_NE(refusal("1 net=eth1\n").find("rail 0 is missing"), std::string::npos);
-  EXPECT_NE(refusal("0 nic=eth0\n").find("rails.map:1: 'nic=eth0'"), std::string::npos);
-  EXPECT_NE(refusal("x net=eth0\n").find("rails.map:1"), std::string::npos);
-  EXPECT_NE(refusal("0\n").find("names no NIC"), std::string::npos);
-  EXPECT_NE(refusal("0 rdma=mlx5_0:0\n").find("port 1-255"), std::string::npos);
-  EXPECT_NE(refusal("0 net=a net=b\n").find("net= given twice"), std::string::npos);
-  EXPECT_NE(refusal("# nothing\n").find("no rails"), std::string::npos);
+  EXPECT_NE(refusal("0 net=eth0\n0 net=eth1\n").find("--rail-map rails.map:2: rail 0 again (first on line 1); allowed"),
+            std::string::npos);
+  EXPECT_NE(refusal("1 net=eth1\n").find("rails.map:1: rail 1, but the 1 rails of the map must be numbered 0..0 (rail 0 "
+                                         "is missing)"),
+            std::string::npos);
+  EXPECT_NE(refusal("0 nic=eth0\n").find("rails.map:1: unknown key 'nic'"), std::string::npos);
+  EXPECT_NE(refusal("x net=eth0\n").find("rails.map:1: rail 'x' is not a whole number 0-63"), std::string::npos);
+  EXPECT_NE(refusal("0 net=a\n07 net=b\n").find("rails.map:2: rail '07'"), std::string::npos);
+  EXPECT_NE(refusal("0 # a comment\n").find("rail 0 has no keys"), std::string::npos);
+  EXPECT_NE(refusal("0 rdma=mlx5_0:0\n").find("rdma='mlx5_0:0' is not DEVICE[:PORT]"), std::string::npos);
+  EXPECT_NE(refusal("0 net=a net=b\n").find("key net twice"), std::string::npos);
+  EXPECT_NE(refusal("0 net=10.0.0.256/24\n").find("net='10.0.0.256/24' is not a subnet"), std::string::npos);
+  EXPECT_NE(refusal("0 net=a/b\n").find("net='a/b' is neither an interface name"), std::string::npos);
+  EXPECT_NE(refusal("0 net\n").find("'net' is not KEY=VALUE"), std::string::npos);
+  EXPECT_NE(refusal("# nothing\n").find("--rail-map rails.map: no rails; allowed"), std::string::npos);
+  EXPECT_EQ(refusal("0 rdma=mlx5_0:255 net=10.0.0.0/8\n1 net=ib_1.2\n"), "accepted");
 }
 
 TEST(GivenNics, FollowsWhatTheTransportReads) {
@@ -144,4 +153,41 @@ TEST(RailRdmaPort, TakesTheActivePortNearestTheRailsGpu) {
   EXPECT_EQ(rail_rdma_port(files, 1, nullptr)->port.device, "mlx5_2");
   host.set_state("mlx5_1", "1: DOWN");
   EXPECT_EQ(rail_rdma_port(files, 0, nullptr)->port.device, "mlx5_2") << "the only Active port on a PCI device left";
+}
+
+TEST(RailBinding, TheMapsLineElseTheNearestActivePortWithItsInterfaceAndNumaNode) {
+  TwoSocketHost host;
+  const auto files = host.files();
+  std::istringstream in("0 rdma=mlx5_7 net=ib7\n1 net=10.91.0.0/24\n");
+  const auto map = RailMap::parse(in, "rails.map");
+  const auto mapped = RailBinding::choose(files, 1, &map, nullptr);
+  EXPECT_EQ(mapped.source, "from rails.map:2");
+  EXPECT_EQ(mapped.numa, 1) << "GPU 1's node, with a map too";
+  using Vars = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(mapped.variables(), (Vars{{"OMPI_MCA_btl_tcp_if_include", "10.91.0.0/24"}, {"FABRICBENCH_RAIL", "1"},
+                                      {"FABRICBENCH_RAIL_NIC", "10.91.0.0/24"}}))
+      << "a subnet sets no NCCL_SOCKET_IFNAME";
+  EXPECT_EQ(RailBinding::choose(files, 0, &map, nullptr).variables(),
+            (Vars{{"UCX_NET_DEVICES", "mlx5_7:1"}, {"NCCL_IB_HCA", "=mlx5_7"}, {"OMPI_MCA_btl_openib_if_include", "mlx5_7:1"},
+                  {"OMPI_MCA_btl_tcp_if_include", "ib7"}, {"NCCL_SOCKET_IFNAME", "=ib7"}, {"FABRICBENCH_RAIL", "0"},
+                  {"FABRICBENCH_RAIL_NIC", "mlx5_7:1"}}));
+  try {
+    RailBinding::choose(files, 2, &map, nullptr);
+    ADD_FAILURE() << "rail 2 of a two-rail map";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("local rank 2 has no rail: rails.map has 2 rail(s)"), std::string::npos);
+  }
+  // No map: facts::rail_rdma_port's choice, the same as fabric-sweep makes.
+  const auto nearest = RailBinding::choose(files, 0, nullptr, nullptr);
+  EXPECT_EQ(nearest.nic.name(), "mlx5_1:1");
+  EXPECT_EQ(nearest.source, "nearest GPU 0000:1a:00.0");
+  EXPECT_EQ(nearest.numa, 0);
+  EXPECT_EQ(nearest.shown(), "mlx5_1:1");
+  try {
+    RailBinding::choose(files, 4, nullptr, nullptr);
+    ADD_FAILURE() << "four Active ports, two GPUs: no rail 4";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("local rank 4 has no GPU 4 (2 under"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("(4 there) to choose a NIC by; give --rail-map FILE"), std::string::npos);
+  }
 }

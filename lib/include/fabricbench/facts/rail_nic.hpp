@@ -2,7 +2,7 @@
 // NIC a rank was given through its environment (what its MPI or NCCL was told before MPI_Init), and how many bytes a
 // NIC moved (its counters: netdev tx/rx bytes, RDMA port_xmit_data/port_rcv_data), the proof of the data path.
 //
-// Rail map format (launch/fabric-rail-exec reads the same):
+// Rail map format (fabric-rail-exec and fabric-sweep read it with RailMap):
 //   # one line per rail, the same on every host
 //   0 rdma=mlx5_0:1 net=ib0
 //   1 rdma=mlx5_1:1 net=ib1        (net= is an interface name or A.B.C.D/N, the subnet of one)
@@ -29,20 +29,25 @@ struct RailNic {
 
 class RailMap {
  public:
-  // Error::usage naming the file and line: a bad line, a rail given twice or missing (rails are 0..R-1), an unknown
-  // key, a line with no NIC.
-  static RailMap read(const std::string& path);
-  static RailMap parse(std::istream& in, std::string_view source);
+  // Error::usage naming the option, the file and line and what a line allows: a bad line, a rail given twice or
+  // missing (rails are 0..R-1), an unknown key, a line with no NIC; a file that is no text (cli::require_text_file).
+  static RailMap read(const std::string& path, const std::string& option = "--rail-map");
+  static RailMap parse(std::istream& in, std::string_view source, std::string_view option = "--rail-map");
   int rails() const { return static_cast<int>(rails_.size()); }
   const RailNic& rail(int r) const { return rails_.at(static_cast<std::size_t>(r)); }
+  // Where rail `r` was given: "rails.map:4".
+  const std::string& source() const { return source_; }
+  std::string origin(int r) const { return source_ + ":" + std::to_string(lines_.at(static_cast<std::size_t>(r))); }
 
  private:
   std::vector<RailNic> rails_;
+  std::vector<int> lines_;
+  std::string source_;
 };
 
 // The NICs a rank was given, per family of traffic, from its environment (`env` looks a variable up; "" unset).
 // MPI: UCX_NET_DEVICES where Open MPI's pml is ucx, else OMPI_MCA_btl_tcp_if_include, else UCX_NET_DEVICES, else
-// FABRICBENCH_RAIL_NIC (what launch/fabric-rail-exec set). NCCL: NCCL_IB_HCA, else NCCL_SOCKET_IFNAME (the exact-match
+// FABRICBENCH_RAIL_NIC (what fabric-rail-exec set). NCCL: NCCL_IB_HCA, else NCCL_SOCKET_IFNAME (the exact-match
 // '=' and the exclude '^' prefixes shown as given). A subnet (A.B.C.D/N) is shown with the interface holding an
 // address in it ("eth1 (10.91.0.0/24)") when `interface_of` finds one.
 struct GivenNics {
@@ -59,7 +64,12 @@ std::string interface_in_subnet(const std::string& cidr);
 // "mlx5_0:1". Used to read its counters.
 std::string counter_device(const std::string& nic);
 
-// The RDMA port of rail `rail` from the host's facts, as launch/fabric-rail-exec chooses it: the Active port nearest
+// The PCI address of GPU `index` as CUDA numbers them: PCI address order, or the entries of a numeric
+// CUDA_VISIBLE_DEVICES given as `cuda_visible` (null when unset). "" when there is none or the order is unknown
+// (UUIDs).
+std::string cuda_gpu(const HostFiles& files, int index, const char* cuda_visible);
+
+// The RDMA port of rail `rail` from the host's facts (RailBinding's rule without a map): the Active port nearest
 // GPU `rail` (GPUs as CUDA numbers them: PCI address order, or the entries of a numeric CUDA_VISIBLE_DEVICES given
 // as `cuda_visible`, null when unset), nearest meaning the longest run of PCI bridges the two share, then the same
 // NUMA node, then the name; where the host has no such GPU or no Active port on a PCI device (Soft-RoCE), the

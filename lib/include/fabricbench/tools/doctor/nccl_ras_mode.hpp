@@ -19,7 +19,7 @@ namespace fabricbench::doctor {
 
 // What helps next, beside the findings: stacks of the named processes that run on this host (--stacks), and the
 // leaf switch and NIC of a named host (--topology FILE[,FILE...] as the sweep reads it, --rail-map FILE; the GPU's
-// rail is its CUDA device modulo the rails, as launch/fabric-rail-exec binds local rank g to rail g).
+// rail is its CUDA device modulo the rails, as fabric-rail-exec binds local rank g to rail g).
 struct RasExtras {
   bool stacks = false;
   std::vector<std::string> topology;
