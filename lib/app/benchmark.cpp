@@ -82,21 +82,28 @@ void write_failure_records(results::ResultSet* out, const std::vector<runtime::R
                                {key_int("rank"), setting_text("host", 64), setting_int("answered"),
                                 setting_int("started"), setting_text("step", 256), setting_text("doing", 256),
                                 setting_text("last_call", 64), setting_text("backtrace", 8192)}};
+  static const struct {
+    ColumnHandle<std::int64_t> rank, answered, started;
+    ColumnHandle<std::string> host, step, doing, last_call, backtrace;
+  } c{table.handle<std::int64_t>("rank"),     table.handle<std::int64_t>("answered"),
+      table.handle<std::int64_t>("started"),  table.handle<std::string>("host"),
+      table.handle<std::string>("step"),      table.handle<std::string>("doing"),
+      table.handle<std::string>("last_call"), table.handle<std::string>("backtrace")};
   try {
     out->declare(table);
     std::vector<Row> rows;
-    for (const auto& r : records)
+    for (const auto& r : records) {
+      const auto i = static_cast<std::size_t>(r.rank);
       rows.push_back(Row(table)
-                         .set("rank", std::int64_t(r.rank))
-                         .set("host", r.host)
-                         .set("answered", std::int64_t(r.answered))
-                         .set("started", std::int64_t(static_cast<std::size_t>(r.rank) < started.size()
-                                                          ? started[static_cast<std::size_t>(r.rank)]
-                                                          : -1))
-                         .set("step", r.step)
-                         .set("doing", r.doing)
-                         .set("last_call", r.last_call)
-                         .set("backtrace", r.backtrace));
+                         .set(c.rank, r.rank)
+                         .set(c.host, r.host)
+                         .set(c.answered, r.answered)
+                         .set(c.started, i < started.size() ? started[i] : -1)
+                         .set(c.step, r.step)
+                         .set(c.doing, r.doing)
+                         .set(c.last_call, r.last_call)
+                         .set(c.backtrace, r.backtrace));
+    }
     out->rows(rows);
   } catch (const std::exception& e) {
     fmt::print(stderr, "could not record the ranks' reports: {}\n", e.what());

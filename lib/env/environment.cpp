@@ -49,6 +49,10 @@ EnvironmentCapture::EnvironmentCapture() {
                 measured("gbps", Unit::gbps, Better::higher, "GB/s"), setting_text("basis", 96)}};
   checks_ = doctor::findings_table("env", "checks");
   const auto text = [](const TableSpec& t, const char* name) { return t.handle<std::string>(name); };
+  host_col_.host = text(hosts_, "host"), host_col_.cores = hosts_.handle<std::int64_t>("cores");
+  for (const auto& column : hosts_.columns)
+    if (column.name != "host" && column.name != "cores")
+      host_col_.facts.emplace_back(column.name, hosts_.handle<std::string>(column.name));
   rank_col_ = {ranks_.handle<std::int64_t>("rank"),
                ranks_.handle<std::int64_t>("local_rank"),
                ranks_.handle<std::int64_t>("gpu"),
@@ -81,14 +85,8 @@ EnvReport EnvironmentCapture::gather(const runtime::Communicator& world, const r
     for (auto& [k, v] : facts::hardware_facts(context)) facts.emplace(k, v);
     for (const char* k : {"cuda", "nccl"}) facts.emplace(k, get(rank, k));
     results::Row row(hosts_);
-    for (const auto& column : hosts_.columns) {
-      if (column.name == "host")
-        row.set("host", me.host);
-      else if (column.name == "cores")
-        row.set("cores", std::int64_t(std::atoll(get(facts, "cores").c_str())));
-      else
-        row.set(column.name, get(facts, column.name));
-    }
+    row.set(host_col_.host, me.host).set(host_col_.cores, std::atoll(get(facts, "cores").c_str()));
+    for (const auto& [name, column] : host_col_.facts) row.set(column, get(facts, name));
     host.host.push_back(std::move(row));
     for (auto& [k, v] : facts::allowed_variables(environ))
       host.variables.push_back(results::Row(variables_)

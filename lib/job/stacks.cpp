@@ -197,6 +197,9 @@ void write_stacks(results::ResultSet& out, const std::string& group, const std::
                                  name,
                                  {results::key_int("pid"), results::key_int("line"), results::setting_text("tool", 24),
                                   results::setting_text("command", 256), results::setting_text("text", 256)}};
+  const auto pid = table.handle<std::int64_t>("pid"), number = table.handle<std::int64_t>("line");
+  const auto tool = table.handle<std::string>("tool"), command = table.handle<std::string>("command"),
+             line_text = table.handle<std::string>("text");
   out.declare(table);
   std::vector<results::Row> rows;
   for (const auto& s : stacks) {
@@ -204,11 +207,11 @@ void write_stacks(results::ResultSet& out, const std::string& group, const std::
     std::int64_t n = 0;
     for (std::string line; std::getline(text, line);)
       rows.push_back(results::Row(table)
-                         .set("pid", std::int64_t(s.pid))
-                         .set("line", n++)
-                         .set("tool", s.tool)
-                         .set("command", s.command.substr(0, 256))
-                         .set("text", line.substr(0, 256)));
+                         .set(pid, s.pid)
+                         .set(number, n++)
+                         .set(tool, s.tool)
+                         .set(command, s.command.substr(0, 256))
+                         .set(line_text, line.substr(0, 256)));
     out.note(fmt::format("stack of pid {} ({}): {} line(s) in /{}/{}", s.pid, s.tool, n, group, name));
   }
   out.section(table, "", {});  // the file's, not the terminal's

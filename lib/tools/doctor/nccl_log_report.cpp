@@ -67,9 +67,9 @@ std::string sizes_signature(const job::NcclProcess& p) {
 
 std::int64_t i64(std::uint64_t v) { return static_cast<std::int64_t>(v); }
 
-Row process_row(const results::TableSpec& table, const job::NcclProcess& p) {
+Row process_row(const results::TableSpec& table, const NcclLogTables::Who& c, const job::NcclProcess& p) {
   Row row(table);
-  row.set("host", p.host).set("rank", std::int64_t(p.rank())).set("pid", std::int64_t(p.pid));
+  row.set(c.host, p.host).set(c.rank, p.rank()).set(c.pid, p.pid);
   return row;
 }
 
@@ -106,6 +106,34 @@ NcclLogTables::NcclLogTables() {
             measured_int("min_calls", Unit::none, Better::none), measured_int("max_calls", Unit::none, Better::none),
             measured_int("median_bytes", Unit::bytes, Better::none),
             measured_int("differing", Unit::none, Better::lower), setting_text("differing_iterations", 256), alike})};
+
+  const auto text = [](const TableSpec& t, const char* name) { return t.handle<std::string>(name); };
+  const auto integer = [](const TableSpec& t, const char* name) { return t.handle<std::int64_t>(name); };
+  const auto who_columns = [&](const TableSpec& t, Who& c) {
+    c.host = text(t, "host"), c.alike = text(t, "alike"), c.rank = integer(t, "rank"), c.pid = integer(t, "pid");
+  };
+  auto& r = ranks_col;
+  who_columns(ranks, r);
+  r.device = integer(ranks, "device"), r.nranks = integer(ranks, "nranks");
+  r.communicators = integer(ranks, "communicators"), r.lines = integer(ranks, "lines");
+  r.calls = integer(ranks, "calls"), r.warnings = integer(ranks, "warnings");
+  r.version = text(ranks, "version"), r.network = text(ranks, "network"), r.ib_devices = text(ranks, "ib_devices");
+  r.socket_interfaces = text(ranks, "socket_interfaces"), r.channels = text(ranks, "channels");
+  r.first_warning = text(ranks, "first_warning"), r.file = text(ranks, "file");
+  auto& c = calls_col;
+  who_columns(calls, c);
+  c.kind = text(calls, "kind"), c.iteration = integer(calls, "iteration");
+  c.calls = integer(calls, "calls"), c.bytes = integer(calls, "bytes");
+  auto& z = sizes_col;
+  who_columns(sizes, z);
+  z.kind = text(sizes, "kind"), z.range = text(sizes, "range"), z.bin = integer(sizes, "bin");
+  z.calls = integer(sizes, "calls"), z.bytes = integer(sizes, "bytes");
+  auto& i = iterations_col;
+  who_columns(iterations, i);
+  i.kind = text(iterations, "kind"), i.differing_iterations = text(iterations, "differing_iterations");
+  i.iterations = integer(iterations, "iterations"), i.median_calls = integer(iterations, "median_calls");
+  i.min_calls = integer(iterations, "min_calls"), i.max_calls = integer(iterations, "max_calls");
+  i.median_bytes = integer(iterations, "median_bytes"), i.differing = integer(iterations, "differing");
 }
 
 std::vector<std::vector<Finding>> transport_findings(const job::NcclJobLog& job,
@@ -160,11 +188,12 @@ void piece_rows(const NcclLogTables& t, const job::NcclJobLog& job,
     for (std::uint64_t s = 0; markers > 0 && s <= markers; ++s)
       for (const auto& k : p->kinds) {
         const job::CallTally c = k.piece(s);
-        rows.push_back(process_row(t.calls, *p)
-                           .set("kind", k.kind)
-                           .set("iteration", i64(s))
-                           .set("calls", i64(c.calls))
-                           .set("bytes", i64(c.bytes)));
+        const auto& col = t.calls_col;
+        rows.push_back(process_row(t.calls, col, *p)
+                           .set(col.kind, k.kind)
+                           .set(col.iteration, i64(s))
+                           .set(col.calls, i64(c.calls))
+                           .set(col.bytes, i64(c.bytes)));
         if (rows.size() == batch) {
           write(rows);
           rows.clear();
@@ -181,45 +210,46 @@ NcclLogReport report_rows(const NcclLogTables& t, const job::NcclJobLog& job,
   out.ranks = rows_by_group(processes, transport_signature, [&](const job::NcclProcess& p, const std::string& alike) {
     std::uint64_t calls = 0;
     for (const auto& k : p.kinds) calls += k.total.calls;
-    Row row = process_row(t.ranks, p);
-    row.set("device", std::int64_t(p.device))
-        .set("nranks", std::int64_t(p.nranks()))
-        .set("communicators", i64(p.comms.size()))
-        .set("version", p.log.version)
-        .set("network", p.log.network)
-        .set("ib_devices", join(p.log.ib_devices))
-        .set("socket_interfaces", join(p.log.socket_ifaces))
-        .set("channels", p.log.channel_summary())
-        .set("lines", i64(p.lines))
-        .set("calls", i64(calls))
-        .set("warnings", i64(p.warnings))
-        .set("first_warning", p.first_warning)
-        .set("file", job.files().at(p.file).path)
-        .set("alike", alike);
+    const auto& c = t.ranks_col;
+    Row row = process_row(t.ranks, c, p);
+    row.set(c.device, p.device)
+        .set(c.nranks, p.nranks())
+        .set(c.communicators, i64(p.comms.size()))
+        .set(c.version, p.log.version)
+        .set(c.network, p.log.network)
+        .set(c.ib_devices, join(p.log.ib_devices))
+        .set(c.socket_interfaces, join(p.log.socket_ifaces))
+        .set(c.channels, p.log.channel_summary())
+        .set(c.lines, i64(p.lines))
+        .set(c.calls, i64(calls))
+        .set(c.warnings, i64(p.warnings))
+        .set(c.first_warning, p.first_warning)
+        .set(c.file, job.files().at(p.file).path)
+        .set(c.alike, alike);
     return std::vector<Row>{row};
   });
   out.calls = rows_by_group(processes, calls_signature, [&](const job::NcclProcess& p, const std::string& alike) {
     std::vector<Row> rows;
     for (const auto& k : p.kinds)
-      rows.push_back(process_row(t.calls, p)
-                         .set("kind", k.kind)
-                         .set("iteration", std::int64_t(-1))
-                         .set("calls", i64(k.total.calls))
-                         .set("bytes", i64(k.total.bytes))
-                         .set("alike", alike));
+      rows.push_back(process_row(t.calls, t.calls_col, p)
+                         .set(t.calls_col.kind, k.kind)
+                         .set(t.calls_col.iteration, -1)
+                         .set(t.calls_col.calls, i64(k.total.calls))
+                         .set(t.calls_col.bytes, i64(k.total.bytes))
+                         .set(t.calls_col.alike, alike));
     return rows;
   });
   out.sizes = rows_by_group(processes, sizes_signature, [&](const job::NcclProcess& p, const std::string& alike) {
     std::vector<Row> rows;
     for (const auto& k : p.kinds)
       for (const auto& [bin, c] : k.bins)
-        rows.push_back(process_row(t.sizes, p)
-                           .set("kind", k.kind)
-                           .set("bin", std::int64_t(bin))
-                           .set("range", bin == -2 ? std::string("unknown type") : job::size_bin_label(bin))
-                           .set("calls", i64(c.calls))
-                           .set("bytes", i64(c.bytes))
-                           .set("alike", alike));
+        rows.push_back(process_row(t.sizes, t.sizes_col, p)
+                           .set(t.sizes_col.kind, k.kind)
+                           .set(t.sizes_col.bin, bin)
+                           .set(t.sizes_col.range, bin == -2 ? std::string("unknown type") : job::size_bin_label(bin))
+                           .set(t.sizes_col.calls, i64(c.calls))
+                           .set(t.sizes_col.bytes, i64(c.bytes))
+                           .set(t.sizes_col.alike, alike));
     return rows;
   });
   const auto iteration_text = [&](const job::NcclProcess& p) {
@@ -239,16 +269,17 @@ NcclLogReport report_rows(const NcclLogTables& t, const job::NcclJobLog& job,
       for (std::size_t i = 0; i < k.differing.size() && i < 12; ++i) listed.push_back(std::to_string(k.differing[i]));
       if (k.differing.size() > listed.size())
         listed.push_back(fmt::format("(+{} more)", k.differing.size() - listed.size()));
-      rows.push_back(process_row(t.iterations, p)
-                         .set("kind", k.kind)
-                         .set("iterations", i64(s.whole))
-                         .set("median_calls", i64(k.median_calls))
-                         .set("min_calls", i64(k.min_calls))
-                         .set("max_calls", i64(k.max_calls))
-                         .set("median_bytes", i64(k.median_bytes))
-                         .set("differing", i64(k.differing.size()))
-                         .set("differing_iterations", join(listed))
-                         .set("alike", alike));
+      const auto& c = t.iterations_col;
+      rows.push_back(process_row(t.iterations, c, p)
+                         .set(c.kind, k.kind)
+                         .set(c.iterations, i64(s.whole))
+                         .set(c.median_calls, i64(k.median_calls))
+                         .set(c.min_calls, i64(k.min_calls))
+                         .set(c.max_calls, i64(k.max_calls))
+                         .set(c.median_bytes, i64(k.median_bytes))
+                         .set(c.differing, i64(k.differing.size()))
+                         .set(c.differing_iterations, join(listed))
+                         .set(c.alike, alike));
     }
     return rows;
   });

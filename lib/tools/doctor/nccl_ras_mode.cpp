@@ -46,7 +46,36 @@ struct RasTables {
     for (const auto& [kind, column] : kKinds) rank_columns.push_back(measured_int(column, Unit::none, Better::none));
     ranks = {"doctor", "ras_ranks", rank_columns};
     reply = {"doctor", "ras_reply", {key_int("line"), setting_text("text", 256)}};
+    const auto text = [](const TableSpec& t, const char* name) { return t.handle<std::string>(name); };
+    const auto integer = [](const TableSpec& t, const char* name) { return t.handle<std::int64_t>(name); };
+    auto& c = communicator_col;
+    c.communicator = text(communicators, "communicator"), c.state = text(communicators, "state");
+    c.size = integer(communicators, "size"), c.ranks_reporting = integer(communicators, "ranks_reporting");
+    c.ranks_missing = integer(communicators, "ranks_missing"), c.op_spread = integer(communicators, "op_spread");
+    auto& r = rank_col;
+    r.communicator = text(ranks, "communicator"), r.host = text(ranks, "host"), r.rank = integer(ranks, "rank");
+    r.pid = integer(ranks, "pid"), r.cuda_dev = integer(ranks, "cuda_dev"), r.nvml_dev = integer(ranks, "nvml_dev");
+    r.missing = integer(ranks, "missing"), r.dead = integer(ranks, "dead");
+    r.async_error = integer(ranks, "async_error"), r.aborted = integer(ranks, "aborted");
+    for (const auto& [kind, column] : kKinds) r.ops.push_back(integer(ranks, column));
+    reply_col = {integer(reply, "line"), text(reply, "text")};
   }
+  // The columns as handles, made with the tables; rank_col.ops in kKinds' order.
+  using Text = results::ColumnHandle<std::string>;
+  using Int = results::ColumnHandle<std::int64_t>;
+  struct {
+    Text communicator, state;
+    Int size, ranks_reporting, ranks_missing, op_spread;
+  } communicator_col;
+  struct {
+    Text communicator, host;
+    Int rank, pid, cuda_dev, nvml_dev, missing, dead, async_error, aborted;
+    std::vector<Int> ops;
+  } rank_col;
+  struct {
+    Int line;
+    Text text;
+  } reply_col;
 };
 
 job::RasStatus parse(const job::RasAddress& address, const std::string& text) {
@@ -234,21 +263,22 @@ ExitStatus NcclRasMode::write(results::ResultSet& out, const results::TableSpec&
         highest = std::max(highest, total), lowest = lowest < 0 ? total : std::min(lowest, total);
       }
       const std::int64_t spread = lowest < 0 ? 0 : highest - lowest;
+      const auto& cc = tables.communicator_col;
       results::Row row(tables.communicators);
-      row.set("communicator", c.hash).set("size", std::int64_t(c.size)).set("ranks_reporting", reporting);
-      row.set("ranks_missing", missing).set("op_spread", spread);
-      row.set("state", std::string(missing ? "incomplete" : spread ? "mismatch" : "ok"));
+      row.set(cc.communicator, c.hash).set(cc.size, c.size).set(cc.ranks_reporting, reporting);
+      row.set(cc.ranks_missing, missing).set(cc.op_spread, spread);
+      row.set(cc.state, std::string(missing ? "incomplete" : spread ? "mismatch" : "ok"));
       comm_rows.push_back(row);
+      const auto& rc = tables.rank_col;
       for (const auto& r : c.ranks) {
         results::Row rr(tables.ranks);
-        rr.set("communicator", c.hash).set("rank", std::int64_t(r.rank)).set("host", r.host);
-        rr.set("pid", std::int64_t(r.pid)).set("cuda_dev", std::int64_t(r.cuda_dev));
-        rr.set("nvml_dev", std::int64_t(r.nvml_dev)).set("missing", std::int64_t(r.missing));
-        rr.set("dead", std::int64_t(r.dead)).set("async_error", std::int64_t(r.async_error));
-        rr.set("aborted", std::int64_t(r.abort));
-        for (const auto& [kind, column] : kKinds) {
-          const auto it = r.ops.find(kind);
-          rr.set(column, it == r.ops.end() || r.missing ? std::int64_t(-1) : static_cast<std::int64_t>(it->second));
+        rr.set(rc.communicator, c.hash).set(rc.rank, r.rank).set(rc.host, r.host);
+        rr.set(rc.pid, r.pid).set(rc.cuda_dev, r.cuda_dev).set(rc.nvml_dev, r.nvml_dev);
+        rr.set(rc.missing, r.missing).set(rc.dead, r.dead).set(rc.async_error, r.async_error);
+        rr.set(rc.aborted, r.abort);
+        for (std::size_t k = 0; k < std::size(kKinds); ++k) {
+          const auto it = r.ops.find(kKinds[k].first);
+          rr.set(rc.ops[k], it == r.ops.end() || r.missing ? std::int64_t(-1) : static_cast<std::int64_t>(it->second));
         }
         rank_rows.push_back(rr);
       }
@@ -274,7 +304,8 @@ ExitStatus NcclRasMode::write(results::ResultSet& out, const results::TableSpec&
   std::istringstream in(reply_.text);
   std::int64_t n = 0;
   for (std::string line; std::getline(in, line);)
-    lines.push_back(results::Row(tables.reply).set("line", n++).set("text", line.substr(0, 256)));
+    lines.push_back(
+        results::Row(tables.reply).set(tables.reply_col.line, n++).set(tables.reply_col.text, line.substr(0, 256)));
   out.section(tables.reply, "", {});  // the file's, not the terminal's
   out.rows(lines);
   job::write_stacks(out, "doctor", "ras_stacks", stacks_);

@@ -28,16 +28,26 @@ NicBook::Mine NicBook::of_this_rank(const facts::RailMap* rail_map, int rail, co
   return mine;
 }
 
+NicBook::Columns::Columns(const results::TableSpec& t)
+    : host(t.handle<std::string>("host")),
+      mpi_nic(t.handle<std::string>("mpi_nic")),
+      nccl_nic(t.handle<std::string>("nccl_nic")),
+      rdma_nic(t.handle<std::string>("rdma_nic")),
+      counter_nic(t.handle<std::string>("counter_nic")),
+      rail(t.handle<std::int64_t>("rail")),
+      rank(t.handle<std::int64_t>("rank")) {}
+
 NicBook NicBook::gather(const app::RunContext& context, const results::TableSpec& table, const Mine& mine, int rail,
                         const std::vector<int>& host_of_rank, std::size_t hosts, int rails) {
+  const Columns c(table);
   results::Row row(table);
-  row.set("host", context.placement.me().host)
-      .set("rail", std::int64_t(rail))
-      .set("rank", std::int64_t(context.world.rank()))
-      .set("mpi_nic", mine.mpi)
-      .set("nccl_nic", mine.nccl)
-      .set("rdma_nic", mine.rdma)
-      .set("counter_nic", mine.counter);
+  row.set(c.host, context.placement.me().host)
+      .set(c.rail, rail)
+      .set(c.rank, context.world.rank())
+      .set(c.mpi_nic, mine.mpi)
+      .set(c.nccl_nic, mine.nccl)
+      .set(c.rdma_nic, mine.rdma)
+      .set(c.counter_nic, mine.counter);
   const auto rows = results::gather_rows(context.world, table, {row}, 0);
   NicBook book;
   if (!context.is_root()) return book;
@@ -47,10 +57,10 @@ NicBook NicBook::gather(const app::RunContext& context, const results::TableSpec
     const int local = context.placement.ranks()[rank].local_rank;
     if (local >= rails) continue;  // without --rails: the host's first rank speaks for it
     const auto i = static_cast<std::size_t>(host_of_rank[rank] * rails + local);
-    book.mpi_[i] = std::get<std::string>(rows[rank].get("mpi_nic"));
-    book.nccl_[i] = std::get<std::string>(rows[rank].get("nccl_nic"));
-    book.rdma_[i] = std::get<std::string>(rows[rank].get("rdma_nic"));
-    book.counter_[i] = std::get<std::string>(rows[rank].get("counter_nic"));
+    book.mpi_[i] = rows[rank].get(c.mpi_nic);
+    book.nccl_[i] = rows[rank].get(c.nccl_nic);
+    book.rdma_[i] = rows[rank].get(c.rdma_nic);
+    book.counter_[i] = rows[rank].get(c.counter_nic);
   }
   context.out->declare(table);
   context.out->rows(rows);

@@ -45,8 +45,13 @@ class EnvironmentCapture {
 
  private:
   results::TableSpec ranks_, hosts_, variables_, expected_, checks_;
-  // The columns set by name-free handles (made with the tables; /env/hosts is filled column by column from the
-  // host's facts, by name).
+  // The columns as handles, made with the tables. /env/hosts' columns past host and cores are host facts of the
+  // same names (describe_host, hardware_facts), each with its handle.
+  struct HostColumns {
+    results::ColumnHandle<std::string> host;
+    results::ColumnHandle<std::int64_t> cores;
+    std::vector<std::pair<std::string, results::ColumnHandle<std::string>>> facts;
+  } host_col_;
   struct RankColumns {
     results::ColumnHandle<std::int64_t> rank, local_rank, gpu;
     results::ColumnHandle<std::string> host, gpu_name, gpu_uuid, pci_bus_id;

@@ -113,6 +113,10 @@ class Row {
   }
   const Value& operator[](std::size_t i) const { return values_[i]; }
   const Value& get(const std::string& column) const { return values_[spec_->index_of(column)]; }
+  template <typename T>
+  const T& get(ColumnHandle<T> column) const {
+    return std::get<T>(values_[column.index]);
+  }
   double number(const std::string& column) const;  // integer or real as double
   const TableSpec& spec() const { return *spec_; }
 

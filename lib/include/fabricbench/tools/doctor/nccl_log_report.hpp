@@ -19,6 +19,30 @@ namespace fabricbench::doctor {
 struct NcclLogTables {
   results::TableSpec ranks, calls, sizes, iterations;
   NcclLogTables();
+
+  // Their columns as handles, made with the tables. Each table starts with host, rank and pid and ends with alike.
+  using Text = results::ColumnHandle<std::string>;
+  using Int = results::ColumnHandle<std::int64_t>;
+  struct Who {
+    Text host, alike;
+    Int rank, pid;
+  };
+  struct RankColumns : Who {
+    Int device, nranks, communicators, lines, calls, warnings;
+    Text version, network, ib_devices, socket_interfaces, channels, first_warning, file;
+  } ranks_col;
+  struct CallColumns : Who {
+    Text kind;
+    Int iteration, calls, bytes;
+  } calls_col;
+  struct SizeColumns : Who {
+    Text kind, range;
+    Int bin, calls, bytes;
+  } sizes_col;
+  struct IterationColumns : Who {
+    Text kind, differing_iterations;
+    Int iterations, median_calls, min_calls, max_calls, median_bytes, differing;
+  } iterations_col;
 };
 
 // nccl.transport for each of `processes` (in their order), from its log alone (NcclContext::host_facts false; hosts:

@@ -15,6 +15,12 @@ namespace fabricbench::sweep {
 
 class NicBook {
  public:
+  // The columns of /sweep/nics.
+  struct Columns {
+    explicit Columns(const results::TableSpec& t);
+    results::ColumnHandle<std::string> host, mpi_nic, nccl_nic, rdma_nic, counter_nic;
+    results::ColumnHandle<std::int64_t> rail, rank;
+  };
   // This rank's NICs.
   struct Mine {
     std::string mpi, nccl, rdma, counter;
