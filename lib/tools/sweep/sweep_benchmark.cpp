@@ -272,8 +272,6 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
     skipped += before - round.pairs.size();
   }
   if (context.is_root()) write_start(context, rounds, skipped);
-  setup_total_s_ = measure_total_s_ = pair_setup_sum_s_ = pair_measure_sum_s_ = 0;
-  pair_rows_ = 0;
   sweep_rounds_planned_ =
       static_cast<int>(std::count_if(rounds.begin(), rounds.end(), [](const Round& r) { return !r.pairs.empty(); }));
   const auto metrics = judged_metrics();
@@ -290,6 +288,7 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
     context.watchdog.stop_after_signal();  // SIGTERM: stop after the pass in flight
   }
   std::vector<PairRecord> records;
+  RoundTally run_tally;  // every pass's rounds: their counts and cost; the last pass's plan reach
   Judgement judgement;
   bool any_verdict = false;
   int next_round = first_round_, passes_done = first_pass_ - 1;
@@ -297,54 +296,57 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
   next_round = first_round_ = context.world.broadcast_value(first_round_, 0);
   const auto first_start = std::chrono::steady_clock::now();
   mesh_start_epoch_ = static_cast<double>(std::time(nullptr));
-  for (pass_ = first_pass_;; ++pass_) {
+  for (int number = first_pass_;; ++number) {
     const auto planned = first_start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                           std::chrono::duration<double>(every_s_ * (pass_ - first_pass_)));
-    if (pass_ > first_pass_ && !wait_for_pass(context, planned)) break;
-    bw_pass_ = pass_ == first_pass_ || (pass_ - 1) % bw_every_ == 0;
+                                           std::chrono::duration<double>(every_s_ * (number - first_pass_)));
+    if (number > first_pass_ && !wait_for_pass(context, planned)) break;
+    const Pass pass{number, number == first_pass_ || (number - 1) % bw_every_ == 0};
     const auto pass_start = std::chrono::steady_clock::now();
     const auto started = results::utc_timestamp();
-    records = run_pass(context, rounds, metrics, next_round);
-    passes_done = pass_;
+    auto tally = run_pass(context, pass, rounds, metrics, next_round);
+    records = std::move(tally.records);
+    const auto traffic = std::move(tally.traffic);  // the data-path check of each pass reads its own rounds
+    run_tally.add(tally);  // its counts and cost (its records and traffic are this pass's, above)
+    passes_done = number;
     const bool stop = context.world.all_sum(context.watchdog.stop_requested() ? 1 : 0) > 0;
-    const bool last = stop || (repeat_ > 0 && pass_ >= repeat_);
+    const bool last = stop || (repeat_ > 0 && number >= repeat_);
     if (context.is_root()) {
       // Between bandwidth passes the judge reads the last bandwidth figures beside this pass's latency ones.
       const auto is_bw = [&](const PairRecord& r) {
         return metrics_[static_cast<std::size_t>(r.metric)]->better == results::Better::higher;
       };
-      if (bw_pass_) {
+      if (pass.bandwidth) {
         last_bw_records_.clear();
         std::copy_if(records.begin(), records.end(), std::back_inserter(last_bw_records_), is_bw);
       } else {
         records.insert(records.end(), last_bw_records_.begin(), last_bw_records_.end());
       }
-      judgement = judge(records, metrics, rules_, fabric(), traffic_, nics_.counters());
+      judgement = judge(records, metrics, rules_, fabric(), traffic, nics_.counters());
       any_verdict = any_verdict || !judgement.verdicts.empty();
       if (mesh_)
-        write_pass(context, started,
+        write_pass(context, number, tally, started,
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - pass_start).count(),
                    static_cast<std::size_t>(next_round), records, judgement, last);
     }
     if (last) break;
-    if (rails_ > 1) traffic_.clear();  // the data-path check of each pass reads its own rounds
   }
   std::int64_t verdicts = 0;
   if (context.is_root()) {
     if (mesh_) context.out->attribute("passes", static_cast<std::int64_t>(passes_done));
     write_topology(context, judgement);
-    write_untested(context);
+    write_untested(context, run_tally);
     context.out->note(
         fmt::format("time of the rounds: pair tests {}, setup {} (each round's longest, summed; setup: "
                     "communicator splits, NCCL communicators, QPs; per pair in /sweep/pairs setup_s)",
-                    human_duration(measure_total_s_), human_duration(setup_total_s_)));
+                    human_duration(run_tally.test_longest_s), human_duration(run_tally.setup_longest_s)));
     // Every pair's own, summed: what the sweep's pairs cost in all, setup beside measuring.
     context.out->note(fmt::format("pair rows: setup {}, measure {} (sums of setup_s and measure_s over {} rows)",
-                                  human_duration(pair_setup_sum_s_), human_duration(pair_measure_sum_s_), pair_rows_));
-    context.out->attribute("pair_setup_s", pair_setup_sum_s_);
-    context.out->attribute("pair_measure_s", pair_measure_sum_s_);
+                                  human_duration(run_tally.pair_setup_s), human_duration(run_tally.pair_measure_s),
+                                  run_tally.pair_rows));
+    context.out->attribute("pair_setup_s", run_tally.pair_setup_s);
+    context.out->attribute("pair_measure_s", run_tally.pair_measure_s);
     // A run that tested fewer hosts or pairs than asked is not a pass: its untested hosts are verdicts too.
-    const auto coverage = coverage_of(records);
+    const auto coverage = coverage_of(records, run_tally);
     for (auto& v : coverage.verdicts()) judgement.verdicts.push_back(std::move(v));
     context.out->attribute("hosts_planned", static_cast<double>(coverage.hosts_planned));
     context.out->attribute("hosts_tested", static_cast<double>(coverage.hosts_tested));
@@ -352,7 +354,7 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
     context.out->attribute("pairs_tested", static_cast<double>(coverage.pairs_tested));
     context.out->attribute("coverage_complete", coverage.complete() ? 1 : 0);
     if (!mesh_ && !prometheus_.empty())  // one pass: the textfile once, at the end
-      write_prometheus(context, results::utc_timestamp(), records, judgement, true);
+      write_prometheus(context, passes_done, run_tally, results::utc_timestamp(), records, judgement, true);
     write_judgement(context, records, judgement, coverage);
     verdicts = static_cast<std::int64_t>(judgement.verdicts.size()) + (any_verdict ? 1 : 0) + changes_;
   }

@@ -126,16 +126,16 @@ bool SweepBenchmark::wait_for_pass(const app::RunContext& context, std::chrono::
   }
 }
 
-void SweepBenchmark::write_pass(const app::RunContext& context, const std::string& started, double wall_s,
-                                std::size_t rounds, const std::vector<PairRecord>& records, const Judgement& judgement,
-                                bool last) {
-  const auto changes = mesh_history_->add(pass_, started, judgement);
+void SweepBenchmark::write_pass(const app::RunContext& context, int pass, const RoundTally& tally,
+                                const std::string& started, double wall_s, std::size_t rounds,
+                                const std::vector<PairRecord>& records, const Judgement& judgement, bool last) {
+  const auto changes = mesh_history_->add(pass, started, judgement);
   changes_ += static_cast<std::int64_t>(changes.size());
   std::vector<results::Row> rows;
   for (const auto& c : changes) {
     const auto& v = c.verdict;
     rows.push_back(results::Row(changes_table_)
-                       .set(change_col_.pass, std::int64_t(pass_))
+                       .set(change_col_.pass, pass)
                        .set(change_col_.started, started)
                        .set(change_col_.change, std::string(c.recovered ? "recovered" : "new"))
                        .set(change_col_.kind, std::string(kind_name(v.kind)))
@@ -155,7 +155,7 @@ void SweepBenchmark::write_pass(const app::RunContext& context, const std::strin
   const auto pairs = static_cast<std::int64_t>(tested.size());
   const double start_s = std::isnan(mesh_start_epoch_) ? 0 : epoch_of(started) - mesh_start_epoch_;
   rows.push_back(results::Row(passes_table_)
-                     .set(pass_col_.pass, std::int64_t(pass_))
+                     .set(pass_col_.pass, pass)
                      .set(pass_col_.started, started)
                      .set(pass_col_.start_s, start_s)
                      .set(pass_col_.wall_s, wall_s)
@@ -174,18 +174,18 @@ void SweepBenchmark::write_pass(const app::RunContext& context, const std::strin
       summary +=
           fmt::format("; {} median host {:.4g} {}", metrics_[k]->name, medians[medians.size() / 2], metrics_[k]->unit);
   }
-  context.out->note(fmt::format("pass {}{} at {}: {} pairs in {:.2f} s{}; {}", pass_,
+  context.out->note(fmt::format("pass {}{} at {}: {} pairs in {:.2f} s{}; {}", pass,
                                 repeat_ > 0 ? fmt::format(" of {}", repeat_) : "", started, pairs, wall_s, summary,
                                 judgement.verdicts.empty() ? std::string("no verdict")
                                                            : fmt::format("{} verdict(s)", judgement.verdicts.size())));
   for (const auto& c : changes) context.out->note("CHANGE " + c.text);
-  if (!prometheus_.empty()) write_prometheus(context, started, records, judgement, last);
+  if (!prometheus_.empty()) write_prometheus(context, pass, tally, started, records, judgement, last);
   std::fflush(stdout);  // a watcher of the terminal (or a test) sees each pass as it ends
 }
 
-void SweepBenchmark::write_prometheus(const app::RunContext& context, const std::string& started,
-                                      const std::vector<PairRecord>& records, const Judgement& judgement,
-                                      bool last) const {
+void SweepBenchmark::write_prometheus(const app::RunContext& context, int pass, const RoundTally& tally,
+                                      const std::string& started, const std::vector<PairRecord>& records,
+                                      const Judgement& judgement, bool last) const {
   results::Exposition e(program());
   std::string hosts;
   for (const auto& h : hosts_) hosts += (hosts.empty() ? "" : ",") + h;
@@ -201,7 +201,7 @@ void SweepBenchmark::write_prometheus(const app::RunContext& context, const std:
           status == s ? 1 : 0);
   e.add("run_start_timestamp_seconds", "when the run started (Unix time)", {}, mesh_start_epoch_);
   e.add("run_hosts", "hosts of the run", {}, static_cast<double>(hosts_.size()));
-  e.add("sweep_pass", "fabric-sweep --repeat: the pass these figures are from (from 1)", {}, pass_);
+  e.add("sweep_pass", "fabric-sweep --repeat: the pass these figures are from (from 1)", {}, pass);
   e.add("sweep_passes_requested", "fabric-sweep --repeat: the passes asked for (0: until stopped)", {}, repeat_);
   e.add("sweep_pass_start_timestamp_seconds", "fabric-sweep --repeat: when this pass started (Unix time)", {},
         epoch_of(started));
@@ -246,7 +246,7 @@ void SweepBenchmark::write_prometheus(const app::RunContext& context, const std:
     e.add("sweep_node_suspect_pairs", "fabric-sweep: a node's pairs below the rules", labels,
           static_cast<double>(s.suspect_pairs));
   }
-  const auto coverage = coverage_of(records);  // a pass that tested less than asked is not a pass
+  const auto coverage = coverage_of(records, tally);  // a pass that tested less than asked is not a pass
   e.add("sweep_hosts_planned", "fabric-sweep: hosts the plan asked to test", {},
         static_cast<double>(coverage.hosts_planned));
   e.add("sweep_hosts_tested", "fabric-sweep: hosts a pair test measured", {},

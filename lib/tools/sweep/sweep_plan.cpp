@@ -235,12 +235,12 @@ bool SweepBenchmark::round_fits(const app::RunContext& context, const std::vecto
   return context.world.broadcast_value(fits, 0) == 1;
 }
 
-Coverage SweepBenchmark::coverage_of(const std::vector<PairRecord>& records) const {
+Coverage SweepBenchmark::coverage_of(const std::vector<PairRecord>& records, const RoundTally& tally) const {
   std::vector<HostPair> planned;
   if (!adaptive_)
     for (const auto& r : schedule_->rounds()) planned.insert(planned.end(), r.pairs.begin(), r.pairs.end());
   auto c = Coverage::of(records, static_cast<int>(hosts_.size()), planned, !adaptive_);
-  if (adaptive_) c.hosts_judged = adaptive_hosts_judged_;
+  if (adaptive_) c.hosts_judged = tally.adaptive_hosts_judged;
   const bool budget_cut =
       std::any_of(untested_.begin(), untested_.end(), [](const Untested& u) { return u.reason == "budget"; });
   if (budget_.limited() && (budget_cut || adaptive_)) c.why = "--budget " + budget_given_;
@@ -248,7 +248,7 @@ Coverage SweepBenchmark::coverage_of(const std::vector<PairRecord>& records) con
   return c;
 }
 
-void SweepBenchmark::write_untested(const app::RunContext& context) {
+void SweepBenchmark::write_untested(const app::RunContext& context, const RoundTally& tally) {
   std::set<std::pair<std::string, std::string>> sweep_pairs;
   std::size_t retests = 0;
   for (const auto& u : untested_) {
@@ -259,7 +259,7 @@ void SweepBenchmark::write_untested(const app::RunContext& context) {
   }
   const auto n = static_cast<long long>(hosts_.size());
   const auto not_covered =
-      adaptive_ ? n * (n - 1) / 2 - adaptive_pairs_tested_ : static_cast<long long>(sweep_pairs.size());
+      adaptive_ ? n * (n - 1) / 2 - tally.adaptive_pairs_tested : static_cast<long long>(sweep_pairs.size());
   if (budget_.limited() || !untested_.empty())
     context.out->attribute("pairs_not_covered", static_cast<double>(not_covered));
   if (!excluded_.empty()) {
@@ -277,11 +277,11 @@ void SweepBenchmark::write_untested(const app::RunContext& context) {
       note = fmt::format(
           "--budget {}: {} rounds run in {} (a round: {}); the adaptive plan judged {} of {} hosts and "
           "tested {} of {} pairs{}; not covered: {} pairs",
-          budget_given_, sweep_rounds_run_, human_duration(spent), human_duration(budget_.round_estimate_s()),
-          adaptive_hosts_judged_, n, adaptive_pairs_tested_, n * (n - 1) / 2,
+          budget_given_, tally.sweep_rounds, human_duration(spent), human_duration(budget_.round_estimate_s()),
+          tally.adaptive_hosts_judged, n, tally.adaptive_pairs_tested, n * (n - 1) / 2,
           rails_ > 1 ? fmt::format(" (on all {} rails)", rails_) : "", not_covered);
     } else {
-      note = fmt::format("--budget {}: {} of {} rounds run in {} (a round: {})", budget_given_, sweep_rounds_run_,
+      note = fmt::format("--budget {}: {} of {} rounds run in {} (a round: {})", budget_given_, tally.sweep_rounds,
                          sweep_rounds_planned_, human_duration(spent), human_duration(budget_.round_estimate_s()));
       std::size_t planned = 0;
       for (const auto& r : schedule_->rounds()) planned += r.pairs.size();

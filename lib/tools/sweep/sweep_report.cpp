@@ -77,7 +77,7 @@ void SweepBenchmark::stamp_expected(const app::RunContext& context, results::Row
   context.expected.stamp(row, value, ref, r.bytes, "");  // its warning line is not printed: one summary at the end
 }
 
-std::vector<PairRecord> SweepBenchmark::report_records(const app::RunContext& context,
+std::vector<PairRecord> SweepBenchmark::report_records(const app::RunContext& context, int pass,
                                                        const std::vector<PairRecord>& records, RoundKind kind) {
   std::map<std::tuple<int, int, int, int, int, int>, PairRecord> merged;
   for (const auto& r : records) {
@@ -110,7 +110,7 @@ std::vector<PairRecord> SweepBenchmark::report_records(const app::RunContext& co
       if (r.port_errors[end] > 0 || r.nvlink_errors[end] > 0) grew.push_back(hosts_[end == 0 ? r.a : r.b]);
     }
     results::Row row(pairs_table_);
-    row.set(pair_col_.pass, std::int64_t(pass_))
+    row.set(pair_col_.pass, pass)
         .set(pair_col_.round, std::int64_t(r.round))
         .set(pair_col_.kind, std::string(kind_name(kind)))
         .set(pair_col_.host_a, hosts_[r.a])

@@ -12,10 +12,11 @@
 
 namespace fabricbench::sweep {
 
-std::vector<PairRecord> SweepBenchmark::run_pass(const app::RunContext& context, const std::vector<Round>& rounds,
-                                                 const std::vector<JudgedMetric>& metrics, int& next_round) {
+RoundTally SweepBenchmark::run_pass(const app::RunContext& context, const Pass& pass, const std::vector<Round>& rounds,
+                                    const std::vector<JudgedMetric>& metrics, int& next_round) {
   const int n = static_cast<int>(hosts_.size());
-  auto records = context.is_root() && !mesh_ ? resumed_records() : std::vector<PairRecord>{};
+  RoundTally tally;
+  if (context.is_root() && !mesh_) tally.records = resumed_records();
   if (adaptive_) {
     // Rank 0 asks the plan for each round with every record of this pass; every rank runs what it broadcasts.
     std::optional<AdaptivePlan> plan;
@@ -24,52 +25,51 @@ std::vector<PairRecord> SweepBenchmark::run_pass(const app::RunContext& context,
     options.cover_pairs = !budget_given_.empty();  // the rest of a --budget tests pairs never tested (links)
     if (context.is_root())
       plan.emplace(n, rails_, topology_ ? &*topology_ : nullptr, metrics, rules_,
-                   seed_ + static_cast<std::uint64_t>(pass_ - 1), options);
+                   seed_ + static_cast<std::uint64_t>(pass.number - 1), options);
     while (true) {
       std::vector<HostPair> pairs;
       if (context.is_root())
-        if (const auto round = plan->next(records)) pairs = round->pairs;
+        if (const auto round = plan->next(tally.records)) pairs = round->pairs;
       pairs = context.world.broadcast_array(pairs, 0);
       if (pairs.empty()) break;
-      const int ran = sweep_rounds_run_;
-      auto measured = run_rounds(context, {Round::of(n, pairs)}, RoundKind::sweep, next_round++);
-      records.insert(records.end(), measured.begin(), measured.end());
-      if (sweep_rounds_run_ == ran) break;  // the budget left it out
+      auto measured = run_rounds(context, pass, {Round::of(n, pairs)}, RoundKind::sweep, next_round++);
+      const bool ran = measured.sweep_rounds > 0;
+      tally.add(std::move(measured));
+      if (!ran) break;  // the budget left it out
       ++adaptive_rounds;
     }
     if (context.is_root()) {  // the plan read every record: the loop ends at its answer or at a round not run
-      adaptive_pairs_tested_ = plan->pairs_tested(), adaptive_hosts_judged_ = plan->state().hosts_judged;
+      tally.adaptive_pairs_tested = plan->pairs_tested(), tally.adaptive_hosts_judged = plan->state().hosts_judged;
       context.out->note(fmt::format("adaptive plan: {} rounds run, {} of {} hosts judged{}", adaptive_rounds,
                                     plan->state().hosts_judged, n,
                                     plan->state().covering ? "; then untested pairs while the budget lasted" : ""));
     }
   } else {
-    auto measured = run_rounds(context, rounds, RoundKind::sweep, next_round);
+    tally.add(run_rounds(context, pass, rounds, RoundKind::sweep, next_round));
     next_round += static_cast<int>(rounds.size());
-    records.insert(records.end(), measured.begin(), measured.end());
   }
   RetestLedger ledger(adaptive_ ? 0 : retest_);  // the adaptive plan confirms slow pairs itself
   while (true) {  // ends: each pass re-tests at least one pair, and each pair at most retest_ times
     std::vector<HostPair> suspects;
-    if (context.is_root()) suspects = ledger.due(judge(records, metrics, rules_, fabric()).suspects);
+    if (context.is_root()) suspects = ledger.due(judge(tally.records, metrics, rules_, fabric()).suspects);
     suspects = context.world.broadcast_array(suspects, 0);
     if (suspects.empty()) break;
     const auto retests = plan_retests(n, suspects);
-    auto more = run_rounds(context, retests, RoundKind::retest, next_round);
+    tally.add(run_rounds(context, pass, retests, RoundKind::retest, next_round));
     next_round += static_cast<int>(retests.size());
-    records.insert(records.end(), more.begin(), more.end());
   }
-  return records;
+  return tally;
 }
 
-std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& context, const runtime::Communicator& pair,
-                                                     int round_index, const HostPair& hosts, bool host_level) {
+std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& context, const Pass& pass,
+                                                     const runtime::Communicator& pair, int round_index,
+                                                     const HostPair& hosts, bool host_level) {
   std::vector<PairRecord> out;
   // The first rank of each host reads its links around each metric: the records say on which end they grew.
   const int my_host = host_of_rank_[context.world.rank()];
   for (std::size_t k = 0; k < metrics_.size(); ++k) {
     const auto& m = *metrics_[k];
-    if ((rails_ == 1 && on_gpus(m) == host_level) || resting(m)) continue;
+    if ((rails_ == 1 && on_gpus(m) == host_level) || pass.rests(m)) continue;
     PairTest& test = m.family == MetricFamily::rdma ? *rdma_ : on_gpus(m) ? *coll_ : static_cast<PairTest&>(*p2p_);
     const PairSlot slot{context, pair,  round_index, hosts, rails_ > 1 ? local_rank_ : 0, static_cast<int>(k),
                         m,       hosts_};
@@ -90,16 +90,16 @@ std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& cont
   return out;
 }
 
-std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& context, std::vector<Round> rounds,
-                                                   RoundKind kind, int first_round) {
+RoundTally SweepBenchmark::run_rounds(const app::RunContext& context, const Pass& pass, std::vector<Round> rounds,
+                                      RoundKind kind, int first_round) {
   const auto& world = context.world;
   const int me = world.rank(), h = host_of_rank_[me];
   const bool host_leader = context.placement.me().local_rank == 0;
   const bool any_host_level = std::any_of(metrics_.begin(), metrics_.end(), [&](auto* m) { return !on_gpus(*m); });
   // Whether this pass runs collectives (between a mesh's bandwidth passes they rest): then each round prepares them.
   const bool collectives =
-      coll_ && std::any_of(metrics_.begin(), metrics_.end(), [&](auto* m) { return on_gpus(*m) && !resting(*m); });
-  std::vector<PairRecord> all;
+      coll_ && std::any_of(metrics_.begin(), metrics_.end(), [&](auto* m) { return on_gpus(*m) && !pass.rests(*m); });
+  RoundTally tally;
   if (!adaptive_) rest_hung_hosts(context, {}, rounds, 0);  // hosts that hung in an earlier pass rest in this one too
   const auto start = std::chrono::steady_clock::now();
   std::size_t pairs_total = 0, pairs_done = 0;
@@ -109,7 +109,7 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
     const int index = first_round + static_cast<int>(i);
     if (round.pairs.empty()) continue;  // every pair of it finished before a --resume, or its hosts rest
     if (!round_fits(context, rounds, i, kind, first_round)) break;
-    if (kind == RoundKind::sweep) ++sweep_rounds_run_;
+    if (kind == RoundKind::sweep) ++tally.sweep_rounds;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (adaptive_ && kind == RoundKind::sweep)  // one round at a time: how many is the plan's answer, not known here
       context.progress(fmt::format("adaptive round {}: {} pairs now", index + 1, round.pairs.size()));
@@ -173,7 +173,7 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
         });
       if (!rail.empty()) {
         if (p2p_) test_s += p2p_->probing_s();
-        timed([&] { return measure_rail(context, rail, index, round.pairs[k], my_traffic); });
+        timed([&] { return measure_rail(context, pass, rail, index, round.pairs[k], my_traffic); });
       }
       if (collectives) clocked(teardown_s, [&] { coll_->end_round(); });
     } else {
@@ -188,7 +188,7 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
         if (p2p_) p2p_->plan_round(world, pair.empty() ? nullptr : &pair);
         if (!pair.empty()) {
           if (p2p_) test_s += p2p_->probing_s();  // the probes are link time, part of the pair's test
-          timed([&] { return measure_pair(context, pair, index, round.pairs[k], true); });
+          timed([&] { return measure_pair(context, pass, pair, index, round.pairs[k], true); });
         }
       }
       if (coll_) {  // every rank of both nodes
@@ -197,7 +197,7 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
         if (collectives)
           clocked(begin_s,
                   [&] { coll_->begin_round(context, pair.empty() ? nullptr : &pair, k, role * world.size() + me); });
-        if (!pair.empty()) timed([&] { return measure_pair(context, pair, index, round.pairs[k], false); });
+        if (!pair.empty()) timed([&] { return measure_pair(context, pass, pair, index, round.pairs[k], false); });
         clocked(teardown_s, [&] { coll_->end_round(); });
       }
     }
@@ -225,19 +225,20 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
                            .set(traffic_col_.bytes, t.bytes)
                            .set(traffic_col_.payload, t.payload));
       context.out->rows(rows);
-      traffic_.insert(traffic_.end(), traffic.begin(), traffic.end());
+      tally.traffic.insert(tally.traffic.end(), traffic.begin(), traffic.end());
       // The sweep's own cost in this round: everything but its longest pair test (splits, waiting, gathering).
       double longest = 0, setup = 0;  // the round's longest pair test, and its longest setup of one metric
       for (const auto& r : records) longest = std::max(longest, r.test_s), setup = std::max(setup, r.setup_s);
-      const auto merged = report_records(context, records, kind);
-      all.insert(all.end(), merged.begin(), merged.end());
-      for (const auto& r : merged) pair_setup_sum_s_ += r.setup_s, pair_measure_sum_s_ += r.measure_s, ++pair_rows_;
+      const auto merged = report_records(context, pass.number, records, kind);
+      tally.records.insert(tally.records.end(), merged.begin(), merged.end());
+      for (const auto& r : merged) tally.pair_setup_s += r.setup_s, tally.pair_measure_s += r.measure_s;
+      tally.pair_rows += static_cast<std::int64_t>(merged.size());
       // Rank 0's round ends once its rows are written: the other ranks wait for it at the next split.
       const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - round_start).count();
       budget_.measured(wall);
       context.out->row(
           results::Row(rounds_table_)
-              .set(round_col_.pass, std::int64_t(pass_))
+              .set(round_col_.pass, pass.number)
               .set(round_col_.round, std::int64_t(index))
               .set(round_col_.kind, std::string(kind_name(kind)))
               .set(round_col_.pairs, std::int64_t(round.pairs.size()))
@@ -251,11 +252,11 @@ std::vector<PairRecord> SweepBenchmark::run_rounds(const app::RunContext& contex
               .set(round_col_.r0_wait_s, wait_s)
               .set(round_col_.r0_report_s,
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - report_start).count()));
-      setup_total_s_ += setup, measure_total_s_ += longest;
+      tally.setup_longest_s += setup, tally.test_longest_s += longest;
     }
-    if (!adaptive_) rest_hung_hosts(context, all, rounds, i + 1);  // the adaptive plan splits a hung pair itself
+    if (!adaptive_) rest_hung_hosts(context, tally.records, rounds, i + 1);  // the adaptive plan splits a hung pair
   }
-  return all;
+  return tally;
 }
 
 }  // namespace fabricbench::sweep

@@ -20,6 +20,7 @@
 #include "fabricbench/sweep/topology.hpp"
 #include "fabricbench/tools/sweep/nic_book.hpp"
 #include "fabricbench/tools/sweep/pair_test.hpp"
+#include "fabricbench/tools/sweep/sweep_pass.hpp"
 
 namespace fabricbench::sweep {
 
@@ -40,20 +41,22 @@ class SweepBenchmark : public app::Benchmark {
 
  private:
   // One pass of the sweep (sweep_rounds.cpp): the fixed plan's `rounds` or the adaptive plan's, then the re-tests of
-  // the suspect pairs; returns (on rank 0) this pass's records, after a --resume's earlier ones. Round numbers go on
-  // from `next_round`, which it advances.
-  std::vector<PairRecord> run_pass(const app::RunContext& context, const std::vector<Round>& rounds,
-                                   const std::vector<JudgedMetric>& metrics, int& next_round);
-  // Runs the rounds; returns (on rank 0) every record measured, merged per test.
-  std::vector<PairRecord> run_rounds(const app::RunContext& context, std::vector<Round> rounds, RoundKind kind,
-                                     int first_round);
+  // the suspect pairs; its tally's records (rank 0) start with a --resume's earlier ones. Round numbers go on from
+  // `next_round`, which it advances.
+  RoundTally run_pass(const app::RunContext& context, const Pass& pass, const std::vector<Round>& rounds,
+                      const std::vector<JudgedMetric>& metrics, int& next_round);
+  // Runs the rounds; its tally's records (rank 0) are every record measured, merged per test.
+  RoundTally run_rounds(const app::RunContext& context, const Pass& pass, std::vector<Round> rounds, RoundKind kind,
+                        int first_round);
   // This rank's records of one round: the metrics of `host_level` (one rank per node) or the collective ones.
   // With --rails every metric runs on the rail's two ranks (`host_level` is ignored).
-  std::vector<PairRecord> measure_pair(const app::RunContext& context, const runtime::Communicator& pair,
-                                       int round_index, const HostPair& hosts, bool host_level);
+  std::vector<PairRecord> measure_pair(const app::RunContext& context, const Pass& pass,
+                                       const runtime::Communicator& pair, int round_index, const HostPair& hosts,
+                                       bool host_level);
   // With --rails: this rank's rail NIC's byte counters around `measure` (the host's ranks start and end together).
-  std::vector<PairRecord> measure_rail(const app::RunContext& context, const runtime::Communicator& rail,
-                                       int round_index, const HostPair& hosts, std::vector<NicTraffic>& traffic);
+  std::vector<PairRecord> measure_rail(const app::RunContext& context, const Pass& pass,
+                                       const runtime::Communicator& rail, int round_index, const HostPair& hosts,
+                                       std::vector<NicTraffic>& traffic);
   // --rails, --rail-map, --topology: read and checked against the placement (sweep_rails.cpp).
   void configure_rails(const cli::po::variables_map& values, const runtime::Placement& placement);
   // The rdma pair test on this rank's rail device: the rail map's, else the one the launcher chose (nearest the
@@ -66,8 +69,8 @@ class SweepBenchmark : public app::Benchmark {
   const std::vector<std::string>& nics_of(const SweepMetric& m) const;
   // Rank 0: merges the two ends' records of each test (value from the leader, wrong bytes and each end's counters
   // from both), writes the rows, returns the merged records.
-  std::vector<PairRecord> report_records(const app::RunContext& context, const std::vector<PairRecord>& records,
-                                         RoundKind kind);
+  std::vector<PairRecord> report_records(const app::RunContext& context, int pass,
+                                         const std::vector<PairRecord>& records, RoundKind kind);
   // Rank 0, before the first round: the run's notes (what is swept, what a --resume skips), the tables it declares,
   // the fixed plan's rounds (/sweep/schedule) and, up to 16 hosts, the pair rows' section on the terminal.
   void write_start(const app::RunContext& context, const std::vector<Round>& rounds, std::size_t skipped);
@@ -78,7 +81,7 @@ class SweepBenchmark : public app::Benchmark {
   void write_judgement(const app::RunContext& context, const std::vector<PairRecord>& records,
                        const Judgement& judgement, const Coverage& coverage);
   // Rank 0: what the records tested of what the plan asked for (sweep_plan.cpp).
-  Coverage coverage_of(const std::vector<PairRecord>& records) const;
+  Coverage coverage_of(const std::vector<PairRecord>& records, const RoundTally& tally) const;
   // Rank 0: the switch tree's rows (/sweep/topology) and the per-leaf summaries (/sweep/switches).
   void write_topology(const app::RunContext& context, const Judgement& judgement);
   std::vector<JudgedMetric> judged_metrics() const;
@@ -99,8 +102,8 @@ class SweepBenchmark : public app::Benchmark {
   // and every later round's as not covered.
   bool round_fits(const app::RunContext& context, const std::vector<Round>& rounds, std::size_t i, RoundKind kind,
                   int first_round);
-  // Rank 0: /sweep/untested and the budget's note and attributes.
-  void write_untested(const app::RunContext& context);
+  // Rank 0: /sweep/untested and the budget's note and attributes (`tally`: the rounds of the whole run).
+  void write_untested(const app::RunContext& context, const RoundTally& tally);
   // Rank 0: what the earlier part measured, as records (its sweep rounds; with `pass` >= 1, every row of that pass);
   // the unordered pairs it finished (none for a mesh: its unfinished pass runs again whole).
   std::vector<PairRecord> resumed_records(int pass = 0) const;
@@ -112,9 +115,11 @@ class SweepBenchmark : public app::Benchmark {
   // (a signal: Watchdog::stop_after_signal).
   bool wait_for_pass(const app::RunContext& context, std::chrono::steady_clock::time_point when) const;
   // Rank 0, after a pass: its /sweep/passes row, its changes (/sweep/changes and one line each), the Prometheus file.
-  void write_pass(const app::RunContext& context, const std::string& started, double wall_s, std::size_t rounds,
-                  const std::vector<PairRecord>& records, const Judgement& judgement, bool last);
-  void write_prometheus(const app::RunContext& context, const std::string& started,
+  // `tally`: the pass's rounds (for what an adaptive plan reached), or the whole run's.
+  void write_pass(const app::RunContext& context, int pass, const RoundTally& tally, const std::string& started,
+                  double wall_s, std::size_t rounds, const std::vector<PairRecord>& records, const Judgement& judgement,
+                  bool last);
+  void write_prometheus(const app::RunContext& context, int pass, const RoundTally& tally, const std::string& started,
                         const std::vector<PairRecord>& records, const Judgement& judgement, bool last) const;
 
   // Typed handles of the columns the tool writes for every pair, verdict, node and round (sweep_tables.cpp): each
@@ -215,16 +220,12 @@ class SweepBenchmark : public app::Benchmark {
   bool mesh_ = false;  // --repeat given
   int repeat_ = 1;     // passes in all (0: until stopped)
   int bw_every_ = 1;   // --bw-every: the bandwidth metrics run in every K-th pass (and the first of a run)
-  bool bw_pass_ = true;
   std::vector<PairRecord> last_bw_records_;  // rank 0: the bandwidth records of the last pass that measured them
-  // Between two bandwidth passes of a mesh, the metrics where higher is better (bandwidth, bus bandwidth) rest.
-  bool resting(const SweepMetric& m) const { return !bw_pass_ && m.better == results::Better::higher; }
   // Whether `m` runs on every rank's GPU over the pair's NCCL communicator (the collective metrics; with an explicit
   // --backend nccl the p2p metrics too, GPU to GPU) rather than between the nodes' first ranks over MPI.
   bool on_gpus(const SweepMetric& m) const { return m.collective() || (gpu_p2p_ && m.family == MetricFamily::p2p); }
   double every_s_ = 0;
   std::string prometheus_;
-  int pass_ = 1;         // the pass in flight (from 1)
   int first_pass_ = 1;   // > 1: a --resume of a mesh goes on from here
   int first_round_ = 0;  // the first round number of this run (a resumed mesh continues the file's numbering)
   std::optional<MeshHistory> mesh_history_;  // rank 0
@@ -242,7 +243,6 @@ class SweepBenchmark : public app::Benchmark {
   std::optional<Topology> topology_;
   NicBook nics_;                     // rank 0: the NIC of each host-rail, per family of traffic (nic_book.hpp)
   std::string counter_nic_;          // this rank's
-  std::vector<NicTraffic> traffic_;  // rank 0
   runtime::Communicator host_comm_;  // with --rails: this host's ranks (its rails start and end a round together)
   Rules rules_;
   std::uint64_t bw_bytes_ = 0, lat_bytes_ = 8;
@@ -260,12 +260,7 @@ class SweepBenchmark : public app::Benchmark {
     std::string host_a, host_b, reason;
   };
   std::vector<Untested> untested_;  // rank 0
-  int sweep_rounds_planned_ = 0, sweep_rounds_run_ = 0;
-  long long adaptive_pairs_tested_ = 0;  // rank 0, --plan adaptive: unordered pairs tested, and hosts judged
-  int adaptive_hosts_judged_ = 0;
-  double setup_total_s_ = 0, measure_total_s_ = 0;        // rank 0: over the rounds, the longest setup and pair test
-  double pair_setup_sum_s_ = 0, pair_measure_sum_s_ = 0;  // rank 0: over the pair rows, setup_s and measure_s
-  std::int64_t pair_rows_ = 0;
+  int sweep_rounds_planned_ = 0;
   ops::BackendKind backend_ = ops::BackendKind::mpi;
   bool gpu_p2p_ = false;                     // --backend nccl given: the p2p metrics measure GPU to GPU (on_gpus)
   NcclComms nccl_comms_ = NcclComms::split;  // --nccl-comms
