@@ -230,14 +230,17 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
   // The pair tests of the metrics asked for. The rdma one opens every rank's port now: no RDMA device, a port that
   // is not Active or a build without libibverbs is exit 2, before any output.
   const auto any = [&](auto&& pred) { return std::any_of(metrics_.begin(), metrics_.end(), pred); };
-  p2p_.reset();
-  coll_.reset();
-  rdma_.reset();
+  RoundRunner::Tests tests;
   if (any([&](const SweepMetric* m) { return m->family == MetricFamily::p2p && !this->on_gpus(*m); }))
-    p2p_ = std::make_unique<P2PPairTest>(metrics_, bw_bytes_, lat_bytes_, window_, pair_time_s_, pair_time_relative_);
-  if (on_gpus) coll_ = make_coll_pair_test(backend_, gpu_, bw_bytes_, lat_bytes_, window_, nccl_comms_);
+    tests.p2p =
+        std::make_unique<P2PPairTest>(metrics_, bw_bytes_, lat_bytes_, window_, pair_time_s_, pair_time_relative_);
+  if (on_gpus) tests.coll = make_coll_pair_test(backend_, gpu_, bw_bytes_, lat_bytes_, window_, nccl_comms_);
   if (any([](const SweepMetric* m) { return m->family == MetricFamily::rdma; }))
-    rdma_ = make_rail_rdma_test(placement.me().host, qp_timeout);
+    tests.rdma = make_rail_rdma_test(placement.me().host, qp_timeout);
+  runner_.reset();
+  runner_.emplace(
+      RoundRunner::Job{metrics_, hosts_, host_of_rank_, rails_, local_rank_, gpu_p2p_, schedule_->directed()},
+      std::move(tests));
 }
 
 std::vector<Round> SweepBenchmark::rounds_to_run() const {
@@ -250,10 +253,8 @@ std::vector<Round> SweepBenchmark::rounds_to_run() const {
 
 ExitStatus SweepBenchmark::run(const app::RunContext& context) {
   started_ = std::chrono::steady_clock::now();  // --budget counts from here
-  links_ = facts::LinkWatch(context.world, context.placement.me().host, backend_ == ops::BackendKind::nccl);
-  if (rails_ > 1) host_comm_ = context.world.split(host_of_rank_[context.world.rank()], context.world.rank());
-  const auto mine = NicBook::of_this_rank(rail_map_ ? &*rail_map_ : nullptr, local_rank_, rdma_ ? rdma_->nic() : "");
-  counter_nic_ = mine.counter;
+  const auto mine = NicBook::of_this_rank(rail_map_ ? &*rail_map_ : nullptr, local_rank_, runner_->rdma_nic());
+  runner_->start(context, backend_ == ops::BackendKind::nccl, mine.counter);
   nics_ =
       NicBook::gather(context, nics_table_, mine, rails_ > 1 ? local_rank_ : 0, host_of_rank_, hosts_.size(), rails_);
   auto rounds = rounds_to_run();
@@ -359,7 +360,7 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
     verdicts = static_cast<std::int64_t>(judgement.verdicts.size()) + (any_verdict ? 1 : 0) + changes_;
   }
   const bool failed = context.world.broadcast_value(verdicts, 0) > 0;
-  coll_.reset();  // NCCL's parent communicator (if any) goes with the sweep, on every rank at once
+  runner_->finish();  // NCCL's parent communicator (if any) goes with the sweep, on every rank at once
   return failed ? ExitStatus::measurement_failed : ExitStatus::ok;
 }
 

@@ -72,25 +72,6 @@ std::unique_ptr<PairTest> SweepBenchmark::make_rail_rdma_test(const std::string&
   return make_rdma_pair_test(host, settings);
 }
 
-std::vector<PairRecord> SweepBenchmark::measure_rail(const app::RunContext& context, const Pass& pass,
-                                                     const runtime::Communicator& rail, int round_index,
-                                                     const HostPair& hosts, std::vector<NicTraffic>& traffic) {
-  const auto files = facts::HostFiles::for_host(context.placement.me().host);
-  const auto device = facts::counter_device(counter_nic_);
-  context.doing("waiting for this host's other rails to start");
-  runtime::idle_barrier(host_comm_.get());  // the host's rails start together...
-  const double before = facts::nic_bytes(files, device);
-  auto records = measure_pair(context, pass, rail, round_index, hosts, true);
-  context.doing("waiting for this host's other rails to finish");
-  runtime::idle_barrier(host_comm_.get());  // ...so that each NIC's counters cover every rail's tests
-  NicTraffic t;
-  t.round = round_index, t.host = host_of_rank_[context.world.rank()], t.rail = local_rank_;
-  t.bytes = facts::nic_bytes(files, device) - before;
-  for (const auto& r : records) t.payload += r.payload;
-  traffic.push_back(t);
-  return records;
-}
-
 Fabric SweepBenchmark::fabric() const {
   Fabric f;
   f.hosts = hosts_, f.rails = rails_, f.topology = topology_ ? &*topology_ : nullptr;

@@ -61,44 +61,8 @@ RoundTally SweepBenchmark::run_pass(const app::RunContext& context, const Pass& 
   return tally;
 }
 
-std::vector<PairRecord> SweepBenchmark::measure_pair(const app::RunContext& context, const Pass& pass,
-                                                     const runtime::Communicator& pair, int round_index,
-                                                     const HostPair& hosts, bool host_level) {
-  std::vector<PairRecord> out;
-  // The first rank of each host reads its links around each metric: the records say on which end they grew.
-  const int my_host = host_of_rank_[context.world.rank()];
-  for (std::size_t k = 0; k < metrics_.size(); ++k) {
-    const auto& m = *metrics_[k];
-    if ((rails_ == 1 && on_gpus(m) == host_level) || pass.rests(m)) continue;
-    PairTest& test = m.family == MetricFamily::rdma ? *rdma_ : on_gpus(m) ? *coll_ : static_cast<PairTest&>(*p2p_);
-    const PairSlot slot{context, pair,  round_index, hosts, rails_ > 1 ? local_rank_ : 0, static_cast<int>(k),
-                        m,       hosts_};
-    auto [records, grown] = links_.around([&] { return test.run(slot); });
-    // A reader whose rank holds no figure of the pair (the b end of a collective) still sends its links' growth.
-    if (records.empty() && links_.reads()) records.push_back(slot.record(0));
-    if (!records.empty()) {
-      // One growth per metric, on its first record only, so that sums over records count it once.
-      auto& first = records.front();
-      const int end = first.end_of(my_host);
-      first.port_errors[end] = grown.port_errors, first.xmit_wait[end] = grown.xmit_wait;
-      first.nvlink_errors[end] = grown.nvlink_errors;
-    }
-    out.insert(out.end(), records.begin(), records.end());
-    if (std::any_of(records.begin(), records.end(), [](const PairRecord& r) { return r.hung; }))
-      break;  // the pair's other metrics would hang the same way
-  }
-  return out;
-}
-
 RoundTally SweepBenchmark::run_rounds(const app::RunContext& context, const Pass& pass, std::vector<Round> rounds,
                                       RoundKind kind, int first_round) {
-  const auto& world = context.world;
-  const int me = world.rank(), h = host_of_rank_[me];
-  const bool host_leader = context.placement.me().local_rank == 0;
-  const bool any_host_level = std::any_of(metrics_.begin(), metrics_.end(), [&](auto* m) { return !on_gpus(*m); });
-  // Whether this pass runs collectives (between a mesh's bandwidth passes they rest): then each round prepares them.
-  const bool collectives =
-      coll_ && std::any_of(metrics_.begin(), metrics_.end(), [&](auto* m) { return on_gpus(*m) && !pass.rests(*m); });
   RoundTally tally;
   if (!adaptive_) rest_hung_hosts(context, {}, rounds, 0);  // hosts that hung in an earlier pass rest in this one too
   const auto start = std::chrono::steady_clock::now();
@@ -122,98 +86,9 @@ RoundTally SweepBenchmark::run_rounds(const app::RunContext& context, const Pass
     context.measuring(fmt::format("{} round {} ({} pairs)", kind_name(kind), index, round.pairs.size()),
                       round_timeout_s(context));
     const auto round_start = std::chrono::steady_clock::now();
-    std::vector<PairRecord> mine;
-    std::vector<NicTraffic> my_traffic;
-    double test_s = 0;                   // this rank's pair tests only (not the splits, waiting or gathering)
-    double split_s = 0;                  // this rank's pair (and rail) communicators' splits: setup
-    double begin_s = 0, teardown_s = 0;  // the back end's round communicator made (NCCL: split) and released
-    const auto clocked = [](double& into, auto&& step) {
-      const auto t0 = std::chrono::steady_clock::now();
-      step();
-      into += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    };
-    const auto split = [&](auto&& make) {
-      const auto t0 = std::chrono::steady_clock::now();
-      auto comm = make();
-      split_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      return comm;
-    };
-    const auto timed = [&](auto&& measure) {
-      const auto t0 = std::chrono::steady_clock::now();
-      auto r = measure();
-      test_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      mine.insert(mine.end(), r.begin(), r.end());
-    };
-    if (schedule_->directed() && kind == RoundKind::sweep) {
-      const auto leaders = split([&] { return world.split(host_leader ? 0 : MPI_UNDEFINED, h); });
-      if (!leaders.empty()) {
-        int to = -1, from = -1;
-        for (const auto& p : round.pairs) {
-          if (p.a == h) to = p.b;
-          if (p.b == h) from = p.a;
-        }
-        timed([&] { return std::vector<PairRecord>{p2p_->shift(context, leaders, index, h, to, from)}; });
-      }
-    } else if (rails_ > 1) {
-      // Rails: the pair's communicator (every rank of both nodes) split by local rank, as nccl-tests'
-      // NCCL_TESTS_SPLIT_MASK does: rail i's two ranks run every metric, all rails at once.
-      int k = -1, role = 0;
-      for (std::size_t p = 0; p < round.pairs.size(); ++p)
-        if (round.pairs[p].a == h || round.pairs[p].b == h)
-          k = static_cast<int>(p), role = round.pairs[p].a == h ? 0 : 1;
-      const auto pair = split([&] { return world.split(k >= 0 ? k : MPI_UNDEFINED, role * world.size() + me); });
-      runtime::Communicator rail;
-      if (!pair.empty()) rail = split([&] { return pair.split(local_rank_, role); });
-      if (p2p_) p2p_->plan_round(world, rail.empty() ? nullptr : &rail);
-      // The rail's collective communicator: the pair's and rail's color, in the rail communicator's order.
-      if (collectives)
-        clocked(begin_s, [&] {
-          coll_->begin_round(context, rail.empty() ? nullptr : &rail, rail.empty() ? -1 : k * rails_ + local_rank_,
-                             role);
-        });
-      if (!rail.empty()) {
-        if (p2p_) test_s += p2p_->probing_s();
-        timed([&] { return measure_rail(context, pass, rail, index, round.pairs[k], my_traffic); });
-      }
-      if (collectives) clocked(teardown_s, [&] { coll_->end_round(); });
-    } else {
-      int k = -1, role = 0;
-      for (std::size_t p = 0; p < round.pairs.size(); ++p)
-        if (round.pairs[p].a == h || round.pairs[p].b == h) {
-          k = static_cast<int>(p);
-          role = round.pairs[p].a == h ? 0 : 1;
-        }
-      if (any_host_level) {  // one rank per node
-        const auto pair = split([&] { return world.split(k >= 0 && host_leader ? k : MPI_UNDEFINED, role); });
-        if (p2p_) p2p_->plan_round(world, pair.empty() ? nullptr : &pair);
-        if (!pair.empty()) {
-          if (p2p_) test_s += p2p_->probing_s();  // the probes are link time, part of the pair's test
-          timed([&] { return measure_pair(context, pass, pair, index, round.pairs[k], true); });
-        }
-      }
-      if (coll_) {  // every rank of both nodes
-        const auto pair = split([&] { return world.split(k >= 0 ? k : MPI_UNDEFINED, role * world.size() + me); });
-        // The same color and key for the back end's own communicator (NCCL: split from one parent, collective).
-        if (collectives)
-          clocked(begin_s,
-                  [&] { coll_->begin_round(context, pair.empty() ? nullptr : &pair, k, role * world.size() + me); });
-        if (!pair.empty()) timed([&] { return measure_pair(context, pass, pair, index, round.pairs[k], false); });
-        clocked(teardown_s, [&] { coll_->end_round(); });
-      }
-    }
-    for (auto& r : mine) r.test_s = test_s;
-    if (!mine.empty()) mine.front().setup_s += split_s;  // the splits are the pair's, paid once
-    context.doing("waiting for the round's other pairs");
-    double wait_s = 0;
-    clocked(wait_s, [&] { runtime::idle_barrier(world.get()); });
-    const auto report_start = std::chrono::steady_clock::now();
-    context.measured();
-    std::vector<PairRecord> records;
-    for (const auto& theirs : world.gather_arrays(mine, 0)) records.insert(records.end(), theirs.begin(), theirs.end());
-    std::vector<NicTraffic> traffic;
-    if (rails_ > 1)
-      for (const auto& theirs : world.gather_arrays(my_traffic, 0))
-        traffic.insert(traffic.end(), theirs.begin(), theirs.end());
+    auto measured = runner_->run(context, pass, round, index, kind);
+    const auto& records = measured.records;
+    const auto& traffic = measured.traffic;
     if (context.is_root()) {
       std::vector<results::Row> rows;
       for (const auto& t : traffic)
@@ -246,12 +121,12 @@ RoundTally SweepBenchmark::run_rounds(const app::RunContext& context, const Pass
               .set(round_col_.longest_test_s, longest)
               .set(round_col_.overhead_s, wall - longest)
               .set(round_col_.setup_s, setup)
-              .set(round_col_.r0_split_s, split_s + begin_s)
-              .set(round_col_.r0_test_s, test_s)
-              .set(round_col_.r0_teardown_s, teardown_s)
-              .set(round_col_.r0_wait_s, wait_s)
+              .set(round_col_.r0_split_s, measured.split_s + measured.begin_s)
+              .set(round_col_.r0_test_s, measured.test_s)
+              .set(round_col_.r0_teardown_s, measured.teardown_s)
+              .set(round_col_.r0_wait_s, measured.wait_s)
               .set(round_col_.r0_report_s,
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - report_start).count()));
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - measured.measured_at).count()));
       tally.setup_longest_s += setup, tally.test_longest_s += longest;
     }
     if (!adaptive_) rest_hung_hosts(context, tally.records, rounds, i + 1);  // the adaptive plan splits a hung pair

@@ -20,6 +20,7 @@
 #include "fabricbench/sweep/topology.hpp"
 #include "fabricbench/tools/sweep/nic_book.hpp"
 #include "fabricbench/tools/sweep/pair_test.hpp"
+#include "fabricbench/tools/sweep/round_runner.hpp"
 #include "fabricbench/tools/sweep/sweep_pass.hpp"
 
 namespace fabricbench::sweep {
@@ -48,15 +49,6 @@ class SweepBenchmark : public app::Benchmark {
   // Runs the rounds; its tally's records (rank 0) are every record measured, merged per test.
   RoundTally run_rounds(const app::RunContext& context, const Pass& pass, std::vector<Round> rounds, RoundKind kind,
                         int first_round);
-  // This rank's records of one round: the metrics of `host_level` (one rank per node) or the collective ones.
-  // With --rails every metric runs on the rail's two ranks (`host_level` is ignored).
-  std::vector<PairRecord> measure_pair(const app::RunContext& context, const Pass& pass,
-                                       const runtime::Communicator& pair, int round_index, const HostPair& hosts,
-                                       bool host_level);
-  // With --rails: this rank's rail NIC's byte counters around `measure` (the host's ranks start and end together).
-  std::vector<PairRecord> measure_rail(const app::RunContext& context, const Pass& pass,
-                                       const runtime::Communicator& rail, int round_index, const HostPair& hosts,
-                                       std::vector<NicTraffic>& traffic);
   // --rails, --rail-map, --topology: read and checked against the placement (sweep_rails.cpp).
   void configure_rails(const cli::po::variables_map& values, const runtime::Placement& placement);
   // The rdma pair test on this rank's rail device: the rail map's, else the one the launcher chose (nearest the
@@ -221,9 +213,7 @@ class SweepBenchmark : public app::Benchmark {
   int repeat_ = 1;     // passes in all (0: until stopped)
   int bw_every_ = 1;   // --bw-every: the bandwidth metrics run in every K-th pass (and the first of a run)
   std::vector<PairRecord> last_bw_records_;  // rank 0: the bandwidth records of the last pass that measured them
-  // Whether `m` runs on every rank's GPU over the pair's NCCL communicator (the collective metrics; with an explicit
-  // --backend nccl the p2p metrics too, GPU to GPU) rather than between the nodes' first ranks over MPI.
-  bool on_gpus(const SweepMetric& m) const { return m.collective() || (gpu_p2p_ && m.family == MetricFamily::p2p); }
+  bool on_gpus(const SweepMetric& m) const { return runs_on_gpus(m, gpu_p2p_); }
   double every_s_ = 0;
   std::string prometheus_;
   int first_pass_ = 1;   // > 1: a --resume of a mesh goes on from here
@@ -241,9 +231,7 @@ class SweepBenchmark : public app::Benchmark {
   int local_rank_ = 0;
   std::optional<facts::RailMap> rail_map_;
   std::optional<Topology> topology_;
-  NicBook nics_;                     // rank 0: the NIC of each host-rail, per family of traffic (nic_book.hpp)
-  std::string counter_nic_;          // this rank's
-  runtime::Communicator host_comm_;  // with --rails: this host's ranks (its rails start and end a round together)
+  NicBook nics_;  // rank 0: the NIC of each host-rail, per family of traffic (nic_book.hpp)
   Rules rules_;
   std::uint64_t bw_bytes_ = 0, lat_bytes_ = 8;
   int window_ = 64, retest_ = 1, gpu_ = -1;
@@ -270,12 +258,8 @@ class SweepBenchmark : public app::Benchmark {
   // Rank 0: hosts of the file this run goes on without, with why ("--exclude", "hung in the earlier part").
   std::vector<std::pair<std::string, std::string>> excluded_;
   std::vector<int> resting_;  // hosts of a hung pair: they rest for the rest of the sweep
-  // The pair tests, one per family of metrics asked for (null where none was).
-  std::unique_ptr<P2PPairTest> p2p_;
-  std::unique_ptr<PairTest> coll_, rdma_;
-  // This host's links, read around each metric of a pair test by the host's first rank (facts::LinkWatch: the
-  // other ranks of a collective pair test read nothing, so a host's growth is counted once).
-  facts::LinkWatch links_;
+  // The round runner with the pair tests of the metrics asked for (made by configure, but for --dry-run).
+  std::optional<RoundRunner> runner_;
 };
 
 }  // namespace fabricbench::sweep

@@ -1,0 +1,85 @@
+// One round of fabric-sweep on this rank, collective over the job: the round's pair (and, with --rails, rail)
+// communicators split from the job's, every metric's pair test on them with this host's links read around each, and
+// the round's records gathered to rank 0 with what each step cost this rank. It owns the pair tests (one per family
+// of metrics asked for), the link watch and, with --rails, the host communicator whose ranks start and end a round
+// together so that each rail NIC's byte counters cover it. The tool's pass loop (sweep_rounds.cpp) hands it a Pass
+// and a Round, and rank 0 writes what it returns.
+#pragma once
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fabricbench/app/run_context.hpp"
+#include "fabricbench/facts/link_counters.hpp"
+#include "fabricbench/sweep/pair_schedule.hpp"
+#include "fabricbench/tools/sweep/pair_test.hpp"
+#include "fabricbench/tools/sweep/sweep_pass.hpp"
+
+namespace fabricbench::sweep {
+
+// Whether metric `m` runs on every rank's GPU over the pair's collective communicator (the collective metrics; with
+// an explicit --backend nccl, `gpu_p2p`, the p2p ones too, GPU to GPU) rather than between the nodes' first ranks.
+inline bool runs_on_gpus(const SweepMetric& m, bool gpu_p2p) {
+  return m.collective() || (gpu_p2p && m.family == MetricFamily::p2p);
+}
+
+class RoundRunner {
+ public:
+  // What the runner knows of the job.
+  struct Job {
+    std::vector<const SweepMetric*> metrics;
+    std::vector<std::string> hosts;
+    std::vector<int> host_of_rank;
+    int rails = 1, local_rank = 0;  // --rails: local rank i of every host is rail i (1: no rails)
+    bool gpu_p2p = false;           // runs_on_gpus
+    bool directed = false;          // the shift pattern: a host's first rank sends to one host, receives from another
+  };
+  // The pair tests of the metrics asked for, null where none was.
+  struct Tests {
+    std::unique_ptr<P2PPairTest> p2p;
+    std::unique_ptr<PairTest> coll, rdma;
+  };
+  RoundRunner(Job job, Tests tests) : job_(std::move(job)), tests_(std::move(tests)) {}
+
+  // The NIC the rdma pair test opened ("" none).
+  std::string rdma_nic() const { return tests_.rdma ? tests_.rdma->nic() : ""; }
+  // Collective, before the first round: the link watch (NVLink counters too where `nvlink`), with --rails the host
+  // communicator, and the NIC whose byte counters this rank reads around each round (`counter_nic`).
+  void start(const app::RunContext& context, bool nvlink, const std::string& counter_nic);
+
+  struct Result {
+    std::vector<PairRecord> records;  // rank 0: every rank's, as each end measured them (not yet merged)
+    std::vector<NicTraffic> traffic;  // rank 0, --rails: each host-rail NIC's bytes around the round
+    // This rank's steps: the pair (and rail) communicators' splits, the back end's round communicator made and
+    // released, its pair tests, and the wait for the round's other pairs.
+    double split_s = 0, begin_s = 0, test_s = 0, teardown_s = 0, wait_s = 0;
+    std::chrono::steady_clock::time_point measured_at;  // the round's pairs all done (before the gathering)
+  };
+  // Round `index` of `kind` (collective; rank 0 gets every rank's records).
+  Result run(const app::RunContext& context, const Pass& pass, const Round& round, int index, RoundKind kind);
+  // Releases the collective back end (NCCL's parent communicator, if any) on every rank at once.
+  void finish() { tests_.coll.reset(); }
+
+ private:
+  bool on_gpus(const SweepMetric& m) const { return runs_on_gpus(m, job_.gpu_p2p); }
+  // This rank's records of one pair: the metrics of `host_level` (one rank per node) or the collective ones. With
+  // --rails every metric runs on the rail's two ranks (`host_level` is ignored).
+  std::vector<PairRecord> measure_pair(const app::RunContext& context, const Pass& pass,
+                                       const runtime::Communicator& pair, int round_index, const HostPair& hosts,
+                                       bool host_level);
+  // With --rails: this rank's rail NIC's byte counters around measure_pair (the host's ranks start and end together).
+  std::vector<PairRecord> measure_rail(const app::RunContext& context, const Pass& pass,
+                                       const runtime::Communicator& rail, int round_index, const HostPair& hosts,
+                                       std::vector<NicTraffic>& traffic);
+
+  Job job_;
+  Tests tests_;
+  // This host's links, read around each metric of a pair test by the host's first rank (facts::LinkWatch: the
+  // other ranks of a collective pair test read nothing, so a host's growth is counted once).
+  facts::LinkWatch links_;
+  runtime::Communicator host_comm_;  // --rails: this host's ranks
+  std::string counter_nic_;          // this rank's
+};
+
+}  // namespace fabricbench::sweep

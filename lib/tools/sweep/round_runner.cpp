@@ -1,0 +1,171 @@
+#include "fabricbench/tools/sweep/round_runner.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "fabricbench/facts/rail_nic.hpp"
+
+namespace fabricbench::sweep {
+
+void RoundRunner::start(const app::RunContext& context, bool nvlink, const std::string& counter_nic) {
+  links_ = facts::LinkWatch(context.world, context.placement.me().host, nvlink);
+  if (job_.rails > 1) host_comm_ = context.world.split(job_.host_of_rank[context.world.rank()], context.world.rank());
+  counter_nic_ = counter_nic;
+}
+
+RoundRunner::Result RoundRunner::run(const app::RunContext& context, const Pass& pass, const Round& round, int index,
+                                     RoundKind kind) {
+  const auto& world = context.world;
+  const int me = world.rank(), h = job_.host_of_rank[me];
+  const bool host_leader = context.placement.me().local_rank == 0;
+  const auto& metrics = job_.metrics;
+  const bool any_host_level = std::any_of(metrics.begin(), metrics.end(), [&](auto* m) { return !on_gpus(*m); });
+  // Whether this pass runs collectives (between a mesh's bandwidth passes they rest): then the round prepares them.
+  const bool collectives = tests_.coll && std::any_of(metrics.begin(), metrics.end(),
+                                                      [&](auto* m) { return on_gpus(*m) && !pass.rests(*m); });
+  Result result;
+  double& test_s = result.test_s;          // this rank's pair tests only (not the splits, waiting or gathering)
+  double& split_s = result.split_s;        // this rank's pair (and rail) communicators' splits: setup
+  double& begin_s = result.begin_s;        // the back end's round communicator made (NCCL: split)...
+  double& teardown_s = result.teardown_s;  // ...and released
+  std::vector<PairRecord> mine;
+  std::vector<NicTraffic> my_traffic;
+  const auto clocked = [](double& into, auto&& step) {
+    const auto t0 = std::chrono::steady_clock::now();
+    step();
+    into += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  const auto split = [&](auto&& make) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto comm = make();
+    split_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return comm;
+  };
+  const auto timed = [&](auto&& measure) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = measure();
+    test_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    mine.insert(mine.end(), r.begin(), r.end());
+  };
+  if (job_.directed && kind == RoundKind::sweep) {
+    const auto leaders = split([&] { return world.split(host_leader ? 0 : MPI_UNDEFINED, h); });
+    if (!leaders.empty()) {
+      int to = -1, from = -1;
+      for (const auto& p : round.pairs) {
+        if (p.a == h) to = p.b;
+        if (p.b == h) from = p.a;
+      }
+      timed([&] { return std::vector<PairRecord>{tests_.p2p->shift(context, leaders, index, h, to, from)}; });
+    }
+  } else if (job_.rails > 1) {
+    // Rails: the pair's communicator (every rank of both nodes) split by local rank, as nccl-tests'
+    // NCCL_TESTS_SPLIT_MASK does: rail i's two ranks run every metric, all rails at once.
+    int k = -1, role = 0;
+    for (std::size_t p = 0; p < round.pairs.size(); ++p)
+      if (round.pairs[p].a == h || round.pairs[p].b == h) k = static_cast<int>(p), role = round.pairs[p].a == h ? 0 : 1;
+    const auto pair = split([&] { return world.split(k >= 0 ? k : MPI_UNDEFINED, role * world.size() + me); });
+    runtime::Communicator rail;
+    if (!pair.empty()) rail = split([&] { return pair.split(job_.local_rank, role); });
+    if (tests_.p2p) tests_.p2p->plan_round(world, rail.empty() ? nullptr : &rail);
+    // The rail's collective communicator: the pair's and rail's color, in the rail communicator's order.
+    if (collectives)
+      clocked(begin_s, [&] {
+        tests_.coll->begin_round(context, rail.empty() ? nullptr : &rail,
+                                 rail.empty() ? -1 : k * job_.rails + job_.local_rank, role);
+      });
+    if (!rail.empty()) {
+      if (tests_.p2p) test_s += tests_.p2p->probing_s();
+      timed([&] { return measure_rail(context, pass, rail, index, round.pairs[k], my_traffic); });
+    }
+    if (collectives) clocked(teardown_s, [&] { tests_.coll->end_round(); });
+  } else {
+    int k = -1, role = 0;
+    for (std::size_t p = 0; p < round.pairs.size(); ++p)
+      if (round.pairs[p].a == h || round.pairs[p].b == h) {
+        k = static_cast<int>(p);
+        role = round.pairs[p].a == h ? 0 : 1;
+      }
+    if (any_host_level) {  // one rank per node
+      const auto pair = split([&] { return world.split(k >= 0 && host_leader ? k : MPI_UNDEFINED, role); });
+      if (tests_.p2p) tests_.p2p->plan_round(world, pair.empty() ? nullptr : &pair);
+      if (!pair.empty()) {
+        if (tests_.p2p) test_s += tests_.p2p->probing_s();  // the probes are link time, part of the pair's test
+        timed([&] { return measure_pair(context, pass, pair, index, round.pairs[k], true); });
+      }
+    }
+    if (tests_.coll) {  // every rank of both nodes
+      const auto pair = split([&] { return world.split(k >= 0 ? k : MPI_UNDEFINED, role * world.size() + me); });
+      // The same color and key for the back end's own communicator (NCCL: split from one parent, collective).
+      if (collectives)
+        clocked(begin_s, [&] {
+          tests_.coll->begin_round(context, pair.empty() ? nullptr : &pair, k, role * world.size() + me);
+        });
+      if (!pair.empty()) timed([&] { return measure_pair(context, pass, pair, index, round.pairs[k], false); });
+      clocked(teardown_s, [&] { tests_.coll->end_round(); });
+    }
+  }
+  for (auto& r : mine) r.test_s = test_s;
+  if (!mine.empty()) mine.front().setup_s += split_s;  // the splits are the pair's, paid once
+  context.doing("waiting for the round's other pairs");
+  clocked(result.wait_s, [&] { runtime::idle_barrier(world.get()); });
+  result.measured_at = std::chrono::steady_clock::now();
+  context.measured();
+  for (const auto& theirs : world.gather_arrays(mine, 0))
+    result.records.insert(result.records.end(), theirs.begin(), theirs.end());
+  if (job_.rails > 1)
+    for (const auto& theirs : world.gather_arrays(my_traffic, 0))
+      result.traffic.insert(result.traffic.end(), theirs.begin(), theirs.end());
+  return result;
+}
+
+std::vector<PairRecord> RoundRunner::measure_pair(const app::RunContext& context, const Pass& pass,
+                                                  const runtime::Communicator& pair, int round_index,
+                                                  const HostPair& hosts, bool host_level) {
+  std::vector<PairRecord> out;
+  // The first rank of each host reads its links around each metric: the records say on which end they grew.
+  const int my_host = job_.host_of_rank[context.world.rank()];
+  for (std::size_t k = 0; k < job_.metrics.size(); ++k) {
+    const auto& m = *job_.metrics[k];
+    if ((job_.rails == 1 && on_gpus(m) == host_level) || pass.rests(m)) continue;
+    PairTest& test = m.family == MetricFamily::rdma ? *tests_.rdma
+                     : on_gpus(m)                   ? *tests_.coll
+                                                    : static_cast<PairTest&>(*tests_.p2p);
+    const PairSlot slot{
+        context, pair, round_index, hosts, job_.rails > 1 ? job_.local_rank : 0, static_cast<int>(k), m, job_.hosts};
+    auto [records, grown] = links_.around([&] { return test.run(slot); });
+    // A reader whose rank holds no figure of the pair (the b end of a collective) still sends its links' growth.
+    if (records.empty() && links_.reads()) records.push_back(slot.record(0));
+    if (!records.empty()) {
+      // One growth per metric, on its first record only, so that sums over records count it once.
+      auto& first = records.front();
+      const int end = first.end_of(my_host);
+      first.port_errors[end] = grown.port_errors, first.xmit_wait[end] = grown.xmit_wait;
+      first.nvlink_errors[end] = grown.nvlink_errors;
+    }
+    out.insert(out.end(), records.begin(), records.end());
+    if (std::any_of(records.begin(), records.end(), [](const PairRecord& r) { return r.hung; }))
+      break;  // the pair's other metrics would hang the same way
+  }
+  return out;
+}
+
+std::vector<PairRecord> RoundRunner::measure_rail(const app::RunContext& context, const Pass& pass,
+                                                  const runtime::Communicator& rail, int round_index,
+                                                  const HostPair& hosts, std::vector<NicTraffic>& traffic) {
+  const auto files = facts::HostFiles::for_host(context.placement.me().host);
+  const auto device = facts::counter_device(counter_nic_);
+  context.doing("waiting for this host's other rails to start");
+  runtime::idle_barrier(host_comm_.get());  // the host's rails start together...
+  const double before = facts::nic_bytes(files, device);
+  auto records = measure_pair(context, pass, rail, round_index, hosts, true);
+  context.doing("waiting for this host's other rails to finish");
+  runtime::idle_barrier(host_comm_.get());  // ...so that each NIC's counters cover every rail's tests
+  NicTraffic t;
+  t.round = round_index, t.host = job_.host_of_rank[context.world.rank()], t.rail = job_.local_rank;
+  t.bytes = facts::nic_bytes(files, device) - before;
+  for (const auto& r : records) t.payload += r.payload;
+  traffic.push_back(t);
+  return records;
+}
+
+}  // namespace fabricbench::sweep
