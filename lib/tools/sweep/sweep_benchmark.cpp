@@ -192,7 +192,7 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
   for (const auto& m : sweep_metrics()) metric_names.emplace_back(m.name);
   rules_ = Rules::load(
       v["rules"].as<std::string>(),
-      common.baseline.empty() ? results::Baseline() : results::Baseline::load(common.baseline, pairs_table_),
+      common.baseline.empty() ? results::Baseline() : results::Baseline::load(common.baseline, tables_.pairs),
       metric_names);
   for (const auto* m : metrics_)
     if (!rules_.metrics.count(std::string(m->name)))
@@ -256,7 +256,7 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
   const auto mine = NicBook::of_this_rank(rail_map_ ? &*rail_map_ : nullptr, local_rank_, runner_->rdma_nic());
   runner_->start(context, backend_ == ops::BackendKind::nccl, mine.counter);
   nics_ =
-      NicBook::gather(context, nics_table_, mine, rails_ > 1 ? local_rank_ : 0, host_of_rank_, hosts_.size(), rails_);
+      NicBook::gather(context, tables_.nics, mine, rails_ > 1 ? local_rank_ : 0, host_of_rank_, hosts_.size(), rails_);
   auto rounds = rounds_to_run();
   // --resume: every rank drops the pairs the earlier part finished (rank 0 read them); rounds keep their numbers.
   const auto finished =
@@ -278,8 +278,8 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
   const auto metrics = judged_metrics();
   if (mesh_) {
     if (context.is_root()) {
-      context.out->declare(passes_table_);
-      context.out->declare(changes_table_);
+      context.out->declare(tables_.passes);
+      context.out->declare(tables_.changes);
       context.out->attribute("repeat", static_cast<std::int64_t>(repeat_));
       context.out->attribute("every_s", every_s_);
       mesh_history_.emplace(metrics, fabric());

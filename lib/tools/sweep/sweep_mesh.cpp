@@ -88,14 +88,14 @@ void SweepBenchmark::configure_mesh(const cli::po::variables_map& v, bool root) 
                       prometheus_));
     if (root && !dry_run_) results::Exposition::check_writable(prometheus_);  // rank 0 writes it
   }
-  if (resume_.empty() || dry_run_ || !root) return;                 // rank 0 reads the file; run() tells the others
-  const bool is_mesh = results::has_table(resume_, passes_table_);  // declared by a mesh's start, rows or not
+  if (resume_.empty() || dry_run_ || !root) return;                  // rank 0 reads the file; run() tells the others
+  const bool is_mesh = results::has_table(resume_, tables_.passes);  // declared by a mesh's start, rows or not
   if (is_mesh != mesh_)
     throw Error::usage(
         is_mesh ? fmt::format("--resume {}: a mesh (--repeat); give --repeat (the passes in all) to go on", resume_)
                 : fmt::format("--resume {}: a sweep of one pass; resume it without --repeat", resume_));
   if (!mesh_) return;
-  for (const auto& row : results::read_rows(resume_, passes_table_))
+  for (const auto& row : results::read_rows(resume_, tables_.passes))
     first_pass_ = std::max(first_pass_, static_cast<int>(std::get<std::int64_t>(row.get("pass"))) + 1);
   for (const auto& row : resumed_rows_)
     first_round_ = std::max(first_round_, static_cast<int>(std::get<std::int64_t>(row.get("round"))) + 1);
@@ -134,35 +134,35 @@ void SweepBenchmark::write_pass(const app::RunContext& context, int pass, const 
   std::vector<results::Row> rows;
   for (const auto& c : changes) {
     const auto& v = c.verdict;
-    rows.push_back(results::Row(changes_table_)
-                       .set(change_col_.pass, pass)
-                       .set(change_col_.started, started)
-                       .set(change_col_.change, std::string(c.recovered ? "recovered" : "new"))
-                       .set(change_col_.kind, std::string(kind_name(v.kind)))
-                       .set(change_col_.metric, v.metric)
-                       .set(change_col_.host_a, v.a >= 0 ? hosts_[v.a] : std::string())
-                       .set(change_col_.host_b, v.b >= 0 ? hosts_[v.b] : std::string())
-                       .set(change_col_.rail, std::int64_t(v.rail))
-                       .set(change_col_.nic, v.nic)
-                       .set(change_col_.switch_name, v.switch_name)
-                       .set(change_col_.before, c.before)
-                       .set(change_col_.after, c.after)
-                       .set(change_col_.unit, c.unit)
-                       .set(change_col_.text, c.text));
+    rows.push_back(results::Row(tables_.changes)
+                       .set(tables_.change_col.pass, pass)
+                       .set(tables_.change_col.started, started)
+                       .set(tables_.change_col.change, std::string(c.recovered ? "recovered" : "new"))
+                       .set(tables_.change_col.kind, std::string(kind_name(v.kind)))
+                       .set(tables_.change_col.metric, v.metric)
+                       .set(tables_.change_col.host_a, v.a >= 0 ? hosts_[v.a] : std::string())
+                       .set(tables_.change_col.host_b, v.b >= 0 ? hosts_[v.b] : std::string())
+                       .set(tables_.change_col.rail, std::int64_t(v.rail))
+                       .set(tables_.change_col.nic, v.nic)
+                       .set(tables_.change_col.switch_name, v.switch_name)
+                       .set(tables_.change_col.before, c.before)
+                       .set(tables_.change_col.after, c.after)
+                       .set(tables_.change_col.unit, c.unit)
+                       .set(tables_.change_col.text, c.text));
   }
   std::set<std::pair<int, int>> tested;
   for (const auto& r : records) tested.insert(std::minmax(r.a, r.b));
   const auto pairs = static_cast<std::int64_t>(tested.size());
   const double start_s = std::isnan(mesh_start_epoch_) ? 0 : epoch_of(started) - mesh_start_epoch_;
-  rows.push_back(results::Row(passes_table_)
-                     .set(pass_col_.pass, pass)
-                     .set(pass_col_.started, started)
-                     .set(pass_col_.start_s, start_s)
-                     .set(pass_col_.wall_s, wall_s)
-                     .set(pass_col_.rounds, std::int64_t(rounds))
-                     .set(pass_col_.pairs, pairs)
-                     .set(pass_col_.verdicts, std::int64_t(judgement.verdicts.size()))
-                     .set(pass_col_.changes, std::int64_t(changes.size())));
+  rows.push_back(results::Row(tables_.passes)
+                     .set(tables_.pass_col.pass, pass)
+                     .set(tables_.pass_col.started, started)
+                     .set(tables_.pass_col.start_s, start_s)
+                     .set(tables_.pass_col.wall_s, wall_s)
+                     .set(tables_.pass_col.rounds, std::int64_t(rounds))
+                     .set(tables_.pass_col.pairs, pairs)
+                     .set(tables_.pass_col.verdicts, std::int64_t(judgement.verdicts.size()))
+                     .set(tables_.pass_col.changes, std::int64_t(changes.size())));
   context.out->rows(rows);
   std::string summary;
   for (std::size_t k = 0; k < metrics_.size(); ++k) {

@@ -121,7 +121,7 @@ void SweepBenchmark::configure_resume(const cli::po::variables_map& v, const run
                     resume_, fmt::join(missing, ","), left_out.empty() ? "" : fmt::format(" (left out: {})", left_out),
                     fmt::join(missing, ",")));
   }
-  resumed_rows_ = read_rows(resume_, pairs_table_);
+  resumed_rows_ = read_rows(resume_, tables_.pairs);
   for (const auto& row : resumed_rows_) {
     const auto metric = std::get<std::string>(row.get("metric"));
     if (std::none_of(metrics_.begin(), metrics_.end(), [&](const SweepMetric* m) { return m->name == metric; }))
@@ -300,15 +300,15 @@ void SweepBenchmark::write_untested(const app::RunContext& context, const RoundT
   }
   if (untested_.empty()) return;
   context.out->note(fmt::format("{} pairs not tested: /sweep/untested", sweep_pairs.size()));
-  context.out->declare(untested_table_);
+  context.out->declare(tables_.untested);
   std::vector<results::Row> rows;
   for (const auto& u : untested_)
-    rows.push_back(results::Row(untested_table_)
-                       .set(untested_col_.round, std::int64_t(u.round))
-                       .set(untested_col_.kind, std::string(kind_name(u.kind)))
-                       .set(untested_col_.host_a, u.host_a)
-                       .set(untested_col_.host_b, u.host_b)
-                       .set(untested_col_.reason, u.reason));
+    rows.push_back(results::Row(tables_.untested)
+                       .set(tables_.untested_col.round, std::int64_t(u.round))
+                       .set(tables_.untested_col.kind, std::string(kind_name(u.kind)))
+                       .set(tables_.untested_col.host_a, u.host_a)
+                       .set(tables_.untested_col.host_b, u.host_b)
+                       .set(tables_.untested_col.reason, u.reason));
   context.out->rows(rows);
 }
 

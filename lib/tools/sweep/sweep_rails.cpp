@@ -85,20 +85,20 @@ const std::vector<std::string>& SweepBenchmark::nics_of(const SweepMetric& m) co
 void SweepBenchmark::write_topology(const app::RunContext& context, const Judgement& judgement) {
   if (!topology_) return;
   const auto& switches = topology_->switches();
-  context.out->declare(topology_table_);
+  context.out->declare(tables_.topology);
   std::vector<results::Row> rows;
   for (std::size_t h = 0; h < hosts_.size(); ++h)
     for (int r = 0; r < rails_; ++r) {
       const int leaf = topology_->leaf_of(static_cast<int>(h), r);
-      rows.push_back(results::Row(topology_table_)
-                         .set(topology_col_.host, hosts_[h])
-                         .set(topology_col_.rail, std::int64_t(r))
-                         .set(topology_col_.leaf, switches[static_cast<std::size_t>(leaf)].name)
-                         .set(topology_col_.spine, topology_->parent_name(leaf)));
+      rows.push_back(results::Row(tables_.topology)
+                         .set(tables_.topology_col.host, hosts_[h])
+                         .set(tables_.topology_col.rail, std::int64_t(r))
+                         .set(tables_.topology_col.leaf, switches[static_cast<std::size_t>(leaf)].name)
+                         .set(tables_.topology_col.spine, topology_->parent_name(leaf)));
     }
   context.out->rows(rows);
-  context.out->declare(switches_table_);
-  context.out->section(switches_table_, "per leaf switch and rail (pairs inside the leaf, pairs crossing it)",
+  context.out->declare(tables_.switches);
+  context.out->section(tables_.switches, "per leaf switch and rail (pairs inside the leaf, pairs crossing it)",
                        {{"switch"},
                         {"rail"},
                         {"metric"},
@@ -112,18 +112,18 @@ void SweepBenchmark::write_topology(const app::RunContext& context, const Judgem
                         {"unit"}});
   rows.clear();
   for (const auto& s : judgement.leaves)
-    rows.push_back(results::Row(switches_table_)
-                       .set(switch_col_.switch_name, switches[static_cast<std::size_t>(s.leaf)].name)
-                       .set(switch_col_.rail, std::int64_t(s.rail))
-                       .set(switch_col_.metric, std::string(metrics_[s.metric]->name))
-                       .set(switch_col_.unit, std::string(metrics_[s.metric]->unit))
-                       .set(switch_col_.hosts, s.hosts)
-                       .set(switch_col_.inside_pairs, s.inside_pairs)
-                       .set(switch_col_.inside_suspect, s.inside_suspect)
-                       .set(switch_col_.crossing_pairs, s.crossing_pairs)
-                       .set(switch_col_.crossing_suspect, s.crossing_suspect)
-                       .set(switch_col_.inside_median, s.inside_median)
-                       .set(switch_col_.crossing_median, s.crossing_median));
+    rows.push_back(results::Row(tables_.switches)
+                       .set(tables_.switch_col.switch_name, switches[static_cast<std::size_t>(s.leaf)].name)
+                       .set(tables_.switch_col.rail, std::int64_t(s.rail))
+                       .set(tables_.switch_col.metric, std::string(metrics_[s.metric]->name))
+                       .set(tables_.switch_col.unit, std::string(metrics_[s.metric]->unit))
+                       .set(tables_.switch_col.hosts, s.hosts)
+                       .set(tables_.switch_col.inside_pairs, s.inside_pairs)
+                       .set(tables_.switch_col.inside_suspect, s.inside_suspect)
+                       .set(tables_.switch_col.crossing_pairs, s.crossing_pairs)
+                       .set(tables_.switch_col.crossing_suspect, s.crossing_suspect)
+                       .set(tables_.switch_col.inside_median, s.inside_median)
+                       .set(tables_.switch_col.crossing_median, s.crossing_median));
   context.out->rows(rows);
   const double coverage = judgement.leaf_pair_coverage;
   context.out->attribute("leaf_pair_coverage", coverage);

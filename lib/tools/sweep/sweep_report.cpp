@@ -47,24 +47,24 @@ void SweepBenchmark::write_start(const app::RunContext& context, const std::vect
       rails_ > 1 ? fmt::format(" x {} rails", rails_) : "", schedule_->pattern(), sequential_ ? " (sequential)" : "",
       adaptive_ ? std::string("rounds chosen from the results") : fmt::format("{} rounds", rounds.size()), metrics,
       bw_bytes_, lat_bytes_));
-  context.out->declare(schedule_table_);
-  context.out->declare(rounds_table_);
+  context.out->declare(tables_.schedule);
+  context.out->declare(tables_.rounds);
   if (rails_ > 1) {
-    context.out->declare(traffic_table_);
+    context.out->declare(tables_.traffic);
     context.out->attribute("rails", rails_);
   }
   for (std::size_t r = 0; resume_.empty() && r < rounds.size(); ++r)
     for (const auto& p : rounds[r].pairs)
-      context.out->row(results::Row(schedule_table_)
-                           .set(schedule_col_.round, std::int64_t(r))
-                           .set(schedule_col_.kind, std::string(kind_name(RoundKind::sweep)))
-                           .set(schedule_col_.host_a, hosts_[p.a])
-                           .set(schedule_col_.host_b, hosts_[p.b]));
+      context.out->row(results::Row(tables_.schedule)
+                           .set(tables_.schedule_col.round, std::int64_t(r))
+                           .set(tables_.schedule_col.kind, std::string(kind_name(RoundKind::sweep)))
+                           .set(tables_.schedule_col.host_a, hosts_[p.a])
+                           .set(tables_.schedule_col.host_b, hosts_[p.b]));
   if (!mesh_ && n <= 16) {  // a mesh's passes are a line each; its pair rows go to the file only
     std::vector<results::TerminalColumn> columns{{"round"}, {"host_a"}, {"host_b"},       {"metric"}, {"direction"},
                                                  {"value"}, {"unit"},   {"pct_expected"}, {"wrong"}};
     if (rails_ > 1) columns.insert(columns.begin() + 3, {"rail"});
-    context.out->section(pairs_table_, "pair tests", columns);
+    context.out->section(tables_.pairs, "pair tests", columns);
   }
 }
 
@@ -109,31 +109,34 @@ std::vector<PairRecord> SweepBenchmark::report_records(const app::RunContext& co
       grown += {r.port_errors[end], r.xmit_wait[end], r.nvlink_errors[end]};
       if (r.port_errors[end] > 0 || r.nvlink_errors[end] > 0) grew.push_back(hosts_[end == 0 ? r.a : r.b]);
     }
-    results::Row row(pairs_table_);
-    row.set(pair_col_.pass, pass)
-        .set(pair_col_.round, std::int64_t(r.round))
-        .set(pair_col_.kind, std::string(kind_name(kind)))
-        .set(pair_col_.host_a, hosts_[r.a])
-        .set(pair_col_.host_b, hosts_[r.b]);
-    row.set(pair_col_.metric, std::string(m.name)).set(pair_col_.direction, std::string(r.direction_name()));
+    results::Row row(tables_.pairs);
+    row.set(tables_.pair_col.pass, pass)
+        .set(tables_.pair_col.round, std::int64_t(r.round))
+        .set(tables_.pair_col.kind, std::string(kind_name(kind)))
+        .set(tables_.pair_col.host_a, hosts_[r.a])
+        .set(tables_.pair_col.host_b, hosts_[r.b]);
+    row.set(tables_.pair_col.metric, std::string(m.name))
+        .set(tables_.pair_col.direction, std::string(r.direction_name()));
     const auto& nics = nics_of(m);
     const auto nic = [&](int host) {
       const auto i = static_cast<std::size_t>(host * rails_ + r.rail);
       return i < nics.size() ? nics[i] : std::string();
     };
-    row.set(pair_col_.rail, std::int64_t(r.rail)).set(pair_col_.nic_a, nic(r.a)).set(pair_col_.nic_b, nic(r.b));
-    row.set(pair_col_.bytes, std::int64_t(r.bytes))
-        .set(pair_col_.iterations, std::int64_t(r.iterations))
-        .set(pair_col_.value, r.value);
-    row.set(pair_col_.window, std::int64_t(r.window))
-        .set(pair_col_.cut, std::int64_t(r.cut))
-        .set(pair_col_.hung, std::int64_t(r.hung));
-    row.set(pair_col_.unit, std::string(m.unit))
-        .set(pair_col_.time_us_median, r.median_us)
-        .set(pair_col_.time_us_p99, r.p99_us);
-    row.set(pair_col_.setup_s, r.setup_s).set(pair_col_.measure_s, r.measure_s);
-    row.set(pair_col_.wrong, std::int64_t(r.wrong))
-        .set(pair_col_.counters_host, fmt::format("{}", fmt::join(grew, ",")));
+    row.set(tables_.pair_col.rail, std::int64_t(r.rail))
+        .set(tables_.pair_col.nic_a, nic(r.a))
+        .set(tables_.pair_col.nic_b, nic(r.b));
+    row.set(tables_.pair_col.bytes, std::int64_t(r.bytes))
+        .set(tables_.pair_col.iterations, std::int64_t(r.iterations))
+        .set(tables_.pair_col.value, r.value);
+    row.set(tables_.pair_col.window, std::int64_t(r.window))
+        .set(tables_.pair_col.cut, std::int64_t(r.cut))
+        .set(tables_.pair_col.hung, std::int64_t(r.hung));
+    row.set(tables_.pair_col.unit, std::string(m.unit))
+        .set(tables_.pair_col.time_us_median, r.median_us)
+        .set(tables_.pair_col.time_us_p99, r.p99_us);
+    row.set(tables_.pair_col.setup_s, r.setup_s).set(tables_.pair_col.measure_s, r.measure_s);
+    row.set(tables_.pair_col.wrong, std::int64_t(r.wrong))
+        .set(tables_.pair_col.counters_host, fmt::format("{}", fmt::join(grew, ",")));
     facts::set_counters(row, grown);
     stamp_expected(context, row, r);
     rows.push_back(std::move(row));
@@ -146,8 +149,8 @@ std::vector<PairRecord> SweepBenchmark::report_records(const app::RunContext& co
 void SweepBenchmark::write_judgement(const app::RunContext& context, const std::vector<PairRecord>& records,
                                      const Judgement& judgement, const Coverage& coverage) {
   const int n = static_cast<int>(hosts_.size());
-  context.out->declare(nodes_table_);
-  context.out->declare(verdicts_table_);
+  context.out->declare(tables_.nodes);
+  context.out->declare(tables_.verdicts);
   for (auto matrix : judgement.matrices) context.out->matrix(std::move(matrix));
   if (n > 16)  // no matrix on the terminal: the worst pairs instead
     for (const auto& w : judgement.worst)
@@ -172,7 +175,7 @@ void SweepBenchmark::write_judgement(const app::RunContext& context, const std::
       }
   }
   if (n * rails_ <= 64)
-    context.out->section(nodes_table_, "per-node medians (over the pairs of each node; best of re-tests)",
+    context.out->section(tables_.nodes, "per-node medians (over the pairs of each node; best of re-tests)",
                          rails_ > 1 ? std::vector<results::TerminalColumn>{{"host"},
                                                                            {"rail"},
                                                                            {"nic"},
@@ -184,36 +187,36 @@ void SweepBenchmark::write_judgement(const app::RunContext& context, const std::
                                     : std::vector<results::TerminalColumn>{
                                           {"host"}, {"metric"}, {"median"}, {"unit"}, {"pairs"}, {"suspect_pairs"}});
   else
-    context.out->section(nodes_table_, "", {});  // too many for the terminal: the file has them
+    context.out->section(tables_.nodes, "", {});  // too many for the terminal: the file has them
   std::vector<results::Row> node_rows;
   for (const auto& s : judgement.nodes)
-    node_rows.push_back(results::Row(nodes_table_)
-                            .set(node_col_.host, hosts_[s.host])
-                            .set(node_col_.metric, std::string(metrics_[s.metric]->name))
-                            .set(node_col_.rail, std::int64_t(s.rail))
-                            .set(node_col_.nic,
+    node_rows.push_back(results::Row(tables_.nodes)
+                            .set(tables_.node_col.host, hosts_[s.host])
+                            .set(tables_.node_col.metric, std::string(metrics_[s.metric]->name))
+                            .set(tables_.node_col.rail, std::int64_t(s.rail))
+                            .set(tables_.node_col.nic,
                                  [&] {
                                    const auto& nics = nics_of(*metrics_[s.metric]);
                                    const auto i = static_cast<std::size_t>(s.host * rails_ + s.rail);
                                    return i < nics.size() ? nics[i] : std::string();
                                  }())
-                            .set(node_col_.median, s.median)
-                            .set(node_col_.unit, std::string(metrics_[s.metric]->unit))
-                            .set(node_col_.pairs, s.pairs)
-                            .set(node_col_.suspect_pairs, s.suspect_pairs));
+                            .set(tables_.node_col.median, s.median)
+                            .set(tables_.node_col.unit, std::string(metrics_[s.metric]->unit))
+                            .set(tables_.node_col.pairs, s.pairs)
+                            .set(tables_.node_col.suspect_pairs, s.suspect_pairs));
   context.out->rows(node_rows);
   for (const auto& v : judgement.verdicts) {
     if (v.kind == VerdictKind::data) continue;  // the wrong-data line below says it
     const std::string kind(kind_name(v.kind));
-    context.out->row(results::Row(verdicts_table_)
-                         .set(verdict_col_.metric, v.metric)
-                         .set(verdict_col_.kind, kind)
-                         .set(verdict_col_.host_a, v.a >= 0 ? hosts_[v.a] : std::string())
-                         .set(verdict_col_.host_b, v.b >= 0 ? hosts_[v.b] : std::string())
-                         .set(verdict_col_.rail, std::int64_t(v.rail))
-                         .set(verdict_col_.nic, v.nic)
-                         .set(verdict_col_.switch_name, v.switch_name)
-                         .set(verdict_col_.reason, v.reason));
+    context.out->row(results::Row(tables_.verdicts)
+                         .set(tables_.verdict_col.metric, v.metric)
+                         .set(tables_.verdict_col.kind, kind)
+                         .set(tables_.verdict_col.host_a, v.a >= 0 ? hosts_[v.a] : std::string())
+                         .set(tables_.verdict_col.host_b, v.b >= 0 ? hosts_[v.b] : std::string())
+                         .set(tables_.verdict_col.rail, std::int64_t(v.rail))
+                         .set(tables_.verdict_col.nic, v.nic)
+                         .set(tables_.verdict_col.switch_name, v.switch_name)
+                         .set(tables_.verdict_col.reason, v.reason));
     if (v.kind == VerdictKind::untested || v.kind == VerdictKind::noise)  // about the run, not a bad part of the fabric
       context.out->note(fmt::format("VERDICT {}{}{}: {}", kind, v.metric.empty() ? "" : " (" + v.metric + ")",
                                     v.a >= 0 ? " " + hosts_[v.a] : "", v.reason));

@@ -92,13 +92,14 @@ RoundTally SweepBenchmark::run_rounds(const app::RunContext& context, const Pass
     if (context.is_root()) {
       std::vector<results::Row> rows;
       for (const auto& t : traffic)
-        rows.push_back(results::Row(traffic_table_)
-                           .set(traffic_col_.round, std::int64_t(t.round))
-                           .set(traffic_col_.host, hosts_[t.host])
-                           .set(traffic_col_.rail, std::int64_t(t.rail))
-                           .set(traffic_col_.nic, nics_.counters()[static_cast<std::size_t>(t.host * rails_ + t.rail)])
-                           .set(traffic_col_.bytes, t.bytes)
-                           .set(traffic_col_.payload, t.payload));
+        rows.push_back(
+            results::Row(tables_.traffic)
+                .set(tables_.traffic_col.round, std::int64_t(t.round))
+                .set(tables_.traffic_col.host, hosts_[t.host])
+                .set(tables_.traffic_col.rail, std::int64_t(t.rail))
+                .set(tables_.traffic_col.nic, nics_.counters()[static_cast<std::size_t>(t.host * rails_ + t.rail)])
+                .set(tables_.traffic_col.bytes, t.bytes)
+                .set(tables_.traffic_col.payload, t.payload));
       context.out->rows(rows);
       tally.traffic.insert(tally.traffic.end(), traffic.begin(), traffic.end());
       // The sweep's own cost in this round: everything but its longest pair test (splits, waiting, gathering).
@@ -112,20 +113,20 @@ RoundTally SweepBenchmark::run_rounds(const app::RunContext& context, const Pass
       const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - round_start).count();
       budget_.measured(wall);
       context.out->row(
-          results::Row(rounds_table_)
-              .set(round_col_.pass, pass.number)
-              .set(round_col_.round, std::int64_t(index))
-              .set(round_col_.kind, std::string(kind_name(kind)))
-              .set(round_col_.pairs, std::int64_t(round.pairs.size()))
-              .set(round_col_.wall_s, wall)
-              .set(round_col_.longest_test_s, longest)
-              .set(round_col_.overhead_s, wall - longest)
-              .set(round_col_.setup_s, setup)
-              .set(round_col_.r0_split_s, measured.split_s + measured.begin_s)
-              .set(round_col_.r0_test_s, measured.test_s)
-              .set(round_col_.r0_teardown_s, measured.teardown_s)
-              .set(round_col_.r0_wait_s, measured.wait_s)
-              .set(round_col_.r0_report_s,
+          results::Row(tables_.rounds)
+              .set(tables_.round_col.pass, pass.number)
+              .set(tables_.round_col.round, std::int64_t(index))
+              .set(tables_.round_col.kind, std::string(kind_name(kind)))
+              .set(tables_.round_col.pairs, std::int64_t(round.pairs.size()))
+              .set(tables_.round_col.wall_s, wall)
+              .set(tables_.round_col.longest_test_s, longest)
+              .set(tables_.round_col.overhead_s, wall - longest)
+              .set(tables_.round_col.setup_s, setup)
+              .set(tables_.round_col.r0_split_s, measured.split_s + measured.begin_s)
+              .set(tables_.round_col.r0_test_s, measured.test_s)
+              .set(tables_.round_col.r0_teardown_s, measured.teardown_s)
+              .set(tables_.round_col.r0_wait_s, measured.wait_s)
+              .set(tables_.round_col.r0_report_s,
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - measured.measured_at).count()));
       tally.setup_longest_s += setup, tally.test_longest_s += longest;
     }

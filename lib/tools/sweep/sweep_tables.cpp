@@ -1,91 +1,51 @@
-// fabric-sweep's metrics and the tables it writes, declared once: what each column is (unit, role, which way is
-// better) is what the terminal, the HDF5 file and fabric-report read.
-#include <fmt/format.h>
+// fabric-sweep's tables, declared once (sweep_tables.hpp), and their columns' handles.
+#include "fabricbench/tools/sweep/sweep_tables.hpp"
 
 #include "fabricbench/facts/expected_share.hpp"
-#include "fabricbench/tools/sweep/sweep_benchmark.hpp"
+#include "fabricbench/facts/link_counters.hpp"
 
 namespace fabricbench::sweep {
 
-const std::vector<SweepMetric>& sweep_metrics() {
-  using results::Better;
-  using results::Unit;
-  // Fewer iterations than fabric-p2p's OSU defaults: a sweep runs N-1 rounds and wants a value per pair, not a curve.
-  constexpr auto bandwidth = ops::IterationDefaults::fixed(20, 2);
-  constexpr auto latency = ops::IterationDefaults::fixed(1000, 100);
-  static const std::vector<SweepMetric> metrics{
-      {"p2p_bw", "MB/s", "one direction at a time, a->b then b->a (osu_bw), one rank per node", MetricFamily::p2p, "bw",
-       true, bandwidth, Unit::mbps, Better::higher},
-      {"p2p_bibw", "MB/s", "both directions at once (osu_bibw), one rank per node", MetricFamily::p2p, "bibw", false,
-       bandwidth, Unit::mbps, Better::higher},
-      {"p2p_latency", "us", "ping-pong, half the round trip (osu_latency), one rank per node", MetricFamily::p2p,
-       "latency", false, latency, Unit::us, Better::lower},
-      {"allreduce", "GB/s", "all_reduce bus bandwidth over every rank of both nodes (NCCL on GPUs, else MPI)",
-       MetricFamily::collective, "all_reduce", false, ops::nccl_tests_iterations, Unit::gbps, Better::higher},
-      {"sendrecv", "GB/s", "sendrecv ring over every rank of both nodes (NCCL on GPUs, else MPI)",
-       MetricFamily::collective, "sendrecv", false, ops::nccl_tests_iterations, Unit::gbps, Better::higher},
-      {"rdma_bw", "MiB/s",
-       "RDMA write bandwidth, a->b then b->a (ib_write_bw; fabric-verbs' options), one rank per node",
-       MetricFamily::rdma, "write_bw", true, ops::IterationDefaults::fixed(1000, 50), Unit::mibps, Better::higher},
-      {"rdma_lat", "us", "RDMA write ping-pong, half the round trip, typical (ib_write_lat), one rank per node",
-       MetricFamily::rdma, "write_lat", false, ops::IterationDefaults::fixed(1000, 100), Unit::us, Better::lower},
-  };
-  return metrics;
-}
-
-const ops::P2PTest& SweepMetric::p2p() const {
-  const auto* t = family == MetricFamily::p2p ? ops::find_p2p_test(test) : nullptr;
-  if (!t) throw Error::internal(fmt::format("sweep metric {} has no fabric-p2p test", name));
-  return *t;
-}
-
-const ops::CollectiveOp& SweepMetric::op() const {
-  const auto* op = family == MetricFamily::collective ? ops::find_collective(test) : nullptr;
-  if (!op) throw Error::internal(fmt::format("sweep metric {} has no fabric-coll operation", name));
-  return *op;
-}
-
-SweepBenchmark::SweepBenchmark() {
+SweepTables::SweepTables() {
   using namespace results;
-  pairs_table_ = {"sweep",
-                  "pairs",
-                  {key_int("pass"),
-                   key_int("round"),
-                   key_text("kind", 8),
-                   key_text("host_a", 64),
-                   key_text("host_b", 64),
-                   series(key_text("metric", 16)),
-                   key_text("direction", 8, "dir"),
-                   key_int("rail"),
-                   setting_text("nic_a", 64),
-                   setting_text("nic_b", 64),
-                   key_int("bytes", Unit::bytes),
-                   setting_int("iterations"),
-                   setting_int("window"),
-                   setting_int("cut"),
-                   setting_int("hung"),
-                   headline(measured("value", Unit::none, Better::none)),
-                   key_text("unit", 8),
-                   statistic("time_us_median", Unit::us, Better::lower),
-                   statistic("time_us_p99", Unit::us, Better::lower),
-                   measured("setup_s", Unit::seconds, Better::lower, "setup"),
-                   measured("measure_s", Unit::seconds, Better::lower, "measure"),
-                   measured_int("wrong", Unit::bytes, Better::lower, "#wrong")}};
-  for (auto& c : facts::counter_columns()) pairs_table_.columns.push_back(std::move(c));
+  pairs = {"sweep",
+           "pairs",
+           {key_int("pass"),
+            key_int("round"),
+            key_text("kind", 8),
+            key_text("host_a", 64),
+            key_text("host_b", 64),
+            series(key_text("metric", 16)),
+            key_text("direction", 8, "dir"),
+            key_int("rail"),
+            setting_text("nic_a", 64),
+            setting_text("nic_b", 64),
+            key_int("bytes", Unit::bytes),
+            setting_int("iterations"),
+            setting_int("window"),
+            setting_int("cut"),
+            setting_int("hung"),
+            headline(measured("value", Unit::none, Better::none)),
+            key_text("unit", 8),
+            statistic("time_us_median", Unit::us, Better::lower),
+            statistic("time_us_p99", Unit::us, Better::lower),
+            measured("setup_s", Unit::seconds, Better::lower, "setup"),
+            measured("measure_s", Unit::seconds, Better::lower, "measure"),
+            measured_int("wrong", Unit::bytes, Better::lower, "#wrong")}};
+  for (auto& c : facts::counter_columns()) pairs.columns.push_back(std::move(c));
   // Whose error counters grew during the test (the hosts of the pair, comma-separated), so that a --resume keeps them.
-  pairs_table_.columns.push_back(results::setting_text("counters_host", 132));
-  for (auto& c : facts::ExpectedShare::columns()) pairs_table_.columns.push_back(std::move(c));
-  verdicts_table_ = {
-      "sweep",
-      "verdicts",
-      {key_text("metric", 16), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64), key_int("rail"),
-       setting_text("nic", 64), setting_text("switch", 132), setting_text("reason", 320)}};
-  nodes_table_ = {"sweep",
-                  "nodes",
-                  {key_text("host", 64), series(key_text("metric", 16)), key_int("rail"), setting_text("nic", 64),
-                   headline(measured("median", Unit::none, Better::none)), key_text("unit", 8), setting_int("pairs"),
-                   measured_int("suspect_pairs", Unit::none, Better::lower, "suspect")}};
-  rounds_table_ = {
+  pairs.columns.push_back(results::setting_text("counters_host", 132));
+  for (auto& c : facts::ExpectedShare::columns()) pairs.columns.push_back(std::move(c));
+  verdicts = {"sweep",
+              "verdicts",
+              {key_text("metric", 16), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64),
+               key_int("rail"), setting_text("nic", 64), setting_text("switch", 132), setting_text("reason", 320)}};
+  nodes = {"sweep",
+           "nodes",
+           {key_text("host", 64), series(key_text("metric", 16)), key_int("rail"), setting_text("nic", 64),
+            headline(measured("median", Unit::none, Better::none)), key_text("unit", 8), setting_int("pairs"),
+            measured_int("suspect_pairs", Unit::none, Better::lower, "suspect")}};
+  rounds = {
       "sweep",
       "rounds",
       {key_int("pass"), key_int("round"), key_text("kind", 8), setting_int("pairs"),
@@ -97,61 +57,58 @@ SweepBenchmark::SweepBenchmark() {
        measured("r0_report_s", Unit::seconds, Better::lower)}};
   // --repeat: one row per pass done (its start, UTC and seconds after the first pass's; its wall time; how many rounds,
   // verdicts and changes), and each change: a verdict that appeared or went, with the figure before and after.
-  passes_table_ = {
-      "sweep",
-      "passes",
-      {key_int("pass"), setting_text("started", 24), measured("start_s", Unit::seconds, Better::none),
-       measured("wall_s", Unit::seconds, Better::lower), setting_int("rounds"), setting_int("pairs"),
-       measured_int("verdicts", Unit::none, Better::lower), measured_int("changes", Unit::none, Better::lower)}};
-  changes_table_ = {
-      "sweep",
-      "changes",
-      {key_int("pass"), setting_text("started", 24), key_text("change", 10), key_text("kind", 8),
-       series(key_text("metric", 16)), key_text("host_a", 64), key_text("host_b", 64), key_int("rail"),
-       setting_text("nic", 64), setting_text("switch", 132), measured("before", Unit::none, Better::none),
-       headline(measured("after", Unit::none, Better::none)), key_text("unit", 8), setting_text("text", 400)}};
-  schedule_table_ = {
+  passes = {"sweep",
+            "passes",
+            {key_int("pass"), setting_text("started", 24), measured("start_s", Unit::seconds, Better::none),
+             measured("wall_s", Unit::seconds, Better::lower), setting_int("rounds"), setting_int("pairs"),
+             measured_int("verdicts", Unit::none, Better::lower), measured_int("changes", Unit::none, Better::lower)}};
+  changes = {"sweep",
+             "changes",
+             {key_int("pass"), setting_text("started", 24), key_text("change", 10), key_text("kind", 8),
+              series(key_text("metric", 16)), key_text("host_a", 64), key_text("host_b", 64), key_int("rail"),
+              setting_text("nic", 64), setting_text("switch", 132), measured("before", Unit::none, Better::none),
+              headline(measured("after", Unit::none, Better::none)), key_text("unit", 8), setting_text("text", 400)}};
+  schedule = {
       "sweep", "schedule", {key_int("round"), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64)}};
   // Pairs of the plan that were not tested, and why ("budget").
-  untested_table_ = {"sweep",
-                     "untested",
-                     {key_int("round"), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64),
-                      setting_text("reason", 64)}};
+  untested = {"sweep",
+              "untested",
+              {key_int("round"), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64),
+               setting_text("reason", 64)}};
   // Every rank's NICs: as its MPI and NCCL were told (environment), the RDMA port it opened, the one whose counters
   // it read for the data-path check.
-  nics_table_ = {"sweep",
-                 "nics",
-                 {key_text("host", 64), key_int("rail"), key_int("rank"), setting_text("mpi_nic", 64),
-                  setting_text("nccl_nic", 64), setting_text("rdma_nic", 64), setting_text("counter_nic", 64)}};
-  traffic_table_ = {"sweep",
-                    "nic_traffic",
-                    {key_int("round"), key_text("host", 64), key_int("rail"), key_text("nic", 64),
-                     measured("bytes", Unit::bytes, Better::none), measured("payload", Unit::bytes, Better::none)}};
-  topology_table_ = {
+  nics = {"sweep",
+          "nics",
+          {key_text("host", 64), key_int("rail"), key_int("rank"), setting_text("mpi_nic", 64),
+           setting_text("nccl_nic", 64), setting_text("rdma_nic", 64), setting_text("counter_nic", 64)}};
+  traffic = {"sweep",
+             "nic_traffic",
+             {key_int("round"), key_text("host", 64), key_int("rail"), key_text("nic", 64),
+              measured("bytes", Unit::bytes, Better::none), measured("payload", Unit::bytes, Better::none)}};
+  topology = {
       "sweep", "topology", {key_text("host", 64), key_int("rail"), key_text("leaf", 64), key_text("spine", 64)}};
-  switches_table_ = {
-      "sweep",
-      "switches",
-      {key_text("switch", 64), key_int("rail"), series(key_text("metric", 16)), key_text("unit", 8),
-       setting_int("hosts"), setting_int("inside_pairs"),
-       measured_int("inside_suspect", Unit::none, Better::lower, "in-suspect"), setting_int("crossing_pairs"),
-       measured_int("crossing_suspect", Unit::none, Better::lower, "x-suspect"),
-       measured("inside_median", Unit::none, Better::none, "in-median"),
-       headline(measured("crossing_median", Unit::none, Better::none, "x-median"))}};
-  pair_col_ = PairColumns(pairs_table_);
-  verdict_col_ = VerdictColumns(verdicts_table_);
-  node_col_ = NodeColumns(nodes_table_);
-  round_col_ = RoundColumns(rounds_table_);
-  change_col_ = ChangeColumns(changes_table_);
-  pass_col_ = PassColumns(passes_table_);
-  untested_col_ = UntestedColumns(untested_table_);
-  topology_col_ = TopologyColumns(topology_table_);
-  switch_col_ = SwitchColumns(switches_table_);
-  schedule_col_ = ScheduleColumns(schedule_table_);
-  traffic_col_ = TrafficColumns(traffic_table_);
+  switches = {"sweep",
+              "switches",
+              {key_text("switch", 64), key_int("rail"), series(key_text("metric", 16)), key_text("unit", 8),
+               setting_int("hosts"), setting_int("inside_pairs"),
+               measured_int("inside_suspect", Unit::none, Better::lower, "in-suspect"), setting_int("crossing_pairs"),
+               measured_int("crossing_suspect", Unit::none, Better::lower, "x-suspect"),
+               measured("inside_median", Unit::none, Better::none, "in-median"),
+               headline(measured("crossing_median", Unit::none, Better::none, "x-median"))}};
+  pair_col = PairColumns(pairs);
+  verdict_col = VerdictColumns(verdicts);
+  node_col = NodeColumns(nodes);
+  round_col = RoundColumns(rounds);
+  change_col = ChangeColumns(changes);
+  pass_col = PassColumns(passes);
+  untested_col = UntestedColumns(untested);
+  topology_col = TopologyColumns(topology);
+  switch_col = SwitchColumns(switches);
+  schedule_col = ScheduleColumns(schedule);
+  traffic_col = TrafficColumns(traffic);
 }
 
-SweepBenchmark::PairColumns::PairColumns(const results::TableSpec& t)
+SweepTables::PairColumns::PairColumns(const results::TableSpec& t)
     : pass(t.handle<std::int64_t>("pass")),
       round(t.handle<std::int64_t>("round")),
       rail(t.handle<std::int64_t>("rail")),
@@ -176,7 +133,7 @@ SweepBenchmark::PairColumns::PairColumns(const results::TableSpec& t)
       setup_s(t.handle<double>("setup_s")),
       measure_s(t.handle<double>("measure_s")) {}
 
-SweepBenchmark::VerdictColumns::VerdictColumns(const results::TableSpec& t)
+SweepTables::VerdictColumns::VerdictColumns(const results::TableSpec& t)
     : metric(t.handle<std::string>("metric")),
       kind(t.handle<std::string>("kind")),
       host_a(t.handle<std::string>("host_a")),
@@ -186,7 +143,7 @@ SweepBenchmark::VerdictColumns::VerdictColumns(const results::TableSpec& t)
       reason(t.handle<std::string>("reason")),
       rail(t.handle<std::int64_t>("rail")) {}
 
-SweepBenchmark::NodeColumns::NodeColumns(const results::TableSpec& t)
+SweepTables::NodeColumns::NodeColumns(const results::TableSpec& t)
     : host(t.handle<std::string>("host")),
       metric(t.handle<std::string>("metric")),
       nic(t.handle<std::string>("nic")),
@@ -196,7 +153,7 @@ SweepBenchmark::NodeColumns::NodeColumns(const results::TableSpec& t)
       suspect_pairs(t.handle<std::int64_t>("suspect_pairs")),
       median(t.handle<double>("median")) {}
 
-SweepBenchmark::RoundColumns::RoundColumns(const results::TableSpec& t)
+SweepTables::RoundColumns::RoundColumns(const results::TableSpec& t)
     : pass(t.handle<std::int64_t>("pass")),
       round(t.handle<std::int64_t>("round")),
       pairs(t.handle<std::int64_t>("pairs")),
@@ -211,7 +168,7 @@ SweepBenchmark::RoundColumns::RoundColumns(const results::TableSpec& t)
       r0_wait_s(t.handle<double>("r0_wait_s")),
       r0_report_s(t.handle<double>("r0_report_s")) {}
 
-SweepBenchmark::ChangeColumns::ChangeColumns(const results::TableSpec& t)
+SweepTables::ChangeColumns::ChangeColumns(const results::TableSpec& t)
     : pass(t.handle<std::int64_t>("pass")),
       rail(t.handle<std::int64_t>("rail")),
       started(t.handle<std::string>("started")),
@@ -227,7 +184,7 @@ SweepBenchmark::ChangeColumns::ChangeColumns(const results::TableSpec& t)
       before(t.handle<double>("before")),
       after(t.handle<double>("after")) {}
 
-SweepBenchmark::PassColumns::PassColumns(const results::TableSpec& t)
+SweepTables::PassColumns::PassColumns(const results::TableSpec& t)
     : pass(t.handle<std::int64_t>("pass")),
       rounds(t.handle<std::int64_t>("rounds")),
       pairs(t.handle<std::int64_t>("pairs")),
@@ -237,20 +194,20 @@ SweepBenchmark::PassColumns::PassColumns(const results::TableSpec& t)
       start_s(t.handle<double>("start_s")),
       wall_s(t.handle<double>("wall_s")) {}
 
-SweepBenchmark::UntestedColumns::UntestedColumns(const results::TableSpec& t)
+SweepTables::UntestedColumns::UntestedColumns(const results::TableSpec& t)
     : round(t.handle<std::int64_t>("round")),
       kind(t.handle<std::string>("kind")),
       host_a(t.handle<std::string>("host_a")),
       host_b(t.handle<std::string>("host_b")),
       reason(t.handle<std::string>("reason")) {}
 
-SweepBenchmark::TopologyColumns::TopologyColumns(const results::TableSpec& t)
+SweepTables::TopologyColumns::TopologyColumns(const results::TableSpec& t)
     : rail(t.handle<std::int64_t>("rail")),
       host(t.handle<std::string>("host")),
       leaf(t.handle<std::string>("leaf")),
       spine(t.handle<std::string>("spine")) {}
 
-SweepBenchmark::SwitchColumns::SwitchColumns(const results::TableSpec& t)
+SweepTables::SwitchColumns::SwitchColumns(const results::TableSpec& t)
     : rail(t.handle<std::int64_t>("rail")),
       hosts(t.handle<std::int64_t>("hosts")),
       inside_pairs(t.handle<std::int64_t>("inside_pairs")),
@@ -263,13 +220,13 @@ SweepBenchmark::SwitchColumns::SwitchColumns(const results::TableSpec& t)
       inside_median(t.handle<double>("inside_median")),
       crossing_median(t.handle<double>("crossing_median")) {}
 
-SweepBenchmark::ScheduleColumns::ScheduleColumns(const results::TableSpec& t)
+SweepTables::ScheduleColumns::ScheduleColumns(const results::TableSpec& t)
     : round(t.handle<std::int64_t>("round")),
       kind(t.handle<std::string>("kind")),
       host_a(t.handle<std::string>("host_a")),
       host_b(t.handle<std::string>("host_b")) {}
 
-SweepBenchmark::TrafficColumns::TrafficColumns(const results::TableSpec& t)
+SweepTables::TrafficColumns::TrafficColumns(const results::TableSpec& t)
     : round(t.handle<std::int64_t>("round")),
       rail(t.handle<std::int64_t>("rail")),
       host(t.handle<std::string>("host")),

@@ -22,19 +22,20 @@
 #include "fabricbench/tools/sweep/pair_test.hpp"
 #include "fabricbench/tools/sweep/round_runner.hpp"
 #include "fabricbench/tools/sweep/sweep_pass.hpp"
+#include "fabricbench/tools/sweep/sweep_tables.hpp"
 
 namespace fabricbench::sweep {
 
 class SweepBenchmark : public app::Benchmark {
  public:
-  SweepBenchmark();
+  SweepBenchmark() = default;
   std::string program() const override { return "fabric-sweep"; }
   std::string summary() const override;
   cli::OptionGroups option_groups() const override { return {cli::SizeOptions{{4u << 20, 4u << 20, 2}, false}, ""}; }
   void add_options(cli::po::options_description& options) override;
   void configure(const cli::po::variables_map& values, const cli::CommonOptions& common,
                  const runtime::Placement& placement) override;
-  const results::TableSpec& table() const override { return pairs_table_; }
+  const results::TableSpec& table() const override { return tables_.pairs; }
   int gpu() const override { return gpu_; }
   std::string resume_file() const override { return resume_; }
   std::string answer_without_run() const override;  // --dry-run: the plan and its estimated time
@@ -114,99 +115,7 @@ class SweepBenchmark : public app::Benchmark {
   void write_prometheus(const app::RunContext& context, int pass, const RoundTally& tally, const std::string& started,
                         const std::vector<PairRecord>& records, const Judgement& judgement, bool last) const;
 
-  // Typed handles of the columns the tool writes for every pair, verdict, node and round (sweep_tables.cpp): each
-  // column's name and type checked once, when the tool is made, and each value's type by the compiler.
-  using Int = results::ColumnHandle<std::int64_t>;
-  using Real = results::ColumnHandle<double>;
-  using Text = results::ColumnHandle<std::string>;
-  struct PairColumns {
-    PairColumns() = default;
-    explicit PairColumns(const results::TableSpec& t);
-    Int pass, round, rail, bytes, iterations, window, cut, hung, wrong;
-    Text kind, host_a, host_b, metric, direction, nic_a, nic_b, unit, counters_host;
-    Real value, time_us_median, time_us_p99, setup_s, measure_s;
-  };
-  struct VerdictColumns {
-    VerdictColumns() = default;
-    explicit VerdictColumns(const results::TableSpec& t);
-    Text metric, kind, host_a, host_b, nic, switch_name, reason;
-    Int rail;
-  };
-  struct NodeColumns {
-    NodeColumns() = default;
-    explicit NodeColumns(const results::TableSpec& t);
-    Text host, metric, nic, unit;
-    Int rail, pairs, suspect_pairs;
-    Real median;
-  };
-  struct RoundColumns {
-    RoundColumns() = default;
-    explicit RoundColumns(const results::TableSpec& t);
-    Int pass, round, pairs;
-    Text kind;
-    Real wall_s, longest_test_s, overhead_s, setup_s, r0_split_s, r0_test_s, r0_teardown_s, r0_wait_s, r0_report_s;
-  };
-
-  struct ChangeColumns {
-    ChangeColumns() = default;
-    explicit ChangeColumns(const results::TableSpec& t);
-    Int pass, rail;
-    Text started, change, kind, metric, host_a, host_b, nic, switch_name, unit, text;
-    Real before, after;
-  };
-  struct PassColumns {
-    PassColumns() = default;
-    explicit PassColumns(const results::TableSpec& t);
-    Int pass, rounds, pairs, verdicts, changes;
-    Text started;
-    Real start_s, wall_s;
-  };
-  struct UntestedColumns {
-    UntestedColumns() = default;
-    explicit UntestedColumns(const results::TableSpec& t);
-    Int round;
-    Text kind, host_a, host_b, reason;
-  };
-  struct TopologyColumns {
-    TopologyColumns() = default;
-    explicit TopologyColumns(const results::TableSpec& t);
-    Int rail;
-    Text host, leaf, spine;
-  };
-  struct SwitchColumns {
-    SwitchColumns() = default;
-    explicit SwitchColumns(const results::TableSpec& t);
-    Int rail, hosts, inside_pairs, inside_suspect, crossing_pairs, crossing_suspect;
-    Text switch_name, metric, unit;
-    Real inside_median, crossing_median;
-  };
-  struct ScheduleColumns {
-    ScheduleColumns() = default;
-    explicit ScheduleColumns(const results::TableSpec& t);
-    Int round;
-    Text kind, host_a, host_b;
-  };
-  struct TrafficColumns {
-    TrafficColumns() = default;
-    explicit TrafficColumns(const results::TableSpec& t);
-    Int round, rail;
-    Text host, nic;
-    Real bytes, payload;
-  };
-
-  results::TableSpec pairs_table_, verdicts_table_, nodes_table_, schedule_table_, rounds_table_, nics_table_,
-      traffic_table_, topology_table_, switches_table_, untested_table_, passes_table_, changes_table_;
-  PairColumns pair_col_;
-  VerdictColumns verdict_col_;
-  NodeColumns node_col_;
-  RoundColumns round_col_;
-  ChangeColumns change_col_;
-  PassColumns pass_col_;
-  UntestedColumns untested_col_;
-  TopologyColumns topology_col_;
-  SwitchColumns switch_col_;
-  ScheduleColumns schedule_col_;
-  TrafficColumns traffic_col_;
+  SweepTables tables_;     // the tables it writes, with their columns' handles (sweep_tables.hpp)
   bool adaptive_ = false;  // --plan adaptive: each round from AdaptivePlan, asked by rank 0
   std::uint64_t seed_ = 1;
   bool mesh_ = false;  // --repeat given
