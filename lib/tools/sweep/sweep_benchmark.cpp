@@ -113,10 +113,10 @@ void SweepBenchmark::add_options(cli::po::options_description& options) {
 
 void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::CommonOptions& common,
                                const runtime::Placement& placement) {
-  dry_run_ = v.count("dry-run") > 0;
-  planned_ = v.count("hosts") || v.count("hostfile");
+  opt_.dry_run = v.count("dry-run") > 0;
+  opt_.planned = v.count("hosts") || v.count("hostfile");
   host_of_rank_.clear();
-  if (planned_) {  // --dry-run for hosts other than the job's: R ranks per host with --rails=R
+  if (opt_.planned) {  // --dry-run for hosts other than the job's: R ranks per host with --rails=R
     hosts_ = planned_hosts(v);
     const int per = v.count("rails") ? v["rails"].as<int>() : 1;
     if (per < 1) throw Error::usage("--rails with --hosts/--hostfile: give the rails per host, --rails=8");
@@ -151,100 +151,102 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
                 : pattern == "shift"   ? PairSchedule::shift(n)
                                        : PairSchedule::adaptive(n);
   }
-  metrics_.clear();
+  opt_.metrics.clear();
   const auto names = cli::names_of(sweep_metrics(), [](const SweepMetric& m) { return m.name; });
   for (const auto i : cli::parse_name_list("--metric", v["metric"].as<std::string>(), names))
-    metrics_.push_back(&sweep_metrics()[i]);
-  if (schedule_->directed() && (rails_ > 1 || topology_))
+    opt_.metrics.push_back(&sweep_metrics()[i]);
+  if (schedule_->directed() && (opt_.rails > 1 || opt_.topology))
     throw Error::usage(
         "--pattern shift sends around a ring of nodes: with --rails or --topology use all-pairs, quick or "
         "--pairs-file");
-  adaptive_ = schedule_->pattern() == "adaptive";
-  seed_ = static_cast<std::uint64_t>(v["seed"].as<long long>());
-  if (!adaptive_ && !v["seed"].defaulted())
+  opt_.adaptive = schedule_->pattern() == "adaptive";
+  opt_.seed = static_cast<std::uint64_t>(v["seed"].as<long long>());
+  if (!opt_.adaptive && !v["seed"].defaulted())
     throw Error::usage(
         fmt::format("--seed: the {} plan is not random; --seed seeds --plan adaptive's pairs", schedule_->pattern()));
-  if (adaptive_ && v.count("sequential"))
+  if (opt_.adaptive && v.count("sequential"))
     throw Error::usage("--sequential with --plan adaptive: the adaptive plan's rounds are its own; use a fixed plan");
-  if (topology_ && !adaptive_) schedule_->cover(*topology_, rails_);  // the adaptive plan crosses the leaves itself
-  if (schedule_->directed() && (metrics_.size() != 1 || metrics_[0]->name != "p2p_bw"))
+  if (opt_.topology && !opt_.adaptive)
+    schedule_->cover(*opt_.topology, opt_.rails);  // the adaptive plan crosses the leaves itself
+  if (schedule_->directed() && (opt_.metrics.size() != 1 || opt_.metrics[0]->name != "p2p_bw"))
     throw Error::usage(
         "--pattern shift sends to one node while receiving from another: it measures --metric p2p_bw only");
-  bw_bytes_ = common.sizes.max();
-  lat_bytes_ = cli::parse_byte_size(v["lat-bytes"].as<std::string>(), "--lat-bytes");
-  if (bw_bytes_ == 0)
+  opt_.bw_bytes = common.sizes.max();
+  opt_.lat_bytes = cli::parse_byte_size(v["lat-bytes"].as<std::string>(), "--lat-bytes");
+  if (opt_.bw_bytes == 0)
     throw Error::usage(
         fmt::format("{} 0: the bandwidth metrics need messages of at least 1 byte", common.sizes_option));
   const auto window = v["window"].as<long long>();
   cli::require_in_range("--window", window, 1, ops::max_window);
-  window_ = static_cast<int>(window);
+  opt_.window = static_cast<int>(window);
   const auto pair_time = v["pair-time"].as<std::string>();
-  pair_time_s_ = pair_time == "0" ? 0 : cli::parse_duration(pair_time, "--pair-time");
-  pair_time_relative_ = v["pair-time-relative"].as<double>();
-  if (!(pair_time_relative_ >= 1) || pair_time_relative_ > 1000)
-    throw Error::usage(fmt::format("--pair-time-relative {}: give a factor from 1 to 1000", pair_time_relative_));
+  opt_.pair_time_s = pair_time == "0" ? 0 : cli::parse_duration(pair_time, "--pair-time");
+  opt_.pair_time_relative = v["pair-time-relative"].as<double>();
+  if (!(opt_.pair_time_relative >= 1) || opt_.pair_time_relative > 1000)
+    throw Error::usage(fmt::format("--pair-time-relative {}: give a factor from 1 to 1000", opt_.pair_time_relative));
   const auto retest = v["retest"].as<long long>();
   const int qp_timeout = v["qp-timeout"].as<int>();
   cli::require_in_range("--qp-timeout", qp_timeout, 0, 31);
   cli::require_in_range("--retest", retest, 0, 10);
-  retest_ = static_cast<int>(retest);
+  opt_.retest = static_cast<int>(retest);
   std::vector<std::string> metric_names;
   for (const auto& m : sweep_metrics()) metric_names.emplace_back(m.name);
-  rules_ = Rules::load(
+  opt_.rules = Rules::load(
       v["rules"].as<std::string>(),
       common.baseline.empty() ? results::Baseline() : results::Baseline::load(common.baseline, tables_.pairs),
       metric_names);
-  for (const auto* m : metrics_)
-    if (!rules_.metrics.count(std::string(m->name)))
+  for (const auto* m : opt_.metrics)
+    if (!opt_.rules.metrics.count(std::string(m->name)))
       throw Error::usage(
           fmt::format("--rules {}: no [{}] section for --metric {}", v["rules"].as<std::string>(), m->name, m->name));
-  sequential_ = v.count("sequential") > 0;
+  opt_.sequential = v.count("sequential") > 0;
   configure_resume(v, placement);
   configure_mesh(v, placement.me().rank == 0);
   const auto nccl_comms = v["nccl-comms"].as<std::string>();
   cli::require_choice("--nccl-comms", nccl_comms, {"split", "init"});
-  nccl_comms_ = nccl_comms == "split" ? NcclComms::split : NcclComms::init;
-  backend_ = ops::choose_backend(v["backend"].as<std::string>());
-  gpu_p2p_ = v["backend"].as<std::string>() == "nccl";
+  opt_.nccl_comms = nccl_comms == "split" ? NcclComms::split : NcclComms::init;
+  opt_.backend = ops::choose_backend(v["backend"].as<std::string>());
+  opt_.gpu_p2p = v["backend"].as<std::string>() == "nccl";
   const bool collectives =
-      std::any_of(metrics_.begin(), metrics_.end(), [](const SweepMetric* m) { return m->collective(); });
+      std::any_of(opt_.metrics.begin(), opt_.metrics.end(), [](const SweepMetric* m) { return m->collective(); });
   const bool on_gpus =
-      std::any_of(metrics_.begin(), metrics_.end(), [&](const SweepMetric* m) { return this->on_gpus(*m); });
-  if (!v["nccl-comms"].defaulted() && !(on_gpus && backend_ == ops::BackendKind::nccl))
+      std::any_of(opt_.metrics.begin(), opt_.metrics.end(), [&](const SweepMetric* m) { return this->on_gpus(*m); });
+  if (!v["nccl-comms"].defaulted() && !(on_gpus && opt_.backend == ops::BackendKind::nccl))
     throw Error::usage(
         "--nccl-comms: it chooses how the collective metrics (allreduce, sendrecv), and the p2p ones with --backend "
         "nccl, make their NCCL communicators; give one of them with --backend nccl");
-  if (collectives && bw_bytes_ < 4)
+  if (collectives && opt_.bw_bytes < 4)
     throw Error::usage(fmt::format("{} {}: the collective metrics move floats: give at least 4 bytes",
-                                   common.sizes_option, bw_bytes_));
-  if (collectives && backend_ == ops::BackendKind::mpi) {
+                                   common.sizes_option, opt_.bw_bytes));
+  if (collectives && opt_.backend == ops::BackendKind::mpi) {
     std::vector<const ops::CollectiveOp*> ops;
-    for (const auto* m : metrics_)
+    for (const auto* m : opt_.metrics)
       if (m->collective()) ops.push_back(&m->op());
     // Two nodes' ranks at least; more ranks only shrink all_reduce/sendrecv counts.
-    ops::require_mpi_counts(ops, {ops::DataType::float32}, bw_bytes_, 2, common.sizes_option);
+    ops::require_mpi_counts(ops, {ops::DataType::float32}, opt_.bw_bytes, 2, common.sizes_option);
   }
   configure_budget(v);
-  if (dry_run_) return;  // nothing is opened for a plan
-  if (on_gpus && backend_ == ops::BackendKind::nccl) gpu_ = runtime::bind_gpu(placement.me().machine_local_rank);
+  if (opt_.dry_run) return;  // nothing is opened for a plan
+  if (on_gpus && opt_.backend == ops::BackendKind::nccl) gpu_ = runtime::bind_gpu(placement.me().machine_local_rank);
   // The pair tests of the metrics asked for. The rdma one opens every rank's port now: no RDMA device, a port that
   // is not Active or a build without libibverbs is exit 2, before any output.
-  const auto any = [&](auto&& pred) { return std::any_of(metrics_.begin(), metrics_.end(), pred); };
+  const auto any = [&](auto&& pred) { return std::any_of(opt_.metrics.begin(), opt_.metrics.end(), pred); };
   RoundRunner::Tests tests;
   if (any([&](const SweepMetric* m) { return m->family == MetricFamily::p2p && !this->on_gpus(*m); }))
-    tests.p2p =
-        std::make_unique<P2PPairTest>(metrics_, bw_bytes_, lat_bytes_, window_, pair_time_s_, pair_time_relative_);
-  if (on_gpus) tests.coll = make_coll_pair_test(backend_, gpu_, bw_bytes_, lat_bytes_, window_, nccl_comms_);
+    tests.p2p = std::make_unique<P2PPairTest>(opt_.metrics, opt_.bw_bytes, opt_.lat_bytes, opt_.window,
+                                              opt_.pair_time_s, opt_.pair_time_relative);
+  if (on_gpus)
+    tests.coll = make_coll_pair_test(opt_.backend, gpu_, opt_.bw_bytes, opt_.lat_bytes, opt_.window, opt_.nccl_comms);
   if (any([](const SweepMetric* m) { return m->family == MetricFamily::rdma; }))
     tests.rdma = make_rail_rdma_test(placement.me().host, qp_timeout);
   runner_.reset();
-  runner_.emplace(
-      RoundRunner::Job{metrics_, hosts_, host_of_rank_, rails_, local_rank_, gpu_p2p_, schedule_->directed()},
-      std::move(tests));
+  runner_.emplace(RoundRunner::Job{opt_.metrics, hosts_, host_of_rank_, opt_.rails, local_rank_, opt_.gpu_p2p,
+                                   schedule_->directed()},
+                  std::move(tests));
 }
 
 std::vector<Round> SweepBenchmark::rounds_to_run() const {
-  if (!sequential_) return schedule_->rounds();
+  if (!opt_.sequential) return schedule_->rounds();
   std::vector<Round> one_by_one;  // every pair in a round of its own
   for (const auto& r : schedule_->rounds())
     for (const auto& p : r.pairs) one_by_one.push_back(Round::of(static_cast<int>(hosts_.size()), {p}));
@@ -253,10 +255,10 @@ std::vector<Round> SweepBenchmark::rounds_to_run() const {
 
 ExitStatus SweepBenchmark::run(const app::RunContext& context) {
   started_ = std::chrono::steady_clock::now();  // --budget counts from here
-  const auto mine = NicBook::of_this_rank(rail_map_ ? &*rail_map_ : nullptr, local_rank_, runner_->rdma_nic());
-  runner_->start(context, backend_ == ops::BackendKind::nccl, mine.counter);
-  nics_ =
-      NicBook::gather(context, tables_.nics, mine, rails_ > 1 ? local_rank_ : 0, host_of_rank_, hosts_.size(), rails_);
+  const auto mine = NicBook::of_this_rank(opt_.rail_map ? &*opt_.rail_map : nullptr, local_rank_, runner_->rdma_nic());
+  runner_->start(context, opt_.backend == ops::BackendKind::nccl, mine.counter);
+  nics_ = NicBook::gather(context, tables_.nics, mine, opt_.rails > 1 ? local_rank_ : 0, host_of_rank_, hosts_.size(),
+                          opt_.rails);
   auto rounds = rounds_to_run();
   // --resume: every rank drops the pairs the earlier part finished (rank 0 read them); rounds keep their numbers.
   const auto finished =
@@ -276,15 +278,15 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
   sweep_rounds_planned_ =
       static_cast<int>(std::count_if(rounds.begin(), rounds.end(), [](const Round& r) { return !r.pairs.empty(); }));
   const auto metrics = judged_metrics();
-  if (mesh_) {
+  if (opt_.mesh) {
     if (context.is_root()) {
       context.out->declare(tables_.passes);
       context.out->declare(tables_.changes);
-      context.out->attribute("repeat", static_cast<std::int64_t>(repeat_));
-      context.out->attribute("every_s", every_s_);
+      context.out->attribute("repeat", static_cast<std::int64_t>(opt_.repeat));
+      context.out->attribute("every_s", opt_.every_s);
       mesh_history_.emplace(metrics, fabric());
       if (first_pass_ > 1)  // a resumed mesh: the last pass done is what the next one is held against
-        mesh_history_->add(first_pass_ - 1, "", judge(resumed_records(first_pass_ - 1), metrics, rules_, fabric()));
+        mesh_history_->add(first_pass_ - 1, "", judge(resumed_records(first_pass_ - 1), metrics, opt_.rules, fabric()));
     }
     context.watchdog.stop_after_signal();  // SIGTERM: stop after the pass in flight
   }
@@ -299,9 +301,9 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
   mesh_start_epoch_ = static_cast<double>(std::time(nullptr));
   for (int number = first_pass_;; ++number) {
     const auto planned = first_start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                           std::chrono::duration<double>(every_s_ * (number - first_pass_)));
+                                           std::chrono::duration<double>(opt_.every_s * (number - first_pass_)));
     if (number > first_pass_ && !wait_for_pass(context, planned)) break;
-    const Pass pass{number, number == first_pass_ || (number - 1) % bw_every_ == 0};
+    const Pass pass{number, number == first_pass_ || (number - 1) % opt_.bw_every == 0};
     const auto pass_start = std::chrono::steady_clock::now();
     const auto started = results::utc_timestamp();
     auto tally = run_pass(context, pass, rounds, metrics, next_round);
@@ -310,11 +312,11 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
     run_tally.add(tally);  // its counts and cost (its records and traffic are this pass's, above)
     passes_done = number;
     const bool stop = context.world.all_sum(context.watchdog.stop_requested() ? 1 : 0) > 0;
-    const bool last = stop || (repeat_ > 0 && number >= repeat_);
+    const bool last = stop || (opt_.repeat > 0 && number >= opt_.repeat);
     if (context.is_root()) {
       // Between bandwidth passes the judge reads the last bandwidth figures beside this pass's latency ones.
       const auto is_bw = [&](const PairRecord& r) {
-        return metrics_[static_cast<std::size_t>(r.metric)]->better == results::Better::higher;
+        return opt_.metrics[static_cast<std::size_t>(r.metric)]->better == results::Better::higher;
       };
       if (pass.bandwidth) {
         last_bw_records_.clear();
@@ -322,9 +324,9 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
       } else {
         records.insert(records.end(), last_bw_records_.begin(), last_bw_records_.end());
       }
-      judgement = judge(records, metrics, rules_, fabric(), traffic, nics_.counters());
+      judgement = judge(records, metrics, opt_.rules, fabric(), traffic, nics_.counters());
       any_verdict = any_verdict || !judgement.verdicts.empty();
-      if (mesh_)
+      if (opt_.mesh)
         write_pass(context, number, tally, started,
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - pass_start).count(),
                    static_cast<std::size_t>(next_round), records, judgement, last);
@@ -333,7 +335,7 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
   }
   std::int64_t verdicts = 0;
   if (context.is_root()) {
-    if (mesh_) context.out->attribute("passes", static_cast<std::int64_t>(passes_done));
+    if (opt_.mesh) context.out->attribute("passes", static_cast<std::int64_t>(passes_done));
     write_topology(context, judgement);
     write_untested(context, run_tally);
     context.out->note(
@@ -354,7 +356,7 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
     context.out->attribute("pairs_planned", static_cast<double>(coverage.pairs_planned));
     context.out->attribute("pairs_tested", static_cast<double>(coverage.pairs_tested));
     context.out->attribute("coverage_complete", coverage.complete() ? 1 : 0);
-    if (!mesh_ && !prometheus_.empty())  // one pass: the textfile once, at the end
+    if (!opt_.mesh && !opt_.prometheus.empty())  // one pass: the textfile once, at the end
       write_prometheus(context, passes_done, run_tally, results::utc_timestamp(), records, judgement, true);
     write_judgement(context, records, judgement, coverage);
     verdicts = static_cast<std::int64_t>(judgement.verdicts.size()) + (any_verdict ? 1 : 0) + changes_;

@@ -42,66 +42,68 @@ double epoch_of(const std::string& utc) {
 }  // namespace
 
 void SweepBenchmark::configure_mesh(const cli::po::variables_map& v, bool root) {
-  mesh_ = v.count("repeat") > 0;
-  repeat_ = 1;
-  every_s_ = 0;
+  opt_.mesh = v.count("repeat") > 0;
+  opt_.repeat = 1;
+  opt_.every_s = 0;
   first_pass_ = 1;
   first_round_ = 0;
   changes_ = 0;
-  prometheus_ = v.count("prometheus") ? v["prometheus"].as<std::string>() : std::string();
-  if (mesh_) {
+  opt_.prometheus = v.count("prometheus") ? v["prometheus"].as<std::string>() : std::string();
+  if (opt_.mesh) {
     const auto repeat = v["repeat"].as<long long>();
     cli::require_in_range("--repeat", repeat, 0, 1000000);
-    repeat_ = static_cast<int>(repeat);
+    opt_.repeat = static_cast<int>(repeat);
     if (v.count("budget"))
       throw Error::usage(
           "--budget caps one sweep; with --repeat each pass is the whole plan: give --every, or a --plan "
           "that fits (quick, --pairs-file)");
   }
-  bw_every_ = 1;
+  opt_.bw_every = 1;
   last_bw_records_.clear();
   if (v.count("bw-every")) {
-    if (!mesh_) throw Error::usage("--bw-every: give --repeat N too (it spaces the bandwidth metrics over the passes)");
+    if (!opt_.mesh)
+      throw Error::usage("--bw-every: give --repeat N too (it spaces the bandwidth metrics over the passes)");
     const auto k = v["bw-every"].as<long long>();
     cli::require_in_range("--bw-every", k, 1, 1000000);
-    bw_every_ = static_cast<int>(k);
+    opt_.bw_every = static_cast<int>(k);
     const auto higher = [](const SweepMetric* m) { return m->better == results::Better::higher; };
-    if (bw_every_ > 1 && (std::all_of(metrics_.begin(), metrics_.end(), higher) ||
-                          std::none_of(metrics_.begin(), metrics_.end(), higher)))
+    if (opt_.bw_every > 1 && (std::all_of(opt_.metrics.begin(), opt_.metrics.end(), higher) ||
+                              std::none_of(opt_.metrics.begin(), opt_.metrics.end(), higher)))
       throw Error::usage(
           fmt::format("--bw-every {}: give --metric with a latency metric (p2p_latency, rdma_lat) and a "
                       "bandwidth one, e.g. p2p_latency,p2p_bw",
-                      bw_every_));
+                      opt_.bw_every));
   }
   if (v.count("every")) {
-    if (!mesh_) throw Error::usage("--every: give --repeat N too (the passes it spaces; 0: until stopped)");
-    every_s_ = cli::parse_duration(v["every"].as<std::string>(), "--every", true);  // 0, 0s ...: no wait
+    if (!opt_.mesh) throw Error::usage("--every: give --repeat N too (the passes it spaces; 0: until stopped)");
+    opt_.every_s = cli::parse_duration(v["every"].as<std::string>(), "--every", true);  // 0, 0s ...: no wait
   }
-  if (!prometheus_.empty()) {
-    const auto folder = std::filesystem::path(prometheus_).parent_path();
+  if (!opt_.prometheus.empty()) {
+    const auto folder = std::filesystem::path(opt_.prometheus).parent_path();
     if (!folder.empty() && !std::filesystem::is_directory(folder))
-      throw Error::usage(fmt::format("--prometheus {}: the folder {} does not exist", prometheus_, folder.string()));
-    if (std::filesystem::path(prometheus_).extension() != ".prom")
+      throw Error::usage(
+          fmt::format("--prometheus {}: the folder {} does not exist", opt_.prometheus, folder.string()));
+    if (std::filesystem::path(opt_.prometheus).extension() != ".prom")
       throw Error::usage(
           fmt::format("--prometheus {}: give a file ending in .prom (node_exporter's textfile collector "
                       "reads *.prom)",
-                      prometheus_));
-    if (root && !dry_run_) results::Exposition::check_writable(prometheus_);  // rank 0 writes it
+                      opt_.prometheus));
+    if (root && !opt_.dry_run) results::Exposition::check_writable(opt_.prometheus);  // rank 0 writes it
   }
-  if (resume_.empty() || dry_run_ || !root) return;                  // rank 0 reads the file; run() tells the others
-  const bool is_mesh = results::has_table(resume_, tables_.passes);  // declared by a mesh's start, rows or not
-  if (is_mesh != mesh_)
+  if (opt_.resume.empty() || opt_.dry_run || !root) return;  // rank 0 reads the file; run() tells the others
+  const bool is_mesh = results::has_table(opt_.resume, tables_.passes);  // declared by a mesh's start, rows or not
+  if (is_mesh != opt_.mesh)
     throw Error::usage(
-        is_mesh ? fmt::format("--resume {}: a mesh (--repeat); give --repeat (the passes in all) to go on", resume_)
-                : fmt::format("--resume {}: a sweep of one pass; resume it without --repeat", resume_));
-  if (!mesh_) return;
-  for (const auto& row : results::read_rows(resume_, tables_.passes))
+        is_mesh ? fmt::format("--resume {}: a mesh (--repeat); give --repeat (the passes in all) to go on", opt_.resume)
+                : fmt::format("--resume {}: a sweep of one pass; resume it without --repeat", opt_.resume));
+  if (!opt_.mesh) return;
+  for (const auto& row : results::read_rows(opt_.resume, tables_.passes))
     first_pass_ = std::max(first_pass_, static_cast<int>(std::get<std::int64_t>(row.get("pass"))) + 1);
   for (const auto& row : resumed_rows_)
     first_round_ = std::max(first_round_, static_cast<int>(std::get<std::int64_t>(row.get("round"))) + 1);
-  if (repeat_ > 0 && first_pass_ > repeat_)
-    throw Error::usage(fmt::format("--resume {}: its {} passes are done; ask for more with --repeat {} or 0", resume_,
-                                   first_pass_ - 1, first_pass_));
+  if (opt_.repeat > 0 && first_pass_ > opt_.repeat)
+    throw Error::usage(fmt::format("--resume {}: its {} passes are done; ask for more with --repeat {} or 0",
+                                   opt_.resume, first_pass_ - 1, first_pass_));
 }
 
 bool SweepBenchmark::wait_for_pass(const app::RunContext& context, std::chrono::steady_clock::time_point when) const {
@@ -165,21 +167,22 @@ void SweepBenchmark::write_pass(const app::RunContext& context, int pass, const 
                      .set(tables_.pass_col.changes, std::int64_t(changes.size())));
   context.out->rows(rows);
   std::string summary;
-  for (std::size_t k = 0; k < metrics_.size(); ++k) {
+  for (std::size_t k = 0; k < opt_.metrics.size(); ++k) {
     std::vector<double> medians;
     for (const auto& s : judgement.nodes)
       if (s.metric == static_cast<int>(k) && !std::isnan(s.median)) medians.push_back(s.median);
     std::sort(medians.begin(), medians.end());
     if (!medians.empty())
-      summary +=
-          fmt::format("; {} median host {:.4g} {}", metrics_[k]->name, medians[medians.size() / 2], metrics_[k]->unit);
+      summary += fmt::format("; {} median host {:.4g} {}", opt_.metrics[k]->name, medians[medians.size() / 2],
+                             opt_.metrics[k]->unit);
   }
   context.out->note(fmt::format("pass {}{} at {}: {} pairs in {:.2f} s{}; {}", pass,
-                                repeat_ > 0 ? fmt::format(" of {}", repeat_) : "", started, pairs, wall_s, summary,
+                                opt_.repeat > 0 ? fmt::format(" of {}", opt_.repeat) : "", started, pairs, wall_s,
+                                summary,
                                 judgement.verdicts.empty() ? std::string("no verdict")
                                                            : fmt::format("{} verdict(s)", judgement.verdicts.size())));
   for (const auto& c : changes) context.out->note("CHANGE " + c.text);
-  if (!prometheus_.empty()) write_prometheus(context, pass, tally, started, records, judgement, last);
+  if (!opt_.prometheus.empty()) write_prometheus(context, pass, tally, started, records, judgement, last);
   std::fflush(stdout);  // a watcher of the terminal (or a test) sees each pass as it ends
 }
 
@@ -190,30 +193,31 @@ void SweepBenchmark::write_prometheus(const app::RunContext& context, int pass, 
   std::string hosts;
   for (const auto& h : hosts_) hosts += (hosts.empty() ? "" : ",") + h;
   const std::string status = last ? "complete" : "running";
-  e.add("run_info", "the run: version, hosts, file and full status, value 1",
-        {{"tool_version", FABRICBENCH_VERSION},
-         {"hosts", hosts},
-         {"file", std::filesystem::path(resume_.empty() ? context.options.output : resume_).filename().string()},
-         {"status", status}},
-        1);
+  e.add(
+      "run_info", "the run: version, hosts, file and full status, value 1",
+      {{"tool_version", FABRICBENCH_VERSION},
+       {"hosts", hosts},
+       {"file", std::filesystem::path(opt_.resume.empty() ? context.options.output : opt_.resume).filename().string()},
+       {"status", status}},
+      1);
   for (const char* s : {"complete", "failed", "running"})
     e.add("run_status", "the run's status: 1 for complete, failed or running, 0 for the others", {{"status", s}},
           status == s ? 1 : 0);
   e.add("run_start_timestamp_seconds", "when the run started (Unix time)", {}, mesh_start_epoch_);
   e.add("run_hosts", "hosts of the run", {}, static_cast<double>(hosts_.size()));
   e.add("sweep_pass", "fabric-sweep --repeat: the pass these figures are from (from 1)", {}, pass);
-  e.add("sweep_passes_requested", "fabric-sweep --repeat: the passes asked for (0: until stopped)", {}, repeat_);
+  e.add("sweep_passes_requested", "fabric-sweep --repeat: the passes asked for (0: until stopped)", {}, opt_.repeat);
   e.add("sweep_pass_start_timestamp_seconds", "fabric-sweep --repeat: when this pass started (Unix time)", {},
         epoch_of(started));
   e.add("sweep_changes", "fabric-sweep --repeat: change verdicts so far (a verdict that appeared or went)", {},
         static_cast<double>(changes_));
   for (const auto& r : records) {  // in the order measured: a re-test replaces the sweep's figure
     if (std::isnan(r.value)) continue;
-    const auto& m = *metrics_[static_cast<std::size_t>(r.metric)];
+    const auto& m = *opt_.metrics[static_cast<std::size_t>(r.metric)];
     const auto unit = base_unit(std::string(m.unit));
     const auto& nics = nics_of(m);
     const auto nic = [&](int host) {
-      const auto i = static_cast<std::size_t>(host * rails_ + r.rail);
+      const auto i = static_cast<std::size_t>(host * opt_.rails + r.rail);
       return i < nics.size() ? nics[i] : std::string();
     };
     e.add(fmt::format("sweep_pair_{}", unit.figure),
@@ -231,10 +235,10 @@ void SweepBenchmark::write_prometheus(const app::RunContext& context, int pass, 
           to_base(r.value, unit));
   }
   for (const auto& s : judgement.nodes) {
-    const auto& m = *metrics_[static_cast<std::size_t>(s.metric)];
+    const auto& m = *opt_.metrics[static_cast<std::size_t>(s.metric)];
     const auto unit = base_unit(std::string(m.unit));
     const auto& nics = nics_of(m);
-    const auto i = static_cast<std::size_t>(s.host * rails_ + s.rail);
+    const auto i = static_cast<std::size_t>(s.host * opt_.rails + s.rail);
     const results::Exposition::Labels labels{{"metric", std::string(m.name)},
                                              {"host", hosts_[s.host]},
                                              {"rail", std::to_string(s.rail)},
@@ -276,7 +280,7 @@ void SweepBenchmark::write_prometheus(const app::RunContext& context, int pass, 
           1);
   }
   try {
-    e.write(prometheus_);
+    e.write(opt_.prometheus);
   } catch (const Error& err) {  // a full disk or a removed folder: said, and the mesh goes on
     context.out->note(std::string("warning: ") + err.what());
     fmt::print(stderr, "{}: warning: {}\n", context.program, err.what());

@@ -49,17 +49,17 @@ std::vector<std::string> SweepBenchmark::planned_hosts(const cli::po::variables_
 }
 
 void SweepBenchmark::configure_resume(const cli::po::variables_map& v, const runtime::Placement& placement) {
-  resume_ = v.count("resume") ? v["resume"].as<std::string>() : std::string();
+  opt_.resume = v.count("resume") ? v["resume"].as<std::string>() : std::string();
   resumed_rows_.clear();
   excluded_.clear();
   untested_.clear();
-  if (v.count("exclude") && resume_.empty())
+  if (v.count("exclude") && opt_.resume.empty())
     throw Error::usage(
         "--exclude: give --resume FILE too (a new sweep leaves a host out of its allocation: srun --exclude)");
-  if (resume_.empty() || placement.me().rank != 0)
+  if (opt_.resume.empty() || placement.me().rank != 0)
     return;  // rank 0 reads it; the others learn the finished pairs in run()
-  if (results::read_root_attribute(resume_, "tool") != program())
-    throw Error::usage(fmt::format("--resume {}: not a fabric-sweep results file", resume_));
+  if (results::read_root_attribute(opt_.resume, "tool") != program())
+    throw Error::usage(fmt::format("--resume {}: not a fabric-sweep results file", opt_.resume));
   const auto list = [](const std::string& text) {
     std::vector<std::string> out;
     std::istringstream in(text);
@@ -67,7 +67,7 @@ void SweepBenchmark::configure_resume(const cli::po::variables_map& v, const run
       if (!item.empty()) out.push_back(item);
     return out;
   };
-  const auto before = list(results::read_root_attribute(resume_, "hosts"));
+  const auto before = list(results::read_root_attribute(opt_.resume, "hosts"));
   const auto in_file = [&](const std::string& h) { return std::find(before.begin(), before.end(), h) != before.end(); };
   const auto add = [&](const std::string& host, const std::string& why) {
     if (std::none_of(excluded_.begin(), excluded_.end(), [&](const auto& e) { return e.first == host; }))
@@ -76,7 +76,7 @@ void SweepBenchmark::configure_resume(const cli::po::variables_map& v, const run
   const auto in_job = [&](const std::string& h) { return std::find(hosts_.begin(), hosts_.end(), h) != hosts_.end(); };
   for (const auto& host : list(v.count("exclude") ? v["exclude"].as<std::string>() : std::string())) {
     if (!in_file(host))
-      throw Error::usage(fmt::format("--exclude {}: not a host of {} ({})", host, resume_, fmt::join(before, ",")));
+      throw Error::usage(fmt::format("--exclude {}: not a host of {} ({})", host, opt_.resume, fmt::join(before, ",")));
     if (in_job(host))
       throw Error::usage(
           fmt::format("--exclude {}: this job runs on it; launch without it (srun --exclude {})", host, host));
@@ -88,7 +88,7 @@ void SweepBenchmark::configure_resume(const cli::po::variables_map& v, const run
   const TableSpec failures{
       "failure", "ranks", {key_int("rank"), setting_text("host", 64), setting_int("answered"), setting_int("started")}};
   try {
-    for (const auto& row : read_rows(resume_, failures))
+    for (const auto& row : read_rows(opt_.resume, failures))
       if ((std::get<std::int64_t>(row.get("answered")) == 0 || std::get<std::int64_t>(row.get("started")) == 0) &&
           !in_job(std::get<std::string>(row.get("host"))))
         add(std::get<std::string>(row.get("host")), "hung in the earlier part");
@@ -100,7 +100,7 @@ void SweepBenchmark::configure_resume(const cli::po::variables_map& v, const run
       throw Error::usage(
           fmt::format("--resume {}: host {} is not one of its hosts ({}); a resumed sweep runs on the same "
                       "hosts, less any --exclude",
-                      resume_, host, fmt::join(before, ",")));
+                      opt_.resume, host, fmt::join(before, ",")));
   std::vector<std::string> expected;
   for (const auto& host : before)
     if (std::none_of(excluded_.begin(), excluded_.end(), [&](const auto& e) { return e.first == host; }))
@@ -118,14 +118,15 @@ void SweepBenchmark::configure_resume(const cli::po::variables_map& v, const run
     throw Error::usage(
         fmt::format("--resume {}: this job lacks {} of its hosts{}; launch on them, or go on without them "
                     "with --exclude {}",
-                    resume_, fmt::join(missing, ","), left_out.empty() ? "" : fmt::format(" (left out: {})", left_out),
-                    fmt::join(missing, ",")));
+                    opt_.resume, fmt::join(missing, ","),
+                    left_out.empty() ? "" : fmt::format(" (left out: {})", left_out), fmt::join(missing, ",")));
   }
-  resumed_rows_ = read_rows(resume_, tables_.pairs);
+  resumed_rows_ = read_rows(opt_.resume, tables_.pairs);
   for (const auto& row : resumed_rows_) {
     const auto metric = std::get<std::string>(row.get("metric"));
-    if (std::none_of(metrics_.begin(), metrics_.end(), [&](const SweepMetric* m) { return m->name == metric; }))
-      throw Error::usage(fmt::format("--resume {}: it measured --metric {}; give the same metrics", resume_, metric));
+    if (std::none_of(opt_.metrics.begin(), opt_.metrics.end(), [&](const SweepMetric* m) { return m->name == metric; }))
+      throw Error::usage(
+          fmt::format("--resume {}: it measured --metric {}; give the same metrics", opt_.resume, metric));
   }
   // Every pair of an excluded host the earlier part did not measure is not tested, with the reason.
   std::set<std::pair<std::string, std::string>> measured;
@@ -145,14 +146,14 @@ void SweepBenchmark::configure_resume(const cli::po::variables_map& v, const run
 
 void SweepBenchmark::configure_budget(const cli::po::variables_map& v) {
   double budget = 0;
-  budget_given_.clear();
+  opt_.budget_given.clear();
   if (v.count("budget")) {
-    budget_given_ = v["budget"].as<std::string>();
-    budget = cli::parse_duration(budget_given_, "--budget");
+    opt_.budget_given = v["budget"].as<std::string>();
+    budget = cli::parse_duration(opt_.budget_given, "--budget");
     if (!(budget > 0))
-      throw Error::usage(fmt::format("--budget {}: give a time above 0 (15m, 1h, 90s)", budget_given_));
+      throw Error::usage(fmt::format("--budget {}: give a time above 0 (15m, 1h, 90s)", opt_.budget_given));
   }
-  if ((v.count("hosts") || v.count("hostfile")) && !dry_run_)
+  if ((v.count("hosts") || v.count("hostfile")) && !opt_.dry_run)
     throw Error::usage("--hosts/--hostfile plan for hosts other than the job's: give --dry-run too");
   // A round runs each metric's pair test (both directions where it has two) on every pair at once.
   double estimate = 0;
@@ -161,34 +162,34 @@ void SweepBenchmark::configure_budget(const cli::po::variables_map& v) {
     if (!(estimate > 0))
       throw Error::usage(
           fmt::format("--pair-time-estimate {}: give a time above 0 (3s)", v["pair-time-estimate"].as<std::string>()));
-    estimate_source_ = "--pair-time-estimate";
+    opt_.estimate_source = "--pair-time-estimate";
   } else {
-    const double each = pair_time_s_ > 0 ? pair_time_s_ : 2.0;
+    const double each = opt_.pair_time_s > 0 ? opt_.pair_time_s : 2.0;
     int tests = 0;
-    for (const auto* m : metrics_) tests += m->directions();
+    for (const auto* m : opt_.metrics) tests += m->directions();
     estimate = each * tests;
-    estimate_source_ = fmt::format(
+    opt_.estimate_source = fmt::format(
         "{} per metric and direction{}: a guess until rounds are measured; "
         "--pair-time-estimate sets it",
-        human_duration(each), pair_time_s_ > 0 ? " (--pair-time)" : "");
+        human_duration(each), opt_.pair_time_s > 0 ? " (--pair-time)" : "");
   }
   budget_ = RoundBudget(budget, estimate);
 }
 
 std::string SweepBenchmark::answer_without_run() const {
-  if (!dry_run_) return {};
-  if (adaptive_) {
+  if (!opt_.dry_run) return {};
+  if (opt_.adaptive) {
     std::string out = fmt::format(
         "fabric-sweep --dry-run: {} hosts{}, plan adaptive: its rounds are chosen from the results as it goes, so no "
         "plan exists before them (the simulator, tests/sim, judged every host in 7-8 rounds on average, 33 at most, at "
         "256 to 4096 hosts x 8 rails; docs/fabric-sweep.md); estimated {} per round ({})\n",
-        hosts_.size(), rails_ > 1 ? fmt::format(" x {} rails", rails_) : "", human_duration(budget_.round_estimate_s()),
-        estimate_source_);
+        hosts_.size(), opt_.rails > 1 ? fmt::format(" x {} rails", opt_.rails) : "",
+        human_duration(budget_.round_estimate_s()), opt_.estimate_source);
     if (budget_.limited()) {  // after judging, the rest of the budget goes to pairs never tested
       const long long n = static_cast<long long>(hosts_.size()), all = n * (n - 1) / 2;
       const long long fit = budget_.rounds_that_fit();
       out += fmt::format("--budget {}: about {} rounds fit, room for {} of {} pairs (every host judged first)\n",
-                         budget_given_, fit, std::min(all, fit * (n / 2)), all);
+                         opt_.budget_given, fit, std::min(all, fit * (n / 2)), all);
     }
     return out;
   }
@@ -199,23 +200,23 @@ std::string SweepBenchmark::answer_without_run() const {
     most = std::max(most, r.pairs.size()), fewest = std::min(fewest, r.pairs.size());
   }
   std::string metrics;
-  for (const auto* m : metrics_) metrics += (metrics.empty() ? "" : ", ") + std::string(m->name);
+  for (const auto* m : opt_.metrics) metrics += (metrics.empty() ? "" : ", ") + std::string(m->name);
   const auto per_round = fewest == most ? fmt::format("{}", most) : fmt::format("{}-{}", fewest, most);
   std::string out = fmt::format(
       "fabric-sweep --dry-run: {} hosts{}, plan {}: {} rounds of {} pairs ({} pair tests{}); "
       "metrics: {}\n",
-      hosts_.size(), rails_ > 1 ? fmt::format(" x {} rails", rails_) : "",
-      schedule_->pattern() + (sequential_ ? " (sequential)" : ""), rounds.size(), per_round, pairs,
-      rails_ > 1 ? fmt::format(", each on {} rails at once", rails_) : "", metrics);
+      hosts_.size(), opt_.rails > 1 ? fmt::format(" x {} rails", opt_.rails) : "",
+      schedule_->pattern() + (opt_.sequential ? " (sequential)" : ""), rounds.size(), per_round, pairs,
+      opt_.rails > 1 ? fmt::format(", each on {} rails at once", opt_.rails) : "", metrics);
   const double each = budget_.round_estimate_s();
-  out += fmt::format("estimated {} per round ({}): {} in all\n", human_duration(each), estimate_source_,
+  out += fmt::format("estimated {} per round ({}): {} in all\n", human_duration(each), opt_.estimate_source,
                      human_duration(each * static_cast<double>(rounds.size())));
   if (budget_.limited()) {
     const auto fit = std::min<long long>(budget_.rounds_that_fit(), static_cast<long long>(rounds.size()));
     std::size_t covered = 0;
     for (long long r = 0; r < fit; ++r) covered += rounds[static_cast<std::size_t>(r)].pairs.size();
-    out += fmt::format("--budget {}: {} of {} rounds fit, {} of {} pairs\n", budget_given_, fit, rounds.size(), covered,
-                       pairs);
+    out += fmt::format("--budget {}: {} of {} rounds fit, {} of {} pairs\n", opt_.budget_given, fit, rounds.size(),
+                       covered, pairs);
   }
   return out;
 }
@@ -237,13 +238,13 @@ bool SweepBenchmark::round_fits(const app::RunContext& context, const std::vecto
 
 Coverage SweepBenchmark::coverage_of(const std::vector<PairRecord>& records, const RoundTally& tally) const {
   std::vector<HostPair> planned;
-  if (!adaptive_)
+  if (!opt_.adaptive)
     for (const auto& r : schedule_->rounds()) planned.insert(planned.end(), r.pairs.begin(), r.pairs.end());
-  auto c = Coverage::of(records, static_cast<int>(hosts_.size()), planned, !adaptive_);
-  if (adaptive_) c.hosts_judged = tally.adaptive_hosts_judged;
+  auto c = Coverage::of(records, static_cast<int>(hosts_.size()), planned, !opt_.adaptive);
+  if (opt_.adaptive) c.hosts_judged = tally.adaptive_hosts_judged;
   const bool budget_cut =
       std::any_of(untested_.begin(), untested_.end(), [](const Untested& u) { return u.reason == "budget"; });
-  if (budget_.limited() && (budget_cut || adaptive_)) c.why = "--budget " + budget_given_;
+  if (budget_.limited() && (budget_cut || opt_.adaptive)) c.why = "--budget " + opt_.budget_given;
   if (!resting_.empty()) c.why += std::string(c.why.empty() ? "" : "; ") + "the hosts of a hung pair rested";
   return c;
 }
@@ -259,7 +260,7 @@ void SweepBenchmark::write_untested(const app::RunContext& context, const RoundT
   }
   const auto n = static_cast<long long>(hosts_.size());
   const auto not_covered =
-      adaptive_ ? n * (n - 1) / 2 - tally.adaptive_pairs_tested : static_cast<long long>(sweep_pairs.size());
+      opt_.adaptive ? n * (n - 1) / 2 - tally.adaptive_pairs_tested : static_cast<long long>(sweep_pairs.size());
   if (budget_.limited() || !untested_.empty())
     context.out->attribute("pairs_not_covered", static_cast<double>(not_covered));
   if (!excluded_.empty()) {
@@ -273,15 +274,15 @@ void SweepBenchmark::write_untested(const app::RunContext& context, const RoundT
     context.out->attribute("budget_s", budget_.budget_s());
     const auto spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
     std::string note;
-    if (adaptive_) {  // no schedule: what the plan reached of every pair and host
+    if (opt_.adaptive) {  // no schedule: what the plan reached of every pair and host
       note = fmt::format(
           "--budget {}: {} rounds run in {} (a round: {}); the adaptive plan judged {} of {} hosts and "
           "tested {} of {} pairs{}; not covered: {} pairs",
-          budget_given_, tally.sweep_rounds, human_duration(spent), human_duration(budget_.round_estimate_s()),
+          opt_.budget_given, tally.sweep_rounds, human_duration(spent), human_duration(budget_.round_estimate_s()),
           tally.adaptive_hosts_judged, n, tally.adaptive_pairs_tested, n * (n - 1) / 2,
-          rails_ > 1 ? fmt::format(" (on all {} rails)", rails_) : "", not_covered);
+          opt_.rails > 1 ? fmt::format(" (on all {} rails)", opt_.rails) : "", not_covered);
     } else {
-      note = fmt::format("--budget {}: {} of {} rounds run in {} (a round: {})", budget_given_, tally.sweep_rounds,
+      note = fmt::format("--budget {}: {} of {} rounds run in {} (a round: {})", opt_.budget_given, tally.sweep_rounds,
                          sweep_rounds_planned_, human_duration(spent), human_duration(budget_.round_estimate_s()));
       std::size_t planned = 0;
       for (const auto& r : schedule_->rounds()) planned += r.pairs.size();
@@ -293,7 +294,7 @@ void SweepBenchmark::write_untested(const app::RunContext& context, const RoundT
         note += "; every pair covered";
       else
         note += fmt::format("; not covered: {} of {} pairs{}{}", by_budget, planned,
-                            rails_ > 1 ? fmt::format(" (on all {} rails)", rails_) : "",
+                            opt_.rails > 1 ? fmt::format(" (on all {} rails)", opt_.rails) : "",
                             retests ? fmt::format(", {} re-tests", retests) : "");
     }
     context.out->note(note);
@@ -314,7 +315,7 @@ void SweepBenchmark::write_untested(const app::RunContext& context, const RoundT
 
 std::vector<JudgedMetric> SweepBenchmark::judged_metrics() const {
   std::vector<JudgedMetric> out;
-  for (const auto* m : metrics_)
+  for (const auto* m : opt_.metrics)
     out.push_back(
         {std::string(m->name), std::string(m->unit), m->value_unit, m->better, m->both_directions, nics_of(*m)});
   return out;
@@ -324,8 +325,9 @@ double SweepBenchmark::round_timeout_s(const app::RunContext& context) const {
   // A round holds one bounded test per collective metric (each within --timeout when the back end can abort it):
   // the round's own limit leaves room for all of them before the run ends.
   const double t = context.options.timeout_s;
-  if (t <= 0 || backend_ != ops::BackendKind::nccl) return t;
-  const auto collectives = std::count_if(metrics_.begin(), metrics_.end(), [&](auto* m) { return on_gpus(*m); });
+  if (t <= 0 || opt_.backend != ops::BackendKind::nccl) return t;
+  const auto collectives =
+      std::count_if(opt_.metrics.begin(), opt_.metrics.end(), [&](auto* m) { return on_gpus(*m); });
   return t * static_cast<double>(collectives + 1) + 10;
 }
 
@@ -353,7 +355,7 @@ std::vector<PairRecord> SweepBenchmark::resumed_records(int pass) const {
     return std::int32_t{-1};
   };
   std::vector<std::string> metric_names, directions{"a->b", "b->a", "both"};
-  for (const auto* m : metrics_) metric_names.emplace_back(m->name);
+  for (const auto* m : opt_.metrics) metric_names.emplace_back(m->name);
   std::vector<PairRecord> out;
   for (const auto& row : resumed_rows_) {
     if (pass > 0 ? std::get<std::int64_t>(row.get("pass")) != pass
@@ -383,10 +385,10 @@ std::vector<PairRecord> SweepBenchmark::resumed_records(int pass) const {
 }
 
 std::vector<HostPair> SweepBenchmark::finished_pairs() const {
-  if (mesh_) return {};  // a mesh's unfinished pass runs again whole
+  if (opt_.mesh) return {};  // a mesh's unfinished pass runs again whole
   // A pair is finished when the earlier part wrote every row it owes: one per metric, two for both-direction ones.
   std::size_t owed = 0;
-  for (const auto* m : metrics_) owed += static_cast<std::size_t>(m->directions() * rails_);
+  for (const auto* m : opt_.metrics) owed += static_cast<std::size_t>(m->directions() * opt_.rails);
   std::map<std::pair<int, int>, std::size_t> rows;
   for (const auto& r : resumed_records()) ++rows[std::minmax(r.a, r.b)];
   std::vector<HostPair> out;

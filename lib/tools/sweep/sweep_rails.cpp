@@ -15,9 +15,9 @@
 namespace fabricbench::sweep {
 
 void SweepBenchmark::configure_rails(const cli::po::variables_map& v, const runtime::Placement& placement) {
-  local_rank_ = planned_ ? 0 : placement.me().local_rank;
-  rails_ = 1;
-  rail_map_.reset();
+  local_rank_ = opt_.planned ? 0 : placement.me().local_rank;
+  opt_.rails = 1;
+  opt_.rail_map.reset();
   if (v.count("rails")) {
     std::vector<int> per_host(hosts_.size(), 0);
     for (std::size_t rank = 0; rank < host_of_rank_.size(); ++rank)
@@ -28,19 +28,19 @@ void SweepBenchmark::configure_rails(const cli::po::variables_map& v, const runt
             fmt::format("--rails: every host needs the same number of ranks (one per rail); {} has {}, "
                         "{} has {}",
                         hosts_[0], per_host[0], hosts_[h], per_host[h]));
-    rails_ = per_host[0];
-    if (const int given = v["rails"].as<int>(); given > 0 && given != rails_)
-      throw Error::usage(fmt::format("--rails={}: the job has {} ranks per host (one per rail)", given, rails_));
+    opt_.rails = per_host[0];
+    if (const int given = v["rails"].as<int>(); given > 0 && given != opt_.rails)
+      throw Error::usage(fmt::format("--rails={}: the job has {} ranks per host (one per rail)", given, opt_.rails));
     if (v.count("rail-map")) {
-      rail_map_ = facts::RailMap::read(v["rail-map"].as<std::string>());
-      if (rail_map_->rails() < rails_)
+      opt_.rail_map = facts::RailMap::read(v["rail-map"].as<std::string>());
+      if (opt_.rail_map->rails() < opt_.rails)
         throw Error::usage(fmt::format("--rail-map {}: {} rails, and the job has {} ranks per host (one per rail)",
-                                       v["rail-map"].as<std::string>(), rail_map_->rails(), rails_));
+                                       v["rail-map"].as<std::string>(), opt_.rail_map->rails(), opt_.rails));
     }
   } else if (v.count("rail-map")) {
     throw Error::usage("--rail-map: give --rails too (the map names the NIC of each local rank)");
   }
-  topology_.reset();
+  opt_.topology.reset();
   if (v.count("topology")) {
     std::vector<std::string> files;
     std::string list = v["topology"].as<std::string>();
@@ -49,20 +49,20 @@ void SweepBenchmark::configure_rails(const cli::po::variables_map& v, const runt
       files.push_back(list.substr(start, comma - start));
       start = comma + 1;
     }
-    if (files.size() > 1 && static_cast<int>(files.size()) != rails_)
+    if (files.size() > 1 && static_cast<int>(files.size()) != opt_.rails)
       throw Error::usage(
-          fmt::format("--topology: {} files are one per rail, and the sweep has {} rail(s)", files.size(), rails_));
-    topology_ = Topology::read(files, hosts_, rails_);
+          fmt::format("--topology: {} files are one per rail, and the sweep has {} rail(s)", files.size(), opt_.rails));
+    opt_.topology = Topology::read(files, hosts_, opt_.rails);
   }
 }
 
 std::unique_ptr<PairTest> SweepBenchmark::make_rail_rdma_test(const std::string& host, int qp_timeout) const {
   RdmaPairSettings settings;
-  settings.rail = rails_ > 1 ? local_rank_ : -1;
-  settings.bw_bytes = bw_bytes_, settings.lat_bytes = lat_bytes_, settings.qp_timeout = qp_timeout;
-  if (rail_map_ && !rail_map_->rail(local_rank_).rdma.empty()) {
-    settings.device = rail_map_->rail(local_rank_).rdma, settings.port = rail_map_->rail(local_rank_).port;
-  } else if (const char* given = std::getenv("FABRICBENCH_RAIL_NIC"); rails_ > 1 && given) {
+  settings.rail = opt_.rails > 1 ? local_rank_ : -1;
+  settings.bw_bytes = opt_.bw_bytes, settings.lat_bytes = opt_.lat_bytes, settings.qp_timeout = qp_timeout;
+  if (opt_.rail_map && !opt_.rail_map->rail(local_rank_).rdma.empty()) {
+    settings.device = opt_.rail_map->rail(local_rank_).rdma, settings.port = opt_.rail_map->rail(local_rank_).port;
+  } else if (const char* given = std::getenv("FABRICBENCH_RAIL_NIC"); opt_.rails > 1 && given) {
     const std::string g = given;
     if (const auto colon = g.find(':'); colon != std::string::npos && colon > 0) {
       settings.device = g.substr(0, colon);
@@ -74,27 +74,27 @@ std::unique_ptr<PairTest> SweepBenchmark::make_rail_rdma_test(const std::string&
 
 Fabric SweepBenchmark::fabric() const {
   Fabric f;
-  f.hosts = hosts_, f.rails = rails_, f.topology = topology_ ? &*topology_ : nullptr;
+  f.hosts = hosts_, f.rails = opt_.rails, f.topology = opt_.topology ? &*opt_.topology : nullptr;
   return f;
 }
 
 const std::vector<std::string>& SweepBenchmark::nics_of(const SweepMetric& m) const {
-  return nics_.of(m, on_gpus(m) && backend_ == ops::BackendKind::nccl);
+  return nics_.of(m, on_gpus(m) && opt_.backend == ops::BackendKind::nccl);
 }
 
 void SweepBenchmark::write_topology(const app::RunContext& context, const Judgement& judgement) {
-  if (!topology_) return;
-  const auto& switches = topology_->switches();
+  if (!opt_.topology) return;
+  const auto& switches = opt_.topology->switches();
   context.out->declare(tables_.topology);
   std::vector<results::Row> rows;
   for (std::size_t h = 0; h < hosts_.size(); ++h)
-    for (int r = 0; r < rails_; ++r) {
-      const int leaf = topology_->leaf_of(static_cast<int>(h), r);
+    for (int r = 0; r < opt_.rails; ++r) {
+      const int leaf = opt_.topology->leaf_of(static_cast<int>(h), r);
       rows.push_back(results::Row(tables_.topology)
                          .set(tables_.topology_col.host, hosts_[h])
                          .set(tables_.topology_col.rail, std::int64_t(r))
                          .set(tables_.topology_col.leaf, switches[static_cast<std::size_t>(leaf)].name)
-                         .set(tables_.topology_col.spine, topology_->parent_name(leaf)));
+                         .set(tables_.topology_col.spine, opt_.topology->parent_name(leaf)));
     }
   context.out->rows(rows);
   context.out->declare(tables_.switches);
@@ -115,8 +115,8 @@ void SweepBenchmark::write_topology(const app::RunContext& context, const Judgem
     rows.push_back(results::Row(tables_.switches)
                        .set(tables_.switch_col.switch_name, switches[static_cast<std::size_t>(s.leaf)].name)
                        .set(tables_.switch_col.rail, std::int64_t(s.rail))
-                       .set(tables_.switch_col.metric, std::string(metrics_[s.metric]->name))
-                       .set(tables_.switch_col.unit, std::string(metrics_[s.metric]->unit))
+                       .set(tables_.switch_col.metric, std::string(opt_.metrics[s.metric]->name))
+                       .set(tables_.switch_col.unit, std::string(opt_.metrics[s.metric]->unit))
                        .set(tables_.switch_col.hosts, s.hosts)
                        .set(tables_.switch_col.inside_pairs, s.inside_pairs)
                        .set(tables_.switch_col.inside_suspect, s.inside_suspect)
@@ -128,8 +128,8 @@ void SweepBenchmark::write_topology(const app::RunContext& context, const Judgem
   const double coverage = judgement.leaf_pair_coverage;
   context.out->attribute("leaf_pair_coverage", coverage);
   std::size_t wanted = 0;
-  for (int r = 0; r < rails_; ++r) {
-    const auto leaves = topology_->leaves(r).size();
+  for (int r = 0; r < opt_.rails; ++r) {
+    const auto leaves = opt_.topology->leaves(r).size();
     wanted += leaves * (leaves - 1) / 2;
   }
   context.out->note(std::isnan(coverage)

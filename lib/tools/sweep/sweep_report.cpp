@@ -38,42 +38,43 @@ facts::Reference reference_of(const app::RunContext& context, const SweepMetric&
 void SweepBenchmark::write_start(const app::RunContext& context, const std::vector<Round>& rounds,
                                  std::size_t skipped) {
   const int n = static_cast<int>(hosts_.size());
-  if (!resume_.empty())
-    context.out->note(fmt::format("resuming {}: {} pairs finished before are skipped", resume_, skipped));
+  if (!opt_.resume.empty())
+    context.out->note(fmt::format("resuming {}: {} pairs finished before are skipped", opt_.resume, skipped));
   std::string metrics;
-  for (const auto* m : metrics_) metrics += (metrics.empty() ? "" : ", ") + std::string(m->name);
+  for (const auto* m : opt_.metrics) metrics += (metrics.empty() ? "" : ", ") + std::string(m->name);
   context.out->note(fmt::format(
       "{} hosts{}, pattern {}{}, {}; metrics: {}; bandwidth message {} B, latency {} B", n,
-      rails_ > 1 ? fmt::format(" x {} rails", rails_) : "", schedule_->pattern(), sequential_ ? " (sequential)" : "",
-      adaptive_ ? std::string("rounds chosen from the results") : fmt::format("{} rounds", rounds.size()), metrics,
-      bw_bytes_, lat_bytes_));
+      opt_.rails > 1 ? fmt::format(" x {} rails", opt_.rails) : "", schedule_->pattern(),
+      opt_.sequential ? " (sequential)" : "",
+      opt_.adaptive ? std::string("rounds chosen from the results") : fmt::format("{} rounds", rounds.size()), metrics,
+      opt_.bw_bytes, opt_.lat_bytes));
   context.out->declare(tables_.schedule);
   context.out->declare(tables_.rounds);
-  if (rails_ > 1) {
+  if (opt_.rails > 1) {
     context.out->declare(tables_.traffic);
-    context.out->attribute("rails", rails_);
+    context.out->attribute("rails", opt_.rails);
   }
-  for (std::size_t r = 0; resume_.empty() && r < rounds.size(); ++r)
+  for (std::size_t r = 0; opt_.resume.empty() && r < rounds.size(); ++r)
     for (const auto& p : rounds[r].pairs)
       context.out->row(results::Row(tables_.schedule)
                            .set(tables_.schedule_col.round, std::int64_t(r))
                            .set(tables_.schedule_col.kind, std::string(kind_name(RoundKind::sweep)))
                            .set(tables_.schedule_col.host_a, hosts_[p.a])
                            .set(tables_.schedule_col.host_b, hosts_[p.b]));
-  if (!mesh_ && n <= 16) {  // a mesh's passes are a line each; its pair rows go to the file only
+  if (!opt_.mesh && n <= 16) {  // a mesh's passes are a line each; its pair rows go to the file only
     std::vector<results::TerminalColumn> columns{{"round"}, {"host_a"}, {"host_b"},       {"metric"}, {"direction"},
                                                  {"value"}, {"unit"},   {"pct_expected"}, {"wrong"}};
-    if (rails_ > 1) columns.insert(columns.begin() + 3, {"rail"});
+    if (opt_.rails > 1) columns.insert(columns.begin() + 3, {"rail"});
     context.out->section(tables_.pairs, "pair tests", columns);
   }
 }
 
 void SweepBenchmark::stamp_expected(const app::RunContext& context, results::Row& row, const PairRecord& r) {
-  const auto& m = *metrics_[r.metric];
+  const auto& m = *opt_.metrics[r.metric];
   const double value = facts::ExpectedShare::gbps(r.value, m.value_unit);
   if (std::isnan(value)) return;  // latency metrics
   const auto ref = reference_of(context, m, hosts_[r.a], hosts_[r.b], ranks_per_host_,
-                                backend_ == ops::BackendKind::nccl, rails_, r.bytes);
+                                opt_.backend == ops::BackendKind::nccl, opt_.rails, r.bytes);
   context.expected.stamp(row, value, ref, r.bytes, "");  // its warning line is not printed: one summary at the end
 }
 
@@ -102,7 +103,7 @@ std::vector<PairRecord> SweepBenchmark::report_records(const app::RunContext& co
   std::vector<PairRecord> out;
   std::vector<results::Row> rows;
   for (const auto& [key, r] : merged) {
-    const auto& m = *metrics_[r.metric];
+    const auto& m = *opt_.metrics[r.metric];
     facts::CounterReading grown;
     std::vector<std::string> grew;
     for (int end = 0; end < 2; ++end) {
@@ -119,7 +120,7 @@ std::vector<PairRecord> SweepBenchmark::report_records(const app::RunContext& co
         .set(tables_.pair_col.direction, std::string(r.direction_name()));
     const auto& nics = nics_of(m);
     const auto nic = [&](int host) {
-      const auto i = static_cast<std::size_t>(host * rails_ + r.rail);
+      const auto i = static_cast<std::size_t>(host * opt_.rails + r.rail);
       return i < nics.size() ? nics[i] : std::string();
     };
     row.set(tables_.pair_col.rail, std::int64_t(r.rail))
@@ -154,14 +155,14 @@ void SweepBenchmark::write_judgement(const app::RunContext& context, const std::
   for (auto matrix : judgement.matrices) context.out->matrix(std::move(matrix));
   if (n > 16)  // no matrix on the terminal: the worst pairs instead
     for (const auto& w : judgement.worst)
-      context.out->note(fmt::format("worst {} pairs: {} - {}{}: {:.4g} {}", metrics_[w.metric]->name, hosts_[w.a],
-                                    hosts_[w.b], rails_ > 1 ? fmt::format(" rail {}", w.rail) : "", w.value,
-                                    metrics_[w.metric]->unit));
-  if (rails_ > 1) {
+      context.out->note(fmt::format("worst {} pairs: {} - {}{}: {:.4g} {}", opt_.metrics[w.metric]->name, hosts_[w.a],
+                                    hosts_[w.b], opt_.rails > 1 ? fmt::format(" rail {}", w.rail) : "", w.value,
+                                    opt_.metrics[w.metric]->unit));
+  if (opt_.rails > 1) {
     // Per rail: one line per metric, the median of its host medians and its suspect pairs (the terminal's summary
     // instead of N x N per rail).
-    for (std::size_t k = 0; k < metrics_.size(); ++k)
-      for (int r = 0; r < rails_; ++r) {
+    for (std::size_t k = 0; k < opt_.metrics.size(); ++k)
+      for (int r = 0; r < opt_.rails; ++r) {
         std::vector<double> medians;
         std::int64_t suspect = 0, pairs = 0;
         for (const auto& s : judgement.nodes)
@@ -169,39 +170,41 @@ void SweepBenchmark::write_judgement(const app::RunContext& context, const std::
             if (!std::isnan(s.median)) medians.push_back(s.median);
             suspect += s.suspect_pairs, pairs += s.pairs;
           }
-        context.out->note(fmt::format("rail {} {}: median host {:.4g} {}, {} of {} pairs suspect", r, metrics_[k]->name,
+        context.out->note(fmt::format("rail {} {}: median host {:.4g} {}, {} of {} pairs suspect", r,
+                                      opt_.metrics[k]->name,
                                       medians.empty() ? NAN : timing::SampleStats::of(medians).median,
-                                      metrics_[k]->unit, suspect / 2, pairs / 2));
+                                      opt_.metrics[k]->unit, suspect / 2, pairs / 2));
       }
   }
-  if (n * rails_ <= 64)
+  if (n * opt_.rails <= 64)
     context.out->section(tables_.nodes, "per-node medians (over the pairs of each node; best of re-tests)",
-                         rails_ > 1 ? std::vector<results::TerminalColumn>{{"host"},
-                                                                           {"rail"},
-                                                                           {"nic"},
-                                                                           {"metric"},
-                                                                           {"median"},
-                                                                           {"unit"},
-                                                                           {"pairs"},
-                                                                           {"suspect_pairs"}}
-                                    : std::vector<results::TerminalColumn>{
-                                          {"host"}, {"metric"}, {"median"}, {"unit"}, {"pairs"}, {"suspect_pairs"}});
+                         opt_.rails > 1
+                             ? std::vector<results::TerminalColumn>{{"host"},
+                                                                    {"rail"},
+                                                                    {"nic"},
+                                                                    {"metric"},
+                                                                    {"median"},
+                                                                    {"unit"},
+                                                                    {"pairs"},
+                                                                    {"suspect_pairs"}}
+                             : std::vector<results::TerminalColumn>{
+                                   {"host"}, {"metric"}, {"median"}, {"unit"}, {"pairs"}, {"suspect_pairs"}});
   else
     context.out->section(tables_.nodes, "", {});  // too many for the terminal: the file has them
   std::vector<results::Row> node_rows;
   for (const auto& s : judgement.nodes)
     node_rows.push_back(results::Row(tables_.nodes)
                             .set(tables_.node_col.host, hosts_[s.host])
-                            .set(tables_.node_col.metric, std::string(metrics_[s.metric]->name))
+                            .set(tables_.node_col.metric, std::string(opt_.metrics[s.metric]->name))
                             .set(tables_.node_col.rail, std::int64_t(s.rail))
                             .set(tables_.node_col.nic,
                                  [&] {
-                                   const auto& nics = nics_of(*metrics_[s.metric]);
-                                   const auto i = static_cast<std::size_t>(s.host * rails_ + s.rail);
+                                   const auto& nics = nics_of(*opt_.metrics[s.metric]);
+                                   const auto i = static_cast<std::size_t>(s.host * opt_.rails + s.rail);
                                    return i < nics.size() ? nics[i] : std::string();
                                  }())
                             .set(tables_.node_col.median, s.median)
-                            .set(tables_.node_col.unit, std::string(metrics_[s.metric]->unit))
+                            .set(tables_.node_col.unit, std::string(opt_.metrics[s.metric]->unit))
                             .set(tables_.node_col.pairs, s.pairs)
                             .set(tables_.node_col.suspect_pairs, s.suspect_pairs));
   context.out->rows(node_rows);
@@ -230,10 +233,10 @@ void SweepBenchmark::write_judgement(const app::RunContext& context, const std::
   bool healthy_curve = false;
   std::string lowest_text;
   for (const auto& r : records) {
-    const auto& m = *metrics_[r.metric];
+    const auto& m = *opt_.metrics[r.metric];
     const double value = facts::ExpectedShare::gbps(r.value, m.value_unit);
     const auto ref = reference_of(context, m, hosts_[r.a], hosts_[r.b], ranks_per_host_,
-                                  backend_ == ops::BackendKind::nccl, rails_, r.bytes);
+                                  opt_.backend == ops::BackendKind::nccl, opt_.rails, r.bytes);
     if (!std::isfinite(value) || !ref.known()) continue;
     const double percent = 100 * value / ref.gbps;
     if (!context.expected.below(percent, static_cast<std::uint64_t>(r.bytes), ref.kind)) continue;

@@ -16,16 +16,16 @@ RoundTally SweepBenchmark::run_pass(const app::RunContext& context, const Pass& 
                                     const std::vector<JudgedMetric>& metrics, int& next_round) {
   const int n = static_cast<int>(hosts_.size());
   RoundTally tally;
-  if (context.is_root() && !mesh_) tally.records = resumed_records();
-  if (adaptive_) {
+  if (context.is_root() && !opt_.mesh) tally.records = resumed_records();
+  if (opt_.adaptive) {
     // Rank 0 asks the plan for each round with every record of this pass; every rank runs what it broadcasts.
     std::optional<AdaptivePlan> plan;
     int adaptive_rounds = 0;  // run in this pass
     AdaptiveOptions options;
-    options.cover_pairs = !budget_given_.empty();  // the rest of a --budget tests pairs never tested (links)
+    options.cover_pairs = !opt_.budget_given.empty();  // the rest of a --budget tests pairs never tested (links)
     if (context.is_root())
-      plan.emplace(n, rails_, topology_ ? &*topology_ : nullptr, metrics, rules_,
-                   seed_ + static_cast<std::uint64_t>(pass.number - 1), options);
+      plan.emplace(n, opt_.rails, opt_.topology ? &*opt_.topology : nullptr, metrics, opt_.rules,
+                   opt_.seed + static_cast<std::uint64_t>(pass.number - 1), options);
     while (true) {
       std::vector<HostPair> pairs;
       if (context.is_root())
@@ -48,10 +48,10 @@ RoundTally SweepBenchmark::run_pass(const app::RunContext& context, const Pass& 
     tally.add(run_rounds(context, pass, rounds, RoundKind::sweep, next_round));
     next_round += static_cast<int>(rounds.size());
   }
-  RetestLedger ledger(adaptive_ ? 0 : retest_);  // the adaptive plan confirms slow pairs itself
-  while (true) {  // ends: each pass re-tests at least one pair, and each pair at most retest_ times
+  RetestLedger ledger(opt_.adaptive ? 0 : opt_.retest);  // the adaptive plan confirms slow pairs itself
+  while (true) {  // ends: each pass re-tests at least one pair, and each pair at most opt_.retest times
     std::vector<HostPair> suspects;
-    if (context.is_root()) suspects = ledger.due(judge(tally.records, metrics, rules_, fabric()).suspects);
+    if (context.is_root()) suspects = ledger.due(judge(tally.records, metrics, opt_.rules, fabric()).suspects);
     suspects = context.world.broadcast_array(suspects, 0);
     if (suspects.empty()) break;
     const auto retests = plan_retests(n, suspects);
@@ -64,7 +64,8 @@ RoundTally SweepBenchmark::run_pass(const app::RunContext& context, const Pass& 
 RoundTally SweepBenchmark::run_rounds(const app::RunContext& context, const Pass& pass, std::vector<Round> rounds,
                                       RoundKind kind, int first_round) {
   RoundTally tally;
-  if (!adaptive_) rest_hung_hosts(context, {}, rounds, 0);  // hosts that hung in an earlier pass rest in this one too
+  if (!opt_.adaptive)
+    rest_hung_hosts(context, {}, rounds, 0);  // hosts that hung in an earlier pass rest in this one too
   const auto start = std::chrono::steady_clock::now();
   std::size_t pairs_total = 0, pairs_done = 0;
   for (const auto& r : rounds) pairs_total += r.pairs.size();
@@ -75,7 +76,8 @@ RoundTally SweepBenchmark::run_rounds(const app::RunContext& context, const Pass
     if (!round_fits(context, rounds, i, kind, first_round)) break;
     if (kind == RoundKind::sweep) ++tally.sweep_rounds;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (adaptive_ && kind == RoundKind::sweep)  // one round at a time: how many is the plan's answer, not known here
+    if (opt_.adaptive &&
+        kind == RoundKind::sweep)  // one round at a time: how many is the plan's answer, not known here
       context.progress(fmt::format("adaptive round {}: {} pairs now", index + 1, round.pairs.size()));
     else
       context.progress(fmt::format("{} round {} of {}: {} pairs now, {} of {} pairs done, {:.1f} s elapsed{}",
@@ -97,7 +99,7 @@ RoundTally SweepBenchmark::run_rounds(const app::RunContext& context, const Pass
                 .set(tables_.traffic_col.round, std::int64_t(t.round))
                 .set(tables_.traffic_col.host, hosts_[t.host])
                 .set(tables_.traffic_col.rail, std::int64_t(t.rail))
-                .set(tables_.traffic_col.nic, nics_.counters()[static_cast<std::size_t>(t.host * rails_ + t.rail)])
+                .set(tables_.traffic_col.nic, nics_.counters()[static_cast<std::size_t>(t.host * opt_.rails + t.rail)])
                 .set(tables_.traffic_col.bytes, t.bytes)
                 .set(tables_.traffic_col.payload, t.payload));
       context.out->rows(rows);
@@ -130,7 +132,7 @@ RoundTally SweepBenchmark::run_rounds(const app::RunContext& context, const Pass
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - measured.measured_at).count()));
       tally.setup_longest_s += setup, tally.test_longest_s += longest;
     }
-    if (!adaptive_) rest_hung_hosts(context, tally.records, rounds, i + 1);  // the adaptive plan splits a hung pair
+    if (!opt_.adaptive) rest_hung_hosts(context, tally.records, rounds, i + 1);  // the adaptive plan splits a hung pair
   }
   return tally;
 }

@@ -21,6 +21,7 @@
 #include "fabricbench/tools/sweep/nic_book.hpp"
 #include "fabricbench/tools/sweep/pair_test.hpp"
 #include "fabricbench/tools/sweep/round_runner.hpp"
+#include "fabricbench/tools/sweep/sweep_options.hpp"
 #include "fabricbench/tools/sweep/sweep_pass.hpp"
 #include "fabricbench/tools/sweep/sweep_tables.hpp"
 
@@ -37,7 +38,7 @@ class SweepBenchmark : public app::Benchmark {
                  const runtime::Placement& placement) override;
   const results::TableSpec& table() const override { return tables_.pairs; }
   int gpu() const override { return gpu_; }
-  std::string resume_file() const override { return resume_; }
+  std::string resume_file() const override { return opt_.resume; }
   std::string answer_without_run() const override;  // --dry-run: the plan and its estimated time
   ExitStatus run(const app::RunContext& context) override;
 
@@ -115,41 +116,23 @@ class SweepBenchmark : public app::Benchmark {
   void write_prometheus(const app::RunContext& context, int pass, const RoundTally& tally, const std::string& started,
                         const std::vector<PairRecord>& records, const Judgement& judgement, bool last) const;
 
-  SweepTables tables_;     // the tables it writes, with their columns' handles (sweep_tables.hpp)
-  bool adaptive_ = false;  // --plan adaptive: each round from AdaptivePlan, asked by rank 0
-  std::uint64_t seed_ = 1;
-  bool mesh_ = false;  // --repeat given
-  int repeat_ = 1;     // passes in all (0: until stopped)
-  int bw_every_ = 1;   // --bw-every: the bandwidth metrics run in every K-th pass (and the first of a run)
+  SweepOptions opt_;                         // what the command line asked for (sweep_options.hpp), set by configure
+  SweepTables tables_;                       // the tables it writes, with their columns' handles (sweep_tables.hpp)
   std::vector<PairRecord> last_bw_records_;  // rank 0: the bandwidth records of the last pass that measured them
-  bool on_gpus(const SweepMetric& m) const { return runs_on_gpus(m, gpu_p2p_); }
-  double every_s_ = 0;
-  std::string prometheus_;
+  bool on_gpus(const SweepMetric& m) const { return runs_on_gpus(m, opt_.gpu_p2p); }
   int first_pass_ = 1;   // > 1: a --resume of a mesh goes on from here
   int first_round_ = 0;  // the first round number of this run (a resumed mesh continues the file's numbering)
   std::optional<MeshHistory> mesh_history_;  // rank 0
   std::int64_t changes_ = 0;                 // rank 0: change verdicts so far
   double mesh_start_epoch_ = NAN;            // rank 0: the first pass's start (Unix time)
   std::optional<PairSchedule> schedule_;
-  std::vector<const SweepMetric*> metrics_;
   std::vector<std::string> hosts_;
   std::vector<int> host_of_rank_;
+  int gpu_ = -1;
   int ranks_per_host_ = 1;  // the most ranks any host has
-  // --rails: local rank i of every host is rail i and tests local rank i of the other host (1: no rails).
-  int rails_ = 1;
   int local_rank_ = 0;
-  std::optional<facts::RailMap> rail_map_;
-  std::optional<Topology> topology_;
   NicBook nics_;  // rank 0: the NIC of each host-rail, per family of traffic (nic_book.hpp)
-  Rules rules_;
-  std::uint64_t bw_bytes_ = 0, lat_bytes_ = 8;
-  int window_ = 64, retest_ = 1, gpu_ = -1;
-  double pair_time_s_ = 2, pair_time_relative_ = 1.5;
-  bool sequential_ = false;
-  // --dry-run (with --hosts/--hostfile: `planned_`, the hosts are not the job's), --budget.
-  bool dry_run_ = false, planned_ = false;
   RoundBudget budget_;
-  std::string budget_given_, estimate_source_;
   std::chrono::steady_clock::time_point started_;
   struct Untested {
     int round;  // -1: a pair of an excluded host
@@ -158,11 +141,7 @@ class SweepBenchmark : public app::Benchmark {
   };
   std::vector<Untested> untested_;  // rank 0
   int sweep_rounds_planned_ = 0;
-  ops::BackendKind backend_ = ops::BackendKind::mpi;
-  bool gpu_p2p_ = false;                     // --backend nccl given: the p2p metrics measure GPU to GPU (on_gpus)
-  NcclComms nccl_comms_ = NcclComms::split;  // --nccl-comms
-  // --resume: the file, and (rank 0) the pair rows it holds from the run it continues.
-  std::string resume_;
+  // --resume: (rank 0) the pair rows the file holds from the run it continues.
   std::vector<results::Row> resumed_rows_;
   // Rank 0: hosts of the file this run goes on without, with why ("--exclude", "hung in the earlier part").
   std::vector<std::pair<std::string, std::string>> excluded_;
