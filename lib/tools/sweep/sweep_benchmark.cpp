@@ -115,6 +115,20 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
                                const runtime::Placement& placement) {
   opt_.dry_run = v.count("dry-run") > 0;
   opt_.planned = v.count("hosts") || v.count("hostfile");
+  configure_job(v, placement);
+  configure_rails(v, placement);
+  configure_plan(v);
+  configure_measures(v, common);
+  opt_.sequential = v.count("sequential") > 0;
+  configure_resume(v, placement);
+  configure_mesh(v, placement.me().rank == 0);
+  configure_backend(v, common);
+  configure_budget(v);
+  if (opt_.dry_run) return;  // nothing is opened for a plan
+  make_runner(placement, v["qp-timeout"].as<int>());
+}
+
+void SweepBenchmark::configure_job(const cli::po::variables_map& v, const runtime::Placement& placement) {
   host_of_rank_.clear();
   if (opt_.planned) {  // --dry-run for hosts other than the job's: R ranks per host with --rails=R
     hosts_ = planned_hosts(v);
@@ -133,8 +147,10 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
       host_of_rank_.push_back(static_cast<int>(std::find(hosts_.begin(), hosts_.end(), r.host) - hosts_.begin()));
     for (const auto& r : placement.ranks()) ranks_per_host_ = std::max(ranks_per_host_, r.local_size);
   }
+}
+
+void SweepBenchmark::configure_plan(const cli::po::variables_map& v) {
   const int n = static_cast<int>(hosts_.size());
-  configure_rails(v, placement);
   if (v.count("plan") && !v["pattern"].defaulted())
     throw Error::usage("--plan and --pattern are the same option: give one");
   const auto pattern = v.count("plan") ? v["plan"].as<std::string>() : v["pattern"].as<std::string>();
@@ -171,6 +187,9 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
   if (schedule_->directed() && (opt_.metrics.size() != 1 || opt_.metrics[0]->name != "p2p_bw"))
     throw Error::usage(
         "--pattern shift sends to one node while receiving from another: it measures --metric p2p_bw only");
+}
+
+void SweepBenchmark::configure_measures(const cli::po::variables_map& v, const cli::CommonOptions& common) {
   opt_.bw_bytes = common.sizes.max();
   opt_.lat_bytes = cli::parse_byte_size(v["lat-bytes"].as<std::string>(), "--lat-bytes");
   if (opt_.bw_bytes == 0)
@@ -185,8 +204,7 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
   if (!(opt_.pair_time_relative >= 1) || opt_.pair_time_relative > 1000)
     throw Error::usage(fmt::format("--pair-time-relative {}: give a factor from 1 to 1000", opt_.pair_time_relative));
   const auto retest = v["retest"].as<long long>();
-  const int qp_timeout = v["qp-timeout"].as<int>();
-  cli::require_in_range("--qp-timeout", qp_timeout, 0, 31);
+  cli::require_in_range("--qp-timeout", v["qp-timeout"].as<int>(), 0, 31);
   cli::require_in_range("--retest", retest, 0, 10);
   opt_.retest = static_cast<int>(retest);
   std::vector<std::string> metric_names;
@@ -199,9 +217,9 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
     if (!opt_.rules.metrics.count(std::string(m->name)))
       throw Error::usage(
           fmt::format("--rules {}: no [{}] section for --metric {}", v["rules"].as<std::string>(), m->name, m->name));
-  opt_.sequential = v.count("sequential") > 0;
-  configure_resume(v, placement);
-  configure_mesh(v, placement.me().rank == 0);
+}
+
+void SweepBenchmark::configure_backend(const cli::po::variables_map& v, const cli::CommonOptions& common) {
   const auto nccl_comms = v["nccl-comms"].as<std::string>();
   cli::require_choice("--nccl-comms", nccl_comms, {"split", "init"});
   opt_.nccl_comms = nccl_comms == "split" ? NcclComms::split : NcclComms::init;
@@ -225,8 +243,11 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
     // Two nodes' ranks at least; more ranks only shrink all_reduce/sendrecv counts.
     ops::require_mpi_counts(ops, {ops::DataType::float32}, opt_.bw_bytes, 2, common.sizes_option);
   }
-  configure_budget(v);
-  if (opt_.dry_run) return;  // nothing is opened for a plan
+}
+
+void SweepBenchmark::make_runner(const runtime::Placement& placement, int qp_timeout) {
+  const bool on_gpus =
+      std::any_of(opt_.metrics.begin(), opt_.metrics.end(), [&](const SweepMetric* m) { return this->on_gpus(*m); });
   if (on_gpus && opt_.backend == ops::BackendKind::nccl) gpu_ = runtime::bind_gpu(placement.me().machine_local_rank);
   // The pair tests of the metrics asked for. The rdma one opens every rank's port now: no RDMA device, a port that
   // is not Active or a build without libibverbs is exit 2, before any output.
@@ -255,6 +276,16 @@ std::vector<Round> SweepBenchmark::rounds_to_run() const {
 
 ExitStatus SweepBenchmark::run(const app::RunContext& context) {
   started_ = std::chrono::steady_clock::now();  // --budget counts from here
+  const auto metrics = judged_metrics();
+  const auto rounds = start(context, metrics);
+  auto done = run_passes(context, rounds, metrics);
+  const std::int64_t verdicts = context.is_root() ? finish(context, done) : 0;
+  const bool failed = context.world.broadcast_value(verdicts, 0) > 0;
+  runner_->finish();  // NCCL's parent communicator (if any) goes with the sweep, on every rank at once
+  return failed ? ExitStatus::measurement_failed : ExitStatus::ok;
+}
+
+std::vector<Round> SweepBenchmark::start(const app::RunContext& context, const std::vector<JudgedMetric>& metrics) {
   const auto mine = NicBook::of_this_rank(opt_.rail_map ? &*opt_.rail_map : nullptr, local_rank_, runner_->rdma_nic());
   runner_->start(context, opt_.backend == ops::BackendKind::nccl, mine.counter);
   nics_ = NicBook::gather(context, tables_.nics, mine, opt_.rails > 1 ? local_rank_ : 0, host_of_rank_, hosts_.size(),
@@ -277,7 +308,6 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
   if (context.is_root()) write_start(context, rounds, skipped);
   sweep_rounds_planned_ =
       static_cast<int>(std::count_if(rounds.begin(), rounds.end(), [](const Round& r) { return !r.pairs.empty(); }));
-  const auto metrics = judged_metrics();
   if (opt_.mesh) {
     if (context.is_root()) {
       context.out->declare(tables_.passes);
@@ -290,13 +320,15 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
     }
     context.watchdog.stop_after_signal();  // SIGTERM: stop after the pass in flight
   }
-  std::vector<PairRecord> records;
-  RoundTally run_tally;  // every pass's rounds: their counts and cost; the last pass's plan reach
-  Judgement judgement;
-  bool any_verdict = false;
-  int next_round = first_round_, passes_done = first_pass_ - 1;
+  return rounds;
+}
+
+SweepBenchmark::PassesDone SweepBenchmark::run_passes(const app::RunContext& context, const std::vector<Round>& rounds,
+                                                      const std::vector<JudgedMetric>& metrics) {
+  PassesDone done;
+  done.passes = first_pass_ - 1;
   first_pass_ = context.world.broadcast_value(first_pass_, 0);
-  next_round = first_round_ = context.world.broadcast_value(first_round_, 0);
+  int next_round = first_round_ = context.world.broadcast_value(first_round_, 0);
   const auto first_start = std::chrono::steady_clock::now();
   mesh_start_epoch_ = static_cast<double>(std::time(nullptr));
   for (int number = first_pass_;; ++number) {
@@ -307,14 +339,15 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
     const auto pass_start = std::chrono::steady_clock::now();
     const auto started = results::utc_timestamp();
     auto tally = run_pass(context, pass, rounds, metrics, next_round);
-    records = std::move(tally.records);
+    done.records = std::move(tally.records);
     const auto traffic = std::move(tally.traffic);  // the data-path check of each pass reads its own rounds
-    run_tally.add(tally);  // its counts and cost (its records and traffic are this pass's, above)
-    passes_done = number;
+    done.tally.add(tally);  // its counts and cost (its records and traffic are this pass's, above)
+    done.passes = number;
     const bool stop = context.world.all_sum(context.watchdog.stop_requested() ? 1 : 0) > 0;
     const bool last = stop || (opt_.repeat > 0 && number >= opt_.repeat);
     if (context.is_root()) {
       // Between bandwidth passes the judge reads the last bandwidth figures beside this pass's latency ones.
+      auto& records = done.records;
       const auto is_bw = [&](const PairRecord& r) {
         return opt_.metrics[static_cast<std::size_t>(r.metric)]->better == results::Better::higher;
       };
@@ -324,46 +357,46 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
       } else {
         records.insert(records.end(), last_bw_records_.begin(), last_bw_records_.end());
       }
-      judgement = judge(records, metrics, opt_.rules, fabric(), traffic, nics_.counters());
-      any_verdict = any_verdict || !judgement.verdicts.empty();
+      done.judgement = judge(records, metrics, opt_.rules, fabric(), traffic, nics_.counters());
+      done.any_verdict = done.any_verdict || !done.judgement.verdicts.empty();
       if (opt_.mesh)
         write_pass(context, number, tally, started,
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - pass_start).count(),
-                   static_cast<std::size_t>(next_round), records, judgement, last);
+                   static_cast<std::size_t>(next_round), records, done.judgement, last);
     }
     if (last) break;
   }
-  std::int64_t verdicts = 0;
-  if (context.is_root()) {
-    if (opt_.mesh) context.out->attribute("passes", static_cast<std::int64_t>(passes_done));
-    write_topology(context, judgement);
-    write_untested(context, run_tally);
-    context.out->note(
-        fmt::format("time of the rounds: pair tests {}, setup {} (each round's longest, summed; setup: "
-                    "communicator splits, NCCL communicators, QPs; per pair in /sweep/pairs setup_s)",
-                    human_duration(run_tally.test_longest_s), human_duration(run_tally.setup_longest_s)));
-    // Every pair's own, summed: what the sweep's pairs cost in all, setup beside measuring.
-    context.out->note(fmt::format("pair rows: setup {}, measure {} (sums of setup_s and measure_s over {} rows)",
-                                  human_duration(run_tally.pair_setup_s), human_duration(run_tally.pair_measure_s),
-                                  run_tally.pair_rows));
-    context.out->attribute("pair_setup_s", run_tally.pair_setup_s);
-    context.out->attribute("pair_measure_s", run_tally.pair_measure_s);
-    // A run that tested fewer hosts or pairs than asked is not a pass: its untested hosts are verdicts too.
-    const auto coverage = coverage_of(records, run_tally);
-    for (auto& v : coverage.verdicts()) judgement.verdicts.push_back(std::move(v));
-    context.out->attribute("hosts_planned", static_cast<double>(coverage.hosts_planned));
-    context.out->attribute("hosts_tested", static_cast<double>(coverage.hosts_tested));
-    context.out->attribute("pairs_planned", static_cast<double>(coverage.pairs_planned));
-    context.out->attribute("pairs_tested", static_cast<double>(coverage.pairs_tested));
-    context.out->attribute("coverage_complete", coverage.complete() ? 1 : 0);
-    if (!opt_.mesh && !opt_.prometheus.empty())  // one pass: the textfile once, at the end
-      write_prometheus(context, passes_done, run_tally, results::utc_timestamp(), records, judgement, true);
-    write_judgement(context, records, judgement, coverage);
-    verdicts = static_cast<std::int64_t>(judgement.verdicts.size()) + (any_verdict ? 1 : 0) + changes_;
-  }
-  const bool failed = context.world.broadcast_value(verdicts, 0) > 0;
-  runner_->finish();  // NCCL's parent communicator (if any) goes with the sweep, on every rank at once
-  return failed ? ExitStatus::measurement_failed : ExitStatus::ok;
+  return done;
+}
+
+std::int64_t SweepBenchmark::finish(const app::RunContext& context, PassesDone& done) {
+  const auto& tally = done.tally;
+  auto& judgement = done.judgement;
+  if (opt_.mesh) context.out->attribute("passes", static_cast<std::int64_t>(done.passes));
+  write_topology(context, judgement);
+  write_untested(context, tally);
+  context.out->note(
+      fmt::format("time of the rounds: pair tests {}, setup {} (each round's longest, summed; setup: "
+                  "communicator splits, NCCL communicators, QPs; per pair in /sweep/pairs setup_s)",
+                  human_duration(tally.test_longest_s), human_duration(tally.setup_longest_s)));
+  // Every pair's own, summed: what the sweep's pairs cost in all, setup beside measuring.
+  context.out->note(fmt::format("pair rows: setup {}, measure {} (sums of setup_s and measure_s over {} rows)",
+                                human_duration(tally.pair_setup_s), human_duration(tally.pair_measure_s),
+                                tally.pair_rows));
+  context.out->attribute("pair_setup_s", tally.pair_setup_s);
+  context.out->attribute("pair_measure_s", tally.pair_measure_s);
+  // A run that tested fewer hosts or pairs than asked is not a pass: its untested hosts are verdicts too.
+  const auto coverage = coverage_of(done.records, tally);
+  for (auto& v : coverage.verdicts()) judgement.verdicts.push_back(std::move(v));
+  context.out->attribute("hosts_planned", static_cast<double>(coverage.hosts_planned));
+  context.out->attribute("hosts_tested", static_cast<double>(coverage.hosts_tested));
+  context.out->attribute("pairs_planned", static_cast<double>(coverage.pairs_planned));
+  context.out->attribute("pairs_tested", static_cast<double>(coverage.pairs_tested));
+  context.out->attribute("coverage_complete", coverage.complete() ? 1 : 0);
+  if (!opt_.mesh && !opt_.prometheus.empty())  // one pass: the textfile once, at the end
+    write_prometheus(context, done.passes, tally, results::utc_timestamp(), done.records, judgement, true);
+  write_judgement(context, done.records, judgement, coverage);
+  return static_cast<std::int64_t>(judgement.verdicts.size()) + (done.any_verdict ? 1 : 0) + changes_;
 }
 
 }  // namespace fabricbench::sweep

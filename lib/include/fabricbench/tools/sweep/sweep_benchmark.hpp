@@ -43,6 +43,22 @@ class SweepBenchmark : public app::Benchmark {
   ExitStatus run(const app::RunContext& context) override;
 
  private:
+  // The run in three steps. start: every rank's NICs gathered (/sweep/nics), the round runner started, the rounds to
+  // run (less what a --resume finished), rank 0's opening tables and notes; a mesh's tables and history.
+  std::vector<Round> start(const app::RunContext& context, const std::vector<JudgedMetric>& metrics);
+  // run_passes: the passes, each judged on rank 0 (a mesh's written as it ends); what the last one left.
+  struct PassesDone {
+    std::vector<PairRecord> records;  // rank 0: the last pass's (between bandwidth passes, with the last bandwidth's)
+    Judgement judgement;              // rank 0: of those
+    RoundTally tally;                 // every pass's counts and cost
+    int passes = 0;                   // the last pass run
+    bool any_verdict = false;         // rank 0: a verdict in any pass
+  };
+  PassesDone run_passes(const app::RunContext& context, const std::vector<Round>& rounds,
+                        const std::vector<JudgedMetric>& metrics);
+  // finish, rank 0: the topology, what was not tested, the cost, the coverage and the judgement written; returns the
+  // verdicts and changes that fail the run.
+  std::int64_t finish(const app::RunContext& context, PassesDone& done);
   // One pass of the sweep (sweep_rounds.cpp): the fixed plan's `rounds` or the adaptive plan's, then the re-tests of
   // the suspect pairs; its tally's records (rank 0) start with a --resume's earlier ones. Round numbers go on from
   // `next_round`, which it advances.
@@ -51,6 +67,18 @@ class SweepBenchmark : public app::Benchmark {
   // Runs the rounds; its tally's records (rank 0) are every record measured, merged per test.
   RoundTally run_rounds(const app::RunContext& context, const Pass& pass, std::vector<Round> rounds, RoundKind kind,
                         int first_round);
+  // configure's steps, in order. The job: its hosts (the placement's, or --hosts/--hostfile for a --dry-run) and
+  // each rank's host.
+  void configure_job(const cli::po::variables_map& values, const runtime::Placement& placement);
+  // The plan: --plan/--pattern or --pairs-file, --metric, --seed, and what a plan and the metrics allow together.
+  void configure_plan(const cli::po::variables_map& values);
+  // The sizes, --window, --pair-time, --retest, --qp-timeout and --rules (with --baseline).
+  void configure_measures(const cli::po::variables_map& values, const cli::CommonOptions& common);
+  // --backend and --nccl-comms, and what the collective metrics need of them.
+  void configure_backend(const cli::po::variables_map& values, const cli::CommonOptions& common);
+  // The GPU (NCCL) and the pair tests of the metrics asked for, in a round runner. The rdma test opens the rank's
+  // port now: no RDMA device, a port that is not Active or a build without libibverbs is exit 2, before any output.
+  void make_runner(const runtime::Placement& placement, int qp_timeout);
   // --rails, --rail-map, --topology: read and checked against the placement (sweep_rails.cpp).
   void configure_rails(const cli::po::variables_map& values, const runtime::Placement& placement);
   // The rdma pair test on this rank's rail device: the rail map's, else the one the launcher chose (nearest the
