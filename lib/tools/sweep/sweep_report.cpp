@@ -149,9 +149,25 @@ std::vector<PairRecord> SweepBenchmark::report_records(const app::RunContext& co
 
 void SweepBenchmark::write_judgement(const app::RunContext& context, const std::vector<PairRecord>& records,
                                      const Judgement& judgement, const Coverage& coverage) {
-  const int n = static_cast<int>(hosts_.size());
   context.out->declare(tables_.nodes);
   context.out->declare(tables_.verdicts);
+  write_nodes(context, judgement);
+  write_verdicts(context, judgement);
+  note_below_expected(context, records);
+  // The last line: the answer. No verdict is a pass only where the plan's every host and pair was tested.
+  if (!coverage.complete())
+    context.out->note(fmt::format("verdict: NOT A PASS: {}", coverage.text()));
+  else if (!judgement.verdicts.empty())
+    return;
+  else if (coverage.pairs_tested == coverage.hosts_planned * (coverage.hosts_planned - 1) / 2)
+    context.out->note(fmt::format("verdict: all {} hosts and their pairs pass", coverage.hosts_planned));
+  else
+    context.out->note(fmt::format("verdict: all {} hosts pass, in the {} of {} pairs tested", coverage.hosts_planned,
+                                  coverage.pairs_tested, coverage.hosts_planned * (coverage.hosts_planned - 1) / 2));
+}
+
+void SweepBenchmark::write_nodes(const app::RunContext& context, const Judgement& judgement) {
+  const int n = static_cast<int>(hosts_.size());
   for (auto matrix : judgement.matrices) context.out->matrix(std::move(matrix));
   if (n > 16)  // no matrix on the terminal: the worst pairs instead
     for (const auto& w : judgement.worst)
@@ -208,6 +224,9 @@ void SweepBenchmark::write_judgement(const app::RunContext& context, const std::
                             .set(tables_.node_col.pairs, s.pairs)
                             .set(tables_.node_col.suspect_pairs, s.suspect_pairs));
   context.out->rows(node_rows);
+}
+
+void SweepBenchmark::write_verdicts(const app::RunContext& context, const Judgement& judgement) {
   for (const auto& v : judgement.verdicts) {
     if (v.kind == VerdictKind::data) continue;  // the wrong-data line below says it
     const std::string kind(kind_name(v.kind));
@@ -227,6 +246,9 @@ void SweepBenchmark::write_judgement(const app::RunContext& context, const std::
       context.out->note(fmt::format("VERDICT bad {} ({}): {}", kind, v.metric, v.reason));
   }
   if (judgement.wrong > 0) context.out->note(fmt::format("{} bytes failed the check", judgement.wrong));
+}
+
+void SweepBenchmark::note_below_expected(const app::RunContext& context, const std::vector<PairRecord>& records) {
   // The pair values below the "% of expected" rule: one summary line, with the lowest.
   int below = 0;
   double lowest = INFINITY, threshold = NAN;
@@ -256,16 +278,6 @@ void SweepBenchmark::write_judgement(const app::RunContext& context, const std::
     context.out->note(line);
     if (context.options.quiet) fmt::print(stderr, "{}: {}\n", context.program, line);
   }
-  // The last line: the answer. No verdict is a pass only where the plan's every host and pair was tested.
-  if (!coverage.complete())
-    context.out->note(fmt::format("verdict: NOT A PASS: {}", coverage.text()));
-  else if (!judgement.verdicts.empty())
-    return;
-  else if (coverage.pairs_tested == coverage.hosts_planned * (coverage.hosts_planned - 1) / 2)
-    context.out->note(fmt::format("verdict: all {} hosts and their pairs pass", coverage.hosts_planned));
-  else
-    context.out->note(fmt::format("verdict: all {} hosts pass, in the {} of {} pairs tested", coverage.hosts_planned,
-                                  coverage.pairs_tested, coverage.hosts_planned * (coverage.hosts_planned - 1) / 2));
 }
 
 }  // namespace fabricbench::sweep

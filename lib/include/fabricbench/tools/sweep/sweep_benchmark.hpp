@@ -102,6 +102,11 @@ class SweepBenchmark : public app::Benchmark {
   // "% of expected" rule in one summary line.
   void write_judgement(const app::RunContext& context, const std::vector<PairRecord>& records,
                        const Judgement& judgement, const Coverage& coverage);
+  // Its parts: the matrices (or the worst pairs), each rail's summary and the per-node medians (/sweep/nodes); the
+  // verdicts (/sweep/verdicts) and their lines; the one line on the pair values below the "% of expected" rule.
+  void write_nodes(const app::RunContext& context, const Judgement& judgement);
+  void write_verdicts(const app::RunContext& context, const Judgement& judgement);
+  void note_below_expected(const app::RunContext& context, const std::vector<PairRecord>& records);
   // Rank 0: what the records tested of what the plan asked for (sweep_plan.cpp).
   Coverage coverage_of(const std::vector<PairRecord>& records, const RoundTally& tally) const;
   // Rank 0: the switch tree's rows (/sweep/topology) and the per-leaf summaries (/sweep/switches).
