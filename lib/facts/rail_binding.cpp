@@ -29,10 +29,15 @@ RailBinding RailBinding::choose(const HostFiles& files, int rail, const RailMap*
     if (!chosen) {
       std::size_t active = 0;
       for (const auto& p : read_rdma_ports(files)) active += p.active() ? 1 : 0;
-      throw Error::usage(fmt::format(
-          "no rail map, and local rank {} has no GPU {} ({} under {}/sys) nor an Active RDMA port {} ({} there) to "
-          "choose a NIC by; give --rail-map FILE",
-          rail, rail, pci_devices(files, "0x10de", {"0300", "0302"}).size(), files.root(), rail, active));
+      const auto root = files.root() + "/sys";
+      throw Error::usage(
+          !gpu.empty() || active == 0
+              ? fmt::format("no rail map, and this host has no Active RDMA port under {}/class/infiniband to choose "
+                            "for local rank {}{}; give --rail-map FILE",
+                            root, rail, gpu.empty() ? "" : " (its GPU is " + gpu + ")")
+              : fmt::format("no rail map, and local rank {} has no GPU {} ({} under {}) and no Active RDMA port {} "
+                            "(the host has {}); give --rail-map FILE or fewer ranks per node",
+                            rail, rail, pci_devices(files, "0x10de", {"0300", "0302"}).size(), root, rail, active));
     }
     b.nic.rdma = chosen->port.device, b.nic.port = chosen->port.port;
     b.nic.net = chosen->port.netdev;

@@ -1,5 +1,5 @@
-// fabric-sweep's options and their checks, and its run: the passes (one unless a mesh), each judged on rank 0,
-// then the run's closing notes and exit status. The rounds of a pass are in sweep_rounds.cpp.
+// fabric-sweep's configure (the command line into SweepOptions, the job, the round runner) and its run in three
+// steps: start, the passes (one unless a mesh, each judged on rank 0), finish. A pass's rounds: sweep_rounds.cpp.
 #include "fabricbench/tools/sweep/sweep_benchmark.hpp"
 
 #include <fmt/format.h>

@@ -1,6 +1,6 @@
-// fabric-sweep's rounds: a pass (the fixed plan's rounds or the adaptive plan's, one at a time, then the re-tests of
-// suspect pairs), each round's pair and rail communicators split from the job's, the pair tests of every metric on
-// them, and rank 0's gathering of the round's records into rows, the round's cost and the budget's figures.
+// fabric-sweep's pass: the fixed plan's rounds or the adaptive plan's (one at a time), then the re-tests of suspect
+// pairs; each round asked of the budget, measured by the RoundRunner, and its records written by rank 0 (the pair
+// rows, the NIC traffic, the round's cost), all handed back as a RoundTally.
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -188,6 +188,16 @@ TEST(RailBinding, TheMapsLineElseTheNearestActivePortWithItsInterfaceAndNumaNode
     ADD_FAILURE() << "four Active ports, two GPUs: no rail 4";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("local rank 4 has no GPU 4 (2 under"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("(4 there) to choose a NIC by; give --rail-map FILE"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("no Active RDMA port 4 (the host has 4); give --rail-map FILE"),
+              std::string::npos);
+  }
+  // GPUs but no Active port: the message says that, not that the GPU is missing.
+  for (const char* dev : {"mlx5_0", "mlx5_1", "mlx5_2", "rxe0"}) host.set_state(dev, "1: DOWN");
+  try {
+    RailBinding::choose(files, 0, nullptr, nullptr);
+    ADD_FAILURE() << "no Active port";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("this host has no Active RDMA port under"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("for local rank 0 (its GPU is 0000:1a:00.0)"), std::string::npos);
   }
 }

@@ -1,7 +1,10 @@
 // fabric-sweep: every node pair of the job, round by round (all pairs of a round at once, each on its own
 // communicator), with pair tests that reuse fabric-p2p's, fabric-coll's and fabric-verbs' measurements; the records
 // go to rank 0, which writes them and hands them to the pure judge (sweep/judge.hpp) for matrices, per-node medians
-// and verdicts, with the rules of configs/sweep.ini.
+// and verdicts, with the rules of configs/sweep.ini. Its parts, each a value or an owner of its own: SweepOptions
+// (what was asked), SweepTables (what it writes), RoundRunner (one round measured), Pass and RoundTally (what a pass
+// hands down and gets back), NicBook (which NIC each host-rail used). This class configures them, runs the passes
+// and writes on rank 0.
 #pragma once
 #include <chrono>
 #include <memory>
