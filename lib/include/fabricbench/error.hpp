@@ -1,6 +1,7 @@
 // The one exception type of fabricbench. Wrappers throw it with context (what failed, where, the library's
 // own message); main() catches it and maps it to the process exit status.
 #pragma once
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -57,5 +58,21 @@ class Error : public std::runtime_error {
   }
   ExitStatus status_;
 };
+
+// The main() of a program that is no Benchmark (fabric-watchdog, fabric-rail-exec): `body`'s exit status; an Error
+// becomes one line "PROGRAM: message" on stderr and its status, any other exception "PROGRAM: internal error: ..."
+// and exit 3.
+template <typename Body>
+int main_of(const char* program, Body&& body) {
+  try {
+    return body();
+  } catch (const Error& e) {
+    std::fprintf(stderr, "%s: %s\n", program, Error::one_line(e.what()).c_str());
+    return static_cast<int>(e.status());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: internal error: %s\n", program, e.what());
+    return static_cast<int>(ExitStatus::runtime);
+  }
+}
 
 }  // namespace fabricbench

@@ -370,15 +370,7 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(parse(argc, argv));
-  } catch (const Error& e) {
-    std::fprintf(stderr, "%s: %s\n", kProgram, Error::one_line(e.what()).c_str());
-    return static_cast<int>(e.status());
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: internal error: %s\n", kProgram, e.what());
-    return static_cast<int>(ExitStatus::runtime);
-  }
+  return main_of(kProgram, [&] { return run(parse(argc, argv)); });
 }
 
 }  // namespace fabricbench::watchdog
