@@ -276,8 +276,9 @@ std::vector<Round> SweepBenchmark::rounds_to_run() const {
 
 ExitStatus SweepBenchmark::run(const app::RunContext& context) {
   started_ = std::chrono::steady_clock::now();  // --budget counts from here
-  const auto metrics = judged_metrics();
-  const auto rounds = start(context, metrics);
+  const auto rounds = start(context);
+  const auto metrics = judged_metrics();  // after start: a metric's NICs are the book's, gathered there
+  if (opt_.mesh) start_mesh(context, metrics);
   auto done = run_passes(context, rounds, metrics);
   const std::int64_t verdicts = context.is_root() ? finish(context, done) : 0;
   const bool failed = context.world.broadcast_value(verdicts, 0) > 0;
@@ -285,7 +286,7 @@ ExitStatus SweepBenchmark::run(const app::RunContext& context) {
   return failed ? ExitStatus::measurement_failed : ExitStatus::ok;
 }
 
-std::vector<Round> SweepBenchmark::start(const app::RunContext& context, const std::vector<JudgedMetric>& metrics) {
+std::vector<Round> SweepBenchmark::start(const app::RunContext& context) {
   const auto mine = NicBook::of_this_rank(opt_.rail_map ? &*opt_.rail_map : nullptr, local_rank_, runner_->rdma_nic());
   runner_->start(context, opt_.backend == ops::BackendKind::nccl, mine.counter);
   nics_ = NicBook::gather(context, tables_.nics, mine, opt_.rails > 1 ? local_rank_ : 0, host_of_rank_, hosts_.size(),
@@ -308,19 +309,20 @@ std::vector<Round> SweepBenchmark::start(const app::RunContext& context, const s
   if (context.is_root()) write_start(context, rounds, skipped);
   sweep_rounds_planned_ =
       static_cast<int>(std::count_if(rounds.begin(), rounds.end(), [](const Round& r) { return !r.pairs.empty(); }));
-  if (opt_.mesh) {
-    if (context.is_root()) {
-      context.out->declare(tables_.passes);
-      context.out->declare(tables_.changes);
-      context.out->attribute("repeat", static_cast<std::int64_t>(opt_.repeat));
-      context.out->attribute("every_s", opt_.every_s);
-      mesh_history_.emplace(metrics, fabric());
-      if (first_pass_ > 1)  // a resumed mesh: the last pass done is what the next one is held against
-        mesh_history_->add(first_pass_ - 1, "", judge(resumed_records(first_pass_ - 1), metrics, opt_.rules, fabric()));
-    }
-    context.watchdog.stop_after_signal();  // SIGTERM: stop after the pass in flight
-  }
   return rounds;
+}
+
+void SweepBenchmark::start_mesh(const app::RunContext& context, const std::vector<JudgedMetric>& metrics) {
+  if (context.is_root()) {
+    context.out->declare(tables_.passes);
+    context.out->declare(tables_.changes);
+    context.out->attribute("repeat", static_cast<std::int64_t>(opt_.repeat));
+    context.out->attribute("every_s", opt_.every_s);
+    mesh_history_.emplace(metrics, fabric());
+    if (first_pass_ > 1)  // a resumed mesh: the last pass done is what the next one is held against
+      mesh_history_->add(first_pass_ - 1, "", judge(resumed_records(first_pass_ - 1), metrics, opt_.rules, fabric()));
+  }
+  context.watchdog.stop_after_signal();  // SIGTERM: stop after the pass in flight
 }
 
 SweepBenchmark::PassesDone SweepBenchmark::run_passes(const app::RunContext& context, const std::vector<Round>& rounds,

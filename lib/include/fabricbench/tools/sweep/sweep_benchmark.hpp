@@ -47,8 +47,10 @@ class SweepBenchmark : public app::Benchmark {
 
  private:
   // The run in three steps. start: every rank's NICs gathered (/sweep/nics), the round runner started, the rounds to
-  // run (less what a --resume finished), rank 0's opening tables and notes; a mesh's tables and history.
-  std::vector<Round> start(const app::RunContext& context, const std::vector<JudgedMetric>& metrics);
+  // run (less what a --resume finished), rank 0's opening tables and notes. A mesh's tables and history then follow
+  // (start_mesh), with the judged metrics, which name each metric's NICs from the book start gathered.
+  std::vector<Round> start(const app::RunContext& context);
+  void start_mesh(const app::RunContext& context, const std::vector<JudgedMetric>& metrics);
   // run_passes: the passes, each judged on rank 0 (a mesh's written as it ends); what the last one left.
   struct PassesDone {
     std::vector<PairRecord> records;  // rank 0: the last pass's (between bandwidth passes, with the last bandwidth's)
