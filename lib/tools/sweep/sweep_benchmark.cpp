@@ -227,8 +227,7 @@ void SweepBenchmark::configure_backend(const cli::po::variables_map& v, const cl
   opt_.gpu_p2p = v["backend"].as<std::string>() == "nccl";
   const bool collectives =
       std::any_of(opt_.metrics.begin(), opt_.metrics.end(), [](const SweepMetric* m) { return m->collective(); });
-  const bool on_gpus =
-      std::any_of(opt_.metrics.begin(), opt_.metrics.end(), [&](const SweepMetric* m) { return this->on_gpus(*m); });
+  const bool on_gpus = opt_.any_on_gpus();
   if (!v["nccl-comms"].defaulted() && !(on_gpus && opt_.backend == ops::BackendKind::nccl))
     throw Error::usage(
         "--nccl-comms: it chooses how the collective metrics (allreduce, sendrecv), and the p2p ones with --backend "
@@ -246,8 +245,7 @@ void SweepBenchmark::configure_backend(const cli::po::variables_map& v, const cl
 }
 
 void SweepBenchmark::make_runner(const runtime::Placement& placement, int qp_timeout) {
-  const bool on_gpus =
-      std::any_of(opt_.metrics.begin(), opt_.metrics.end(), [&](const SweepMetric* m) { return this->on_gpus(*m); });
+  const bool on_gpus = opt_.any_on_gpus();
   if (on_gpus && opt_.backend == ops::BackendKind::nccl) gpu_ = runtime::bind_gpu(placement.me().machine_local_rank);
   // The pair tests of the metrics asked for. The rdma one opens every rank's port now: no RDMA device, a port that
   // is not Active or a build without libibverbs is exit 2, before any output.

@@ -39,6 +39,9 @@ struct SweepMetric {
   results::Unit value_unit;
   results::Better better;
   bool collective() const { return family == MetricFamily::collective; }
+  // Whether it runs on every rank's GPU over the pair's collective communicator (the collective metrics; with an
+  // explicit --backend nccl, `gpu_p2p`, the p2p ones too, GPU to GPU) rather than between the nodes' first ranks.
+  bool runs_on_gpus(bool gpu_p2p) const { return collective() || (gpu_p2p && family == MetricFamily::p2p); }
   // The family's table entry (the unit test checks that every metric has one): p2p and collective only.
   const ops::P2PTest& p2p() const;
   const ops::CollectiveOp& op() const;

@@ -3,26 +3,56 @@
 // the round's records gathered to rank 0 with what each step cost this rank. It owns the pair tests (one per family
 // of metrics asked for), the link watch and, with --rails, the host communicator whose ranks start and end a round
 // together so that each rail NIC's byte counters cover it. The tool's pass loop (sweep_rounds.cpp) hands it a Pass
-// and a Round, and rank 0 writes what it returns.
+// and a Round, and rank 0 writes what it returns. Also here, as values: the pass in flight (`Pass`) and what a run of
+// rounds hands back (`RoundTally`); the loop (SweepBenchmark::run_passes) adds up its passes' tallies.
 #pragma once
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "fabricbench/app/run_context.hpp"
 #include "fabricbench/facts/link_counters.hpp"
+#include "fabricbench/sweep/judge.hpp"
 #include "fabricbench/sweep/pair_schedule.hpp"
 #include "fabricbench/tools/sweep/pair_test.hpp"
-#include "fabricbench/tools/sweep/sweep_pass.hpp"
 
 namespace fabricbench::sweep {
 
-// Whether metric `m` runs on every rank's GPU over the pair's collective communicator (the collective metrics; with
-// an explicit --backend nccl, `gpu_p2p`, the p2p ones too, GPU to GPU) rather than between the nodes' first ranks.
-inline bool runs_on_gpus(const SweepMetric& m, bool gpu_p2p) {
-  return m.collective() || (gpu_p2p && m.family == MetricFamily::p2p);
-}
+// The pass in flight: its number (from 1; a resumed mesh goes on from the file's) and whether its bandwidth metrics
+// run (between a mesh's --bw-every passes they rest).
+struct Pass {
+  int number = 1;
+  bool bandwidth = true;
+  bool rests(const SweepMetric& m) const { return !bandwidth && m.better == results::Better::higher; }
+};
+
+// What a run of rounds gave. On rank 0: the merged records (a pass's start with a --resume's earlier ones), the NIC
+// traffic read around them (--rails), and what they cost; on every rank: how many sweep rounds ran (a --budget may
+// stop them early).
+struct RoundTally {
+  std::vector<PairRecord> records;
+  std::vector<NicTraffic> traffic;
+  int sweep_rounds = 0;
+  // Each round's longest pair test and longest setup, summed; every pair row's setup_s and measure_s, summed.
+  double test_longest_s = 0, setup_longest_s = 0, pair_setup_s = 0, pair_measure_s = 0;
+  std::int64_t pair_rows = 0;
+  // --plan adaptive: the unordered pairs tested and the hosts judged when the plan ended (-1: a fixed plan).
+  long long adaptive_pairs_tested = -1;
+  int adaptive_hosts_judged = -1;
+
+  // `more` after these: its records and traffic appended, its counts and times added, its plan's reach kept.
+  void add(RoundTally more) {
+    records.insert(records.end(), more.records.begin(), more.records.end());
+    traffic.insert(traffic.end(), more.traffic.begin(), more.traffic.end());
+    sweep_rounds += more.sweep_rounds;
+    test_longest_s += more.test_longest_s, setup_longest_s += more.setup_longest_s;
+    pair_setup_s += more.pair_setup_s, pair_measure_s += more.pair_measure_s, pair_rows += more.pair_rows;
+    if (more.adaptive_pairs_tested >= 0)
+      adaptive_pairs_tested = more.adaptive_pairs_tested, adaptive_hosts_judged = more.adaptive_hosts_judged;
+  }
+};
 
 class RoundRunner {
  public:
@@ -32,7 +62,7 @@ class RoundRunner {
     std::vector<std::string> hosts;
     std::vector<int> host_of_rank;
     int rails = 1, local_rank = 0;  // --rails: local rank i of every host is rail i (1: no rails)
-    bool gpu_p2p = false;           // runs_on_gpus
+    bool gpu_p2p = false;           // SweepMetric::runs_on_gpus
     bool directed = false;          // the shift pattern: a host's first rank sends to one host, receives from another
   };
   // The pair tests of the metrics asked for, null where none was.
@@ -62,7 +92,7 @@ class RoundRunner {
   void finish() { tests_.coll.reset(); }
 
  private:
-  bool on_gpus(const SweepMetric& m) const { return runs_on_gpus(m, job_.gpu_p2p); }
+  bool on_gpus(const SweepMetric& m) const { return m.runs_on_gpus(job_.gpu_p2p); }
   // This rank's records of one pair: the metrics of `host_level` (one rank per node) or the collective ones. With
   // --rails every metric runs on the rail's two ranks (`host_level` is ignored).
   std::vector<PairRecord> measure_pair(const app::RunContext& context, const Pass& pass,

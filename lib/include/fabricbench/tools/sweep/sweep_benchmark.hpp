@@ -3,8 +3,8 @@
 // go to rank 0, which writes them and hands them to the pure judge (sweep/judge.hpp) for matrices, per-node medians
 // and verdicts, with the rules of configs/sweep.ini. Its parts, each a value or an owner of its own: SweepOptions
 // (what was asked), SweepTables (what it writes), RoundRunner (one round measured), Pass and RoundTally (what a pass
-// hands down and gets back), NicBook (which NIC each host-rail used). This class configures them, runs the passes
-// and writes on rank 0.
+// hands down and gets back, round_runner.hpp), NicBook (which NIC each host-rail used). This class configures them,
+// runs the passes and writes on rank 0.
 #pragma once
 #include <chrono>
 #include <memory>
@@ -25,7 +25,6 @@
 #include "fabricbench/tools/sweep/pair_test.hpp"
 #include "fabricbench/tools/sweep/round_runner.hpp"
 #include "fabricbench/tools/sweep/sweep_options.hpp"
-#include "fabricbench/tools/sweep/sweep_pass.hpp"
 #include "fabricbench/tools/sweep/sweep_tables.hpp"
 
 namespace fabricbench::sweep {
@@ -157,7 +156,7 @@ class SweepBenchmark : public app::Benchmark {
   SweepOptions opt_;                         // what the command line asked for (sweep_options.hpp), set by configure
   SweepTables tables_;                       // the tables it writes, with their columns' handles (sweep_tables.hpp)
   std::vector<PairRecord> last_bw_records_;  // rank 0: the bandwidth records of the last pass that measured them
-  bool on_gpus(const SweepMetric& m) const { return runs_on_gpus(m, opt_.gpu_p2p); }
+  bool on_gpus(const SweepMetric& m) const { return opt_.on_gpus(m); }
   int first_pass_ = 1;   // > 1: a --resume of a mesh goes on from here
   int first_round_ = 0;  // the first round number of this run (a resumed mesh continues the file's numbering)
   std::optional<MeshHistory> mesh_history_;  // rank 0

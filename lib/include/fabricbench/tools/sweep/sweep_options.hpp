@@ -44,6 +44,11 @@ struct SweepOptions {
   bool dry_run = false, planned = false;
   std::string budget_given, estimate_source;  // --budget as given; where the pair-time estimate came from
   std::string resume;                         // --resume FILE
+
+  // Whether metric `m` runs on the GPUs (SweepMetric::runs_on_gpus with this --backend), and whether any asked for
+  // does.
+  bool on_gpus(const SweepMetric& m) const;
+  bool any_on_gpus() const;
 };
 
 }  // namespace fabricbench::sweep

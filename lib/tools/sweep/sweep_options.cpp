@@ -1,0 +1,13 @@
+#include "fabricbench/tools/sweep/sweep_options.hpp"
+
+#include <algorithm>
+
+namespace fabricbench::sweep {
+
+bool SweepOptions::on_gpus(const SweepMetric& m) const { return m.runs_on_gpus(gpu_p2p); }
+
+bool SweepOptions::any_on_gpus() const {
+  return std::any_of(metrics.begin(), metrics.end(), [&](const SweepMetric* m) { return on_gpus(*m); });
+}
+
+}  // namespace fabricbench::sweep
