@@ -13,109 +13,144 @@ void RoundRunner::start(const app::RunContext& context, bool nvlink, const std::
   counter_nic_ = counter_nic;
 }
 
+// A round in flight on this rank: what it measured and what each step cost.
+struct RoundRunner::Step {
+  Result result;
+  std::vector<PairRecord> mine;     // this rank's records
+  std::vector<NicTraffic> traffic;  // --rails: this rank's NIC bytes around the round
+  static double since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  // A communicator split: setup.
+  template <class Make>
+  runtime::Communicator split(Make&& make) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto comm = make();
+    result.split_s += since(t0);
+    return comm;
+  }
+  // A step whose time goes to `into` (the back end's round communicator made, or released).
+  template <class Do>
+  void clocked(double& into, Do&& step) {
+    const auto t0 = std::chrono::steady_clock::now();
+    step();
+    into += since(t0);
+  }
+  // This rank's pair tests: their time and records.
+  template <class Measure>
+  void timed(Measure&& measure) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto records = measure();
+    result.test_s += since(t0);
+    mine.insert(mine.end(), records.begin(), records.end());
+  }
+};
+
+namespace {
+
+// The index of the round's pair host `h` belongs to (-1: none) and its end (0: a, 1: b).
+std::pair<int, int> pair_of(const Round& round, int h) {
+  for (std::size_t p = 0; p < round.pairs.size(); ++p)
+    if (round.pairs[p].a == h || round.pairs[p].b == h) return {static_cast<int>(p), round.pairs[p].a == h ? 0 : 1};
+  return {-1, 0};
+}
+
+}  // namespace
+
 RoundRunner::Result RoundRunner::run(const app::RunContext& context, const Pass& pass, const Round& round, int index,
                                      RoundKind kind) {
   const auto& world = context.world;
-  const int me = world.rank(), h = job_.host_of_rank[me];
+  Step step;
+  if (job_.directed && kind == RoundKind::sweep)
+    run_shift(context, round, index, step);
+  else if (job_.rails > 1)
+    run_rails(context, pass, round, index, step);
+  else
+    run_hosts(context, pass, round, index, step);
+  for (auto& r : step.mine) r.test_s = step.result.test_s;
+  if (!step.mine.empty()) step.mine.front().setup_s += step.result.split_s;  // the splits are the pair's, paid once
+  context.doing("waiting for the round's other pairs");
+  step.clocked(step.result.wait_s, [&] { runtime::idle_barrier(world.get()); });
+  step.result.measured_at = std::chrono::steady_clock::now();
+  context.measured();
+  for (const auto& theirs : world.gather_arrays(step.mine, 0))
+    step.result.records.insert(step.result.records.end(), theirs.begin(), theirs.end());
+  if (job_.rails > 1)
+    for (const auto& theirs : world.gather_arrays(step.traffic, 0))
+      step.result.traffic.insert(step.result.traffic.end(), theirs.begin(), theirs.end());
+  return std::move(step.result);
+}
+
+bool RoundRunner::collectives_run(const Pass& pass) const {
+  return tests_.coll &&
+         std::any_of(job_.metrics.begin(), job_.metrics.end(), [&](auto* m) { return on_gpus(*m) && !pass.rests(*m); });
+}
+
+void RoundRunner::run_shift(const app::RunContext& context, const Round& round, int index, Step& step) {
+  const auto& world = context.world;
+  const int h = job_.host_of_rank[world.rank()];
   const bool host_leader = context.placement.me().local_rank == 0;
-  const auto& metrics = job_.metrics;
-  const bool any_host_level = std::any_of(metrics.begin(), metrics.end(), [&](auto* m) { return !on_gpus(*m); });
-  // Whether this pass runs collectives (between a mesh's bandwidth passes they rest): then the round prepares them.
-  const bool collectives = tests_.coll && std::any_of(metrics.begin(), metrics.end(),
-                                                      [&](auto* m) { return on_gpus(*m) && !pass.rests(*m); });
-  Result result;
-  double& test_s = result.test_s;          // this rank's pair tests only (not the splits, waiting or gathering)
-  double& split_s = result.split_s;        // this rank's pair (and rail) communicators' splits: setup
-  double& begin_s = result.begin_s;        // the back end's round communicator made (NCCL: split)...
-  double& teardown_s = result.teardown_s;  // ...and released
-  std::vector<PairRecord> mine;
-  std::vector<NicTraffic> my_traffic;
-  const auto clocked = [](double& into, auto&& step) {
-    const auto t0 = std::chrono::steady_clock::now();
-    step();
-    into += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
-  const auto split = [&](auto&& make) {
-    const auto t0 = std::chrono::steady_clock::now();
-    auto comm = make();
-    split_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return comm;
-  };
-  const auto timed = [&](auto&& measure) {
-    const auto t0 = std::chrono::steady_clock::now();
-    auto r = measure();
-    test_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    mine.insert(mine.end(), r.begin(), r.end());
-  };
-  if (job_.directed && kind == RoundKind::sweep) {
-    const auto leaders = split([&] { return world.split(host_leader ? 0 : MPI_UNDEFINED, h); });
-    if (!leaders.empty()) {
-      int to = -1, from = -1;
-      for (const auto& p : round.pairs) {
-        if (p.a == h) to = p.b;
-        if (p.b == h) from = p.a;
-      }
-      timed([&] { return std::vector<PairRecord>{tests_.p2p->shift(context, leaders, index, h, to, from)}; });
-    }
-  } else if (job_.rails > 1) {
-    // Rails: the pair's communicator (every rank of both nodes) split by local rank, as nccl-tests'
-    // NCCL_TESTS_SPLIT_MASK does: rail i's two ranks run every metric, all rails at once.
-    int k = -1, role = 0;
-    for (std::size_t p = 0; p < round.pairs.size(); ++p)
-      if (round.pairs[p].a == h || round.pairs[p].b == h) k = static_cast<int>(p), role = round.pairs[p].a == h ? 0 : 1;
-    const auto pair = split([&] { return world.split(k >= 0 ? k : MPI_UNDEFINED, role * world.size() + me); });
-    runtime::Communicator rail;
-    if (!pair.empty()) rail = split([&] { return pair.split(job_.local_rank, role); });
-    if (tests_.p2p) tests_.p2p->plan_round(world, rail.empty() ? nullptr : &rail);
-    // The rail's collective communicator: the pair's and rail's color, in the rail communicator's order.
-    if (collectives)
-      clocked(begin_s, [&] {
-        tests_.coll->begin_round(context, rail.empty() ? nullptr : &rail,
-                                 rail.empty() ? -1 : k * job_.rails + job_.local_rank, role);
-      });
-    if (!rail.empty()) {
-      if (tests_.p2p) test_s += tests_.p2p->probing_s();
-      timed([&] { return measure_rail(context, pass, rail, index, round.pairs[k], my_traffic); });
-    }
-    if (collectives) clocked(teardown_s, [&] { tests_.coll->end_round(); });
-  } else {
-    int k = -1, role = 0;
-    for (std::size_t p = 0; p < round.pairs.size(); ++p)
-      if (round.pairs[p].a == h || round.pairs[p].b == h) {
-        k = static_cast<int>(p);
-        role = round.pairs[p].a == h ? 0 : 1;
-      }
-    if (any_host_level) {  // one rank per node
-      const auto pair = split([&] { return world.split(k >= 0 && host_leader ? k : MPI_UNDEFINED, role); });
-      if (tests_.p2p) tests_.p2p->plan_round(world, pair.empty() ? nullptr : &pair);
-      if (!pair.empty()) {
-        if (tests_.p2p) test_s += tests_.p2p->probing_s();  // the probes are link time, part of the pair's test
-        timed([&] { return measure_pair(context, pass, pair, index, round.pairs[k], true); });
-      }
-    }
-    if (tests_.coll) {  // every rank of both nodes
-      const auto pair = split([&] { return world.split(k >= 0 ? k : MPI_UNDEFINED, role * world.size() + me); });
-      // The same color and key for the back end's own communicator (NCCL: split from one parent, collective).
-      if (collectives)
-        clocked(begin_s, [&] {
-          tests_.coll->begin_round(context, pair.empty() ? nullptr : &pair, k, role * world.size() + me);
-        });
-      if (!pair.empty()) timed([&] { return measure_pair(context, pass, pair, index, round.pairs[k], false); });
-      clocked(teardown_s, [&] { tests_.coll->end_round(); });
+  const auto leaders = step.split([&] { return world.split(host_leader ? 0 : MPI_UNDEFINED, h); });
+  if (leaders.empty()) return;
+  int to = -1, from = -1;
+  for (const auto& p : round.pairs) {
+    if (p.a == h) to = p.b;
+    if (p.b == h) from = p.a;
+  }
+  step.timed([&] { return std::vector<PairRecord>{tests_.p2p->shift(context, leaders, index, h, to, from)}; });
+}
+
+void RoundRunner::run_rails(const app::RunContext& context, const Pass& pass, const Round& round, int index,
+                            Step& step) {
+  // Rails: the pair's communicator (every rank of both nodes) split by local rank, as nccl-tests'
+  // NCCL_TESTS_SPLIT_MASK does: rail i's two ranks run every metric, all rails at once.
+  const auto& world = context.world;
+  const int me = world.rank();
+  const auto [k, role] = pair_of(round, job_.host_of_rank[me]);
+  const bool collectives = collectives_run(pass);
+  const auto pair = step.split([&] { return world.split(k >= 0 ? k : MPI_UNDEFINED, role * world.size() + me); });
+  runtime::Communicator rail;
+  if (!pair.empty()) rail = step.split([&] { return pair.split(job_.local_rank, role); });
+  if (tests_.p2p) tests_.p2p->plan_round(world, rail.empty() ? nullptr : &rail);
+  // The rail's collective communicator: the pair's and rail's color, in the rail communicator's order.
+  if (collectives)
+    step.clocked(step.result.begin_s, [&] {
+      tests_.coll->begin_round(context, rail.empty() ? nullptr : &rail,
+                               rail.empty() ? -1 : k * job_.rails + job_.local_rank, role);
+    });
+  if (!rail.empty()) {
+    if (tests_.p2p) step.result.test_s += tests_.p2p->probing_s();
+    step.timed([&] { return measure_rail(context, pass, rail, index, round.pairs[k], step.traffic); });
+  }
+  if (collectives) step.clocked(step.result.teardown_s, [&] { tests_.coll->end_round(); });
+}
+
+void RoundRunner::run_hosts(const app::RunContext& context, const Pass& pass, const Round& round, int index,
+                            Step& step) {
+  const auto& world = context.world;
+  const int me = world.rank();
+  const auto [k, role] = pair_of(round, job_.host_of_rank[me]);
+  const bool host_leader = context.placement.me().local_rank == 0;
+  const bool any_host_level =
+      std::any_of(job_.metrics.begin(), job_.metrics.end(), [&](auto* m) { return !on_gpus(*m); });
+  if (any_host_level) {  // one rank per node
+    const auto pair = step.split([&] { return world.split(k >= 0 && host_leader ? k : MPI_UNDEFINED, role); });
+    if (tests_.p2p) tests_.p2p->plan_round(world, pair.empty() ? nullptr : &pair);
+    if (!pair.empty()) {
+      if (tests_.p2p) step.result.test_s += tests_.p2p->probing_s();  // the probes are link time, the pair's test
+      step.timed([&] { return measure_pair(context, pass, pair, index, round.pairs[k], true); });
     }
   }
-  for (auto& r : mine) r.test_s = test_s;
-  if (!mine.empty()) mine.front().setup_s += split_s;  // the splits are the pair's, paid once
-  context.doing("waiting for the round's other pairs");
-  clocked(result.wait_s, [&] { runtime::idle_barrier(world.get()); });
-  result.measured_at = std::chrono::steady_clock::now();
-  context.measured();
-  for (const auto& theirs : world.gather_arrays(mine, 0))
-    result.records.insert(result.records.end(), theirs.begin(), theirs.end());
-  if (job_.rails > 1)
-    for (const auto& theirs : world.gather_arrays(my_traffic, 0))
-      result.traffic.insert(result.traffic.end(), theirs.begin(), theirs.end());
-  return result;
+  if (tests_.coll) {  // every rank of both nodes
+    const auto pair = step.split([&] { return world.split(k >= 0 ? k : MPI_UNDEFINED, role * world.size() + me); });
+    // The same color and key for the back end's own communicator (NCCL: split from one parent, collective).
+    if (collectives_run(pass))
+      step.clocked(step.result.begin_s, [&] {
+        tests_.coll->begin_round(context, pair.empty() ? nullptr : &pair, k, role * world.size() + me);
+      });
+    if (!pair.empty()) step.timed([&] { return measure_pair(context, pass, pair, index, round.pairs[k], false); });
+    step.clocked(step.result.teardown_s, [&] { tests_.coll->end_round(); });
+  }
 }
 
 std::vector<PairRecord> RoundRunner::measure_pair(const app::RunContext& context, const Pass& pass,

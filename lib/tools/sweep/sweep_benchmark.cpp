@@ -129,28 +129,29 @@ void SweepBenchmark::configure(const cli::po::variables_map& v, const cli::Commo
 }
 
 void SweepBenchmark::configure_job(const cli::po::variables_map& v, const runtime::Placement& placement) {
-  host_of_rank_.clear();
+  job_.host_of_rank.clear();
   if (opt_.planned) {  // --dry-run for hosts other than the job's: R ranks per host with --rails=R
-    hosts_ = planned_hosts(v);
+    job_.hosts = planned_hosts(v);
     const int per = v.count("rails") ? v["rails"].as<int>() : 1;
     if (per < 1) throw Error::usage("--rails with --hosts/--hostfile: give the rails per host, --rails=8");
-    for (std::size_t h = 0; h < hosts_.size(); ++h)
-      host_of_rank_.insert(host_of_rank_.end(), static_cast<std::size_t>(per), static_cast<int>(h));
+    for (std::size_t h = 0; h < job_.hosts.size(); ++h)
+      job_.host_of_rank.insert(job_.host_of_rank.end(), static_cast<std::size_t>(per), static_cast<int>(h));
   } else {
-    hosts_ = placement.hosts();
-    if (hosts_.size() < 2)
+    job_.hosts = placement.hosts();
+    if (job_.hosts.size() < 2)
       throw Error::usage(
           fmt::format("fabric-sweep tests pairs of nodes and this job has 1 host ({}); launch it across 2 "
                       "or more nodes (ranks are grouped by host name), or plan with --dry-run --hosts N",
-                      hosts_.front()));
+                      job_.hosts.front()));
     for (const auto& r : placement.ranks())
-      host_of_rank_.push_back(static_cast<int>(std::find(hosts_.begin(), hosts_.end(), r.host) - hosts_.begin()));
-    for (const auto& r : placement.ranks()) ranks_per_host_ = std::max(ranks_per_host_, r.local_size);
+      job_.host_of_rank.push_back(
+          static_cast<int>(std::find(job_.hosts.begin(), job_.hosts.end(), r.host) - job_.hosts.begin()));
+    for (const auto& r : placement.ranks()) job_.ranks_per_host = std::max(job_.ranks_per_host, r.local_size);
   }
 }
 
 void SweepBenchmark::configure_plan(const cli::po::variables_map& v) {
-  const int n = static_cast<int>(hosts_.size());
+  const int n = static_cast<int>(job_.hosts.size());
   if (v.count("plan") && !v["pattern"].defaulted())
     throw Error::usage("--plan and --pattern are the same option: give one");
   const auto pattern = v.count("plan") ? v["plan"].as<std::string>() : v["pattern"].as<std::string>();
@@ -159,32 +160,32 @@ void SweepBenchmark::configure_plan(const cli::po::variables_map& v) {
     cli::require_text_file(path, "--pairs-file");
     std::ifstream in(path);
     if (!in) throw Error::usage(fmt::format("--pairs-file {}: cannot read the file", path));
-    schedule_ = PairSchedule::from_pairs_file(in, hosts_, path);
+    job_.schedule = PairSchedule::from_pairs_file(in, job_.hosts, path);
   } else {
     cli::require_choice(v.count("plan") ? "--plan" : "--pattern", pattern, {"all-pairs", "quick", "shift", "adaptive"});
-    schedule_ = pattern == "all-pairs" ? PairSchedule::all_pairs(n)
-                : pattern == "quick"   ? PairSchedule::quick(n)
-                : pattern == "shift"   ? PairSchedule::shift(n)
-                                       : PairSchedule::adaptive(n);
+    job_.schedule = pattern == "all-pairs" ? PairSchedule::all_pairs(n)
+                    : pattern == "quick"   ? PairSchedule::quick(n)
+                    : pattern == "shift"   ? PairSchedule::shift(n)
+                                           : PairSchedule::adaptive(n);
   }
   opt_.metrics.clear();
   const auto names = cli::names_of(sweep_metrics(), [](const SweepMetric& m) { return m.name; });
   for (const auto i : cli::parse_name_list("--metric", v["metric"].as<std::string>(), names))
     opt_.metrics.push_back(&sweep_metrics()[i]);
-  if (schedule_->directed() && (opt_.rails > 1 || opt_.topology))
+  if (job_.schedule->directed() && (opt_.rails > 1 || opt_.topology))
     throw Error::usage(
         "--pattern shift sends around a ring of nodes: with --rails or --topology use all-pairs, quick or "
         "--pairs-file");
-  opt_.adaptive = schedule_->pattern() == "adaptive";
+  opt_.adaptive = job_.schedule->pattern() == "adaptive";
   opt_.seed = static_cast<std::uint64_t>(v["seed"].as<long long>());
   if (!opt_.adaptive && !v["seed"].defaulted())
-    throw Error::usage(
-        fmt::format("--seed: the {} plan is not random; --seed seeds --plan adaptive's pairs", schedule_->pattern()));
+    throw Error::usage(fmt::format("--seed: the {} plan is not random; --seed seeds --plan adaptive's pairs",
+                                   job_.schedule->pattern()));
   if (opt_.adaptive && v.count("sequential"))
     throw Error::usage("--sequential with --plan adaptive: the adaptive plan's rounds are its own; use a fixed plan");
   if (opt_.topology && !opt_.adaptive)
-    schedule_->cover(*opt_.topology, opt_.rails);  // the adaptive plan crosses the leaves itself
-  if (schedule_->directed() && (opt_.metrics.size() != 1 || opt_.metrics[0]->name != "p2p_bw"))
+    job_.schedule->cover(*opt_.topology, opt_.rails);  // the adaptive plan crosses the leaves itself
+  if (job_.schedule->directed() && (opt_.metrics.size() != 1 || opt_.metrics[0]->name != "p2p_bw"))
     throw Error::usage(
         "--pattern shift sends to one node while receiving from another: it measures --metric p2p_bw only");
 }
@@ -251,7 +252,7 @@ void SweepBenchmark::make_runner(const runtime::Placement& placement, int qp_tim
   // is not Active or a build without libibverbs is exit 2, before any output.
   const auto any = [&](auto&& pred) { return std::any_of(opt_.metrics.begin(), opt_.metrics.end(), pred); };
   RoundRunner::Tests tests;
-  if (any([&](const SweepMetric* m) { return m->family == MetricFamily::p2p && !this->on_gpus(*m); }))
+  if (any([&](const SweepMetric* m) { return m->family == MetricFamily::p2p && !opt_.on_gpus(*m); }))
     tests.p2p = std::make_unique<P2PPairTest>(opt_.metrics, opt_.bw_bytes, opt_.lat_bytes, opt_.window,
                                               opt_.pair_time_s, opt_.pair_time_relative);
   if (on_gpus)
@@ -259,36 +260,52 @@ void SweepBenchmark::make_runner(const runtime::Placement& placement, int qp_tim
   if (any([](const SweepMetric* m) { return m->family == MetricFamily::rdma; }))
     tests.rdma = make_rail_rdma_test(placement.me().host, qp_timeout);
   runner_.reset();
-  runner_.emplace(RoundRunner::Job{opt_.metrics, hosts_, host_of_rank_, opt_.rails, local_rank_, opt_.gpu_p2p,
-                                   schedule_->directed()},
+  runner_.emplace(RoundRunner::Job{opt_.metrics, job_.hosts, job_.host_of_rank, opt_.rails, job_.local_rank,
+                                   opt_.gpu_p2p, job_.schedule->directed()},
                   std::move(tests));
 }
 
 std::vector<Round> SweepBenchmark::rounds_to_run() const {
-  if (!opt_.sequential) return schedule_->rounds();
+  if (!opt_.sequential) return job_.schedule->rounds();
   std::vector<Round> one_by_one;  // every pair in a round of its own
-  for (const auto& r : schedule_->rounds())
-    for (const auto& p : r.pairs) one_by_one.push_back(Round::of(static_cast<int>(hosts_.size()), {p}));
+  for (const auto& r : job_.schedule->rounds())
+    for (const auto& p : r.pairs) one_by_one.push_back(Round::of(static_cast<int>(job_.hosts.size()), {p}));
   return one_by_one;
 }
 
 ExitStatus SweepBenchmark::run(const app::RunContext& context) {
-  started_ = std::chrono::steady_clock::now();  // --budget counts from here
-  const auto rounds = start(context);
-  const auto metrics = judged_metrics();  // after start: a metric's NICs are the book's, gathered there
-  if (opt_.mesh) start_mesh(context, metrics);
-  auto done = run_passes(context, rounds, metrics);
-  const std::int64_t verdicts = context.is_root() ? finish(context, done) : 0;
+  Untested untested;
+  untested.started = std::chrono::steady_clock::now();  // --budget counts from here
+  untested.budget = budget_;
+  untested.pairs = job_.excluded_pairs;
+  std::optional<SweepWriter> writer;
+  if (context.is_root()) writer.emplace(context, opt_, job_, tables_);
+  const auto rounds = start(context, writer ? &*writer : nullptr);
+  const auto metrics = job_.judged_metrics(opt_);  // after start: a metric's NICs are the book's, gathered there
+  if (opt_.mesh) {
+    if (writer) {  // a resumed mesh: the last pass done is what the next one is held against
+      const auto resumed = first_pass_ > 1 ? std::optional<Judgement>(judge(resumed_records(first_pass_ - 1), metrics,
+                                                                            opt_.rules, job_.fabric(opt_)))
+                                           : std::nullopt;
+      writer->start_mesh(metrics, resumed ? &*resumed : nullptr, first_pass_ - 1);
+    }
+    context.watchdog.stop_after_signal();  // SIGTERM: stop after the pass in flight
+  }
+  PassLoop loop(context, opt_, job_, *runner_, writer ? &*writer : nullptr, metrics, std::move(untested));
+  auto done =
+      loop.run(rounds, first_pass_, first_round_, writer && !opt_.mesh ? resumed_records() : std::vector<PairRecord>{});
+  const std::int64_t verdicts = writer ? finish(context, *writer, done) : 0;
   const bool failed = context.world.broadcast_value(verdicts, 0) > 0;
   runner_->finish();  // NCCL's parent communicator (if any) goes with the sweep, on every rank at once
   return failed ? ExitStatus::measurement_failed : ExitStatus::ok;
 }
 
-std::vector<Round> SweepBenchmark::start(const app::RunContext& context) {
-  const auto mine = NicBook::of_this_rank(opt_.rail_map ? &*opt_.rail_map : nullptr, local_rank_, runner_->rdma_nic());
+std::vector<Round> SweepBenchmark::start(const app::RunContext& context, SweepWriter* writer) {
+  const auto mine =
+      NicBook::of_this_rank(opt_.rail_map ? &*opt_.rail_map : nullptr, job_.local_rank, runner_->rdma_nic());
   runner_->start(context, opt_.backend == ops::BackendKind::nccl, mine.counter);
-  nics_ = NicBook::gather(context, tables_.nics, mine, opt_.rails > 1 ? local_rank_ : 0, host_of_rank_, hosts_.size(),
-                          opt_.rails);
+  job_.nics = NicBook::gather(context, tables_.nics, mine, opt_.rails > 1 ? job_.local_rank : 0, job_.host_of_rank,
+                              job_.hosts.size(), opt_.rails);
   auto rounds = rounds_to_run();
   // --resume: every rank drops the pairs the earlier part finished (rank 0 read them); rounds keep their numbers.
   const auto finished =
@@ -304,77 +321,16 @@ std::vector<Round> SweepBenchmark::start(const app::RunContext& context) {
                       round.pairs.end());
     skipped += before - round.pairs.size();
   }
-  if (context.is_root()) write_start(context, rounds, skipped);
-  sweep_rounds_planned_ =
-      static_cast<int>(std::count_if(rounds.begin(), rounds.end(), [](const Round& r) { return !r.pairs.empty(); }));
+  if (writer) writer->start(rounds, skipped);
   return rounds;
 }
 
-void SweepBenchmark::start_mesh(const app::RunContext& context, const std::vector<JudgedMetric>& metrics) {
-  if (context.is_root()) {
-    context.out->declare(tables_.passes);
-    context.out->declare(tables_.changes);
-    context.out->attribute("repeat", static_cast<std::int64_t>(opt_.repeat));
-    context.out->attribute("every_s", opt_.every_s);
-    mesh_history_.emplace(metrics, fabric());
-    if (first_pass_ > 1)  // a resumed mesh: the last pass done is what the next one is held against
-      mesh_history_->add(first_pass_ - 1, "", judge(resumed_records(first_pass_ - 1), metrics, opt_.rules, fabric()));
-  }
-  context.watchdog.stop_after_signal();  // SIGTERM: stop after the pass in flight
-}
-
-SweepBenchmark::PassesDone SweepBenchmark::run_passes(const app::RunContext& context, const std::vector<Round>& rounds,
-                                                      const std::vector<JudgedMetric>& metrics) {
-  PassesDone done;
-  done.passes = first_pass_ - 1;
-  first_pass_ = context.world.broadcast_value(first_pass_, 0);
-  int next_round = first_round_ = context.world.broadcast_value(first_round_, 0);
-  const auto first_start = std::chrono::steady_clock::now();
-  mesh_start_epoch_ = static_cast<double>(std::time(nullptr));
-  for (int number = first_pass_;; ++number) {
-    const auto planned = first_start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                           std::chrono::duration<double>(opt_.every_s * (number - first_pass_)));
-    if (number > first_pass_ && !wait_for_pass(context, planned)) break;
-    const Pass pass{number, number == first_pass_ || (number - 1) % opt_.bw_every == 0};
-    const auto pass_start = std::chrono::steady_clock::now();
-    const auto started = results::utc_timestamp();
-    auto tally = run_pass(context, pass, rounds, metrics, next_round);
-    done.records = std::move(tally.records);
-    const auto traffic = std::move(tally.traffic);  // the data-path check of each pass reads its own rounds
-    done.tally.add(tally);  // its counts and cost (its records and traffic are this pass's, above)
-    done.passes = number;
-    const bool stop = context.world.all_sum(context.watchdog.stop_requested() ? 1 : 0) > 0;
-    const bool last = stop || (opt_.repeat > 0 && number >= opt_.repeat);
-    if (context.is_root()) {
-      // Between bandwidth passes the judge reads the last bandwidth figures beside this pass's latency ones.
-      auto& records = done.records;
-      const auto is_bw = [&](const PairRecord& r) {
-        return opt_.metrics[static_cast<std::size_t>(r.metric)]->better == results::Better::higher;
-      };
-      if (pass.bandwidth) {
-        last_bw_records_.clear();
-        std::copy_if(records.begin(), records.end(), std::back_inserter(last_bw_records_), is_bw);
-      } else {
-        records.insert(records.end(), last_bw_records_.begin(), last_bw_records_.end());
-      }
-      done.judgement = judge(records, metrics, opt_.rules, fabric(), traffic, nics_.counters());
-      done.any_verdict = done.any_verdict || !done.judgement.verdicts.empty();
-      if (opt_.mesh)
-        write_pass(context, number, tally, started,
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - pass_start).count(),
-                   static_cast<std::size_t>(next_round), records, done.judgement, last);
-    }
-    if (last) break;
-  }
-  return done;
-}
-
-std::int64_t SweepBenchmark::finish(const app::RunContext& context, PassesDone& done) {
+std::int64_t SweepBenchmark::finish(const app::RunContext& context, SweepWriter& writer, PassLoop::Done& done) {
   const auto& tally = done.tally;
   auto& judgement = done.judgement;
   if (opt_.mesh) context.out->attribute("passes", static_cast<std::int64_t>(done.passes));
-  write_topology(context, judgement);
-  write_untested(context, tally);
+  writer.topology(judgement);
+  writer.untested(tally, done.untested);
   context.out->note(
       fmt::format("time of the rounds: pair tests {}, setup {} (each round's longest, summed; setup: "
                   "communicator splits, NCCL communicators, QPs; per pair in /sweep/pairs setup_s)",
@@ -386,7 +342,7 @@ std::int64_t SweepBenchmark::finish(const app::RunContext& context, PassesDone& 
   context.out->attribute("pair_setup_s", tally.pair_setup_s);
   context.out->attribute("pair_measure_s", tally.pair_measure_s);
   // A run that tested fewer hosts or pairs than asked is not a pass: its untested hosts are verdicts too.
-  const auto coverage = coverage_of(done.records, tally);
+  const auto coverage = writer.coverage(done.records, tally, done.untested);
   for (auto& v : coverage.verdicts()) judgement.verdicts.push_back(std::move(v));
   context.out->attribute("hosts_planned", static_cast<double>(coverage.hosts_planned));
   context.out->attribute("hosts_tested", static_cast<double>(coverage.hosts_tested));
@@ -394,9 +350,9 @@ std::int64_t SweepBenchmark::finish(const app::RunContext& context, PassesDone& 
   context.out->attribute("pairs_tested", static_cast<double>(coverage.pairs_tested));
   context.out->attribute("coverage_complete", coverage.complete() ? 1 : 0);
   if (!opt_.mesh && !opt_.prometheus.empty())  // one pass: the textfile once, at the end
-    write_prometheus(context, done.passes, tally, results::utc_timestamp(), done.records, judgement, true);
-  write_judgement(context, done.records, judgement, coverage);
-  return static_cast<std::int64_t>(judgement.verdicts.size()) + (done.any_verdict ? 1 : 0) + changes_;
+    writer.prometheus(done.passes, tally, done.untested, results::utc_timestamp(), done.records, judgement, true);
+  writer.judgement(done.records, judgement, coverage);
+  return static_cast<std::int64_t>(judgement.verdicts.size()) + (done.any_verdict ? 1 : 0) + writer.changes();
 }
 
 }  // namespace fabricbench::sweep

@@ -1,6 +1,6 @@
-// fabric-sweep's planning around the pair tests: the plan without a job (--dry-run --hosts), the time budget and what
-// it left out, the round's time limit, which hosts rest after a hung pair, what a --resume takes over from the file it
-// continues, and the metrics as the judge reads them.
+// fabric-sweep's plan options around the pair tests: the plan without a job (--dry-run --hosts/--hostfile) and its
+// answer, the time budget's options, and what a --resume takes over from the file it continues (its hosts less the
+// excluded, the pairs it finished, its rows as records).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -14,6 +14,30 @@
 #include "fabricbench/tools/sweep/sweep_benchmark.hpp"
 
 namespace fabricbench::sweep {
+namespace {
+
+// Every pair of an excluded host (`excluded`: host and why) with one of the file's hosts (`before`) that the earlier
+// part's `rows` did not measure: not tested, with the reason (a pair of two excluded hosts once, the first's reason).
+std::vector<UntestedPair> not_measured(const std::vector<results::Row>& rows,
+                                       const std::vector<std::pair<std::string, std::string>>& excluded,
+                                       const std::vector<std::string>& before) {
+  std::set<std::pair<std::string, std::string>> measured, listed;
+  for (const auto& row : rows) {
+    auto a = std::get<std::string>(row.get("host_a")), b = std::get<std::string>(row.get("host_b"));
+    measured.insert(std::minmax(a, b));
+  }
+  std::vector<UntestedPair> out;
+  for (const auto& [host, why] : excluded)
+    for (const auto& other : before) {
+      if (other == host) continue;
+      const std::pair<std::string, std::string> pair = std::minmax(host, other);
+      if (measured.count(pair) || !listed.insert(pair).second) continue;
+      out.push_back({-1, RoundKind::sweep, pair.first, pair.second, why == "--exclude" ? "excluded" : "hung"});
+    }
+  return out;
+}
+
+}  // namespace
 
 std::vector<std::string> SweepBenchmark::planned_hosts(const cli::po::variables_map& v) {
   if (v.count("hosts") && v.count("hostfile"))
@@ -51,8 +75,8 @@ std::vector<std::string> SweepBenchmark::planned_hosts(const cli::po::variables_
 void SweepBenchmark::configure_resume(const cli::po::variables_map& v, const runtime::Placement& placement) {
   opt_.resume = v.count("resume") ? v["resume"].as<std::string>() : std::string();
   resumed_rows_.clear();
-  excluded_.clear();
-  untested_.clear();
+  job_.excluded.clear();
+  job_.excluded_pairs.clear();
   if (v.count("exclude") && opt_.resume.empty())
     throw Error::usage(
         "--exclude: give --resume FILE too (a new sweep leaves a host out of its allocation: srun --exclude)");
@@ -70,10 +94,12 @@ void SweepBenchmark::configure_resume(const cli::po::variables_map& v, const run
   const auto before = list(results::read_root_attribute(opt_.resume, "hosts"));
   const auto in_file = [&](const std::string& h) { return std::find(before.begin(), before.end(), h) != before.end(); };
   const auto add = [&](const std::string& host, const std::string& why) {
-    if (std::none_of(excluded_.begin(), excluded_.end(), [&](const auto& e) { return e.first == host; }))
-      excluded_.emplace_back(host, why);
+    if (std::none_of(job_.excluded.begin(), job_.excluded.end(), [&](const auto& e) { return e.first == host; }))
+      job_.excluded.emplace_back(host, why);
   };
-  const auto in_job = [&](const std::string& h) { return std::find(hosts_.begin(), hosts_.end(), h) != hosts_.end(); };
+  const auto in_job = [&](const std::string& h) {
+    return std::find(job_.hosts.begin(), job_.hosts.end(), h) != job_.hosts.end();
+  };
   for (const auto& host : list(v.count("exclude") ? v["exclude"].as<std::string>() : std::string())) {
     if (!in_file(host))
       throw Error::usage(fmt::format("--exclude {}: not a host of {} ({})", host, opt_.resume, fmt::join(before, ",")));
@@ -95,7 +121,7 @@ void SweepBenchmark::configure_resume(const cli::po::variables_map& v, const run
   } catch (const Error&) {
     // a file of an older version: /failure/ranks without "started"; only --exclude leaves hosts out
   }
-  for (const auto& host : hosts_)
+  for (const auto& host : job_.hosts)
     if (!in_file(host))
       throw Error::usage(
           fmt::format("--resume {}: host {} is not one of its hosts ({}); a resumed sweep runs on the same "
@@ -103,9 +129,9 @@ void SweepBenchmark::configure_resume(const cli::po::variables_map& v, const run
                       opt_.resume, host, fmt::join(before, ",")));
   std::vector<std::string> expected;
   for (const auto& host : before)
-    if (std::none_of(excluded_.begin(), excluded_.end(), [&](const auto& e) { return e.first == host; }))
+    if (std::none_of(job_.excluded.begin(), job_.excluded.end(), [&](const auto& e) { return e.first == host; }))
       expected.push_back(host);
-  auto job = hosts_;
+  auto job = job_.hosts;
   std::sort(job.begin(), job.end());
   auto want = expected;
   std::sort(want.begin(), want.end());
@@ -113,7 +139,7 @@ void SweepBenchmark::configure_resume(const cli::po::variables_map& v, const run
     std::vector<std::string> missing;
     std::set_difference(want.begin(), want.end(), job.begin(), job.end(), std::back_inserter(missing));
     std::string left_out;
-    for (const auto& [host, why] : excluded_)
+    for (const auto& [host, why] : job_.excluded)
       left_out += fmt::format("{}{} ({})", left_out.empty() ? "" : ", ", host, why);
     throw Error::usage(
         fmt::format("--resume {}: this job lacks {} of its hosts{}; launch on them, or go on without them "
@@ -128,20 +154,7 @@ void SweepBenchmark::configure_resume(const cli::po::variables_map& v, const run
       throw Error::usage(
           fmt::format("--resume {}: it measured --metric {}; give the same metrics", opt_.resume, metric));
   }
-  // Every pair of an excluded host the earlier part did not measure is not tested, with the reason.
-  std::set<std::pair<std::string, std::string>> measured;
-  for (const auto& row : resumed_rows_) {
-    auto a = std::get<std::string>(row.get("host_a")), b = std::get<std::string>(row.get("host_b"));
-    measured.insert(std::minmax(a, b));
-  }
-  std::set<std::pair<std::string, std::string>> listed;  // a pair of two excluded hosts once, with the first's reason
-  for (const auto& [host, why] : excluded_)
-    for (const auto& other : before) {
-      if (other == host) continue;
-      const std::pair<std::string, std::string> pair = std::minmax(host, other);
-      if (measured.count(pair) || !listed.insert(pair).second) continue;
-      untested_.push_back({-1, RoundKind::sweep, pair.first, pair.second, why == "--exclude" ? "excluded" : "hung"});
-    }
+  job_.excluded_pairs = not_measured(resumed_rows_, job_.excluded, before);
 }
 
 void SweepBenchmark::configure_budget(const cli::po::variables_map& v) {
@@ -183,10 +196,10 @@ std::string SweepBenchmark::answer_without_run() const {
         "fabric-sweep --dry-run: {} hosts{}, plan adaptive: its rounds are chosen from the results as it goes, so no "
         "plan exists before them (the simulator, tests/sim, judged every host in 7-8 rounds on average, 33 at most, at "
         "256 to 4096 hosts x 8 rails; docs/fabric-sweep.md); estimated {} per round ({})\n",
-        hosts_.size(), opt_.rails > 1 ? fmt::format(" x {} rails", opt_.rails) : "",
+        job_.hosts.size(), opt_.rails > 1 ? fmt::format(" x {} rails", opt_.rails) : "",
         human_duration(budget_.round_estimate_s()), opt_.estimate_source);
     if (budget_.limited()) {  // after judging, the rest of the budget goes to pairs never tested
-      const long long n = static_cast<long long>(hosts_.size()), all = n * (n - 1) / 2;
+      const long long n = static_cast<long long>(job_.hosts.size()), all = n * (n - 1) / 2;
       const long long fit = budget_.rounds_that_fit();
       out += fmt::format("--budget {}: about {} rounds fit, room for {} of {} pairs (every host judged first)\n",
                          opt_.budget_given, fit, std::min(all, fit * (n / 2)), all);
@@ -205,8 +218,8 @@ std::string SweepBenchmark::answer_without_run() const {
   std::string out = fmt::format(
       "fabric-sweep --dry-run: {} hosts{}, plan {}: {} rounds of {} pairs ({} pair tests{}); "
       "metrics: {}\n",
-      hosts_.size(), opt_.rails > 1 ? fmt::format(" x {} rails", opt_.rails) : "",
-      schedule_->pattern() + (opt_.sequential ? " (sequential)" : ""), rounds.size(), per_round, pairs,
+      job_.hosts.size(), opt_.rails > 1 ? fmt::format(" x {} rails", opt_.rails) : "",
+      job_.schedule->pattern() + (opt_.sequential ? " (sequential)" : ""), rounds.size(), per_round, pairs,
       opt_.rails > 1 ? fmt::format(", each on {} rails at once", opt_.rails) : "", metrics);
   const double each = budget_.round_estimate_s();
   out += fmt::format("estimated {} per round ({}): {} in all\n", human_duration(each), opt_.estimate_source,
@@ -219,133 +232,6 @@ std::string SweepBenchmark::answer_without_run() const {
                        covered, pairs);
   }
   return out;
-}
-
-bool SweepBenchmark::round_fits(const app::RunContext& context, const std::vector<Round>& rounds, std::size_t i,
-                                RoundKind kind, int first_round) {
-  if (!budget_.limited()) return true;
-  std::int64_t fits = 1;
-  if (context.is_root()) {
-    fits = budget_.fits(std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count()) ? 1 : 0;
-    if (!fits)
-      for (std::size_t j = i; j < rounds.size(); ++j)
-        for (const auto& p : rounds[j].pairs)
-          untested_.push_back({first_round + static_cast<int>(j), kind, hosts_[static_cast<std::size_t>(p.a)],
-                               hosts_[static_cast<std::size_t>(p.b)], "budget"});
-  }
-  return context.world.broadcast_value(fits, 0) == 1;
-}
-
-Coverage SweepBenchmark::coverage_of(const std::vector<PairRecord>& records, const RoundTally& tally) const {
-  std::vector<HostPair> planned;
-  if (!opt_.adaptive)
-    for (const auto& r : schedule_->rounds()) planned.insert(planned.end(), r.pairs.begin(), r.pairs.end());
-  auto c = Coverage::of(records, static_cast<int>(hosts_.size()), planned, !opt_.adaptive);
-  if (opt_.adaptive) c.hosts_judged = tally.adaptive_hosts_judged;
-  const bool budget_cut =
-      std::any_of(untested_.begin(), untested_.end(), [](const Untested& u) { return u.reason == "budget"; });
-  if (budget_.limited() && (budget_cut || opt_.adaptive)) c.why = "--budget " + opt_.budget_given;
-  if (!resting_.empty()) c.why += std::string(c.why.empty() ? "" : "; ") + "the hosts of a hung pair rested";
-  return c;
-}
-
-void SweepBenchmark::write_untested(const app::RunContext& context, const RoundTally& tally) {
-  std::set<std::pair<std::string, std::string>> sweep_pairs;
-  std::size_t retests = 0;
-  for (const auto& u : untested_) {
-    if (u.kind == RoundKind::sweep)
-      sweep_pairs.insert(std::minmax(u.host_a, u.host_b));
-    else
-      ++retests;
-  }
-  const auto n = static_cast<long long>(hosts_.size());
-  const auto not_covered =
-      opt_.adaptive ? n * (n - 1) / 2 - tally.adaptive_pairs_tested : static_cast<long long>(sweep_pairs.size());
-  if (budget_.limited() || !untested_.empty())
-    context.out->attribute("pairs_not_covered", static_cast<double>(not_covered));
-  if (!excluded_.empty()) {
-    std::string left_out;
-    for (const auto& [host, why] : excluded_)
-      left_out += fmt::format("{}{} ({})", left_out.empty() ? "" : ", ", host, why);
-    context.out->note(
-        fmt::format("resumed without {}: their pairs the earlier part had not measured are not tested", left_out));
-  }
-  if (budget_.limited()) {
-    context.out->attribute("budget_s", budget_.budget_s());
-    const auto spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-    std::string note;
-    if (opt_.adaptive) {  // no schedule: what the plan reached of every pair and host
-      note = fmt::format(
-          "--budget {}: {} rounds run in {} (a round: {}); the adaptive plan judged {} of {} hosts and "
-          "tested {} of {} pairs{}; not covered: {} pairs",
-          opt_.budget_given, tally.sweep_rounds, human_duration(spent), human_duration(budget_.round_estimate_s()),
-          tally.adaptive_hosts_judged, n, tally.adaptive_pairs_tested, n * (n - 1) / 2,
-          opt_.rails > 1 ? fmt::format(" (on all {} rails)", opt_.rails) : "", not_covered);
-    } else {
-      note = fmt::format("--budget {}: {} of {} rounds run in {} (a round: {})", opt_.budget_given, tally.sweep_rounds,
-                         sweep_rounds_planned_, human_duration(spent), human_duration(budget_.round_estimate_s()));
-      std::size_t planned = 0;
-      for (const auto& r : schedule_->rounds()) planned += r.pairs.size();
-      const auto by_budget =
-          static_cast<std::size_t>(std::count_if(untested_.begin(), untested_.end(), [](const Untested& u) {
-            return u.kind == RoundKind::sweep && u.reason == "budget";
-          }));
-      if (by_budget == 0 && retests == 0)
-        note += "; every pair covered";
-      else
-        note += fmt::format("; not covered: {} of {} pairs{}{}", by_budget, planned,
-                            opt_.rails > 1 ? fmt::format(" (on all {} rails)", opt_.rails) : "",
-                            retests ? fmt::format(", {} re-tests", retests) : "");
-    }
-    context.out->note(note);
-  }
-  if (untested_.empty()) return;
-  context.out->note(fmt::format("{} pairs not tested: /sweep/untested", sweep_pairs.size()));
-  context.out->declare(tables_.untested);
-  std::vector<results::Row> rows;
-  for (const auto& u : untested_)
-    rows.push_back(results::Row(tables_.untested)
-                       .set(tables_.untested_col.round, std::int64_t(u.round))
-                       .set(tables_.untested_col.kind, std::string(kind_name(u.kind)))
-                       .set(tables_.untested_col.host_a, u.host_a)
-                       .set(tables_.untested_col.host_b, u.host_b)
-                       .set(tables_.untested_col.reason, u.reason));
-  context.out->rows(rows);
-}
-
-std::vector<JudgedMetric> SweepBenchmark::judged_metrics() const {
-  std::vector<JudgedMetric> out;
-  for (const auto* m : opt_.metrics)
-    out.push_back(
-        {std::string(m->name), std::string(m->unit), m->value_unit, m->better, m->both_directions, nics_of(*m)});
-  return out;
-}
-
-double SweepBenchmark::round_timeout_s(const app::RunContext& context) const {
-  // A round holds one bounded test per collective metric (each within --timeout when the back end can abort it):
-  // the round's own limit leaves room for all of them before the run ends.
-  const double t = context.options.timeout_s;
-  if (t <= 0 || opt_.backend != ops::BackendKind::nccl) return t;
-  const auto collectives =
-      std::count_if(opt_.metrics.begin(), opt_.metrics.end(), [&](auto* m) { return on_gpus(*m); });
-  return t * static_cast<double>(collectives + 1) + 10;
-}
-
-void SweepBenchmark::rest_hung_hosts(const app::RunContext& context, const std::vector<PairRecord>& records,
-                                     std::vector<Round>& rounds, std::size_t from) {
-  std::vector<int> hung;
-  if (context.is_root())
-    for (const auto& r : records)
-      if (r.hung) hung.insert(hung.end(), {r.a, r.b});
-  for (int h : context.world.broadcast_array(hung, 0))
-    if (std::find(resting_.begin(), resting_.end(), h) == resting_.end()) resting_.push_back(h);
-  if (resting_.empty()) return;
-  const auto rests = [&](const HostPair& p) {
-    return std::find(resting_.begin(), resting_.end(), p.a) != resting_.end() ||
-           std::find(resting_.begin(), resting_.end(), p.b) != resting_.end();
-  };
-  for (std::size_t i = from; i < rounds.size(); ++i)
-    rounds[i].pairs.erase(std::remove_if(rounds[i].pairs.begin(), rounds[i].pairs.end(), rests), rounds[i].pairs.end());
 }
 
 std::vector<PairRecord> SweepBenchmark::resumed_records(int pass) const {
@@ -364,7 +250,7 @@ std::vector<PairRecord> SweepBenchmark::resumed_records(int pass) const {
     const auto text = [&](const char* c) { return std::get<std::string>(row.get(c)); };
     const auto integer = [&](const char* c) { return std::get<std::int64_t>(row.get(c)); };
     auto r = PairRecord::of(static_cast<int>(integer("round")),
-                            {index(hosts_, text("host_a")), index(hosts_, text("host_b"))},
+                            {index(job_.hosts, text("host_a")), index(job_.hosts, text("host_b"))},
                             index(metric_names, text("metric")), index(directions, text("direction")));
     if (r.a < 0 || r.b < 0 || r.metric < 0 || r.direction < 0) continue;
     r.iterations = static_cast<std::int32_t>(integer("iterations"));
@@ -376,7 +262,7 @@ std::vector<PairRecord> SweepBenchmark::resumed_records(int pass) const {
     std::istringstream grew(text("counters_host"));
     for (std::string host; std::getline(grew, host, ',');)
       for (int end = 0; end < 2; ++end)
-        if (index(hosts_, host) == (end == 0 ? r.a : r.b)) {
+        if (index(job_.hosts, host) == (end == 0 ? r.a : r.b)) {
           r.port_errors[end] = row.number("port_errors"), r.nvlink_errors[end] = row.number("nvlink_errors");
         }
     out.push_back(r);

@@ -93,6 +93,15 @@ class RoundRunner {
 
  private:
   bool on_gpus(const SweepMetric& m) const { return m.runs_on_gpus(job_.gpu_p2p); }
+  // Whether this pass runs collectives (between a mesh's bandwidth passes they rest): then the round prepares them.
+  bool collectives_run(const Pass& pass) const;
+  // run's three kinds of round, each adding this rank's records and step times to `step`: the shift pattern's (one
+  // rank per host sends to one host and receives from another); --rails' (rail i's two ranks run every metric, all
+  // rails at once); and by host (the host-level metrics on one rank per host, the collective ones on every rank).
+  struct Step;
+  void run_shift(const app::RunContext& context, const Round& round, int index, Step& step);
+  void run_rails(const app::RunContext& context, const Pass& pass, const Round& round, int index, Step& step);
+  void run_hosts(const app::RunContext& context, const Pass& pass, const Round& round, int index, Step& step);
   // This rank's records of one pair: the metrics of `host_level` (one rank per node) or the collective ones. With
   // --rails every metric runs on the rail's two ranks (`host_level` is ignored).
   std::vector<PairRecord> measure_pair(const app::RunContext& context, const Pass& pass,
