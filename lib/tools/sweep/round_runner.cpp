@@ -1,3 +1,6 @@
+// fabric-sweep's round runner (round_runner.hpp): one round on this rank, in one of three kinds (the shift pattern's
+// ring, --rails' rail pairs, pairs of hosts), each metric's pair test with the host's links read around it, then the
+// wait for the round's other pairs and every rank's records gathered to rank 0.
 #include "fabricbench/tools/sweep/round_runner.hpp"
 
 #include <algorithm>

@@ -38,6 +38,15 @@ double epoch_of(const std::string& utc) {
 
 }  // namespace
 
+void SweepWriter::start_mesh(const std::vector<JudgedMetric>& metrics, const Judgement* resumed, int resumed_pass) {
+  context_.out->declare(tables_.passes);
+  context_.out->declare(tables_.changes);
+  context_.out->attribute("repeat", static_cast<std::int64_t>(opt_.repeat));
+  context_.out->attribute("every_s", opt_.every_s);
+  mesh_history_.emplace(metrics, job_.fabric(opt_));
+  if (resumed) mesh_history_->add(resumed_pass, "", *resumed);
+}
+
 void SweepWriter::pass(int pass, const RoundTally& tally, const Untested& untested, const std::string& started,
                        double wall_s, std::size_t rounds, const std::vector<PairRecord>& records,
                        const Judgement& judgement, bool last) {
