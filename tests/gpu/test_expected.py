@@ -37,8 +37,11 @@ class ExpectedOnGpus(LaunchTest):
                 self.assertEqual(warned, [], f"{n} GPUs healthy")
                 judged = self.calibrated(rows)
                 if not judged.empty:  # the margin: how far above the line the healthy rows sit
-                    print(f"\n{n} GPUs: lowest healthy row {judged.pct_expected.min():.0f}% of its curve "
-                          f"({len(judged)} judged rows)")
+                    low = judged.loc[judged.pct_expected.idxmin()]
+                    print(f"\n{n} GPUs: lowest healthy row {low.pct_expected:.0f}% of its curve ({len(judged)} judged "
+                          f"rows): {low.op} {'in' if low.in_place else 'out-of'}-place {low.bytes} B, "
+                          f"{low.blocks} blocks, spread {low.time_us_spread_pct:.0f}%, ranks' times "
+                          f"{low.time_us_rank_min:.1f}-{low.time_us_rank_max:.1f} us")
                     self.assertTrue((judged.pct_expected >= 70).all())
 
     def test_the_sweeps_gpu_pairs_do_not_warn(self):
