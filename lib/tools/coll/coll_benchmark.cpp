@@ -294,6 +294,45 @@ results::Row CollBenchmark::make_row(const CollCase& c, const Measured& m, int i
   return row;
 }
 
+void CollBenchmark::run_sizes(const app::RunContext& context, app::ToolLoop& loop, const CollCase& base,
+                              const std::vector<bool>& modes, const facts::Reference& reference, Busbw& busbw) {
+  const auto* op = base.op;
+  const auto dtype = base.dtype;
+  const int nranks = context.world.size();
+  int skipped = 0;
+  for (const auto bytes : context.options.sizes.values()) {
+    const auto counts = op->counts(bytes / type_size(dtype), nranks);
+    if (counts.bytes(type_size(dtype)) == 0) {  // nothing to move: no row, never a bandwidth of nothing
+      ++skipped;
+      continue;
+    }
+    const int iterations = nccl_tests_iterations.iterations(bytes, context.options.iterations);
+    const int warmup = nccl_tests_iterations.warmup(bytes, context.options.warmup);
+    for (const bool in_place : modes) {
+      const CollCase c{op, dtype, base.redop, base.root, in_place, counts};
+      loop.step(
+          fmt::format("{} {} {} {} at {} B", op->name, in_place ? "in-place" : "out-of-place", to_string(dtype),
+                      op->reduces ? to_string(base.redop) : "none", bytes),
+          [&] { return measure(context, c, warmup, iterations); },
+          [&](const Measured& m, const facts::CounterReading& grown) {
+            if (!context.is_root()) return;
+            loop.count_wrong(m.wrong);  // already summed over ranks
+            auto row = make_row(c, m, iterations, warmup, nranks);
+            context.expect(row, row.number("busbw_gbps"), context.expected.at_size(reference, op->name, nranks, bytes),
+                           bytes,
+                           fmt::format("{} {} busbw at {} B", op->name, in_place ? "in-place" : "out-of-place", bytes));
+            busbw.sum += row.number("busbw_gbps");
+            ++busbw.rows;
+            loop.write(row, grown, samples_,
+                       [&](std::int64_t index) { return m.laps.samples(index, 1.0, -1, &m.rank_us); });
+          });
+    }
+  }
+  if (skipped > 0 && context.is_root())
+    context.out->note(fmt::format("{} {}: {} size(s) hold no whole {} per rank on {} ranks; skipped", op->name,
+                                  to_string(dtype), skipped, to_string(dtype), nranks));
+}
+
 ExitStatus CollBenchmark::run(const app::RunContext& context) {
   const auto& world = context.world;
   const int nranks = world.size();
@@ -347,8 +386,7 @@ ExitStatus CollBenchmark::run(const app::RunContext& context) {
                       "overlap); out-of-place only",
                       op->name, backend_name));
     if (modes.empty()) continue;
-    double busbw_sum = 0;
-    int busbw_rows = 0;
+    Busbw busbw;
     for (const auto dtype : dtypes_) {
       for (const auto redop : op->reduces ? redops_ : std::vector<RedOp>{RedOp::sum}) {
         for (const int root : op->rooted ? roots : std::vector<int>{0}) {
@@ -357,45 +395,13 @@ ExitStatus CollBenchmark::run(const app::RunContext& context) {
           if (context.is_root())
             context.out->section(table_, fmt::format("{} ({} ranks, {})", op->name, nranks, backend_name),
                                  terminal_view(modes, reference.known()));
-          int skipped = 0;
-          for (const auto bytes : context.options.sizes.values()) {
-            const auto counts = op->counts(bytes / type_size(dtype), nranks);
-            if (counts.bytes(type_size(dtype)) == 0) {  // nothing to move: no row, never a bandwidth of nothing
-              ++skipped;
-              continue;
-            }
-            const int iterations = nccl_tests_iterations.iterations(bytes, context.options.iterations);
-            const int warmup = nccl_tests_iterations.warmup(bytes, context.options.warmup);
-            for (const bool in_place : modes) {
-              const CollCase c{op, dtype, redop, root, in_place, counts};
-              loop.step(
-                  fmt::format("{} {} {} {} at {} B", op->name, in_place ? "in-place" : "out-of-place", to_string(dtype),
-                              op->reduces ? to_string(redop) : "none", bytes),
-                  [&] { return measure(context, c, warmup, iterations); },
-                  [&](const Measured& m, const facts::CounterReading& grown) {
-                    if (!context.is_root()) return;
-                    loop.count_wrong(m.wrong);  // already summed over ranks
-                    auto row = make_row(c, m, iterations, warmup, nranks);
-                    context.expect(
-                        row, row.number("busbw_gbps"), context.expected.at_size(reference, op->name, nranks, bytes),
-                        bytes,
-                        fmt::format("{} {} busbw at {} B", op->name, in_place ? "in-place" : "out-of-place", bytes));
-                    busbw_sum += row.number("busbw_gbps");
-                    ++busbw_rows;
-                    loop.write(row, grown, samples_,
-                               [&](std::int64_t index) { return m.laps.samples(index, 1.0, -1, &m.rank_us); });
-                  });
-            }
-          }
-          if (skipped > 0 && context.is_root())
-            context.out->note(fmt::format("{} {}: {} size(s) hold no whole {} per rank on {} ranks; skipped", op->name,
-                                          to_string(dtype), skipped, to_string(dtype), nranks));
+          run_sizes(context, loop, {op, dtype, redop, root, false, {}}, modes, reference, busbw);
         }
       }
     }
-    if (context.is_root() && busbw_rows > 0)
+    if (context.is_root() && busbw.rows > 0)
       context.out->note(fmt::format("{}: Avg bus bandwidth : {:.3f} GB/s over {} rows", op->name,
-                                    busbw_sum / busbw_rows, busbw_rows));
+                                    busbw.sum / busbw.rows, busbw.rows));
   }
   const auto status = loop.finish("elements");
   if (context.is_root())  // nccl-tests' last line

@@ -43,6 +43,15 @@ class CollBenchmark : public app::Benchmark {
     double spread = NAN;  // the largest over ranks of each rank's block spread (fraction)
   };
   Measured measure(const app::RunContext& context, const CollCase& c, int warmup, int iterations);
+  // An op's busbw summed over its rows, for nccl-tests' "Avg bus bandwidth" line.
+  struct Busbw {
+    double sum = 0;
+    int rows = 0;
+  };
+  // One (op, dtype, redop, root) of `base` over every size and each of `modes` (in place or not): a row each on rank
+  // 0, held against `reference`, its busbw added to `busbw`.
+  void run_sizes(const app::RunContext& context, app::ToolLoop& loop, const CollCase& base,
+                 const std::vector<bool>& modes, const facts::Reference& reference, Busbw& busbw);
   results::Row make_row(const CollCase& c, const Measured& m, int iterations, int warmup, int nranks) const;
   // The terminal view (declared beside the table): one line per size, the in-place modes side by side.
   std::vector<results::TerminalColumn> terminal_view(const std::vector<bool>& modes, bool reference_known) const;
