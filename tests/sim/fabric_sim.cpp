@@ -148,7 +148,7 @@ double cpu_now() { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; }
 const std::vector<JudgedMetric> metrics{{"p2p_bw", "MB/s", results::Unit::mbps, results::Better::higher, true}};
 
 // One plan on one scenario of one seed, as fabric-sweep runs it: rounds while the budget fits, hosts of a hung pair
-// resting for the rest of a fixed plan (the tool's rest_hung_hosts; the adaptive plan decides that itself), --retest
+// resting for the rest of a fixed plan (the pass loop's rest_hung_hosts; the adaptive plan decides that itself), --retest
 // passes after a fixed plan, then the judge over every record.
 RunResult run(const std::string& plan, const sim::FabricModel& model, const Topology& topo, const sim::Faults& faults,
               std::uint64_t seed, const Options& o, const Rules& rules, const Fabric& fabric) {

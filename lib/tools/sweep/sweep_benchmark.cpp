@@ -1,5 +1,5 @@
-// fabric-sweep's configure (the command line into SweepOptions, the job, the round runner) and its run in three
-// steps: start, the passes (one unless a mesh, each judged on rank 0), finish. A pass's rounds: sweep_rounds.cpp.
+// fabric-sweep's configure (the command line into SweepOptions, the SweepJob, the round runner) and its run in three
+// steps: start, the passes (PassLoop, pass_loop.cpp), finish (rank 0, through the SweepWriter).
 #include "fabricbench/tools/sweep/sweep_benchmark.hpp"
 
 #include <fmt/format.h>
