@@ -228,6 +228,28 @@ class SweepHangAndResume(LaunchTest):
         self.assertEqual(run.attrs["pairs_not_covered"], len(left))
         self.assertEqual(run.matrices["sweep/matrices/p2p_latency"].shape, (3, 3), "the judge sees the job's hosts")
 
+    def test_an_excluded_hosts_unmeasured_pairs_are_untested_with_why(self):
+        # node2 hangs in round 1; the job goes on on node0 and node1 alone, node3 left out with --exclude.
+        r = self.mpirun(4, "fabric-sweep", self.ARGS + ["--output", "hx.h5", "-q"],
+                        env=dict(FAKE, FABRICBENCH_TEST_STALL="2:1"))
+        self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+        first = self.load("hx.h5").tables["sweep/pairs"]
+        measured = {tuple(sorted(p)) for p in zip(first.host_a, first.host_b)}
+        r = self.mpirun(2, "fabric-sweep", self.ARGS + ["--resume", "hx.h5", "--exclude", "node3"],
+                        env=dict(FAKE, FABRICBENCH_TEST_HOST_NAMES="node0,node1"))
+        self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
+        self.assertIn("resumed without node3 (--exclude), node2 (hung in the earlier part)", r.stdout)
+        untested = self.load("hx.h5").tables["sweep/untested"]
+        got = {tuple(sorted(p)): why for p, why in zip(zip(untested.host_a, untested.host_b), untested.reason)}
+        expected = {}  # each unmeasured pair once, with the first excluded host's reason
+        for host, why in (("node3", "excluded"), ("node2", "hung")):
+            for other in ("node0", "node1", "node2", "node3"):
+                pair = tuple(sorted((host, other)))
+                if other != host and pair not in measured and pair not in expected:
+                    expected[pair] = why
+        self.assertTrue(expected, "the first part left pairs of node2 and node3 unmeasured")
+        self.assertEqual(got, expected)
+
     def test_resume_refuses_hosts_that_do_not_match(self):
         args = ["--metric", "p2p_latency", "-n", "20", "--retest", "0"]
         r = self.mpirun(4, "fabric-sweep", args + ["--output", "s.h5", "-q"], env=FAKE)

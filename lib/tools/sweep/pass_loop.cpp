@@ -169,7 +169,7 @@ bool PassLoop::round_fits(const std::vector<Round>& rounds, std::size_t i, Round
       for (std::size_t j = i; j < rounds.size(); ++j)
         for (const auto& p : rounds[j].pairs)
           untested_.pairs.push_back({first_round + static_cast<int>(j), kind, job_.hosts[static_cast<std::size_t>(p.a)],
-                                     job_.hosts[static_cast<std::size_t>(p.b)], "budget"});
+                                     job_.hosts[static_cast<std::size_t>(p.b)], UntestedReason::budget});
   }
   return context_.world.broadcast_value(fits, 0) == 1;
 }

@@ -2,6 +2,28 @@
 
 namespace fabricbench::sweep {
 
+std::string_view reason_name(UntestedReason why) {
+  switch (why) {
+    case UntestedReason::budget:
+      return "budget";
+    case UntestedReason::excluded:
+      return "excluded";
+    case UntestedReason::hung:
+      return "hung";
+  }
+  return "";
+}
+
+std::string ExcludedHost::why_text() const {
+  return why == UntestedReason::excluded ? "--exclude" : "hung in the earlier part";
+}
+
+std::string SweepJob::excluded_text() const {
+  std::string out;
+  for (const auto& e : excluded) out += (out.empty() ? "" : ", ") + e.host + " (" + e.why_text() + ")";
+  return out;
+}
+
 Fabric SweepJob::fabric(const SweepOptions& opt) const {
   Fabric f;
   f.hosts = hosts, f.rails = opt.rails, f.topology = opt.topology ? &*opt.topology : nullptr;

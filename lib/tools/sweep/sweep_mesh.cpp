@@ -67,9 +67,9 @@ void SweepBenchmark::configure_mesh(const cli::po::variables_map& v, bool root) 
                 : fmt::format("--resume {}: a sweep of one pass; resume it without --repeat", opt_.resume));
   if (!opt_.mesh) return;
   for (const auto& row : results::read_rows(opt_.resume, tables_.passes))
-    first_pass_ = std::max(first_pass_, static_cast<int>(std::get<std::int64_t>(row.get("pass"))) + 1);
+    first_pass_ = std::max(first_pass_, static_cast<int>(row.get(tables_.pass_col.pass)) + 1);
   for (const auto& row : resumed_rows_)
-    first_round_ = std::max(first_round_, static_cast<int>(std::get<std::int64_t>(row.get("round"))) + 1);
+    first_round_ = std::max(first_round_, static_cast<int>(row.get(tables_.pair_col.round)) + 1);
   if (opt_.repeat > 0 && first_pass_ > opt_.repeat)
     throw Error::usage(fmt::format("--resume {}: its {} passes are done; ask for more with --repeat {} or 0",
                                    opt_.resume, first_pass_ - 1, first_pass_));

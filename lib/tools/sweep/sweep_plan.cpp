@@ -16,23 +16,20 @@
 namespace fabricbench::sweep {
 namespace {
 
-// Every pair of an excluded host (`excluded`: host and why) with one of the file's hosts (`before`) that the earlier
-// part's `rows` did not measure: not tested, with the reason (a pair of two excluded hosts once, the first's reason).
-std::vector<UntestedPair> not_measured(const std::vector<results::Row>& rows,
-                                       const std::vector<std::pair<std::string, std::string>>& excluded,
+// Every pair of an excluded host with one of the file's hosts (`before`) that the earlier part's pair rows did not
+// measure: not tested, with the reason (a pair of two excluded hosts once, the first's reason).
+std::vector<UntestedPair> not_measured(const std::vector<results::Row>& rows, const SweepTables::PairColumns& c,
+                                       const std::vector<ExcludedHost>& excluded,
                                        const std::vector<std::string>& before) {
   std::set<std::pair<std::string, std::string>> measured, listed;
-  for (const auto& row : rows) {
-    auto a = std::get<std::string>(row.get("host_a")), b = std::get<std::string>(row.get("host_b"));
-    measured.insert(std::minmax(a, b));
-  }
+  for (const auto& row : rows) measured.insert(std::minmax(row.get(c.host_a), row.get(c.host_b)));
   std::vector<UntestedPair> out;
-  for (const auto& [host, why] : excluded)
+  for (const auto& e : excluded)
     for (const auto& other : before) {
-      if (other == host) continue;
-      const std::pair<std::string, std::string> pair = std::minmax(host, other);
+      if (other == e.host) continue;
+      const std::pair<std::string, std::string> pair = std::minmax(e.host, other);
       if (measured.count(pair) || !listed.insert(pair).second) continue;
-      out.push_back({-1, RoundKind::sweep, pair.first, pair.second, why == "--exclude" ? "excluded" : "hung"});
+      out.push_back({-1, RoundKind::sweep, pair.first, pair.second, e.why});
     }
   return out;
 }
@@ -93,9 +90,11 @@ void SweepBenchmark::configure_resume(const cli::po::variables_map& v, const run
   };
   const auto before = list(results::read_root_attribute(opt_.resume, "hosts"));
   const auto in_file = [&](const std::string& h) { return std::find(before.begin(), before.end(), h) != before.end(); };
-  const auto add = [&](const std::string& host, const std::string& why) {
-    if (std::none_of(job_.excluded.begin(), job_.excluded.end(), [&](const auto& e) { return e.first == host; }))
-      job_.excluded.emplace_back(host, why);
+  const auto left_out = [&](const std::string& host) {
+    return std::any_of(job_.excluded.begin(), job_.excluded.end(), [&](const auto& e) { return e.host == host; });
+  };
+  const auto add = [&](const std::string& host, UntestedReason why) {
+    if (!left_out(host)) job_.excluded.push_back({host, why});
   };
   const auto in_job = [&](const std::string& h) {
     return std::find(job_.hosts.begin(), job_.hosts.end(), h) != job_.hosts.end();
@@ -106,7 +105,7 @@ void SweepBenchmark::configure_resume(const cli::po::variables_map& v, const run
     if (in_job(host))
       throw Error::usage(
           fmt::format("--exclude {}: this job runs on it; launch without it (srun --exclude {})", host, host));
-    add(host, "--exclude");
+    add(host, UntestedReason::excluded);
   }
   // A host the earlier part named hung (a rank of it never started the step the others waited in, or never answered)
   // is left out when the job was launched without it; launched with it (repaired), it takes part again.
@@ -114,10 +113,11 @@ void SweepBenchmark::configure_resume(const cli::po::variables_map& v, const run
   const TableSpec failures{
       "failure", "ranks", {key_int("rank"), setting_text("host", 64), setting_int("answered"), setting_int("started")}};
   try {
+    const auto answered = failures.handle<std::int64_t>("answered"), started = failures.handle<std::int64_t>("started");
+    const auto host = failures.handle<std::string>("host");
     for (const auto& row : read_rows(opt_.resume, failures))
-      if ((std::get<std::int64_t>(row.get("answered")) == 0 || std::get<std::int64_t>(row.get("started")) == 0) &&
-          !in_job(std::get<std::string>(row.get("host"))))
-        add(std::get<std::string>(row.get("host")), "hung in the earlier part");
+      if ((row.get(answered) == 0 || row.get(started) == 0) && !in_job(row.get(host)))
+        add(row.get(host), UntestedReason::hung);
   } catch (const Error&) {
     // a file of an older version: /failure/ranks without "started"; only --exclude leaves hosts out
   }
@@ -129,8 +129,7 @@ void SweepBenchmark::configure_resume(const cli::po::variables_map& v, const run
                       opt_.resume, host, fmt::join(before, ",")));
   std::vector<std::string> expected;
   for (const auto& host : before)
-    if (std::none_of(job_.excluded.begin(), job_.excluded.end(), [&](const auto& e) { return e.first == host; }))
-      expected.push_back(host);
+    if (!left_out(host)) expected.push_back(host);
   auto job = job_.hosts;
   std::sort(job.begin(), job.end());
   auto want = expected;
@@ -138,23 +137,19 @@ void SweepBenchmark::configure_resume(const cli::po::variables_map& v, const run
   if (job != want) {
     std::vector<std::string> missing;
     std::set_difference(want.begin(), want.end(), job.begin(), job.end(), std::back_inserter(missing));
-    std::string left_out;
-    for (const auto& [host, why] : job_.excluded)
-      left_out += fmt::format("{}{} ({})", left_out.empty() ? "" : ", ", host, why);
-    throw Error::usage(
-        fmt::format("--resume {}: this job lacks {} of its hosts{}; launch on them, or go on without them "
-                    "with --exclude {}",
-                    opt_.resume, fmt::join(missing, ","),
-                    left_out.empty() ? "" : fmt::format(" (left out: {})", left_out), fmt::join(missing, ",")));
+    throw Error::usage(fmt::format(
+        "--resume {}: this job lacks {} of its hosts{}; launch on them, or go on without them with --exclude {}",
+        opt_.resume, fmt::join(missing, ","),
+        job_.excluded.empty() ? "" : fmt::format(" (left out: {})", job_.excluded_text()), fmt::join(missing, ",")));
   }
   resumed_rows_ = read_rows(opt_.resume, tables_.pairs);
   for (const auto& row : resumed_rows_) {
-    const auto metric = std::get<std::string>(row.get("metric"));
+    const auto& metric = row.get(tables_.pair_col.metric);
     if (std::none_of(opt_.metrics.begin(), opt_.metrics.end(), [&](const SweepMetric* m) { return m->name == metric; }))
       throw Error::usage(
           fmt::format("--resume {}: it measured --metric {}; give the same metrics", opt_.resume, metric));
   }
-  job_.excluded_pairs = not_measured(resumed_rows_, job_.excluded, before);
+  job_.excluded_pairs = not_measured(resumed_rows_, tables_.pair_col, job_.excluded, before);
 }
 
 void SweepBenchmark::configure_budget(const cli::po::variables_map& v) {
@@ -243,23 +238,21 @@ std::vector<PairRecord> SweepBenchmark::resumed_records(int pass) const {
   std::vector<std::string> metric_names, directions{"a->b", "b->a", "both"};
   for (const auto* m : opt_.metrics) metric_names.emplace_back(m->name);
   std::vector<PairRecord> out;
+  const auto& c = tables_.pair_col;
   for (const auto& row : resumed_rows_) {
-    if (pass > 0 ? std::get<std::int64_t>(row.get("pass")) != pass
-                 : std::get<std::string>(row.get("kind")) != kind_name(RoundKind::sweep))
+    if (pass > 0 ? row.get(c.pass) != pass : row.get(c.kind) != kind_name(RoundKind::sweep))
       continue;  // re-tests run again after the sweep
-    const auto text = [&](const char* c) { return std::get<std::string>(row.get(c)); };
-    const auto integer = [&](const char* c) { return std::get<std::int64_t>(row.get(c)); };
-    auto r = PairRecord::of(static_cast<int>(integer("round")),
-                            {index(job_.hosts, text("host_a")), index(job_.hosts, text("host_b"))},
-                            index(metric_names, text("metric")), index(directions, text("direction")));
+    auto r = PairRecord::of(static_cast<int>(row.get(c.round)),
+                            {index(job_.hosts, row.get(c.host_a)), index(job_.hosts, row.get(c.host_b))},
+                            index(metric_names, row.get(c.metric)), index(directions, row.get(c.direction)));
     if (r.a < 0 || r.b < 0 || r.metric < 0 || r.direction < 0) continue;
-    r.iterations = static_cast<std::int32_t>(integer("iterations"));
-    r.bytes = integer("bytes"), r.wrong = integer("wrong"), r.hung = static_cast<std::int32_t>(integer("hung"));
-    r.value = row.number("value"), r.median_us = row.number("time_us_median"), r.p99_us = row.number("time_us_p99");
-    r.window = static_cast<std::int32_t>(integer("window")), r.cut = static_cast<std::int32_t>(integer("cut"));
-    r.rail = static_cast<std::int32_t>(integer("rail"));
-    // Whose counters grew: the row's sums go to each host it names (to both where both grew).
-    std::istringstream grew(text("counters_host"));
+    r.iterations = static_cast<std::int32_t>(row.get(c.iterations));
+    r.bytes = row.get(c.bytes), r.wrong = row.get(c.wrong), r.hung = static_cast<std::int32_t>(row.get(c.hung));
+    r.value = row.get(c.value), r.median_us = row.get(c.time_us_median), r.p99_us = row.get(c.time_us_p99);
+    r.window = static_cast<std::int32_t>(row.get(c.window)), r.cut = static_cast<std::int32_t>(row.get(c.cut));
+    r.rail = static_cast<std::int32_t>(row.get(c.rail));
+    // Whose counters grew: the row's sums go to each host it names (to both where both grew; add-on columns).
+    std::istringstream grew(row.get(c.counters_host));
     for (std::string host; std::getline(grew, host, ',');)
       for (int end = 0; end < 2; ++end)
         if (index(job_.hosts, host) == (end == 0 ? r.a : r.b)) {

@@ -11,7 +11,6 @@
 #include <map>
 #include <tuple>
 
-
 namespace fabricbench::sweep {
 namespace {
 

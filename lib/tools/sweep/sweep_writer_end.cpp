@@ -13,7 +13,8 @@
 namespace fabricbench::sweep {
 
 bool Untested::budget_cut() const {
-  return std::any_of(pairs.begin(), pairs.end(), [](const UntestedPair& u) { return u.reason == "budget"; });
+  return std::any_of(pairs.begin(), pairs.end(),
+                     [](const UntestedPair& u) { return u.reason == UntestedReason::budget; });
 }
 
 void SweepWriter::judgement(const std::vector<PairRecord>& records, const Judgement& judgement,
@@ -226,13 +227,9 @@ void SweepWriter::untested(const RoundTally& tally, const Untested& untested) {
       opt_.adaptive ? n * (n - 1) / 2 - tally.adaptive_pairs_tested : static_cast<long long>(sweep_pairs.size());
   if (untested.budget.limited() || !untested.pairs.empty())
     context_.out->attribute("pairs_not_covered", static_cast<double>(not_covered));
-  if (!job_.excluded.empty()) {
-    std::string left_out;
-    for (const auto& [host, why] : job_.excluded)
-      left_out += fmt::format("{}{} ({})", left_out.empty() ? "" : ", ", host, why);
-    context_.out->note(
-        fmt::format("resumed without {}: their pairs the earlier part had not measured are not tested", left_out));
-  }
+  if (!job_.excluded.empty())
+    context_.out->note(fmt::format("resumed without {}: their pairs the earlier part had not measured are not tested",
+                                   job_.excluded_text()));
   if (untested.budget.limited()) {
     context_.out->attribute("budget_s", untested.budget.budget_s());
     const auto spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - untested.started).count();
@@ -250,9 +247,9 @@ void SweepWriter::untested(const RoundTally& tally, const Untested& untested) {
                          rounds_planned_, human_duration(spent), human_duration(untested.budget.round_estimate_s()));
       std::size_t planned = 0;
       for (const auto& r : job_.schedule->rounds()) planned += r.pairs.size();
-      const auto by_budget = static_cast<std::size_t>(
-          std::count_if(untested.pairs.begin(), untested.pairs.end(),
-                        [](const UntestedPair& u) { return u.kind == RoundKind::sweep && u.reason == "budget"; }));
+      const auto by_budget = static_cast<std::size_t>(std::count_if(
+          untested.pairs.begin(), untested.pairs.end(),
+          [](const UntestedPair& u) { return u.kind == RoundKind::sweep && u.reason == UntestedReason::budget; }));
       if (by_budget == 0 && retests == 0)
         note += "; every pair covered";
       else
@@ -272,7 +269,7 @@ void SweepWriter::untested(const RoundTally& tally, const Untested& untested) {
                        .set(tables_.untested_col.kind, std::string(kind_name(u.kind)))
                        .set(tables_.untested_col.host_a, u.host_a)
                        .set(tables_.untested_col.host_b, u.host_b)
-                       .set(tables_.untested_col.reason, u.reason));
+                       .set(tables_.untested_col.reason, std::string(reason_name(u.reason))));
   context_.out->rows(rows);
 }
 

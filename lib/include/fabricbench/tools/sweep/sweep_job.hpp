@@ -5,7 +5,7 @@
 #pragma once
 #include <optional>
 #include <string>
-#include <utility>
+#include <string_view>
 #include <vector>
 
 #include "fabricbench/sweep/judge.hpp"
@@ -15,11 +15,25 @@
 
 namespace fabricbench::sweep {
 
-// A pair the run did not test, and why ("budget", "excluded", "hung"); round -1: a pair of an excluded host.
+// Why a pair was not tested: the --budget ran out, or one of its hosts was left out of a --resume (given with
+// --exclude, or hung in the earlier part).
+enum class UntestedReason { budget, excluded, hung };
+// Its word in /sweep/untested's reason column ("budget", "excluded", "hung").
+std::string_view reason_name(UntestedReason why);
+
+// A pair the run did not test, and why; round -1: a pair of an excluded host.
 struct UntestedPair {
   int round;
   RoundKind kind;
-  std::string host_a, host_b, reason;
+  std::string host_a, host_b;
+  UntestedReason reason;
+};
+
+// A host of the --resume'd file this run goes on without, and why (`excluded` or `hung`).
+struct ExcludedHost {
+  std::string host;
+  UntestedReason why;
+  std::string why_text() const;  // "--exclude", "hung in the earlier part"
 };
 
 struct SweepJob {
@@ -30,7 +44,8 @@ struct SweepJob {
   std::optional<PairSchedule> schedule;
   // --resume: (rank 0) hosts of the file this run goes on without, with why ("--exclude", "hung in the earlier
   // part"), and their pairs the earlier part had not measured.
-  std::vector<std::pair<std::string, std::string>> excluded;
+  std::vector<ExcludedHost> excluded;
+  std::string excluded_text() const;  // "node3 (--exclude), node5 (hung in the earlier part)"
   std::vector<UntestedPair> excluded_pairs;
   NicBook nics;  // rank 0: the NIC of each host-rail, per family of traffic (gathered at the run's start)
 
