@@ -129,6 +129,18 @@ void SweepWriter::prometheus(int pass, const RoundTally& tally, const Untested& 
         epoch_of(started));
   e.add("sweep_changes", "fabric-sweep --repeat: change verdicts so far (a verdict that appeared or went)", {},
         static_cast<double>(changes_));
+  prometheus_figures(e, records, judgement);
+  prometheus_answer(e, coverage(records, tally, untested), judgement);  // a pass that tested less is not a pass
+  try {
+    e.write(opt_.prometheus);
+  } catch (const Error& err) {  // a full disk or a removed folder: said, and the mesh goes on
+    context_.out->note(std::string("warning: ") + err.what());
+    fmt::print(stderr, "{}: warning: {}\n", context_.program, err.what());
+  }
+}
+
+void SweepWriter::prometheus_figures(results::Exposition& e, const std::vector<PairRecord>& records,
+                                     const Judgement& judgement) const {
   for (const auto& r : records) {  // in the order measured: a re-test replaces the sweep's figure
     if (std::isnan(r.value)) continue;
     const auto& m = *opt_.metrics[static_cast<std::size_t>(r.metric)];
@@ -161,7 +173,9 @@ void SweepWriter::prometheus(int pass, const RoundTally& tally, const Untested& 
     e.add("sweep_node_suspect_pairs", "fabric-sweep: a node's pairs below the rules", labels,
           static_cast<double>(s.suspect_pairs));
   }
-  const auto covered = coverage(records, tally, untested);  // a pass that tested less than asked is not a pass
+}
+
+void SweepWriter::prometheus_answer(results::Exposition& e, const Coverage& covered, const Judgement& judgement) const {
   e.add("sweep_hosts_planned", "fabric-sweep: hosts the plan asked to test", {},
         static_cast<double>(covered.hosts_planned));
   e.add("sweep_hosts_tested", "fabric-sweep: hosts a pair test measured", {},
@@ -189,12 +203,6 @@ void SweepWriter::prometheus(int pass, const RoundTally& tally, const Untested& 
            {"switch", v.switch_name},
            {"reason", v.reason}},
           1);
-  }
-  try {
-    e.write(opt_.prometheus);
-  } catch (const Error& err) {  // a full disk or a removed folder: said, and the mesh goes on
-    context_.out->note(std::string("warning: ") + err.what());
-    fmt::print(stderr, "{}: warning: {}\n", context_.program, err.what());
   }
 }
 

@@ -24,6 +24,10 @@
 #include "fabricbench/tools/sweep/sweep_options.hpp"
 #include "fabricbench/tools/sweep/sweep_tables.hpp"
 
+namespace fabricbench::results {
+class Exposition;
+}  // namespace fabricbench::results
+
 namespace fabricbench::sweep {
 
 // What a run left untested, as the pass loop hands it over: the pairs (cut by --budget, or of an excluded host), the
@@ -84,6 +88,10 @@ class SweepWriter {
   void nodes(const Judgement& judgement);
   void verdicts(const Judgement& judgement);
   void below_expected(const std::vector<PairRecord>& records);
+  // prometheus' parts: each pair's last figure and each node's median and suspect pairs; the coverage and verdicts.
+  void prometheus_figures(results::Exposition& e, const std::vector<PairRecord>& records,
+                          const Judgement& judgement) const;
+  void prometheus_answer(results::Exposition& e, const Coverage& covered, const Judgement& judgement) const;
   // A pair row's expected_gbps and pct_expected.
   void stamp_expected(results::Row& row, const PairRecord& record) const;
   facts::Reference reference_of(const PairRecord& record) const;
