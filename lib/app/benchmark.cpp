@@ -110,6 +110,83 @@ void write_failure_records(results::ResultSet* out, const std::vector<runtime::R
   }
 }
 
+// Rank 0's outputs, opened only once every rank accepted the input: the terminal (or JSON lines), the HDF5 file (a
+// --resume appends to the file it continues), the CSV, and the baseline check (`check`: owned by the result set).
+std::unique_ptr<results::ResultSet> open_outputs(const Benchmark& benchmark, const cli::CommonOptions& options,
+                                                 const std::string& resume, const results::Baseline& baseline,
+                                                 BaselineCheck*& check) {
+  auto out = std::make_unique<results::ResultSet>();
+  if (benchmark.json_output())
+    out->add(std::make_unique<results::JsonSink>(stdout));
+  else if (!options.quiet)
+    out->add(std::make_unique<results::TerminalTable>());
+  if (resume.empty())
+    out->add(std::make_unique<results::Hdf5Sink>(options.output, options.force));
+  else
+    out->add(std::make_unique<results::Hdf5Sink>(resume, results::Hdf5Sink::Mode::append));
+  if (!options.csv.empty()) out->add(std::make_unique<results::CsvSink>(options.csv, benchmark.table().path()));
+  if (!baseline.empty()) {
+    auto owned = std::make_unique<BaselineCheck>(baseline, benchmark.table().path());
+    check = owned.get();
+    out->add(std::move(owned));
+  }
+  return out;
+}
+
+// Datagrams that reached the failure side channel without the job's secret (or over its rate): someone outside the
+// job knocked. Said once, summed over ranks. Collective.
+void note_side_channel(const runtime::Communicator& world, const runtime::FailureReport& report,
+                       results::ResultSet* out) {
+  const auto counts = report.counts();
+  const auto refused = world.sum(counts.refused, 0), answered = world.sum(counts.answered, 0);
+  if (out && refused > 0)
+    out->note(
+        fmt::format("failure side channel: {} datagram(s) refused (without the job's secret, or over the rate), "
+                    "{} request(s) answered",
+                    refused, answered));
+}
+
+// Rank 0, --baseline: the rows below it and the entries no row matched, as notes (and on stderr with --quiet), and
+// the summary line; false where any row was below or any entry unmatched.
+bool report_baseline(results::ResultSet& out, const BaselineCheck& check, const results::Baseline& baseline, bool quiet,
+                     const std::string& program) {
+  for (const auto& line : check.failures()) {
+    out.note("below baseline: " + line);
+    if (quiet) fmt::print(stderr, "{}: below baseline: {}\n", program, line);
+  }
+  const auto unmatched = check.unmatched();
+  for (const auto& line : unmatched) {
+    out.note("not measured: " + line);
+    if (quiet) fmt::print(stderr, "{}: baseline entry not measured: {}\n", program, line);
+  }
+  out.note(fmt::format("baseline {}: {} row(s) checked, {} value(s) below, {} entr{} matched no row", baseline.path(),
+                       check.rows(), check.failures().size(), unmatched.size(), unmatched.size() == 1 ? "y" : "ies"));
+  return check.failures().empty() && unmatched.empty();
+}
+
+// The watchdog's end of a run (a timeout, or a signal: little time, as mpirun follows SIGTERM with SIGKILL). Rank 0
+// (`out` set) collects every rank's answer, names the ranks behind the step in flight, says why on stderr, writes
+// /failure/ranks and closes the file as failed; the other ranks answer it.
+void record_failure(const std::string& reason, results::ResultSet* out, runtime::FailureReport& report,
+                    const runtime::Placement& placement, const runtime::ProgressBoard& board,
+                    const std::string& program) {
+  const bool signal = reason.rfind("terminated by signal", 0) == 0;
+  if (!out) {
+    report.answer(std::chrono::milliseconds(signal ? 900 : 3000));
+    return;
+  }
+  auto records = report.collect(std::chrono::milliseconds(signal ? 700 : 2500));
+  for (auto& r : records)
+    if (!r.answered) r.host = placement.ranks()[static_cast<std::size_t>(r.rank)].host;
+  const auto laggards = board.laggards(board.current_step());
+  std::string why = reason;
+  if (!laggards.empty()) why += "; " + laggards;
+  why += "; " + runtime::FailureReport::summary(records);
+  fmt::print(stderr, "{}: {}\n", program, why);
+  write_failure_records(out, records, board.started_step(board.current_step()));
+  finish_quietly(out, "failed: " + why);
+}
+
 }  // namespace
 
 int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
@@ -154,51 +231,19 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
     const auto& options = command_line.common();
 
     // Outputs exist only from here on, after every rank accepted the input.
-    if (root) {
-      out = std::make_unique<results::ResultSet>();
-      if (benchmark.json_output())
-        out->add(std::make_unique<results::JsonSink>(stdout));
-      else if (!options.quiet)
-        out->add(std::make_unique<results::TerminalTable>());
-      if (resume.empty())
-        out->add(std::make_unique<results::Hdf5Sink>(options.output, options.force));
-      else
-        out->add(std::make_unique<results::Hdf5Sink>(resume, results::Hdf5Sink::Mode::append));
-      if (!options.csv.empty()) out->add(std::make_unique<results::CsvSink>(options.csv, benchmark.table().path()));
-      if (!baseline.empty()) {
-        auto check = std::make_unique<BaselineCheck>(baseline, benchmark.table().path());
-        baseline_check = check.get();
-        out->add(std::move(check));
-      }
-    }
+    if (root) out = open_outputs(benchmark, options, resume, baseline, baseline_check);
     runtime::ProgressBoard board(world);
     runtime::MainThreadBacktrace::install();
     runtime::FailureReport report(world, placement.me().host);
     runtime::Watchdog watchdog(
         [&](const std::string& reason) {
           benchmark.abort();
-          // A signal leaves little time (mpirun follows SIGTERM with SIGKILL); a timeout waits longer for answers.
-          const bool signal = reason.rfind("terminated by signal", 0) == 0;
-          if (!out) {
-            report.answer(std::chrono::milliseconds(signal ? 900 : 3000));
-            return;
-          }
-          auto records = report.collect(std::chrono::milliseconds(signal ? 700 : 2500));
-          for (auto& r : records)
-            if (!r.answered) r.host = placement.ranks()[static_cast<std::size_t>(r.rank)].host;
-          const auto laggards = board.laggards(board.current_step());
-          std::string why = reason;
-          if (!laggards.empty()) why += "; " + laggards;
-          why += "; " + runtime::FailureReport::summary(records);
-          fmt::print(stderr, "{}: {}\n", program, why);
-          write_failure_records(out.get(), records, board.started_step(board.current_step()));
-          finish_quietly(out.get(), "failed: " + why);
+          record_failure(reason, out.get(), report, placement, board, program);
         },
         [&] { report.poll(); });
-    if (out) {
+    if (out)
       out->begin({program, FABRICBENCH_VERSION, options.command_line, results::utc_timestamp(), mpi.size(),
                   placement.hosts()});
-    }
     // A resumed run keeps the /env of its first part (the hosts were checked to be the same).
     const bool resumed = world.broadcast_value(static_cast<int>(!resume.empty()), 0) != 0;
     env::EnvReport environment;
@@ -206,10 +251,10 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
       environment = env::EnvironmentCapture().gather(world, placement, benchmark.gpu(), out.get(),
                                                      options.checks && benchmark.checks_this_host());
     // One line per cheap check that warned or failed; the run goes on (fabric-doctor is where checks decide).
-    if (out)
+    if (out) {
       for (const auto& line : doctor::warning_lines(environment.checks)) fmt::print(stderr, "{}: {}\n", program, line);
-    if (out) out->declare(benchmark.table());
-
+      out->declare(benchmark.table());
+    }
     const facts::ExpectedShare expected(environment.expected, expected_rule,
                                         options.has_sizes ? options.sizes.max() : 0);
     RunContext context{options, world, placement, out.get(), watchdog, board, report, environment, expected, program};
@@ -217,31 +262,10 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
       std::sscanf(stall, "%d:%d", &context.stall_rank, &context.stall_at);
     ExitStatus status = benchmark.run(context);
     world.barrier();
-    // Datagrams that reached the failure side channel without the job's secret (or over its rate): someone outside
-    // the job knocked. Said once, summed over ranks.
-    const auto counts = report.counts();
-    const auto refused = world.sum(counts.refused, 0), answered = world.sum(counts.answered, 0);
-    if (out && refused > 0)
-      out->note(
-          fmt::format("failure side channel: {} datagram(s) refused (without the job's secret, or over the rate), "
-                      "{} request(s) answered",
-                      refused, answered));
-    if (baseline_check) {
-      for (const auto& line : baseline_check->failures()) {
-        out->note("below baseline: " + line);
-        if (options.quiet) fmt::print(stderr, "{}: below baseline: {}\n", program, line);
-      }
-      const auto unmatched = baseline_check->unmatched();
-      for (const auto& line : unmatched) {
-        out->note("not measured: " + line);
-        if (options.quiet) fmt::print(stderr, "{}: baseline entry not measured: {}\n", program, line);
-      }
-      out->note(fmt::format("baseline {}: {} row(s) checked, {} value(s) below, {} entr{} matched no row",
-                            baseline.path(), baseline_check->rows(), baseline_check->failures().size(),
-                            unmatched.size(), unmatched.size() == 1 ? "y" : "ies"));
-      if ((!baseline_check->failures().empty() || !unmatched.empty()) && status == ExitStatus::ok)
-        status = ExitStatus::measurement_failed;
-    }
+    note_side_channel(world, report, out.get());
+    if (baseline_check && !report_baseline(*out, *baseline_check, baseline, options.quiet, program) &&
+        status == ExitStatus::ok)
+      status = ExitStatus::measurement_failed;
     if (out) {
       out->finish("complete");
       if (!options.quiet && !benchmark.json_output())

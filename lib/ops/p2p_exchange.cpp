@@ -38,6 +38,75 @@ StepEnds wait_step_ends(MPI_Request* req, int window, int* done, std::chrono::st
   return ends;
 }
 
+// The bidirectional window's posts: `window` receives from `from` into req[0, window) and `window` sends to `peer`
+// into req[window, 2 window).
+struct WindowPosts {
+  void* sbuf;
+  void* rbuf;
+  int count;
+  MPI_Datatype type;
+  int peer, from;
+  MPI_Comm comm;
+  MPI_Request* req;
+  int window;
+  void receives() const {
+    for (int w = 0; w < window; ++w) check(MPI_Irecv(rbuf, count, type, from, data_tag, comm, &req[w]), "MPI_Irecv");
+  }
+  void sends() const {
+    for (int w = 0; w < window; ++w)
+      check(MPI_Isend(sbuf, count, type, peer, data_tag, comm, &req[window + w]), "MPI_Isend");
+  }
+  void both() const {
+    receives();
+    sends();
+  }
+};
+
+// mpiGraph's steps (the shift pattern): `iterations` steps, each after two barriers, its receives and sends posted at
+// once; each step's time goes to m.laps_us and their sum to `blocks`. `late_receives_s` > 0 (a test hook): the
+// receives are posted that long after the sends, as by a receiver that falls behind the bytes sent to it.
+void mpigraph_steps(const WindowPosts& posts, double late_receives_s, int warmup, int iterations, PairMeasurement& m,
+                    timing::TimedBlocks& blocks) {
+  const auto comm = posts.comm;
+  const int window = posts.window;
+  check(MPI_Barrier(comm), "MPI_Barrier");
+  for (int i = 0; i < warmup; ++i) {
+    posts.both();
+    check(MPI_Waitall(2 * window, posts.req, MPI_STATUSES_IGNORE), "MPI_Waitall");
+  }
+  std::vector<double> sent_s(static_cast<std::size_t>(iterations)), received_s(sent_s.size());
+  std::vector<int> done(static_cast<std::size_t>(2 * window));
+  for (std::size_t i = 0; i < sent_s.size(); ++i) {
+    check(MPI_Barrier(comm), "MPI_Barrier");
+    check(MPI_Barrier(comm), "MPI_Barrier");
+    const auto t0 = std::chrono::steady_clock::now();
+    if (late_receives_s > 0) {
+      posts.sends();
+      std::this_thread::sleep_for(std::chrono::duration<double>(late_receives_s));
+      posts.receives();
+    } else {
+      posts.both();
+    }
+    const auto ends = wait_step_ends(posts.req, window, done.data(), t0);
+    sent_s[i] = ends.sent_s, received_s[i] = ends.received_s;
+  }
+  // A send completes once the kernel holds its bytes: a window that fits the socket buffers would be timed at memory
+  // speed whatever the link does. The bytes to `peer` arrived when its receives of them completed, so every rank hands
+  // its receive times to the rank it received from, and a step to `peer` lasts the later of the two ends (each end's
+  // clock starts at its own first post, after the same barriers).
+  std::vector<double> peer_received_s(sent_s.size());
+  check(MPI_Sendrecv(received_s.data(), iterations, MPI_DOUBLE, posts.from, step_times_tag, peer_received_s.data(),
+                     iterations, MPI_DOUBLE, posts.peer, step_times_tag, comm, MPI_STATUS_IGNORE),
+        "MPI_Sendrecv");
+  double steps_s = 0;
+  for (std::size_t i = 0; i < sent_s.size(); ++i) {
+    const double step_s = std::max(sent_s[i], peer_received_s[i]);
+    steps_s += step_s;
+    m.laps_us.push_back(step_s * 1e6);
+  }
+  blocks.add(steps_s);
+}
+
 }  // namespace
 
 memory::FillPattern exchange_pattern(int sender, std::uint64_t bytes) {
@@ -215,58 +284,12 @@ PairMeasurement run_exchange(const P2PTest& test, const Exchanger& x) {
         });
       break;
     case Exchange::bidirectional_window: {
-      const auto post_receives = [&] {
-        for (int w = 0; w < window; ++w)
-          check(MPI_Irecv(rbuf, count, type, from, data_tag, comm, &req[w]), "MPI_Irecv");
-      };
-      const auto post_sends = [&] {
-        for (int w = 0; w < window; ++w)
-          check(MPI_Isend(sbuf, count, type, peer, data_tag, comm, &req[window + w]), "MPI_Isend");
-      };
-      const auto post = [&] {
-        post_receives();
-        post_sends();
-      };
+      const WindowPosts posts{sbuf, rbuf, count, type, peer, from, comm, req, window};
       if (x.mpigraph_steps) {
-        check(MPI_Barrier(comm), "MPI_Barrier");
-        for (int i = 0; i < warmup; ++i) {
-          post();
-          check(MPI_Waitall(2 * window, req, MPI_STATUSES_IGNORE), "MPI_Waitall");
-        }
-        std::vector<double> sent_s(static_cast<std::size_t>(iterations)), received_s(sent_s.size());
-        std::vector<int> done(requests.size());
-        for (std::size_t i = 0; i < sent_s.size(); ++i) {
-          check(MPI_Barrier(comm), "MPI_Barrier");
-          check(MPI_Barrier(comm), "MPI_Barrier");
-          const auto t0 = std::chrono::steady_clock::now();
-          if (x.late_receives_s > 0) {  // test hook: a receiver that falls behind the bytes sent to it
-            post_sends();
-            std::this_thread::sleep_for(std::chrono::duration<double>(x.late_receives_s));
-            post_receives();
-          } else {
-            post();
-          }
-          const auto ends = wait_step_ends(req, window, done.data(), t0);
-          sent_s[i] = ends.sent_s, received_s[i] = ends.received_s;
-        }
-        // A send completes once the kernel holds its bytes: a window that fits the socket buffers would be timed at
-        // memory speed whatever the link does. The bytes to `peer` arrived when its receives of them completed, so
-        // every rank hands its receive times to the rank it received from, and a step to `peer` lasts the later of
-        // the two ends (each end's clock starts at its own first post, after the same barriers).
-        std::vector<double> peer_received_s(sent_s.size());
-        check(MPI_Sendrecv(received_s.data(), iterations, MPI_DOUBLE, from, step_times_tag, peer_received_s.data(),
-                           iterations, MPI_DOUBLE, peer, step_times_tag, comm, MPI_STATUS_IGNORE),
-              "MPI_Sendrecv");
-        double steps_s = 0;
-        for (std::size_t i = 0; i < sent_s.size(); ++i) {
-          const double step_s = std::max(sent_s[i], peer_received_s[i]);
-          steps_s += step_s;
-          m.laps_us.push_back(step_s * 1e6);
-        }
-        blocks.add(steps_s);
+        mpigraph_steps(posts, x.late_receives_s, warmup, iterations, m, blocks);
       } else {
         timed([&] {
-          post();
+          posts.both();
           check(MPI_Waitall(2 * window, req, MPI_STATUSES_IGNORE), "MPI_Waitall");
         });
       }
