@@ -15,6 +15,7 @@
 #include "fabricbench/results/csv_sink.hpp"
 #include "fabricbench/results/hdf5_sink.hpp"
 #include "fabricbench/results/json_sink.hpp"
+#include "fabricbench/results/printable.hpp"
 #include "fabricbench/results/terminal_table.hpp"
 #include "fabricbench/runtime/failure_report.hpp"
 
@@ -152,12 +153,12 @@ bool report_baseline(results::ResultSet& out, const BaselineCheck& check, const 
                      const std::string& program) {
   for (const auto& line : check.failures()) {
     out.note("below baseline: " + line);
-    if (quiet) fmt::print(stderr, "{}: below baseline: {}\n", program, line);
+    if (quiet) fmt::print(stderr, "{}: below baseline: {}\n", program, results::printable(line));
   }
   const auto unmatched = check.unmatched();
   for (const auto& line : unmatched) {
     out.note("not measured: " + line);
-    if (quiet) fmt::print(stderr, "{}: baseline entry not measured: {}\n", program, line);
+    if (quiet) fmt::print(stderr, "{}: baseline entry not measured: {}\n", program, results::printable(line));
   }
   out.note(fmt::format("baseline {}: {} row(s) checked, {} value(s) below, {} entr{} matched no row", baseline.path(),
                        check.rows(), check.failures().size(), unmatched.size(), unmatched.size() == 1 ? "y" : "ies"));
@@ -252,7 +253,8 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
                                                      options.checks && benchmark.checks_this_host());
     // One line per cheap check that warned or failed; the run goes on (fabric-doctor is where checks decide).
     if (out) {
-      for (const auto& line : doctor::warning_lines(environment.checks)) fmt::print(stderr, "{}: {}\n", program, line);
+      for (const auto& line : doctor::warning_lines(environment.checks))
+        fmt::print(stderr, "{}: {}\n", program, results::printable(line));
       out->declare(benchmark.table());
     }
     const facts::ExpectedShare expected(environment.expected, expected_rule,

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <thread>
 
+#include "fabricbench/results/printable.hpp"
+
 namespace fabricbench::app {
 
 void RunContext::measuring(std::string what, double timeout_s) const {
@@ -23,7 +25,7 @@ void RunContext::measured() const {
 
 void RunContext::progress(const std::string& line) const {
   if (!is_root() || options.quiet) return;
-  fmt::print(stderr, "[progress] {}\n", line);
+  fmt::print(stderr, "[progress] {}\n", results::printable(line));
 }
 
 void RunContext::expect(results::Row& row, double measured_gbps, const facts::Reference& ref, std::uint64_t bytes,
@@ -31,7 +33,7 @@ void RunContext::expect(results::Row& row, double measured_gbps, const facts::Re
   const auto warning = expected.stamp(row, measured_gbps, ref, bytes, what);
   if (warning.empty() || !is_root()) return;
   out->note(warning);  // the table shows it where it happened; with --quiet there is no table
-  if (options.quiet) fmt::print(stderr, "{}: {}\n", program, warning);
+  if (options.quiet) fmt::print(stderr, "{}: {}\n", program, results::printable(warning));
 }
 
 }  // namespace fabricbench::app

@@ -16,7 +16,6 @@
 #include <fstream>
 #include <map>
 #include <sstream>
-#include <thread>
 
 #include "fabricbench/error.hpp"
 
@@ -46,6 +45,67 @@ pid_t parent_of(pid_t pid) {
   long ppid = -1;
   rest >> state >> ppid;
   return static_cast<pid_t>(ppid);
+}
+
+// `root` and every process below it, `root` first (parents read from /proc).
+std::vector<pid_t> descendants(pid_t root) {
+  std::map<pid_t, std::vector<pid_t>> children;
+  if (DIR* d = ::opendir("/proc")) {
+    while (const dirent* e = ::readdir(d)) {
+      char* end = nullptr;
+      const long pid = std::strtol(e->d_name, &end, 10);
+      if (*end == '\0' && pid > 0) children[parent_of(static_cast<pid_t>(pid))].push_back(static_cast<pid_t>(pid));
+    }
+    ::closedir(d);
+  }
+  std::vector<pid_t> out{root};
+  for (std::size_t i = 0; i < out.size(); ++i)
+    for (pid_t c : children[out[i]]) out.push_back(c);
+  return out;
+}
+
+// Whether process group `group` still has a member (a zombie not yet reaped counts).
+bool group_alive(pid_t group) { return ::kill(-group, 0) == 0 || errno == EPERM; }
+
+// Waits up to `seconds` for `group` to empty.
+void wait_for_group(pid_t group, double seconds) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (group_alive(group) && std::chrono::steady_clock::now() < until) ::poll(nullptr, 0, 20);
+}
+
+// The guard of `group` (see child_process.hpp): a process of its own group, holding nothing of ours but the read end
+// of a pipe. A byte on it: the watchdog ended the job itself, the guard exits. End of file without one: the
+// watchdog died where nothing of it could run, and the guard ends the group as stop() would have (TERM, 2 s, KILL).
+pid_t start_guard(pid_t group, int& write_end) {
+  int life[2];
+  if (::pipe2(life, O_CLOEXEC)) return -1;
+  const pid_t guard = ::fork();
+  if (guard < 0) {
+    ::close(life[0]), ::close(life[1]);
+    return -1;
+  }
+  if (guard == 0) {
+    ::setpgid(0, 0);  // the terminal's Ctrl-C goes to the watchdog's group, which passes it on; not to the guard
+    const int null = ::open("/dev/null", O_RDWR);
+    for (int fd = 0; fd < 3; ++fd) ::dup2(null, fd);
+    const int keep = life[0];
+    if (::close_range(3, static_cast<unsigned>(keep) - 1, 0) != 0 || ::close_range(keep + 1, ~0U, 0) != 0)
+      for (int fd = 3; fd < 4096; ++fd)
+        if (fd != keep) ::close(fd);
+    char byte = 0;
+    ssize_t r;
+    do r = ::read(keep, &byte, 1);
+    while (r < 0 && errno == EINTR);
+    if (r == 1) ::_exit(0);
+    ::kill(-group, SIGCONT);
+    ::kill(-group, SIGTERM);
+    for (int i = 0; i < 100 && group_alive(group); ++i) ::usleep(20000);
+    ::kill(-group, SIGKILL);
+    ::_exit(0);
+  }
+  ::close(life[0]);
+  write_end = life[1];
+  return guard;
 }
 
 }  // namespace
@@ -86,6 +146,7 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::vect
   }
   ::setpgid(pid_, pid_);
   ::close(out[1]), ::close(err[1]), ::close(exec_failed[1]);
+  guard_ = start_guard(pid_, guard_fd_);  // none (fork failed): the job still runs, guarded by our handlers only
   out_ = out[0], err_ = err[0];
   int e = 0;
   const bool failed = ::read(exec_failed[0], &e, sizeof e) == static_cast<ssize_t>(sizeof e);
@@ -99,13 +160,30 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::vect
 }
 
 ChildProcess::~ChildProcess() {
-  if (!exited_ && pid_ > 0) stop(2);
+  if (pid_ > 0) {
+    if (!exited_)
+      stop(2);
+    else
+      end_group(2);  // what the job left running in its group
+  }
   if (out_ >= 0) ::close(out_);
   if (err_ >= 0) ::close(err_);
+  if (guard_ > 0) {
+    (void)!::write(guard_fd_, "x", 1);
+    ::close(guard_fd_);
+    ::waitpid(guard_, nullptr, 0);
+  }
 }
 
 bool ChildProcess::pump(double wait_s) {
-  pollfd fds[2] = {{out_, POLLIN, 0}, {err_, POLLIN, 0}};
+  const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait_s));
+  if (out_ < 0 && err_ < 0) {
+    // Both pipes closed, the child perhaps still running: its exit is looked for every 20 ms until `wait_s`.
+    for (reap(false); !exited_ && Clock::now() < until; reap(false))
+      if (::poll(nullptr, 0, 20) < 0 && errno == EINTR) break;
+    return !exited_;
+  }
+  pollfd fds[2] = {{out_, POLLIN, 0}, {err_, POLLIN, 0}};  // a closed one is -1, which poll passes over
   const int n = ::poll(fds, 2, static_cast<int>(wait_s * 1000));
   if (n > 0) {
     char chunk[65536];
@@ -121,13 +199,10 @@ bool ChildProcess::pump(double wait_s) {
       }
     }
   }
-  if (out_ < 0 && err_ < 0) {
-    reap(true);
-    return false;
-  }
   reap(false);
-  // An exited child whose descendants still hold its pipes: they are the job's too, and it goes on.
-  return true;
+  // Drained and exited: done. An exited child whose descendants still hold its pipes: they are the job's too, and
+  // it goes on.
+  return !(exited_ && out_ < 0 && err_ < 0);
 }
 
 void ChildProcess::reap(bool block) {
@@ -140,36 +215,40 @@ void ChildProcess::reap(bool block) {
 }
 
 std::vector<pid_t> ChildProcess::tree() const {
-  std::map<pid_t, std::vector<pid_t>> children;
-  if (DIR* d = ::opendir("/proc")) {
-    while (const dirent* e = ::readdir(d)) {
-      char* end = nullptr;
-      const long pid = std::strtol(e->d_name, &end, 10);
-      if (*end == '\0' && pid > 0) children[parent_of(static_cast<pid_t>(pid))].push_back(static_cast<pid_t>(pid));
-    }
-    ::closedir(d);
+  if (exited_) return {};
+  return descendants(pid_);
+}
+
+void ChildProcess::signal(int signal) const {
+  // Descendants that made groups of their own (a shell's job control, a launcher) are found while the child lives.
+  std::vector<pid_t> others;
+  if (!exited_)
+    for (pid_t p : descendants(pid_))
+      if (::getpgid(p) != pid_) others.push_back(p);
+  if (signal != SIGKILL) ::kill(-pid_, SIGCONT);
+  ::kill(-pid_, signal);
+  for (pid_t p : others) {
+    if (signal != SIGKILL) ::kill(p, SIGCONT);
+    ::kill(p, signal);
   }
-  std::vector<pid_t> out;
-  if (exited_) return out;
-  out.push_back(pid_);
-  for (std::size_t i = 0; i < out.size(); ++i)
-    for (pid_t c : children[out[i]]) out.push_back(c);
-  return out;
 }
 
 void ChildProcess::stop(double grace_s) {
-  if (exited_) return;
-  ::kill(-pid_, SIGCONT);  // a stopped process takes no SIGTERM until it runs
-  ::kill(-pid_, SIGTERM);
+  if (exited_) return end_group(grace_s);
+  signal(SIGTERM);
   const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(grace_s));
-  while (Clock::now() < until) {
-    reap(false);
-    if (exited_) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  if (!exited_) ::kill(-pid_, SIGKILL);
+  for (reap(false); !exited_ && Clock::now() < until; reap(false)) ::poll(nullptr, 0, 20);
+  if (!exited_) signal(SIGKILL);
   reap(true);
-  ::kill(-pid_, SIGKILL);  // what is left of its group
+  end_group(exited_ ? std::max(0.0, std::chrono::duration<double>(until - Clock::now()).count()) : 0);
+}
+
+void ChildProcess::end_group(double grace_s) {
+  if (!group_alive(pid_)) return;
+  ::kill(-pid_, SIGCONT);
+  ::kill(-pid_, SIGTERM);
+  wait_for_group(pid_, grace_s);
+  ::kill(-pid_, SIGKILL);
 }
 
 }  // namespace fabricbench::job

@@ -40,33 +40,48 @@ std::string who(const RasRank& r) {
   return fmt::format("rank {} (pid {}, {} on host {})", r.rank, r.pid, gpu_of(r), r.host);
 }
 
-// Where `r` is behind the most advanced rank of `c`: one sentence per collective kind.
-std::vector<std::string> behind(const RasCommunicator& c, const RasRank& r) {
+// The most operations of each collective kind any reporting rank of a communicator launched, and how many ranks
+// launched that many: computed once per communicator, so that judging a job is linear in its ranks (a rank against
+// every peer was quadratic: 16,384 ranks took two minutes).
+struct Most {
+  std::uint64_t ops = 0;
+  int ranks = 0;
+};
+std::map<std::string, Most> most_of(const RasCommunicator& c) {
+  std::map<std::string, Most> most;
+  for (const auto& peer : c.ranks) {
+    if (peer.missing) continue;
+    for (const auto& [kind, n] : peer.ops) {
+      auto& m = most[kind];
+      if (n > m.ops) m = {n, 0};
+      if (n == m.ops) ++m.ranks;
+    }
+  }
+  return most;  // a kind a peer never launched is 0 for it: below any rank that did
+}
+
+// Where `r` is behind the most advanced rank of its communicator: one sentence per collective kind.
+std::vector<std::string> behind(const std::map<std::string, Most>& most, const RasRank& r) {
   std::vector<std::string> out;
   for (const auto& [kind, mine] : r.ops) {
-    std::uint64_t most = 0;
-    int at_most = 0;
-    for (const auto& peer : c.ranks) {
-      if (peer.missing) continue;
-      const auto it = peer.ops.find(kind);
-      const std::uint64_t n = it == peer.ops.end() ? 0 : it->second;
-      if (n > most) most = n, at_most = 0;
-      if (n == most) ++at_most;
-    }
-    if (mine < most)
-      out.push_back(fmt::format("launched {} up to op {} while {} peer{} reached op {}", kind, mine, at_most,
-                                at_most == 1 ? "" : "s", most));
+    const auto it = most.find(kind);
+    if (it == most.end() || mine >= it->second.ops) continue;
+    const int at_most = it->second.ranks;
+    out.push_back(fmt::format("launched {} up to op {} while {} peer{} reached op {}", kind, mine, at_most,
+                              at_most == 1 ? "" : "s", it->second.ops));
   }
   return out;
 }
 
-const RasRank* find(const RasStatus* s, const std::string& hash, int rank) {
-  if (!s) return nullptr;
+// The reporting ranks of an earlier look by communicator and rank, for the second look's question "did it move?".
+using RankIndex = std::map<std::pair<std::string, int>, const RasRank*>;
+RankIndex index_of(const RasStatus* s) {
+  RankIndex out;
+  if (!s) return out;
   for (const auto& c : s->communicators)
-    if (c.hash == hash)
-      for (const auto& r : c.ranks)
-        if (r.rank == rank && !r.missing) return &r;
-  return nullptr;
+    for (const auto& r : c.ranks)
+      if (!r.missing) out.emplace(std::make_pair(c.hash, r.rank), &r);
+  return out;
 }
 
 }  // namespace
@@ -111,7 +126,9 @@ std::vector<RasProblem> judge_ras(const RasStatus& now, const RasStatus* before)
                                "apply all bt\"'",
                                process.first, process.second)});
   }
+  const RankIndex earlier_ranks = index_of(before);
   for (const auto& c : now.communicators) {
+    const auto most = most_of(c);
     for (const auto& r : c.ranks) {
       if (r.missing) {
         if (!r.dead)
@@ -133,10 +150,11 @@ std::vector<RasProblem> judge_ras(const RasStatus& now, const RasStatus* before)
         out.push_back({Severity::fail, "init", r.host, r.pid, r.rank, r.cuda_dev, c.hash,
                        fmt::format("communicator {}: {} reports init state {}", c.hash, who(r), r.init_state),
                        "its initialization failed or did not finish; the job's log says why"});
-      const auto lags = behind(c, r);
+      const auto lags = behind(most, r);
       if (lags.empty()) continue;
       // A second look: a rank whose counts moved since is progressing, not stuck.
-      const RasRank* earlier = find(before, c.hash, r.rank);
+      const auto at = earlier_ranks.find({c.hash, r.rank});
+      const RasRank* earlier = at == earlier_ranks.end() ? nullptr : at->second;
       if (before && (!earlier || earlier->ops != r.ops)) continue;
       std::string what = fmt::format("communicator {}: {} ", c.hash, who(r));
       for (std::size_t i = 0; i < lags.size(); ++i) what += (i ? "; " : "") + lags[i];

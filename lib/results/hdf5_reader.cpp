@@ -1,11 +1,15 @@
 #include "fabricbench/results/hdf5_reader.hpp"
 
 #include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 
@@ -125,7 +129,9 @@ std::string read_root_attribute_here(const std::string& file, const std::string&
 // process: its rows come back packed (pack_rows) through a pipe, a usage error as its message, and a crash of the
 // library as a usage error naming the file. The child makes no MPI call (HDF5 and the packing only) and leaves with
 // _exit. (Open MPI may warn about fork() where openib memory is registered; this runs in configure, before the tool
-// registers any buffer.)
+// registers any buffer.) A damaged file can also make the library loop: the child is given kReadBound and then killed,
+// and it dies with the tool (PR_SET_PDEATHSIG).
+constexpr int kReadBound_s = 300;
 template <typename Read>
 std::string in_child(const std::string& file, Read&& read) {
   int pipe_fd[2];
@@ -139,6 +145,7 @@ std::string in_child(const std::string& file, Read&& read) {
   }
   if (pid == 0) {
     close(pipe_fd[0]);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     std::string out;
     int status = 0;
     try {
@@ -160,12 +167,29 @@ std::string in_child(const std::string& file, Read&& read) {
   close(pipe_fd[1]);
   std::string got;
   char buffer[65536];
-  for (ssize_t n; (n = read_fd(pipe_fd[0], buffer, sizeof buffer)) > 0;)
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(kReadBound_s);
+  bool late = false;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    pollfd in{pipe_fd[0], POLLIN, 0};
+    const int ready = left.count() > 0 ? poll(&in, 1, static_cast<int>(left.count())) : 0;
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) {
+      late = true;
+      kill(pid, SIGKILL);
+      break;
+    }
+    const ssize_t n = read_fd(pipe_fd[0], buffer, sizeof buffer);
+    if (n <= 0) break;
     got.append(buffer, static_cast<std::size_t>(n));
+  }
   close(pipe_fd[0]);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  if (late)
+    throw Error::usage(
+        fmt::format("{}: the HDF5 library did not finish reading it in {} s: a damaged file", file, kReadBound_s));
   if (WIFSIGNALED(status))
     throw Error::usage(
         fmt::format("{}: the HDF5 library crashed reading it (signal {}): a damaged file", file, WTERMSIG(status)));

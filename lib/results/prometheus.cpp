@@ -14,6 +14,7 @@
 #include <fstream>
 
 #include "fabricbench/error.hpp"
+#include "fabricbench/results/printable.hpp"
 
 namespace fabricbench::results {
 namespace {
@@ -34,8 +35,10 @@ std::string help_text(const std::string& text) {
 }  // namespace
 
 std::string Exposition::escape(const std::string& value) {
+  // Control bytes and bytes that are not UTF-8 as visible text first: one value that is not UTF-8 (a communicator
+  // hash a server sent) would make the whole file invalid to the collector.
   std::string out;
-  for (char c : value) out += c == '\\' ? "\\\\" : c == '"' ? "\\\"" : c == '\n' ? "\\n" : std::string(1, c);
+  for (char c : printable(value)) out += c == '\\' ? "\\\\" : c == '"' ? "\\\"" : c == '\n' ? "\\n" : std::string(1, c);
   return out;
 }
 

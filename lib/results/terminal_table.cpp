@@ -5,17 +5,20 @@
 #include <algorithm>
 #include <cmath>
 
+#include "fabricbench/results/printable.hpp"
+
 namespace fabricbench::results {
 
 std::string TerminalTable::format(const Value& value, int precision) {
   if (const auto* i = std::get_if<std::int64_t>(&value)) return std::to_string(*i);
   if (const auto* d = std::get_if<double>(&value)) return std::isnan(*d) ? "-" : fmt::format("{:.{}f}", *d, precision);
-  return std::get<std::string>(value);
+  return printable(std::get<std::string>(value));
 }
 
 void TerminalTable::begin(const RunInfo& info) {
   fmt::print(out_, "# {} {}\n# command: {}\n# started: {}  ranks: {}  hosts: {}\n", info.tool, info.tool_version,
-             info.command_line, info.started_at, info.world_size, fmt::join(info.hosts, ","));
+             printable(info.command_line), info.started_at, info.world_size,
+             printable(fmt::format("{}", fmt::join(info.hosts, ","))));
   std::fflush(out_);
 }
 
@@ -39,12 +42,12 @@ void TerminalTable::section(const TableSpec& table, const std::string& title,
     header += c.left ? fmt::format(" {:<{}}", title_of_column, widths_.back())
                      : fmt::format(" {:>{}}", title_of_column, widths_.back());
   }
-  fmt::print(out_, "#\n# {}\n#{}\n", title, header);
+  fmt::print(out_, "#\n# {}\n#{}\n", printable(title), printable(header));
   std::fflush(out_);
 }
 
 void TerminalTable::note(const std::string& line) {
-  fmt::print(out_, "# {}\n", line);
+  fmt::print(out_, "# {}\n", printable(line));
   std::fflush(out_);
 }
 
@@ -72,12 +75,12 @@ void TerminalTable::matrix(const Matrix& m) {
   std::size_t width = 9;
   for (const auto* labels : {&m.row_labels, &m.column_labels})
     for (const auto& l : *labels) width = std::max(width, std::min<std::size_t>(l.size(), 16) + 1);
-  std::string out = fmt::format("#\n# {}\n# {:>{}}", m.title, "", width);
-  for (const auto& l : m.column_labels) out += fmt::format(" {:>{}}", l.substr(0, 16), width);
+  std::string out = fmt::format("#\n# {}\n# {:>{}}", printable(m.title), "", width);
+  for (const auto& l : m.column_labels) out += fmt::format(" {:>{}}", printable(l.substr(0, 16)), width);
   out += "\n";
   const auto values = m.rows(0, static_cast<int>(rows));
   for (std::size_t r = 0; r < rows; ++r) {
-    out += fmt::format("  {:>{}}", m.row_labels[r].substr(0, 16), width);
+    out += fmt::format("  {:>{}}", printable(m.row_labels[r].substr(0, 16)), width);
     for (std::size_t c = 0; c < columns; ++c)
       out += fmt::format(" {:>{}}", format(Value{values[r * columns + c]}, 1), width);
     out += "\n";
@@ -87,7 +90,7 @@ void TerminalTable::matrix(const Matrix& m) {
 }
 
 void TerminalTable::finish(const std::string& status) {
-  fmt::print(out_, "# status: {}\n", status);
+  fmt::print(out_, "# status: {}\n", printable(status));
   std::fflush(out_);
 }
 

@@ -3,15 +3,17 @@ recorded from a real NCCL 2.28.9 job on 2 x H200: the laggard, the dead process 
 the two looks, a version without JSON, and every refusal in one line with exit status 2 and no file."""
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import time
 import unittest
 
-from fbtest import LaunchTest
+from fbtest import BIN, LaunchTest
 
 FIXTURES = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "ras"
 RECORDED = FIXTURES / "nccl-2.28.9-h200x2"
+PROMTOOL = shutil.which("promtool")
 
 
 class FakeRas:
@@ -158,6 +160,48 @@ class NcclRas(LaunchTest):
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertIn("pid 724 runs on host 198.51.100.7, not here: there, look at where that process stands", r.stdout)
         self.assertEqual(len(self.load("away.h5").tables["doctor/ras_stacks"]), 0)
+
+    def test_what_a_server_names_reaches_no_terminal_or_textfile_raw(self):
+        """A reply whose host name carries terminal escapes (set the title, clear the screen) and a newline followed by
+        a forged line of our own, and whose communicator hash has bytes that are not UTF-8. Before: the escapes reached
+        the terminal through the findings and the answer line, the forged line began a line of output, and the
+        watchdog's Prometheus textfile was invalid."""
+        hostile = b'\x1b]0;pwned\x07\x1b[2J\\nFORGED fabric-doctor: every rank healthy'  # raw bytes, then JSON's \n
+        text = (RECORDED / "mismatch.json").read_bytes()
+        text = text.replace(b'"host": "192.0.2.2",\n          "pid": 724', b'"host": "' + hostile + b'",\n          "pid": 724')
+        text = text.replace(b"0xc04513ef3a63ea2e", b"0x\xff\xfe3f")
+        self.assertIn(b"FORGED", text)
+        replies = self.dir.parent / f"replies-hostile-{os.getpid()}"
+        replies.mkdir(exist_ok=True)
+        (replies / "hostile.json").write_bytes(text)
+        prom = self.dir / "w.prom"
+        ras = FakeRas(self.dir.parent, "hostile", replies=replies)
+        try:
+            r = self.mpirun(1, "fabric-doctor", ["--nccl-ras", ras.address, "--output", "h.h5"], timeout=120)
+            watch = subprocess.Popen([str(BIN / "fabric-watchdog"), "--watch", "1s", "--prometheus", str(prom),
+                                      "--ras", ras.address], cwd=self.dir, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
+            deadline = time.monotonic() + 30
+            while not prom.exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            watch.terminate()
+            watch.communicate(timeout=30)
+        finally:
+            ras.close()
+            (replies / "hostile.json").unlink()
+            replies.rmdir()
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        shown = r.stdout + r.stderr
+        for raw in ("\x1b", "\x07"):
+            self.assertNotIn(raw, shown)
+        self.assertEqual([line for line in shown.splitlines() if line.startswith("FORGED")], [], shown)
+        self.assertIn("\\x1b]0;pwned\\x07\\x1b[2J\\nFORGED fabric-doctor", shown)
+        self.assertIn("0x\\xff\\xfe3f", shown)
+        metrics = prom.read_bytes().decode("utf-8")  # valid UTF-8, or this raises
+        self.assertIn('communicator="0x\\\\xff\\\\xfe3f"', metrics)
+        if PROMTOOL:
+            check = subprocess.run([PROMTOOL, "check", "metrics"], input=metrics, capture_output=True, text=True)
+            self.assertNotIn("error", (check.stdout + check.stderr).lower(), check.stdout + check.stderr)
 
     def test_nothing_listening_and_bad_addresses_are_refused(self):
         for args, expected in [(["--nccl-ras", "127.0.0.1:1"], "--nccl-ras 127.0.0.1:1: Connection refused"),

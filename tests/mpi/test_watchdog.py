@@ -1,9 +1,12 @@
 """fabric-watchdog (issue 36): a command's output and exit status passed through; a command silent past --timeout
 whose NCCL collectives do not advance (a fake RAS service with replies recorded from a real NCCL 2.28.9 job) is
 reported (findings, RAS tables, stacks) and stopped with exit 3; collectives that advance keep a quiet job alive;
-bad options are one line, exit 2."""
+bad options are one line, exit 2. Under hostile conditions (issue 48): the watchdog killed, interrupted or hung up on
+ends its whole job (grandchildren too) and removes its hook folder; a job that closes its output and hangs is still
+reported; actions run without a shell and are bounded."""
 import os
 import pathlib
+import signal
 import subprocess
 import sys
 import time
@@ -13,6 +16,22 @@ from fbtest import BIN, LaunchTest
 from mpi.test_nccl_ras import FakeRas
 
 SILENT = [sys.executable, "-c", "import time; print('step 1', flush=True); time.sleep(120)"]
+# A job whose shell starts a grandchild, writes its pid and waits: what a launcher script does.
+FAMILY = ["sh", "-c", "sleep 300 & echo $! > grandchild.pid; echo started; wait"]
+
+
+def gone(pid, within=10.0):
+    """True once `pid` has exited (absent, or a zombie waiting for its reaper) within `within` seconds."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
+        except FileNotFoundError:
+            return True
+        if stat[stat.rfind(")") + 2] == "Z":
+            return True
+        time.sleep(0.05)
+    return False
 
 
 class Watchdog(LaunchTest):
@@ -123,6 +142,83 @@ class Watchdog(LaunchTest):
         self.assertEqual(report, "x.h5")
         self.assertGreater(int(pid), 0)
 
+    def start_family(self, args=()):
+        """FAMILY under the watchdog, started: the watchdog's Popen and the grandchild's pid."""
+        proc = subprocess.Popen([str(BIN / "fabric-watchdog"), "--timeout", "5m", "--no-ras", *args, "--"] + FAMILY,
+                                cwd=self.dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        pidfile = self.dir / "grandchild.pid"
+        deadline = time.monotonic() + 20
+        while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertTrue(pidfile.exists(), "the job started")
+        return proc, int(pidfile.read_text())
+
+    def test_sigterm_sigint_and_sighup_end_the_whole_job_and_the_hook_folder(self):
+        """Before: the watchdog died at once, its job's grandchild ran on and the hook's 0700 folder stayed."""
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            with self.subTest(signal=sig.name):
+                before = set(pathlib.Path("/tmp").glob("fabric-watchdog-*"))
+                proc, grandchild = self.start_family()
+                self.assertGreater(len(set(pathlib.Path("/tmp").glob("fabric-watchdog-*")) - before), 0, "hook made")
+                proc.send_signal(sig)
+                out, err = proc.communicate(timeout=30)
+                self.assertEqual(proc.returncode, 128 + sig, err)
+                self.assertIn("passed to the job", err)
+                self.assertTrue(gone(grandchild), f"the job's grandchild {grandchild} still runs")
+                self.assertEqual(set(pathlib.Path("/tmp").glob("fabric-watchdog-*")) - before, set(),
+                                 "the hook's folder removed")
+                (self.dir / "grandchild.pid").unlink()
+
+    def test_ctrl_c_reaches_the_job(self):
+        """The job has its own process group, so the terminal's SIGINT reached only the watchdog: now it is passed on
+        and the job's own handler decides (here: a message and exit status 7)."""
+        job = ["sh", "-c", "trap 'echo got INT; exit 7' INT; echo started; while :; do sleep 0.1; done"]
+        proc = subprocess.Popen([str(BIN / "fabric-watchdog"), "--timeout", "5m", "--no-ras", "--"] + job,
+                                cwd=self.dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(proc.stdout.readline(), "started\n")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        self.assertEqual((proc.returncode, out), (7, "got INT\n"), err)
+
+    def test_sigkill_of_the_watchdog_still_ends_its_job(self):
+        """No handler runs on SIGKILL: the guard process sees the watchdog gone and ends the job's process group."""
+        proc, grandchild = self.start_family()
+        proc.kill()
+        proc.communicate(timeout=30)
+        self.assertTrue(gone(grandchild), f"the job's grandchild {grandchild} still runs")
+
+    def test_a_job_that_closes_its_output_and_hangs_is_reported(self):
+        """Before: once both pipes closed the watchdog blocked in waitpid until the job ended, and wrote no report."""
+        r, took = self.watch(["--timeout", "2s", "--no-ras", "--actions", "kill", "--report", "closed.h5"],
+                             ["sh", "-c", "echo bye; exec >&- 2>&-; sleep 60"], timeout=50)
+        self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+        self.assertLess(took, 30)
+        self.assertEqual(list(self.load("closed.h5").tables["doctor/findings"].check), ["watchdog.no_progress"])
+
+    def test_the_exec_action_takes_any_report_path_without_a_shell(self):
+        """Before: the path went into a shell command inside single quotes; a quote broke it and a ';' ran a command."""
+        script = self.dir / "on-hang.sh"
+        script.write_text("#!/bin/sh\nprintf '%s' \"$FABRIC_WATCHDOG_REPORT\" > got.txt\n")
+        script.chmod(0o755)
+        report = "it's; touch injected #.h5"
+        r, _ = self.watch(["--timeout", "1s", "--no-ras", "--actions", f"exec:{script},kill", "--report", report],
+                          SILENT)
+        self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+        self.assertEqual((self.dir / "got.txt").read_text(), report)
+        self.assertFalse((self.dir / "injected").exists())
+        self.assertTrue((self.dir / report).exists())
+
+    def test_an_action_that_ignores_sigterm_is_killed_at_its_bound(self):
+        script = self.dir / "stubborn.sh"
+        script.write_text("#!/bin/sh\ntrap '' TERM\necho $$ > action.pid\nsleep 300 & wait; sleep 300\n")
+        script.chmod(0o755)
+        r, took = self.watch(["--timeout", "1s", "--no-ras", "--actions", f"exec:{script},kill",
+                              "--action-timeout", "1s", "--report", "s.h5"], SILENT, timeout=60)
+        self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+        self.assertLess(took, 30, "SIGKILL 5 s after the bound's SIGTERM")
+        self.assertIn("still running after 1 s: stopped", r.stderr)
+        self.assertTrue(gone(int((self.dir / "action.pid").read_text())))
+
     def test_watch_keeps_a_prometheus_textfile_without_a_command(self):
         # Looks: healthy (156 AllReduce in all), then rank 0 at 79 and rank 1 still at 78: a laggard on the 2nd look.
         ras = FakeRas(self.dir.parent, "healthy,mismatch")
@@ -159,7 +255,16 @@ class Watchdog(LaunchTest):
                                (["--watch", "1s", "--", "true"], "--watch: give --prometheus FILE"),
                                (["--prometheus", "x.prom", "--", "true"], "--prometheus is written by --watch"),
                                (["--watch", "1s", "--prometheus", "/proc/x.prom"], "--prometheus /proc/x.prom"),
-                               (["--watch", "1s", "--prometheus", "x.prom", "--no-ras"], "drop --no-ras")]:
+                               (["--watch", "1s", "--prometheus", "x.prom", "--no-ras"], "drop --no-ras"),
+                               (["--report", "/proc/r.h5", "--", "true"], "its folder /proc is not writable"),
+                               (["--report", ".", "--force", "--", "true"], "--report .: not a regular file"),
+                               (["--watch", "1s", "--prometheus", "x.prom", "--timeout", "1m"],
+                                "--timeout: there is no command to watch"),
+                               (["--ras", "127.0.0.1:1", "--no-ras", "--", "true"], "--ras with --no-ras"),
+                               (["--actions", "kill", "--no-python-hook", "--", "true"], "--no-python-hook: the hook"),
+                               (["--force", "--", "true"], "--force overwrites the --report file"),
+                               (["--actions", "kill,stacks,kill", "--", "true"], "kill given twice"),
+                               (["--action-timeout", "5s", "--", "true"], "--action-timeout bounds the exec:")]:
             with self.subTest(args=args):
                 r = subprocess.run([str(BIN / "fabric-watchdog")] + args, cwd=self.dir, capture_output=True,
                                    text=True, timeout=30)

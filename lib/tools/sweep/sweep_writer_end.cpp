@@ -7,6 +7,7 @@
 #include <cmath>
 #include <set>
 
+#include "fabricbench/results/printable.hpp"
 #include "fabricbench/timing/sample_stats.hpp"
 #include "fabricbench/tools/sweep/sweep_writer.hpp"
 
@@ -140,7 +141,7 @@ void SweepWriter::below_expected(const std::vector<PairRecord>& records) {
         fmt::format("warning: {} pair value(s) below {:g}% of {}; lowest: {} (configs/expected.ini)", below, threshold,
                     healthy_curve ? "a healthy system's at their size" : "what the hardware should reach", lowest_text);
     context_.out->note(line);
-    if (context_.options.quiet) fmt::print(stderr, "{}: {}\n", context_.program, line);
+    if (context_.options.quiet) fmt::print(stderr, "{}: {}\n", context_.program, results::printable(line));
   }
 }
 

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <boost/program_options.hpp>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -22,134 +21,21 @@
 #include "fabricbench/job/ras.hpp"
 #include "fabricbench/job/stacks.hpp"
 #include "fabricbench/results/hdf5_sink.hpp"
+#include "fabricbench/results/printable.hpp"
 #include "fabricbench/results/prometheus.hpp"
 #include "fabricbench/results/result_set.hpp"
 #include "fabricbench/results/terminal_table.hpp"
 #include "fabricbench/tools/doctor/nccl_ras_mode.hpp"
+#include "fabricbench/tools/watchdog/watchdog_options.hpp"
 
 namespace fabricbench::watchdog {
 namespace {
 
-namespace po = boost::program_options;
 using Clock = std::chrono::steady_clock;
 const char* const kProgram = "fabric-watchdog";
 
-struct Options {
-  double timeout_s = 20 * 60, ras_timeout_s = 30;
-  std::optional<job::RasAddress> ras;  // none: --no-ras
-  bool stacks = false, kill = false, scancel = false;
-  std::string exec, report;
-  bool force = false, unbuffered = false, python_hook = true;
-  double watch_s = 0;      // --watch: a RAS look this often (0: only after --timeout of silence)
-  std::string prometheus;  // --prometheus: the textfile each look rewrites
-  std::vector<std::string> command;
-  std::string command_line;
-};
-
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-Options parse(int argc, char** argv) {
-  Options o;
-  int split = argc;
-  for (int i = 1; i < argc; ++i)
-    if (std::string(argv[i]) == "--") {
-      split = i;
-      break;
-    }
-  for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
-  for (int i = split + 1; i < argc; ++i) o.command.emplace_back(argv[i]);
-  po::options_description d("fabric-watchdog [OPTIONS] -- COMMAND [ARGS...]");
-  auto add = d.add_options();
-  add("help,h", "this help");
-  add("timeout", po::value<std::string>()->default_value("20m"),
-      "no output from the command for this long (60s, 20m, 1h): ask NCCL's RAS whether collectives still advance");
-  add("actions", po::value<std::string>()->default_value("stacks,kill"),
-      "on a hang, in order: stacks (of the command's processes here), kill (its process group), scancel "
-      "($SLURM_JOB_ID), exec:PATH (run PATH with FABRIC_WATCHDOG_REPORT set); comma-separated");
-  add("ras", po::value<std::string>()->default_value("127.0.0.1:28028"),
-      "HOST[:PORT] of the node's NCCL RAS service (NCCL_RAS_ADDR)");
-  add("no-ras", "judge by the output alone (a job without NCCL, or NCCL before 2.24)");
-  add("ras-timeout", po::value<std::string>()->default_value("30s"), "bound of each RAS look");
-  add("report", po::value<std::string>(), "the report's HDF5 file (default fabric-watchdog-<job>-<time>.h5 here)");
-  add("force", "overwrite an existing --report file");
-  add("watch", po::value<std::string>(),
-      "ask NCCL's RAS this often (30s, 1m) and keep --prometheus up to date; without a command after --, only that "
-      "(a monitor for node_exporter, as a separate step of the allocation), until SIGTERM");
-  add("prometheus", po::value<std::string>(),
-      "with --watch: node_exporter's textfile, rewritten whole after each look: RAS up, communicators, dead "
-      "processes, laggard ranks (unchanged since the last look), missing ranks, op spread per communicator");
-  add("python-unbuffered",
-      "set PYTHONUNBUFFERED=1 for the command: a Python job whose output goes to a pipe flushes it every ~8 KiB, "
-      "so one that prints rarely can look silent; then every print is a write into the watchdog's pipe (a job "
-      "printing 200,000 lines at full speed took 2.5x as long)");
-  add("no-python-hook",
-      "do not arm Python's faulthandler in the command's Python processes (a sitecustomize.py first on "
-      "PYTHONPATH; on a hang each writes its threads' tracebacks on SIGRTMIN+7): their Python stacks then need "
-      "py-spy");
-  po::variables_map v;
-  try {
-    po::store(po::command_line_parser(split, argv).options(d).run(), v);
-    po::notify(v);
-  } catch (const po::error& e) {
-    throw Error::usage(fmt::format("{} (see fabric-watchdog --help)", e.what()));
-  }
-  if (v.count("help")) {
-    std::ostringstream text;
-    text << d;
-    std::fputs(text.str().c_str(), stdout);
-    std::exit(0);
-  }
-  if (v.count("watch")) o.watch_s = cli::parse_duration(v["watch"].as<std::string>(), "--watch");
-  if (v.count("prometheus")) {
-    if (!v.count("watch")) throw Error::usage("--prometheus is written by --watch's looks: give --watch D too");
-    o.prometheus = v["prometheus"].as<std::string>();
-    results::Exposition::check_writable(o.prometheus);
-  } else if (v.count("watch")) {
-    throw Error::usage("--watch: give --prometheus FILE, the textfile its looks keep");
-  }
-  if (v.count("watch") && v.count("no-ras")) throw Error::usage("--watch asks NCCL's RAS: drop --no-ras");
-  if (o.command.empty() && !v.count("watch"))
-    throw Error::usage("give the command to watch after --: fabric-watchdog [OPTIONS] -- COMMAND (or --watch D)");
-  o.timeout_s = cli::parse_duration(v["timeout"].as<std::string>(), "--timeout");
-  o.ras_timeout_s = cli::parse_duration(v["ras-timeout"].as<std::string>(), "--ras-timeout");
-  if (!v.count("no-ras")) o.ras = job::RasAddress::parse(v["ras"].as<std::string>(), "--ras");
-  std::istringstream actions(v["actions"].as<std::string>());
-  for (std::string a; std::getline(actions, a, ',');) {
-    if (a == "stacks")
-      o.stacks = true;
-    else if (a == "kill")
-      o.kill = true;
-    else if (a == "scancel")
-      o.scancel = true;
-    else if (a.rfind("exec:", 0) == 0 && a.size() > 5)
-      o.exec = a.substr(5);
-    else
-      throw Error::usage(
-          fmt::format("--actions '{}': allowed values are stacks, kill, scancel, exec:PATH "
-                      "(comma-separated)",
-                      v["actions"].as<std::string>()));
-  }
-  if (!o.exec.empty() && ::access(o.exec.c_str(), X_OK) != 0)
-    throw Error::usage(fmt::format("--actions exec:{}: not an executable file", o.exec));
-  const char* job = std::getenv("SLURM_JOB_ID");
-  o.report = v.count("report") ? v["report"].as<std::string>()
-                               : fmt::format("fabric-watchdog-{}-{}.h5", job ? job : std::to_string(::getpid()),
-                                             results::utc_timestamp().substr(0, 19));
-  for (auto& c : o.report)
-    if (c == ':') c = '-';
-  o.force = v.count("force") > 0;
-  o.unbuffered = v.count("python-unbuffered") > 0;
-  o.python_hook = !v.count("no-python-hook");
-  if (!o.force && ::access(o.report.c_str(), F_OK) == 0)
-    throw Error::usage(fmt::format("--report {}: file exists; choose another path or add --force", o.report));
-  // Its folder now, not at hang time (when a report that cannot be written would leave nothing of the hang).
-  const auto slash = o.report.rfind('/');
-  const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : o.report.substr(0, slash);
-  if (!o.command.empty() && ::access(folder.c_str(), W_OK | X_OK) != 0)
-    throw Error::usage(
-        fmt::format("--report {}: its folder {} is not writable ({})", o.report, folder, std::strerror(errno)));
-  return o;
-}
+Clock::duration span(double s) { return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); }
 
 std::uint64_t total_ops(const job::RasStatus& s) {
   std::uint64_t n = 0;
@@ -271,9 +157,9 @@ void write_metrics(const Options& o, const std::optional<job::RasStatus>& now, c
   try {
     e.write(o.prometheus);
   } catch (const Error& err) {
-    std::fprintf(stderr, "%s: %s\n", kProgram, err.what());
+    std::fprintf(stderr, "%s: %s\n", kProgram, results::printable(err.what()).c_str());
   }
-  if (!now && !why.empty()) std::fprintf(stderr, "%s: NCCL RAS: %s\n", kProgram, why.c_str());
+  if (!now && !why.empty()) std::fprintf(stderr, "%s: NCCL RAS: %s\n", kProgram, results::printable(why).c_str());
 }
 
 // One look of --watch: the status, or nothing (`why` says why).
@@ -288,27 +174,74 @@ std::optional<job::RasStatus> watch_look(const Options& o, std::string& why) {
   return std::nullopt;
 }
 
-volatile std::sig_atomic_t g_stop = 0;
+// The last of SIGTERM, SIGINT or SIGHUP that asked us to end, and how many did (0: none).
+volatile std::sig_atomic_t g_stop = 0, g_stops = 0;
 
-// --watch without a command: looks until SIGTERM or SIGINT.
+// Handlers without SA_RESTART: a signal cuts a wait (poll) short, so the loops see it at once.
+void catch_stop_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = [](int s) { g_stop = s, g_stops = g_stops + 1; };
+  sigemptyset(&sa.sa_mask);
+  for (int s : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(s, &sa, nullptr);
+}
+
+// --watch without a command: looks until SIGTERM, SIGINT or SIGHUP.
 int monitor(const Options& o) {
-  std::signal(SIGTERM, [](int) { g_stop = 1; });
-  std::signal(SIGINT, [](int) { g_stop = 1; });
   std::optional<job::RasStatus> before;
   while (!g_stop) {
     std::string why;
     auto now = watch_look(o, why);
     write_metrics(o, now, before ? &*before : nullptr, why);
     before = std::move(now);
-    for (auto until =
-             Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.watch_s));
-         !g_stop && Clock::now() < until;)
+    for (auto until = Clock::now() + span(o.watch_s); !g_stop && Clock::now() < until;)
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return 0;
 }
 
+// The watchdog asked to end (SIGTERM from kill, systemd or a container stop; SIGINT from Ctrl-C, which reaches only
+// our process group; SIGHUP): the signal passed to the job's processes, their output passed on while they end, then
+// SIGKILL after 10 s or at a second signal. The job's exit status, or 128 + the signal where it had to be killed.
+int end_on_signal(job::ChildProcess& child) {
+  const int sig = g_stop, stops = g_stops;
+  std::fprintf(stderr, "%s: %s: passed to the job (pid %d and its process group); SIGKILL in 10 s if it goes on\n",
+               kProgram, strsignal(sig), static_cast<int>(child.pid()));
+  child.signal(sig);
+  const auto kill_at = Clock::now() + std::chrono::seconds(10);
+  bool killed = false;
+  for (auto give_up = Clock::time_point::max(); child.pump(0.2) && Clock::now() < give_up;) {
+    if (killed || (Clock::now() < kill_at && g_stops == stops)) continue;
+    child.signal(SIGKILL);
+    killed = true;
+    give_up = Clock::now() + std::chrono::seconds(2);  // what a killed job's strays still hold is not waited for
+  }
+  return child.exited() && !killed ? child.status() : 128 + sig;
+}
+
+// One action run as its own command (argv, no shell: a path with a quote or a `;` is passed as it is), its output
+// passed through, bounded by --action-timeout and then ended (SIGTERM, SIGKILL 5 s later) with whatever it started.
+void run_action(const Options& o, const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+  try {
+    job::ChildProcess action(argv, env);
+    const auto until = Clock::now() + span(o.action_timeout_s);
+    while (action.pump(0.2))
+      if (Clock::now() >= until || g_stop) {
+        std::fprintf(stderr, "%s: action %s %s: stopped\n", kProgram, results::printable(argv[0]).c_str(),
+                     g_stop ? "interrupted" : fmt::format("still running after {:g} s", o.action_timeout_s).c_str());
+        action.stop(5);
+        return;
+      }
+    if (action.status() != 0)
+      std::fprintf(stderr, "%s: action %s exited with status %d\n", kProgram, results::printable(argv[0]).c_str(),
+                   action.status());
+  } catch (const Error& e) {
+    std::fprintf(stderr, "%s: action %s: %s\n", kProgram, results::printable(argv[0]).c_str(),
+                 Error::one_line(e.what()).c_str());
+  }
+}
+
 int run(const Options& o) {
+  catch_stop_signals();
   if (o.command.empty()) return monitor(o);
   std::optional<job::PythonStackHook> hook;
   std::vector<std::string> env;
@@ -319,17 +252,19 @@ int run(const Options& o) {
   auto next_look = Clock::now();
   std::optional<job::RasStatus> watched;
   while (child.pump(std::min(1.0, o.timeout_s / 4))) {
+    if (g_stop) return end_on_signal(child);
     quiet_since = std::max(quiet_since, child.last_output());
     if (o.watch_s > 0 && Clock::now() >= next_look) {
       std::string why;
       auto now = watch_look(o, why);
       write_metrics(o, now, watched ? &*watched : nullptr, why);
       watched = std::move(now);
-      next_look = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.watch_s));
+      next_look = Clock::now() + span(o.watch_s);
     }
     const double quiet_s = seconds(Clock::now() - quiet_since);
     if (quiet_s < o.timeout_s) continue;
     const auto looks = look(o);
+    if (g_stop) return end_on_signal(child);
     if (looks.progressing()) {
       std::fprintf(stderr, "%s: no output for %.0f s, but the job's collectives advance (NCCL RAS): not hung\n",
                    kProgram, quiet_s);
@@ -337,7 +272,7 @@ int run(const Options& o) {
       continue;
     }
     std::fprintf(stderr, "%s: no output for %.0f s%s: the job looks hung; taking its report to %s\n", kProgram, quiet_s,
-                 looks.now ? " and no collective launched" : "", o.report.c_str());
+                 looks.now ? " and no collective launched" : "", results::printable(o.report).c_str());
     std::vector<std::string> done;
     std::vector<job::Stack> stacks;
     if (o.stacks) {
@@ -348,20 +283,21 @@ int run(const Options& o) {
     if (o.scancel) done.push_back(std::getenv("SLURM_JOB_ID") ? "scancel" : "scancel skipped (no SLURM_JOB_ID)");
     if (!o.exec.empty()) done.push_back("exec:" + o.exec);
     report(o, child, looks, quiet_s, stacks, done);
-    if (!o.exec.empty())
-      std::system(fmt::format("FABRIC_WATCHDOG_REPORT='{}' FABRIC_WATCHDOG_PID={} timeout 60 '{}'", o.report,
-                              child.pid(), o.exec)
-                      .c_str());
-    if (o.scancel)
-      if (const char* id = std::getenv("SLURM_JOB_ID")) std::system(fmt::format("scancel {}", id).c_str());
+    if (!o.exec.empty() && !g_stop)
+      run_action(o, {o.exec},
+                 {"FABRIC_WATCHDOG_REPORT=" + o.report, fmt::format("FABRIC_WATCHDOG_PID={}", child.pid())});
+    if (o.scancel && !g_stop)
+      if (const char* id = std::getenv("SLURM_JOB_ID")) run_action(o, {"scancel", id}, {});
+    if (g_stop) return end_on_signal(child);
     if (o.kill) {
       child.stop(10);
       return static_cast<int>(ExitStatus::runtime);
     }
     // Reported without stopping the job: watch on, passing its output through; one report per run.
-    std::fprintf(stderr, "%s: reported once (%s); watching on without reporting again\n", kProgram, o.report.c_str());
-    while (child.pump(1.0)) {
-    }
+    std::fprintf(stderr, "%s: reported once (%s); watching on without reporting again\n", kProgram,
+                 results::printable(o.report).c_str());
+    while (child.pump(1.0))
+      if (g_stop) return end_on_signal(child);
     break;
   }
   return child.status();
@@ -370,7 +306,7 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return main_of(kProgram, [&] { return run(parse(argc, argv)); });
+  return main_of(kProgram, [&] { return run(Options::parse(argc, argv)); });
 }
 
 }  // namespace fabricbench::watchdog

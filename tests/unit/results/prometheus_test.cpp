@@ -53,3 +53,13 @@ TEST(Exposition, WriteReplacesTheFileWholeAndLeavesNoTemporary) {
   EXPECT_THROW(e.write((dir / "missing" / "x.prom").string()), fabricbench::Error);
   std::filesystem::remove_all(dir);
 }
+
+TEST(Exposition, LabelValuesAreValidUtf8WhateverAServerSent) {
+  // A communicator hash with bytes that are not UTF-8 made the whole textfile invalid to the collector (promtool:
+  // invalid label value); a newline or an escape from a server is shown as text, not written raw.
+  Exposition e("fabric-watchdog");
+  e.add("nccl_ras_op_spread", "spread", {{"communicator", "0x\xff\xfe\x1b[2J\n"}}, 1);
+  const auto text = e.text();
+  EXPECT_NE(text.find("communicator=\"0x\\\\xff\\\\xfe\\\\x1b[2J\\\\n\"} 1\n"), std::string::npos) << text;
+  for (char c : text) EXPECT_TRUE(c == '\n' || (static_cast<unsigned char>(c) >= 0x20 && c != 0x7f)) << text;
+}

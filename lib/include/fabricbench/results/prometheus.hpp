@@ -23,7 +23,8 @@ class Exposition {
   // Throws Error::usage "--prometheus PATH: ..." where `path` is a folder or no file can be created beside it.
   static void check_writable(const std::string& path);
 
-  // A label value as the format needs it: backslash, double quote and line feed escaped.
+  // A label value as the format needs it: valid UTF-8 with control bytes shown as text (results::printable), then
+  // backslash and double quote escaped.
   static std::string escape(const std::string& value);
   // 1e-06, 12, NaN, +Inf: the shortest text that reads back as the same double.
   static std::string number(double value);

@@ -1,0 +1,28 @@
+// fabric-watchdog's command line: what it watches (the command after --, or only NCCL's RAS with --watch), how long a
+// silence is a hang, what it does then, and where the report goes. Every refusal is one line naming the option, before
+// the command starts; an option the chosen mode does not use is refused, not ignored.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fabricbench/job/ras.hpp"
+
+namespace fabricbench::watchdog {
+
+struct Options {
+  double timeout_s = 20 * 60, ras_timeout_s = 30, action_timeout_s = 60;
+  std::optional<job::RasAddress> ras;  // none: --no-ras
+  bool stacks = false, kill = false, scancel = false;
+  std::string exec, report;
+  bool force = false, unbuffered = false, python_hook = true;
+  double watch_s = 0;      // --watch: a RAS look this often (0: only after --timeout of silence)
+  std::string prometheus;  // --prometheus: the textfile each look rewrites
+  std::vector<std::string> command;
+  std::string command_line;
+
+  // Error::usage on bad input; --help prints the options and exits 0.
+  static Options parse(int argc, char** argv);
+};
+
+}  // namespace fabricbench::watchdog

@@ -1,0 +1,180 @@
+#include "fabricbench/tools/watchdog/watchdog_options.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <sstream>
+
+#include "fabricbench/cli/command_line.hpp"
+#include "fabricbench/error.hpp"
+#include "fabricbench/results/prometheus.hpp"
+#include "fabricbench/results/result_set.hpp"
+
+namespace fabricbench::watchdog {
+namespace {
+
+namespace po = boost::program_options;
+
+// What writing the report at the hang needs, tried at the start (a report that cannot be written then leaves nothing
+// of the hang): a file can be created in its folder (access(2) says yes to root in /proc, where none can), and a file
+// that --force overwrites is a regular one.
+void check_report(const std::string& path) {
+  const auto slash = path.rfind('/');
+  const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw Error::usage(fmt::format("--report {}: not a regular file; give a path for the report's HDF5 file", path));
+  const auto probe = fmt::format("{}/.fabric-watchdog-probe-{}", folder, ::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    throw Error::usage(
+        fmt::format("--report {}: its folder {} is not writable ({})", path, folder, std::strerror(errno)));
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+// The options `v` holds that the user gave (not defaulted) among `names`: the first, or "".
+std::string given(const po::variables_map& v, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (v.count(n) && !v[n].defaulted()) return n;
+  return "";
+}
+
+}  // namespace
+
+Options Options::parse(int argc, char** argv) {
+  Options o;
+  int split = argc;
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--") {
+      split = i;
+      break;
+    }
+  for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
+  for (int i = split + 1; i < argc; ++i) o.command.emplace_back(argv[i]);
+  po::options_description d("fabric-watchdog [OPTIONS] -- COMMAND [ARGS...]");
+  auto add = d.add_options();
+  add("help,h", "this help");
+  add("timeout", po::value<std::string>()->default_value("20m"),
+      "no output from the command for this long (60s, 20m, 1h): ask NCCL's RAS whether collectives still advance");
+  add("actions", po::value<std::string>()->default_value("stacks,kill"),
+      "on a hang, in order: stacks (of the command's processes here), kill (its process group), scancel "
+      "($SLURM_JOB_ID), exec:PATH (run PATH with FABRIC_WATCHDOG_REPORT set); comma-separated");
+  add("ras", po::value<std::string>()->default_value("127.0.0.1:28028"),
+      "HOST[:PORT] of the node's NCCL RAS service (NCCL_RAS_ADDR)");
+  add("no-ras", "judge by the output alone (a job without NCCL, or NCCL before 2.24)");
+  add("ras-timeout", po::value<std::string>()->default_value("30s"), "bound of each RAS look");
+  add("action-timeout", po::value<std::string>()->default_value("60s"),
+      "bound of the exec: and scancel actions: SIGTERM to the action's process group then, SIGKILL 5 s later");
+  add("report", po::value<std::string>(), "the report's HDF5 file (default fabric-watchdog-<job>-<time>.h5 here)");
+  add("force", "overwrite an existing --report file");
+  add("watch", po::value<std::string>(),
+      "ask NCCL's RAS this often (30s, 1m) and keep --prometheus up to date; without a command after --, only that "
+      "(a monitor for node_exporter, as a separate step of the allocation), until SIGTERM");
+  add("prometheus", po::value<std::string>(),
+      "with --watch: node_exporter's textfile, rewritten whole after each look: RAS up, communicators, dead "
+      "processes, laggard ranks (unchanged since the last look), missing ranks, op spread per communicator");
+  add("python-unbuffered",
+      "set PYTHONUNBUFFERED=1 for the command: a Python job whose output goes to a pipe flushes it every ~8 KiB, "
+      "so one that prints rarely can look silent; then every print is a write into the watchdog's pipe (a job "
+      "printing 200,000 lines at full speed took 2.5x as long)");
+  add("no-python-hook",
+      "do not arm Python's faulthandler in the command's Python processes (a sitecustomize.py first on "
+      "PYTHONPATH; on a hang each writes its threads' tracebacks on SIGRTMIN+7): their Python stacks then need "
+      "py-spy");
+  po::variables_map v;
+  try {
+    po::store(po::command_line_parser(split, argv).options(d).run(), v);
+    po::notify(v);
+  } catch (const po::error& e) {
+    throw Error::usage(fmt::format("{} (see fabric-watchdog --help)", e.what()));
+  }
+  if (v.count("help")) {
+    std::ostringstream text;
+    text << d;
+    std::fputs(text.str().c_str(), stdout);
+    std::exit(0);
+  }
+  if (v.count("watch")) o.watch_s = cli::parse_duration(v["watch"].as<std::string>(), "--watch");
+  if (v.count("prometheus")) {
+    if (!v.count("watch")) throw Error::usage("--prometheus is written by --watch's looks: give --watch D too");
+    o.prometheus = v["prometheus"].as<std::string>();
+    results::Exposition::check_writable(o.prometheus);
+  } else if (v.count("watch")) {
+    throw Error::usage("--watch: give --prometheus FILE, the textfile its looks keep");
+  }
+  if (v.count("watch") && v.count("no-ras")) throw Error::usage("--watch asks NCCL's RAS: drop --no-ras");
+  if (o.command.empty() && !v.count("watch"))
+    throw Error::usage("give the command to watch after --: fabric-watchdog [OPTIONS] -- COMMAND (or --watch D)");
+  // An option the mode does not use is refused, not ignored.
+  if (const auto n =
+          given(v, {"timeout", "actions", "action-timeout", "report", "force", "python-unbuffered", "no-python-hook"});
+      o.command.empty() && !n.empty())
+    throw Error::usage(
+        fmt::format("--{}: there is no command to watch (--watch alone keeps --prometheus up to date); "
+                    "drop --{} or give the command after --",
+                    n, n));
+  if (const auto n = given(v, {"ras", "ras-timeout"}); v.count("no-ras") && !n.empty())
+    throw Error::usage(fmt::format("--{} with --no-ras: RAS is not asked; drop one of them", n));
+  o.timeout_s = cli::parse_duration(v["timeout"].as<std::string>(), "--timeout");
+  o.ras_timeout_s = cli::parse_duration(v["ras-timeout"].as<std::string>(), "--ras-timeout");
+  o.action_timeout_s = cli::parse_duration(v["action-timeout"].as<std::string>(), "--action-timeout");
+  if (!v.count("no-ras")) o.ras = job::RasAddress::parse(v["ras"].as<std::string>(), "--ras");
+  const auto& action_text = v["actions"].as<std::string>();
+  std::istringstream actions(action_text);
+  std::vector<std::string> seen;
+  for (std::string a; std::getline(actions, a, ',');) {
+    const std::string kind = a.rfind("exec:", 0) == 0 ? "exec:" : a;
+    if (std::find(seen.begin(), seen.end(), kind) != seen.end())
+      throw Error::usage(fmt::format("--actions '{}': {} given twice; each action at most once", action_text, kind));
+    seen.push_back(kind);
+    if (a == "stacks")
+      o.stacks = true;
+    else if (a == "kill")
+      o.kill = true;
+    else if (a == "scancel")
+      o.scancel = true;
+    else if (kind == "exec:" && a.size() > 5)
+      o.exec = a.substr(5);
+    else
+      throw Error::usage(
+          fmt::format("--actions '{}': allowed values are stacks, kill, scancel, exec:PATH "
+                      "(comma-separated)",
+                      action_text));
+  }
+  if (!o.exec.empty() && ::access(o.exec.c_str(), X_OK) != 0)
+    throw Error::usage(fmt::format("--actions exec:{}: not an executable file", o.exec));
+  if (v.count("no-python-hook") && !o.stacks)
+    throw Error::usage("--no-python-hook: the hook serves the stacks action, which --actions leaves out; drop it");
+  if (v.count("force") && !v.count("report"))
+    throw Error::usage("--force overwrites the --report file: give --report FILE, or drop --force");
+  if (!given(v, {"action-timeout"}).empty() && o.exec.empty() && !o.scancel)
+    throw Error::usage("--action-timeout bounds the exec: and scancel actions, which --actions leaves out; drop it");
+  const char* job = std::getenv("SLURM_JOB_ID");
+  if (v.count("report")) {
+    o.report = v["report"].as<std::string>();
+  } else {
+    o.report = fmt::format("fabric-watchdog-{}-{}.h5", job ? job : std::to_string(::getpid()),
+                           results::utc_timestamp().substr(0, 19));
+    for (auto& c : o.report)
+      if (c == ':') c = '-';  // the time's colons: a name every file system and scp take
+  }
+  o.force = v.count("force") > 0;
+  o.unbuffered = v.count("python-unbuffered") > 0;
+  o.python_hook = !v.count("no-python-hook");
+  if (!o.force && ::access(o.report.c_str(), F_OK) == 0)
+    throw Error::usage(fmt::format("--report {}: file exists; choose another path or add --force", o.report));
+  if (!o.command.empty()) check_report(o.report);
+  return o;
+}
+
+}  // namespace fabricbench::watchdog
