@@ -185,7 +185,8 @@ class BadFiles(LaunchTest):
         for argv, fragments in ((["plot", str(self.files / "run.h5"), "--format", "jpg"], ["--format", "'png', 'svg'"]),
                                 (["nope"], ["'show'", "'plot'"]),
                                 (["excel", str(self.files / "run.h5")], ["excel", "required: out"]),
-                                (["show", str(self.files / "run.h5"), "--bogus"], ["unrecognized arguments: --bogus"])):
+                                (["show", str(self.files / "run.h5"), "--bogus"],
+                                 ["show: --bogus: not an option of fabric-report show"])):
             with self.subTest(argv=argv):
                 self.assert_one_line(argv, 2, *fragments)
 

@@ -9,6 +9,10 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
+from matplotlib.ticker import FixedFormatter, FuncFormatter  # noqa: E402
+
+from ..read.printable import printable  # noqa: E402
 
 
 def title(run, what: str) -> str:
@@ -22,7 +26,8 @@ def title(run, what: str) -> str:
     hosts = [h for h in str(run.attrs.get("hosts", "")).split(",") if h]
     # A title is one line: past 8 hosts the count and the first and last (1024 names overflow the rasterizer).
     named = ",".join(hosts) if len(hosts) <= 8 else f"{len(hosts)} hosts ({hosts[0]} ... {hosts[-1]})"
-    return f"{what}\n{run.attrs.get('tool', '')} on {named}{gpus} {date}"
+    # The run's own fields printable() here: a line feed in a host name is text, the title's one line break ours.
+    return f"{what}\n{printable(run.attrs.get('tool', ''))} on {printable(named)}{printable(gpus)} {printable(date)}"
 
 
 def _wrap(text: str, chars: int) -> str:
@@ -70,7 +75,28 @@ def _fit_titles(fig) -> bool:
     return wrapped
 
 
+def _lines(text: str) -> str:
+    return "\n".join(printable(line) for line in text.split("\n"))
+
+
+def _printable_texts(fig) -> None:
+    """Every text of the figure, each of its lines through printable() (issue 48): a host name's escapes drawn as
+    text, not as missing glyphs, whose warnings would carry the raw bytes to the terminal. The figure's own line
+    breaks (a title's second line) are kept. Tick labels given as a list (set_xticks(..., labels)) are set again
+    from their formatter when drawn (FuncFormatter over a dict, or FixedFormatter): its labels too."""
+    for text in fig.findobj(Text):
+        text.set_text(_lines(text.get_text()))
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            formatter = axis.get_major_formatter()
+            if isinstance(formatter, FixedFormatter):
+                formatter.seq = [_lines(str(label)) for label in formatter.seq]
+            elif isinstance(formatter, FuncFormatter):
+                axis.set_major_formatter(FuncFormatter(lambda x, pos, f=formatter.func: _lines(str(f(x, pos)))))
+
+
 def save(fig, out: pathlib.Path, paths: list) -> None:
+    _printable_texts(fig)
     # The layout first: it moves the panels, and with them where their titles are centred.
     laid_out = not fig.get_constrained_layout()
     if laid_out:

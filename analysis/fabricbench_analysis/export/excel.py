@@ -9,7 +9,23 @@ import pandas as pd
 from ..draw.layout import heat_layout
 from ..judge import rails
 from ..judge.answer import answer
+from ..read.printable import printable
 from ..read.results import TIME_UNITS, Run, curve_keys, curve_label
+
+
+def _text(value):
+    """A cell's value as written: text through printable() (issue 48). openpyxl refuses a control character in a cell
+    (IllegalCharacterError), so a host name with an escape sequence from a server would stop the whole workbook; it
+    shows as \\x1b, as on the terminal and the page. Numbers as they are."""
+    return printable(value) if isinstance(value, str) else value
+
+
+def _write(frame: pd.DataFrame, writer, sheet_name: str, **options) -> None:
+    """Every table of the workbook goes in through here: its text cells, column names and index labels _text()."""
+    frame = frame.rename(columns=_text, index=_text)  # every level of a MultiIndex (the heat maps' leaf, host)
+    if (frame.dtypes == object).any():
+        frame = frame.apply(lambda column: column.map(_text) if column.dtype == object else column)
+    frame.to_excel(writer, sheet_name, **options)
 
 
 def _sheet_name(table: str) -> str:
@@ -62,7 +78,7 @@ def _chart_sheet(writer, run: Run) -> None:
             else:
                 data = rows.groupby(size)[[y]].max()
             data = data.sort_index().reset_index()
-            data.to_excel(writer, sheet_name, index=False, startrow=row0)
+            _write(data, writer, sheet_name, index=False, startrow=row0)
             sheet = writer.sheets[sheet_name]
             unit = run.columns[table][y].unit
             chart = ScatterChart()
@@ -101,13 +117,13 @@ def _matrix_sheets(writer, run: Run) -> None:
                 leaf = {h: leaf for leaf, start, end in layout.leaves for h in layout.hosts[start:end]}
                 matrix.index = pd.MultiIndex.from_arrays([[leaf[h] for h in matrix.index], list(matrix.index)],
                                                          names=["leaf", "host"])
-                matrix.to_excel(writer, sheet_name)
+                _write(matrix, writer, sheet_name)
                 sheet = writer.sheets[sheet_name]
                 n_rows, n_cols = matrix.shape
                 cells = f"C2:{get_column_letter(n_cols + 2)}{n_rows + 1}"
                 _colour_scale(sheet, cells, run.matrix_attrs.get(name, {}).get("better", "higher"))
                 continue
-        matrix.to_excel(writer, sheet_name)
+        _write(matrix, writer, sheet_name)
         sheet = writer.sheets[sheet_name]
         n_rows, n_cols = matrix.shape
         cells = f"B2:{get_column_letter(n_cols + 1)}{n_rows + 1}"
@@ -144,7 +160,7 @@ def _rail_sheets(writer, run: Run) -> None:
                                        ("per_switch", rails.switch_table(run), rails.switch_suspect)):
         if frame is None:
             continue
-        frame.to_excel(writer, sheet_name, index=False)
+        _write(frame, writer, sheet_name, index=False)
         sheet = writer.sheets[sheet_name]
         _highlight(sheet, 2, suspect(frame), frame.shape[1])
         if not frame.empty:
@@ -161,12 +177,12 @@ def _summary_sheet(writer, run: Run) -> None:
     head = pd.DataFrame([("tool", run.attrs.get("tool", "")), ("status", run.attrs.get("status", "")),
                          ("hosts", run.attrs.get("hosts", "")), ("started_at", run.attrs.get("started_at", ""))],
                         columns=["attribute", "value"])
-    head.to_excel(writer, "summary", index=False)
+    _write(head, writer, "summary", index=False)
     sheet = writer.sheets["summary"]
     row = len(head) + 2  # 0-based row for pandas; openpyxl's rows are 1-based
     colour = {"ok": "167D2B", "fail": "B00020"}
     for style, line in found.styled_lines():
-        sheet.cell(row + 1, 1, line).font = Font(bold=line not in found.recovered, color=colour[style])
+        sheet.cell(row + 1, 1, _text(line)).font = Font(bold=line not in found.recovered, color=colour[style])
         row += 1
     switches = "Per leaf switch" + (f" ({found.coverage})" if found.coverage else "")
     blocks = [("Verdicts", found.verdicts if found.verdicts is not None else pd.DataFrame(), None),
@@ -179,8 +195,8 @@ def _summary_sheet(writer, run: Run) -> None:
         if frame.empty:
             continue
         row += 1
-        sheet.cell(row + 1, 1, title).font = Font(bold=True)
-        frame.to_excel(writer, "summary", index=False, startrow=row + 1)
+        sheet.cell(row + 1, 1, _text(title)).font = Font(bold=True)
+        _write(frame, writer, "summary", index=False, startrow=row + 1)
         if suspect is not None:
             _highlight(sheet, row + 3, suspect(frame), frame.shape[1])
         row += len(frame) + 2
@@ -193,11 +209,11 @@ def to_excel(run: Run, out, include_samples: bool = False) -> None:
     hosts grouped by leaf). Samples are large: off by default."""
     with pd.ExcelWriter(out, engine="openpyxl") as writer:
         _summary_sheet(writer, run)
-        pd.DataFrame(sorted(run.attrs.items()), columns=["attribute", "value"]).to_excel(writer, "run", index=False)
+        _write(pd.DataFrame(sorted(run.attrs.items()), columns=["attribute", "value"]), writer, "run", index=False)
         for name, frame in run.tables.items():
             if name.startswith("samples/") and not include_samples:
                 continue
-            frame.to_excel(writer, _sheet_name(name), index=False)
+            _write(frame, writer, _sheet_name(name), index=False)
         _rail_sheets(writer, run)
         _chart_sheet(writer, run)
         _matrix_sheets(writer, run)

@@ -18,6 +18,15 @@ from ..draw.plots import plot_run
 from ..judge import compare as cmp
 from ..judge import rails
 from ..judge.answer import answer, checks_table
+from ..read.printable import printable
+
+
+def _text(value) -> str:
+    """Every text of the page that comes from the run, a reference run or a path: printable() (a control character
+    or a bidi override in a host name shows as \\x1b or \\u202e, as on the terminal, instead of reordering what the
+    page reads or reaching a terminal that shows the file), then HTML-escaped, quotes included (it goes in attributes
+    too)."""
+    return html.escape(printable(value))
 
 _STYLE = """
 body { font-family: sans-serif; margin: 1.5em; color: #222; }
@@ -40,7 +49,7 @@ def _table(frame: pd.DataFrame, status_column: str = "", max_rows: int = 400, su
     """`suspect`: per row, whether to highlight it (class 'suspect')."""
     if frame is None or frame.empty:
         return "<p>(empty)</p>"
-    rows = ["<table><tr>" + "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns) + "</tr>"]
+    rows = ["<table><tr>" + "".join(f"<th>{_text(str(c))}</th>" for c in frame.columns) + "</tr>"]
     marks = list(suspect) if suspect is not None else [False] * len(frame)
     for (_, r), mark in zip(frame.head(max_rows).iterrows(), marks):
         cells = []
@@ -49,8 +58,8 @@ def _table(frame: pd.DataFrame, status_column: str = "", max_rows: int = 400, su
             text = f"{v:.4g}" if isinstance(v, float) else str(v)
             css = "t" if isinstance(v, str) else ""
             if c == status_column or (isinstance(v, (bool,)) and v):
-                css += f" {html.escape(str(v)) if c == status_column else 'bad'}"
-            cells.append(f'<td class="{css.strip()}">{html.escape(text)}</td>')
+                css += f" {_text(str(v)) if c == status_column else 'bad'}"
+            cells.append(f'<td class="{css.strip()}">{_text(text)}</td>')
         rows.append(("<tr class='suspect'>" if mark else "<tr>") + "".join(cells) + "</tr>")
     more = f"<p>({len(frame) - max_rows} more rows in the file)</p>" if len(frame) > max_rows else ""
     return "\n".join(rows) + "</table>" + more
@@ -61,12 +70,12 @@ def _images(run) -> str:
         parts = []
         for path in plot_run(run, tmp, "png"):
             data = base64.b64encode(pathlib.Path(path).read_bytes()).decode("ascii")
-            parts.append(f'<img alt="{html.escape(path.stem)}" src="data:image/png;base64,{data}">')
+            parts.append(f'<img alt="{_text(path.stem)}" src="data:image/png;base64,{data}">')
         return "\n".join(parts)
 
 
 def _folded(title: str, body: str) -> str:
-    return f"<details><summary>{html.escape(title)}</summary>{body}</details>"
+    return f"<details><summary>{_text(title)}</summary>{body}</details>"
 
 
 # Beyond this many rows a per-NIC or per-switch table shows its suspect rows and folds the whole table.
@@ -85,7 +94,7 @@ def _rail_tables(found) -> str:
             continue
         marks = suspect(frame)
         count = sum(marks)
-        heading = f"<h3 id='{css}'>{html.escape(title)}: {count} of {len(frame)} row(s) with suspect pairs</h3>"
+        heading = f"<h3 id='{css}'>{_text(title)}: {count} of {len(frame)} row(s) with suspect pairs</h3>"
         if len(frame) <= OPEN_ROWS:
             out.append(heading + _table(frame, suspect=marks))
             continue
@@ -100,7 +109,7 @@ def _answer(run, found) -> str:
     css = "clean" if found.nothing_wrong else "wrong"
     out = [f"<section id='answer' class='{css}'><h2>What is wrong</h2>"]
     for style, line in found.styled_lines():
-        out.append(f"<p class='line {style}'>{html.escape(line)}</p>")
+        out.append(f"<p class='line {style}'>{_text(line)}</p>")
     if found.verdicts is not None and not found.verdicts.empty:
         out.append("<h3>Verdicts</h3>" + _table(found.verdicts))
     rail_tables = _rail_tables(found)
@@ -108,14 +117,14 @@ def _answer(run, found) -> str:
         out.append(rail_tables)
     if not found.checks.empty:
         name, _ = checks_table(run)
-        out.append(f"<h3>Failed and warned checks ({html.escape(name)})</h3>" + _table(found.checks, "status"))
+        out.append(f"<h3>Failed and warned checks ({_text(name)})</h3>" + _table(found.checks, "status"))
     if not found.below_expected.empty:
-        out.append(f"<h3>{html.escape(found.below_title())}</h3>" + _table(found.below_expected))
+        out.append(f"<h3>{_text(found.below_title())}</h3>" + _table(found.below_expected))
     if not found.wrong.empty:
         out.append("<h3>Wrong data</h3>" + _table(found.wrong))
     if found.regressions:
         out.append("<h3>Regressions against the reference run</h3><p class='bad'>"
-                   + "<br>".join(html.escape(r) for r in found.regressions) + "</p>")
+                   + "<br>".join(_text(r) for r in found.regressions) + "</p>")
     out.append("</section>")
     return "\n".join(out)
 
@@ -125,21 +134,21 @@ def page(run, other=None, threshold: float = 0.05) -> str:
     status_css = "ok" if run.complete else "fail"
     comparison = cmp.compare(other, run, threshold) if other is not None else None
     found = answer(run, comparison.regressions if comparison else ())
-    out = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(str(a.get('tool', '')))} "
-           f"{html.escape(run.path.name)}</title><style>{_STYLE}</style></head><body>",
-           f"<h1>{html.escape(str(a.get('tool', '')))} — {html.escape(run.path.name)}</h1>",
-           f"<p class='identity'>status: <span class='{status_css}'>{html.escape(str(a.get('status', '')))}</span>; "
-           f"hosts: {html.escape(str(a.get('hosts', '')))} ({a.get('world_size', '')} ranks); "
-           f"started {html.escape(str(a.get('started_at', '')))}, finished {html.escape(str(a.get('finished_at', '')))}"
-           + (f"; compared with {html.escape(other.path.name)} (the reference)" if other is not None else "")
-           + f"<br><code>{html.escape(str(a.get('command_line', '')))}</code></p>",
+    out = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{_text(str(a.get('tool', '')))} "
+           f"{_text(run.path.name)}</title><style>{_STYLE}</style></head><body>",
+           f"<h1>{_text(str(a.get('tool', '')))} — {_text(run.path.name)}</h1>",
+           f"<p class='identity'>status: <span class='{status_css}'>{_text(str(a.get('status', '')))}</span>; "
+           f"hosts: {_text(str(a.get('hosts', '')))} ({_text(a.get('world_size', ''))} ranks); "
+           f"started {_text(str(a.get('started_at', '')))}, finished {_text(str(a.get('finished_at', '')))}"
+           + (f"; compared with {_text(other.path.name)} (the reference)" if other is not None else "")
+           + f"<br><code>{_text(str(a.get('command_line', '')))}</code></p>",
            _answer(run, found)]
     out.append("<section id='pictures'><h2>Plots</h2>" + _images(run) + "</section>")
     out.append("<section id='tables'><h2>Tables</h2>")
     if comparison is not None:
-        changes = ("<p>What changed in /env:<br>" + "<br>".join(html.escape(x) for x in comparison.env_changes)
+        changes = ("<p>What changed in /env:<br>" + "<br>".join(_text(x) for x in comparison.env_changes)
                    + "</p>") if comparison.env_changes else "<p>/env: the same</p>"
-        body = changes + "".join(f"<h3>{html.escape(name)}</h3>" + _table(frame)
+        body = changes + "".join(f"<h3>{_text(name)}</h3>" + _table(frame)
                                  for name, frame in comparison.tables.items())
         out.append(_folded(f"Comparison with {other.path.name} (B/A; regressions beyond {threshold:.0%})", body))
     for name in ("doctor/findings", "env/checks"):

@@ -18,6 +18,7 @@ import types
 import pandas as pd
 
 from ..judge.coverage import coverage_gap
+from ..read.printable import printable
 from ..read.results import HEALTH_COLUMNS
 
 PREFIX = "fabricbench"
@@ -38,12 +39,16 @@ _RUN_STATES = ("complete", "failed", "running")
 
 
 def escape_label(value) -> str:
-    """A label value as the text format needs it: backslash, double quote and line feed escaped."""
-    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    """A label value as the text format needs it, as the C++ tools write it (Exposition::escape, issue 48): first
+    printable() (valid UTF-8, which the format requires and a host name with bytes that are not UTF-8 would break; no
+    control character: a line feed is the text \\n, ESC \\x1b), then backslash and double quote escaped: an ESC in a host
+    name reads \\\\x1b in the file, \\x1b once parsed. (Bytes that are not UTF-8 in a table, load() has made U+FFFD.)"""
+    return printable(value).replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _escape_help(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("\n", "\\n")
+    """HELP text names a table, a column and a unit of the file: printable() too, then backslash escaped."""
+    return printable(text).replace("\\", "\\\\")
 
 
 def _name(text: str) -> str:
@@ -298,7 +303,11 @@ def exposition(run) -> str:
                 1 if state == s else 0)
     out.add("run_start_timestamp_seconds", "when the run started (Unix time)", {}, _timestamp(a.get("started_at")))
     out.add("run_end_timestamp_seconds", "when the run ended (Unix time)", {}, _timestamp(a.get("finished_at")))
-    out.add("run_ranks", "MPI ranks of the run", {}, a.get("world_size"))
+    try:
+        ranks = int(a.get("world_size"))
+    except (TypeError, ValueError):  # a damaged file's world_size that is no number: no sample, not a traceback
+        ranks = None
+    out.add("run_ranks", "MPI ranks of the run", {}, ranks)
     out.add("run_hosts", "hosts of the run", {}, len(hosts))
     for table, frame in run.tables.items():
         if table.startswith("results/") and not frame.empty:

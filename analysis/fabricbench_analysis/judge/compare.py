@@ -23,6 +23,7 @@ import math
 
 import pandas as pd
 
+from ..read.printable import printable
 from ..read.results import HEALTH_COLUMNS
 
 # Measured columns that describe the run's health rather than its speed: not compared by ratio or baselined.
@@ -150,8 +151,12 @@ def parse_fraction(text: str, where: str) -> float:
 def write_baseline(run, path, tolerance: str = "10%") -> int:
     """One entry per row of every results table (and the sweep's per-node medians); returns the entry count."""
     parse_fraction(tolerance, "--tolerance")
-    lines = [f"# fabricbench baseline from {run.path.name}: {run.attrs.get('tool', '')} on {run.attrs.get('hosts', '')},",
-             f"# {run.attrs.get('started_at', '')}. Written by fabric-report baseline; format: docs/analysis.md.",
+    # The run's text through printable() (issue 48): a line feed in a host name would end the comment and start a line
+    # the parser reads (a forged key, or no section header: no baseline at all); a key value is one line the same way
+    # (_matches reads it back).
+    a = {k: printable(run.attrs.get(k, "")) for k in ("tool", "hosts", "started_at")}
+    lines = [f"# fabricbench baseline from {printable(run.path.name)}: {a['tool']} on {a['hosts']},",
+             f"# {a['started_at']}. Written by fabric-report baseline; format: docs/analysis.md.",
              "[baseline]", f"tolerance = {tolerance}", ""]
     count = 0
     nodes = run.tables.get("sweep/nodes")
@@ -173,7 +178,7 @@ def write_baseline(run, path, tolerance: str = "10%") -> int:
             if not values:
                 continue
             lines.append(f"[{table} {i}]")
-            lines += [f"{k} = {getattr(row, k)}" for k in keys]
+            lines += [f"{k} = {printable(getattr(row, k))}" for k in keys]
             lines += [f"{c} = {v:.6g}" for c, v in values]
             lines.append("")
             count += 1
@@ -233,7 +238,7 @@ def _matches(row, keys: dict) -> bool:
     for name, text in keys.items():
         value = row[name]
         if isinstance(value, str):
-            if value != text:
+            if value != text and printable(value) != text:  # as write_baseline wrote it, or as a user typed it
                 return False
         else:
             try:

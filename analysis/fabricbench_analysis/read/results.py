@@ -141,6 +141,11 @@ def _frame(dataset: h5py.Dataset) -> pd.DataFrame:
 def _attr(value):
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
+    if isinstance(value, str):
+        # h5py decodes a variable-length string attribute itself, bytes that are not UTF-8 as lone surrogates
+        # (surrogateescape), which no UTF-8 output can write: U+FFFD, as for the tables' text (a command line's
+        # argument, a host name from a server, need not be UTF-8).
+        return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     if isinstance(value, np.generic):
         return value.item()
     return value
