@@ -11,7 +11,8 @@ UTF-8 strings): root attributes command_line, hosts and status holding escapes, 
 UTF-8 (a user's argument need not be UTF-8; a failed run's status quotes what went wrong).
 
 sweep_pair: two synthetic fabric-sweep files (sweep_files.py) with the hostile host name among their hosts, the
-second with it slow, so that compare, check and the answer name it."""
+second with it slow, so that compare, check and the answer name it; and a host whose name matplotlib would read as
+mathtext (two $), one it cannot parse."""
 import os
 import pathlib
 import subprocess
@@ -29,6 +30,7 @@ RECORDED = FIXTURES / "nccl-2.28.9-h200x2"
 HOST = "\x1b]0;pwned\x07\x1b[2J\nFORGED fabric-doctor: every rank healthy"
 HOST_SHOWN = "\\x1b]0;pwned\\x07\\x1b[2J\\nFORGED fabric-doctor: every rank healthy"  # as printable() shows it
 RAW = ("\x1b", "\x07", "\u202e", "\u009b")  # none of these may reach a terminal
+MATH_HOST = "gpu$\\frac{$01"  # $...$ is a formula to matplotlib, and this one does not parse
 # Root attributes: raw bytes as a tool would store them (a variable-length UTF-8 string holds any bytes).
 ATTRIBUTES = {
     "command_line": b"fabric-p2p --output r\xff\xfe.h5 --note \x1b[31mred\x1b[0m\nFORGED line \xe2\x80\xae",
@@ -79,7 +81,7 @@ def hostile_attributes(path: pathlib.Path) -> pathlib.Path:
 
 def sweep_pair(folder: pathlib.Path) -> tuple:
     """A.h5 and B.h5: four hosts, one of them HOST; in B it is slow and has a node verdict whose reason quotes it."""
-    hosts = ("node0", HOST, "node2", "node3")
+    hosts = ("node0", HOST, MATH_HOST, "node3")
     a, b = folder / "A.h5", folder / "B.h5"
     write_single_rail(a, hosts=hosts)
     write_single_rail(b, hosts=hosts, slow=HOST, verdicts=[("node", HOST, "", f"slow: {HOST} \u202egnp.exe")])

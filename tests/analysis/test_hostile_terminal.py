@@ -3,7 +3,7 @@
 reply that would retitle the window, clear the screen and start a line "FORGED fabric-doctor: every rank healthy" of
 our own is shown as the text \\x1b]0;pwned\\x07\\x1b[2J\\nFORGED ..., on its own line nowhere. Before: show, compare
 and check printed the escapes and the forged lines, bytes that are not UTF-8 went out raw, and plot's missing-glyph
-warnings carried the escapes to stderr."""
+warnings carried the escapes to stderr (and a host name with two $ stopped plot with a traceback: mathtext)."""
 import pathlib
 import shutil
 import subprocess
@@ -12,7 +12,8 @@ import unittest
 
 import fabricbench_analysis as fa
 from fbtest import LaunchTest
-from .hostile_files import HOST, HOST_SHOWN, RAW, doctor_run, forged_lines, hostile_attributes, sweep_pair
+from .hostile_files import (HOST, HOST_SHOWN, MATH_HOST, RAW, doctor_run, forged_lines, hostile_attributes,
+                            sweep_pair)
 
 WRAPPER = pathlib.Path(__file__).resolve().parents[2] / "analysis" / "fabric-report"
 
@@ -94,7 +95,8 @@ class HostileTerminal(LaunchTest):
     def test_plot_says_no_escape_on_stderr_and_names_its_files_escaped(self):
         out_dir = self.dir / "p\x1b[2Jlots"
         code, out, err = self.report("plot", self.b, "--out", out_dir)
-        self.assertEqual((code, err), (0, ""), "no missing-glyph warning: the escapes are drawn as text")
+        self.assertEqual((code, err), (0, ""), "no missing-glyph warning: the escapes are drawn as text; "
+                         f"{MATH_HOST} drawn as it reads, not parsed as mathtext")
         self.assert_nothing_raw(out)
         self.assertTrue(out.splitlines())
         for line in out.splitlines():

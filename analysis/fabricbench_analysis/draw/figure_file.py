@@ -83,9 +83,12 @@ def _printable_texts(fig) -> None:
     """Every text of the figure, each of its lines through printable() (issue 48): a host name's escapes drawn as
     text, not as missing glyphs, whose warnings would carry the raw bytes to the terminal. The figure's own line
     breaks (a title's second line) are kept. Tick labels given as a list (set_xticks(..., labels)) are set again
-    from their formatter when drawn (FuncFormatter over a dict, or FixedFormatter): its labels too."""
+    from their formatter when drawn (FuncFormatter over a dict, or FixedFormatter): its labels too. And every text
+    drawn as it reads, never as mathtext: a host name with two $ ("a$\\frac{$b") was parsed as a formula, and one
+    it could not parse stopped the plot with a traceback (save: the texts made while drawing too)."""
     for text in fig.findobj(Text):
         text.set_text(_lines(text.get_text()))
+        text.set_parse_math(False)
     for ax in fig.axes:
         for axis in (ax.xaxis, ax.yaxis):
             formatter = axis.get_major_formatter()
@@ -97,12 +100,13 @@ def _printable_texts(fig) -> None:
 
 def save(fig, out: pathlib.Path, paths: list) -> None:
     _printable_texts(fig)
-    # The layout first: it moves the panels, and with them where their titles are centred.
-    laid_out = not fig.get_constrained_layout()
-    if laid_out:
-        fig.tight_layout()
-    if _fit_titles(fig) and laid_out:
-        fig.tight_layout()  # room for the wrapped titles' extra lines
-    fig.savefig(out, dpi=110)
+    with matplotlib.rc_context({"text.parse_math": False}):  # tick labels are made while the figure is drawn
+        # The layout first: it moves the panels, and with them where their titles are centred.
+        laid_out = not fig.get_constrained_layout()
+        if laid_out:
+            fig.tight_layout()
+        if _fit_titles(fig) and laid_out:
+            fig.tight_layout()  # room for the wrapped titles' extra lines
+        fig.savefig(out, dpi=110)
     plt.close(fig)
     paths.append(out)
