@@ -10,10 +10,11 @@ namespace fabricbench::job {
 
 class JsonReader {
  public:
-  JsonReader(std::string_view text, std::size_t* missing_commas) : s_(text), missing_(missing_commas) {}
+  JsonReader(std::string_view text, std::size_t* missing_commas, const Json::ElementHook& hook)
+      : s_(text), missing_(missing_commas), hook_(hook) {}
 
   Json document() {
-    if (s_.size() > (16u << 20)) fail("more than 16 MiB");
+    if (s_.size() > Json::kMaxBytes) fail(fmt::format("more than {} MiB", Json::kMaxBytes >> 20));
     Json j = value(0);
     space();
     if (at_ < s_.size()) fail("text after the document");
@@ -47,6 +48,7 @@ class JsonReader {
 
   Json value(int depth) {
     if (depth > 64) fail("nested more than 64 deep");
+    if (++kept_ > Json::kMaxKept) fail(fmt::format("more than {} values held at once", Json::kMaxKept));
     Json j;
     const char c = peek();
     if (c == '{') {
@@ -56,15 +58,23 @@ class JsonReader {
       do {
         std::string key = string();
         expect(':');
+        path_.push_back(key);
         j.members_[key] = value(depth + 1);
+        path_.pop_back();
       } while (more('}'));
       expect('}');
     } else if (c == '[') {
       ++at_;
       j.type_ = Json::Type::array;
       if (peek() == ']') return ++at_, j;
-      do j.elements_.push_back(value(depth + 1));
-      while (more(']'));
+      do {
+        const std::size_t kept_before = kept_;
+        Json e = value(depth + 1);
+        if (hook_ && hook_(path_, e))
+          kept_ = kept_before;  // taken: it and what it held are not kept
+        else
+          j.elements_.push_back(std::move(e));
+      } while (more(']'));
       expect(']');
     } else if (c == '"') {
       j.type_ = Json::Type::string;
@@ -134,11 +144,14 @@ class JsonReader {
   std::string_view s_;
   std::size_t at_ = 0;
   std::size_t* missing_;
+  const Json::ElementHook& hook_;
+  std::vector<std::string> path_;  // the member names down to the value being read
+  std::size_t kept_ = 0;           // values read and not taken by the hook
 };
 
-Json Json::parse(std::string_view text, std::size_t* missing_commas) {
+Json Json::parse(std::string_view text, std::size_t* missing_commas, const ElementHook& hook) {
   if (missing_commas) *missing_commas = 0;
-  return JsonReader(text, missing_commas).document();
+  return JsonReader(text, missing_commas, hook).document();
 }
 
 const Json& Json::operator[](const std::string& key) const {

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "fabricbench/error.hpp"
+#include "fabricbench/job/json.hpp"
 #include "fabricbench/job/ras.hpp"
 
 namespace fabricbench::job {
@@ -93,7 +94,8 @@ class Connection {
       if (!read_some()) return std::exchange(buffer_, std::string());
     }
   }
-  // Everything until the server closes the connection (at most 16 MiB).
+  // Everything until the server closes the connection (at most Json::kMaxBytes: 512 MiB, a job of about a million
+  // rank entries).
   std::string rest() {
     while (read_some()) {
     }
@@ -128,7 +130,8 @@ class Connection {
         talk_.fail(fmt::format("reading: {}", std::strerror(errno)));
       }
       buffer_.append(chunk, static_cast<std::size_t>(n));
-      if (buffer_.size() > (16u << 20)) talk_.fail("a reply of more than 16 MiB: not NCCL's RAS service");
+      if (buffer_.size() > Json::kMaxBytes)
+        talk_.fail(fmt::format("a reply of more than {} MiB: not NCCL's RAS service", Json::kMaxBytes >> 20));
       return true;
     }
   }

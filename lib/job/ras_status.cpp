@@ -88,18 +88,31 @@ RankIndex index_of(const RasStatus* s) {
 
 RasStatus parse_ras_json(const std::string& text) {
   RasStatus s;
-  const Json j = Json::parse(text, &s.missing_commas);
+  // Each rank object becomes a RasRank as soon as it is read, and each communicator takes the ranks read inside it:
+  // the reply is never held as a document (at 100,000 ranks that was 6 times its 54 MB).
+  std::vector<RasRank> ranks;
+  const std::vector<std::string> in_communicators{"communicators"}, reporting{"communicators", "ranks"},
+      missing{"communicators", "missing_ranks"};
+  const auto take = [&](const std::vector<std::string>& path, Json& e) {
+    if (path == reporting || path == missing) {
+      ranks.push_back(read_rank(e, path == missing));
+      return true;
+    }
+    if (path != in_communicators) return false;
+    RasCommunicator comm;
+    comm.hash = e["hash"].text();
+    comm.size = static_cast<int>(e["size"].number());
+    // The reporting ranks first, then the missing ones, whichever order the members came in.
+    std::stable_partition(ranks.begin(), ranks.end(), [](const RasRank& r) { return !r.missing; });
+    comm.ranks = std::move(ranks);
+    ranks.clear();
+    s.communicators.push_back(std::move(comm));
+    return true;
+  };
+  const Json j = Json::parse(text, &s.missing_commas, take);
   if (!j.is(Json::Type::object) || !j["communicators"].is(Json::Type::array))
     throw std::runtime_error("no 'communicators' list: not NCCL's RAS reply in JSON");
   s.nccl_version = j["nccl_version"].text();
-  for (const auto& c : j["communicators"].elements()) {
-    RasCommunicator comm;
-    comm.hash = c["hash"].text();
-    comm.size = static_cast<int>(c["size"].number());
-    for (const auto& r : c["ranks"].elements()) comm.ranks.push_back(read_rank(r, false));
-    for (const auto& r : c["missing_ranks"].elements()) comm.ranks.push_back(read_rank(r, true));
-    s.communicators.push_back(std::move(comm));
-  }
   return s;
 }
 

@@ -7,6 +7,7 @@
 
 #include "fabricbench/cli/ini_file.hpp"
 #include "fabricbench/error.hpp"
+#include "fabricbench/results/printable.hpp"
 
 namespace fabricbench::results {
 using cli::parse_number;
@@ -85,7 +86,9 @@ bool Baseline::matches(const Entry& e, const Row& row) {
   for (const auto& [key, text] : e.keys) {
     const auto& v = row.get(key);
     if (std::holds_alternative<std::string>(v)) {
-      if (std::get<std::string>(v) != text) return false;
+      // fabric-report writes a key as printable() shows it (a host name with a newline would break the file).
+      const auto& value = std::get<std::string>(v);
+      if (value != text && printable(value) != text) return false;
     } else {
       const auto want = parse_number(text);
       if (!want || *want != row.number(key)) return false;

@@ -9,8 +9,10 @@ range. A benchmark, not a test: run it by hand on a quiet machine.
   tests/perf/ras_scale.py BUILD/benchmarks [--ranks 1024,4096,16384,100000] [--repeat 3]"""
 import argparse
 import json
+import os
 import pathlib
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -19,7 +21,7 @@ import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE.parent / "mpi"))
+sys.path.insert(0, str(HERE.parents[1] / "analysis"))
 from mpi.test_nccl_ras import FakeRas  # noqa: E402
 
 
@@ -74,6 +76,7 @@ def main():
                                    "--output", "r.h5", "--force", "-q"], d)
                     doctor_s.append(s), doctor_mb.append(mb)
                     prom = d / "w.prom"
+                    prom.unlink(missing_ok=True)  # the last repeat's file would end this one at once
 
                     def two_looks(p):  # the second look's file has the laggard; then SIGTERM
                         deadline = time.monotonic() + 600
@@ -81,7 +84,9 @@ def main():
                             if prom.exists() and "laggard_ranks{tool=\"fabric-watchdog\"} 1" in prom.read_text():
                                 break
                             time.sleep(0.1)
-                        p.terminate()
+                        # GNU time dies of SIGTERM without passing it on: the watchdog, its child, is asked
+                        for child in pathlib.Path(f"/proc/{p.pid}/task/{p.pid}/children").read_text().split():
+                            os.kill(int(child), signal.SIGTERM)
                     _, mb = timed([str(bin_ / "fabric-watchdog"), "--watch", "1s", "--prometheus", str(prom),
                                    "--ras", ras.address, "--ras-timeout", "600s"], d, until=two_looks)
                     watch_mb.append(mb)

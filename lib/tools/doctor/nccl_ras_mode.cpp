@@ -22,6 +22,8 @@ namespace fabricbench::doctor {
 namespace {
 
 const char* const kOption = "--nccl-ras";
+constexpr std::int64_t kReplyLines = 20000;  // of the reply kept verbatim in /doctor/ras_reply
+constexpr std::size_t kNamedHosts = 256;     // hosts of the findings whose address is looked up
 // The collective kinds NCCL's RAS counts, and their columns.
 const std::pair<const char*, const char*> kKinds[] = {{"AllReduce", "all_reduce"},
                                                       {"AllGather", "all_gather"},
@@ -161,9 +163,11 @@ NcclRasMode::NcclRasMode(const job::RasAddress& address, double timeout_s, doubl
 void NcclRasMode::take_extras(const RasExtras& extras) {
   if (!status_) return;
   const auto problems = job::judge_ras(*status_, before_ ? &*before_ : nullptr);
+  // Each named host's address turned into its name: a reverse lookup each, which a slow DNS makes seconds long, so
+  // the first kNamedHosts only (a job where every rank lags names thousands of hosts; the addresses stay as RAS gave).
   std::vector<std::string> names;
   for (const auto& p : problems)
-    if (!p.host.empty() && !places_.count(p.host))
+    if (!p.host.empty() && !places_.count(p.host) && places_.size() < kNamedHosts)
       places_[p.host] = host_name(p.host), names.push_back(places_[p.host]);
   if (!extras.topology.empty()) {
     const auto topology = sweep::Topology::read(extras.topology, names, 0);
@@ -181,16 +185,20 @@ void NcclRasMode::take_extras(const RasExtras& extras) {
   }
   if (!extras.stacks) return;
   const auto here = local_addresses();
-  std::set<long> seen;
+  std::set<std::pair<std::string, long>> seen;  // a pid is a process only with its host
+  std::size_t away = 0;
   for (const auto& p : problems) {
-    if (p.pid < 0 || p.kind == "healthy" || !seen.insert(p.pid).second) continue;
+    if (p.pid < 0 || p.kind == "healthy" || !seen.insert({p.host, p.pid}).second) continue;
     if (here.count(p.host)) {
       const auto taken = job::take_stacks({static_cast<pid_t>(p.pid)}, 20);
       stacks_.insert(stacks_.end(), taken.begin(), taken.end());
-    } else {
+    } else if (++away <= kNamedHosts) {
       elsewhere_.push_back(fmt::format("pid {} runs on host {}, not here: there, {}", p.pid, p.host, p.hint));
     }
   }
+  if (away > kNamedHosts)
+    elsewhere_.push_back(fmt::format("and {} more named processes on other hosts (the findings name each)",
+                                     away - kNamedHosts));
 }
 
 NcclRasMode::NcclRasMode(const job::RasAddress& address, job::RasReply last, std::optional<job::RasStatus> status,
@@ -300,14 +308,21 @@ ExitStatus NcclRasMode::write(results::ResultSet& out, const results::TableSpec&
                  {"reduce"}});
     out.rows(rank_rows);
   }
+  // The reply verbatim, line by line, up to kReplyLines: a text reply (before NCCL 2.28.7) is only there, and is short;
+  // a JSON reply of a large job (24 lines a rank: 2.4 million at 100,000 ranks) is whole in the tables above.
   std::vector<results::Row> lines;
   std::istringstream in(reply_.text);
-  std::int64_t n = 0;
-  for (std::string line; std::getline(in, line);)
-    lines.push_back(
-        results::Row(tables.reply).set(tables.reply_col.line, n++).set(tables.reply_col.text, line.substr(0, 256)));
+  std::int64_t n = 0, read = 0;
+  for (std::string line; std::getline(in, line); ++read)
+    if (n < kReplyLines)
+      lines.push_back(
+          results::Row(tables.reply).set(tables.reply_col.line, n++).set(tables.reply_col.text, line.substr(0, 256)));
   out.section(tables.reply, "", {});  // the file's, not the terminal's
   out.rows(lines);
+  if (read > n)
+    out.note(fmt::format("/doctor/ras_reply keeps the reply's first {} of {} lines; its communicators and ranks are "
+                         "whole in /doctor/ras_communicators and /doctor/ras_ranks",
+                         n, read));
   job::write_stacks(out, "doctor", "ras_stacks", stacks_);
   for (const auto& line : elsewhere_) out.note(line);
 
