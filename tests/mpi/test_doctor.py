@@ -62,6 +62,11 @@ class Doctor(LaunchTest):
         r = self.mpirun(2, "fabric-doctor", ["--checks", "rdma,nope"])
         self.assert_refused(r, "fabric-doctor", "--checks 'nope': allowed values are rdma.devices, ")
         self.assertIn(", all, cheap, rdma, limits, nccl, gpu, host, job (comma-separated)", r.stderr)
+        # An option of a run given with --list was ignored without a word (issue 48: refused, not ignored).
+        for extra in (["--nccl-ras"], ["--strict"], ["--checks", "rdma"]):
+            with self.subTest(extra=extra):
+                r = self.mpirun(1, "fabric-doctor", ["--list"] + extra, refused=True)
+                self.assert_refused(r, "fabric-doctor", f"{extra[0]} with --list: --list only prints the checks")
 
     def test_a_down_port_warns_and_strict_fails(self):
         root = self.dir / "root"

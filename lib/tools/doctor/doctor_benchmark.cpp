@@ -100,6 +100,12 @@ std::vector<std::string> log_paths(const std::vector<std::string>& values) {
 void DoctorBenchmark::configure(const cli::po::variables_map& values, const cli::CommonOptions& common,
                                 const runtime::Placement& placement) {
   list_ = values.count("list") > 0;
+  // --list prints the table of checks and runs nothing: an option of a run beside it would be ignored.
+  if (list_)
+    for (const char* option : {"checks", "strict", "problems-only", "json", "nccl-log", "iteration-marker", "rank",
+                               "nccl-ras", "stacks", "topology", "rail-map"})
+      if (values.count(option) && !values[option].defaulted())
+        throw Error::usage(fmt::format("--{} with --list: --list only prints the checks; drop one of them", option));
   strict_ = values.count("strict") > 0;
   show_ok_ = values.count("problems-only") == 0;
   json_ = values.count("json") > 0;
