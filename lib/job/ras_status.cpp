@@ -86,6 +86,26 @@ RankIndex index_of(const RasStatus* s) {
 
 }  // namespace
 
+const char* RasProblem::kind_name(Kind k) {
+  switch (k) {
+    case Kind::dead:
+      return "dead";
+    case Kind::laggard:
+      return "laggard";
+    case Kind::missing:
+      return "missing";
+    case Kind::async_error:
+      return "async_error";
+    case Kind::aborted:
+      return "aborted";
+    case Kind::init:
+      return "init";
+    case Kind::healthy:
+      return "healthy";
+  }
+  return "?";
+}
+
 RasStatus parse_ras_json(const std::string& text) {
   RasStatus s;
   // Each rank object becomes a RasRank as soon as it is read, and each communicator takes the ranks read inside it:
@@ -129,7 +149,7 @@ std::vector<RasProblem> judge_ras(const RasStatus& now, const RasStatus* before)
     for (const auto& [c, r] : held)
       ranks +=
           fmt::format("{}rank {} of communicator {} ({} ranks)", ranks.empty() ? "" : ", ", r->rank, c->hash, c->size);
-    out.push_back({Severity::fail, "dead", process.first, process.second, held.front().second->rank,
+    out.push_back({Severity::fail, RasProblem::Kind::dead, process.first, process.second, held.front().second->rank,
                    held.front().second->cuda_dev, "",
                    fmt::format("process {} on host {} ({}) is considered dead: NCCL's RAS network cannot reach it; "
                                "it held {}",
@@ -145,22 +165,22 @@ std::vector<RasProblem> judge_ras(const RasStatus& now, const RasStatus* before)
     for (const auto& r : c.ranks) {
       if (r.missing) {
         if (!r.dead)
-          out.push_back({Severity::fail, "missing", r.host, r.pid, r.rank, r.cuda_dev, c.hash,
+          out.push_back({Severity::fail, RasProblem::Kind::missing, r.host, r.pid, r.rank, r.cuda_dev, c.hash,
                          fmt::format("communicator {}: no data from {}{}", c.hash, who(r),
                                      r.unresponsive ? ": unresponsive" : ""),
                          "RAS could not collect from it in time; ask again with a longer --timeout, then look at it"});
         continue;
       }
       if (r.async_error != 0)
-        out.push_back({Severity::fail, "async_error", r.host, r.pid, r.rank, r.cuda_dev, c.hash,
+        out.push_back({Severity::fail, RasProblem::Kind::async_error, r.host, r.pid, r.rank, r.cuda_dev, c.hash,
                        fmt::format("communicator {}: {} has asynchronous NCCL error {}", c.hash, who(r), r.async_error),
                        "NCCL_DEBUG=WARN shows its text in the job's log"});
       if (r.abort)
-        out.push_back({Severity::fail, "aborted", r.host, r.pid, r.rank, r.cuda_dev, c.hash,
+        out.push_back({Severity::fail, RasProblem::Kind::aborted, r.host, r.pid, r.rank, r.cuda_dev, c.hash,
                        fmt::format("communicator {}: {} has aborted it", c.hash, who(r)),
                        "a watchdog or an error aborted it; the job's log says which"});
       if (r.init_state != 0)
-        out.push_back({Severity::fail, "init", r.host, r.pid, r.rank, r.cuda_dev, c.hash,
+        out.push_back({Severity::fail, RasProblem::Kind::init, r.host, r.pid, r.rank, r.cuda_dev, c.hash,
                        fmt::format("communicator {}: {} reports init state {}", c.hash, who(r), r.init_state),
                        "its initialization failed or did not finish; the job's log says why"});
       const auto lags = behind(most, r);
@@ -171,7 +191,7 @@ std::vector<RasProblem> judge_ras(const RasStatus& now, const RasStatus* before)
       if (before && (!earlier || earlier->ops != r.ops)) continue;
       std::string what = fmt::format("communicator {}: {} ", c.hash, who(r));
       for (std::size_t i = 0; i < lags.size(); ++i) what += (i ? "; " : "") + lags[i];
-      out.push_back({Severity::fail, "laggard", r.host, r.pid, r.rank, r.cuda_dev, c.hash,
+      out.push_back({Severity::fail, RasProblem::Kind::laggard, r.host, r.pid, r.rank, r.cuda_dev, c.hash,
                      what + (before ? " (unchanged between two looks)" : "") + ": it never entered the collective",
                      fmt::format("look at where that process stands: on host {0}, 'py-spy dump --pid {1}' (Python) "
                                  "or 'gdb -p {1} -batch -ex \"thread apply all bt\"' (native)",
@@ -184,7 +204,7 @@ std::vector<RasProblem> judge_ras(const RasStatus& now, const RasStatus* before)
     std::size_t ranks = 0;
     for (const auto& c : now.communicators)
       for (const auto& r : c.ranks) processes.insert({r.host, r.pid}), hosts.insert(r.host), ++ranks;
-    out.push_back({Severity::ok, "healthy", "", -1, -1, -1, "",
+    out.push_back({Severity::ok, RasProblem::Kind::healthy, "", -1, -1, -1, "",
                    fmt::format("{} communicator(s), {} rank(s) in {} process(es) on {} host(s): every rank at its "
                                "communicator's operation count, none dead, missing, in error or aborted",
                                now.communicators.size(), ranks, processes.size(), hosts.size()),

@@ -90,7 +90,7 @@ job::RasStatus parse(const job::RasAddress& address, const std::string& text) {
 
 bool has_laggard(const std::vector<job::RasProblem>& problems) {
   for (const auto& p : problems)
-    if (p.kind == "laggard") return true;
+    if (p.kind == job::RasProblem::Kind::laggard) return true;
   return false;
 }
 
@@ -188,7 +188,7 @@ void NcclRasMode::take_extras(const RasExtras& extras) {
   std::set<std::pair<std::string, long>> seen;  // a pid is a process only with its host
   std::size_t away = 0;
   for (const auto& p : problems) {
-    if (p.pid < 0 || p.kind == "healthy" || !seen.insert({p.host, p.pid}).second) continue;
+    if (p.pid < 0 || p.kind == job::RasProblem::Kind::healthy || !seen.insert({p.host, p.pid}).second) continue;
     if (here.count(p.host)) {
       const auto taken = job::take_stacks({static_cast<pid_t>(p.pid)}, 20);
       stacks_.insert(stacks_.end(), taken.begin(), taken.end());
@@ -197,8 +197,8 @@ void NcclRasMode::take_extras(const RasExtras& extras) {
     }
   }
   if (away > kNamedHosts)
-    elsewhere_.push_back(fmt::format("and {} more named processes on other hosts (the findings name each)",
-                                     away - kNamedHosts));
+    elsewhere_.push_back(
+        fmt::format("and {} more named processes on other hosts (the findings name each)", away - kNamedHosts));
 }
 
 NcclRasMode::NcclRasMode(const job::RasAddress& address, job::RasReply last, std::optional<job::RasStatus> status,
@@ -219,10 +219,10 @@ std::vector<Finding> NcclRasMode::findings() const {
         const auto rail = static_cast<std::size_t>(p.gpu) % nics_.size();
         where += fmt::format("{}GPU {} on rail {}: NIC {}", where.empty() ? "" : "; ", p.gpu, rail, nics_[rail]);
       }
-      findings.push_back({p.host, p.rank, "nccl.ras." + p.kind,
+      findings.push_back({p.host, p.rank, std::string("nccl.ras.") + job::RasProblem::kind_name(p.kind),
                           p.communicator.empty() ? (p.pid >= 0 ? fmt::format("pid {}", p.pid) : "job") : p.communicator,
                           status_of(p.severity), where.empty() ? p.what : fmt::format("{} (host {})", p.what, where),
-                          p.kind == "healthy" ? "" : "every rank alive and in step", p.hint});
+                          p.kind == job::RasProblem::Kind::healthy ? "" : "every rank alive and in step", p.hint});
     }
   } else {
     // Before NCCL 2.28.7 there is no JSON: the text's Errors and Warnings, and the whole reply in /doctor/ras_reply.
@@ -320,9 +320,10 @@ ExitStatus NcclRasMode::write(results::ResultSet& out, const results::TableSpec&
   out.section(tables.reply, "", {});  // the file's, not the terminal's
   out.rows(lines);
   if (read > n)
-    out.note(fmt::format("/doctor/ras_reply keeps the reply's first {} of {} lines; its communicators and ranks are "
-                         "whole in /doctor/ras_communicators and /doctor/ras_ranks",
-                         n, read));
+    out.note(
+        fmt::format("/doctor/ras_reply keeps the reply's first {} of {} lines; its communicators and ranks are "
+                    "whole in /doctor/ras_communicators and /doctor/ras_ranks",
+                    n, read));
   job::write_stacks(out, "doctor", "ras_stacks", stacks_);
   for (const auto& line : elsewhere_) out.note(line);
 

@@ -131,9 +131,10 @@ void write_metrics(const Options& o, const std::optional<job::RasStatus>& now, c
   if (now) {
     std::size_t dead = 0, laggards = 0, missing = 0;
     for (const auto& p : job::judge_ras(*now, before)) {
-      dead += p.kind == "dead";
-      laggards += before && p.kind == "laggard";  // confirmed by two looks only
-      missing += p.kind == "missing";
+      using Kind = job::RasProblem::Kind;
+      dead += p.kind == Kind::dead;
+      laggards += before && p.kind == Kind::laggard;  // confirmed by two looks only
+      missing += p.kind == Kind::missing;
     }
     e.add("nccl_ras_communicators", "communicators the job's processes reported", {},
           static_cast<double>(now->communicators.size()));

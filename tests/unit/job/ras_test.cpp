@@ -32,7 +32,7 @@ std::string recorded(const std::string& name) {
 std::vector<RasProblem> of_kind(const std::vector<RasProblem>& all, const std::string& kind) {
   std::vector<RasProblem> out;
   for (const auto& p : all)
-    if (p.kind == kind) out.push_back(p);
+    if (RasProblem::kind_name(p.kind) == kind) out.push_back(p);
   return out;
 }
 
@@ -89,7 +89,7 @@ TEST(Ras, AHealthyJobIsOneOkFinding) {
   EXPECT_EQ(s.communicators[0].ranks.size(), 2u);
   const auto found = judge_ras(s);
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].kind, "healthy");
+  EXPECT_EQ(found[0].kind, RasProblem::Kind::healthy);
   EXPECT_EQ(found[0].severity, RasProblem::Severity::ok);
   EXPECT_TRUE(ras_text_problems(recorded("healthy.txt")).empty());
 }
@@ -99,7 +99,7 @@ TEST(Ras, ARankThatStoppedCallingCollectivesIsTheLaggardByRankPidGpuAndHost) {
   const auto found = judge_ras(s);
   ASSERT_EQ(found.size(), 1u) << found[0].what;
   const auto& p = found[0];
-  EXPECT_EQ(p.kind, "laggard");
+  EXPECT_EQ(p.kind, RasProblem::Kind::laggard);
   EXPECT_EQ(p.severity, RasProblem::Severity::fail);
   EXPECT_EQ(p.rank, 1);
   EXPECT_EQ(p.pid, 724);
@@ -124,7 +124,7 @@ TEST(Ras, AFrozenProcessIsDeadAndNothingElseIsBlamed) {
   EXPECT_EQ(s.missing_commas, 1u) << "NCCL 2.28.9 writes a missing rank without the comma before \"status\"";
   const auto found = judge_ras(s);
   ASSERT_EQ(found.size(), 1u) << found.back().what;
-  EXPECT_EQ(found[0].kind, "dead");
+  EXPECT_EQ(found[0].kind, RasProblem::Kind::dead);
   EXPECT_EQ(found[0].pid, 724);
   EXPECT_EQ(found[0].rank, 1);
   EXPECT_NE(found[0].what.find("process 724 on host 192.0.2.2 (GPU 1) is considered dead"), std::string::npos)

@@ -60,8 +60,11 @@ RasStatus parse_ras_json(const std::string& text);
 
 struct RasProblem {
   enum class Severity { ok, warn, fail };
+  // What was seen; its name (kind_name) is the doctor's check "nccl.ras.<name>".
+  enum class Kind { dead, laggard, missing, async_error, aborted, init, healthy };
+  static const char* kind_name(Kind k);
   Severity severity = Severity::ok;
-  std::string kind;  // "dead", "laggard", "missing", "async_error", "aborted", "init", "healthy"
+  Kind kind = Kind::healthy;
   std::string host;  // of the process it is about ("" for the job)
   long pid = -1;
   int rank = -1;  // in `communicator` (-1: the process or the job)
