@@ -181,7 +181,7 @@ class NcclRas(LaunchTest):
             watch = subprocess.Popen([str(BIN / "fabric-watchdog"), "--watch", "1s", "--prometheus", str(prom),
                                       "--ras", ras.address], cwd=self.dir, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE)
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + 90  # one look; generous for a loaded machine
             while not prom.exists() and time.monotonic() < deadline:
                 time.sleep(0.1)
             watch.terminate()
