@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <set>
+#include <tuple>
 
 #include "fabricbench/cli/ini_file.hpp"
 #include "fabricbench/cli/line_reader.hpp"
@@ -101,10 +102,12 @@ void NcclJobLog::read_file(const std::string& path) {
 }
 
 NcclProcess& NcclJobLog::process(std::string_view host, long pid, int device, std::string_view tag) {
-  const long key = pid >= 0 ? pid : -2 - device;  // lines without host:pid:tid: one process per device
-  auto& candidates = by_pid_[key];
-  for (auto* p : candidates)
-    if (p->host == host) return *p;
+  // The key: pid (lines without host:pid:tid: one process per device) as 8 bytes, then the host.
+  const long key = pid >= 0 ? pid : -2 - device;
+  key_.assign(reinterpret_cast<const char*>(&key), sizeof key);
+  key_.append(host);
+  auto [slot, fresh] = by_key_.try_emplace(key_, nullptr);
+  if (!fresh) return *slot->second;
   auto p = std::make_unique<NcclProcess>();
   p->host = std::string(host);
   p->pid = pid;
@@ -113,7 +116,8 @@ NcclProcess& NcclJobLog::process(std::string_view host, long pid, int device, st
   p->tag = std::string(tag);
   if (!tag.empty())  // the markers its tag printed before its first NCCL line
     if (const auto it = tag_markers_.find({p->file, p->tag}); it != tag_markers_.end()) p->own_markers = it->second;
-  candidates.push_back(p.get());
+  slot->second = p.get();
+  if (!tag.empty()) tagged_[{p->file, p->tag}].push_back(p.get());
   processes_.push_back(std::move(p));
   return *processes_.back();
 }
@@ -193,9 +197,11 @@ void NcclJobLog::drain(const std::string& comm_id) {
 // A marker line carrying `tag`: it cuts the calls of the process of this file with that tag.
 void NcclJobLog::marker(std::string_view tag) {
   const std::size_t file = files_.size() - 1;
-  ++tag_markers_[{file, std::string(tag)}];
-  for (auto& p : processes_) {
-    if (p->file != file || p->tag != tag) continue;
+  std::pair<std::size_t, std::string> key{file, std::string(tag)};
+  ++tag_markers_[key];
+  const auto carriers = tagged_.find(key);
+  if (carriers == tagged_.end()) return;
+  for (auto* p : carriers->second) {
     ++p->own_markers;
     for (auto& [id, n] : p->calls_on) p->marks[id].push_back(n);
     for (const auto& [pointer, id] : p->comm_ids) touch(*p, id);
@@ -275,15 +281,20 @@ void NcclJobLog::line(std::string_view text) {
 }
 
 std::vector<const NcclProcess*> NcclJobLog::processes() const {
-  std::vector<const NcclProcess*> out;
-  for (const auto& p : processes_) out.push_back(p.get());
-  std::stable_sort(out.begin(), out.end(), [](const NcclProcess* a, const NcclProcess* b) {
-    const auto key = [](const NcclProcess* p) {
-      const int r = p->rank();
-      return std::make_tuple(r < 0, r, p->host, p->pid, p->device);
+  // Each process's rank once (not per comparison), the host compared in place (not copied per comparison).
+  std::vector<std::pair<int, const NcclProcess*>> ranked;
+  ranked.reserve(processes_.size());
+  for (const auto& p : processes_) ranked.emplace_back(p->rank(), p.get());
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    const auto key = [](const std::pair<int, const NcclProcess*>& x) {
+      return std::tuple<bool, int, const std::string&, long, int>(x.first < 0, x.first, x.second->host, x.second->pid,
+                                                                  x.second->device);
     };
     return key(a) < key(b);
   });
+  std::vector<const NcclProcess*> out;
+  out.reserve(ranked.size());
+  for (const auto& [rank, p] : ranked) out.push_back(p);
   return out;
 }
 

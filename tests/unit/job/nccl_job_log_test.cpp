@@ -561,3 +561,79 @@ TEST(NcclJobLog, ATagTwoProcessesCarryCutsTheFileAsCsplit) {
   job.finish();
   for (const auto* p : job.processes()) EXPECT_EQ(p->cut, NcclProcess::Cut::file) << p->host;
 }
+
+// Containers: every host's processes have the same pids (each its own pid namespace), the lines of 50 hosts
+// interleaved. Each host:pid is its own process (looked up by both, not by the pid and then the hosts that have it),
+// and rank 0's tagged marker lines cut its calls, the others' placed by position.
+TEST(NcclJobLog, TheSamePidsOnEveryHostAreTheirOwnProcesses) {
+  constexpr int hosts = 50, per_host = 4, ranks = hosts * per_host, steps = 3;
+  const auto who = [](int r) {
+    return fmt::format("[1,{}]<stdout>:node{}:{}:{} [{}] NCCL INFO ", r, r / per_host, 100 + r % per_host,
+                       100 + r % per_host, r % per_host);
+  };
+  std::string log;
+  for (int r = ranks - 1; r >= 0; --r)  // init lines in reverse: processes() orders by rank
+    log += who(r) + fmt::format("comm 0x{:x} rank {} nranks {} cudaDev 0 busId 0 commId 0x7 - Init COMPLETE\n",
+                                0x1000 + r, r, ranks);
+  for (int s = 0; s <= steps; ++s) {
+    log += fmt::format("[1,0]<stdout>: iteration {}\n", s + 1);
+    if (s == steps) break;
+    for (int r = 0; r < ranks; ++r)
+      for (int c = 0; c < 2; ++c)
+        log += who(r) + fmt::format(
+                            "AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x1 count 4 datatype 7 op 0 root 0 "
+                            "comm 0x{:x} [nranks={}] stream 0x1\n",
+                            0x1000 + r, ranks);
+  }
+  NcclJobLog job("iteration [0-9]+");
+  job.begin_file("containers");
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);) job.line(line);
+  job.finish();
+  const auto ps = job.processes();
+  ASSERT_EQ(ps.size(), static_cast<std::size_t>(ranks));
+  EXPECT_EQ(job.host_count(), static_cast<std::size_t>(hosts));
+  for (int r = 0; r < ranks; ++r) {
+    const auto& p = *ps[static_cast<std::size_t>(r)];
+    EXPECT_EQ(p.rank(), r);
+    EXPECT_EQ(p.host, fmt::format("node{}", r / per_host));
+    EXPECT_EQ(p.pid, 100 + r % per_host);
+    EXPECT_EQ(p.lines, 1u + steps * 2) << r;
+    EXPECT_EQ(p.cut, NcclProcess::Cut::position) << r;
+    const auto s = summarize_iterations(p, job.markers_of(p));
+    ASSERT_EQ(s.whole, static_cast<std::uint64_t>(steps)) << r;
+    EXPECT_EQ(s.kinds.at(0).median_calls, 2u) << r;
+    EXPECT_EQ(s.kinds.at(0).min_calls, s.kinds.at(0).max_calls) << r;
+  }
+}
+
+// A group whose `alike` label is long (every eighth rank differs: 0-6,8-14,...): the terminal's row carries it whole,
+// every other row what the file's column holds of it (its width, 256 bytes; HDF5 cut there before too), not a copy of
+// the whole label each (at 100,000 ranks 150 KB x 87,500 rows).
+TEST(NcclLogReport, TheHiddenRowsCarryTheAlikeLabelCutAtTheColumnsWidth) {
+  constexpr int ranks = 400;
+  std::string log;
+  for (int r = 0; r < ranks; ++r) {
+    const std::string p = fmt::format("h{}:{}:1 [{}]", r / 8, 10 + r % 8, r % 8);
+    log += p + fmt::format(" NCCL INFO comm 0x{:x} rank {} nranks {} cudaDev 0 - Init COMPLETE\n", r + 1, r, ranks);
+    log += p + fmt::format(" NCCL INFO Channel 00/0 : {}[0] -> {}[0] via {}\n", r, (r + 1) % ranks,
+                           r % 8 == 7 ? "NET/IB/0" : "P2P/IPC");
+  }
+  const auto job = read_lines(log);
+  const NcclLogTables tables;
+  const auto report = report_rows(tables, job, job.processes());
+  ASSERT_EQ(report.ranks.shown.size(), 2u);
+  const auto alike = [](const results::Row& row) { return std::get<std::string>(row.get("alike")); };
+  const std::string whole = alike(report.ranks.shown[0]);
+  EXPECT_EQ(whole.substr(0, 15), "0-6,8-14,16-22,");
+  EXPECT_GT(whole.size(), 256u);
+  EXPECT_EQ(whole.substr(whole.size() - 8), ",392-398");
+  const std::size_t width = tables.ranks.column("alike").width;
+  ASSERT_EQ(width, 256u);
+  ASSERT_EQ(report.ranks.hidden.size(), static_cast<std::size_t>(ranks - 2));
+  for (const auto& row : report.ranks.hidden) {
+    const int rank = static_cast<int>(std::get<std::int64_t>(row.get("rank")));
+    EXPECT_EQ(alike(row), rank % 8 == 7 ? alike(report.ranks.shown[1]).substr(0, width) : whole.substr(0, width))
+        << rank;
+  }
+}

@@ -116,12 +116,18 @@ class NcclJobLog {
   std::size_t waiting_count_ = 0;
   bool gave_up_ = false;  // more than kMaxWaiting calls waited: position attribution abandoned
   std::map<std::pair<std::size_t, std::string>, std::uint64_t> tag_markers_;  // (file, tag) -> marker lines
+  // (file, tag) -> the processes of that file whose lines carry that tag, in order of appearance: a marker line
+  // visits those, not every process (a job of 100,000 ranks with a marker per step).
+  std::map<std::pair<std::size_t, std::string>, std::vector<NcclProcess*>> tagged_;
 
   std::string option_;
   cli::LinePattern marker_;
   std::vector<NcclFileStats> files_;
   std::vector<std::unique_ptr<NcclProcess>> processes_;
-  std::unordered_map<long, std::vector<NcclProcess*>> by_pid_;
+  // pid (or device, for lines without host:pid:tid) as 8 bytes, then host -> its process: one hash look-up a line, also
+  // when every host's processes have the same pids (containers, each with its own pid namespace).
+  std::unordered_map<std::string, NcclProcess*> by_key_;
+  std::string key_;  // the look-up's key, reused from line to line
 };
 
 // One kind's calls over the whole iterations of a process (the stretches between two marker lines). The median is
