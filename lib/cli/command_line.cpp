@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -169,6 +170,7 @@ Error CommandLine::attributed(const Error& e) const {
 
 void CommandLine::read_common() {
   const auto& v = values_;
+  common_.from_config = from_config_;
   if (groups_.sizes) read_sizes(*groups_.sizes);
   if (v.count("output")) common_.output = v["output"].as<std::string>();
   if (v.count("csv")) common_.csv = v["csv"].as<std::string>();
@@ -251,6 +253,11 @@ void CommandLine::resolve_outputs() {
     if (std::filesystem::absolute(common_.csv) == std::filesystem::absolute(common_.output))
       throw Error::usage(fmt::format("--csv {}: the same path as --output", common_.csv));
   }
+}
+
+bool typed(const po::variables_map& values, const CommonOptions& common, const std::string& name) {
+  return values.count(name) && !values[name].defaulted() &&
+         std::find(common.from_config.begin(), common.from_config.end(), name) == common.from_config.end();
 }
 
 void require_choice(std::string_view option, const std::string& value,

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "fabricbench/cli/byte_size.hpp"
 #include "fabricbench/error.hpp"
@@ -51,6 +52,7 @@ struct CommonOptions {
   std::string expected_rule;  // --expected-rule FILE; empty: the shipped configs/expected.ini
   std::string baseline;       // --baseline FILE (tools with sizes); empty: none
   std::string command_line;
+  std::vector<std::string> from_config;  // the options whose value came from --config (long names)
 };
 
 class CommandLine {
@@ -91,6 +93,10 @@ class CommandLine {
   std::vector<std::string> from_config_;  // the options it set
 };
 
+// Whether the user typed option `name` (its long name) on the command line: not its default, not a --config value.
+// A tool refuses an option its mode does not use only then: a config file is a preset for every mode (OSU's window
+// for latency and bandwidth alike) and sets what some of them use.
+bool typed(const po::variables_map& values, const CommonOptions& common, const std::string& name);
 // Throws Error::usage("<option> '<value>': allowed values are a, b, c") unless value is one of `allowed`.
 void require_choice(std::string_view option, const std::string& value, std::initializer_list<std::string_view> allowed);
 // Throw Error::usage("<option> <value>: must be at least <minimum>" / "at most <maximum>").
