@@ -29,6 +29,45 @@ CASES = [
     (["--backend", "nccl", "--memory", "host"], "--memory host with --backend nccl: NCCL moves device memory only"),
     # Without a GPU (CI: "no GPU is visible"), or in a build without NCCL: one line, before NCCL is called.
     (["--backend", "nccl"], "fabric-p2p: --backend nccl: "),
+    # Options the chosen tests never read (issue 48): refused, never ignored.
+    (["--test", "latency", "--window", "16"],
+     "--window with --test latency: the window applies to bw, bibw and mbw_mr; drop it"),
+    (["--test", "latency", "-W", "64"], "--window with --test latency: the window applies to"),
+    (["--sizes", "8", "-n", "10", "--min-time", "0.5"],
+     "--min-time with --iters: -n times one block of that count; give one of them"),
+]
+
+# fabric-coll's options that no chosen operation or timing mode reads (issue 48).
+COLL_UNUSED = [
+    (["--op", "all_reduce", "--root", "1"], "--root with --op all_reduce: only broadcast and reduce have a root; drop it"),
+    (["--op", "all_gather,reduce_scatter,alltoall,sendrecv", "-r", "all"],
+     "--root with --op all_gather,reduce_scatter,alltoall,sendrecv: only broadcast and reduce have a root"),
+    (["--op", "all_gather,broadcast", "--redop", "max"],
+     "--redop with --op all_gather,broadcast: only all_reduce, reduce_scatter and reduce reduce; drop it"),
+    (["--op", "all_reduce", "-n", "10", "--min-time", "0.5"], "--min-time with --iters: -n times one block"),
+    (["--op", "all_reduce", "--per-iter", "--min-time", "0.5"],
+     "--min-time with --per-iter: that timing mode times one block of nccl-tests' count; drop it"),
+    (["--op", "all_reduce", "-G", "2", "--min-time", "0.5"], "--min-time with --graph: that timing mode"),
+]
+
+# fabric-verbs' options that no chosen test reads (issue 48); refused before any RDMA device is opened.
+VERBS_UNUSED = [
+    (["--test", "write_lat", "--tx-depth", "16"],
+     "--tx-depth with --test write_lat: it applies to the bandwidth tests (write_bw, read_bw, send_bw, atomic_bw) "
+     "only; drop it"),
+    (["--test", "read_lat,send_lat", "-Q", "10"], "--cq-mod with --test read_lat,send_lat: it applies to the bandwidth"),
+    (["--test", "write_lat", "-q", "2"], "--qps with --test write_lat: it applies to the bandwidth tests"),
+    (["--test", "send_lat", "-b"], "--bidirectional with --test send_lat: it applies to the bandwidth tests"),
+    (["--test", "atomic_lat", "--report-gbits"], "--report-gbits with --test atomic_lat: it applies to the bandwidth"),
+    (["--test", "write_bw,read_lat", "--rx-depth", "64"],
+     "--rx-depth with --test write_bw,read_lat: receives are posted by send_bw and send_lat only; drop it"),
+    (["--test", "write_bw", "-A", "cmp_swap"],
+     "--atomic-type with --test write_bw: it applies to atomic_bw and atomic_lat only; drop it"),
+    (["--test", "read_bw,atomic_lat", "-I", "64"],
+     "--inline with --test read_bw,atomic_lat: only writes and sends carry inline data; drop it"),
+    (["--test", "atomic_bw", "-s", "64"], "--size with --test atomic_bw: atomics move 8 bytes; drop it"),
+    (["--test", "atomic_bw,atomic_lat", "--sizes", "8,16"], "--sizes with --test atomic_bw,atomic_lat: atomics move 8"),
+    (["--test", "atomic_lat", "-a"], "--all-sizes with --test atomic_lat: atomics move 8 bytes"),
 ]
 
 
@@ -38,6 +77,33 @@ class BadInput(LaunchTest):
             with self.subTest(args=args):
                 self.assert_refused(self.mpirun(2, "fabric-p2p", args + ["--csv", "out.csv"], refused=True), "fabric-p2p",
                                     expected)
+
+    def test_each_unused_coll_option_under_mpirun(self):
+        for args, expected in COLL_UNUSED:
+            with self.subTest(args=args):
+                self.assert_refused(self.mpirun(2, "fabric-coll", args + ["--sizes", "64", "--csv", "out.csv"],
+                                                refused=True), "fabric-coll", expected)
+
+    @unittest.skipUnless((BIN / "fabric-verbs").exists(), "this build has no libibverbs")
+    def test_each_unused_verbs_option_under_mpirun(self):
+        for args, expected in VERBS_UNUSED:
+            with self.subTest(args=args):
+                self.assert_refused(self.mpirun(2, "fabric-verbs", args + ["--csv", "out.csv"], refused=True),
+                                    "fabric-verbs", expected)
+
+    def test_an_option_is_refused_only_where_no_chosen_mode_uses_it(self):
+        # A test list with one bandwidth test uses the window; a preset (--config) sets the window for every test,
+        # latency too: neither is refused. --min-time 0 with -n says what -n does.
+        (self.dir / "preset.ini").write_text("window = 16\n")
+        for args in (["--test", "latency,bw", "-W", "8"], ["--test", "latency", "--config", "preset.ini"],
+                     ["--test", "latency", "--min-time", "0"]):
+            with self.subTest(args=args):
+                r = self.mpirun(2, "fabric-p2p", args + ["--sizes", "8", "-n", "2", "-w", "0", "-q", "--no-checks",
+                                                         "--output", "ok.h5", "--force"])
+                self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.mpirun(2, "fabric-coll", ["--op", "all_gather,broadcast", "--root", "1", "--sizes", "64", "-n", "2",
+                                           "-w", "0", "-q", "--no-checks", "--output", "coll.h5"])
+        self.assertEqual(r.returncode, 0, r.stderr)
 
     def test_existing_output_is_refused_unless_forced(self):
         (self.dir / "old.h5").write_text("precious")

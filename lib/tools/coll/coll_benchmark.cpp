@@ -40,6 +40,39 @@ std::string choices(const std::vector<T>& table, Name name) {
   return cli::name_choices(names, {cli::NameGroup::all(names.size())});
 }
 
+// "broadcast and reduce": the operations of the table that `has` holds for, for messages naming them.
+template <typename Has>
+std::string ops_that(Has has) {
+  std::vector<std::string> names;
+  for (const auto& c : collectives())
+    if (has(c)) names.emplace_back(c.name);
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  return out;
+}
+
+// An option none of the chosen operations or timing modes reads is refused, not ignored (issue 48): an all_reduce
+// run given --root 1 would otherwise look as if the root had mattered. Only what was typed (cli::typed): a --config
+// preset may set them for every run. Called once the values themselves were checked.
+void refuse_unused_options(const cli::po::variables_map& v, const cli::CommonOptions& common,
+                           const std::vector<const CollectiveOp*>& ops, TimingMode timing) {
+  const auto op_list = v["op"].as<std::string>();
+  if (cli::typed(v, common, "root") && std::none_of(ops.begin(), ops.end(), [](auto* c) { return c->rooted; }))
+    throw Error::usage(fmt::format("--root with --op {}: only {} have a root; drop it", op_list,
+                                   ops_that([](const CollectiveOp& c) { return c.rooted; })));
+  if (cli::typed(v, common, "redop") && std::none_of(ops.begin(), ops.end(), [](auto* c) { return c->reduces; }))
+    throw Error::usage(fmt::format("--redop with --op {}: only {} reduce; drop it", op_list,
+                                   ops_that([](const CollectiveOp& c) { return c.reduces; })));
+  // One block of a fixed count is timed with -n, --per-iter and --graph; --min-time 0 says the same and is fine.
+  if (!cli::typed(v, common, "min-time") || v["min-time"].as<double>() == 0) return;
+  if (common.iterations > 0)
+    throw Error::usage("--min-time with --iters: -n times one block of that count; give one of them");
+  if (timing == TimingMode::events || timing == TimingMode::graph)
+    throw Error::usage(fmt::format("--min-time with {}: that timing mode times one block of nccl-tests' count; drop it",
+                                   timing == TimingMode::events ? "--per-iter" : "--graph"));
+}
+
 }  // namespace
 
 double combine_rank_times(const std::vector<double>& t, RankCombine how) {
@@ -195,6 +228,7 @@ void CollBenchmark::configure(const cli::po::variables_map& v, const cli::Common
   if (average < 0 || average > 3)
     throw Error::usage(fmt::format("--average {}: allowed values are 0, 1, 2, 3", average));
   combine_ = static_cast<RankCombine>(average);
+  refuse_unused_options(v, common, ops_, timing_);
 
   backend_ = choose_backend(v["backend"].as<std::string>());
   const std::string backend_name(to_string(backend_));

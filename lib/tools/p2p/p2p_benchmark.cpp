@@ -16,6 +16,25 @@
 #include "fabricbench/timing/timed_blocks.hpp"
 
 namespace fabricbench::ops {
+namespace {
+
+// An option the chosen tests never read is refused, not ignored (issue 48): a latency run given -W 16 would
+// otherwise look as if it had measured with that window. Only what was typed: a --config preset sets the window for
+// every test.
+void refuse_unused_options(const cli::po::variables_map& values, const cli::CommonOptions& common,
+                           const std::vector<const P2PTest*>& tests) {
+  const auto windowed =
+      std::any_of(tests.begin(), tests.end(), [](const P2PTest* t) { return t->exchange != Exchange::ping_pong; });
+  if (!windowed && cli::typed(values, common, "window"))
+    throw Error::usage(fmt::format("--window with --test {}: the window applies to bw, bibw and mbw_mr; drop it",
+                                   values["test"].as<std::string>()));
+  // -n gives one block of that count, so a time to fill is never read; --min-time 0 says the same and is fine.
+  if (common.iterations > 0 && values["min-time"].as<double>() > 0 && cli::typed(values, common, "min-time"))
+    throw Error::usage("--min-time with --iters: -n times one block of that count; give one of them");
+}
+
+}  // namespace
+
 P2PBenchmark::P2PBenchmark() : table_(make_table()), samples_(table_.samples()), col_(table_) {}
 
 P2PBenchmark::Columns::Columns(const results::TableSpec& t)
@@ -116,6 +135,8 @@ void P2PBenchmark::configure(const cli::po::variables_map& values, const cli::Co
   const auto window = values["window"].as<long long>();
   cli::require_in_range("--window", window, 1, max_window);
   window_ = static_cast<int>(window);
+  min_time_s_ = timing::TimedBlocks::checked_min_time(values["min-time"].as<double>(), "--min-time");
+  refuse_unused_options(values, common, tests_);
   for (const auto* t : tests_)
     if (t->exchange != Exchange::ping_pong && common.sizes.min() == 0)
       throw Error::usage(
@@ -154,7 +175,6 @@ void P2PBenchmark::configure(const cli::po::variables_map& values, const cli::Co
         "--memory device: this MPI library is not CUDA-aware (MPIX_Query_cuda_support); use host or "
         "pinned, or --backend nccl");
   flip_byte_ = std::getenv("FABRICBENCH_TEST_FLIP_BYTE") != nullptr;
-  min_time_s_ = timing::TimedBlocks::checked_min_time(values["min-time"].as<double>(), "--min-time");
   if (common.iterations > 0) min_time_s_ = 0;  // -n: a count, as OSU's -i
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -48,6 +49,36 @@ struct RankFigures {
 
 // Largest message one scatter/gather entry describes (its length is 32 bits; devices cap at 2 GiB).
 constexpr std::uint64_t max_message = std::uint64_t{1} << 31;
+
+// An option none of the chosen tests reads is refused, not ignored (issue 48): write_lat given -t 64 would otherwise
+// look as if it had run with 64 in flight. Only what was typed (cli::typed): a --config preset may set them for
+// every test.
+void refuse_unused_options(const cli::po::variables_map& values, const cli::CommonOptions& common,
+                           const std::vector<const VerbsTest*>& tests) {
+  const auto any = [&](auto pred) { return std::any_of(tests.begin(), tests.end(), pred); };
+  const auto test_list = values["test"].as<std::string>();
+  const auto refuse = [&](const std::string& option, const std::string& why) {
+    throw Error::usage(fmt::format("{} with --test {}: {}; drop it", option, test_list, why));
+  };
+  const auto typed = [&](const char* name) { return cli::typed(values, common, name); };
+  // A latency test is one ping-pong (or one read, one atomic) at a time on one QP, each completion polled.
+  if (!any([](const VerbsTest* t) { return t->pattern == Pattern::bandwidth; })) {
+    for (const char* name : {"tx-depth", "cq-mod", "qps", "bidirectional", "report-gbits"})
+      if (typed(name))
+        refuse(std::string("--") + name,
+               "it applies to the bandwidth tests (write_bw, read_bw, send_bw, atomic_bw) only");
+  }
+  if (typed("rx-depth") && !any([](const VerbsTest* t) { return t->verb == Verb::send; }))
+    refuse("--rx-depth", "receives are posted by send_bw and send_lat only");
+  if (typed("atomic-type") && !any([](const VerbsTest* t) { return t->verb == Verb::atomic; }))
+    refuse("--atomic-type", "it applies to atomic_bw and atomic_lat only");
+  // Reads and atomics carry no data in the work request: inline is for writes and sends.
+  if (typed("inline") && !any([](const VerbsTest* t) { return t->verb == Verb::write || t->verb == Verb::send; }))
+    refuse("--inline", "only writes and sends carry inline data");
+  if (!any([](const VerbsTest* t) { return !t->fixed_size(); }))
+    for (const char* name : {"size", "all-sizes", "sizes", "min-bytes", "max-bytes", "step-factor", "osu-m"})
+      if (typed(name)) refuse(std::string("--") + name, "atomics move 8 bytes");
+}
 
 }  // namespace
 
@@ -224,6 +255,7 @@ void VerbsBenchmark::configure(const cli::po::variables_map& values, const cli::
   cli::require_choice("--atomic-type", atomic, {"fetch_add", "cmp_swap"});
   settings_.atomic = atomic == "fetch_add" ? AtomicOp::fetch_add : AtomicOp::compare_swap;
   report_gbits_ = values["report-gbits"].as<bool>();
+  refuse_unused_options(values, common, tests_);
 
   memory_ = memory::parse_memory_kind(values["memory"].as<std::string>(), "--memory");
   if (memory_ == memory::MemoryKind::device)
