@@ -360,7 +360,6 @@ class SweepBadInput(LaunchTest):
                                          "--dry-run and --budget"),
         (["--qp-timeout", "20"], "--qp-timeout: it sets the rdma metrics' ACK timeout; give --metric rdma_bw"),
         (["--metric", "p2p_bw", "--lat-bytes", "64"], "--lat-bytes: the message size of the latency metrics"),
-        (["--metric", "p2p_latency", "--window", "8"], "--window: the messages in flight of p2p_bw and p2p_bibw"),
     ]
 
     def test_each_bad_option(self):
