@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "fabricbench/error.hpp"
@@ -215,6 +217,22 @@ bool has_table(const std::string& file, const TableSpec& spec) {
 
 std::string read_root_attribute(const std::string& file, const std::string& name) {
   return in_child(file, [&] { return read_root_attribute_here(file, name); });
+}
+
+double read_root_number(const std::string& file, const std::string& name) {
+  const auto text = in_child(file, [&] {
+    const auto f = open_file(file);
+    if (H5Aexists(f.get(), name.c_str()) <= 0) return std::string();
+    H5Id attr(H5Aopen(f.get(), name.c_str(), H5P_DEFAULT));
+    H5Id file_type(H5Aget_type(attr.get()));
+    H5Id space(H5Aget_space(attr.get()));
+    double value = NAN;
+    if (H5Tget_class(file_type.get()) == H5T_FLOAT && H5Sget_simple_extent_npoints(space.get()) == 1 &&
+        H5Aread(attr.get(), H5T_NATIVE_DOUBLE, &value) >= 0)
+      return fmt::format("{:.17g}", value);  // exact through the pipe
+    return std::string();
+  });
+  return text.empty() ? NAN : std::strtod(text.c_str(), nullptr);
 }
 
 }  // namespace fabricbench::results

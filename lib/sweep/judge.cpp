@@ -147,7 +147,7 @@ void judge_metric(const std::vector<PairRecord>& records, const JudgedMetric& m,
   rule.higher_is_better = m.better != results::Better::lower;
   const auto values = pair_values(records, k, rule.higher_is_better);
   auto a = assess(m.name, rule, rules.bad_node_fraction, fabric, values, m.nics);
-  name_noise(m.name, rule, rules.noise_gap, n, values, a);
+  name_noise(m.name, rule, rules, fabric, values, a);
   out.verdicts.insert(out.verdicts.end(), a.verdicts.begin(), a.verdicts.end());
   for (auto leaf : a.leaves) {
     leaf.metric = k;

@@ -70,6 +70,8 @@ Rules Rules::load(const std::string& path, const results::Baseline& baseline, co
           rules.bad_node_fraction = number(value, path, where, false);
         } else if (key == "noise_gap") {
           rules.noise_gap = number(value, path, where, true);
+        } else if (key == "noise_chance") {
+          rules.noise_chance = number(value, path, where, false);
         } else if (key == "intermittent_fraction") {
           intermittent_fraction = number(value, path, where, false);
         } else if (key == "intermittent_peers") {
@@ -81,7 +83,7 @@ Rules Rules::load(const std::string& path, const results::Baseline& baseline, co
         } else {
           throw Error::usage(
               fmt::format("{}: {}: unknown key; allowed: bad_node_fraction, intermittent_fraction, "
-                          "intermittent_peers, noise_gap",
+                          "intermittent_peers, noise_chance, noise_gap",
                           path, where));
         }
       }

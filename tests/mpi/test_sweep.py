@@ -275,6 +275,37 @@ class SweepHangAndResume(LaunchTest):
         self.assertIn(r.returncode, (0, 1), r.stderr)
         self.assertIn("resumed without node3 (--exclude)", r.stdout)
 
+    def test_resume_refuses_other_sizes_and_an_output(self):
+        # A resume with other --sizes appended 1 MiB rows to a file of 64 KiB ones and ended "complete"; an --output
+        # beside --resume was left unwritten without a word. Both are refused in one line, the file untouched.
+        args = ["--metric", "p2p_bw,p2p_latency", "-n", "3", "-w", "1", "-W", "4", "--retest", "0"]
+        r = self.mpirun(4, "fabric-sweep", args + ["--sizes", "64K", "--output", "s.h5", "-q"], env=FAKE)
+        self.assertIn(r.returncode, (0, 1), r.stderr)
+        before = (self.dir / "s.h5").read_bytes()
+        for extra, expected in (
+                (["--sizes", "1M"], "--resume s.h5: its pairs were measured with --sizes 65536 (bytes) and this run "
+                                    "gives 1048576; resume with the same --sizes"),
+                (["--sizes", "64K", "--lat-bytes", "64"], "--resume s.h5: its pairs were measured with --lat-bytes 8 "
+                                                          "(bytes) and this run gives 64"),
+                (["-b", "1M", "-e", "1M"], "measured with --max-bytes 65536 (bytes) and this run gives 1048576"),
+                (["--sizes", "64K", "--output", "other.h5"], "--output other.h5: --resume s.h5 appends to the file it "
+                                                             "continues; give one of them"),
+                (["--sizes", "64K", "--force"], "--force: --resume s.h5 appends to its file and overwrites nothing")):
+            with self.subTest(extra=extra):
+                r = self.mpirun(4, "fabric-sweep", args + extra + ["--resume", "s.h5"], env=FAKE, refused=True)
+                self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+                ours = [line for line in r.stderr.splitlines() if line.startswith("fabric-sweep:")]
+                self.assertEqual(len(ours), 1, r.stderr)
+                self.assertIn(expected, ours[0])
+                self.assertEqual((self.dir / "s.h5").read_bytes(), before, "the file is left as it was")
+                self.assertFalse((self.dir / "other.h5").exists())
+        # A file from before the sizes were root attributes: its p2p rows say what they measured.
+        with h5py.File(self.dir / "s.h5", "a") as f:
+            del f.attrs["bw_bytes"], f.attrs["lat_bytes"]
+        r = self.mpirun(4, "fabric-sweep", args + ["--sizes", "1M", "--resume", "s.h5"], env=FAKE, refused=True)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("its pairs were measured with --sizes 65536 (bytes) and this run gives 1048576", r.stderr)
+
     def test_resume_refuses_a_file_of_another_job(self):
         r = self.mpirun(2, "fabric-p2p", ["--sizes", "8", "-n", "2", "--output", "p2p.h5", "-q"])
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -319,6 +350,16 @@ class SweepBadInput(LaunchTest):
          "--max-bytes 16G: all_reduce float passes 4294967296 elements per call and MPI's counts stop at 2147483647"),
         (["--metric", "allreduce", "--sizes", "2"], "--sizes 2: the collective metrics move floats"),
         (["--nccl-comms", "fresh"], "--nccl-comms 'fresh': allowed values are split, init"),
+        # Issue 48: options the mode does not use were dropped without a word.
+        (["--dry-run", "--output", "x.h5"], "--output: --dry-run prints the plan of one sweep and measures, writes and "
+                                            "resumes nothing; drop one of them"),
+        (["--dry-run", "--prometheus", "x.prom"], "--prometheus: --dry-run prints the plan of one sweep"),
+        (["--dry-run", "--repeat", "3"], "--repeat: --dry-run prints the plan of one sweep"),
+        (["--dry-run", "--csv", "x.csv"], "--csv: --dry-run prints the plan of one sweep"),
+        (["--pair-time-estimate", "3s"], "--pair-time-estimate: it is the time of a round before any is measured, for "
+                                         "--dry-run and --budget"),
+        (["--qp-timeout", "20"], "--qp-timeout: it sets the rdma metrics' ACK timeout; give --metric rdma_bw"),
+        (["--metric", "p2p_bw", "--lat-bytes", "64"], "--lat-bytes: the message size of the latency metrics"),
     ]
 
     def test_each_bad_option(self):
@@ -407,12 +448,21 @@ class SweepPlanAndBudget(LaunchTest):
         # The default guess: --pair-time (2 s) per metric and direction, p2p_bw's two and p2p_latency's one.
         self.assertIn("estimated 6 s per round (2 s per metric and direction (--pair-time)", r.stdout)
 
-    def test_a_plan_of_any_accepted_size_is_answered_or_refused_in_bounded_memory(self):
-        # all-pairs of 100000 hosts (in --hosts' range) asked for ~40 GB and ended in std::bad_alloc: refused in one
-        # line now, before any round is built; the adaptive plan, which builds none ahead, is answered.
-        self.assert_refused(self.mpirun(1, "fabric-sweep", ["--dry-run", "--hosts", "100000"]), "fabric-sweep",
-                            "--plan all-pairs of 100000 hosts: 4999950000 pair tests in 99999 rounds (about 37 GiB "
-                            "of plan), more than a plan holds (67108864 pair tests)")
+    def test_a_plan_of_any_accepted_size_is_answered_in_bounded_memory(self):
+        # all-pairs of 100000 hosts (in --hosts' range) asked for ~40 GB and ended in std::bad_alloc; then it was
+        # refused, and so was 16384 ("about 0 GiB of plan"). A dry run counts a fixed plan instead of building it: it
+        # says what a run would hold and that a run refuses it. 8192 hosts took 1.7 s and 550 MB when built.
+        for hosts, rounds, pairs, memory, refused in ((8192, 8191, 33550336, "513 MiB", False),
+                                                      (16384, 16383, 134209536, "2.00 GiB", True),
+                                                      (100000, 99999, 4999950000, "74.51 GiB", True)):
+            with self.subTest(hosts=hosts):
+                r = self.mpirun(1, "fabric-sweep", ["--dry-run", "--hosts", str(hosts), "--pair-time-estimate", "6s"])
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn(f"{hosts} hosts, plan all-pairs: {rounds} rounds of {hosts // 2} pairs ({pairs} pair tests)",
+                              r.stdout)
+                self.assertIn(f"memory: about {memory} of plan on every rank", r.stdout)
+                self.assertEqual("a run refuses this plan: more than 67108864 pair tests (512 MiB of plan)" in r.stdout,
+                                 refused, r.stdout)
         big = self.mpirun(1, "fabric-sweep", ["--dry-run", "--hosts", "100000", "--plan", "adaptive"])
         self.assertEqual(big.returncode, 0, big.stderr)
         self.assertIn("100000 hosts, plan adaptive", big.stdout)

@@ -11,6 +11,7 @@
 
 #include "fabricbench/cli/ini_file.hpp"
 #include "fabricbench/results/hdf5_reader.hpp"
+#include "fabricbench/sweep/plan_size.hpp"
 #include "fabricbench/tools/sweep/sweep_benchmark.hpp"
 
 namespace fabricbench::sweep {
@@ -69,7 +70,8 @@ std::vector<std::string> SweepBenchmark::planned_hosts(const cli::po::variables_
   return hosts;
 }
 
-void SweepBenchmark::configure_resume(const cli::po::variables_map& v, const runtime::Placement& placement) {
+void SweepBenchmark::configure_resume(const cli::po::variables_map& v, const runtime::Placement& placement,
+                                      const std::string& sizes_option) {
   opt_.resume = v.count("resume") ? v["resume"].as<std::string>() : std::string();
   resumed_rows_.clear();
   job_.excluded.clear();
@@ -77,6 +79,10 @@ void SweepBenchmark::configure_resume(const cli::po::variables_map& v, const run
   if (v.count("exclude") && opt_.resume.empty())
     throw Error::usage(
         "--exclude: give --resume FILE too (a new sweep leaves a host out of its allocation: srun --exclude)");
+  // A resumed run appends to the file it continues: an --output would be left unwritten without a word.
+  if (!opt_.resume.empty() && v.count("output"))
+    throw Error::usage(fmt::format("--output {}: --resume {} appends to the file it continues; give one of them",
+                                   v["output"].as<std::string>(), opt_.resume));
   if (opt_.resume.empty() || placement.me().rank != 0)
     return;  // rank 0 reads it; the others learn the finished pairs in run()
   if (results::read_root_attribute(opt_.resume, "tool") != program())
@@ -149,7 +155,34 @@ void SweepBenchmark::configure_resume(const cli::po::variables_map& v, const run
       throw Error::usage(
           fmt::format("--resume {}: it measured --metric {}; give the same metrics", opt_.resume, metric));
   }
+  check_resumed_sizes(sizes_option);
   job_.excluded_pairs = not_measured(resumed_rows_, tables_.pair_col, job_.excluded, before);
+}
+
+// The message sizes the file's pairs were measured with, against this run's: a resume with other --sizes appended
+// 1 MiB rows to a file of 64 KiB ones and ended "complete". Files written before bw_bytes/lat_bytes were root
+// attributes are checked by their p2p rows (each row's bytes is its message).
+void SweepBenchmark::check_resumed_sizes(const std::string& sizes_option) const {
+  const auto refuse = [&](const std::string& option, double file, std::uint64_t given) {
+    throw Error::usage(
+        fmt::format("--resume {}: its pairs were measured with {} {:.0f} (bytes) and this run gives {}; "
+                    "resume with the same {}",
+                    opt_.resume, option, file, given, option));
+  };
+  const double bw = results::read_root_number(opt_.resume, "bw_bytes");
+  const double lat = results::read_root_number(opt_.resume, "lat_bytes");
+  if (!std::isnan(bw) && bw != static_cast<double>(opt_.bw_bytes)) refuse(sizes_option, bw, opt_.bw_bytes);
+  if (!std::isnan(lat) && lat != static_cast<double>(opt_.lat_bytes)) refuse("--lat-bytes", lat, opt_.lat_bytes);
+  if (!std::isnan(bw) && !std::isnan(lat)) return;
+  for (const auto& row : resumed_rows_) {
+    const auto m = std::find_if(opt_.metrics.begin(), opt_.metrics.end(),
+                                [&](const SweepMetric* x) { return x->name == row.get(tables_.pair_col.metric); });
+    if (m == opt_.metrics.end() || (*m)->family != MetricFamily::p2p) continue;
+    const bool latency = (*m)->p2p().ping_pong();
+    const auto given = latency ? opt_.lat_bytes : opt_.bw_bytes;
+    const auto file = static_cast<double>(row.get(tables_.pair_col.bytes));
+    if (file != static_cast<double>(given)) refuse(latency ? "--lat-bytes" : sizes_option, file, given);
+  }
 }
 
 void SweepBenchmark::configure_budget(const cli::po::variables_map& v) {
@@ -201,30 +234,38 @@ std::string SweepBenchmark::answer_without_run() const {
     }
     return out;
   }
-  const auto rounds = rounds_to_run();
-  std::size_t pairs = 0, most = 0, fewest = rounds.empty() ? 0 : rounds.front().pairs.size();
-  for (const auto& r : rounds) {
-    pairs += r.pairs.size();
-    most = std::max(most, r.pairs.size()), fewest = std::min(fewest, r.pairs.size());
-  }
+  // Counted, not built (PairSchedule::counted), or counted from the rounds a pairs file or a topology gave.
+  const int n = static_cast<int>(job_.hosts.size());
+  const auto& schedule = *job_.schedule;
+  const auto plan =
+      schedule.built() ? PlanSize::of(schedule.rounds(), n, schedule.directed()) : PlanSize::of(schedule.pattern(), n);
+  const auto run = opt_.sequential ? plan.one_pair_per_round() : plan;
   std::string metrics;
   for (const auto* m : opt_.metrics) metrics += (metrics.empty() ? "" : ", ") + std::string(m->name);
-  const auto per_round = fewest == most ? fmt::format("{}", most) : fmt::format("{}-{}", fewest, most);
+  const auto per_round =
+      run.fewest() == run.most() ? fmt::format("{}", run.most()) : fmt::format("{}-{}", run.fewest(), run.most());
   std::string out = fmt::format(
       "fabric-sweep --dry-run: {} hosts{}, plan {}: {} rounds of {} pairs ({} pair tests{}); "
       "metrics: {}\n",
-      job_.hosts.size(), opt_.rails > 1 ? fmt::format(" x {} rails", opt_.rails) : "",
-      job_.schedule->pattern() + (opt_.sequential ? " (sequential)" : ""), rounds.size(), per_round, pairs,
+      n, opt_.rails > 1 ? fmt::format(" x {} rails", opt_.rails) : "",
+      schedule.pattern() + (opt_.sequential ? " (sequential)" : ""), run.rounds(), per_round, run.pairs(),
       opt_.rails > 1 ? fmt::format(", each on {} rails at once", opt_.rails) : "", metrics);
   const double each = budget_.round_estimate_s();
   out += fmt::format("estimated {} per round ({}): {} in all\n", human_duration(each), opt_.estimate_source,
-                     human_duration(each * static_cast<double>(rounds.size())));
+                     human_duration(each * static_cast<double>(run.rounds())));
+  // A run holds the plan on every rank, and beside it the rounds it goes through (a copy; one round per pair with
+  // --sequential, each listing its resting hosts).
+  out += fmt::format("memory: about {} of plan on every rank ({} the schedule, {} the rounds run)\n",
+                     binary_bytes(plan.bytes() + run.bytes()), binary_bytes(plan.bytes()), binary_bytes(run.bytes()));
+  if (!schedule.built() && plan.pairs() > PairSchedule::max_pairs)
+    out += fmt::format(
+        "a run refuses this plan: more than {} pair tests ({} of plan); use --plan adaptive (it judges every host in "
+        "a few rounds) or quick, or sweep fewer hosts at once\n",
+        PairSchedule::max_pairs, binary_bytes(static_cast<double>(PairSchedule::max_pairs) * sizeof(HostPair)));
   if (budget_.limited()) {
-    const auto fit = std::min<long long>(budget_.rounds_that_fit(), static_cast<long long>(rounds.size()));
-    std::size_t covered = 0;
-    for (long long r = 0; r < fit; ++r) covered += rounds[static_cast<std::size_t>(r)].pairs.size();
-    out += fmt::format("--budget {}: {} of {} rounds fit, {} of {} pairs\n", opt_.budget_given, fit, rounds.size(),
-                       covered, pairs);
+    const auto fit = std::min<long long>(budget_.rounds_that_fit(), run.rounds());
+    out += fmt::format("--budget {}: {} of {} rounds fit, {} of {} pairs\n", opt_.budget_given, fit, run.rounds(),
+                       run.pairs_in_first(fit), run.pairs());
   }
   return out;
 }

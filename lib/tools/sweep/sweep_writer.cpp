@@ -55,6 +55,10 @@ void SweepWriter::start(const std::vector<Round>& rounds, std::size_t skipped) {
       static_cast<int>(std::count_if(rounds.begin(), rounds.end(), [](const Round& r) { return !r.pairs.empty(); }));
   if (!opt_.resume.empty())
     context_.out->note(fmt::format("resuming {}: {} pairs finished before are skipped", opt_.resume, skipped));
+  if (opt_.resume.empty()) {  // what a --resume of this file must give again (configure_resume)
+    context_.out->attribute("bw_bytes", static_cast<double>(opt_.bw_bytes));
+    context_.out->attribute("lat_bytes", static_cast<double>(opt_.lat_bytes));
+  }
   std::string metrics;
   for (const auto* m : opt_.metrics) metrics += (metrics.empty() ? "" : ", ") + std::string(m->name);
   context_.out->note(fmt::format(

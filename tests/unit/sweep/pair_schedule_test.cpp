@@ -129,9 +129,15 @@ TEST(PairSchedule, PlansBeyondTheBoundAreRefusedBeforeTheyAreBuilt) {
     }
     return std::string();
   };
-  // The memory figure is the refused plan's (4,999,950,000 pairs of 8 bytes), not the bound's ("about 0 GiB" once).
-  EXPECT_EQ(refusal([] { PairSchedule::all_pairs(100000); }).substr(0, 100),
-            "--plan all-pairs of 100000 hosts: 4999950000 pair tests in 99999 rounds (about 37 GiB of plan), more");
+  // The memory figure is the refused plan's (4,999,950,000 pairs of 8 bytes and 99,999 rounds), not the bound's.
+  EXPECT_EQ(refusal([] { PairSchedule::all_pairs(100000); }).substr(0, 117),
+            "--plan all-pairs of 100000 hosts: 4999950000 pair tests in 99999 rounds (about 37.26 GiB of plan on every "
+            "rank), more");
+  // Whole GiB shifted down said "about 0 GiB" for the 1.00 GiB of 16,384 hosts.
+  EXPECT_NE(refusal([] {
+              PairSchedule::all_pairs(16384);
+            }).find("134209536 pair tests in 16383 rounds (about 1.00 GiB of plan on every rank)"),
+            std::string::npos);
   EXPECT_NE(refusal([] { PairSchedule::all_pairs(11586); }), "");  // 67,111,905 pairs: just past the bound
   EXPECT_NE(refusal([] { PairSchedule::shift(8193); }).find("use --plan adaptive"), std::string::npos);
   EXPECT_EQ(PairSchedule::quick(100000).rounds().at(0).pairs.size(), 50000u);

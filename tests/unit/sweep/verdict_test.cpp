@@ -186,13 +186,15 @@ TEST(Rules, LoadsTheShippedConfigAndRejectsBadKeys) {
   // [attribution] applies the intermittent rule's settings to every metric; a peer count must be whole and >= 1.
   std::ofstream(dir / "fb_bad_rules.ini") << "[p2p_bw]\nsuspect_below_fraction_of_median = 0.5\n[p2p_latency]\nsuspect_above_multiple_of_best = 3\n"
                                              "[attribution]\nintermittent_fraction = 0.3\n"
-                                             "intermittent_peers = 6\nnoise_gap = 2\n";
+                                             "intermittent_peers = 6\nnoise_gap = 2\nnoise_chance = 0.01\n";
   const auto intermittent = Rules::load((dir / "fb_bad_rules.ini").string());
   EXPECT_DOUBLE_EQ(intermittent.rule("p2p_latency").intermittent_fraction, 0.3);
   EXPECT_EQ(intermittent.rule("p2p_bw").intermittent_peers, 6);
   EXPECT_DOUBLE_EQ(intermittent.noise_gap, 2);
+  EXPECT_DOUBLE_EQ(intermittent.noise_chance, 0.01);
   for (const char* bad : {"intermittent_peers = 2.5", "intermittent_peers = 0", "intermittent_peers = 1e10", "intermittent_peers = inf",
-                          "intermittent_fraction = 1.5", "noise_gap = 0.5", "noise_gap = wide"}) {
+                          "intermittent_fraction = 1.5", "noise_gap = 0.5", "noise_gap = wide",
+                          "noise_chance = 0", "noise_chance = 2"}) {
     std::ofstream(dir / "fb_bad_rules.ini") << "[p2p_bw]\n[attribution]\n" << bad << "\n";
     EXPECT_THROW(Rules::load((dir / "fb_bad_rules.ini").string()), fabricbench::Error) << bad;
   }

@@ -15,5 +15,7 @@ std::vector<Row> read_rows(const std::string& file, const TableSpec& spec);
 bool has_table(const std::string& file, const TableSpec& spec);
 // A string attribute of the file's root ("" when absent).
 std::string read_root_attribute(const std::string& file, const std::string& name);
+// A number attribute of the file's root (NaN when absent or not one number).
+double read_root_number(const std::string& file, const std::string& name);
 
 }  // namespace fabricbench::results

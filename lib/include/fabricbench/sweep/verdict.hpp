@@ -43,6 +43,11 @@ struct Rules {
   // the slowest healthy-looking pair gets one "noise" verdict instead of its others (an oversubscribed machine once
   // named 7-8 of 8 hosts bad nodes against one fast pair; a fabric whose links flicker named a node and links).
   double noise_gap = 1.5;
+  // ... unless they gather on one place (a host-rail, a host, the pairs crossing a leaf) beyond chance ([attribution]
+  // noise_chance): where noise that makes the same share of pairs suspect would put that many of one place's pairs
+  // among them with at most this probability (over all places of its kind), the pattern is a fault and the verdicts
+  // stand (issue 48: every rail-1 pair of one host, 2.99x below the healthy ones, was called noise).
+  double noise_chance = 1e-3;
   // Reads `path` (INI: one [metric] section per metric, [attribution]); unknown keys (`better` too: the direction is
   // the metric's own) or bad numbers are
   // Error::usage naming the file and key. `baseline`: entries of table sweep/pairs with key `metric` and the
@@ -148,12 +153,14 @@ Assessment assess(const std::string& metric, const MetricRule& rule, double bad_
                   const std::vector<PairValue>& values, const std::vector<std::string>& names);
 
 // Pervasive noise: where `assessment` has verdicts (4 hosts or more; not against a baseline, where every host may truly
-// be slow) but its suspect pairs sit within `gap_needed` of the slowest pair that looks healthy, or no further from it
-// than the healthy-looking pairs spread among themselves, up to 2 x `gap_needed` (no gap: a continuum across the
-// line, where a fault leaves one), the verdicts are replaced by one of kind "noise" that names no host and
-// gives the spread and what to do. Returns whether it did.
+// be slow) but its suspect pairs sit within `rules.noise_gap` of the slowest pair that looks healthy, or no further
+// from it than the healthy-looking pairs spread among themselves, up to 2 x `noise_gap` (no gap: a continuum across
+// the line, where a fault leaves one), and they gather on no host-rail, host or leaf beyond what chance gives
+// (`rules.noise_chance`: the binomial tail of that place's suspects, given the share of suspect pairs, times the places
+// of its kind), the verdicts are replaced by one of kind "noise" that names no host and gives the spread, the pattern
+// and what to do. Returns whether it did.
 // `tests`: the values `assessment` was made from (its slow tests stand in where no pair is suspect).
-bool name_noise(const std::string& metric, const MetricRule& rule, double gap_needed, int hosts,
+bool name_noise(const std::string& metric, const MetricRule& rule, const Rules& rules, const Fabric& fabric,
                 const std::vector<PairValue>& tests, Assessment& assessment);
 
 // Rounds that re-test each suspect pair and pair each of its hosts with a good host (a host in no suspect pair),

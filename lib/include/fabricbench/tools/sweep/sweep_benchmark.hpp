@@ -73,7 +73,11 @@ class SweepBenchmark : public app::Benchmark {
   static std::vector<std::string> planned_hosts(const cli::po::variables_map& values);
   // --resume FILE and --exclude: the file's hosts less the excluded (given, or named hung in the file) must be the
   // job's; rank 0 reads the rows the earlier part measured.
-  void configure_resume(const cli::po::variables_map& values, const runtime::Placement& placement);
+  void configure_resume(const cli::po::variables_map& values, const runtime::Placement& placement,
+                        const std::string& sizes_option);
+  void check_resumed_sizes(const std::string& sizes_option) const;
+  // Options the mode asked for does not use (sweep_unused.cpp): Error::usage naming the option.
+  void refuse_unused(const cli::po::variables_map& values) const;
   // --budget and --pair-time-estimate.
   void configure_budget(const cli::po::variables_map& values);
   // Rank 0: what the earlier part measured, as records (its sweep rounds; with `pass` >= 1, every row of that pass);
