@@ -49,6 +49,31 @@ std::string given(const po::variables_map& v, std::initializer_list<const char*>
   return "";
 }
 
+// --actions' comma list into `o`: each action at most once, exec:PATH with its path.
+void parse_actions(Options& o, const std::string& action_text) {
+  std::istringstream actions(action_text);
+  std::vector<std::string> seen;
+  for (std::string a; std::getline(actions, a, ',');) {
+    const std::string kind = a.rfind("exec:", 0) == 0 ? "exec:" : a;
+    if (std::find(seen.begin(), seen.end(), kind) != seen.end())
+      throw Error::usage(fmt::format("--actions '{}': {} given twice; each action at most once", action_text, kind));
+    seen.push_back(kind);
+    if (a == "stacks")
+      o.stacks = true;
+    else if (a == "kill")
+      o.kill = true;
+    else if (a == "scancel")
+      o.scancel = true;
+    else if (kind == "exec:" && a.size() > 5)
+      o.exec = a.substr(5);
+    else
+      throw Error::usage(
+          fmt::format("--actions '{}': allowed values are stacks, kill, scancel, exec:PATH "
+                      "(comma-separated)",
+                      action_text));
+  }
+}
+
 }  // namespace
 
 Options Options::parse(int argc, char** argv) {
@@ -129,28 +154,7 @@ Options Options::parse(int argc, char** argv) {
   o.ras_timeout_s = cli::parse_duration(v["ras-timeout"].as<std::string>(), "--ras-timeout");
   o.action_timeout_s = cli::parse_duration(v["action-timeout"].as<std::string>(), "--action-timeout");
   if (!v.count("no-ras")) o.ras = job::RasAddress::parse(v["ras"].as<std::string>(), "--ras");
-  const auto& action_text = v["actions"].as<std::string>();
-  std::istringstream actions(action_text);
-  std::vector<std::string> seen;
-  for (std::string a; std::getline(actions, a, ',');) {
-    const std::string kind = a.rfind("exec:", 0) == 0 ? "exec:" : a;
-    if (std::find(seen.begin(), seen.end(), kind) != seen.end())
-      throw Error::usage(fmt::format("--actions '{}': {} given twice; each action at most once", action_text, kind));
-    seen.push_back(kind);
-    if (a == "stacks")
-      o.stacks = true;
-    else if (a == "kill")
-      o.kill = true;
-    else if (a == "scancel")
-      o.scancel = true;
-    else if (kind == "exec:" && a.size() > 5)
-      o.exec = a.substr(5);
-    else
-      throw Error::usage(
-          fmt::format("--actions '{}': allowed values are stacks, kill, scancel, exec:PATH "
-                      "(comma-separated)",
-                      action_text));
-  }
+  parse_actions(o, v["actions"].as<std::string>());
   if (!o.exec.empty() && ::access(o.exec.c_str(), X_OK) != 0)
     throw Error::usage(fmt::format("--actions exec:{}: not an executable file", o.exec));
   if (v.count("no-python-hook") && !o.stacks)
