@@ -26,7 +26,10 @@ build() {
   [ "$(id -u)" -eq 0 ] || { echo "rxe_vm.sh build: needs root" >&2; exit 2; }
   mkdir -p "$cache"
   local root=$cache/rootfs.tmp
-  rm -rf "$root" "$image.tmp"
+  # A build killed mid-way leaves mmdebstrap's mounts (proc, sys, dev/pts, dev/shm) in the half-made root: unmount
+  # them, deepest first, and never let rm cross into another file system.
+  { grep -o " $root/[^ ]*" /proc/mounts || true; } | sort -r | while read -r m; do umount -l "$m"; done
+  rm -rf --one-file-system "$root" "$image.tmp"
   # An initrd that loads only what the root disk needs halves the boot under emulation.
   mmdebstrap --variant=minbase --include="$packages" \
     --customize-hook='echo MODULES=list > "$1/etc/initramfs-tools/conf.d/fabricbench.conf"' \

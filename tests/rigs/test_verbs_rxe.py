@@ -22,7 +22,11 @@ RAILS_SWEEP = (f"mpirun --allow-run-as-root -np 8 --oversubscribe --bind-to none
                f"-x FABRICBENCH_TEST_RANKS_PER_HOST=2 sh rxe_rails.sh exec 2 {BIN}/fabric-sweep --rails "
                # Eight ranks on two emulated CPUs answer late: perftest's ACK timeout (67 ms) retransmits, and
                # rxe then fails the QP (remote invalid request); 2^18 x 4 us (1 s) does not.
-               f"--metric rdma_bw --sizes 64K -n 50 --qp-timeout 18")
+               f"--metric rdma_bw --sizes 64K -n 50 --qp-timeout 18 "
+               # One pair at a time: 4 pairs' 8 processes at once on the guest's 2 CPUs spread the healthy pairs 1.4-20
+               # MiB/s, down to the slowed NIC's 0.9 ("too noisy to judge" in CI and here, 2 of 2); one at a time they
+               # measure 13-24 and the NIC stands 10x below, in about the same time (the rounds 1 min 20 s).
+               f"--sequential")
 
 
 @unittest.skipUnless(os.geteuid() == 0, "skipped: needs root")
@@ -193,7 +197,7 @@ class SoftRoceGuest(unittest.TestCase):
         self.assertEqual(run.attrs["status"], "complete")
         self.assertEqual(run.attrs["rails"], 2)
         pairs = run.tables["sweep/pairs"]
-        first = pairs[pairs["round"] < 3]  # the all-pairs rounds, before re-tests
+        first = pairs[pairs["round"] < 6]  # the all-pairs rounds (one pair each: --sequential), before re-tests
         self.assertEqual(len(first), 6 * 2 * 2, "6 host pairs x 2 rails x 2 directions")
         # Each end on its own host's device of the pair's rail.
         for row in pairs.itertuples():

@@ -16,6 +16,7 @@
 
 #include "fabricbench/cli/command_line.hpp"
 #include "fabricbench/error.hpp"
+#include "fabricbench/job/slow_folder.hpp"
 #include "fabricbench/results/prometheus.hpp"
 #include "fabricbench/results/result_set.hpp"
 
@@ -27,17 +28,18 @@ namespace po = boost::program_options;
 // What writing the report at the hang needs, tried at the start (a report that cannot be written then leaves nothing
 // of the hang): a file can be created in its folder (access(2) says yes to root in /proc, where none can), and a file
 // that --force overwrites is a regular one.
-void check_report(const std::string& path) {
+void check_report(const std::string& path, const std::string& option = "--report") {
   const auto slash = path.rfind('/');
   const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-    throw Error::usage(fmt::format("--report {}: not a regular file; give a path for the report's HDF5 file", path));
+    throw Error::usage(
+        fmt::format("{} {}: not a regular file; give a path for the report's HDF5 file", option, path));
   const auto probe = fmt::format("{}/.fabric-watchdog-probe-{}", folder, ::getpid());
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0)
     throw Error::usage(
-        fmt::format("--report {}: its folder {} is not writable ({})", path, folder, std::strerror(errno)));
+        fmt::format("{} {}: its folder {} is not writable ({})", option, path, folder, std::strerror(errno)));
   ::close(fd);
   ::unlink(probe.c_str());
 }
@@ -74,6 +76,78 @@ void parse_actions(Options& o, const std::string& action_text) {
   }
 }
 
+// The profiler plugin shipped beside the tools: <prefix>/bin/fabric-watchdog finds <prefix>/lib/....so (a build
+// tree has the same layout: <build>/benchmarks and <build>/lib).
+std::string plugin_path() {
+  char exe[4096] = {};
+  const auto n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  std::string dir = n > 0 ? std::string(exe, static_cast<std::size_t>(n)) : std::string(".");
+  dir = dir.substr(0, dir.rfind('/'));
+  return dir.substr(0, dir.rfind('/')) + "/lib/libnccl-profiler-fabricbench.so";
+}
+
+std::string absolute(const std::string& path) {
+  if (!path.empty() && path[0] == '/') return path;
+  char cwd[4096] = {};
+  return std::string(::getcwd(cwd, sizeof cwd - 1) ? cwd : ".") + "/" + path;
+}
+
+// --slow and --judge, and the options only they use.
+void parse_slow(Options& o, const po::variables_map& v, const char* argv0) {
+  (void)argv0;
+  const bool slow = v.count("slow"), judge = v.count("judge");
+  if (const auto n = given(v, {"slow-window", "slow-loss", "slow-report", "slow-prometheus", "slow-exec"});
+      !slow && !judge && !n.empty())
+    throw Error::usage(fmt::format("--{} belongs to --slow DIR (or --judge DIR): give one, or drop --{}", n, n));
+  if (!slow && !judge) return;
+  if (slow && judge) throw Error::usage("--slow and --judge: --slow starts its own judge; give one of them");
+  auto& s = o.slow;
+  s.folder = absolute(v[slow ? "slow" : "judge"].as<std::string>());
+  const std::string option = slow ? "--slow" : "--judge";
+  if (slow) job::SlowFolder::prepare(s.folder, option);
+  else job::SlowFolder(s.folder, option);
+  s.window_s = cli::parse_duration(v["slow-window"].as<std::string>(), "--slow-window");
+  if (s.window_s < 1 || s.window_s > 3600)
+    throw Error::usage(fmt::format("--slow-window {}: allowed 1s to 1h", v["slow-window"].as<std::string>()));
+  const double loss = v["slow-loss"].as<double>();
+  if (!(loss > 0 && loss < 100)) throw Error::usage(fmt::format("--slow-loss {}: allowed above 0 and below 100 (percent)", loss));
+  s.loss = loss / 100;
+  s.report = v.count("slow-report") ? v["slow-report"].as<std::string>() : s.folder + "/slow-report.h5";
+  s.force = v.count("force") > 0;
+  if (!s.force && ::access(s.report.c_str(), F_OK) == 0)
+    throw Error::usage(fmt::format("--slow-report {}: file exists; choose another path or add --force", s.report));
+  check_report(s.report, "--slow-report");
+  if (v.count("slow-prometheus")) {
+    s.prometheus = v["slow-prometheus"].as<std::string>();
+    results::Exposition::check_writable(s.prometheus);
+  }
+  if (v.count("slow-exec")) {
+    s.exec = v["slow-exec"].as<std::string>();
+    if (::access(s.exec.c_str(), X_OK) != 0)
+      throw Error::usage(fmt::format("--slow-exec {}: not an executable file", s.exec));
+  }
+  s.action_timeout_s = cli::parse_duration(v["action-timeout"].as<std::string>(), "--action-timeout");
+  if (judge) {
+    if (!o.command.empty())
+      throw Error::usage("--judge judges a folder alone: drop the command after --, or use --slow DIR -- COMMAND");
+    if (const auto n = given(v, {"timeout", "actions", "report", "watch", "prometheus", "ras", "no-ras", "ras-timeout",
+                                  "python-unbuffered", "no-python-hook"});
+        !n.empty())
+      throw Error::usage(fmt::format("--{}: --judge only judges the folder; drop --{}", n, n));
+    o.judge_only = true;
+    return;
+  }
+  if (o.command.empty()) throw Error::usage("--slow DIR: give the command to watch after --");
+  if (const char* set = std::getenv("NCCL_PROFILER_PLUGIN"); set && *set)
+    throw Error::usage(fmt::format("--slow: NCCL_PROFILER_PLUGIN is already set ({}): NCCL loads one profiler "
+                                   "plugin; unset it or drop --slow",
+                                   set));
+  o.plugin = plugin_path();
+  if (::access(o.plugin.c_str(), R_OK) != 0)
+    throw Error::usage(fmt::format("--slow: the profiler plugin {} is missing (it is installed with the tools)",
+                                   o.plugin));
+}
+
 }  // namespace
 
 Options Options::parse(int argc, char** argv) {
@@ -108,6 +182,22 @@ Options Options::parse(int argc, char** argv) {
   add("prometheus", po::value<std::string>(),
       "with --watch: node_exporter's textfile, rewritten whole after each look: RAS up, communicators, dead "
       "processes, laggard ranks (unchanged since the last look), missing ranks, op spread per communicator");
+  add("slow", po::value<std::string>(),
+      "name the slow rank of a running job: fabricbench's NCCL profiler plugin in the command's environment "
+      "(NCCL_PROFILER_PLUGIN), each process's records in DIR (made 0700; shared across nodes for a whole-job view), "
+      "judged every second by the watchdog of the launcher's first task; a line when a rank makes the others wait "
+      "and when it stops; the report in --slow-report at the end");
+  add("judge", po::value<std::string>(),
+      "only the judge of --slow's folder DIR (on any node that sees it), until SIGTERM or SIGINT");
+  add("slow-window", po::value<std::string>()->default_value("10s"), "the window a rank is judged over");
+  add("slow-loss", po::value<double>()->default_value(10),
+      "percent of the window the others must spend waiting for a rank before it is named");
+  add("slow-report", po::value<std::string>(), "the judge's HDF5 report at the end (default DIR/slow-report.h5)");
+  add("slow-prometheus", po::value<std::string>(),
+      "node_exporter's textfile the judge rewrites every second: per rank the wait, the late share, the time lost");
+  add("slow-exec", po::value<std::string>(),
+      "run PATH when a rank (or a collective) is named, with FABRIC_WATCHDOG_SLOW (the line), _RANK, _HOST, _PID, "
+      "_COMM set; bounded by --action-timeout");
   add("python-unbuffered",
       "set PYTHONUNBUFFERED=1 for the command: a Python job whose output goes to a pipe flushes it every ~8 KiB, "
       "so one that prints rarely can look silent; then every print is a write into the watchdog's pipe (a job "
@@ -129,6 +219,8 @@ Options Options::parse(int argc, char** argv) {
     std::fputs(text.str().c_str(), stdout);
     std::exit(0);
   }
+  parse_slow(o, v, argv[0]);
+  if (o.judge_only) return o;
   if (v.count("watch")) o.watch_s = cli::parse_duration(v["watch"].as<std::string>(), "--watch");
   if (v.count("prometheus")) {
     if (!v.count("watch")) throw Error::usage("--prometheus is written by --watch's looks: give --watch D too");
@@ -159,8 +251,8 @@ Options Options::parse(int argc, char** argv) {
     throw Error::usage(fmt::format("--actions exec:{}: not an executable file", o.exec));
   if (v.count("no-python-hook") && !o.stacks)
     throw Error::usage("--no-python-hook: the hook serves the stacks action, which --actions leaves out; drop it");
-  if (v.count("force") && !v.count("report"))
-    throw Error::usage("--force overwrites the --report file: give --report FILE, or drop --force");
+  if (v.count("force") && !v.count("report") && !v.count("slow-report"))
+    throw Error::usage("--force overwrites the --report (or --slow-report) file: give it, or drop --force");
   if (!given(v, {"action-timeout"}).empty() && o.exec.empty() && !o.scancel)
     throw Error::usage("--action-timeout bounds the exec: and scancel actions, which --actions leaves out; drop it");
   const char* job = std::getenv("SLURM_JOB_ID");

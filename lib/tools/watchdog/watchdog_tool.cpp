@@ -26,6 +26,8 @@
 #include "fabricbench/results/result_set.hpp"
 #include "fabricbench/results/terminal_table.hpp"
 #include "fabricbench/tools/doctor/nccl_ras_mode.hpp"
+#include "fabricbench/tools/watchdog/slow_judge.hpp"
+#include "fabricbench/tools/watchdog/watchdog_action.hpp"
 #include "fabricbench/tools/watchdog/watchdog_options.hpp"
 
 namespace fabricbench::watchdog {
@@ -219,40 +221,82 @@ int end_on_signal(job::ChildProcess& child) {
   return child.exited() && !killed ? child.status() : 128 + sig;
 }
 
-// One action run as its own command (argv, no shell: a path with a quote or a `;` is passed as it is), its output
-// passed through, bounded by --action-timeout and then ended (SIGTERM, SIGKILL 5 s later) with whatever it started.
-void run_action(const Options& o, const std::vector<std::string>& argv, const std::vector<std::string>& env) {
-  try {
-    job::ChildProcess action(argv, env);
-    const auto until = Clock::now() + span(o.action_timeout_s);
-    while (action.pump(0.2))
-      if (Clock::now() >= until || g_stop) {
-        std::fprintf(stderr, "%s: action %s %s: stopped\n", kProgram, results::printable(argv[0]).c_str(),
-                     g_stop ? "interrupted" : fmt::format("still running after {:g} s", o.action_timeout_s).c_str());
-        action.stop(5);
-        return;
-      }
-    if (action.status() != 0)
-      std::fprintf(stderr, "%s: action %s exited with status %d\n", kProgram, results::printable(argv[0]).c_str(),
-                   action.status());
-  } catch (const Error& e) {
-    std::fprintf(stderr, "%s: action %s: %s\n", kProgram, results::printable(argv[0]).c_str(),
-                 Error::one_line(e.what()).c_str());
-  }
+// Whether this watchdog is the launcher's first task (or the only one): the one that judges --slow's folder.
+bool first_task() {
+  for (const char* name : {"SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
+    if (const char* v = std::getenv(name)) return std::string(v) == "0";
+  return true;
 }
+
+// --slow's judge: this program again with --judge, its own process (a judge that dies takes nothing of the job).
+class SlowJudgeProcess {
+ public:
+  explicit SlowJudgeProcess(const Options& o) {
+    char exe[4096] = {};
+    const auto n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+    std::vector<std::string> argv{n > 0 ? std::string(exe, static_cast<std::size_t>(n)) : kProgram, "--judge",
+                                  o.slow.folder, "--slow-window", fmt::format("{}s", o.slow.window_s),
+                                  "--slow-loss", fmt::format("{}", o.slow.loss * 100), "--slow-report", o.slow.report,
+                                  "--action-timeout", fmt::format("{}s", o.slow.action_timeout_s)};
+    if (o.slow.force) argv.push_back("--force");
+    if (!o.slow.prometheus.empty()) argv.insert(argv.end(), {"--slow-prometheus", o.slow.prometheus});
+    if (!o.slow.exec.empty()) argv.insert(argv.end(), {"--slow-exec", o.slow.exec});
+    process_.emplace(argv, std::vector<std::string>{});
+  }
+  // Passes its output on; says once when it ended before being asked to.
+  void pump() {
+    if (!process_ || said_ || process_->pump(0)) return;
+    said_ = true;
+    std::fprintf(stderr, "%s: --slow: the judge (pid %d) ended with status %d; the job goes on, unjudged\n", kProgram,
+                 static_cast<int>(process_->pid()), process_->status());
+  }
+  // The job ended: the judge reads what its ranks wrote last, writes its report and ends (bounded: 60 s).
+  void finish() {
+    if (!process_ || said_) return;
+    process_->signal(SIGTERM);
+    const auto until = Clock::now() + std::chrono::seconds(60);
+    while (process_->pump(0.2))
+      if (Clock::now() > until) {
+        process_->stop(5);
+        break;
+      }
+  }
+
+ private:
+  std::optional<job::ChildProcess> process_;
+  bool said_ = false;
+};
+
+int watch(const Options& o, job::ChildProcess& child, std::optional<job::PythonStackHook>& hook,
+          std::optional<SlowJudgeProcess>& judge);
 
 int run(const Options& o) {
   catch_stop_signals();
+  if (o.judge_only) return judge_slow(o.slow, o.command_line, g_stop);
   if (o.command.empty()) return monitor(o);
   std::optional<job::PythonStackHook> hook;
   std::vector<std::string> env;
   if (o.unbuffered) env.push_back("PYTHONUNBUFFERED=1");
   if (o.stacks && o.python_hook) env.push_back(hook.emplace().env());
+  std::optional<SlowJudgeProcess> judge;
+  if (!o.slow.folder.empty()) {
+    env.push_back("NCCL_PROFILER_PLUGIN=" + o.plugin);
+    env.push_back("FABRICBENCH_SLOW_DIR=" + o.slow.folder);
+    if (first_task()) judge.emplace(o);
+  }
   job::ChildProcess child(o.command, env);
+  const int status = watch(o, child, hook, judge);
+  if (judge) judge->finish();
+  return status;
+}
+
+int watch(const Options& o, job::ChildProcess& child, std::optional<job::PythonStackHook>& hook,
+          std::optional<SlowJudgeProcess>& judge) {
   auto quiet_since = child.last_output();
   auto next_look = Clock::now();
   std::optional<job::RasStatus> watched;
   while (child.pump(std::min(1.0, o.timeout_s / 4))) {
+    if (judge) judge->pump();
     if (g_stop) return end_on_signal(child);
     quiet_since = std::max(quiet_since, child.last_output());
     if (o.watch_s > 0 && Clock::now() >= next_look) {
@@ -285,10 +329,10 @@ int run(const Options& o) {
     if (!o.exec.empty()) done.push_back("exec:" + o.exec);
     report(o, child, looks, quiet_s, stacks, done);
     if (!o.exec.empty() && !g_stop)
-      run_action(o, {o.exec},
-                 {"FABRIC_WATCHDOG_REPORT=" + o.report, fmt::format("FABRIC_WATCHDOG_PID={}", child.pid())});
+      run_action({o.exec}, {"FABRIC_WATCHDOG_REPORT=" + o.report, fmt::format("FABRIC_WATCHDOG_PID={}", child.pid())},
+                 o.action_timeout_s, g_stop);
     if (o.scancel && !g_stop)
-      if (const char* id = std::getenv("SLURM_JOB_ID")) run_action(o, {"scancel", id}, {});
+      if (const char* id = std::getenv("SLURM_JOB_ID")) run_action({"scancel", id}, {}, o.action_timeout_s, g_stop);
     if (g_stop) return end_on_signal(child);
     if (o.kill) {
       child.stop(10);
@@ -297,8 +341,10 @@ int run(const Options& o) {
     // Reported without stopping the job: watch on, passing its output through; one report per run.
     std::fprintf(stderr, "%s: reported once (%s); watching on without reporting again\n", kProgram,
                  results::printable(o.report).c_str());
-    while (child.pump(1.0))
+    while (child.pump(1.0)) {
+      if (judge) judge->pump();
       if (g_stop) return end_on_signal(child);
+    }
     break;
   }
   return child.status();

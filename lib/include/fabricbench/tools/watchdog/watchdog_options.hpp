@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "fabricbench/job/ras.hpp"
+#include "fabricbench/tools/watchdog/slow_judge.hpp"
 
 namespace fabricbench::watchdog {
 
@@ -18,6 +19,11 @@ struct Options {
   bool force = false, unbuffered = false, python_hook = true;
   double watch_s = 0;      // --watch: a RAS look this often (0: only after --timeout of silence)
   std::string prometheus;  // --prometheus: the textfile each look rewrites
+  // --slow DIR: the profiler plugin in the command's environment, the ranks' records in DIR, judged while the job
+  // runs (by the watchdog of the launcher's first task). --judge DIR: that judge alone. slow.folder empty: neither.
+  SlowOptions slow;
+  bool judge_only = false;
+  std::string plugin;  // the plugin's path (next to the tools: <prefix>/lib)
   std::vector<std::string> command;
   std::string command_line;
 

@@ -1,0 +1,143 @@
+// The slow-rank judge of fabric-watchdog --slow: the records of the job's ranks (slow_record.hpp) matched by
+// communicator and sequence number, and per collective how long each rank waited inside it. A rank's kernel that
+// starts while the others' have been waiting runs shortest: the rank that waits least arrived last, and how much
+// longer the others ran is what its lateness cost them. No clock is compared between ranks (only each rank's own
+// kernel duration).
+//
+// Over a window (10 s): per rank, the share of the communicator's collectives it arrived last at (by at least 50 us)
+// and the time the others waited for it, as a share of the window: the job's time lost to it. A rank is named when
+// it is last at >= `late` of them and costs >= `loss` of the time ("slow before the collective": compute, input,
+// the host or its GPU), and is named no more once it costs < `loss_gone` over a whole window. A collective that
+// every rank runs alike but several times slower than this job ran it before (same communicator, op and size) is
+// named as slow inside (a link or NIC), when no rank of its communicator is named late.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "fabricbench/job/slow_record.hpp"
+
+namespace fabricbench::job {
+
+struct StragglerSettings {
+  double window_s = 10;
+  double late = 0.5;         // share of the collectives the rank arrived last at
+  double loss = 0.10;        // share of the window the others waited for it
+  double loss_gone = 0.05;
+  std::size_t min_collectives = 10;
+  double inside_ratio = 3;   // the collective's own time against the best this job had for it
+  double min_wait_s = 50e-6; // a last arrival by less is a tie
+};
+
+// One rank of one communicator over a window.
+struct RankWindow {
+  std::uint64_t comm = 0;
+  int rank = -1;
+  std::size_t source = 0;       // the file (process) its records came from
+  std::size_t collectives = 0;  // of its communicator, in the window
+  std::size_t late = 0;         // arrived last at
+  double wait_median_s = 0;     // the others' median wait at those
+  double cost_s = 0;            // the others' wait summed over those
+  double loss = 0;              // cost_s / the window's span
+  double kernel_median_s = 0;   // its own kernel time, median
+  std::string op;               // the op it was most often last at
+};
+
+struct SlowFinding {
+  enum class Kind { late, inside };
+  Kind kind = Kind::late;
+  std::uint64_t comm = 0;
+  int rank = -1;            // late: the rank; inside: -1
+  std::size_t source = 0;
+  std::string op;
+  std::uint64_t bytes = 0;  // inside: the collective's size
+  double late_fraction = 0, wait_median_s = 0, loss = 0;
+  double own_s = 0, best_s = 0;  // inside: its median time now and the best median this job had
+  std::size_t collectives = 0;
+};
+
+struct SlowWindow {
+  std::int64_t start_ns = 0, end_ns = 0;
+  std::size_t collectives = 0;
+  std::vector<RankWindow> ranks;      // ranks that arrived last at least once, by loss, largest first
+  std::vector<SlowFinding> findings;  // named now
+};
+
+// One rank's part of one collective (the report's per-rank, per-collective rows).
+struct RankCollective {
+  std::int64_t host_ns;
+  std::uint64_t comm, seq, bytes;
+  int rank;
+  std::uint8_t op, algo, proto;
+  double kernel_s, wait_s;  // its kernel time; how much longer it ran than the rank that ran shortest
+  bool last;
+};
+
+class StragglerJudge {
+ public:
+  explicit StragglerJudge(StragglerSettings settings = {}) : s_(settings) {}
+  // A record from file `source`. A collective is judged once every rank of its communicator reported it (when the
+  // size is not known, interface v3: 2 s after its newest record).
+  void add(std::size_t source, const slow::Record& r);
+  // The window that ends at `now_ns` (CLOCK_REALTIME); collectives older than the window are forgotten.
+  SlowWindow judge(std::int64_t now_ns);
+  // The last rows per rank and collective (at most kKeptRows).
+  const std::deque<RankCollective>& rows() const { return rows_; }
+  static constexpr std::size_t kKeptRows = 200000;
+  // Ranks from which some collectives of their communicator never came (a rank that exited, records lost): by
+  // (comm, rank), how many.
+  const std::map<std::pair<std::uint64_t, int>, std::size_t>& missing() const { return missing_; }
+  std::size_t judged() const { return judged_; }
+  // Ranks whose last record is more than `after_s` older than their communicator's newest: they stopped (exited,
+  // hang, or their records stopped coming) while the others went on. With the source their records came from.
+  std::vector<std::pair<std::pair<std::uint64_t, int>, std::size_t>> quiet_ranks(double after_s) const;
+  // The job ended: collectives some rank never reported count as missing for it (no 30 s wait).
+  void close();
+
+ private:
+  struct Part { int rank; std::size_t source; std::uint64_t kernel_ns; };
+  struct Pending {
+    std::int64_t first_ns = 0, newest_ns = 0;
+    std::uint64_t bytes = 0;
+    std::uint8_t op = 0, algo = 0, proto = 0;
+    int nranks = 0;
+    std::vector<Part> parts;
+  };
+  struct Done {
+    std::int64_t t_ns;
+    std::uint64_t comm, bytes;
+    std::uint8_t op;
+    int last_rank;
+    std::size_t last_source;
+    double wait_s;   // the others' median wait for the last rank
+    double own_s;    // the shortest kernel: the collective's own time
+  };
+  struct Key {
+    std::uint64_t comm, seq;
+    bool operator==(const Key& o) const { return comm == o.comm && seq == o.seq; }
+  };
+  struct KeyHash {
+    std::size_t operator()(const Key& k) const { return k.comm * 0x9E3779B97F4A7C15ull ^ k.seq; }
+  };
+  void finish(const Key& key, Pending& p);
+  void expire(std::int64_t now_ns, bool all = false);
+
+  StragglerSettings s_;
+  std::unordered_map<Key, Pending, KeyHash> pending_;
+  std::deque<Done> done_;
+  std::deque<RankCollective> rows_;
+  std::map<std::uint64_t, std::map<int, std::size_t>> ranks_of_;            // per comm: rank -> source
+  std::map<std::tuple<std::uint64_t, std::uint8_t, std::uint64_t>, double> best_own_;
+  std::map<std::pair<std::uint64_t, int>, bool> named_;  // late findings in force
+  std::map<std::pair<std::uint64_t, int>, std::size_t> missing_;
+  std::map<std::pair<std::uint64_t, int>, std::int64_t> last_seen_;  // per (comm, rank): its newest record
+  std::int64_t newest_ns_ = 0;
+  std::size_t judged_ = 0;
+};
+
+}  // namespace fabricbench::job

@@ -1,0 +1,158 @@
+#include "fabricbench/job/slow_folder.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "fabricbench/error.hpp"
+
+namespace fabricbench::job {
+namespace {
+
+constexpr std::size_t kReadLimit = 4u << 20;
+
+bool ends_with(const std::string& s, const char* suffix) {
+  const auto n = std::strlen(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+std::string field(const char* text, std::size_t size) { return std::string(text, strnlen(text, size)); }
+
+void check_folder(const std::string& folder, const std::string& option) {
+  struct stat st {};
+  if (::stat(folder.c_str(), &st) != 0)
+    throw Error::usage(fmt::format("{} {}: {}", option, folder, std::strerror(errno)));
+  if (!S_ISDIR(st.st_mode)) throw Error::usage(fmt::format("{} {}: not a folder", option, folder));
+  if (st.st_uid != ::geteuid() || (st.st_mode & 022))
+    throw Error::usage(fmt::format("{} {}: the folder must be this user's and writable by it alone (chmod go-w): "
+                                   "otherwise others could feed the judge",
+                                   option, folder));
+}
+
+}  // namespace
+
+std::string SlowSource::gpu() const {
+  if (cuda_device < 0) return "GPU ?";
+  return gpu_bus_id.empty() ? fmt::format("GPU {}", cuda_device) : fmt::format("GPU {} ({})", cuda_device, gpu_bus_id);
+}
+
+void SlowFolder::prepare(const std::string& folder, const std::string& option) {
+  if (::mkdir(folder.c_str(), 0700) != 0 && errno != EEXIST)
+    throw Error::usage(fmt::format("{} {}: cannot make the folder: {}", option, folder, std::strerror(errno)));
+  check_folder(folder, option);
+  if (::access(folder.c_str(), W_OK | X_OK) != 0)
+    throw Error::usage(fmt::format("{} {}: not writable: {}", option, folder, std::strerror(errno)));
+}
+
+SlowFolder::SlowFolder(std::string folder, const std::string& option) : folder_(std::move(folder)) {
+  check_folder(folder_, option);
+}
+
+SlowFolder::~SlowFolder() {
+  for (auto& [name, f] : open_)
+    if (f.fd >= 0) ::close(f.fd);
+}
+
+SlowFolder::Header SlowFolder::read_header(const std::string& path, Open& f, std::vector<std::string>& problems) {
+  slow::FileHeader h{};
+  const auto n = ::pread(f.fd, &h, sizeof h, 0);
+  if (n < static_cast<ssize_t>(sizeof h)) return Header::not_yet;  // not yet written whole: the next poll
+  if (std::memcmp(h.magic, slow::kMagic, sizeof h.magic) != 0 || h.version != 1 ||
+      h.record_size != sizeof(slow::Record)) {
+    problems.push_back(fmt::format("{}: not a record file of this fabricbench's NCCL profiler plugin; left alone", path));
+    return Header::refused;
+  }
+  SlowSource s;
+  s.file = path, s.host = field(h.host, sizeof h.host), s.pid = h.pid, s.cuda_device = h.cuda_device;
+  s.gpu_bus_id = field(h.gpu_bus_id, sizeof h.gpu_bus_id);
+  s.visible_devices = field(h.visible_devices, sizeof h.visible_devices);
+  s.launcher_rank = field(h.launcher_rank, sizeof h.launcher_rank);
+  s.profiler_api = h.profiler_api;
+  const auto key = std::make_pair(s.host, s.pid);
+  auto at = source_of_.find(key);
+  if (at == source_of_.end()) {
+    at = source_of_.emplace(key, sources_.size()).first;
+    sources_.push_back(std::move(s));
+  }
+  f.source = at->second;
+  f.header_read = true;
+  ::lseek(f.fd, sizeof h, SEEK_SET);
+  return Header::read;
+}
+
+void SlowFolder::drain(Open& f, std::vector<std::pair<std::size_t, slow::Record>>& out, std::size_t limit) {
+  char buf[1 << 16];
+  std::size_t total = 0;
+  while (total < limit) {
+    const auto n = ::read(f.fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    total += static_cast<std::size_t>(n);
+    f.partial.append(buf, static_cast<std::size_t>(n));
+    std::size_t at = 0;
+    for (; at + sizeof(slow::Record) <= f.partial.size(); at += sizeof(slow::Record)) {
+      slow::Record r;
+      std::memcpy(&r, f.partial.data() + at, sizeof r);
+      out.emplace_back(f.source, r);
+    }
+    f.partial.erase(0, at);
+  }
+}
+
+void SlowFolder::poll(std::vector<std::pair<std::size_t, slow::Record>>& out, std::vector<std::string>& problems) {
+  DIR* dir = ::opendir(folder_.c_str());
+  if (!dir) return;
+  std::vector<std::string> names;
+  while (const dirent* e = ::readdir(dir)) {
+    const std::string name = e->d_name;
+    if (ends_with(name, slow::kFileSuffix)) names.push_back(name);
+  }
+  ::closedir(dir);
+  for (const auto& name : names) {
+    if (refused_.count(name)) continue;
+    const std::string path = folder_ + "/" + name;
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) continue;
+    auto it = open_.find(name);
+    if (it != open_.end() && it->second.inode != st.st_ino) {
+      // Rotated: the rest of the old segment (still open), then the new file from its start.
+      drain(it->second, out, kReadLimit);
+      ::close(it->second.fd);
+      open_.erase(it);
+      it = open_.end();
+    }
+    if (it == open_.end()) {
+      if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) {
+        problems.push_back(fmt::format("{}: not a regular file of this user; left alone", path));
+        refused_[name] = true;
+        continue;
+      }
+      Open f;
+      f.fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+      if (f.fd < 0) continue;
+      struct stat fst {};
+      ::fstat(f.fd, &fst);
+      f.inode = fst.st_ino;
+      it = open_.emplace(name, std::move(f)).first;
+    }
+    Open& f = it->second;
+    if (!f.header_read) {
+      const auto header = read_header(path, f, problems);
+      if (header == Header::refused) {
+        ::close(f.fd);
+        open_.erase(it);
+        refused_[name] = true;
+      }
+      if (header != Header::read) continue;
+    }
+    drain(f, out, kReadLimit);
+  }
+}
+
+}  // namespace fabricbench::job

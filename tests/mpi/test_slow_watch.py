@@ -1,0 +1,183 @@
+"""fabric-watchdog --slow (issue 45) on CPU: a stand-in job (tests/mpi/fake_nccl_job.cpp) loads the profiler plugin the
+way NCCL does and calls it as NCCL would for a communicator of 4 processes. A rank that makes the others wait is named
+within seconds, with its pid and host, and named no more once it recovers; healthy, nothing is named; the report holds
+the findings, the ranks against time, the per-rank, per-collective rows and the processes; the textfile and the action
+get the rank. Failure: an NCCL that does not load the plugin (said once; the job runs as before), the judge killed
+(the job goes on), a rank that exits early (said, counted in the report). Bad options: one line, exit 2."""
+import os
+import pathlib
+import re
+import signal
+import socket
+import stat
+import subprocess
+import threading
+import time
+import unittest
+
+from fbtest import BIN, LaunchTest
+
+FAKE = BIN.parent / "tests" / "fake_nccl_job"
+
+
+class SlowWatch(LaunchTest):
+    def start(self, args, job):
+        """The watchdog with `args` in front of the fake job (`job`: its options); stderr lines kept with the seconds
+        since the start, read as they come."""
+        self.lines = []
+        self.t0 = time.monotonic()
+        self.proc = subprocess.Popen([str(BIN / "fabric-watchdog")] + args + ["--", str(FAKE)] + job, cwd=self.dir,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+        def read():
+            for line in self.proc.stderr:
+                self.lines.append((time.monotonic() - self.t0, line.rstrip("\n")))
+
+        self.reader = threading.Thread(target=read, daemon=True)
+        self.reader.start()
+
+    def finish(self, timeout=90):
+        out, _ = self.proc.communicate(timeout=timeout)
+        self.reader.join(5)
+        return self.proc.returncode, out
+
+    def said(self, pattern):
+        return [(t, line) for t, line in self.lines if re.search(pattern, line)]
+
+    def test_a_rank_that_makes_the_others_wait_is_named_while_it_runs(self):
+        action = self.dir / "act.sh"
+        action.write_text("#!/bin/sh\nenv | grep ^FABRIC_WATCHDOG_SLOW > \"$(dirname \"$0\")/acted.txt\"\n")
+        action.chmod(0o755)
+        self.start(["--no-ras", "--slow", "slow", "--slow-window", "2s", "--slow-prometheus", "slow.prom",
+                    "--slow-exec", str(action)],
+                   ["--ranks", "4", "--slow-rank", "2", "--slow-from", "3", "--slow-to", "8", "--seconds", "13"])
+        rc, out = self.finish()
+        text = "\n".join(line for _, line in self.lines)
+        self.assertEqual(rc, 0, text)
+        self.assertIn("fake job: 4 ranks done", out)
+        named = self.said(r"slow rank: rank \d")
+        self.assertEqual(len(named), 1, text)
+        t, line = named[0]
+        host = socket.gethostname()
+        self.assertRegex(line, rf"rank 2 \(pid \d+, GPU \? on host {re.escape(host)}\) of communicator 0xabc0fb "
+                               r"arrives last at \d+% of its AllReduce calls; the others wait (19|20)\.\d\d ms")
+        # Slow from 3 s of the job (which starts about 0.5 s after the watchdog): named within 4 s of it.
+        self.assertLess(t, 3.5 + 4, text)
+        gone = self.said(r"gone: rank 2 ")
+        self.assertEqual(len(gone), 1, text)
+        self.assertGreater(gone[0][0], 8, text)
+        self.assertEqual(self.said(r"slow collective"), [], text)
+        run = self.load("slow/slow-report.h5")
+        self.assertEqual(run.attrs["status"], "complete")
+        found = run.tables["slow/findings"]
+        self.assertEqual(list(zip(found.kind, found["rank"])), [("late", 2)])
+        self.assertEqual(found.host.iloc[0], host)
+        # 20 ms waited at each 50 ms all-reduce: 40% of the time.
+        self.assertTrue(30 <= found.loss_pct.iloc[0] <= 45, found.loss_pct.iloc[0])
+        procs = run.tables["slow/processes"]
+        self.assertEqual(len(procs), 4)
+        self.assertIn(int(re.search(r"pid (\d+)", line).group(1)), set(procs.pid))
+        rows = run.tables["slow/collectives"]
+        self.assertEqual(sorted(set(rows["rank"])), [0, 1, 2, 3])
+        waited = set(rows[rows.wait_ms > 15].seq)  # collectives where a rank waited: rank 2 was the last at each
+        self.assertGreater(len(waited), 50)
+        self.assertEqual(set(rows[rows.seq.isin(waited) & (rows["last"] == 1)]["rank"]), {2})
+        windows = run.tables["slow/windows"]
+        self.assertGreater(windows[windows["rank"] == 2].loss_pct.max(), 30)
+        prom = (self.dir / "slow.prom").read_text()
+        self.assertIn('fabricbench_slow_rank_loss_ratio{', prom)
+        self.assertRegex(prom, r'fabricbench_slow_rank_late_ratio\{[^}]*rank="2"')
+        acted = (self.dir / "acted.txt").read_text()
+        self.assertIn("FABRIC_WATCHDOG_SLOW_RANK=2", acted)
+        self.assertIn("FABRIC_WATCHDOG_SLOW_COMM=0xabc0fb", acted)
+
+    def test_healthy_ranks_are_not_named(self):
+        self.start(["--no-ras", "--slow", "slow", "--slow-window", "2s"],
+                   ["--ranks", "4", "--seconds", "8", "--api", "4"])
+        rc, _ = self.finish()
+        text = "\n".join(line for _, line in self.lines)
+        self.assertEqual(rc, 0, text)
+        self.assertEqual(self.said(r"slow rank|slow collective"), [], text)
+        run = self.load("slow/slow-report.h5")
+        self.assertEqual(len(run.tables["slow/findings"]), 0)
+        self.assertGreater(len(run.tables["slow/collectives"]), 4 * 100)
+        self.assertTrue((run.tables["slow/processes"].profiler_api == 4).all())
+
+    def test_an_nccl_that_does_not_load_the_plugin_is_said_once_and_the_job_runs(self):
+        self.start(["--no-ras", "--slow", "slow", "--slow-window", "1s"], ["--ranks", "2", "--seconds", "9", "--api", "0"])
+        rc, out = self.finish()
+        text = "\n".join(line for _, line in self.lines)
+        self.assertEqual(rc, 0, text)
+        self.assertIn("fake job: 2 ranks done", out)
+        self.assertEqual(len(self.said(r"no rank has written to .* in 6 s")), 1, text)
+
+    def test_the_judge_killed_leaves_the_job_running(self):
+        self.start(["--no-ras", "--slow", "slow", "--slow-window", "2s"], ["--ranks", "2", "--seconds", "8"])
+        judge = None
+        for _ in range(100):
+            out = subprocess.run(["pgrep", "-f", f"fabric-watchdog --judge {self.dir}/slow"], capture_output=True,
+                                 text=True).stdout.split()
+            if out:
+                judge = int(out[0])
+                break
+            time.sleep(0.1)
+        self.assertIsNotNone(judge, "the judge runs as its own process")
+        time.sleep(2)
+        os.kill(judge, signal.SIGKILL)
+        rc, out = self.finish()
+        text = "\n".join(line for _, line in self.lines)
+        self.assertEqual(rc, 0, text)
+        self.assertIn("fake job: 2 ranks done", out)
+        self.assertEqual(len(self.said(r"--slow: the judge \(pid \d+\) ended with status 137; the job goes on")), 1,
+                         text)
+
+    def test_a_rank_that_exits_early_is_said_and_counted(self):
+        self.start(["--no-ras", "--slow", "slow", "--slow-window", "1s"],
+                   ["--ranks", "3", "--seconds", "6", "--exit-rank", "1", "--exit-at", "2"])
+        rc, _ = self.finish()
+        text = "\n".join(line for _, line in self.lines)
+        self.assertEqual(rc, 0, text)
+        quiet = self.said(r"rank 1 \(pid \d+ on host .*\) of communicator 0xabc0fb reported nothing for 1 s while the "
+                          r"others went on")
+        self.assertEqual(len(quiet), 1, text)
+        self.assertEqual(self.said(r"slow rank"), [], text)
+        self.assertEqual(len(self.said(r"rank 1 of communicator 0xabc0fb: \d+ collective\(s\) never reported by it")),
+                         1, text)
+        missing = self.load("slow/slow-report.h5").tables["slow/missing"]
+        self.assertEqual(list(zip(missing.comm, missing["rank"])), [("0xabc0fb", 1)])
+        self.assertGreater(missing.collectives.iloc[0], 10)
+
+    def test_bad_options_are_one_line(self):
+        loose = self.dir / "loose"
+        loose.mkdir()
+        loose.chmod(0o777)
+        (self.dir / "exists.h5").write_text("x")
+        cases = [
+            (["--slow", "s"], [], "--slow DIR: give the command to watch after --"),
+            (["--judge", "s"], ["true"], "--judge judges a folder alone"),
+            (["--slow", "s", "--slow-window", "0.5s"], ["true"], "--slow-window 0.5s: allowed 1s to 1h"),
+            (["--slow", "s", "--slow-loss", "0"], ["true"], "--slow-loss 0: allowed above 0 and below 100"),
+            (["--slow", "s", "--slow-report", "exists.h5"], ["true"], "--slow-report exists.h5: file exists"),
+            (["--slow", "s", "--slow-exec", "nowhere.sh"], ["true"], "--slow-exec nowhere.sh: not an executable"),
+            (["--slow-window", "5s"], ["true"], "--slow-window belongs to --slow DIR"),
+            (["--slow", str(loose)], ["true"], "the folder must be this user's and writable by it alone"),
+            (["--slow", "s", "--judge", "s"], ["true"], "--slow and --judge"),
+            (["--judge", "s", "--timeout", "1m"], [], "--timeout: --judge only judges the folder"),
+        ]
+        for args, command, expected in cases:
+            with self.subTest(args=args):
+                r = subprocess.run([str(BIN / "fabric-watchdog")] + args + (["--"] + command if command else []),
+                                   cwd=self.dir, capture_output=True, text=True, timeout=30,
+                                   env=self.env() | {"NCCL_PROFILER_PLUGIN": ""})
+                ours = [l for l in r.stderr.splitlines() if l.startswith("fabric-watchdog:")]
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertEqual(len(ours), 1, r.stderr)
+                self.assertIn(expected, ours[0])
+        r = subprocess.run([str(BIN / "fabric-watchdog"), "--slow", "s2", "--", "true"], cwd=self.dir,
+                           capture_output=True, text=True, env=self.env() | {"NCCL_PROFILER_PLUGIN": "/x/other.so"})
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("NCCL_PROFILER_PLUGIN is already set (/x/other.so)", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,302 @@
+// The NCCL profiler plugin driven through its exported tables with synthetic events, as NCCL would call it. Each
+// case runs in a child process (the plugin keeps one recorder per process) with its own folder; the parent reads
+// what the child left.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../../../plugin/profiler_abi.hpp"
+#include "fabricbench/job/slow_record.hpp"
+
+namespace {
+
+namespace abi = fabricbench::profiler::abi;
+namespace slow = fabricbench::job::slow;
+namespace fs = std::filesystem;
+
+fs::path plugin_path() {
+  return fs::read_symlink("/proc/self/exe").parent_path().parent_path() / "lib" / "libnccl-profiler-fabricbench.so";
+}
+
+struct Folder {
+  fs::path path;
+  Folder() {
+    char name[] = "/tmp/fbslow-test-XXXXXX";
+    path = ::mkdtemp(name);
+  }
+  ~Folder() { fs::remove_all(path); }
+};
+
+// Runs `body` in a child with FABRICBENCH_SLOW_DIR=folder (unset when empty); the child's exit status.
+int in_child(const std::string& folder, const std::function<int(void*)>& body) {
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (folder.empty()) ::unsetenv("FABRICBENCH_SLOW_DIR");
+    else ::setenv("FABRICBENCH_SLOW_DIR", folder.c_str(), 1);
+    void* lib = ::dlopen(plugin_path().c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!lib) std::_Exit(100);
+    std::exit(body(lib));  // exit, not _exit: the plugin writes what it holds at the process's end
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 200 + WTERMSIG(status);
+}
+
+struct ReadBack {
+  slow::FileHeader header{};
+  std::vector<slow::Record> records;
+};
+
+ReadBack read_back(const fs::path& folder) {
+  ReadBack out;
+  for (const auto& e : fs::directory_iterator(folder)) {
+    if (e.path().extension() != ".fbslow") continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    in.read(reinterpret_cast<char*>(&out.header), sizeof out.header);
+    slow::Record r;
+    while (in.read(reinterpret_cast<char*>(&r), sizeof r)) out.records.push_back(r);
+  }
+  return out;
+}
+
+template <typename Descr>
+Descr coll(std::uint64_t seq, const char* func, std::size_t count, const char* type, std::uint8_t channels, int rank) {
+  Descr d{};
+  d.type = abi::kColl;
+  d.rank = rank;
+  d.coll.seq = seq, d.coll.func = func, d.coll.count = count, d.coll.datatype = type, d.coll.channels = channels;
+  d.coll.algo = "RING", d.coll.proto = "SIMPLE";
+  return d;
+}
+
+// One collective of two channels through a v4/v5 table: starts 1000 and 900, stops 2000 and 2500 (GPU ns).
+template <typename Table, typename Descr>
+int one_collective(const Table* t, void* ctx, std::uint64_t seq) {
+  auto d = coll<Descr>(seq, "AllReduce", 1024, "ncclFloat32", 2, 1);
+  void* h = nullptr;
+  if (t->start_event(ctx, &h, &d) != 0 || !h) return 10;
+  t->stop_event(h);  // NCCL enqueued it; the kernel runs after
+  void* ch[2] = {};
+  const std::uint64_t starts[2] = {1000, 900}, stops[2] = {2000, 2500};
+  for (int i = 0; i < 2; ++i) {
+    Descr k{};
+    k.type = abi::kKernelCh, k.parent = h, k.rank = 1;
+    k.kernel_ch.channel = static_cast<std::uint8_t>(i), k.kernel_ch.ptimer = starts[i];
+    if (t->start_event(ctx, &ch[i], &k) != 0 || !ch[i]) return 11;
+  }
+  for (int i = 0; i < 2; ++i) {
+    abi::StateArgsV4 a{};
+    a.kernel_ch_ptimer = stops[i];
+    t->record_event_state(ch[i], abi::kKernelChStop, &a);
+    t->stop_event(ch[i]);
+  }
+  return 0;
+}
+
+void expect_collective(const slow::Record& r, std::uint64_t comm, std::uint64_t seq) {
+  EXPECT_EQ(r.comm, comm);
+  EXPECT_EQ(r.seq, seq);
+  EXPECT_EQ(r.bytes, 4096u);
+  EXPECT_EQ(r.kernel_ns(), 1600u);  // latest stop 2500 - earliest start 900
+  EXPECT_EQ(r.rank, 1);
+  EXPECT_EQ(r.nranks, 4);
+  EXPECT_STREQ(slow::name_of(slow::kOps, r.op), "AllReduce");
+  EXPECT_STREQ(slow::name_of(slow::kAlgos, r.algo), "RING");
+  EXPECT_STREQ(slow::name_of(slow::kProtos, r.proto), "SIMPLE");
+  EXPECT_EQ(r.channels, 2);
+  EXPECT_EQ(r.flags, 0);
+}
+
+TEST(ProfilerPlugin, V5RecordsEveryCollectiveWithItsKernelSpan) {
+  Folder f;
+  const int rc = in_child(f.path, [](void* lib) {
+    auto* t = static_cast<const abi::ProfilerV5*>(::dlsym(lib, "ncclProfiler_v5"));
+    if (!t) return 1;
+    void* ctx = nullptr;
+    int mask = 0;
+    if (t->init(&ctx, 0x3f00aa, &mask, "comm", 1, 4, 1, nullptr) != 0 || !ctx) return 2;
+    if (mask != (abi::kColl | abi::kKernelCh)) return 3;
+    for (std::uint64_t seq = 0; seq < 3; ++seq)
+      if (int e = one_collective<abi::ProfilerV5, abi::DescrV5>(t, ctx, seq)) return e;
+    // A kernel channel whose parent is not one of ours is ignored.
+    struct { std::uint32_t magic = 0; } foreign;
+    abi::DescrV5 k{};
+    k.type = abi::kKernelCh, k.parent = &foreign;
+    void* h = reinterpret_cast<void*>(1);
+    t->start_event(ctx, &h, &k);
+    if (h) return 12;
+    // A collective whose channel never stops: written at the end, marked incomplete.
+    auto d = coll<abi::DescrV5>(3, "AllGather", 10, "ncclBfloat16", 1, 1);
+    void* c = nullptr;
+    t->start_event(ctx, &c, &d);
+    t->stop_event(c);
+    abi::DescrV5 k2{};
+    k2.type = abi::kKernelCh, k2.parent = c, k2.kernel_ch.ptimer = 5;
+    void* ch = nullptr;
+    t->start_event(ctx, &ch, &k2);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the writer's looks pass
+    return 0;  // no finalize: as PyTorch, the process ends with the communicator alive
+  });
+  ASSERT_EQ(rc, 0);
+  const auto back = read_back(f.path);
+  EXPECT_EQ(std::string(back.header.magic, 8), std::string(slow::kMagic, 8));
+  EXPECT_EQ(back.header.profiler_api, 5);
+  EXPECT_EQ(back.header.record_size, sizeof(slow::Record));
+  EXPECT_EQ(back.header.cuda_device, -1);  // no CUDA in this process
+  ASSERT_EQ(back.records.size(), 4u);
+  std::vector<std::uint64_t> seqs;
+  for (const auto& r : back.records) seqs.push_back(r.seq);
+  std::sort(seqs.begin(), seqs.end());
+  EXPECT_EQ(seqs, (std::vector<std::uint64_t>{0, 1, 2, 3}));
+  for (const auto& r : back.records)
+    if (r.seq < 3) expect_collective(r, 0x3f00aa, r.seq);
+    else {
+      EXPECT_EQ(r.flags & slow::kIncomplete, slow::kIncomplete);
+      EXPECT_EQ(r.bytes, 20u);  // 10 bfloat16
+      EXPECT_STREQ(slow::name_of(slow::kOps, r.op), "AllGather");
+    }
+}
+
+TEST(ProfilerPlugin, V4TableAndFinalizeWriteTheSame) {
+  Folder f;
+  const int rc = in_child(f.path, [](void* lib) {
+    auto* t = static_cast<const abi::ProfilerV4*>(::dlsym(lib, "ncclProfiler_v4"));
+    if (!t) return 1;
+    void* ctx = nullptr;
+    int mask = 0;
+    if (t->init(&ctx, &mask, "comm", 0x77, 1, 4, 1, nullptr) != 0) return 2;
+    if (int e = one_collective<abi::ProfilerV4, abi::DescrV4>(t, ctx, 41)) return e;
+    t->finalize(ctx);
+    return 0;
+  });
+  ASSERT_EQ(rc, 0);
+  const auto back = read_back(f.path);
+  EXPECT_EQ(back.header.profiler_api, 4);
+  ASSERT_EQ(back.records.size(), 1u);
+  expect_collective(back.records[0], 0x77, 41);
+}
+
+TEST(ProfilerPlugin, V3TakesTheCommunicatorFromTheEventAndHostTimes) {
+  Folder f;
+  const int rc = in_child(f.path, [](void* lib) {
+    auto* t = static_cast<const abi::ProfilerV3*>(::dlsym(lib, "ncclProfiler_v3"));
+    if (!t) return 1;
+    void* ctx = nullptr;
+    int mask = 0;
+    if (t->init(&ctx, &mask) != 0) return 2;
+    abi::DescrV3 d{};
+    d.type = abi::kColl, d.rank = 2;
+    d.coll.comm_hash = 0x99, d.coll.seq = 5, d.coll.func = "ReduceScatter", d.coll.count = 8;
+    d.coll.datatype = "ncclFloat64", d.coll.max_channels = 4, d.coll.algo = "TREE", d.coll.proto = "LL";
+    void* h = nullptr;
+    t->start_event(ctx, &h, &d);
+    t->stop_event(h);
+    abi::DescrV3 k{};
+    k.type = abi::kKernelCh, k.parent = h;
+    void* ch = nullptr;
+    t->start_event(ctx, &ch, &k);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    t->stop_event(ch);  // one channel of at most 4: settled after two looks without change
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    return 0;
+  });
+  ASSERT_EQ(rc, 0);
+  const auto back = read_back(f.path);
+  ASSERT_EQ(back.records.size(), 1u);
+  const auto& r = back.records[0];
+  EXPECT_EQ(r.comm, 0x99u);
+  EXPECT_EQ(r.nranks, 0);
+  EXPECT_EQ(r.bytes, 64u);
+  EXPECT_EQ(r.flags, slow::kHostTimer);  // complete, not marked incomplete
+  EXPECT_GE(r.kernel_ns(), 4000000u);
+  EXPECT_LT(r.kernel_ns(), 1000000000u);
+  EXPECT_STREQ(slow::name_of(slow::kAlgos, r.algo), "TREE");
+}
+
+TEST(ProfilerPlugin, InitFailsWithoutAFolderOfOurs) {
+  // Not named: NCCL is told to go on without the plugin.
+  EXPECT_EQ(in_child("", [](void* lib) {
+              auto* t = static_cast<const abi::ProfilerV5*>(::dlsym(lib, "ncclProfiler_v5"));
+              void* ctx = nullptr;
+              int mask = 0;
+              return t->init(&ctx, 1, &mask, "c", 1, 2, 0, nullptr) == abi::kInternalError && !ctx ? 0 : 1;
+            }),
+            0);
+  // A folder others can write: refused (others could feed the judge).
+  Folder f;
+  ::chmod(f.path.c_str(), 0777);
+  EXPECT_EQ(in_child(f.path, [](void* lib) {
+              auto* t = static_cast<const abi::ProfilerV5*>(::dlsym(lib, "ncclProfiler_v5"));
+              void* ctx = nullptr;
+              int mask = 0;
+              return t->init(&ctx, 1, &mask, "c", 1, 2, 0, nullptr) == abi::kInternalError ? 0 : 1;
+            }),
+            0);
+  EXPECT_TRUE(fs::is_empty(f.path));
+}
+
+TEST(ProfilerPlugin, AFullRingDropsWhatItCannotHold) {
+  Folder f;
+  const int rc = in_child(f.path, [](void* lib) {
+    auto* t = static_cast<const abi::ProfilerV5*>(::dlsym(lib, "ncclProfiler_v5"));
+    void* ctx = nullptr;
+    int mask = 0;
+    if (t->init(&ctx, 5, &mask, "c", 1, 4, 1, nullptr) != 0) return 1;
+    // 1100 collectives started, none finished: the ring holds 1024, the rest get no handle.
+    int handles = 0;
+    for (std::uint64_t seq = 0; seq < 1100; ++seq) {
+      auto d = coll<abi::DescrV5>(seq, "AllReduce", 1, "ncclInt8", 1, 1);
+      void* h = nullptr;
+      t->start_event(ctx, &h, &d);
+      handles += h != nullptr;
+    }
+    if (handles != 1024) return 2;
+    t->finalize(ctx);
+    return 0;
+  });
+  ASSERT_EQ(rc, 0);
+  const auto back = read_back(f.path);
+  EXPECT_EQ(back.records.size(), 0u);  // none had a kernel channel: dropped, nothing partial written
+}
+
+TEST(ProfilerPlugin, AWriteThatFailsIsSaidOnceAndTheProcessGoesOn) {
+  Folder f;
+  const int rc = in_child(f.path, [](void* lib) {
+    auto* t = static_cast<const abi::ProfilerV5*>(::dlsym(lib, "ncclProfiler_v5"));
+    void* ctx = nullptr;
+    int mask = 0;
+    if (t->init(&ctx, 5, &mask, "c", 1, 4, 1, nullptr) != 0) return 1;
+    std::signal(SIGXFSZ, SIG_IGN);
+    const rlimit lim{sizeof(slow::FileHeader) + 10 * sizeof(slow::Record), RLIM_INFINITY};
+    ::setrlimit(RLIMIT_FSIZE, &lim);
+    for (std::uint64_t seq = 0; seq < 200; ++seq)
+      if (int e = one_collective<abi::ProfilerV5, abi::DescrV5>(t, ctx, seq)) return e;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    // Recording is off: a new communicator's init fails (NCCL goes on without the plugin), events are harmless.
+    void* ctx2 = nullptr;
+    if (t->init(&ctx2, 6, &mask, "c", 1, 4, 1, nullptr) != abi::kInternalError) return 3;
+    if (int e = one_collective<abi::ProfilerV5, abi::DescrV5>(t, ctx, 500)) return e;
+    return 0;
+  });
+  ASSERT_EQ(rc, 0);
+  const auto back = read_back(f.path);
+  EXPECT_LE(back.records.size(), 10u);
+}
+
+}  // namespace
