@@ -4,7 +4,8 @@
   fabric-report plot RUN.h5 [--out DIR] [--format png|svg]
                                                   busbw/time, latency/bandwidth against size, sweep heat maps (one
                                                   per rail, hosts grouped by leaf switch given a topology),
-                                                  per-node medians, a stability profile
+                                                  per-node medians, a stability profile, a slow-rank report's
+                                                  ranks against time (fabric-watchdog --slow)
   fabric-report compare A.h5 B.h5 [--threshold 5%]
                                                   A, B and B/A for every measured value; exit 1 on a regression
   fabric-report baseline RUN.h5 OUT.ini [--tolerance 10%]

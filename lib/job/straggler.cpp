@@ -124,12 +124,24 @@ SlowWindow StragglerJudge::judge(std::int64_t now_ns) {
     // The span: from the first collective to the last, and never less than 1 s (a burst is not a rate).
     const double span_s = std::max(1.0, static_cast<double>(a.last - a.first) * 1e-9);
     bool comm_late = false;
+    double total_s = 0;
+    std::vector<double> every;
+    for (const auto& [rank, waits] : a.waits)
+      for (double x : waits) total_s += x, every.push_back(x);
+    // A rank's typical wait: the median of its waits that stand out (over 4x the communicator's median wait), where
+    // it has such: while it turns slow, its window still holds the healthy turns, whose median would say 0.2 ms.
+    const double usual_s = median(every);
     for (auto& [rank, waits] : a.waits) {
       RankWindow r;
       r.comm = comm, r.rank = rank, r.source = a.source[rank], r.collectives = a.n, r.late = waits.size();
-      for (double x : waits) r.cost_s += x;
-      r.wait_median_s = median(waits);
+      std::vector<double> standing_out;
+      for (double x : waits) {
+        r.cost_s += x;
+        if (x > 4 * usual_s) standing_out.push_back(x);
+      }
+      r.wait_median_s = standing_out.empty() ? median(waits) : median(standing_out);
       r.loss = r.cost_s / span_s;
+      r.share = total_s > 0 ? r.cost_s / total_s : 0;
       r.kernel_median_s = median(kernels[{comm, rank}]);
       const auto& ops = a.ops[rank];
       r.op = slow::name_of(slow::kOps, std::max_element(ops.begin(), ops.end(), [](const auto& x, const auto& y) {
@@ -137,7 +149,7 @@ SlowWindow StragglerJudge::judge(std::int64_t now_ns) {
                                        })->first);
       const double late_fraction = static_cast<double>(r.late) / static_cast<double>(r.collectives);
       const bool was = named_.count({comm, rank}) > 0;
-      const bool enough = r.collectives >= s_.min_collectives && late_fraction >= s_.late;
+      const bool enough = r.collectives >= s_.min_collectives && r.share >= s_.share;
       if (enough && r.loss >= (was ? s_.loss_gone : s_.loss)) {
         named[{comm, rank}] = true;
         comm_late = true;

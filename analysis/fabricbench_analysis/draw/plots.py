@@ -3,8 +3,8 @@ from per-table code: each headline column of a results table against size, one c
 with the row's time beside it where the table measures one, and its reference figure, the expected bandwidth, as a
 dashed line, or a dashed curve where it varies with size); the headline of any other table without a size as bars per
 series value (fabric-sweep's per-node medians, a verdict's hosts in red, untested ones in grey); a sweep's heat maps
-and mesh pictures (sweep_plots.py); and a stability profile (per-iteration times of one size, in order). Each figure
-becomes a file through figure_file.py."""
+and mesh pictures (sweep_plots.py); a slow-rank report's ranks against time (slow_plots.py); and a stability profile
+(per-iteration times of one size, in order). Each figure becomes a file through figure_file.py."""
 from __future__ import annotations
 
 import math
@@ -20,6 +20,7 @@ from ..judge import rails  # noqa: E402
 from ..read.results import TIME_UNITS, curve_keys, curve_label  # noqa: E402
 from . import figure_file as ff  # noqa: E402
 from . import layout  # noqa: E402
+from . import slow_plots  # noqa: E402
 from . import sweep_plots  # noqa: E402
 from .figure_file import title  # noqa: E402
 
@@ -260,7 +261,8 @@ def _stability(run, out_dir, fmt, paths) -> None:
 
 def plot_run(run, out_dir, fmt: str = "png") -> list:
     """Every plot that applies to `run`, written to `out_dir`; returns the paths. Results tables with a size key
-    get curves, other tables (samples aside) without one get bars, of their headline columns."""
+    get curves, other tables (samples aside) without one get bars, of their headline columns; a sweep its heat maps
+    and mesh, a slow-rank report (/slow/windows, /slow/collectives) its ranks against time."""
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths: list = []
@@ -270,6 +272,7 @@ def plot_run(run, out_dir, fmt: str = "png") -> list:
             _curves(run, table, out_dir, fmt, paths)
     sweep_plots.heat_maps(run, out_dir, fmt, paths)
     sweep_plots.mesh(run, out_dir, fmt, paths)
+    slow_plots.slow_ranks(run, out_dir, fmt, paths)
     for table in drawn:
         if table in ("sweep/passes", "sweep/changes"):
             continue  # the mesh's own pictures

@@ -60,7 +60,6 @@ std::string key_of(const job::SlowFinding& f) {
 struct Episode {
   job::SlowFinding first, worst;
   std::int64_t from_ns = 0, to_ns = 0;
-  bool open = true;
 };
 
 class Judge {
@@ -68,14 +67,45 @@ class Judge {
   Judge(const SlowOptions& o) : o_(o), folder_(o.folder, "--judge"),
         judge_({o.window_s, 0.5, o.loss, o.loss / 2, 10, 3, 50e-6}) {}
 
+  // Live: what the folder holds now, judged at the present.
   void look(bool last, const volatile std::sig_atomic_t& stop) {
     std::vector<std::pair<std::size_t, slow::Record>> records;
+    poll(records);
+    for (const auto& [source, r] : records) judge_.add(source, r);
+    judge_at(realtime_ns(), last, stop);
+  }
+
+  // --replay: everything the folder holds, judged second by second in the records' own time, as the live judge
+  // would have; each line says when.
+  void replay(const volatile std::sig_atomic_t& stop) {
+    std::vector<std::pair<std::size_t, slow::Record>> all, more;
+    do {
+      more.clear();
+      poll(more);
+      all.insert(all.end(), more.begin(), more.end());
+    } while (!more.empty());
+    std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.second.host_ns < b.second.host_ns; });
+    if (all.empty()) return;
+    const std::int64_t first = all.front().second.host_ns, last = all.back().second.host_ns;
+    std::size_t next = 0;
+    for (std::int64_t t = first + 1000000000; !stop; t += 1000000000) {
+      for (; next < all.size() && all[next].second.host_ns <= t; ++next) judge_.add(all[next].first, all[next].second);
+      at_ = fmt::format("at +{:.0f} s: ", static_cast<double>(t - first) * 1e-9);
+      const bool done = t > last;
+      judge_at(t, done, stop);
+      if (done) break;
+    }
+  }
+
+ private:
+  void poll(std::vector<std::pair<std::size_t, slow::Record>>& records) {
     std::vector<std::string> problems;
     folder_.poll(records, problems);
     for (const auto& p : problems) std::fprintf(stderr, "fabric-watchdog: --slow: %s\n", results::printable(p).c_str());
-    for (const auto& [source, r] : records) judge_.add(source, r);
     records_ += records.size();
-    const auto now = realtime_ns();
+  }
+
+  void judge_at(std::int64_t now, bool last, const volatile std::sig_atomic_t& stop) {
     if (records_ == 0 && !said_silent_ && std::chrono::steady_clock::now() - started_ >=
                                               std::chrono::duration<double>(o_.silent_s())) {
       said_silent_ = true;
@@ -90,26 +120,32 @@ class Judge {
     for (const auto& f : w.findings) {
       const auto key = key_of(f);
       seen[key] = true;
-      auto it = episodes_.find(key);
-      if (it == episodes_.end() || !it->second.open) {
+      const auto it = open_.find(key);
+      if (it == open_.end()) {
         Episode e;
         e.first = e.worst = f, e.from_ns = e.to_ns = now;
-        episodes_[key] = e;
-        order_.push_back(key);
+        open_[key] = episodes_.size();
+        episodes_.push_back(e);
         const auto line = describe(f);
-        std::fprintf(stderr, "fabric-watchdog: %s\n", line.c_str());
+        std::fprintf(stderr, "fabric-watchdog: %s%s\n", at_.c_str(), line.c_str());
         if (!o_.exec.empty() && !stop) act(f, line, stop);
       } else {
-        it->second.to_ns = now;
-        if (f.loss > it->second.worst.loss) it->second.worst = f;
+        auto& e = episodes_[it->second];
+        e.to_ns = now;
+        if (f.loss > e.worst.loss) e.worst = f;
       }
     }
-    for (auto& [key, e] : episodes_)
-      if (e.open && !seen.count(key) && !last) {
-        e.open = false;
-        std::fprintf(stderr, "fabric-watchdog: gone: %s, named for %.0f s (the job lost up to %.0f%% to it)\n",
-                     who(e.first).c_str(), static_cast<double>(e.to_ns - e.from_ns) * 1e-9, 100 * e.worst.loss);
+    for (auto it = open_.begin(); it != open_.end();) {
+      if (seen.count(it->first) || last) {
+        ++it;
+        continue;
       }
+      const auto& e = episodes_[it->second];
+      std::fprintf(stderr, "fabric-watchdog: %sgone: %s, named for %.0f s (the job lost up to %.0f%% to it)\n",
+                   at_.c_str(), who(e.first).c_str(), static_cast<double>(e.to_ns - e.from_ns) * 1e-9,
+                   100 * e.worst.loss);
+      it = open_.erase(it);
+    }
     for (const auto& [where, source_index] : judge_.quiet_ranks(o_.window_s))
       if (quiet_said_.emplace(where, true).second) {
         const auto& s = source(source_index);
@@ -123,6 +159,7 @@ class Judge {
     if (!o_.prometheus.empty()) metrics(w, now);
   }
 
+ public:
   void report(const std::string& command_line, bool interrupted) {
     judge_.close();
     results::ResultSet out;
@@ -134,7 +171,7 @@ class Judge {
     out.note(fmt::format("slow ranks: {} record(s) from {} process(es) in {}; {} collective(s) judged over {:g} s "
                          "windows; {} finding(s)",
                          records_, folder_.sources().size(), o_.folder, judge_.judged(), o_.window_s,
-                         order_.size()));
+                         episodes_.size()));
     write_findings(out);
     write_windows(out);
     write_collectives(out);
@@ -157,10 +194,10 @@ class Judge {
                          "job took for it before: the job loses {:.0f}% of its time inside it (slow inside the "
                          "collective: a link or NIC, not a rank)",
                          who(f), f.own_s * 1e3, f.own_s / f.best_s, f.best_s * 1e3, 100 * f.loss);
-    return fmt::format("slow rank: {} arrives last at {:.0f}% of its {} calls; the others wait {:.2f} ms for it on "
-                       "median: the job loses {:.0f}% of its time to it (slow before the collective: its compute, "
-                       "input, host or GPU)",
-                       who(f), 100 * f.late_fraction, f.op, f.wait_median_s * 1e3, 100 * f.loss);
+    return fmt::format("slow rank: {} arrives last at {:.0f}% of its {} calls of the last {:g} s; the others wait "
+                       "{:.2f} ms for it on median: the job loses {:.0f}% of its time to it (slow before the "
+                       "collective: its compute, input, host or GPU)",
+                       who(f), 100 * f.late_fraction, f.op, o_.window_s, f.wait_median_s * 1e3, 100 * f.loss);
   }
 
   const job::SlowSource& source(std::size_t i) const {
@@ -217,8 +254,7 @@ class Judge {
                 {{"kind"}, {"rank"}, {"host"}, {"pid"}, {"op"}, {"late_fraction"}, {"wait_median_ms"}, {"loss_pct"},
                  {"first_seen"}, {"last_seen"}});
     std::vector<results::Row> rows;
-    for (const auto& key : order_) {
-      const auto& e = episodes_.at(key);
+    for (const auto& e : episodes_) {
       const auto& f = e.worst;
       const auto& s = source(f.source);
       const bool late = f.kind == job::SlowFinding::Kind::late;
@@ -345,9 +381,10 @@ class Judge {
   std::size_t records_ = 0;
   bool said_silent_ = false;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
-  std::map<std::string, Episode> episodes_;
-  std::vector<std::string> order_;
+  std::vector<Episode> episodes_;               // every naming, in order
+  std::map<std::string, std::size_t> open_;     // the ones named now, by key_of: index in episodes_
   std::vector<std::pair<std::int64_t, job::RankWindow>> windows_;
+  std::string at_;  // --replay: "at +12 s: " before each line
   std::map<std::pair<std::uint64_t, int>, bool> quiet_said_;
 };
 
@@ -355,6 +392,11 @@ class Judge {
 
 int judge_slow(const SlowOptions& o, const std::string& command_line, const volatile std::sig_atomic_t& stop) {
   Judge judge(o);
+  if (o.replay) {
+    judge.replay(stop);
+    judge.report(command_line, stop != 0);
+    return 0;
+  }
   for (;;) {
     const bool last = stop;
     judge.look(last, stop);

@@ -96,7 +96,7 @@ std::string absolute(const std::string& path) {
 void parse_slow(Options& o, const po::variables_map& v, const char* argv0) {
   (void)argv0;
   const bool slow = v.count("slow"), judge = v.count("judge");
-  if (const auto n = given(v, {"slow-window", "slow-loss", "slow-report", "slow-prometheus", "slow-exec"});
+  if (const auto n = given(v, {"slow-window", "slow-loss", "slow-report", "slow-prometheus", "slow-exec", "replay"});
       !slow && !judge && !n.empty())
     throw Error::usage(fmt::format("--{} belongs to --slow DIR (or --judge DIR): give one, or drop --{}", n, n));
   if (!slow && !judge) return;
@@ -127,6 +127,8 @@ void parse_slow(Options& o, const po::variables_map& v, const char* argv0) {
       throw Error::usage(fmt::format("--slow-exec {}: not an executable file", s.exec));
   }
   s.action_timeout_s = cli::parse_duration(v["action-timeout"].as<std::string>(), "--action-timeout");
+  if (v.count("replay") && !judge) throw Error::usage("--replay judges a folder after the fact: give --judge DIR");
+  s.replay = v.count("replay") > 0;
   if (judge) {
     if (!o.command.empty())
       throw Error::usage("--judge judges a folder alone: drop the command after --, or use --slow DIR -- COMMAND");
@@ -189,6 +191,8 @@ Options Options::parse(int argc, char** argv) {
       "and when it stops; the report in --slow-report at the end");
   add("judge", po::value<std::string>(),
       "only the judge of --slow's folder DIR (on any node that sees it), until SIGTERM or SIGINT");
+  add("replay", "with --judge: judge what the folder holds after the fact, second by second in the records' own "
+                "time (the lines the live judge would have printed, each with its time), then write the report");
   add("slow-window", po::value<std::string>()->default_value("10s"), "the window a rank is judged over");
   add("slow-loss", po::value<double>()->default_value(10),
       "percent of the window the others must spend waiting for a rank before it is named");

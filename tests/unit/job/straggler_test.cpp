@@ -78,6 +78,24 @@ TEST(StragglerJudge, NamedWhileItLastsAndNoMoreAfterAHealthyWindow) {
   EXPECT_TRUE(j.judge(kT0 + 24900 * kMs).findings.empty());
 }
 
+TEST(StragglerJudge, NamedFromTheWaitingItCausesBeforeItIsLastAtHalfTheCollectives) {
+  // 8 ranks taking turns for 10 s, then rank 5 late by 27 ms at every collective for 4 s: of the 101 collectives of
+  // the last 10 s (3.9-13.9 s) it was last at 7 + 40 (47%), but it caused 1081 of the 1090 ms the ranks waited.
+  StragglerJudge j;
+  std::uint64_t seq = 0;
+  for (int i = 0; i < 140; ++i, ++seq)
+    for (int rank = 0; rank < 8; ++rank) {
+      const bool slow = i >= 100;
+      const std::uint64_t k = slow ? (rank == 5 ? 300'000 : 27'300'000) : (rank == i % 8 ? 300'000 : 450'000);
+      j.add(rank, record(2, seq, rank, 8, kT0 + i * 100 * kMs, k));
+    }
+  const auto w = j.judge(kT0 + 13900 * kMs);
+  ASSERT_EQ(w.findings.size(), 1u);
+  EXPECT_EQ(w.findings[0].rank, 5);
+  EXPECT_NEAR(w.findings[0].late_fraction, 47.0 / 101, 1e-12);
+  EXPECT_NEAR(w.findings[0].loss, (40 * 27e-3 + 7 * 0.15e-3) / 10.0, 1e-9);
+}
+
 TEST(StragglerJudge, TooFewCollectivesOrAShortWaitNameNobody) {
   StragglerJudge j;
   feed(j, kT0, 0, 9, 3);  // 9 < min_collectives

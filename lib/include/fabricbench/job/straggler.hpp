@@ -4,10 +4,13 @@
 // longer the others ran is what its lateness cost them. No clock is compared between ranks (only each rank's own
 // kernel duration).
 //
-// Over a window (10 s): per rank, the share of the communicator's collectives it arrived last at (by at least 50 us)
-// and the time the others waited for it, as a share of the window: the job's time lost to it. A rank is named when
-// it is last at >= `late` of them and costs >= `loss` of the time ("slow before the collective": compute, input,
-// the host or its GPU), and is named no more once it costs < `loss_gone` over a whole window. A collective that
+// Over a window (10 s): per rank, the collectives of its communicator it arrived last at (by at least 50 us) and
+// the time the others waited for it there, as a share of the window: the job's time lost to it. A rank is named when
+// it causes >= `share` of all the waiting in its communicator and costs >= `loss` of the time ("slow before the
+// collective": compute, input, the host or its GPU), and is named no more once it costs < `loss_gone`. (The share of
+// the waiting, not of the collectives it was last at: healthy ranks take turns being last, so that share starts at
+// 1/n and reaches one half only once the slow part fills a third of the window; the waiting is the slow rank's from
+// its first second.) A collective that
 // every rank runs alike but several times slower than this job ran it before (same communicator, op and size) is
 // named as slow inside (a link or NIC), when no rank of its communicator is named late.
 #pragma once
@@ -26,7 +29,7 @@ namespace fabricbench::job {
 
 struct StragglerSettings {
   double window_s = 10;
-  double late = 0.5;         // share of the collectives the rank arrived last at
+  double share = 0.5;        // share of the communicator's waiting this rank causes
   double loss = 0.10;        // share of the window the others waited for it
   double loss_gone = 0.05;
   std::size_t min_collectives = 10;
@@ -41,9 +44,10 @@ struct RankWindow {
   std::size_t source = 0;       // the file (process) its records came from
   std::size_t collectives = 0;  // of its communicator, in the window
   std::size_t late = 0;         // arrived last at
-  double wait_median_s = 0;     // the others' median wait at those
+  double wait_median_s = 0;     // the others' median wait at those (at those that stand out, where some do)
   double cost_s = 0;            // the others' wait summed over those
   double loss = 0;              // cost_s / the window's span
+  double share = 0;             // cost_s / all the waiting in its communicator
   double kernel_median_s = 0;   // its own kernel time, median
   std::string op;               // the op it was most often last at
 };

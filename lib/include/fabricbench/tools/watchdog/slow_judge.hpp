@@ -13,6 +13,7 @@ struct SlowOptions {
   std::string folder, report, prometheus, exec;
   double window_s = 10, loss = 0.10, action_timeout_s = 60;
   bool force = false;
+  bool replay = false;  // --judge DIR --replay: the folder judged after the fact, in the records' own time
   // No record in the folder after this long: the job's NCCL did not load the plugin (said once).
   double silent_s() const { return window_s * 6 < 5 ? 5 : window_s * 6; }
 };
