@@ -1,5 +1,5 @@
 // NCCL's profiler plugin interface, declared here from its documented layout (NCCL's ext-profiler/README.md and the
-// profiler_vN.h headers of its example), for the versions this plugin exports: v3 (NCCL 2.25-2.26), v4 (2.27),
+// profiler_vN.h headers of its example), for the versions this plugin exports: v3 (NCCL 2.26), v4 (2.27),
 // v5 (2.28). Only the parts the plugin reads are spelled out; a union's other arms are left out, which moves
 // nothing (every arm starts at the union's start). NCCL's own headers are never needed to build the plugin.
 #pragma once

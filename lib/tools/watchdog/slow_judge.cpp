@@ -111,7 +111,7 @@ class Judge {
       said_silent_ = true;
       std::fprintf(stderr,
                    "fabric-watchdog: --slow: no rank has written to %s in %.0f s: the job's NCCL did not load the "
-                   "profiler plugin (NCCL before 2.25 has no interface it knows; NCCL_DEBUG=INFO shows "
+                   "profiler plugin (NCCL before 2.26 has no interface it knows; NCCL_DEBUG=INFO shows "
                    "'PROFILER/Plugin'), or the job does not use NCCL; it runs as before, unjudged\n",
                    results::printable(o_.folder).c_str(), o_.silent_s());
     }
