@@ -15,4 +15,11 @@ std::string data_dir() {
 
 std::string shipped_config(std::string_view name) { return data_dir() + "/configs/" + std::string(name); }
 
+std::string profiler_plugin() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const auto prefix = ec ? std::filesystem::path("..") : exe.parent_path().parent_path();
+  return (prefix / "lib" / "libnccl-profiler-fabricbench.so").lexically_normal().string();
+}
+
 }  // namespace fabricbench::app

@@ -2,13 +2,12 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "fabricbench/error.hpp"
 
@@ -30,9 +29,10 @@ void check_folder(const std::string& folder, const std::string& option) {
     throw Error::usage(fmt::format("{} {}: {}", option, folder, std::strerror(errno)));
   if (!S_ISDIR(st.st_mode)) throw Error::usage(fmt::format("{} {}: not a folder", option, folder));
   if (st.st_uid != ::geteuid() || (st.st_mode & 022))
-    throw Error::usage(fmt::format("{} {}: the folder must be this user's and writable by it alone (chmod go-w): "
-                                   "otherwise others could feed the judge",
-                                   option, folder));
+    throw Error::usage(
+        fmt::format("{} {}: the folder must be this user's and writable by it alone (chmod go-w): "
+                    "otherwise others could feed the judge",
+                    option, folder));
 }
 
 }  // namespace
@@ -54,18 +54,30 @@ SlowFolder::SlowFolder(std::string folder, const std::string& option) : folder_(
   check_folder(folder_, option);
 }
 
-SlowFolder::~SlowFolder() {
-  for (auto& [name, f] : open_)
-    if (f.fd >= 0) ::close(f.fd);
-}
+namespace {
 
-SlowFolder::Header SlowFolder::read_header(const std::string& path, Open& f, std::vector<std::string>& problems) {
+// A file opened for one read: closed by its owner.
+struct Fd {
+  int fd;
+  explicit Fd(int f) : fd(f) {}
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+};
+
+}  // namespace
+
+SlowFolder::Header SlowFolder::read_header(int fd, const std::string& path, File& f,
+                                           std::vector<std::string>& problems) {
   slow::FileHeader h{};
-  const auto n = ::pread(f.fd, &h, sizeof h, 0);
+  const auto n = ::pread(fd, &h, sizeof h, 0);
   if (n < static_cast<ssize_t>(sizeof h)) return Header::not_yet;  // not yet written whole: the next poll
   if (std::memcmp(h.magic, slow::kMagic, sizeof h.magic) != 0 || h.version != 1 ||
       h.record_size != sizeof(slow::Record)) {
-    problems.push_back(fmt::format("{}: not a record file of this fabricbench's NCCL profiler plugin; left alone", path));
+    problems.push_back(
+        fmt::format("{}: not a record file of this fabricbench's NCCL profiler plugin; left alone", path));
     return Header::refused;
   }
   SlowSource s;
@@ -81,30 +93,30 @@ SlowFolder::Header SlowFolder::read_header(const std::string& path, Open& f, std
     sources_.push_back(std::move(s));
   }
   f.source = at->second;
+  f.offset = sizeof h;
   f.header_read = true;
-  ::lseek(f.fd, sizeof h, SEEK_SET);
   return Header::read;
 }
 
-void SlowFolder::drain(Open& f, std::vector<std::pair<std::size_t, slow::Record>>& out, std::size_t limit) {
-  char buf[1 << 16];
-  std::size_t total = 0;
-  while (total < limit) {
-    const auto n = ::read(f.fd, buf, sizeof buf);
+// Whole records from the file's offset on, at most kReadLimit bytes; a record not yet whole waits for the next poll.
+void SlowFolder::drain(int fd, File& f, std::vector<std::pair<std::size_t, slow::Record>>& out) {
+  static thread_local std::vector<char> buf(1 << 16);
+  for (std::size_t total = 0; total < kReadLimit;) {
+    const auto n = ::pread(fd, buf.data(), buf.size(), static_cast<off_t>(f.offset));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    total += static_cast<std::size_t>(n);
-    f.partial.append(buf, static_cast<std::size_t>(n));
-    std::size_t at = 0;
-    for (; at + sizeof(slow::Record) <= f.partial.size(); at += sizeof(slow::Record)) {
+    if (n < static_cast<ssize_t>(sizeof(slow::Record))) break;
+    const auto whole = static_cast<std::size_t>(n) / sizeof(slow::Record) * sizeof(slow::Record);
+    for (std::size_t at = 0; at < whole; at += sizeof(slow::Record)) {
       slow::Record r;
-      std::memcpy(&r, f.partial.data() + at, sizeof r);
+      std::memcpy(&r, buf.data() + at, sizeof r);
       out.emplace_back(f.source, r);
     }
-    f.partial.erase(0, at);
+    f.offset += whole, total += whole;
   }
 }
 
+// No file is held open between polls (a job of thousands of ranks would pass the descriptor limit): each is opened,
+// checked to be the file last seen (its inode), read from where the last poll stopped, and closed.
 void SlowFolder::poll(std::vector<std::pair<std::size_t, slow::Record>>& out, std::vector<std::string>& problems) {
   DIR* dir = ::opendir(folder_.c_str());
   if (!dir) return;
@@ -119,39 +131,36 @@ void SlowFolder::poll(std::vector<std::pair<std::size_t, slow::Record>>& out, st
     const std::string path = folder_ + "/" + name;
     struct stat st {};
     if (::lstat(path.c_str(), &st) != 0) continue;
-    auto it = open_.find(name);
-    if (it != open_.end() && it->second.inode != st.st_ino) {
-      // Rotated: the rest of the old segment (still open), then the new file from its start.
-      drain(it->second, out, kReadLimit);
-      ::close(it->second.fd);
-      open_.erase(it);
-      it = open_.end();
+    if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) {
+      problems.push_back(fmt::format("{}: not a regular file of this user; left alone", path));
+      refused_[name] = true;
+      continue;
     }
-    if (it == open_.end()) {
-      if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) {
-        problems.push_back(fmt::format("{}: not a regular file of this user; left alone", path));
-        refused_[name] = true;
-        continue;
-      }
-      Open f;
-      f.fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-      if (f.fd < 0) continue;
-      struct stat fst {};
-      ::fstat(f.fd, &fst);
-      f.inode = fst.st_ino;
-      it = open_.emplace(name, std::move(f)).first;
+    auto it = files_.find(name);
+    if (it != files_.end() && it->second.inode != st.st_ino) {
+      // Rotated: the rest of the old segment (now <name>.old, the same inode), then the new file from its start.
+      const std::string old = path.substr(0, path.size() - std::strlen(slow::kFileSuffix)) + slow::kOldSuffix;
+      Fd fd(::open(old.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+      struct stat ost {};
+      if (fd.fd >= 0 && ::fstat(fd.fd, &ost) == 0 && ost.st_ino == it->second.inode && it->second.header_read)
+        drain(fd.fd, it->second, out);
+      it->second = File{};
     }
-    Open& f = it->second;
+    if (it == files_.end()) it = files_.emplace(name, File{}).first;
+    File& f = it->second;
+    Fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    struct stat fst {};
+    if (fd.fd < 0 || ::fstat(fd.fd, &fst) != 0 || fst.st_ino != st.st_ino) continue;  // replaced meanwhile: next poll
+    f.inode = st.st_ino;
     if (!f.header_read) {
-      const auto header = read_header(path, f, problems);
+      const auto header = read_header(fd.fd, path, f, problems);
       if (header == Header::refused) {
-        ::close(f.fd);
-        open_.erase(it);
+        files_.erase(it);
         refused_[name] = true;
       }
       if (header != Header::read) continue;
     }
-    drain(f, out, kReadLimit);
+    drain(fd.fd, f, out);
   }
 }
 

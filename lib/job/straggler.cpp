@@ -85,7 +85,8 @@ std::vector<std::pair<std::pair<std::uint64_t, int>, std::size_t>> StragglerJudg
   for (const auto& [key, t] : last_seen_) newest[key.first] = std::max(newest[key.first], t);
   std::vector<std::pair<std::pair<std::uint64_t, int>, std::size_t>> out;
   for (const auto& [key, t] : last_seen_)
-    if (static_cast<double>(newest[key.first] - t) > after_s * 1e9) out.push_back({key, ranks_of_.at(key.first).at(key.second)});
+    if (static_cast<double>(newest[key.first] - t) > after_s * 1e9)
+      out.push_back({key, ranks_of_.at(key.first).at(key.second)});
   return out;
 }
 

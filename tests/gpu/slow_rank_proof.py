@@ -26,7 +26,8 @@ import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-WATCHDOG = str(ROOT / ".carry" / "bin" / "fabric-watchdog")
+BIN = pathlib.Path(os.environ.get("FABRICBENCH_BIN", ROOT / ".carry" / "bin"))
+WATCHDOG = str(BIN / "fabric-watchdog")
 # Another process's matmuls on the rank's GPU; it writes when its loop really ran (CUDA's start-up takes seconds).
 NEIGHBOUR = ("import sys, time, torch\n"
              "torch.cuda.set_device(0); n = int(sys.argv[1])\n"
@@ -133,8 +134,9 @@ def main():
     mode, out = sys.argv[1], pathlib.Path(sys.argv[2])
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
-    os.environ["LD_LIBRARY_PATH"] = str(ROOT / ".carry" / "lib")
-    work = pathlib.Path("/tmp/slow-proof")
+    if (BIN.parent / "lib").is_dir():  # a carried prefix's libraries (its libcudart)
+        os.environ["LD_LIBRARY_PATH"] = str(BIN.parent / "lib")
+    work = pathlib.Path(os.environ.get("SLOW_PROOF_WORK", "/tmp/slow-proof"))
     summary = {"mode": mode}
     if mode == "smoke":
         j = Job(work, "smoke", [0, 1], 45, [{"kind": "neighbour", "rank": 1, "start": 15, "end": 30, "size": 8192}]).wait()

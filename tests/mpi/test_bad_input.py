@@ -48,6 +48,8 @@ COLL_UNUSED = [
     (["--op", "all_reduce", "--per-iter", "--min-time", "0.5"],
      "--min-time with --per-iter: that timing mode times one block of nccl-tests' count; drop it"),
     (["--op", "all_reduce", "-G", "2", "--min-time", "0.5"], "--min-time with --graph: that timing mode"),
+    (["--op", "all_reduce", "--backend", "mpi", "--per-rank"],
+     "--per-rank reads NCCL's profiler events: it needs --backend nccl"),
 ]
 
 # fabric-verbs' options that no chosen test reads (issue 48); refused before any RDMA device is opened.

@@ -262,7 +262,7 @@ class Watchdog(LaunchTest):
                                 "--timeout: there is no command to watch"),
                                (["--ras", "127.0.0.1:1", "--no-ras", "--", "true"], "--ras with --no-ras"),
                                (["--actions", "kill", "--no-python-hook", "--", "true"], "--no-python-hook: the hook"),
-                               (["--force", "--", "true"], "--force overwrites the --report file"),
+                               (["--force", "--", "true"], "--force overwrites the --report (or --slow-report) file"),
                                (["--actions", "kill,stacks,kill", "--", "true"], "kill given twice"),
                                (["--action-timeout", "5s", "--", "true"], "--action-timeout bounds the exec:")]:
             with self.subTest(args=args):

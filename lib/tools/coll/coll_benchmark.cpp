@@ -185,6 +185,9 @@ void CollBenchmark::add_options(cli::po::options_description& options) {
       "timed (at most 100 blocks) and report the median block, with the blocks' spread; 0: one block");
   add("memory", po::value<std::string>()->default_value("host"),
       "MPI back end buffers: host or device (CUDA-aware MPI)");
+  add("per-rank",
+      "NCCL: each rank's kernel time in every collective, from fabricbench's NCCL profiler plugin, and the rank that "
+      "made the others wait named (/coll/per_rank; nccl-tests' -I with its straggler analysis, named)");
 }
 
 void CollBenchmark::configure(const cli::po::variables_map& v, const cli::CommonOptions& common,
@@ -267,6 +270,11 @@ void CollBenchmark::configure(const cli::po::variables_map& v, const cli::Common
     require_mpi_counts(ops_, dtypes_, common.sizes.max(), nranks, common.sizes_option);
   } else if (device_memory_) {
     throw Error::usage("--memory applies to --backend mpi only (NCCL always uses device memory)");
+  }
+  if (v.count("per-rank")) {
+    if (backend_ != BackendKind::nccl)
+      throw Error::usage("--per-rank reads NCCL's profiler events: it needs --backend nccl");
+    per_rank_ = std::make_unique<PerRankView>();  // before NCCL's first communicator
   }
   const bool some_all = v["dtype"].as<std::string>() == "all" || v["redop"].as<std::string>() == "all";
   for (auto o : redops_)
@@ -437,6 +445,7 @@ ExitStatus CollBenchmark::run(const app::RunContext& context) {
       context.out->note(fmt::format("{}: Avg bus bandwidth : {:.3f} GB/s over {} rows", op->name,
                                     busbw.sum / busbw.rows, busbw.rows));
   }
+  if (per_rank_) per_rank_->write(context);
   const auto status = loop.finish("elements");
   if (context.is_root())  // nccl-tests' last line
     context.out->note(

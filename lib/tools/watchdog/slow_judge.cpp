@@ -54,7 +54,7 @@ std::string size_text(std::uint64_t bytes) {
 // A finding's identity across looks: the same rank (or collective) named again is the same episode.
 std::string key_of(const job::SlowFinding& f) {
   return f.kind == job::SlowFinding::Kind::late ? fmt::format("late {} {}", f.comm, f.rank)
-                                                 : fmt::format("inside {} {} {}", f.comm, f.op, f.bytes);
+                                                : fmt::format("inside {} {} {}", f.comm, f.op, f.bytes);
 }
 
 struct Episode {
@@ -64,8 +64,8 @@ struct Episode {
 
 class Judge {
  public:
-  Judge(const SlowOptions& o) : o_(o), folder_(o.folder, "--judge"),
-        judge_({o.window_s, 0.5, o.loss, o.loss / 2, 10, 3, 50e-6}) {}
+  Judge(const SlowOptions& o)
+      : o_(o), folder_(o.folder, "--judge"), judge_({o.window_s, 0.5, o.loss, o.loss / 2, 10, 3, 50e-6}) {}
 
   // Live: what the folder holds now, judged at the present.
   void look(bool last, const volatile std::sig_atomic_t& stop) {
@@ -84,7 +84,8 @@ class Judge {
       poll(more);
       all.insert(all.end(), more.begin(), more.end());
     } while (!more.empty());
-    std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.second.host_ns < b.second.host_ns; });
+    std::stable_sort(all.begin(), all.end(),
+                     [](const auto& a, const auto& b) { return a.second.host_ns < b.second.host_ns; });
     if (all.empty()) return;
     const std::int64_t first = all.front().second.host_ns, last = all.back().second.host_ns;
     std::size_t next = 0;
@@ -106,8 +107,8 @@ class Judge {
   }
 
   void judge_at(std::int64_t now, bool last, const volatile std::sig_atomic_t& stop) {
-    if (records_ == 0 && !said_silent_ && std::chrono::steady_clock::now() - started_ >=
-                                              std::chrono::duration<double>(o_.silent_s())) {
+    if (records_ == 0 && !said_silent_ &&
+        std::chrono::steady_clock::now() - started_ >= std::chrono::duration<double>(o_.silent_s())) {
       said_silent_ = true;
       std::fprintf(stderr,
                    "fabric-watchdog: --slow: no rank has written to %s in %.0f s: the job's NCCL did not load the "
@@ -168,10 +169,10 @@ class Judge {
     char host[256] = {};
     ::gethostname(host, sizeof host - 1);
     out.begin({"fabric-watchdog", FABRICBENCH_VERSION, command_line, results::utc_timestamp(), 1, {host}});
-    out.note(fmt::format("slow ranks: {} record(s) from {} process(es) in {}; {} collective(s) judged over {:g} s "
-                         "windows; {} finding(s)",
-                         records_, folder_.sources().size(), o_.folder, judge_.judged(), o_.window_s,
-                         episodes_.size()));
+    out.note(
+        fmt::format("slow ranks: {} record(s) from {} process(es) in {}; {} collective(s) judged over {:g} s "
+                    "windows; {} finding(s)",
+                    records_, folder_.sources().size(), o_.folder, judge_.judged(), o_.window_s, episodes_.size()));
     write_findings(out);
     write_windows(out);
     write_collectives(out);
@@ -190,14 +191,16 @@ class Judge {
 
   std::string describe(const job::SlowFinding& f) const {
     if (f.kind == job::SlowFinding::Kind::inside)
-      return fmt::format("slow collective: {}: {:.2f} ms on median on every rank alike, {:.1f}x the {:.3f} ms this "
-                         "job took for it before: the job loses {:.0f}% of its time inside it (slow inside the "
-                         "collective: a link or NIC, not a rank)",
-                         who(f), f.own_s * 1e3, f.own_s / f.best_s, f.best_s * 1e3, 100 * f.loss);
-    return fmt::format("slow rank: {} arrives last at {:.0f}% of its {} calls of the last {:g} s; the others wait "
-                       "{:.2f} ms for it on median: the job loses {:.0f}% of its time to it (slow before the "
-                       "collective: its compute, input, host or GPU)",
-                       who(f), 100 * f.late_fraction, f.op, o_.window_s, f.wait_median_s * 1e3, 100 * f.loss);
+      return fmt::format(
+          "slow collective: {}: {:.2f} ms on median on every rank alike, {:.1f}x the {:.3f} ms this "
+          "job took for it before: the job loses {:.0f}% of its time inside it (slow inside the "
+          "collective: a link or NIC, not a rank)",
+          who(f), f.own_s * 1e3, f.own_s / f.best_s, f.best_s * 1e3, 100 * f.loss);
+    return fmt::format(
+        "slow rank: {} arrives last at {:.0f}% of its {} calls of the last {:g} s; the others wait "
+        "{:.2f} ms for it on median: the job loses {:.0f}% of its time to it (slow before the "
+        "collective: its compute, input, host or GPU)",
+        who(f), 100 * f.late_fraction, f.op, o_.window_s, f.wait_median_s * 1e3, 100 * f.loss);
   }
 
   const job::SlowSource& source(std::size_t i) const {
@@ -223,8 +226,10 @@ class Judge {
     for (std::size_t i = 0; i < w.ranks.size() && i < 64; ++i) {
       const auto& r = w.ranks[i];
       const auto& s = source(r.source);
-      const results::Exposition::Labels l{{"communicator", comm_text(r.comm)}, {"rank", std::to_string(r.rank)},
-                                          {"host", s.host}, {"pid", std::to_string(s.pid)}};
+      const results::Exposition::Labels l{{"communicator", comm_text(r.comm)},
+                                          {"rank", std::to_string(r.rank)},
+                                          {"host", s.host},
+                                          {"pid", std::to_string(s.pid)}};
       e.add("slow_rank_wait_seconds", "the others' median wait at the collectives this rank arrived last at (window)",
             l, r.wait_median_s);
       e.add("slow_rank_late_ratio", "share of its communicator's collectives this rank arrived last at (window)", l,
@@ -239,20 +244,29 @@ class Judge {
   }
 
   void write_findings(results::ResultSet& out) {
-    const results::TableSpec t{"slow", "findings",
-                               {results::key_text("kind", 8), results::key_text("comm", 20), results::key_int("rank"),
-                                results::setting_text("host", 64), results::setting_int("pid"),
-                                results::setting_text("gpu", 40), results::setting_text("op", 16),
-                                results::setting_int("bytes"),
-                                results::measured("late_fraction", Unit::none, Better::lower, "late", 2),
-                                results::measured("wait_median_ms", Unit::none, Better::lower, "wait ms", 2),
-                                results::measured("loss_pct", Unit::percent, Better::lower, "lost %", 0),
-                                results::setting_text("first_seen", 24), results::setting_text("last_seen", 24),
-                                results::setting_text("text", 512)}};
+    const results::TableSpec t{
+        "slow",
+        "findings",
+        {results::key_text("kind", 8), results::key_text("comm", 20), results::key_int("rank"),
+         results::setting_text("host", 64), results::setting_int("pid"), results::setting_text("gpu", 40),
+         results::setting_text("op", 16), results::setting_int("bytes"),
+         results::measured("late_fraction", Unit::none, Better::lower, "late", 2),
+         results::measured("wait_median_ms", Unit::none, Better::lower, "wait ms", 2),
+         results::measured("loss_pct", Unit::percent, Better::lower, "lost %", 0),
+         results::setting_text("first_seen", 24), results::setting_text("last_seen", 24),
+         results::setting_text("text", 512)}};
     out.declare(t);
     out.section(t, "slow ranks and collectives named while the job ran",
-                {{"kind"}, {"rank"}, {"host"}, {"pid"}, {"op"}, {"late_fraction"}, {"wait_median_ms"}, {"loss_pct"},
-                 {"first_seen"}, {"last_seen"}});
+                {{"kind"},
+                 {"rank"},
+                 {"host"},
+                 {"pid"},
+                 {"op"},
+                 {"late_fraction"},
+                 {"wait_median_ms"},
+                 {"loss_pct"},
+                 {"first_seen"},
+                 {"last_seen"}});
     std::vector<results::Row> rows;
     for (const auto& e : episodes_) {
       const auto& f = e.worst;
@@ -279,14 +293,14 @@ class Judge {
   }
 
   void write_windows(results::ResultSet& out) {
-    results::TableSpec t{"slow", "windows",
-                               {results::key_text("time", 24), results::key_int("t_ns"), results::key_text("comm", 20),
-                                results::key_int("rank"), results::setting_text("host", 64),
-                                results::setting_int("pid"), results::setting_int("collectives"),
-                                results::setting_int("late"),
-                                results::measured("wait_median_ms", Unit::none, Better::lower),
-                                results::measured("loss_pct", Unit::percent, Better::lower),
-                                results::measured("kernel_median_ms", Unit::none, Better::none)}};
+    results::TableSpec t{"slow",
+                         "windows",
+                         {results::key_text("time", 24), results::key_int("t_ns"), results::key_text("comm", 20),
+                          results::key_int("rank"), results::setting_text("host", 64), results::setting_int("pid"),
+                          results::setting_int("collectives"), results::setting_int("late"),
+                          results::measured("wait_median_ms", Unit::none, Better::lower),
+                          results::measured("loss_pct", Unit::percent, Better::lower),
+                          results::measured("kernel_median_ms", Unit::none, Better::none)}};
     t.bulk = true;
     out.declare(t);
     out.section(t, "", {});
@@ -310,12 +324,13 @@ class Judge {
   }
 
   void write_collectives(results::ResultSet& out) {
-    results::TableSpec t{"slow", "collectives",
-                         {results::key_int("t_ns"), results::key_text("comm", 20), results::key_int("seq"),
-                          results::key_int("rank"), results::setting_text("op", 16), results::setting_int("bytes"),
-                          results::setting_text("algo", 16), results::setting_text("proto", 8),
-                          results::measured("kernel_ms", Unit::none, Better::none),
-                          results::measured("wait_ms", Unit::none, Better::none), results::setting_int("last")}};
+    results::TableSpec t{
+        "slow",
+        "collectives",
+        {results::key_int("t_ns"), results::key_text("comm", 20), results::key_int("seq"), results::key_int("rank"),
+         results::setting_text("op", 16), results::setting_int("bytes"), results::setting_text("algo", 16),
+         results::setting_text("proto", 8), results::measured("kernel_ms", Unit::none, Better::none),
+         results::measured("wait_ms", Unit::none, Better::none), results::setting_int("last")}};
     t.bulk = true;
     out.declare(t);
     out.section(t, "", {});
@@ -338,11 +353,13 @@ class Judge {
   }
 
   void write_processes(results::ResultSet& out) {
-    const results::TableSpec t{"slow", "processes",
-                               {results::key_text("host", 64), results::key_int("pid"), results::setting_int("cuda_device"),
-                                results::setting_text("gpu_bus_id", 32), results::setting_text("visible_devices", 64),
-                                results::setting_text("launcher_rank", 16), results::setting_int("profiler_api"),
-                                results::setting_text("file", 256)}};
+    const results::TableSpec t{
+        "slow",
+        "processes",
+        {results::key_text("host", 64), results::key_int("pid"), results::setting_int("cuda_device"),
+         results::setting_text("gpu_bus_id", 32), results::setting_text("visible_devices", 64),
+         results::setting_text("launcher_rank", 16), results::setting_int("profiler_api"),
+         results::setting_text("file", 256)}};
     out.declare(t);
     out.section(t, "", {});
     std::vector<results::Row> rows;
@@ -357,16 +374,18 @@ class Judge {
                          .set("profiler_api", std::int64_t{s.profiler_api})
                          .set("file", s.file.substr(0, 256)));
     out.rows(rows);
-    const results::TableSpec m{"slow", "missing",
+    const results::TableSpec m{"slow",
+                               "missing",
                                {results::key_text("comm", 20), results::key_int("rank"),
                                 results::measured_int("collectives", Unit::none, Better::lower)}};
     out.declare(m);
     out.section(m, "", {});
     std::vector<results::Row> missing;
     for (const auto& [where, n] : judge_.missing()) {
-      out.note(fmt::format("rank {} of communicator {}: {} collective(s) never reported by it (it exited, or its "
-                           "records did not reach the folder)",
-                           where.second, comm_text(where.first), n));
+      out.note(
+          fmt::format("rank {} of communicator {}: {} collective(s) never reported by it (it exited, or its "
+                      "records did not reach the folder)",
+                      where.second, comm_text(where.first), n));
       missing.push_back(results::Row(m)
                             .set("comm", comm_text(where.first))
                             .set("rank", std::int64_t{where.second})
@@ -381,8 +400,8 @@ class Judge {
   std::size_t records_ = 0;
   bool said_silent_ = false;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
-  std::vector<Episode> episodes_;               // every naming, in order
-  std::map<std::string, std::size_t> open_;     // the ones named now, by key_of: index in episodes_
+  std::vector<Episode> episodes_;            // every naming, in order
+  std::map<std::string, std::size_t> open_;  // the ones named now, by key_of: index in episodes_
   std::vector<std::pair<std::int64_t, job::RankWindow>> windows_;
   std::string at_;  // --replay: "at +12 s: " before each line
   std::map<std::pair<std::uint64_t, int>, bool> quiet_said_;

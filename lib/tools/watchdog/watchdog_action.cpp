@@ -16,7 +16,8 @@ void run_action(const std::vector<std::string>& argv, const std::vector<std::str
   using Clock = std::chrono::steady_clock;
   try {
     job::ChildProcess action(argv, env);
-    const auto until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+    const auto until =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
     while (action.pump(0.2))
       if (Clock::now() >= until || stop) {
         std::fprintf(stderr, "fabric-watchdog: action %s %s: stopped\n", results::printable(argv[0]).c_str(),

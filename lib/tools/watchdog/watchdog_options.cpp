@@ -14,6 +14,7 @@
 #include <initializer_list>
 #include <sstream>
 
+#include "fabricbench/app/shipped_files.hpp"
 #include "fabricbench/cli/command_line.hpp"
 #include "fabricbench/error.hpp"
 #include "fabricbench/job/slow_folder.hpp"
@@ -33,8 +34,7 @@ void check_report(const std::string& path, const std::string& option = "--report
   const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-    throw Error::usage(
-        fmt::format("{} {}: not a regular file; give a path for the report's HDF5 file", option, path));
+    throw Error::usage(fmt::format("{} {}: not a regular file; give a path for the report's HDF5 file", option, path));
   const auto probe = fmt::format("{}/.fabric-watchdog-probe-{}", folder, ::getpid());
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0)
@@ -76,16 +76,6 @@ void parse_actions(Options& o, const std::string& action_text) {
   }
 }
 
-// The profiler plugin shipped beside the tools: <prefix>/bin/fabric-watchdog finds <prefix>/lib/....so (a build
-// tree has the same layout: <build>/benchmarks and <build>/lib).
-std::string plugin_path() {
-  char exe[4096] = {};
-  const auto n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-  std::string dir = n > 0 ? std::string(exe, static_cast<std::size_t>(n)) : std::string(".");
-  dir = dir.substr(0, dir.rfind('/'));
-  return dir.substr(0, dir.rfind('/')) + "/lib/libnccl-profiler-fabricbench.so";
-}
-
 std::string absolute(const std::string& path) {
   if (!path.empty() && path[0] == '/') return path;
   char cwd[4096] = {};
@@ -93,8 +83,7 @@ std::string absolute(const std::string& path) {
 }
 
 // --slow and --judge, and the options only they use.
-void parse_slow(Options& o, const po::variables_map& v, const char* argv0) {
-  (void)argv0;
+void parse_slow(Options& o, const po::variables_map& v) {
   const bool slow = v.count("slow"), judge = v.count("judge");
   if (const auto n = given(v, {"slow-window", "slow-loss", "slow-report", "slow-prometheus", "slow-exec", "replay"});
       !slow && !judge && !n.empty())
@@ -104,13 +93,16 @@ void parse_slow(Options& o, const po::variables_map& v, const char* argv0) {
   auto& s = o.slow;
   s.folder = absolute(v[slow ? "slow" : "judge"].as<std::string>());
   const std::string option = slow ? "--slow" : "--judge";
-  if (slow) job::SlowFolder::prepare(s.folder, option);
-  else job::SlowFolder(s.folder, option);
+  if (slow)
+    job::SlowFolder::prepare(s.folder, option);
+  else
+    job::SlowFolder(s.folder, option);
   s.window_s = cli::parse_duration(v["slow-window"].as<std::string>(), "--slow-window");
   if (s.window_s < 1 || s.window_s > 3600)
     throw Error::usage(fmt::format("--slow-window {}: allowed 1s to 1h", v["slow-window"].as<std::string>()));
   const double loss = v["slow-loss"].as<double>();
-  if (!(loss > 0 && loss < 100)) throw Error::usage(fmt::format("--slow-loss {}: allowed above 0 and below 100 (percent)", loss));
+  if (!(loss > 0 && loss < 100))
+    throw Error::usage(fmt::format("--slow-loss {}: allowed above 0 and below 100 (percent)", loss));
   s.loss = loss / 100;
   s.report = v.count("slow-report") ? v["slow-report"].as<std::string>() : s.folder + "/slow-report.h5";
   s.force = v.count("force") > 0;
@@ -133,7 +125,7 @@ void parse_slow(Options& o, const po::variables_map& v, const char* argv0) {
     if (!o.command.empty())
       throw Error::usage("--judge judges a folder alone: drop the command after --, or use --slow DIR -- COMMAND");
     if (const auto n = given(v, {"timeout", "actions", "report", "watch", "prometheus", "ras", "no-ras", "ras-timeout",
-                                  "python-unbuffered", "no-python-hook"});
+                                 "python-unbuffered", "no-python-hook"});
         !n.empty())
       throw Error::usage(fmt::format("--{}: --judge only judges the folder; drop --{}", n, n));
     o.judge_only = true;
@@ -141,13 +133,14 @@ void parse_slow(Options& o, const po::variables_map& v, const char* argv0) {
   }
   if (o.command.empty()) throw Error::usage("--slow DIR: give the command to watch after --");
   if (const char* set = std::getenv("NCCL_PROFILER_PLUGIN"); set && *set)
-    throw Error::usage(fmt::format("--slow: NCCL_PROFILER_PLUGIN is already set ({}): NCCL loads one profiler "
-                                   "plugin; unset it or drop --slow",
-                                   set));
-  o.plugin = plugin_path();
+    throw Error::usage(
+        fmt::format("--slow: NCCL_PROFILER_PLUGIN is already set ({}): NCCL loads one profiler "
+                    "plugin; unset it or drop --slow",
+                    set));
+  o.plugin = app::profiler_plugin();
   if (::access(o.plugin.c_str(), R_OK) != 0)
-    throw Error::usage(fmt::format("--slow: the profiler plugin {} is missing (it is installed with the tools)",
-                                   o.plugin));
+    throw Error::usage(
+        fmt::format("--slow: the profiler plugin {} is missing (it is installed with the tools)", o.plugin));
 }
 
 }  // namespace
@@ -191,8 +184,9 @@ Options Options::parse(int argc, char** argv) {
       "and when it stops; the report in --slow-report at the end");
   add("judge", po::value<std::string>(),
       "only the judge of --slow's folder DIR (on any node that sees it), until SIGTERM or SIGINT");
-  add("replay", "with --judge: judge what the folder holds after the fact, second by second in the records' own "
-                "time (the lines the live judge would have printed, each with its time), then write the report");
+  add("replay",
+      "with --judge: judge what the folder holds after the fact, second by second in the records' own "
+      "time (the lines the live judge would have printed, each with its time), then write the report");
   add("slow-window", po::value<std::string>()->default_value("10s"), "the window a rank is judged over");
   add("slow-loss", po::value<double>()->default_value(10),
       "percent of the window the others must spend waiting for a rank before it is named");
@@ -223,7 +217,7 @@ Options Options::parse(int argc, char** argv) {
     std::fputs(text.str().c_str(), stdout);
     std::exit(0);
   }
-  parse_slow(o, v, argv[0]);
+  parse_slow(o, v);
   if (o.judge_only) return o;
   if (v.count("watch")) o.watch_s = cli::parse_duration(v["watch"].as<std::string>(), "--watch");
   if (v.count("prometheus")) {

@@ -234,10 +234,17 @@ class SlowJudgeProcess {
   explicit SlowJudgeProcess(const Options& o) {
     char exe[4096] = {};
     const auto n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-    std::vector<std::string> argv{n > 0 ? std::string(exe, static_cast<std::size_t>(n)) : kProgram, "--judge",
-                                  o.slow.folder, "--slow-window", fmt::format("{}s", o.slow.window_s),
-                                  "--slow-loss", fmt::format("{}", o.slow.loss * 100), "--slow-report", o.slow.report,
-                                  "--action-timeout", fmt::format("{}s", o.slow.action_timeout_s)};
+    std::vector<std::string> argv{n > 0 ? std::string(exe, static_cast<std::size_t>(n)) : kProgram,
+                                  "--judge",
+                                  o.slow.folder,
+                                  "--slow-window",
+                                  fmt::format("{}s", o.slow.window_s),
+                                  "--slow-loss",
+                                  fmt::format("{}", o.slow.loss * 100),
+                                  "--slow-report",
+                                  o.slow.report,
+                                  "--action-timeout",
+                                  fmt::format("{}s", o.slow.action_timeout_s)};
     if (o.slow.force) argv.push_back("--force");
     if (!o.slow.prometheus.empty()) argv.insert(argv.end(), {"--slow-prometheus", o.slow.prometheus});
     if (!o.slow.exec.empty()) argv.insert(argv.end(), {"--slow-exec", o.slow.exec});

@@ -2,6 +2,7 @@
 // and what is refused (a foreign file, a link, a folder others can write).
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -86,6 +87,30 @@ TEST(SlowFolder, ReadsRecordsAsTheyGrowAcrossARotation) {
   EXPECT_EQ(s.pid, 8812);
   EXPECT_EQ(s.gpu(), "GPU 5 (0000:1b:00.0)");
   EXPECT_EQ(out[2].first, 0u);
+}
+
+TEST(SlowFolder, ReadsMoreFilesThanItMayHoldOpen) {
+  TempFolder t;
+  for (int pid = 1; pid <= 300; ++pid) {
+    const auto h = header("node", pid, 0);
+    const auto file = t.path / ("node." + std::to_string(pid) + ".fbslow");
+    append(file, &h, sizeof h);
+    const auto r = rec(static_cast<std::uint64_t>(pid));
+    append(file, &r, sizeof r);
+  }
+  rlimit was{};
+  ::getrlimit(RLIMIT_NOFILE, &was);
+  const rlimit few{64, was.rlim_max};
+  ::setrlimit(RLIMIT_NOFILE, &few);  // a job of 300 processes, 64 descriptors
+  SlowFolder folder(t.path, "--slow");
+  Batch out;
+  std::vector<std::string> problems;
+  folder.poll(out, problems);
+  folder.poll(out, problems);  // nothing new, nothing twice
+  ::setrlimit(RLIMIT_NOFILE, &was);
+  EXPECT_EQ(out.size(), 300u);
+  EXPECT_EQ(folder.sources().size(), 300u);
+  EXPECT_TRUE(problems.empty());
 }
 
 TEST(SlowFolder, RefusesWhatIsNotThePluginsAndFoldersOthersCanWrite) {

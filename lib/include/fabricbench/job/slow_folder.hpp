@@ -1,11 +1,13 @@
 // The run's folder of profiler records (fabric-watchdog --slow): one file per process of the job, read as it
 // grows. Only a folder of this user that nobody else can write is read, and only regular files of this user in it
 // (no link followed): nothing outside the job can feed the judge. A file that is not the plugin's is named once
-// and left alone. Each poll reads at most 4 MiB of a file, so memory stays bounded whatever the job writes.
+// and left alone. Each poll reads at most 4 MiB of a file, so memory stays bounded whatever the job writes, and no
+// file stays open between polls (thousands of ranks' files, not thousands of descriptors).
 #pragma once
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
@@ -26,9 +28,6 @@ class SlowFolder {
  public:
   // Throws Error::usage "OPTION DIR: ..." when `folder` is not a folder of this user that only it can write.
   SlowFolder(std::string folder, const std::string& option);
-  ~SlowFolder();
-  SlowFolder(const SlowFolder&) = delete;
-  SlowFolder& operator=(const SlowFolder&) = delete;
   // New records since the last poll, each with its source's index; `problems` gets one line per file refused.
   void poll(std::vector<std::pair<std::size_t, slow::Record>>& out, std::vector<std::string>& problems);
   const std::vector<SlowSource>& sources() const { return sources_; }
@@ -37,19 +36,18 @@ class SlowFolder {
   static void prepare(const std::string& folder, const std::string& option);
 
  private:
-  struct Open {
-    int fd = -1;
+  struct File {
     ino_t inode = 0;
+    std::uint64_t offset = 0;  // the next record's
     std::size_t source = 0;
     bool header_read = false;
-    std::string partial;  // the start of a record not yet whole
   };
   enum class Header { read, not_yet, refused };
-  Header read_header(const std::string& path, Open& f, std::vector<std::string>& problems);
-  void drain(Open& f, std::vector<std::pair<std::size_t, slow::Record>>& out, std::size_t limit);
+  Header read_header(int fd, const std::string& path, File& f, std::vector<std::string>& problems);
+  void drain(int fd, File& f, std::vector<std::pair<std::size_t, slow::Record>>& out);
 
   std::string folder_;
-  std::map<std::string, Open> open_;  // by file name
+  std::map<std::string, File> files_;  // by file name
   std::map<std::string, bool> refused_;
   std::vector<SlowSource> sources_;
   std::map<std::pair<std::string, int>, std::size_t> source_of_;  // (host, pid) -> index

@@ -14,8 +14,8 @@
 namespace fabricbench::job::slow {
 
 inline constexpr char kMagic[8] = {'F', 'B', 'S', 'L', 'O', 'W', '0', '1'};
-inline constexpr char kFileSuffix[] = ".fbslow";      // <host>.<pid>.fbslow
-inline constexpr char kOldSuffix[] = ".fbslow.old";   // the segment before the last rotation
+inline constexpr char kFileSuffix[] = ".fbslow";          // <host>.<pid>.fbslow
+inline constexpr char kOldSuffix[] = ".fbslow.old";       // the segment before the last rotation
 inline constexpr std::uint64_t kRotateBytes = 16u << 20;  // a file past this is rotated: at most 2 segments a process
 
 struct FileHeader {
@@ -27,43 +27,43 @@ struct FileHeader {
   std::int64_t start_ns;      // CLOCK_REALTIME at the file's creation
   std::int32_t profiler_api;  // the NCCL profiler interface version NCCL chose (3, 4, 5)
   std::int32_t reserved;
-  char host[64];              // gethostname()
-  char gpu_bus_id[32];        // the device's PCI bus id ("0000:1b:00.0"), empty when unknown
-  char visible_devices[64];   // CUDA_VISIBLE_DEVICES as the process saw it, empty when unset
-  char launcher_rank[16];     // SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK or RANK, empty when none is set
+  char host[64];             // gethostname()
+  char gpu_bus_id[32];       // the device's PCI bus id ("0000:1b:00.0"), empty when unknown
+  char visible_devices[64];  // CUDA_VISIBLE_DEVICES as the process saw it, empty when unset
+  char launcher_rank[16];    // SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK or RANK, empty when none is set
   char pad[40];
 };
 static_assert(sizeof(FileHeader) == 256, "the header is 256 bytes");
 
 enum Flag : std::uint8_t {
-  kHostTimer = 1,    // gpu_*_ns are host CLOCK_MONOTONIC (profiler interface v3)
-  kIncomplete = 2,   // not every kernel channel reported a stop within 30 s: times are partial
+  kHostTimer = 1,   // gpu_*_ns are host CLOCK_MONOTONIC (profiler interface v3)
+  kIncomplete = 2,  // not every kernel channel reported a stop within 30 s: times are partial
 };
 
 struct Record {
-  std::uint64_t comm;          // NCCL's communicator hash (as RAS and NCCL_DEBUG=INFO print it)
-  std::uint64_t seq;           // the collective's sequence number in the communicator: the same on every rank
-  std::uint64_t bytes;         // count x the datatype's size (count alone when NCCL names no known type)
+  std::uint64_t comm;   // NCCL's communicator hash (as RAS and NCCL_DEBUG=INFO print it)
+  std::uint64_t seq;    // the collective's sequence number in the communicator: the same on every rank
+  std::uint64_t bytes;  // count x the datatype's size (count alone when NCCL names no known type)
   std::int64_t host_ns;
   std::uint64_t gpu_start_ns;
   std::uint64_t gpu_stop_ns;
-  std::int32_t rank;           // the rank in the communicator
-  std::int32_t nranks;         // the communicator's size (0 when NCCL did not say: interface v3)
-  std::uint8_t op;             // index in kOps
-  std::uint8_t algo;           // index in kAlgos
-  std::uint8_t proto;          // index in kProtos
-  std::uint8_t channels;       // channels NCCL gave the collective
-  std::uint8_t flags;          // Flag bits
+  std::int32_t rank;      // the rank in the communicator
+  std::int32_t nranks;    // the communicator's size (0 when NCCL did not say: interface v3)
+  std::uint8_t op;        // index in kOps
+  std::uint8_t algo;      // index in kAlgos
+  std::uint8_t proto;     // index in kProtos
+  std::uint8_t channels;  // channels NCCL gave the collective
+  std::uint8_t flags;     // Flag bits
   std::uint8_t pad[3];
   std::uint64_t kernel_ns() const { return gpu_stop_ns > gpu_start_ns ? gpu_stop_ns - gpu_start_ns : 0; }
 };
 static_assert(sizeof(Record) == 64, "a record is 64 bytes");
 
 // Names as NCCL passes them to the profiler (index 0: any other).
-inline constexpr const char* kOps[] = {"other", "AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce",
-                                       "AllToAll", "SendRecv"};
-inline constexpr const char* kAlgos[] = {"other", "RING", "TREE", "NVLS", "NVLS_TREE", "COLLNET_DIRECT",
-                                         "COLLNET_CHAIN", "PAT"};
+inline constexpr const char* kOps[] = {"other",     "AllReduce", "AllGather", "ReduceScatter",
+                                       "Broadcast", "Reduce",    "AllToAll",  "SendRecv"};
+inline constexpr const char* kAlgos[] = {"other",     "RING",           "TREE",          "NVLS",
+                                         "NVLS_TREE", "COLLNET_DIRECT", "COLLNET_CHAIN", "PAT"};
 inline constexpr const char* kProtos[] = {"other", "LL", "LL128", "SIMPLE"};
 
 template <std::size_t N>
@@ -81,11 +81,14 @@ const char* name_of(const char* const (&names)[N], std::uint8_t i) {
 // The size of one element of NCCL's datatype name ("ncclFloat32"); 0 when unknown.
 inline std::uint32_t datatype_size(const char* name) {
   if (!name) return 0;
-  struct Size { const char* name; std::uint32_t bytes; };
-  static constexpr Size sizes[] = {{"ncclInt8", 1},      {"ncclUint8", 1},        {"ncclInt32", 4},
-                                   {"ncclUint32", 4},    {"ncclInt64", 8},        {"ncclUint64", 8},
-                                   {"ncclFloat16", 2},   {"ncclFloat32", 4},      {"ncclFloat64", 8},
-                                   {"ncclBfloat16", 2},  {"ncclFloat8e4m3", 1},   {"ncclFloat8e5m2", 1}};
+  struct Size {
+    const char* name;
+    std::uint32_t bytes;
+  };
+  static constexpr Size sizes[] = {{"ncclInt8", 1},     {"ncclUint8", 1},      {"ncclInt32", 4},
+                                   {"ncclUint32", 4},   {"ncclInt64", 8},      {"ncclUint64", 8},
+                                   {"ncclFloat16", 2},  {"ncclFloat32", 4},    {"ncclFloat64", 8},
+                                   {"ncclBfloat16", 2}, {"ncclFloat8e4m3", 1}, {"ncclFloat8e5m2", 1}};
   for (const auto& s : sizes)
     if (std::strcmp(s.name, name) == 0) return s.bytes;
   return 0;

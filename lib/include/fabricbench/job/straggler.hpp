@@ -29,12 +29,12 @@ namespace fabricbench::job {
 
 struct StragglerSettings {
   double window_s = 10;
-  double share = 0.5;        // share of the communicator's waiting this rank causes
-  double loss = 0.10;        // share of the window the others waited for it
+  double share = 0.5;  // share of the communicator's waiting this rank causes
+  double loss = 0.10;  // share of the window the others waited for it
   double loss_gone = 0.05;
   std::size_t min_collectives = 10;
-  double inside_ratio = 3;   // the collective's own time against the best this job had for it
-  double min_wait_s = 50e-6; // a last arrival by less is a tie
+  double inside_ratio = 3;    // the collective's own time against the best this job had for it
+  double min_wait_s = 50e-6;  // a last arrival by less is a tie
 };
 
 // One rank of one communicator over a window.
@@ -56,7 +56,7 @@ struct SlowFinding {
   enum class Kind { late, inside };
   Kind kind = Kind::late;
   std::uint64_t comm = 0;
-  int rank = -1;            // late: the rank; inside: -1
+  int rank = -1;  // late: the rank; inside: -1
   std::size_t source = 0;
   std::string op;
   std::uint64_t bytes = 0;  // inside: the collective's size
@@ -104,7 +104,11 @@ class StragglerJudge {
   void close();
 
  private:
-  struct Part { int rank; std::size_t source; std::uint64_t kernel_ns; };
+  struct Part {
+    int rank;
+    std::size_t source;
+    std::uint64_t kernel_ns;
+  };
   struct Pending {
     std::int64_t first_ns = 0, newest_ns = 0;
     std::uint64_t bytes = 0;
@@ -118,8 +122,8 @@ class StragglerJudge {
     std::uint8_t op;
     int last_rank;
     std::size_t last_source;
-    double wait_s;   // the others' median wait for the last rank
-    double own_s;    // the shortest kernel: the collective's own time
+    double wait_s;  // the others' median wait for the last rank
+    double own_s;   // the shortest kernel: the collective's own time
   };
   struct Key {
     std::uint64_t comm, seq;
@@ -135,7 +139,7 @@ class StragglerJudge {
   std::unordered_map<Key, Pending, KeyHash> pending_;
   std::deque<Done> done_;
   std::deque<RankCollective> rows_;
-  std::map<std::uint64_t, std::map<int, std::size_t>> ranks_of_;            // per comm: rank -> source
+  std::map<std::uint64_t, std::map<int, std::size_t>> ranks_of_;  // per comm: rank -> source
   std::map<std::tuple<std::uint64_t, std::uint8_t, std::uint64_t>, double> best_own_;
   std::map<std::pair<std::uint64_t, int>, bool> named_;  // late findings in force
   std::map<std::pair<std::uint64_t, int>, std::size_t> missing_;

@@ -8,6 +8,7 @@
 #include "fabricbench/app/benchmark.hpp"
 #include "fabricbench/app/tool_loop.hpp"
 #include "fabricbench/ops/coll_backend.hpp"
+#include "fabricbench/tools/coll/per_rank_view.hpp"
 #include "fabricbench/timing/rank_laps.hpp"
 
 namespace fabricbench::ops {
@@ -80,6 +81,7 @@ class CollBenchmark : public app::Benchmark {
   int gpu_ = -1;
   bool flip_byte_ = false;
   std::unique_ptr<CollBackend> backend_impl_;
+  std::unique_ptr<PerRankView> per_rank_;  // --per-rank
 };
 
 }  // namespace fabricbench::ops

@@ -1,0 +1,134 @@
+#include "fabricbench/tools/coll/per_rank_view.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include "fabricbench/app/run_context.hpp"
+#include "fabricbench/app/shipped_files.hpp"
+#include "fabricbench/error.hpp"
+#include "fabricbench/job/slow_folder.hpp"
+#include "fabricbench/job/straggler.hpp"
+#include "fabricbench/results/result_set.hpp"
+
+namespace fabricbench::ops {
+namespace {
+
+namespace slow = job::slow;
+using results::Better;
+using results::Unit;
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+
+}  // namespace
+
+PerRankView::PerRankView() {
+  if (const char* set = std::getenv("NCCL_PROFILER_PLUGIN"); set && *set)
+    throw Error::usage(
+        fmt::format("--per-rank: NCCL_PROFILER_PLUGIN is already set ({}): NCCL loads one profiler plugin", set));
+  const auto plugin = app::profiler_plugin();
+  if (::access(plugin.c_str(), R_OK) != 0)
+    throw Error::usage(fmt::format("--per-rank: the profiler plugin {} is missing (it is installed with the tools)",
+                                   plugin));
+  const char* tmp = std::getenv("TMPDIR");
+  std::string name = std::string(tmp && *tmp ? tmp : "/tmp") + "/fabric-coll-per-rank-XXXXXX";
+  if (!::mkdtemp(name.data())) throw Error::runtime(fmt::format("--per-rank: cannot make a folder {}", name));
+  folder_ = name;
+  ::setenv("NCCL_PROFILER_PLUGIN", plugin.c_str(), 1);
+  ::setenv("FABRICBENCH_SLOW_DIR", folder_.c_str(), 1);
+}
+
+PerRankView::~PerRankView() {
+  std::error_code ec;
+  std::filesystem::remove_all(folder_, ec);
+}
+
+void PerRankView::write(const app::RunContext& context) const {
+  // The plugin's writer takes finished collectives out every 100 ms: three of its turns.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::vector<std::pair<std::size_t, slow::Record>> mine;
+  std::vector<std::string> problems;
+  job::SlowFolder(folder_, "--per-rank").poll(mine, problems);
+  std::vector<slow::Record> records;
+  for (const auto& [source, r] : mine) records.push_back(r);
+  const auto gathered = context.world.gather_arrays(records, 0);
+  if (!context.is_root()) return;
+
+  // Every collective of the run in one window; each rank a source of its own.
+  job::StragglerJudge judge({1e9, 0.5, 0.10, 0.05, 10, 1e9, 50e-6});
+  std::size_t total = 0;
+  for (std::size_t rank = 0; rank < gathered.size(); ++rank)
+    for (const auto& r : gathered[rank]) judge.add(rank, r), ++total;
+  std::int64_t last_ns = 0;
+  for (const auto& g : gathered)
+    for (const auto& r : g) last_ns = std::max(last_ns, r.host_ns);
+  judge.close();
+  const auto w = judge.judge(last_ns + 1);
+
+  std::map<int, std::vector<double>> kernels;
+  std::map<int, std::size_t> collectives;
+  for (const auto& row : judge.rows()) kernels[row.rank].push_back(row.kernel_s * 1e3), ++collectives[row.rank];
+  double all_waiting = 0;
+  for (const auto& r : w.ranks) all_waiting += r.cost_s;
+  std::map<int, const job::RankWindow*> late;
+  for (const auto& r : w.ranks) late[r.rank] = &r;
+
+  const results::TableSpec t{"coll", "per_rank",
+                             {results::key_int("rank"), results::setting_text("host", 64),
+                              results::setting_int("collectives"), results::measured_int("last", Unit::none, Better::none),
+                              results::measured("caused_ms", Unit::none, Better::lower, "caused ms", 3),
+                              results::measured("caused_pct", Unit::percent, Better::lower, "of waiting %", 0),
+                              results::measured("wait_median_ms", Unit::none, Better::lower, "wait ms", 3),
+                              results::measured("kernel_median_ms", Unit::none, Better::none, "kernel ms", 3)}};
+  context.out->declare(t);
+  context.out->section(t, "per rank: its kernel time in each collective, and the waiting it caused (--per-rank)",
+                       {{"rank"}, {"host"}, {"collectives"}, {"last"}, {"caused_ms"}, {"caused_pct"},
+                        {"wait_median_ms"}, {"kernel_median_ms"}});
+  std::vector<results::Row> rows;
+  const auto& ranks = context.placement.ranks();
+  for (int rank = 0; rank < static_cast<int>(gathered.size()); ++rank) {
+    const auto* r = late.count(rank) ? late[rank] : nullptr;
+    rows.push_back(results::Row(t)
+                       .set("rank", std::int64_t{rank})
+                       .set("host", rank < static_cast<int>(ranks.size()) ? ranks[rank].host : std::string())
+                       .set("collectives", static_cast<std::int64_t>(collectives[rank]))
+                       .set("last", static_cast<std::int64_t>(r ? r->late : 0))
+                       .set("caused_ms", r ? r->cost_s * 1e3 : 0.0)
+                       .set("caused_pct", r && all_waiting > 0 ? 100 * r->cost_s / all_waiting : 0.0)
+                       .set("wait_median_ms", r ? r->wait_median_s * 1e3 : 0.0)
+                       .set("kernel_median_ms", median(kernels[rank])));
+  }
+  context.out->rows(rows);
+  if (total == 0) {
+    context.out->note("per rank: NCCL wrote no profiler records (NCCL before 2.26 does not load the plugin; "
+                      "NCCL_DEBUG=INFO shows 'PROFILER/Plugin')");
+    return;
+  }
+  const auto share = [&](const job::RankWindow& r) { return all_waiting > 0 ? 100 * r.cost_s / all_waiting : 0.0; };
+  for (const auto& f : w.findings) {
+    if (f.kind != job::SlowFinding::Kind::late) continue;
+    const auto host = f.rank < static_cast<int>(ranks.size()) ? ranks[f.rank].host : std::string("?");
+    context.out->note(fmt::format(
+        "per rank: rank {} on host {} arrived last at {:.0f}% of the {} collectives; the others waited {:.3f} ms for "
+        "it on median, {:.0f}% of all the waiting: its GPU or host is slower than the others'",
+        f.rank, host, 100 * f.late_fraction, f.collectives, f.wait_median_s * 1e3, share(*late[f.rank])));
+  }
+  if (w.findings.empty())
+    context.out->note(fmt::format(
+        "per rank: no rank made the others wait ({} collectives judged{})", judge.judged(),
+        w.ranks.empty() ? "" : fmt::format("; the most: rank {}, {:.0f}% of the waiting", w.ranks[0].rank,
+                                           share(w.ranks[0]))));
+}
+
+}  // namespace fabricbench::ops
