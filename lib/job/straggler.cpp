@@ -150,7 +150,7 @@ SlowWindow StragglerJudge::judge(std::int64_t now_ns) {
                                        })->first);
       const double late_fraction = static_cast<double>(r.late) / static_cast<double>(r.collectives);
       const bool was = named_.count({comm, rank}) > 0;
-      const bool enough = r.collectives >= s_.min_collectives && r.share >= s_.share;
+      const bool enough = r.collectives >= s_.min_collectives && r.share >= s_.share && late_fraction >= s_.late;
       if (enough && r.loss >= (was ? s_.loss_gone : s_.loss)) {
         named[{comm, rank}] = true;
         comm_late = true;

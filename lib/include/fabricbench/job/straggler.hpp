@@ -30,6 +30,7 @@ namespace fabricbench::job {
 struct StragglerSettings {
   double window_s = 10;
   double share = 0.5;  // share of the communicator's waiting this rank causes
+  double late = 0;     // share of the collectives it must have arrived last at (fabric-coll --per-rank: 0.5)
   double loss = 0.10;  // share of the window the others waited for it
   double loss_gone = 0.05;
   std::size_t min_collectives = 10;
