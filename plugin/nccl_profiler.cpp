@@ -5,6 +5,7 @@
 // run's folder by the recorder's thread (recorder.hpp). Every entry returns success but init, which fails (NCCL
 // then runs without the plugin) when there is nowhere to write.
 #include <cstdint>
+#include <cstring>
 
 #include "profiler_abi.hpp"
 #include "recorder.hpp"
@@ -19,9 +20,12 @@ constexpr int kMask = abi::kColl | abi::kKernelCh;
 void* channel_handle(Slot* s) { return reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(s) | 1u); }
 bool is_channel(void* h) { return reinterpret_cast<std::uintptr_t>(h) & 1u; }
 Slot* slot_of(void* h) { return reinterpret_cast<Slot*>(reinterpret_cast<std::uintptr_t>(h) & ~std::uintptr_t{1}); }
+// Ours only if aligned as our slots are and marked as one (read as bytes: nothing is assumed of a foreign object).
 Slot* our_slot(void* parent) {
-  auto* s = static_cast<Slot*>(parent);
-  return s && !is_channel(parent) && s->magic == Slot::kMagic ? s : nullptr;
+  if (!parent || reinterpret_cast<std::uintptr_t>(parent) % alignof(Slot) != 0) return nullptr;
+  std::uint32_t magic = 0;
+  std::memcpy(&magic, parent, sizeof magic);
+  return magic == Slot::kMagic ? static_cast<Slot*>(parent) : nullptr;
 }
 
 abi::Result init_ring(void** context, int* mask, std::uint64_t comm, int nranks, int api) {
@@ -83,8 +87,7 @@ abi::Result start_event_v3(void* context, void** handle, abi::DescrV3* d) {
   if (!ring || !d) return abi::kSuccess;
   if (d->type == abi::kColl) {
     const auto& c = d->coll;
-    *handle = ring->open({c.comm_hash, c.seq, c.count, c.func, c.datatype, c.algo, c.proto, d->rank,
-                          c.max_channels});
+    *handle = ring->open({c.comm_hash, c.seq, c.count, c.func, c.datatype, c.algo, c.proto, d->rank, c.max_channels});
   } else if (d->type == abi::kKernelCh) {
     if (Slot* s = our_slot(d->parent)) {
       s->channel_start(static_cast<std::uint64_t>(monotonic_ns()));
@@ -114,10 +117,10 @@ __attribute__((visibility("default"))) extern const fp::abi::ProfilerV5 ncclProf
 __attribute__((visibility("default"))) extern const fp::abi::ProfilerV4 ncclProfiler_v4;
 __attribute__((visibility("default"))) extern const fp::abi::ProfilerV3 ncclProfiler_v3;
 
-const fp::abi::ProfilerV5 ncclProfiler_v5 = {"fabricbench", fp::init_v5, fp::start_event<fp::abi::DescrV5>,
+const fp::abi::ProfilerV5 ncclProfiler_v5 = {"fabricbench",  fp::init_v5,      fp::start_event<fp::abi::DescrV5>,
                                              fp::stop_event, fp::record_state, fp::finalize};
-const fp::abi::ProfilerV4 ncclProfiler_v4 = {"fabricbench", fp::init_v4, fp::start_event<fp::abi::DescrV4>,
+const fp::abi::ProfilerV4 ncclProfiler_v4 = {"fabricbench",  fp::init_v4,      fp::start_event<fp::abi::DescrV4>,
                                              fp::stop_event, fp::record_state, fp::finalize};
-const fp::abi::ProfilerV3 ncclProfiler_v3 = {"fabricbench", fp::init_v3, fp::start_event_v3, fp::stop_event,
-                                             fp::record_state_v3, fp::finalize};
+const fp::abi::ProfilerV3 ncclProfiler_v3 = {"fabricbench",  fp::init_v3,         fp::start_event_v3,
+                                             fp::stop_event, fp::record_state_v3, fp::finalize};
 }

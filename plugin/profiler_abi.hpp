@@ -27,10 +27,10 @@ enum EventType : std::uint64_t {
   kProxyCtrl = 1u << 5,
   kKernelCh = 1u << 6,
   kNetPlugin = 1u << 7,
-  kGroupApi = 1u << 8,     // v5
-  kCollApi = 1u << 9,      // v5
-  kP2pApi = 1u << 10,      // v5
-  kKernelLaunch = 1u << 11 // v5
+  kGroupApi = 1u << 8,      // v5
+  kCollApi = 1u << 9,       // v5
+  kP2pApi = 1u << 10,       // v5
+  kKernelLaunch = 1u << 11  // v5
 };
 // The state that carries a kernel channel's stop time (v4 and later).
 inline constexpr int kKernelChStop = 22;
@@ -63,26 +63,40 @@ struct CollV4 {  // v5 adds a `parentGroup` pointer at the end
   const char* algo;
   const char* proto;
 };
-struct KernelChV3 { std::uint8_t channel; };
-struct KernelChV4 { std::uint8_t channel; std::uint64_t ptimer; };  // the GPU timer at the channel's start
+struct KernelChV3 {
+  std::uint8_t channel;
+};
+struct KernelChV4 {
+  std::uint8_t channel;
+  std::uint64_t ptimer;
+};  // the GPU timer at the channel's start
 
 struct DescrV3 {
   std::uint8_t type;
   void* parent;
   int rank;
-  union { CollV3 coll; KernelChV3 kernel_ch; };
+  union {
+    CollV3 coll;
+    KernelChV3 kernel_ch;
+  };
 };
 struct DescrV4 {
   std::uint8_t type;
   void* parent;
   int rank;
-  union { CollV4 coll; KernelChV4 kernel_ch; };
+  union {
+    CollV4 coll;
+    KernelChV4 kernel_ch;
+  };
 };
 struct DescrV5 {
   std::uint64_t type;
   void* parent;
   int rank;
-  union { CollV4 coll; KernelChV4 kernel_ch; };
+  union {
+    CollV4 coll;
+    KernelChV4 kernel_ch;
+  };
 };
 
 // ncclProfilerEventStateArgs (v4, v5): every arm at offset 0; the kernel channel's arm is its stop timer.
@@ -93,7 +107,10 @@ union StateArgsV4 {
   std::uint64_t kernel_ch_ptimer;
 };
 union StateArgsV3 {
-  struct { std::size_t trans_size; int steps; } proxy_op;
+  struct {
+    std::size_t trans_size;
+    int steps;
+  } proxy_op;
   int appended_proxy_ops;
 };
 

@@ -76,23 +76,28 @@ Recorder* Recorder::get(int api) {
   std::call_once(once, [api] {
     const char* folder = std::getenv("FABRICBENCH_SLOW_DIR");
     if (!folder || !*folder) {
-      std::fprintf(stderr, "fabricbench NCCL profiler: FABRICBENCH_SLOW_DIR is not set (fabric-watchdog --slow sets "
-                           "it): not recording; NCCL goes on without the plugin\n");
+      std::fprintf(stderr,
+                   "fabricbench NCCL profiler: FABRICBENCH_SLOW_DIR is not set (fabric-watchdog --slow sets "
+                   "it): not recording; NCCL goes on without the plugin\n");
       return;
     }
     struct stat st {};
     if (::stat(folder, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022)) {
-      std::fprintf(stderr, "fabricbench NCCL profiler: FABRICBENCH_SLOW_DIR=%s is not a folder of this user that "
-                           "only it can write: not recording; NCCL goes on without the plugin\n", folder);
+      std::fprintf(stderr,
+                   "fabricbench NCCL profiler: FABRICBENCH_SLOW_DIR=%s is not a folder of this user that "
+                   "only it can write: not recording; NCCL goes on without the plugin\n",
+                   folder);
       return;
     }
     g_header = header(api);
-    const std::string path = std::string(folder) + "/" + g_header.host + "." + std::to_string(g_header.pid) +
-                             slow::kFileSuffix;
+    const std::string path =
+        std::string(folder) + "/" + g_header.host + "." + std::to_string(g_header.pid) + slow::kFileSuffix;
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0 || !write_all(fd, &g_header, sizeof g_header)) {
-      std::fprintf(stderr, "fabricbench NCCL profiler: cannot write %s: %s: not recording; NCCL goes on without the "
-                           "plugin\n", path.c_str(), std::strerror(errno));
+      std::fprintf(stderr,
+                   "fabricbench NCCL profiler: cannot write %s: %s: not recording; NCCL goes on without the "
+                   "plugin\n",
+                   path.c_str(), std::strerror(errno));
       if (fd >= 0) ::close(fd);
       return;
     }
@@ -102,7 +107,11 @@ Recorder* Recorder::get(int api) {
 }
 
 Recorder::Recorder(int fd, std::string path, std::string folder, int api)
-    : fd_(fd), path_(std::move(path)), folder_(std::move(folder)), api_(api), written_(sizeof(slow::FileHeader)),
+    : fd_(fd),
+      path_(std::move(path)),
+      folder_(std::move(folder)),
+      api_(api),
+      written_(sizeof(slow::FileHeader)),
       owner_(::getpid()) {
   thread_ = std::thread([this] { loop(); });
   std::atexit(flush_at_exit);
@@ -163,8 +172,10 @@ void Recorder::write_out(std::vector<slow::Record>& records) {
 
 void Recorder::fail(const char* what, int err) {
   on_.store(false, std::memory_order_relaxed);
-  std::fprintf(stderr, "fabricbench NCCL profiler (pid %d): %s %s: %s; slow-rank records stop for this process, the "
-                       "job goes on\n", static_cast<int>(::getpid()), what, path_.c_str(), std::strerror(err));
+  std::fprintf(stderr,
+               "fabricbench NCCL profiler (pid %d): %s %s: %s; slow-rank records stop for this process, the "
+               "job goes on\n",
+               static_cast<int>(::getpid()), what, path_.c_str(), std::strerror(err));
 }
 
 // At the process's end (PyTorch seldom destroys its communicators): the writer takes out and writes what the rings

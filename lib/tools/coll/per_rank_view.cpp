@@ -39,8 +39,8 @@ PerRankView::PerRankView() {
         fmt::format("--per-rank: NCCL_PROFILER_PLUGIN is already set ({}): NCCL loads one profiler plugin", set));
   const auto plugin = app::profiler_plugin();
   if (::access(plugin.c_str(), R_OK) != 0)
-    throw Error::usage(fmt::format("--per-rank: the profiler plugin {} is missing (it is installed with the tools)",
-                                   plugin));
+    throw Error::usage(
+        fmt::format("--per-rank: the profiler plugin {} is missing (it is installed with the tools)", plugin));
   const char* tmp = std::getenv("TMPDIR");
   std::string name = std::string(tmp && *tmp ? tmp : "/tmp") + "/fabric-coll-per-rank-XXXXXX";
   if (!::mkdtemp(name.data())) throw Error::runtime(fmt::format("--per-rank: cannot make a folder {}", name));
@@ -88,17 +88,25 @@ void PerRankView::write(const app::RunContext& context) const {
   std::map<int, const job::RankWindow*> late;
   for (const auto& r : w.ranks) late[r.rank] = &r;
 
-  const results::TableSpec t{"coll", "per_rank",
-                             {results::key_int("rank"), results::setting_text("host", 64),
-                              results::setting_int("collectives"), results::measured_int("last", Unit::none, Better::none),
-                              results::measured("caused_ms", Unit::none, Better::lower, "caused ms", 3),
-                              results::measured("caused_pct", Unit::percent, Better::lower, "of waiting %", 0),
-                              results::measured("wait_median_ms", Unit::none, Better::lower, "wait ms", 3),
-                              results::measured("kernel_median_ms", Unit::none, Better::none, "kernel ms", 3)}};
+  const results::TableSpec t{
+      "coll",
+      "per_rank",
+      {results::key_int("rank"), results::setting_text("host", 64), results::setting_int("collectives"),
+       results::measured_int("last", Unit::none, Better::none),
+       results::measured("caused_ms", Unit::none, Better::lower, "caused ms", 3),
+       results::measured("caused_pct", Unit::percent, Better::lower, "of waiting %", 0),
+       results::measured("wait_median_ms", Unit::none, Better::lower, "wait ms", 3),
+       results::measured("kernel_median_ms", Unit::none, Better::none, "kernel ms", 3)}};
   context.out->declare(t);
   context.out->section(t, "per rank: its kernel time in each collective, and the waiting it caused (--per-rank)",
-                       {{"rank"}, {"host"}, {"collectives"}, {"last"}, {"caused_ms"}, {"caused_pct"},
-                        {"wait_median_ms"}, {"kernel_median_ms"}});
+                       {{"rank"},
+                        {"host"},
+                        {"collectives"},
+                        {"last"},
+                        {"caused_ms"},
+                        {"caused_pct"},
+                        {"wait_median_ms"},
+                        {"kernel_median_ms"}});
   std::vector<results::Row> rows;
   const auto& ranks = context.placement.ranks();
   for (int rank = 0; rank < static_cast<int>(gathered.size()); ++rank) {
@@ -115,8 +123,9 @@ void PerRankView::write(const app::RunContext& context) const {
   }
   context.out->rows(rows);
   if (total == 0) {
-    context.out->note("per rank: NCCL wrote no profiler records (NCCL before 2.26 does not load the plugin; "
-                      "NCCL_DEBUG=INFO shows 'PROFILER/Plugin')");
+    context.out->note(
+        "per rank: NCCL wrote no profiler records (NCCL before 2.26 does not load the plugin; "
+        "NCCL_DEBUG=INFO shows 'PROFILER/Plugin')");
     return;
   }
   const auto share = [&](const job::RankWindow& r) { return all_waiting > 0 ? 100 * r.cost_s / all_waiting : 0.0; };
@@ -129,10 +138,10 @@ void PerRankView::write(const app::RunContext& context) const {
         f.rank, host, 100 * f.late_fraction, f.collectives, f.wait_median_s * 1e3, share(*late[f.rank])));
   }
   if (w.findings.empty())
-    context.out->note(fmt::format(
-        "per rank: no rank made the others wait ({} collectives judged{})", judge.judged(),
-        w.ranks.empty() ? "" : fmt::format("; the most: rank {}, {:.0f}% of the waiting", w.ranks[0].rank,
-                                           share(w.ranks[0]))));
+    context.out->note(fmt::format("per rank: no rank made the others wait ({} collectives judged{})", judge.judged(),
+                                  w.ranks.empty() ? ""
+                                                  : fmt::format("; the most: rank {}, {:.0f}% of the waiting",
+                                                                w.ranks[0].rank, share(w.ranks[0]))));
 }
 
 }  // namespace fabricbench::ops

@@ -13,7 +13,8 @@ std::string data_dir();
 // data_dir() + "/configs/" + name.
 std::string shipped_config(std::string_view name);
 // fabricbench's NCCL profiler plugin, beside the tools: <the executable's folder>/../lib/libnccl-profiler-
-// fabricbench.so (an installed prefix's lib/, a build tree's <build>/lib); fabric-watchdog --slow, fabric-coll --per-rank.
+// fabricbench.so (an installed prefix's lib/, a build tree's <build>/lib); fabric-watchdog --slow, fabric-coll
+// --per-rank.
 std::string profiler_plugin();
 
 }  // namespace fabricbench::app
