@@ -62,10 +62,16 @@ struct Episode {
   std::int64_t from_ns = 0, to_ns = 0;
 };
 
+job::StragglerSettings rules(const SlowOptions& o) {
+  job::StragglerSettings r;
+  r.window_s = o.window_s, r.loss = o.loss, r.loss_gone = o.loss / 2;
+  return r;
+}
+
 class Judge {
  public:
   Judge(const SlowOptions& o)
-      : o_(o), folder_(o.folder, "--judge"), judge_({o.window_s, 0.5, o.loss, o.loss / 2, 10, 3, 50e-6}) {}
+      : o_(o), folder_(o.folder, "--judge"), judge_(rules(o)) {}
 
   // Live: what the folder holds now, judged at the present.
   void look(bool last, const volatile std::sig_atomic_t& stop) {
