@@ -167,6 +167,9 @@ class SlowWatch(LaunchTest):
             (["--slow", str(loose)], ["true"], "the folder must be this user's and writable by it alone"),
             (["--slow", "s", "--judge", "s"], ["true"], "--slow and --judge"),
             (["--judge", "s", "--timeout", "1m"], [], "--timeout: --judge only judges the folder"),
+            (["--replay"], ["true"], "--replay belongs to --slow DIR (or --judge DIR)"),
+            (["--judge", "nowhere"], [], "--judge " + str(self.dir / "nowhere") + ": No such file or directory"),
+            (["--slow", "s", "--slow-prometheus", "no/such/dir/x.prom"], ["true"], "--prometheus no/such/dir/x.prom"),
         ]
         for args, command, expected in cases:
             with self.subTest(args=args):
