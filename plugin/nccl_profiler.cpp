@@ -63,6 +63,14 @@ abi::Result record_state(void* handle, int state, abi::StateArgsV4* args) {
   return abi::kSuccess;
 }
 
+// A kernel channel of one of our collectives starts at `t`: its handle, or none for a parent that is not ours.
+void* start_channel(void* parent, std::uint64_t t) {
+  Slot* s = our_slot(parent);
+  if (!s) return nullptr;
+  s->channel_start(t);
+  return channel_handle(s);
+}
+
 // v4 and v5 differ only in the descriptor's type field and init's arguments.
 template <typename Descr>
 abi::Result start_event(void* context, void** handle, Descr* d) {
@@ -73,10 +81,7 @@ abi::Result start_event(void* context, void** handle, Descr* d) {
     const auto& c = d->coll;
     *handle = ring->open({0, c.seq, c.count, c.func, c.datatype, c.algo, c.proto, d->rank, c.channels});
   } else if (d->type == abi::kKernelCh) {
-    if (Slot* s = our_slot(d->parent)) {
-      s->channel_start(d->kernel_ch.ptimer);
-      *handle = channel_handle(s);
-    }
+    *handle = start_channel(d->parent, d->kernel_ch.ptimer);
   }
   return abi::kSuccess;
 }
@@ -89,10 +94,7 @@ abi::Result start_event_v3(void* context, void** handle, abi::DescrV3* d) {
     const auto& c = d->coll;
     *handle = ring->open({c.comm_hash, c.seq, c.count, c.func, c.datatype, c.algo, c.proto, d->rank, c.max_channels});
   } else if (d->type == abi::kKernelCh) {
-    if (Slot* s = our_slot(d->parent)) {
-      s->channel_start(static_cast<std::uint64_t>(monotonic_ns()));
-      *handle = channel_handle(s);
-    }
+    *handle = start_channel(d->parent, static_cast<std::uint64_t>(monotonic_ns()));  // v3: no GPU timer
   }
   return abi::kSuccess;
 }
