@@ -135,6 +135,24 @@ class SlowWatch(LaunchTest):
         self.assertEqual(len(self.said(r"--slow: the judge \(pid \d+\) ended with status 137; the job goes on")), 1,
                          text)
 
+    def test_the_watchdog_stopped_ends_its_judge_after_the_report(self):
+        self.start(["--no-ras", "--slow", "slow", "--slow-window", "2s"], ["--ranks", "2", "--seconds", "60"])
+        judge = None
+        for _ in range(100):
+            out = subprocess.run(["pgrep", "-f", f"fabric-watchdog --judge {self.dir}/slow"], capture_output=True,
+                                 text=True).stdout.split()
+            if out:
+                judge = int(out[0])
+                break
+            time.sleep(0.1)
+        self.assertIsNotNone(judge)
+        time.sleep(3)
+        self.proc.send_signal(signal.SIGTERM)
+        rc, _ = self.finish(timeout=60)
+        self.assertEqual(rc, 128 + signal.SIGTERM, "\n".join(l for _, l in self.lines))
+        self.assertFalse(pathlib.Path(f"/proc/{judge}").exists(), "the judge ended with the watchdog")
+        self.assertGreater(len(self.load("slow/slow-report.h5").tables["slow/collectives"]), 0)
+
     def test_a_rank_that_exits_early_is_said_and_counted(self):
         self.start(["--no-ras", "--slow", "slow", "--slow-window", "1s"],
                    ["--ranks", "3", "--seconds", "6", "--exit-rank", "1", "--exit-at", "2"])
