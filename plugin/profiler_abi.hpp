@@ -1,6 +1,6 @@
 // NCCL's profiler plugin interface, declared here from its documented layout (NCCL's ext-profiler/README.md and the
 // profiler_vN.h headers of its example), for the versions this plugin exports: v3 (NCCL 2.26), v4 (2.27),
-// v5 (2.28). Only the parts the plugin reads are spelled out; a union's other arms are left out, which moves
+// v5 (2.28), v6 (2.29: v5's table and descriptor with copy-engine events added, which this plugin does not ask for). Only the parts the plugin reads are spelled out; a union's other arms are left out, which moves
 // nothing (every arm starts at the union's start). NCCL's own headers are never needed to build the plugin.
 #pragma once
 #include <sys/types.h>
@@ -32,8 +32,17 @@ enum EventType : std::uint64_t {
   kP2pApi = 1u << 10,       // v5
   kKernelLaunch = 1u << 11  // v5
 };
-// The state that carries a kernel channel's stop time (v4 and later).
+// Event states: a kernel channel's stop (v4 and later, with its GPU timer), and a proxy step's.
 inline constexpr int kKernelChStop = 22;
+enum ProxyStepState : int {
+  kSendGpuWait = 8,   // the step's buffer handed to the GPU, waiting for its data
+  kSendWait = 9,      // posted to the network (isend), waiting for completion
+  kRecvWait = 10,     // posted to the network (irecv), waiting for the data
+  kRecvFlushWait = 11,
+  kRecvGpuWait = 12,
+  kSendPeerWait = 20  // v4: data ready, waiting for the receiver's buffer
+};
+inline bool in_network(int state) { return state == kSendWait || state == kRecvWait; }
 
 struct CollV3 {
   const char* name;
@@ -63,6 +72,17 @@ struct CollV4 {  // v5 adds a `parentGroup` pointer at the end
   const char* algo;
   const char* proto;
 };
+struct ProxyOp {  // the same in v3-v6
+  pid_t pid;        // the process whose collective this is (another one's under PXN: its parent is not ours)
+  std::uint8_t channel;
+  int peer;
+  int steps;
+  int chunk_size;   // bytes a step carries at most
+  int is_send;
+};
+struct ProxyStep {
+  int step;
+};
 struct KernelChV3 {
   std::uint8_t channel;
 };
@@ -78,6 +98,8 @@ struct DescrV3 {
   union {
     CollV3 coll;
     KernelChV3 kernel_ch;
+    ProxyOp proxy_op;
+    ProxyStep proxy_step;
   };
 };
 struct DescrV4 {
@@ -87,6 +109,8 @@ struct DescrV4 {
   union {
     CollV4 coll;
     KernelChV4 kernel_ch;
+    ProxyOp proxy_op;
+    ProxyStep proxy_step;
   };
 };
 struct DescrV5 {
@@ -96,10 +120,13 @@ struct DescrV5 {
   union {
     CollV4 coll;
     KernelChV4 kernel_ch;
+    ProxyOp proxy_op;
+    ProxyStep proxy_step;
   };
 };
 
-// ncclProfilerEventStateArgs (v4, v5): every arm at offset 0; the kernel channel's arm is its stop timer.
+// ncclProfilerEventStateArgs (v4-v6): every arm at offset 0; a proxy step's is its size, a kernel channel's its stop
+// timer.
 union StateArgsV4 {
   std::size_t trans_size;
   int appended_proxy_ops;
@@ -140,5 +167,9 @@ struct ProfilerV5 {
   Result (*record_event_state)(void* handle, int state, StateArgsV4* args);
   Result (*finalize)(void* context);
 };
+
+// v6: v5's table; its descriptor is v5's with copy-engine arms added to the union (never asked for here).
+using DescrV6 = DescrV5;
+using ProfilerV6 = ProfilerV5;
 
 }  // namespace fabricbench::profiler::abi

@@ -39,7 +39,7 @@ void cuda_device(slow::FileHeader& h) {
 slow::FileHeader header(int api) {
   slow::FileHeader h{};
   std::memcpy(h.magic, slow::kMagic, sizeof h.magic);
-  h.version = 1;
+  h.version = slow::kVersion;
   h.record_size = sizeof(slow::Record);
   h.pid = static_cast<std::int32_t>(::getpid());
   h.start_ns = realtime_ns();

@@ -38,6 +38,22 @@ Ring::Ring(std::uint64_t comm, int nranks, int api)
   for (std::size_t i = 0; i < kSlots; ++i) slots_[i].ring = this;
 }
 
+Ring::~Ring() { delete proxies_.load(std::memory_order_acquire); }
+
+ProxyRing* Ring::proxies() {
+  if (auto* p = proxies_.load(std::memory_order_acquire)) return p;
+  auto* made = new ProxyRing();
+  ProxyRing* expected = nullptr;
+  if (proxies_.compare_exchange_strong(expected, made, std::memory_order_acq_rel)) return made;
+  delete made;  // another thread made it first
+  return expected;
+}
+
+std::uint64_t Ring::dropped() const {
+  const auto* p = proxies_.load(std::memory_order_acquire);
+  return dropped_.load(std::memory_order_relaxed) + (p ? p->dropped() : 0);
+}
+
 Slot* Ring::open(const CollectiveStart& c) {
   Slot& s = slots_[next_.fetch_add(1, std::memory_order_relaxed) % kSlots];
   std::uint32_t expected = Slot::kFree;
@@ -100,6 +116,7 @@ void Ring::harvest(std::vector<slow::Record>& out, std::int64_t now_ns, bool all
     }
     s.state.store(Slot::kFree, std::memory_order_release);
   }
+  if (auto* p = proxies_.load(std::memory_order_acquire)) p->harvest(out);
 }
 
 }  // namespace fabricbench::profiler

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fabricbench/job/slow_record.hpp"
+#include "proxy_ring.hpp"
 
 namespace fabricbench::profiler {
 
@@ -50,20 +51,27 @@ class Ring {
   static constexpr std::size_t kSlots = 1024;
   // `api`: the profiler interface NCCL chose; with 3, channel times are the host's CLOCK_MONOTONIC.
   Ring(std::uint64_t comm, int nranks, int api);
+  ~Ring();
+  Ring(const Ring&) = delete;
+  Ring& operator=(const Ring&) = delete;
   // A slot for the collective, or nullptr when every slot is still busy (the collective is counted as dropped).
   Slot* open(const CollectiveStart& c);
+  // The communicator's proxy operations: made at the first (by whichever of NCCL's threads comes first).
+  ProxyRing* proxies();
   // Called by the writer alone: appends the collectives that finished (every kernel channel stopped; a channel
   // count NCCL did not give exactly is settled after a look without change) or that waited 30 s (kIncomplete), and
-  // frees their slots. `all`: everything still open goes out as it is (the communicator ends).
+  // frees their slots, then the proxy operations that stopped. `all`: every collective still open goes out as it is
+  // (the communicator ends).
   void harvest(std::vector<job::slow::Record>& out, std::int64_t now_ns, bool all);
   std::uint64_t comm() const { return comm_; }
   int api() const { return api_; }
-  std::uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+  std::uint64_t dropped() const;
 
  private:
   std::unique_ptr<Slot[]> slots_;
   std::atomic<std::uint64_t> next_{0};
   std::atomic<std::uint64_t> dropped_{0};
+  std::atomic<ProxyRing*> proxies_{nullptr};
   std::uint64_t comm_;
   int nranks_, api_;
 };

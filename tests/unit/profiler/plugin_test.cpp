@@ -18,6 +18,7 @@
 #include <functional>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "../../../plugin/profiler_abi.hpp"
@@ -136,7 +137,7 @@ TEST(ProfilerPlugin, V5RecordsEveryCollectiveWithItsKernelSpan) {
     void* ctx = nullptr;
     int mask = 0;
     if (t->init(&ctx, 0x3f00aa, &mask, "comm", 1, 4, 1, nullptr) != 0 || !ctx) return 2;
-    if (mask != (abi::kColl | abi::kKernelCh)) return 3;
+    if (mask != (abi::kColl | abi::kKernelCh | abi::kProxyOp | abi::kProxyStep)) return 3;
     for (std::uint64_t seq = 0; seq < 3; ++seq)
       if (int e = one_collective<abi::ProfilerV5, abi::DescrV5>(t, ctx, seq)) return e;
     // A kernel channel whose parent is not one of ours is ignored.
@@ -196,6 +197,177 @@ TEST(ProfilerPlugin, V4TableAndFinalizeWriteTheSame) {
   EXPECT_EQ(back.header.profiler_api, 4);
   ASSERT_EQ(back.records.size(), 1u);
   expect_collective(back.records[0], 0x77, 41);
+}
+
+TEST(ProfilerPlugin, V6TableIsV5s) {
+  NEEDS_PLUGIN();
+  Folder f;
+  const int rc = in_child(f.path, [](void* lib) {
+    auto* t = static_cast<const abi::ProfilerV6*>(::dlsym(lib, "ncclProfiler_v6"));
+    if (!t) return 1;
+    void* ctx = nullptr;
+    int mask = 0;
+    if (t->init(&ctx, 0x66, &mask, "comm", 1, 4, 1, nullptr) != 0) return 2;
+    if (mask & ~(abi::kColl | abi::kKernelCh | abi::kProxyOp | abi::kProxyStep)) return 3;  // no copy-engine events
+    if (int e = one_collective<abi::ProfilerV6, abi::DescrV6>(t, ctx, 7)) return e;
+    t->finalize(ctx);
+    return 0;
+  });
+  ASSERT_EQ(rc, 0);
+  const auto back = read_back(f.path);
+  EXPECT_EQ(back.header.profiler_api, 6);
+  EXPECT_EQ(back.header.version, slow::kVersion);
+  ASSERT_EQ(back.records.size(), 1u);
+  expect_collective(back.records[0], 0x66, 7);
+}
+
+// One proxy operation of `steps` steps as NCCL's network transport drives it, each step `net_ms` in the network:
+// a send goes GPU wait -> peer wait -> network (with its size) -> stop; a receive network -> flush (with its size)
+// -> GPU wait -> stop.
+template <typename Table, typename Descr, typename StateArgs>
+void* proxy_op(const Table* t, void* ctx, void* parent, pid_t pid, bool send, int peer, int steps, double net_ms,
+               std::size_t size) {
+  Descr d{};
+  d.type = abi::kProxyOp, d.parent = parent, d.rank = 1;
+  d.proxy_op.pid = pid, d.proxy_op.channel = 3, d.proxy_op.peer = peer, d.proxy_op.steps = steps;
+  d.proxy_op.chunk_size = 4096, d.proxy_op.is_send = send;
+  void* op = nullptr;
+  t->start_event(ctx, &op, &d);
+  if (!op) return nullptr;
+  for (int i = 0; i < steps; ++i) {
+    Descr s{};
+    s.type = abi::kProxyStep, s.parent = op, s.rank = 1, s.proxy_step.step = i;
+    void* h = nullptr;
+    t->start_event(ctx, &h, &s);
+    if (!h) return nullptr;
+    StateArgs a{};
+    if constexpr (std::is_same_v<StateArgs, abi::StateArgsV4>) a.trans_size = size;
+    const auto wait = std::chrono::microseconds(static_cast<long>(net_ms * 1000));
+    if (send) {
+      t->record_event_state(h, abi::kSendGpuWait, &a);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // not network time
+      t->record_event_state(h, abi::kSendPeerWait, &a);
+      t->record_event_state(h, abi::kSendWait, &a);
+      std::this_thread::sleep_for(wait);
+      t->record_event_state(h, abi::kSendWait, &a);  // repeated: still the same stay in the network
+    } else {
+      t->record_event_state(h, abi::kRecvWait, &a);
+      std::this_thread::sleep_for(wait);
+      t->record_event_state(h, abi::kRecvFlushWait, &a);
+      t->record_event_state(h, abi::kRecvGpuWait, &a);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    t->stop_event(h);
+  }
+  t->stop_event(op);
+  return op;
+}
+
+std::vector<slow::ProxyRecord> proxies_of(const ReadBack& b) {
+  std::vector<slow::ProxyRecord> out;
+  for (const auto& r : b.records)
+    if (slow::is_proxy(r)) out.push_back(slow::as_proxy(r));
+  std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.peer < y.peer; });
+  return out;
+}
+
+TEST(ProfilerPlugin, ProxyOperationsKeepTheirNetworkTimePerPeer) {
+  NEEDS_PLUGIN();
+  Folder f;
+  const int rc = in_child(f.path, [](void* lib) {
+    auto* t = static_cast<const abi::ProfilerV5*>(::dlsym(lib, "ncclProfiler_v5"));
+    void* ctx = nullptr;
+    int mask = 0;
+    if (t->init(&ctx, 0x51, &mask, "comm", 1, 4, 1, nullptr) != 0) return 1;
+    auto d = coll<abi::DescrV5>(9, "AllReduce", 1024, "ncclFloat32", 1, 1);
+    void* c = nullptr;
+    t->start_event(ctx, &c, &d);
+    using P = abi::ProfilerV5;
+    using D = abi::DescrV5;
+    if (!proxy_op<P, D, abi::StateArgsV4>(t, ctx, c, ::getpid(), true, 2, 3, 4, 1000)) return 2;
+    if (!proxy_op<P, D, abi::StateArgsV4>(t, ctx, c, ::getpid(), false, 0, 2, 2, 700)) return 3;
+    // Another process's collective (PXN): its parent pointer is not ours and never read (misaligned on purpose).
+    alignas(64) char foreign[128] = {};
+    if (!proxy_op<P, D, abi::StateArgsV4>(t, ctx, foreign + 3, ::getpid() + 1, true, 3, 1, 0, 10)) return 4;
+    t->stop_event(c);
+    t->finalize(ctx);
+    return 0;
+  });
+  ASSERT_EQ(rc, 0);
+  const auto p = proxies_of(read_back(f.path));
+  ASSERT_EQ(p.size(), 3u);
+  const auto& recv = p[0];
+  const auto& send = p[1];
+  const auto& pxn = p[2];
+  EXPECT_EQ(send.comm, 0x51u);
+  EXPECT_EQ(send.seq, 9u);
+  EXPECT_EQ(send.rank, 1);
+  EXPECT_EQ(send.channel, 3);
+  EXPECT_EQ(send.is_send, 1);
+  EXPECT_EQ(send.steps, 3);
+  EXPECT_EQ(send.bytes, 3000u);
+  EXPECT_GE(send.net_ns, 12000000u);  // 3 x 4 ms in the network; the 1 ms GPU waits not counted
+  EXPECT_LT(send.net_ns, send.op_ns - 2500000);
+  EXPECT_EQ(recv.is_send, 0);
+  EXPECT_EQ(recv.peer, 0);
+  EXPECT_EQ(recv.bytes, 1400u);
+  EXPECT_GE(recv.net_ns, 4000000u);
+  EXPECT_LT(recv.net_ns, recv.op_ns - 1500000);
+  EXPECT_EQ(pxn.seq, slow::ProxyRecord::kNoSeq);
+  EXPECT_EQ(pxn.comm, 0x51u);  // the communicator's own hash
+  EXPECT_EQ(pxn.bytes, 10u);
+}
+
+TEST(ProfilerPlugin, V3ProxyStepsCountChunks) {
+  NEEDS_PLUGIN();
+  Folder f;
+  const int rc = in_child(f.path, [](void* lib) {
+    auto* t = static_cast<const abi::ProfilerV3*>(::dlsym(lib, "ncclProfiler_v3"));
+    void* ctx = nullptr;
+    int mask = 0;
+    if (t->init(&ctx, &mask) != 0) return 1;
+    abi::DescrV3 d{};
+    d.type = abi::kColl, d.rank = 1;
+    d.coll.comm_hash = 0x33, d.coll.seq = 4, d.coll.func = "AllReduce", d.coll.count = 8;
+    d.coll.datatype = "ncclFloat32", d.coll.max_channels = 1, d.coll.algo = "RING", d.coll.proto = "SIMPLE";
+    void* c = nullptr;
+    t->start_event(ctx, &c, &d);
+    if (!proxy_op<abi::ProfilerV3, abi::DescrV3, abi::StateArgsV3>(t, ctx, c, ::getpid(), true, 2, 2, 1, 0)) return 2;
+    t->stop_event(c);
+    t->finalize(ctx);
+    return 0;
+  });
+  ASSERT_EQ(rc, 0);
+  const auto p = proxies_of(read_back(f.path));
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].comm, 0x33u);  // the collective's, as v3 gives it
+  EXPECT_EQ(p[0].seq, 4u);
+  EXPECT_EQ(p[0].bytes, 2u * 4096u);  // 2 steps of the 4096-byte chunk: v3 gives no step sizes
+  EXPECT_GE(p[0].net_ns, 2000000u);
+}
+
+TEST(ProfilerPlugin, AFullProxyRingDropsWhatItCannotHold) {
+  NEEDS_PLUGIN();
+  Folder f;
+  const int rc = in_child(f.path, [](void* lib) {
+    auto* t = static_cast<const abi::ProfilerV5*>(::dlsym(lib, "ncclProfiler_v5"));
+    void* ctx = nullptr;
+    int mask = 0;
+    if (t->init(&ctx, 5, &mask, "c", 1, 4, 1, nullptr) != 0) return 1;
+    int handles = 0;
+    for (int i = 0; i < 2100; ++i) {  // started, never stopped: 2048 slots
+      abi::DescrV5 d{};
+      d.type = abi::kProxyOp, d.proxy_op.pid = ::getpid(), d.proxy_op.peer = 1, d.proxy_op.is_send = 1;
+      void* h = nullptr;
+      t->start_event(ctx, &h, &d);
+      handles += h != nullptr;
+    }
+    if (handles != 2048) return 2;
+    t->finalize(ctx);
+    return 0;
+  });
+  ASSERT_EQ(rc, 0);
+  EXPECT_TRUE(proxies_of(read_back(f.path)).empty());  // none stopped: nothing partial written
 }
 
 TEST(ProfilerPlugin, V3TakesTheCommunicatorFromTheEventAndHostTimes) {

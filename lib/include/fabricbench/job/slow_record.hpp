@@ -1,6 +1,8 @@
 // What fabricbench's NCCL profiler plugin (plugin/) writes and fabric-watchdog's slow-rank judge reads: one file per
-// process of the job in the run's folder, a header naming the process, then one fixed-size record per collective.
-// Plain data, no dependency: the plugin, which lives inside the training job, includes it alone.
+// process of the job in the run's folder, a header naming the process, then fixed-size records: one per collective
+// (Record) and, where NCCL's proxy moves the data over the network, one per proxy operation (ProxyRecord: a
+// connection to one peer on one channel, flag kProxy). Plain data, no dependency: the plugin, which lives inside the
+// training job, includes it alone.
 //
 // Times: `host_ns` is CLOCK_REALTIME when NCCL started the collective's event (used only to place it in time);
 // `gpu_start_ns`/`gpu_stop_ns` are the GPU's global timer at the earliest kernel channel's start and the latest
@@ -8,24 +10,27 @@
 // channel events started and stopped, flag kHostTimer). Only their difference on one rank is used: no clock is
 // compared between ranks.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
 namespace fabricbench::job::slow {
 
 inline constexpr char kMagic[8] = {'F', 'B', 'S', 'L', 'O', 'W', '0', '1'};
+// 1: collectives only; 2: proxy records too. A reader takes both.
+inline constexpr std::uint32_t kVersion = 2;
 inline constexpr char kFileSuffix[] = ".fbslow";          // <host>.<pid>.fbslow
 inline constexpr char kOldSuffix[] = ".fbslow.old";       // the segment before the last rotation
 inline constexpr std::uint64_t kRotateBytes = 16u << 20;  // a file past this is rotated: at most 2 segments a process
 
 struct FileHeader {
   char magic[8];
-  std::uint32_t version;      // 1
+  std::uint32_t version;      // kVersion (1 or 2)
   std::uint32_t record_size;  // sizeof(Record)
   std::int32_t pid;
   std::int32_t cuda_device;   // the process's CUDA device ordinal when NCCL made its first communicator; -1 unknown
   std::int64_t start_ns;      // CLOCK_REALTIME at the file's creation
-  std::int32_t profiler_api;  // the NCCL profiler interface version NCCL chose (3, 4, 5)
+  std::int32_t profiler_api;  // the NCCL profiler interface version NCCL chose (3, 4, 5, 6)
   std::int32_t reserved;
   char host[64];             // gethostname()
   char gpu_bus_id[32];       // the device's PCI bus id ("0000:1b:00.0"), empty when unknown
@@ -38,6 +43,7 @@ static_assert(sizeof(FileHeader) == 256, "the header is 256 bytes");
 enum Flag : std::uint8_t {
   kHostTimer = 1,   // gpu_*_ns are host CLOCK_MONOTONIC (profiler interface v3)
   kIncomplete = 2,  // not every kernel channel reported a stop within 30 s: times are partial
+  kProxy = 4,       // a ProxyRecord, not a collective's Record (version 2)
 };
 
 struct Record {
@@ -58,6 +64,41 @@ struct Record {
   std::uint64_t kernel_ns() const { return gpu_stop_ns > gpu_start_ns ? gpu_stop_ns - gpu_start_ns : 0; }
 };
 static_assert(sizeof(Record) == 64, "a record is 64 bytes");
+
+// One proxy operation: what NCCL's proxy thread moved for one collective to or from one peer on one channel over
+// the network (NET/IB, NET/Socket; traffic over NVLink or shared memory has none). `net_ns` sums, over its steps, the
+// time from posting a step to the network until the network said it was done (a send's isend to its completion; a
+// receive's irecv until the data was there): on a slow link or NIC that time grows for the connection that crosses
+// it, while the others wait on their GPU or peer instead. Host CLOCK_MONOTONIC differences on one process only.
+struct ProxyRecord {
+  static constexpr std::uint64_t kNoSeq = UINT64_MAX;  // the collective was another process's (PXN)
+  std::uint64_t comm;
+  std::uint64_t seq;      // its collective's sequence number, kNoSeq when not known
+  std::uint64_t bytes;    // moved by its steps (the steps' sizes NCCL gave; v3: steps x chunk size)
+  std::int64_t host_ns;   // CLOCK_REALTIME at the operation's start
+  std::uint64_t net_ns;   // summed over steps: posted to the network until done
+  std::uint64_t op_ns;    // the operation's start to its stop
+  std::int32_t rank;      // the rank that sends (is_send) or receives
+  std::int32_t peer;      // the other end
+  std::uint8_t channel;
+  std::uint8_t is_send;
+  std::uint16_t steps;    // steps done (saturates at 65535)
+  std::uint8_t flags;     // kProxy, at Record::flags' offset
+  std::uint8_t pad[3];
+};
+static_assert(sizeof(ProxyRecord) == 64, "a proxy record is 64 bytes");
+static_assert(offsetof(ProxyRecord, flags) == offsetof(Record, flags), "the kind is read from one byte");
+inline bool is_proxy(const Record& r) { return r.flags & kProxy; }
+inline ProxyRecord as_proxy(const Record& r) {
+  ProxyRecord p;
+  std::memcpy(&p, &r, sizeof p);
+  return p;
+}
+inline Record as_record(const ProxyRecord& p) {
+  Record r;
+  std::memcpy(&r, &p, sizeof r);
+  return r;
+}
 
 // Names as NCCL passes them to the profiler (index 0: any other).
 inline constexpr const char* kOps[] = {"other",     "AllReduce", "AllGather", "ReduceScatter",
