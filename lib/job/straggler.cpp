@@ -1,9 +1,15 @@
 #include "fabricbench/job/straggler.hpp"
 
 #include <algorithm>
+#include <bitset>
+#include <string>
 
 namespace fabricbench::job {
 namespace {
+
+std::string fmt_key(std::uint64_t comm, int rank, int peer) {
+  return std::to_string(comm) + ":" + std::to_string(rank) + ":" + std::to_string(peer);
+}
 
 double median(std::vector<double>& v) {
   if (v.empty()) return 0;
@@ -12,11 +18,52 @@ double median(std::vector<double>& v) {
   return *mid;
 }
 
+// The lower median: of two connections, the faster (a slow one is then compared with its healthy twin).
+double lower_median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>((v.size() - 1) / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+
 constexpr std::int64_t kSecond = 1000000000;
 
 }  // namespace
 
+std::size_t ConnectionTotal::channel_count() const {
+  std::size_t n = 0;
+  for (auto bits : channels) n += std::bitset<64>(bits).count();
+  return n;
+}
+
+std::optional<std::size_t> StragglerJudge::source_of(std::uint64_t comm, int rank) const {
+  const auto c = ranks_of_.find(comm);
+  if (c == ranks_of_.end()) return std::nullopt;
+  const auto r = c->second.find(rank);
+  if (r == c->second.end()) return std::nullopt;
+  return r->second;
+}
+
+void StragglerJudge::add_proxy(const slow::ProxyRecord& p) {
+  const ConnectionKey key{p.comm, p.rank, p.peer, p.is_send != 0};
+  auto it = connections_.find(key);
+  if (it == connections_.end()) {
+    if (connections_.size() >= kKeptConnections) {
+      ++connections_dropped_;
+    } else {
+      it = connections_.emplace(key, ConnectionTotal{}).first;
+    }
+  }
+  if (it != connections_.end()) {
+    auto& t = it->second;
+    ++t.ops, t.bytes += p.bytes, t.net_s += static_cast<double>(p.net_ns) * 1e-9;
+    t.channels[p.channel / 64] |= std::uint64_t{1} << (p.channel % 64);
+  }
+  if (p.is_send && p.bytes > 0) proxies_.push_back(p);
+}
+
 void StragglerJudge::add(std::size_t source, const slow::Record& r) {
+  if (slow::is_proxy(r)) return add_proxy(slow::as_proxy(r));
   if (r.flags & slow::kIncomplete) return;  // partial times would name the wrong rank
   newest_ns_ = std::max(newest_ns_, r.host_ns);
   ranks_of_[r.comm][r.rank] = source;
@@ -90,10 +137,79 @@ std::vector<std::pair<std::pair<std::uint64_t, int>, std::size_t>> StragglerJudg
   return out;
 }
 
+void StragglerJudge::judge_links(std::uint64_t comm, const std::vector<const slow::ProxyRecord*>& sends,
+                                 double span_s, std::vector<SlowFinding>& out, std::map<std::string, bool>& named) {
+  struct Conn {
+    std::size_t ops = 0;
+    double bytes = 0, net_s = 0;
+    std::bitset<256> channels;
+  };
+  std::map<std::pair<int, int>, Conn> conns;
+  for (const auto* p : sends) {
+    auto& c = conns[{p->rank, p->peer}];
+    ++c.ops, c.bytes += static_cast<double>(p->bytes), c.net_s += static_cast<double>(p->net_ns) * 1e-9;
+    c.channels.set(p->channel);
+  }
+  std::vector<double> per_byte;
+  for (const auto& [who, c] : conns)
+    if (c.ops >= s_.min_link_ops) per_byte.push_back(c.net_s / c.bytes);
+  if (per_byte.size() < 2) return;
+  const double usual = lower_median(per_byte);
+  if (usual <= 0) return;
+  struct Slow {
+    std::pair<int, int> who;
+    double ratio, loss;
+  };
+  std::vector<Slow> slow;
+  for (const auto& [who, c] : conns) {
+    if (c.ops < s_.min_link_ops) continue;
+    const double ratio = c.net_s / c.bytes / usual;
+    const double excess_s = (c.net_s - c.bytes * usual) / static_cast<double>(std::max<std::size_t>(1, c.channels.count()));
+    const double loss = excess_s / span_s;
+    const bool was = links_named_.count(fmt_key(comm, who.first, who.second)) > 0;
+    if (ratio >= s_.link_ratio && loss >= (was ? s_.loss_gone : s_.loss)) slow.push_back({who, ratio, loss});
+  }
+  if (slow.empty()) return;
+  // One rank that every slow connection touches, when there are several: its network.
+  std::map<int, std::size_t> touches;
+  for (const auto& x : slow) {
+    ++touches[x.who.first];
+    if (x.who.second != x.who.first) ++touches[x.who.second];
+  }
+  int common = -1;
+  for (const auto& [rank, n] : touches)
+    if (n == slow.size() && slow.size() >= 2) common = common < 0 ? rank : -2;  // two ranks in all: a pair
+  const auto finding = [&](SlowFinding::Kind kind, int rank, int peer) {
+    SlowFinding f;
+    f.kind = kind, f.comm = comm, f.rank = rank, f.peer = peer;
+    if (auto src = source_of(comm, rank)) f.source = *src;
+    return f;
+  };
+  if (common >= 0) {
+    auto f = finding(SlowFinding::Kind::network, common, -1);
+    for (const auto& x : slow) {
+      f.connections.push_back(x.who);
+      f.ratio = std::max(f.ratio, x.ratio), f.loss = std::max(f.loss, x.loss);
+    }
+    named[fmt_key(comm, common, -1)] = true;
+    for (const auto& x : slow) named[fmt_key(comm, x.who.first, x.who.second)] = true;
+    out.push_back(f);
+    return;
+  }
+  for (const auto& x : slow) {
+    auto f = finding(SlowFinding::Kind::link, x.who.first, x.who.second);
+    f.connections.push_back(x.who);
+    f.ratio = x.ratio, f.loss = x.loss;
+    named[fmt_key(comm, x.who.first, x.who.second)] = true;
+    out.push_back(f);
+  }
+}
+
 SlowWindow StragglerJudge::judge(std::int64_t now_ns) {
   expire(now_ns);
   const std::int64_t start = now_ns - static_cast<std::int64_t>(s_.window_s * 1e9);
   while (!done_.empty() && done_.front().t_ns < start) done_.pop_front();
+  while (!proxies_.empty() && proxies_.front().host_ns < start) proxies_.pop_front();
   SlowWindow w;
   w.start_ns = start, w.end_ns = now_ns, w.collectives = done_.size();
 
@@ -177,6 +293,34 @@ SlowWindow StragglerJudge::judge(std::int64_t now_ns) {
     }
   }
   named_ = std::move(named);
+
+  // Where inside: the slow connections of each communicator with network traffic in the window.
+  std::map<std::uint64_t, std::vector<const slow::ProxyRecord*>> sends;
+  std::map<std::uint64_t, std::pair<std::int64_t, std::int64_t>> spans;
+  for (const auto& p : proxies_) {
+    if (p.host_ns < start) continue;
+    sends[p.comm].push_back(&p);
+    auto& sp = spans.emplace(p.comm, std::make_pair(p.host_ns, p.host_ns)).first->second;
+    sp.first = std::min(sp.first, p.host_ns), sp.second = std::max(sp.second, p.host_ns);
+  }
+  std::map<std::string, bool> links;
+  std::vector<SlowFinding> placed;
+  for (const auto& [comm, list] : sends) {
+    const auto& sp = spans[comm];
+    judge_links(comm, list, std::max(1.0, static_cast<double>(sp.second - sp.first) * 1e-9), placed, links);
+  }
+  links_named_ = std::move(links);
+  if (!placed.empty()) {
+    // A slow collective placed on a link or a rank's network is said once, there.
+    w.findings.erase(std::remove_if(w.findings.begin(), w.findings.end(),
+                                    [&](const SlowFinding& f) {
+                                      return f.kind == SlowFinding::Kind::inside &&
+                                             std::any_of(placed.begin(), placed.end(),
+                                                         [&](const SlowFinding& p) { return p.comm == f.comm; });
+                                    }),
+                     w.findings.end());
+    w.findings.insert(w.findings.end(), placed.begin(), placed.end());
+  }
   std::sort(w.ranks.begin(), w.ranks.end(), [](const RankWindow& x, const RankWindow& y) { return x.loss > y.loss; });
   return w;
 }

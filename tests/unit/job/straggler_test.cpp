@@ -1,6 +1,9 @@
 // The slow-rank judge on hand-made records whose answer is computed by hand.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "fabricbench/job/straggler.hpp"
 
 namespace {
@@ -201,6 +204,108 @@ TEST(StragglerJudge, OneSlowRankAmongThousands) {
   EXPECT_EQ(w.findings[0].rank, 1234);
   EXPECT_NEAR(w.findings[0].wait_median_s, (30'000'000 + 2048 - 50'000) * 1e-9, 2e-9);
   EXPECT_EQ(j.rows().size(), 20u * kRanks);
+}
+
+// A proxy send: `rank` to `peer` on `channel`, 1 MiB in `net_ns` of network time.
+slow::Record send(std::uint64_t comm, std::uint64_t seq, int rank, int peer, int channel, std::int64_t t_ns,
+                  std::uint64_t net_ns) {
+  slow::ProxyRecord p{};
+  p.comm = comm, p.seq = seq, p.rank = rank, p.peer = peer, p.channel = static_cast<std::uint8_t>(channel);
+  p.is_send = 1, p.bytes = 1 << 20, p.host_ns = t_ns, p.net_ns = net_ns, p.op_ns = net_ns + 1000, p.steps = 2;
+  p.flags = slow::kProxy;
+  return slow::as_record(p);
+}
+
+// 100 collectives 100 ms apart on a ring of 4 (r sends to r+1 on channels 0 and 1), 100 us of network time per
+// 1 MiB send, but `slow_ns` on the connections in `slow`.
+void feed_ring(StragglerJudge& j, std::vector<std::pair<int, int>> slow, std::uint64_t slow_ns, int ranks = 4,
+               std::uint64_t healthy_ns = 100'000) {
+  feed(j, kT0, 0, 100, -1);
+  for (int i = 0; i < 100; ++i)
+    for (int r = 0; r < ranks; ++r)
+      for (int ch = 0; ch < 2; ++ch) {
+        const std::pair<int, int> who{r, (r + 1) % ranks};
+        const bool is_slow = std::find(slow.begin(), slow.end(), who) != slow.end();
+        j.add(static_cast<std::size_t>(r), send(0x3f, i, r, who.second, ch, kT0 + i * 100 * kMs,
+                                                is_slow ? slow_ns : healthy_ns));
+      }
+}
+
+TEST(StragglerJudge, ASlowLinkIsNamedFromAndTo) {
+  StragglerJudge j;
+  feed_ring(j, {{2, 3}}, 20'000'000);
+  const auto w = j.judge(kT0 + 99 * 100 * kMs);
+  ASSERT_EQ(w.findings.size(), 1u);
+  const auto& f = w.findings[0];
+  EXPECT_EQ(f.kind, SlowFinding::Kind::link);
+  EXPECT_EQ(f.rank, 2);
+  EXPECT_EQ(f.peer, 3);
+  EXPECT_EQ(f.source, 2u);
+  EXPECT_NEAR(f.ratio, 200, 1e-9);
+  // 200 sends of 20 ms (4 s) where the usual rate needs 200 x 0.1 ms: 3.98 s over 2 channels, over 9.9 s.
+  EXPECT_NEAR(f.loss, (4.0 - 0.02) / 2 / 9.9, 1e-9);
+  // The run's totals: per connection, both channels.
+  const auto& c = j.connections().at({0x3f, 2, 3, true});
+  EXPECT_EQ(c.ops, 200u);
+  EXPECT_EQ(c.channel_count(), 2u);
+  EXPECT_NEAR(c.net_s, 4.0, 1e-9);
+}
+
+TEST(StragglerJudge, SlowConnectionsThatAllTouchOneRankNameItsNetwork) {
+  StragglerJudge j;
+  feed_ring(j, {{1, 2}, {2, 3}}, 20'000'000);
+  const auto w = j.judge(kT0 + 99 * 100 * kMs);
+  ASSERT_EQ(w.findings.size(), 1u);
+  const auto& f = w.findings[0];
+  EXPECT_EQ(f.kind, SlowFinding::Kind::network);
+  EXPECT_EQ(f.rank, 2);
+  EXPECT_EQ(f.peer, -1);
+  EXPECT_EQ(f.connections, (std::vector<std::pair<int, int>>{{1, 2}, {2, 3}}));
+}
+
+TEST(StragglerJudge, EvenNetworkTimeOrATwoRankPairSlowBothWaysNamesNoLink) {
+  StragglerJudge healthy;
+  feed_ring(healthy, {}, 0);
+  EXPECT_TRUE(healthy.judge(kT0 + 99 * 100 * kMs).findings.empty());
+  // Slower, costing (200 x 25 ms - 200 x 10 ms) / 2 channels = 1.5 s of 9.9 s, but below the ratio: 2.5 x.
+  StragglerJudge mild;
+  feed_ring(mild, {{2, 3}}, 25'000'000, 4, 10'000'000);
+  EXPECT_TRUE(mild.judge(kT0 + 99 * 100 * kMs).findings.empty());
+  // 3 x, but costing 100 x 2 x 0.2 ms / 2 channels = 20 ms of 9.9 s: below the loss.
+  StragglerJudge cheap;
+  feed_ring(cheap, {{2, 3}}, 300'000);
+  EXPECT_TRUE(cheap.judge(kT0 + 99 * 100 * kMs).findings.empty());
+  // Two ranks, both directions slow: nothing to compare them with.
+  StragglerJudge pair;
+  feed_ring(pair, {{0, 1}, {1, 0}}, 20'000'000, 2);
+  EXPECT_TRUE(pair.judge(kT0 + 99 * 100 * kMs).findings.empty());
+  // Two ranks, one direction slow: the link.
+  StragglerJudge one_way;
+  feed_ring(one_way, {{1, 0}}, 20'000'000, 2);
+  const auto w = one_way.judge(kT0 + 99 * 100 * kMs);
+  ASSERT_EQ(w.findings.size(), 1u);
+  EXPECT_EQ(w.findings[0].kind, SlowFinding::Kind::link);
+  EXPECT_EQ(w.findings[0].rank, 1);
+  EXPECT_EQ(w.findings[0].peer, 0);
+}
+
+TEST(StragglerJudge, ASlowCollectivePlacedOnALinkIsSaidThereOnce) {
+  StragglerJudge j;
+  const auto feed_own = [&](int from, int to, std::uint64_t own, std::uint64_t net) {
+    for (int i = from; i < to; ++i)
+      for (int rank = 0; rank < 4; ++rank) {
+        j.add(rank, record(7, i, rank, 4, kT0 + i * 100 * kMs, own + (rank ? 100'000 : 0)));
+        j.add(rank, send(7, i, rank, (rank + 1) % 4, 0, kT0 + i * 100 * kMs, rank == 2 ? net : 100'000));
+      }
+  };
+  feed_own(0, 100, 1'000'000, 100'000);
+  EXPECT_TRUE(j.judge(kT0 + 9950 * kMs).findings.empty());
+  feed_own(100, 200, 21'000'000, 20'000'000);
+  const auto w = j.judge(kT0 + 19950 * kMs);
+  ASSERT_EQ(w.findings.size(), 1u);
+  EXPECT_EQ(w.findings[0].kind, SlowFinding::Kind::link);
+  EXPECT_EQ(w.findings[0].rank, 2);
+  EXPECT_EQ(w.findings[0].peer, 3);
 }
 
 }  // namespace

@@ -13,11 +13,19 @@
 // its first second.) A collective that
 // every rank runs alike but several times slower than this job ran it before (same communicator, op and size) is
 // named as slow inside (a link or NIC), when no rank of its communicator is named late.
+//
+// Where NCCL's proxy moves data over the network, its proxy operations (slow_record.hpp) say where inside: per
+// connection (a rank sending to a peer, over the window) the network time per byte of its steps. A connection that
+// takes >= `link_ratio` times its communicator's median per byte and costs >= `loss` of the time (its excess network
+// time spread over its channels, which run side by side) is a slow link: named as the link from rank to peer, or,
+// when several slow connections all touch one rank, as that rank's network (its NIC, cable or port). Sends only: a
+// receive waits for its sender as much as for the network, a send's completion is the network's alone.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -36,6 +44,25 @@ struct StragglerSettings {
   std::size_t min_collectives = 10;
   double inside_ratio = 3;    // the collective's own time against the best this job had for it
   double min_wait_s = 50e-6;  // a last arrival by less is a tie
+  double link_ratio = 3;      // a connection's network time per byte against its communicator's median
+  std::size_t min_link_ops = 10;
+};
+
+// One connection's network time (sends, or receives), over the whole run (the report's table).
+struct ConnectionTotal {
+  std::size_t ops = 0;
+  std::uint64_t bytes = 0;
+  double net_s = 0;
+  std::uint64_t channels[4] = {};  // a bit per channel it used
+  std::size_t channel_count() const;
+};
+struct ConnectionKey {
+  std::uint64_t comm;
+  int rank, peer;
+  bool is_send;
+  bool operator<(const ConnectionKey& o) const {
+    return std::tie(comm, rank, peer, is_send) < std::tie(o.comm, o.rank, o.peer, o.is_send);
+  }
 };
 
 // One rank of one communicator over a window.
@@ -54,11 +81,16 @@ struct RankWindow {
 };
 
 struct SlowFinding {
-  enum class Kind { late, inside };
+  // late: a rank arrives late; inside: a collective slower than before on every rank; link: the connection from
+  // `rank` to `peer` is slow in the network; network: every slow connection touches `rank`.
+  enum class Kind { late, inside, link, network };
   Kind kind = Kind::late;
   std::uint64_t comm = 0;
-  int rank = -1;  // late: the rank; inside: -1
+  int rank = -1;  // late, link, network: the rank; inside: -1
+  int peer = -1;  // link: the receiving end
   std::size_t source = 0;
+  std::vector<std::pair<int, int>> connections;  // link, network: the slow ones (from, to)
+  double ratio = 0;  // link, network: network time per byte against the communicator's median (the worst)
   std::string op;
   std::uint64_t bytes = 0;  // inside: the collective's size
   double late_fraction = 0, wait_median_s = 0, loss = 0;
@@ -87,7 +119,7 @@ class StragglerJudge {
  public:
   explicit StragglerJudge(StragglerSettings settings = {}) : s_(settings) {}
   // A record from file `source`. A collective is judged once every rank of its communicator reported it (when the
-  // size is not known, interface v3: 2 s after its newest record).
+  // size is not known, interface v3: 2 s after its newest record). A proxy record is kept for the window.
   void add(std::size_t source, const slow::Record& r);
   // The window that ends at `now_ns` (CLOCK_REALTIME); collectives older than the window are forgotten.
   SlowWindow judge(std::int64_t now_ns);
@@ -98,6 +130,12 @@ class StragglerJudge {
   // (comm, rank), how many.
   const std::map<std::pair<std::uint64_t, int>, std::size_t>& missing() const { return missing_; }
   std::size_t judged() const { return judged_; }
+  // Every connection's totals (at most kKeptConnections; the rest counted in connections_dropped()).
+  const std::map<ConnectionKey, ConnectionTotal>& connections() const { return connections_; }
+  std::size_t connections_dropped() const { return connections_dropped_; }
+  static constexpr std::size_t kKeptConnections = 100000;
+  // The source (file) of a rank's collectives, when known.
+  std::optional<std::size_t> source_of(std::uint64_t comm, int rank) const;
   // Ranks whose last record is more than `after_s` older than their communicator's newest: they stopped (exited,
   // hang, or their records stopped coming) while the others went on. With the source their records came from.
   std::vector<std::pair<std::pair<std::uint64_t, int>, std::size_t>> quiet_ranks(double after_s) const;
@@ -135,6 +173,10 @@ class StragglerJudge {
   };
   void finish(const Key& key, Pending& p);
   void expire(std::int64_t now_ns, bool all = false);
+  void add_proxy(const slow::ProxyRecord& p);
+  // The slow connections of one communicator in the window: link or network findings.
+  void judge_links(std::uint64_t comm, const std::vector<const slow::ProxyRecord*>& sends, double span_s,
+                   std::vector<SlowFinding>& out, std::map<std::string, bool>& named);
 
   StragglerSettings s_;
   std::unordered_map<Key, Pending, KeyHash> pending_;
@@ -143,6 +185,10 @@ class StragglerJudge {
   std::map<std::uint64_t, std::map<int, std::size_t>> ranks_of_;  // per comm: rank -> source
   std::map<std::tuple<std::uint64_t, std::uint8_t, std::uint64_t>, double> best_own_;
   std::map<std::pair<std::uint64_t, int>, bool> named_;  // late findings in force
+  std::map<std::string, bool> links_named_;              // link and network findings in force
+  std::deque<slow::ProxyRecord> proxies_;                // sends of the window
+  std::map<ConnectionKey, ConnectionTotal> connections_;
+  std::size_t connections_dropped_ = 0;
   std::map<std::pair<std::uint64_t, int>, std::size_t> missing_;
   std::map<std::pair<std::uint64_t, int>, std::int64_t> last_seen_;  // per (comm, rank): its newest record
   std::int64_t newest_ns_ = 0;
