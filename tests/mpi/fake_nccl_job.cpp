@@ -24,8 +24,8 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 struct Args {
-  int ranks = 4, slow_rank = -1, exit_rank = -1, api = 5;
-  double slow_from = 0, slow_to = 0, seconds = 10, period_ms = 50, wait_ms = 20, exit_at = 0;
+  int ranks = 4, slow_rank = -1, exit_rank = -1, api = 5, link_rank = -1, nic_rank = -1;
+  double slow_from = 0, slow_to = 0, seconds = 10, period_ms = 50, wait_ms = 20, exit_at = 0, link_ms = 5;
 };
 
 double number(const char* text) { return std::strtod(text, nullptr); }
@@ -33,6 +33,39 @@ double number(const char* text) { return std::strtod(text, nullptr); }
 std::uint64_t now_ns() {
   return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                         Clock::now().time_since_epoch()).count());
+}
+
+// One proxy operation of 2 steps, each `net_ms` in the network, as NCCL's proxy thread reports it.
+template <typename Table, typename Descr>
+void proxy_op(const Table* t, void* ctx, void* coll, int rank, int peer, int channel, bool send, double net_ms) {
+  Descr d{};
+  d.type = abi::kProxyOp, d.parent = coll, d.rank = rank;
+  d.proxy_op.pid = ::getpid(), d.proxy_op.channel = static_cast<std::uint8_t>(channel), d.proxy_op.peer = peer;
+  d.proxy_op.steps = 2, d.proxy_op.chunk_size = 512 << 10, d.proxy_op.is_send = send;
+  void* op = nullptr;
+  t->start_event(ctx, &op, &d);
+  for (int step = 0; step < 2; ++step) {
+    Descr sd{};
+    sd.type = abi::kProxyStep, sd.parent = op, sd.rank = rank, sd.proxy_step.step = step;
+    void* h = nullptr;
+    t->start_event(ctx, &h, &sd);
+    abi::StateArgsV4 a{};
+    a.trans_size = 512 << 10;
+    const auto in_net = std::chrono::microseconds(static_cast<long>(net_ms * 1000));
+    if (send) {
+      t->record_event_state(h, abi::kSendGpuWait, &a);
+      t->record_event_state(h, abi::kSendPeerWait, &a);
+      t->record_event_state(h, abi::kSendWait, &a);
+      std::this_thread::sleep_for(in_net);
+    } else {
+      t->record_event_state(h, abi::kRecvWait, &a);
+      std::this_thread::sleep_for(in_net);
+      t->record_event_state(h, abi::kRecvFlushWait, &a);
+      t->record_event_state(h, abi::kRecvGpuWait, &a);
+    }
+    t->stop_event(h);
+  }
+  t->stop_event(op);
 }
 
 template <typename Table, typename Descr>
@@ -65,6 +98,13 @@ int run_rank(const Table* t, void* ctx, const Args& a, int rank, Clock::time_poi
       st.kernel_ch_ptimer = start + kernel;
       t->record_event_state(ch, abi::kKernelChStop, &st);
       t->stop_event(ch);
+    }
+    const int next = (rank + 1) % a.ranks, prev = (rank + a.ranks - 1) % a.ranks;
+    const bool in_time = s >= a.slow_from && s < a.slow_to;
+    const bool slow_send = in_time && (rank == a.link_rank || rank == a.nic_rank || next == a.nic_rank);
+    for (int c = 0; c < 2; ++c) {
+      proxy_op<Table, Descr>(t, ctx, h, rank, next, c, true, slow_send ? a.link_ms : 0.05);
+      proxy_op<Table, Descr>(t, ctx, h, rank, prev, c, false, 0.05);
     }
   }
   t->finalize(ctx);
@@ -108,6 +148,9 @@ int main(int argc, char** argv) {
     else if (k == "--exit-rank") a.exit_rank = static_cast<int>(v);
     else if (k == "--exit-at") a.exit_at = v;
     else if (k == "--api") a.api = static_cast<int>(v);
+    else if (k == "--link-rank") a.link_rank = static_cast<int>(v);
+    else if (k == "--nic-rank") a.nic_rank = static_cast<int>(v);
+    else if (k == "--link-ms") a.link_ms = v;
     else {
       std::fprintf(stderr, "fake_nccl_job: unknown option %s\n", argv[i]);
       return 2;

@@ -101,10 +101,11 @@ class SlowWatch(LaunchTest):
         rc, _ = self.finish()
         text = "\n".join(line for _, line in self.lines)
         self.assertEqual(rc, 0, text)
-        self.assertEqual(self.said(r"^fabric-watchdog: slow (rank|collective):"), [], text)
+        self.assertEqual(self.said(r"^fabric-watchdog: slow (rank|collective|link|network):"), [], text)
         run = self.load("slow/slow-report.h5")
         self.assertEqual(len(run.tables["slow/findings"]), 0)
         self.assertGreater(len(run.tables["slow/collectives"]), 4 * 100)
+        self.assertEqual(len(run.tables["slow/connections"]), 8)  # 4 ranks: a send and a receive each
         self.assertTrue((run.tables["slow/processes"].profiler_api == 4).all())
 
     def test_an_nccl_that_does_not_load_the_plugin_is_said_once_and_the_job_runs(self):
@@ -151,7 +152,80 @@ class SlowWatch(LaunchTest):
         rc, _ = self.finish(timeout=60)
         self.assertEqual(rc, 128 + signal.SIGTERM, "\n".join(l for _, l in self.lines))
         self.assertFalse(pathlib.Path(f"/proc/{judge}").exists(), "the judge ended with the watchdog")
-        self.assertGreater(len(self.load("slow/slow-report.h5").tables["slow/collectives"]), 0)
+        run = self.load("slow/slow-report.h5")
+        self.assertGreater(len(run.tables["slow/collectives"]), 0)
+        self.assertRegex(run.attrs["status"], r"^failed: Interrupt: stopped while the job still ran")
+
+    def test_a_judge_killed_mid_run_leaves_its_last_report_saying_so(self):
+        """The report is rewritten every 30 s while the job runs: SIGKILL to the judge after that leaves it, readable,
+        its status "running" (the suite's mark of a run that did not complete)."""
+        self.start(["--no-ras", "--slow", "slow", "--slow-window", "2s"],
+                   ["--ranks", "2", "--seconds", "40", "--slow-rank", "1", "--slow-from", "2", "--slow-to", "40"])
+        judge = None
+        for _ in range(100):
+            out = subprocess.run(["pgrep", "-f", f"fabric-watchdog --judge {self.dir}/slow"], capture_output=True,
+                                 text=True).stdout.split()
+            if out:
+                judge = int(out[0])
+                break
+            time.sleep(0.1)
+        self.assertIsNotNone(judge)
+        report = self.dir / "slow" / "slow-report.h5"
+        for _ in range(400):
+            if report.exists():
+                break
+            time.sleep(0.1)
+        self.assertTrue(report.exists(), "written within 40 s of the judge's start")
+        os.kill(judge, signal.SIGKILL)
+        rc, _ = self.finish()
+        self.assertEqual(rc, 0)
+        run = self.load("slow/slow-report.h5")
+        self.assertEqual(run.attrs["status"], "running")
+        self.assertEqual(list(run.tables["slow/findings"]["rank"]), [1])
+        self.assertGreater(len(run.tables["slow/collectives"]), 100)
+        self.assertFalse((self.dir / "slow" / "slow-report.h5.partial").exists())
+
+    def test_a_slow_link_is_named_from_rank_to_peer_and_a_slow_nic_by_its_rank(self):
+        self.start(["--no-ras", "--slow", "slow", "--slow-window", "2s", "--slow-prometheus", "slow.prom"],
+                   ["--ranks", "4", "--link-rank", "2", "--slow-from", "3", "--slow-to", "7", "--seconds", "10"])
+        rc, _ = self.finish()
+        text = "\n".join(line for _, line in self.lines)
+        self.assertEqual(rc, 0, text)
+        named = self.said(r"^fabric-watchdog: slow (rank|collective|link|network):")
+        self.assertEqual(len(named), 1, text)
+        self.assertRegex(named[0][1], r"slow link: the link from rank 2 \(pid \d+, GPU \? on host .*\) to rank 3 of "
+                                      r"communicator 0xabc0fb: its sends take \d+\.\dx the communicator's median "
+                                      r"network time per byte: the job loses \d+% of its time there")
+        self.assertLess(named[0][0], 3.5 + 4, text)
+        self.assertEqual(len(self.said(r"gone: the link from rank 2 ")), 1, text)
+        run = self.load("slow/slow-report.h5")
+        found = run.tables["slow/findings"]
+        self.assertEqual(list(zip(found.kind, found["rank"], found.peer)), [("link", 2, 3)])
+        conns = run.tables["slow/connections"]
+        sends = conns[conns.direction == "send"]
+        self.assertEqual(sorted(zip(sends["rank"], sends.peer)), [(0, 1), (1, 2), (2, 3), (3, 0)])
+        self.assertEqual(set(sends.channels), {2})
+        worst = sends.sort_values("ratio").iloc[-1]
+        self.assertEqual((worst["rank"], worst.peer), (2, 3))
+        self.assertGreater(worst.ratio, 5)
+        self.assertEqual(len(conns[conns.direction == "recv"]), 4)
+
+        self.tearDown()
+        self.setUp()
+        self.start(["--no-ras", "--slow", "slow", "--slow-window", "2s", "--slow-prometheus", "slow.prom"],
+                   ["--ranks", "4", "--nic-rank", "1", "--slow-from", "3", "--slow-to", "20", "--seconds", "8"])
+        rc, _ = self.finish()
+        text = "\n".join(line for _, line in self.lines)
+        self.assertEqual(rc, 0, text)
+        named = self.said(r"^fabric-watchdog: slow (rank|collective|link|network):")
+        self.assertEqual(len(named), 1, text)
+        self.assertRegex(named[0][1], r"slow network: the network of rank 1 \(pid \d+, GPU \? on host .*\) in "
+                                      r"communicator 0xabc0fb: its connections 0->1, 1->2 take up to")
+        found = self.load("slow/slow-report.h5").tables["slow/findings"]
+        self.assertEqual(list(zip(found.kind, found["rank"])), [("network", 1)])
+        # Still slow at the job's end: the textfile's last look has it.
+        self.assertRegex((self.dir / "slow.prom").read_text(),
+                         r'fabricbench_slow_link_loss_ratio\{[^}]*kind="network"[^}]*rank="1"')
 
     def test_a_rank_that_exits_early_is_said_and_counted(self):
         self.start(["--no-ras", "--slow", "slow", "--slow-window", "1s"],

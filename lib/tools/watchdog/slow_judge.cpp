@@ -1,10 +1,10 @@
 #include "fabricbench/tools/watchdog/slow_judge.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <map>
@@ -13,54 +13,24 @@
 #include "fabricbench/error.hpp"
 #include "fabricbench/job/slow_folder.hpp"
 #include "fabricbench/job/straggler.hpp"
-#include "fabricbench/results/hdf5_sink.hpp"
 #include "fabricbench/results/printable.hpp"
 #include "fabricbench/results/prometheus.hpp"
-#include "fabricbench/results/result_set.hpp"
-#include "fabricbench/results/terminal_table.hpp"
+#include "fabricbench/tools/watchdog/slow_report.hpp"
 #include "fabricbench/tools/watchdog/watchdog_action.hpp"
 
 namespace fabricbench::watchdog {
 namespace {
 
 namespace slow = job::slow;
-using results::Better;
-using results::Unit;
+using Kind = job::SlowFinding::Kind;
 constexpr std::size_t kWindowRanks = 8;  // ranks kept per look in /slow/windows (and 64 in the textfile)
+constexpr std::chrono::seconds kReportEvery{30};  // the report rewritten while the job runs
 
 std::int64_t realtime_ns() {
   timespec t{};
   ::clock_gettime(CLOCK_REALTIME, &t);
   return static_cast<std::int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
 }
-
-std::string utc(std::int64_t ns) {
-  const std::time_t s = ns / 1000000000;
-  std::tm tm{};
-  ::gmtime_r(&s, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
-
-std::string comm_text(std::uint64_t comm) { return fmt::format("0x{:x}", comm); }
-
-std::string size_text(std::uint64_t bytes) {
-  if (bytes >= (1u << 20) && bytes % (1u << 20) == 0) return fmt::format("{} MiB", bytes >> 20);
-  if (bytes >= 1024 && bytes % 1024 == 0) return fmt::format("{} KiB", bytes >> 10);
-  return fmt::format("{} B", bytes);
-}
-
-// A finding's identity across looks: the same rank (or collective) named again is the same episode.
-std::string key_of(const job::SlowFinding& f) {
-  return f.kind == job::SlowFinding::Kind::late ? fmt::format("late {} {}", f.comm, f.rank)
-                                                : fmt::format("inside {} {} {}", f.comm, f.op, f.bytes);
-}
-
-struct Episode {
-  job::SlowFinding first, worst;
-  std::int64_t from_ns = 0, to_ns = 0;
-};
 
 job::StragglerSettings rules(const SlowOptions& o) {
   job::StragglerSettings r;
@@ -70,9 +40,12 @@ job::StragglerSettings rules(const SlowOptions& o) {
 
 class Judge {
  public:
-  Judge(const SlowOptions& o)
-      : o_(o), folder_(o.folder, "--judge"), judge_(rules(o)) {}
-
+  Judge(const SlowOptions& o, std::string command_line)
+      : o_(o),
+        command_line_(std::move(command_line)),
+        folder_(o.folder, "--judge"),
+        judge_(rules(o)),
+        words_(folder_.sources(), o.window_s) {}
   // Live: what the folder holds now, judged at the present.
   void look(bool last, const volatile std::sig_atomic_t& stop) {
     std::vector<std::pair<std::size_t, slow::Record>> records;
@@ -125,15 +98,15 @@ class Judge {
     auto w = judge_.judge(now);
     std::map<std::string, bool> seen;
     for (const auto& f : w.findings) {
-      const auto key = key_of(f);
+      const auto key = SlowWords::key(f);
       seen[key] = true;
       const auto it = open_.find(key);
       if (it == open_.end()) {
-        Episode e;
+        SlowEpisode e;
         e.first = e.worst = f, e.from_ns = e.to_ns = now;
         open_[key] = episodes_.size();
         episodes_.push_back(e);
-        const auto line = describe(f);
+        const auto line = words_.describe(f);
         std::fprintf(stderr, "fabric-watchdog: %s%s\n", at_.c_str(), line.c_str());
         if (!o_.exec.empty() && !stop) act(f, line, stop);
       } else {
@@ -149,7 +122,7 @@ class Judge {
       }
       const auto& e = episodes_[it->second];
       std::fprintf(stderr, "fabric-watchdog: %sgone: %s, named for %.0f s (the job lost up to %.0f%% to it)\n",
-                   at_.c_str(), who(e.first).c_str(), static_cast<double>(e.to_ns - e.from_ns) * 1e-9,
+                   at_.c_str(), words_.who(e.first).c_str(), static_cast<double>(e.to_ns - e.from_ns) * 1e-9,
                    100 * e.worst.loss);
       it = open_.erase(it);
     }
@@ -167,57 +140,30 @@ class Judge {
   }
 
  public:
-  void report(const std::string& command_line, bool interrupted) {
-    judge_.close();
-    results::ResultSet out;
-    out.add(std::make_unique<results::TerminalTable>(stderr));
-    out.add(std::make_unique<results::Hdf5Sink>(o_.report, o_.force));
-    char host[256] = {};
-    ::gethostname(host, sizeof host - 1);
-    out.begin({"fabric-watchdog", FABRICBENCH_VERSION, command_line, results::utc_timestamp(), 1, {host}});
-    out.note(
-        fmt::format("slow ranks: {} record(s) from {} process(es) in {}; {} collective(s) judged over {:g} s "
-                    "windows; {} finding(s)",
-                    records_, folder_.sources().size(), o_.folder, judge_.judged(), o_.window_s, episodes_.size()));
-    write_findings(out);
-    write_windows(out);
-    write_collectives(out);
-    write_processes(out);
-    out.finish(interrupted ? "interrupted" : "complete");
+  // The report as it stands: "running" while the job runs (every 30 s), then the last with its final status.
+  void report(const std::string& status, bool last) {
+    if (last) judge_.close();
+    write_slow_report(o_.report, command_line_,
+                      {folder_, judge_, episodes_, windows_, records_, o_.window_s}, status, last);
+  }
+  void report_now_and_then() {
+    if (std::chrono::steady_clock::now() < next_report_) return;
+    next_report_ = std::chrono::steady_clock::now() + kReportEvery;
+    try {
+      report("running", false);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "fabric-watchdog: --slow: %s\n", results::printable(e.what()).c_str());
+    }
   }
 
  private:
-  std::string who(const job::SlowFinding& f) const {
-    if (f.kind == job::SlowFinding::Kind::inside)
-      return fmt::format("{} of {} on communicator {}", f.op, size_text(f.bytes), comm_text(f.comm));
-    const auto& s = source(f.source);
-    return fmt::format("rank {} (pid {}, {} on host {}) of communicator {}", f.rank, s.pid, s.gpu(),
-                       results::printable(s.host), comm_text(f.comm));
-  }
-
-  std::string describe(const job::SlowFinding& f) const {
-    if (f.kind == job::SlowFinding::Kind::inside)
-      return fmt::format(
-          "slow collective: {}: {:.2f} ms on median on every rank alike, {:.1f}x the {:.3f} ms this "
-          "job took for it before: the job loses {:.0f}% of its time inside it (slow inside the "
-          "collective: a link or NIC, not a rank)",
-          who(f), f.own_s * 1e3, f.own_s / f.best_s, f.best_s * 1e3, 100 * f.loss);
-    return fmt::format(
-        "slow rank: {} arrives last at {:.0f}% of its {} calls of the last {:g} s; the others wait "
-        "{:.2f} ms for it on median: the job loses {:.0f}% of its time to it (slow before the "
-        "collective: its compute, input, host or GPU)",
-        who(f), 100 * f.late_fraction, f.op, o_.window_s, f.wait_median_s * 1e3, 100 * f.loss);
-  }
-
-  const job::SlowSource& source(std::size_t i) const {
-    static const job::SlowSource none;
-    return i < folder_.sources().size() ? folder_.sources()[i] : none;
-  }
+  const job::SlowSource& source(std::size_t i) const { return words_.source(i); }
 
   void act(const job::SlowFinding& f, const std::string& line, const volatile std::sig_atomic_t& stop) {
     const auto& s = source(f.source);
     run_action({o_.exec},
-               {"FABRIC_WATCHDOG_SLOW=" + line, fmt::format("FABRIC_WATCHDOG_SLOW_RANK={}", f.rank),
+               {"FABRIC_WATCHDOG_SLOW=" + line, std::string("FABRIC_WATCHDOG_SLOW_KIND=") + SlowWords::kind(f),
+                fmt::format("FABRIC_WATCHDOG_SLOW_RANK={}", f.rank), fmt::format("FABRIC_WATCHDOG_SLOW_PEER={}", f.peer),
                 "FABRIC_WATCHDOG_SLOW_HOST=" + s.host, fmt::format("FABRIC_WATCHDOG_SLOW_PID={}", s.pid),
                 "FABRIC_WATCHDOG_SLOW_COMM=" + comm_text(f.comm)},
                o_.action_timeout_s, stop);
@@ -228,7 +174,7 @@ class Judge {
     e.add("slow_look_timestamp_seconds", "when the slow-rank judge last looked (Unix time)", {},
           static_cast<double>(now) * 1e-9);
     e.add("slow_records", "profiler records read from the job's ranks", {}, static_cast<double>(records_));
-    e.add("slow_findings", "slow ranks and slow collectives named now", {}, static_cast<double>(w.findings.size()));
+    e.add("slow_findings", "slow ranks, links and collectives named now", {}, static_cast<double>(w.findings.size()));
     for (std::size_t i = 0; i < w.ranks.size() && i < 64; ++i) {
       const auto& r = w.ranks[i];
       const auto& s = source(r.source);
@@ -242,6 +188,16 @@ class Judge {
             static_cast<double>(r.late) / static_cast<double>(std::max<std::size_t>(1, r.collectives)));
       e.add("slow_rank_loss_ratio", "share of the window the others spent waiting for this rank", l, r.loss);
     }
+    for (const auto& f : w.findings) {
+      if (f.kind != Kind::link && f.kind != Kind::network) continue;
+      const auto& s = source(f.source);
+      const results::Exposition::Labels l{{"communicator", comm_text(f.comm)}, {"kind", SlowWords::kind(f)},
+                                          {"rank", std::to_string(f.rank)},    {"peer", std::to_string(f.peer)},
+                                          {"host", s.host}};
+      e.add("slow_link_ratio", "a slow connection's network time per byte against its communicator's median", l,
+            f.ratio);
+      e.add("slow_link_loss_ratio", "share of the window the job lost to a slow link or rank's network", l, f.loss);
+    }
     try {
       e.write(o_.prometheus);
     } catch (const Error& err) {
@@ -249,188 +205,52 @@ class Judge {
     }
   }
 
-  void write_findings(results::ResultSet& out) {
-    const results::TableSpec t{
-        "slow",
-        "findings",
-        {results::key_text("kind", 8), results::key_text("comm", 20), results::key_int("rank"),
-         results::setting_text("host", 64), results::setting_int("pid"), results::setting_text("gpu", 40),
-         results::setting_text("op", 16), results::setting_int("bytes"),
-         results::measured("late_fraction", Unit::none, Better::lower, "late", 2),
-         results::measured("wait_median_ms", Unit::none, Better::lower, "wait ms", 2),
-         results::measured("loss_pct", Unit::percent, Better::lower, "lost %", 0),
-         results::setting_text("first_seen", 24), results::setting_text("last_seen", 24),
-         results::setting_text("text", 512)}};
-    out.declare(t);
-    out.section(t, "slow ranks and collectives named while the job ran",
-                {{"kind"},
-                 {"rank"},
-                 {"host"},
-                 {"pid"},
-                 {"op"},
-                 {"late_fraction"},
-                 {"wait_median_ms"},
-                 {"loss_pct"},
-                 {"first_seen"},
-                 {"last_seen"}});
-    std::vector<results::Row> rows;
-    for (const auto& e : episodes_) {
-      const auto& f = e.worst;
-      const auto& s = source(f.source);
-      const bool late = f.kind == job::SlowFinding::Kind::late;
-      rows.push_back(results::Row(t)
-                         .set("kind", std::string(late ? "late" : "inside"))
-                         .set("comm", comm_text(f.comm))
-                         .set("rank", std::int64_t{f.rank})
-                         .set("host", late ? s.host : std::string())
-                         .set("pid", std::int64_t{late ? s.pid : -1})
-                         .set("gpu", late ? s.gpu() : std::string())
-                         .set("op", f.op)
-                         .set("bytes", static_cast<std::int64_t>(f.bytes))
-                         .set("late_fraction", f.late_fraction)
-                         .set("wait_median_ms", late ? f.wait_median_s * 1e3 : f.own_s * 1e3)
-                         .set("loss_pct", 100 * f.loss)
-                         .set("first_seen", utc(e.from_ns))
-                         .set("last_seen", utc(e.to_ns))
-                         .set("text", describe(f).substr(0, 512)));
-    }
-    if (rows.empty()) out.note("no slow rank or slow collective was named");
-    out.rows(rows);
-  }
-
-  void write_windows(results::ResultSet& out) {
-    results::TableSpec t{"slow",
-                         "windows",
-                         {results::key_text("time", 24), results::key_int("t_ns"), results::key_text("comm", 20),
-                          results::key_int("rank"), results::setting_text("host", 64), results::setting_int("pid"),
-                          results::setting_int("collectives"), results::setting_int("late"),
-                          results::measured("wait_median_ms", Unit::none, Better::lower),
-                          results::measured("loss_pct", Unit::percent, Better::lower),
-                          results::measured("kernel_median_ms", Unit::none, Better::none)}};
-    t.bulk = true;
-    out.declare(t);
-    out.section(t, "", {});
-    std::vector<results::Row> rows;
-    for (const auto& [at, r] : windows_) {
-      const auto& s = source(r.source);
-      rows.push_back(results::Row(t)
-                         .set("time", utc(at))
-                         .set("t_ns", at)
-                         .set("comm", comm_text(r.comm))
-                         .set("rank", std::int64_t{r.rank})
-                         .set("host", s.host)
-                         .set("pid", std::int64_t{s.pid})
-                         .set("collectives", static_cast<std::int64_t>(r.collectives))
-                         .set("late", static_cast<std::int64_t>(r.late))
-                         .set("wait_median_ms", r.wait_median_s * 1e3)
-                         .set("loss_pct", 100 * r.loss)
-                         .set("kernel_median_ms", r.kernel_median_s * 1e3));
-    }
-    out.rows(rows);
-  }
-
-  void write_collectives(results::ResultSet& out) {
-    results::TableSpec t{
-        "slow",
-        "collectives",
-        {results::key_int("t_ns"), results::key_text("comm", 20), results::key_int("seq"), results::key_int("rank"),
-         results::setting_text("op", 16), results::setting_int("bytes"), results::setting_text("algo", 16),
-         results::setting_text("proto", 8), results::measured("kernel_ms", Unit::none, Better::none),
-         results::measured("wait_ms", Unit::none, Better::none), results::setting_int("last")}};
-    t.bulk = true;
-    out.declare(t);
-    out.section(t, "", {});
-    std::vector<results::Row> rows;
-    rows.reserve(judge_.rows().size());
-    for (const auto& c : judge_.rows())
-      rows.push_back(results::Row(t)
-                         .set("t_ns", c.host_ns)
-                         .set("comm", comm_text(c.comm))
-                         .set("seq", static_cast<std::int64_t>(c.seq))
-                         .set("rank", std::int64_t{c.rank})
-                         .set("op", std::string(slow::name_of(slow::kOps, c.op)))
-                         .set("bytes", static_cast<std::int64_t>(c.bytes))
-                         .set("algo", std::string(slow::name_of(slow::kAlgos, c.algo)))
-                         .set("proto", std::string(slow::name_of(slow::kProtos, c.proto)))
-                         .set("kernel_ms", c.kernel_s * 1e3)
-                         .set("wait_ms", c.wait_s * 1e3)
-                         .set("last", std::int64_t{c.last}));
-    out.rows(rows);
-  }
-
-  void write_processes(results::ResultSet& out) {
-    const results::TableSpec t{
-        "slow",
-        "processes",
-        {results::key_text("host", 64), results::key_int("pid"), results::setting_int("cuda_device"),
-         results::setting_text("gpu_bus_id", 32), results::setting_text("visible_devices", 64),
-         results::setting_text("launcher_rank", 16), results::setting_int("profiler_api"),
-         results::setting_text("file", 256)}};
-    out.declare(t);
-    out.section(t, "", {});
-    std::vector<results::Row> rows;
-    for (const auto& s : folder_.sources())
-      rows.push_back(results::Row(t)
-                         .set("host", s.host)
-                         .set("pid", std::int64_t{s.pid})
-                         .set("cuda_device", std::int64_t{s.cuda_device})
-                         .set("gpu_bus_id", s.gpu_bus_id)
-                         .set("visible_devices", s.visible_devices)
-                         .set("launcher_rank", s.launcher_rank)
-                         .set("profiler_api", std::int64_t{s.profiler_api})
-                         .set("file", s.file.substr(0, 256)));
-    out.rows(rows);
-    const results::TableSpec m{"slow",
-                               "missing",
-                               {results::key_text("comm", 20), results::key_int("rank"),
-                                results::measured_int("collectives", Unit::none, Better::lower)}};
-    out.declare(m);
-    out.section(m, "", {});
-    std::vector<results::Row> missing;
-    for (const auto& [where, n] : judge_.missing()) {
-      out.note(
-          fmt::format("rank {} of communicator {}: {} collective(s) never reported by it (it exited, or its "
-                      "records did not reach the folder)",
-                      where.second, comm_text(where.first), n));
-      missing.push_back(results::Row(m)
-                            .set("comm", comm_text(where.first))
-                            .set("rank", std::int64_t{where.second})
-                            .set("collectives", static_cast<std::int64_t>(n)));
-    }
-    out.rows(missing);
-  }
-
   const SlowOptions& o_;
+  std::string command_line_;
   job::SlowFolder folder_;
   job::StragglerJudge judge_;
+  SlowWords words_;
+  std::chrono::steady_clock::time_point next_report_ =
+      std::chrono::steady_clock::now() + kReportEvery;
   std::size_t records_ = 0;
   bool said_silent_ = false;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
-  std::vector<Episode> episodes_;            // every naming, in order
+  std::vector<SlowEpisode> episodes_;            // every naming, in order
   std::map<std::string, std::size_t> open_;  // the ones named now, by key_of: index in episodes_
   std::vector<std::pair<std::int64_t, job::RankWindow>> windows_;
   std::string at_;  // --replay: "at +12 s: " before each line
   std::map<std::pair<std::uint64_t, int>, bool> quiet_said_;
 };
 
+
+// The report's last status: SIGTERM is how fabric-watchdog says the job ended (and how a judge run alone is
+// ended); SIGINT or SIGHUP means the watchdog (or the judge) was stopped while the job ran.
+std::string final_status(int sig, bool replay) {
+  if (replay) return sig ? fmt::format("failed: {} before the replay's end", strsignal(sig)) : "complete";
+  if (sig == SIGINT || sig == SIGHUP)
+    return fmt::format("failed: {}: stopped while the job still ran; what was judged until then", strsignal(sig));
+  return "complete";
+}
+
 }  // namespace
 
 int judge_slow(const SlowOptions& o, const std::string& command_line, const volatile std::sig_atomic_t& stop) {
-  Judge judge(o);
+  Judge judge(o, command_line);
   if (o.replay) {
     judge.replay(stop);
-    judge.report(command_line, stop != 0);
+    judge.report(final_status(stop, true), true);
     return 0;
   }
   for (;;) {
     const bool last = stop;
     judge.look(last, stop);
     if (last) break;
+    judge.report_now_and_then();
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     while (!stop && std::chrono::steady_clock::now() < until)
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  judge.report(command_line, false);
+  judge.report(final_status(stop, false), true);
   return 0;
 }
 

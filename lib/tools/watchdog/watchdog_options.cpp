@@ -181,7 +181,7 @@ Options Options::parse(int argc, char** argv) {
       "name the slow rank of a running job: fabricbench's NCCL profiler plugin in the command's environment "
       "(NCCL_PROFILER_PLUGIN), each process's records in DIR (made 0700; shared across nodes for a whole-job view), "
       "judged every second by the watchdog of the launcher's first task; a line when a rank makes the others wait "
-      "and when it stops; the report in --slow-report at the end");
+      "and when it stops; the report in --slow-report every 30 s and at the end");
   add("judge", po::value<std::string>(),
       "only the judge of --slow's folder DIR (on any node that sees it), until SIGTERM or SIGINT");
   add("replay",
@@ -190,7 +190,7 @@ Options Options::parse(int argc, char** argv) {
   add("slow-window", po::value<std::string>()->default_value("10s"), "the window a rank is judged over");
   add("slow-loss", po::value<double>()->default_value(10),
       "percent of the window the others must spend waiting for a rank before it is named");
-  add("slow-report", po::value<std::string>(), "the judge's HDF5 report at the end (default DIR/slow-report.h5)");
+  add("slow-report", po::value<std::string>(), "the judge's HDF5 report, every 30 s and at the end (default DIR/slow-report.h5)");
   add("slow-prometheus", po::value<std::string>(),
       "node_exporter's textfile the judge rewrites every second: per rank the wait, the late share, the time lost");
   add("slow-exec", po::value<std::string>(),

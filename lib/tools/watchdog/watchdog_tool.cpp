@@ -257,10 +257,11 @@ class SlowJudgeProcess {
     std::fprintf(stderr, "%s: --slow: the judge (pid %d) ended with status %d; the job goes on, unjudged\n", kProgram,
                  static_cast<int>(process_->pid()), process_->status());
   }
-  // The job ended: the judge reads what its ranks wrote last, writes its report and ends (bounded: 60 s).
-  void finish() {
+  // The job ended (SIGTERM), or the watchdog was stopped while it ran (`interrupted`: SIGINT, and the report says
+  // so): the judge reads what its ranks wrote last, writes its report and ends (bounded: 60 s).
+  void finish(bool interrupted) {
     if (!process_ || said_) return;
-    process_->signal(SIGTERM);
+    process_->signal(interrupted ? SIGINT : SIGTERM);
     const auto until = Clock::now() + std::chrono::seconds(60);
     while (process_->pump(0.2))
       if (Clock::now() > until) {
@@ -293,7 +294,7 @@ int run(const Options& o) {
   }
   job::ChildProcess child(o.command, env);
   const int status = watch(o, child, hook, judge);
-  if (judge) judge->finish();
+  if (judge) judge->finish(g_stop != 0);
   return status;
 }
 
