@@ -111,8 +111,8 @@ void* start_proxy_op(Ring* ring, const abi::ProxyOp& op, int rank, void* parent)
   Slot* coll = op.pid == g_pid ? ours<Slot>(parent) : nullptr;
   const std::uint64_t comm = coll ? coll->record.comm : ring->comm();
   const std::uint64_t seq = coll ? coll->record.seq : job::slow::ProxyRecord::kNoSeq;
-  return ring->proxies()->open({comm, seq, rank, op.peer, op.steps, op.chunk_size, op.channel, op.is_send != 0,
-                                ring->api() >= 4});
+  return ring->proxies()->open(
+      {comm, seq, rank, op.peer, op.steps, op.chunk_size, op.channel, op.is_send != 0, ring->api() >= 4});
 }
 
 void* start_proxy_step(void* parent, int step) {

@@ -1,7 +1,8 @@
 // NCCL's profiler plugin interface, declared here from its documented layout (NCCL's ext-profiler/README.md and the
 // profiler_vN.h headers of its example), for the versions this plugin exports: v3 (NCCL 2.26), v4 (2.27),
-// v5 (2.28), v6 (2.29: v5's table and descriptor with copy-engine events added, which this plugin does not ask for). Only the parts the plugin reads are spelled out; a union's other arms are left out, which moves
-// nothing (every arm starts at the union's start). NCCL's own headers are never needed to build the plugin.
+// v5 (2.28), v6 (2.29: v5's table and descriptor with copy-engine events added, which this plugin does not ask for).
+// Only the parts the plugin reads are spelled out; a union's other arms are left out, which moves nothing (every arm
+// starts at the union's start). NCCL's own headers are never needed to build the plugin.
 #pragma once
 #include <sys/types.h>
 
@@ -35,9 +36,9 @@ enum EventType : std::uint64_t {
 // Event states: a kernel channel's stop (v4 and later, with its GPU timer), and a proxy step's.
 inline constexpr int kKernelChStop = 22;
 enum ProxyStepState : int {
-  kSendGpuWait = 8,   // the step's buffer handed to the GPU, waiting for its data
-  kSendWait = 9,      // posted to the network (isend), waiting for completion
-  kRecvWait = 10,     // posted to the network (irecv), waiting for the data
+  kSendGpuWait = 8,  // the step's buffer handed to the GPU, waiting for its data
+  kSendWait = 9,     // posted to the network (isend), waiting for completion
+  kRecvWait = 10,    // posted to the network (irecv), waiting for the data
   kRecvFlushWait = 11,
   kRecvGpuWait = 12,
   kSendPeerWait = 20  // v4: data ready, waiting for the receiver's buffer
@@ -73,11 +74,11 @@ struct CollV4 {  // v5 adds a `parentGroup` pointer at the end
   const char* proto;
 };
 struct ProxyOp {  // the same in v3-v6
-  pid_t pid;        // the process whose collective this is (another one's under PXN: its parent is not ours)
+  pid_t pid;      // the process whose collective this is (another one's under PXN: its parent is not ours)
   std::uint8_t channel;
   int peer;
   int steps;
-  int chunk_size;   // bytes a step carries at most
+  int chunk_size;  // bytes a step carries at most
   int is_send;
 };
 struct ProxyStep {

@@ -137,8 +137,8 @@ std::vector<std::pair<std::pair<std::uint64_t, int>, std::size_t>> StragglerJudg
   return out;
 }
 
-void StragglerJudge::judge_links(std::uint64_t comm, const std::vector<const slow::ProxyRecord*>& sends,
-                                 double span_s, std::vector<SlowFinding>& out, std::map<std::string, bool>& named) {
+void StragglerJudge::judge_links(std::uint64_t comm, const std::vector<const slow::ProxyRecord*>& sends, double span_s,
+                                 std::vector<SlowFinding>& out, std::map<std::string, bool>& named) {
   struct Conn {
     std::size_t ops = 0;
     double bytes = 0, net_s = 0;
@@ -164,7 +164,8 @@ void StragglerJudge::judge_links(std::uint64_t comm, const std::vector<const slo
   for (const auto& [who, c] : conns) {
     if (c.ops < s_.min_link_ops) continue;
     const double ratio = c.net_s / c.bytes / usual;
-    const double excess_s = (c.net_s - c.bytes * usual) / static_cast<double>(std::max<std::size_t>(1, c.channels.count()));
+    const double excess_s =
+        (c.net_s - c.bytes * usual) / static_cast<double>(std::max<std::size_t>(1, c.channels.count()));
     const double loss = excess_s / span_s;
     const bool was = links_named_.count(fmt_key(comm, who.first, who.second)) > 0;
     if (ratio >= s_.link_ratio && loss >= (was ? s_.loss_gone : s_.loss)) slow.push_back({who, ratio, loss});

@@ -31,8 +31,8 @@ struct Args {
 double number(const char* text) { return std::strtod(text, nullptr); }
 
 std::uint64_t now_ns() {
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                        Clock::now().time_since_epoch()).count());
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count());
 }
 
 // One proxy operation of 2 steps, each `net_ms` in the network, as NCCL's proxy thread reports it.
@@ -138,19 +138,32 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     const double v = number(argv[i + 1]);
-    if (k == "--ranks") a.ranks = static_cast<int>(v);
-    else if (k == "--slow-rank") a.slow_rank = static_cast<int>(v);
-    else if (k == "--slow-from") a.slow_from = v;
-    else if (k == "--slow-to") a.slow_to = v;
-    else if (k == "--seconds") a.seconds = v;
-    else if (k == "--period-ms") a.period_ms = v;
-    else if (k == "--wait-ms") a.wait_ms = v;
-    else if (k == "--exit-rank") a.exit_rank = static_cast<int>(v);
-    else if (k == "--exit-at") a.exit_at = v;
-    else if (k == "--api") a.api = static_cast<int>(v);
-    else if (k == "--link-rank") a.link_rank = static_cast<int>(v);
-    else if (k == "--nic-rank") a.nic_rank = static_cast<int>(v);
-    else if (k == "--link-ms") a.link_ms = v;
+    if (k == "--ranks")
+      a.ranks = static_cast<int>(v);
+    else if (k == "--slow-rank")
+      a.slow_rank = static_cast<int>(v);
+    else if (k == "--slow-from")
+      a.slow_from = v;
+    else if (k == "--slow-to")
+      a.slow_to = v;
+    else if (k == "--seconds")
+      a.seconds = v;
+    else if (k == "--period-ms")
+      a.period_ms = v;
+    else if (k == "--wait-ms")
+      a.wait_ms = v;
+    else if (k == "--exit-rank")
+      a.exit_rank = static_cast<int>(v);
+    else if (k == "--exit-at")
+      a.exit_at = v;
+    else if (k == "--api")
+      a.api = static_cast<int>(v);
+    else if (k == "--link-rank")
+      a.link_rank = static_cast<int>(v);
+    else if (k == "--nic-rank")
+      a.nic_rank = static_cast<int>(v);
+    else if (k == "--link-ms")
+      a.link_ms = v;
     else {
       std::fprintf(stderr, "fake_nccl_job: unknown option %s\n", argv[i]);
       return 2;

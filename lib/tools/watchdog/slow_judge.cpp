@@ -23,7 +23,7 @@ namespace {
 
 namespace slow = job::slow;
 using Kind = job::SlowFinding::Kind;
-constexpr std::size_t kWindowRanks = 8;  // ranks kept per look in /slow/windows (and 64 in the textfile)
+constexpr std::size_t kWindowRanks = 8;           // ranks kept per look in /slow/windows (and 64 in the textfile)
 constexpr std::chrono::seconds kReportEvery{30};  // the report rewritten while the job runs
 
 std::int64_t realtime_ns() {
@@ -143,8 +143,8 @@ class Judge {
   // The report as it stands: "running" while the job runs (every 30 s), then the last with its final status.
   void report(const std::string& status, bool last) {
     if (last) judge_.close();
-    write_slow_report(o_.report, command_line_,
-                      {folder_, judge_, episodes_, windows_, records_, o_.window_s}, status, last);
+    write_slow_report(o_.report, command_line_, {folder_, judge_, episodes_, windows_, records_, o_.window_s}, status,
+                      last);
   }
   void report_now_and_then() {
     if (std::chrono::steady_clock::now() < next_report_) return;
@@ -163,9 +163,9 @@ class Judge {
     const auto& s = source(f.source);
     run_action({o_.exec},
                {"FABRIC_WATCHDOG_SLOW=" + line, std::string("FABRIC_WATCHDOG_SLOW_KIND=") + SlowWords::kind(f),
-                fmt::format("FABRIC_WATCHDOG_SLOW_RANK={}", f.rank), fmt::format("FABRIC_WATCHDOG_SLOW_PEER={}", f.peer),
-                "FABRIC_WATCHDOG_SLOW_HOST=" + s.host, fmt::format("FABRIC_WATCHDOG_SLOW_PID={}", s.pid),
-                "FABRIC_WATCHDOG_SLOW_COMM=" + comm_text(f.comm)},
+                fmt::format("FABRIC_WATCHDOG_SLOW_RANK={}", f.rank),
+                fmt::format("FABRIC_WATCHDOG_SLOW_PEER={}", f.peer), "FABRIC_WATCHDOG_SLOW_HOST=" + s.host,
+                fmt::format("FABRIC_WATCHDOG_SLOW_PID={}", s.pid), "FABRIC_WATCHDOG_SLOW_COMM=" + comm_text(f.comm)},
                o_.action_timeout_s, stop);
   }
 
@@ -191,8 +191,10 @@ class Judge {
     for (const auto& f : w.findings) {
       if (f.kind != Kind::link && f.kind != Kind::network) continue;
       const auto& s = source(f.source);
-      const results::Exposition::Labels l{{"communicator", comm_text(f.comm)}, {"kind", SlowWords::kind(f)},
-                                          {"rank", std::to_string(f.rank)},    {"peer", std::to_string(f.peer)},
+      const results::Exposition::Labels l{{"communicator", comm_text(f.comm)},
+                                          {"kind", SlowWords::kind(f)},
+                                          {"rank", std::to_string(f.rank)},
+                                          {"peer", std::to_string(f.peer)},
                                           {"host", s.host}};
       e.add("slow_link_ratio", "a slow connection's network time per byte against its communicator's median", l,
             f.ratio);
@@ -210,18 +212,16 @@ class Judge {
   job::SlowFolder folder_;
   job::StragglerJudge judge_;
   SlowWords words_;
-  std::chrono::steady_clock::time_point next_report_ =
-      std::chrono::steady_clock::now() + kReportEvery;
+  std::chrono::steady_clock::time_point next_report_ = std::chrono::steady_clock::now() + kReportEvery;
   std::size_t records_ = 0;
   bool said_silent_ = false;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
-  std::vector<SlowEpisode> episodes_;            // every naming, in order
+  std::vector<SlowEpisode> episodes_;        // every naming, in order
   std::map<std::string, std::size_t> open_;  // the ones named now, by key_of: index in episodes_
   std::vector<std::pair<std::int64_t, job::RankWindow>> windows_;
   std::string at_;  // --replay: "at +12 s: " before each line
   std::map<std::pair<std::uint64_t, int>, bool> quiet_said_;
 };
-
 
 // The report's last status: SIGTERM is how fabric-watchdog says the job ended (and how a judge run alone is
 // ended); SIGINT or SIGHUP means the watchdog (or the judge) was stopped while the job ran.

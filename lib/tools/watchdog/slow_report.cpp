@@ -62,33 +62,43 @@ std::string SlowWords::rank(std::uint64_t, int rank, std::size_t source_index) c
 
 std::string SlowWords::key(const job::SlowFinding& f) {
   switch (f.kind) {
-    case Kind::late: return fmt::format("late {} {}", f.comm, f.rank);
-    case Kind::inside: return fmt::format("inside {} {} {}", f.comm, f.op, f.bytes);
-    case Kind::link: return fmt::format("link {} {} {}", f.comm, f.rank, f.peer);
-    case Kind::network: return fmt::format("network {} {}", f.comm, f.rank);
+    case Kind::late:
+      return fmt::format("late {} {}", f.comm, f.rank);
+    case Kind::inside:
+      return fmt::format("inside {} {} {}", f.comm, f.op, f.bytes);
+    case Kind::link:
+      return fmt::format("link {} {} {}", f.comm, f.rank, f.peer);
+    case Kind::network:
+      return fmt::format("network {} {}", f.comm, f.rank);
   }
   return {};
 }
 
 const char* SlowWords::kind(const job::SlowFinding& f) {
   switch (f.kind) {
-    case Kind::late: return "late";
-    case Kind::inside: return "inside";
-    case Kind::link: return "link";
-    case Kind::network: return "network";
+    case Kind::late:
+      return "late";
+    case Kind::inside:
+      return "inside";
+    case Kind::link:
+      return "link";
+    case Kind::network:
+      return "network";
   }
   return "?";
 }
 
 std::string SlowWords::who(const job::SlowFinding& f) const {
   switch (f.kind) {
-    case Kind::inside: return fmt::format("{} of {} on communicator {}", f.op, size_text(f.bytes), comm_text(f.comm));
+    case Kind::inside:
+      return fmt::format("{} of {} on communicator {}", f.op, size_text(f.bytes), comm_text(f.comm));
     case Kind::link:
       return fmt::format("the link from {} to rank {} of communicator {}", rank(f.comm, f.rank, f.source), f.peer,
                          comm_text(f.comm));
     case Kind::network:
       return fmt::format("the network of {} in communicator {}", rank(f.comm, f.rank, f.source), comm_text(f.comm));
-    case Kind::late: break;
+    case Kind::late:
+      break;
   }
   return fmt::format("{} of communicator {}", rank(f.comm, f.rank, f.source), comm_text(f.comm));
 }
@@ -112,7 +122,8 @@ std::string SlowWords::describe(const job::SlowFinding& f) const {
           "byte: the job loses {:.0f}% of its time there (slow inside the collective: this rank's NIC, cable or "
           "switch port)",
           who(f), connections_text(f.connections), f.ratio, 100 * f.loss);
-    case Kind::late: break;
+    case Kind::late:
+      break;
   }
   return fmt::format(
       "slow rank: {} arrives last at {:.0f}% of its {} calls of the last {:g} s; the others wait {:.2f} ms for it "

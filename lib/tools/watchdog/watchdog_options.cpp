@@ -190,7 +190,8 @@ Options Options::parse(int argc, char** argv) {
   add("slow-window", po::value<std::string>()->default_value("10s"), "the window a rank is judged over");
   add("slow-loss", po::value<double>()->default_value(10),
       "percent of the window the others must spend waiting for a rank before it is named");
-  add("slow-report", po::value<std::string>(), "the judge's HDF5 report, every 30 s and at the end (default DIR/slow-report.h5)");
+  add("slow-report", po::value<std::string>(),
+      "the judge's HDF5 report, every 30 s and at the end (default DIR/slow-report.h5)");
   add("slow-prometheus", po::value<std::string>(),
       "node_exporter's textfile the judge rewrites every second: per rank the wait, the late share, the time lost");
   add("slow-exec", po::value<std::string>(),

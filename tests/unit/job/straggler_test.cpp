@@ -1,10 +1,10 @@
 // The slow-rank judge on hand-made records whose answer is computed by hand.
+#include "fabricbench/job/straggler.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <vector>
-
-#include "fabricbench/job/straggler.hpp"
 
 namespace {
 
@@ -31,8 +31,10 @@ void feed(StragglerJudge& j, std::int64_t t0, std::uint64_t seq0, int n, int slo
   for (int i = 0; i < n; ++i)
     for (int rank = 0; rank < 4; ++rank) {
       std::uint64_t k;
-      if (slow_rank >= 0) k = rank == slow_rank ? 300'000 : 27'300'000;
-      else k = rank == i % 4 ? 300'000 : 500'000;
+      if (slow_rank >= 0)
+        k = rank == slow_rank ? 300'000 : 27'300'000;
+      else
+        k = rank == i % 4 ? 300'000 : 500'000;
       j.add(static_cast<std::size_t>(rank), record(0x3f, seq0 + i, rank, 4, t0 + i * 100 * kMs, k));
     }
 }
@@ -167,8 +169,7 @@ TEST(StragglerJudge, ARankThatStopsReportingIsCountedMissingNotNamed) {
   StragglerJudge j;
   for (int i = 0; i < 50; ++i)
     for (int rank = 0; rank < 3; ++rank)
-      if (rank != 2 || i < 10)
-        j.add(rank, record(9, i, rank, 3, kT0 + i * 100 * kMs, rank == 0 ? 100'000 : 900'000));
+      if (rank != 2 || i < 10) j.add(rank, record(9, i, rank, 3, kT0 + i * 100 * kMs, rank == 0 ? 100'000 : 900'000));
   const auto w = j.judge(kT0 + 40 * 1000 * kMs);
   EXPECT_EQ(j.judged(), 10u);
   ASSERT_EQ(j.missing().count({9, 2}), 1u);
@@ -226,8 +227,8 @@ void feed_ring(StragglerJudge& j, std::vector<std::pair<int, int>> slow, std::ui
       for (int ch = 0; ch < 2; ++ch) {
         const std::pair<int, int> who{r, (r + 1) % ranks};
         const bool is_slow = std::find(slow.begin(), slow.end(), who) != slow.end();
-        j.add(static_cast<std::size_t>(r), send(0x3f, i, r, who.second, ch, kT0 + i * 100 * kMs,
-                                                is_slow ? slow_ns : healthy_ns));
+        j.add(static_cast<std::size_t>(r),
+              send(0x3f, i, r, who.second, ch, kT0 + i * 100 * kMs, is_slow ? slow_ns : healthy_ns));
       }
 }
 

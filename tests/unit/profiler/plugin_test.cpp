@@ -35,7 +35,7 @@ fs::path plugin_path() {
 }
 
 // A build tree moved without its lib/ (tests/install) has no plugin beside the tests: said as a skip.
-#define NEEDS_PLUGIN()                                                                           \
+#define NEEDS_PLUGIN() \
   if (!fs::exists(plugin_path())) GTEST_SKIP() << "no plugin at " << plugin_path() << " (a moved build tree)"
 
 struct Folder {
@@ -52,8 +52,10 @@ int in_child(const std::string& folder, const std::function<int(void*)>& body) {
   std::fflush(nullptr);
   const pid_t pid = ::fork();
   if (pid == 0) {
-    if (folder.empty()) ::unsetenv("FABRICBENCH_SLOW_DIR");
-    else ::setenv("FABRICBENCH_SLOW_DIR", folder.c_str(), 1);
+    if (folder.empty())
+      ::unsetenv("FABRICBENCH_SLOW_DIR");
+    else
+      ::setenv("FABRICBENCH_SLOW_DIR", folder.c_str(), 1);
     void* lib = ::dlopen(plugin_path().c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!lib) std::_Exit(100);
     std::exit(body(lib));  // exit, not _exit: the plugin writes what it holds at the process's end
@@ -141,7 +143,9 @@ TEST(ProfilerPlugin, V5RecordsEveryCollectiveWithItsKernelSpan) {
     for (std::uint64_t seq = 0; seq < 3; ++seq)
       if (int e = one_collective<abi::ProfilerV5, abi::DescrV5>(t, ctx, seq)) return e;
     // A kernel channel whose parent is not one of ours is ignored.
-    struct { std::uint32_t magic = 0; } foreign;
+    struct {
+      std::uint32_t magic = 0;
+    } foreign;
     abi::DescrV5 k{};
     k.type = abi::kKernelCh, k.parent = &foreign;
     void* h = reinterpret_cast<void*>(1);
@@ -171,7 +175,8 @@ TEST(ProfilerPlugin, V5RecordsEveryCollectiveWithItsKernelSpan) {
   std::sort(seqs.begin(), seqs.end());
   EXPECT_EQ(seqs, (std::vector<std::uint64_t>{0, 1, 2, 3}));
   for (const auto& r : back.records)
-    if (r.seq < 3) expect_collective(r, 0x3f00aa, r.seq);
+    if (r.seq < 3)
+      expect_collective(r, 0x3f00aa, r.seq);
     else {
       EXPECT_EQ(r.flags & slow::kIncomplete, slow::kIncomplete);
       EXPECT_EQ(r.bytes, 20u);  // 10 bfloat16
@@ -411,22 +416,24 @@ TEST(ProfilerPlugin, V3TakesTheCommunicatorFromTheEventAndHostTimes) {
 TEST(ProfilerPlugin, InitFailsWithoutAFolderOfOurs) {
   NEEDS_PLUGIN();
   // Not named: NCCL is told to go on without the plugin.
-  EXPECT_EQ(in_child("", [](void* lib) {
-              auto* t = static_cast<const abi::ProfilerV5*>(::dlsym(lib, "ncclProfiler_v5"));
-              void* ctx = nullptr;
-              int mask = 0;
-              return t->init(&ctx, 1, &mask, "c", 1, 2, 0, nullptr) == abi::kInternalError && !ctx ? 0 : 1;
-            }),
+  EXPECT_EQ(in_child("",
+                     [](void* lib) {
+                       auto* t = static_cast<const abi::ProfilerV5*>(::dlsym(lib, "ncclProfiler_v5"));
+                       void* ctx = nullptr;
+                       int mask = 0;
+                       return t->init(&ctx, 1, &mask, "c", 1, 2, 0, nullptr) == abi::kInternalError && !ctx ? 0 : 1;
+                     }),
             0);
   // A folder others can write: refused (others could feed the judge).
   Folder f;
   ::chmod(f.path.c_str(), 0777);
-  EXPECT_EQ(in_child(f.path, [](void* lib) {
-              auto* t = static_cast<const abi::ProfilerV5*>(::dlsym(lib, "ncclProfiler_v5"));
-              void* ctx = nullptr;
-              int mask = 0;
-              return t->init(&ctx, 1, &mask, "c", 1, 2, 0, nullptr) == abi::kInternalError ? 0 : 1;
-            }),
+  EXPECT_EQ(in_child(f.path,
+                     [](void* lib) {
+                       auto* t = static_cast<const abi::ProfilerV5*>(::dlsym(lib, "ncclProfiler_v5"));
+                       void* ctx = nullptr;
+                       int mask = 0;
+                       return t->init(&ctx, 1, &mask, "c", 1, 2, 0, nullptr) == abi::kInternalError ? 0 : 1;
+                     }),
             0);
   EXPECT_TRUE(fs::is_empty(f.path));
 }

@@ -73,17 +73,17 @@ static_assert(sizeof(Record) == 64, "a record is 64 bytes");
 struct ProxyRecord {
   static constexpr std::uint64_t kNoSeq = UINT64_MAX;  // the collective was another process's (PXN)
   std::uint64_t comm;
-  std::uint64_t seq;      // its collective's sequence number, kNoSeq when not known
-  std::uint64_t bytes;    // moved by its steps (the steps' sizes NCCL gave; v3: steps x chunk size)
-  std::int64_t host_ns;   // CLOCK_REALTIME at the operation's start
-  std::uint64_t net_ns;   // summed over steps: posted to the network until done
-  std::uint64_t op_ns;    // the operation's start to its stop
-  std::int32_t rank;      // the rank that sends (is_send) or receives
-  std::int32_t peer;      // the other end
+  std::uint64_t seq;     // its collective's sequence number, kNoSeq when not known
+  std::uint64_t bytes;   // moved by its steps (the steps' sizes NCCL gave; v3: steps x chunk size)
+  std::int64_t host_ns;  // CLOCK_REALTIME at the operation's start
+  std::uint64_t net_ns;  // summed over steps: posted to the network until done
+  std::uint64_t op_ns;   // the operation's start to its stop
+  std::int32_t rank;     // the rank that sends (is_send) or receives
+  std::int32_t peer;     // the other end
   std::uint8_t channel;
   std::uint8_t is_send;
-  std::uint16_t steps;    // steps done (saturates at 65535)
-  std::uint8_t flags;     // kProxy, at Record::flags' offset
+  std::uint16_t steps;  // steps done (saturates at 65535)
+  std::uint8_t flags;   // kProxy, at Record::flags' offset
   std::uint8_t pad[3];
 };
 static_assert(sizeof(ProxyRecord) == 64, "a proxy record is 64 bytes");
