@@ -2,8 +2,8 @@
 then an all_reduce of 64 MiB, then a synchronize (as a loss.item() does; 21.7 ms a step on H100 in the issue).
 --sleeps FILE: a JSON list of {"rank", "start", "end", "ms"}: between start and end seconds of the loop, that rank
 synchronizes and sleeps ms before its all_reduce (a host-side delay longer than the queued GPU work). Every rank stops
-at the same step (a stop flag rides in the all_reduce). Writes <out>/t0 (the loop's start, Unix time) and
-<out>/steps-<rank> (each step's seconds)."""
+at the same step (a stop flag rides in the all_reduce). Writes <out>/t0 (the loop's start, Unix time), <out>/pid-<rank>
+(its process id, at the start) and <out>/steps-<rank> (each step's seconds)."""
 import argparse
 import json
 import os
@@ -20,6 +20,8 @@ a = p.parse_args()
 dist.init_process_group("nccl")
 rank = dist.get_rank()
 torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)))
+with open(os.path.join(a.out, f"pid-{rank}"), "w") as f:
+    f.write(f"{os.getpid()}\n")
 sleeps = [s for s in (json.load(open(a.sleeps)) if a.sleeps else []) if s["rank"] == rank]
 m = torch.randn(4096, 4096, device="cuda") / 64
 g = torch.zeros(16 << 20, device="cuda")
