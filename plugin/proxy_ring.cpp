@@ -9,11 +9,12 @@ namespace slow = job::slow;
 void ProxySlot::step_state(unsigned step, bool net, std::uint64_t size, std::int64_t now) {
   auto& s = steps[step % kSteps];
   if (size) s.size = size;
-  if (net) {
-    if (!s.net_since) s.net_since = now;
-  } else if (s.net_since) {
-    record.net_ns += static_cast<std::uint64_t>(now - s.net_since);
-    s.net_since = 0;
+  if (net && !s.in_network) {
+    s.in_network = true;
+    if (in_network++ == 0) busy_since = now;
+  } else if (!net && s.in_network) {
+    s.in_network = false;
+    if (--in_network == 0) record.net_ns += static_cast<std::uint64_t>(now - busy_since);
   }
 }
 
@@ -47,6 +48,7 @@ ProxySlot* ProxyRing::open(const ProxyStart& p) {
   s.start_mono = monotonic_ns();
   s.chunk = p.chunk > 0 ? static_cast<std::uint32_t>(p.chunk) : 0;
   s.sized_steps = p.sized_steps;
+  s.in_network = 0, s.busy_since = 0;
   for (auto& step : s.steps) step = ProxySlot::Step{};
   return &s;
 }

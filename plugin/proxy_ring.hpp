@@ -1,7 +1,8 @@
 // One communicator's proxy operations as the NCCL profiler plugin sees them (NCCL's network transport only: its
 // proxy thread posts each step of a connection to the network and tests for its completion): a ring of slots, each
-// one operation (a collective's connection to one peer on one channel) from its start to its stop, with the time its
-// steps spent in the network summed. Only NCCL's proxy thread writes a slot while it is open (the steps of one
+// one operation (a collective's connection to one peer on one channel) from its start to its stop, with the time at
+// least one of its steps was in the network (up to 8 are in flight at once: their times are not summed, which would
+// count the same wall time several times). Only NCCL's proxy thread writes a slot while it is open (the steps of one
 // operation come from one thread); the writer thread takes the stopped ones out. Made at the communicator's first
 // proxy operation: a job whose traffic stays on NVLink or shared memory never allocates it.
 #pragma once
@@ -24,9 +25,11 @@ struct alignas(64) ProxySlot {
   std::int64_t start_mono = 0;
   std::uint32_t chunk = 0;  // bytes a step carries at most (v3 has no step sizes)
   bool sized_steps = false;
+  std::uint32_t in_network = 0;  // steps in the network now
+  std::int64_t busy_since = 0;   // since when at least one is
   struct Step {
-    std::int64_t net_since = 0;  // when the step went to the network; 0: not there now
-    std::uint64_t size = 0;      // the step's size as NCCL last gave it
+    bool in_network = false;
+    std::uint64_t size = 0;  // the step's size as NCCL last gave it
   } steps[kSteps];
 
   // A step's state changed at `now`: into the network (`net`), or out of it (any later state, or its stop).

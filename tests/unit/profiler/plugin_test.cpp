@@ -323,6 +323,46 @@ TEST(ProfilerPlugin, ProxyOperationsKeepTheirNetworkTimePerPeer) {
   EXPECT_EQ(pxn.bytes, 10u);
 }
 
+TEST(ProfilerPlugin, StepsInFlightTogetherCountTheirWallTimeOnce) {
+  NEEDS_PLUGIN();
+  Folder f;
+  const int rc = in_child(f.path, [](void* lib) {
+    auto* t = static_cast<const abi::ProfilerV5*>(::dlsym(lib, "ncclProfiler_v5"));
+    void* ctx = nullptr;
+    int mask = 0;
+    if (t->init(&ctx, 0x52, &mask, "comm", 1, 4, 1, nullptr) != 0) return 1;
+    abi::DescrV5 d{};
+    d.type = abi::kProxyOp, d.proxy_op.pid = ::getpid(), d.proxy_op.peer = 2, d.proxy_op.is_send = 1;
+    d.proxy_op.steps = 3, d.proxy_op.chunk_size = 100;
+    void* op = nullptr;
+    t->start_event(ctx, &op, &d);
+    void* steps[3] = {};
+    abi::StateArgsV4 a{};
+    a.trans_size = 100;
+    // Three steps in the network together for 10 ms (summed, 30 ms), then 5 ms with none.
+    for (int i = 0; i < 3; ++i) {
+      abi::DescrV5 sd{};
+      sd.type = abi::kProxyStep, sd.parent = op, sd.proxy_step.step = i;
+      t->start_event(ctx, &steps[i], &sd);
+      t->record_event_state(steps[i], abi::kSendWait, &a);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    for (auto* h : steps) t->stop_event(h);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    t->stop_event(op);
+    t->finalize(ctx);
+    return 0;
+  });
+  ASSERT_EQ(rc, 0);
+  const auto p = proxies_of(read_back(f.path));
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].steps, 3);
+  EXPECT_EQ(p[0].bytes, 300u);
+  EXPECT_GE(p[0].net_ns, 10000000u);  // the 10 ms once, not three times
+  EXPECT_LT(p[0].net_ns, 20000000u);
+  EXPECT_GE(p[0].op_ns, 15000000u);
+}
+
 TEST(ProfilerPlugin, V3ProxyStepsCountChunks) {
   NEEDS_PLUGIN();
   Folder f;

@@ -66,10 +66,11 @@ struct Record {
 static_assert(sizeof(Record) == 64, "a record is 64 bytes");
 
 // One proxy operation: what NCCL's proxy thread moved for one collective to or from one peer on one channel over
-// the network (NET/IB, NET/Socket; traffic over NVLink or shared memory has none). `net_ns` sums, over its steps, the
-// time from posting a step to the network until the network said it was done (a send's isend to its completion; a
-// receive's irecv until the data was there): on a slow link or NIC that time grows for the connection that crosses
-// it, while the others wait on their GPU or peer instead. Host CLOCK_MONOTONIC differences on one process only.
+// the network (NET/IB, NET/Socket; traffic over NVLink or shared memory has none). `net_ns` is the time at least one
+// of its steps was in the network: posted until the network said it was done (a send's isend to its completion; a
+// receive's irecv until the data was there; several steps in flight count once). On a slow link or NIC that time
+// grows for the sends that cross it, while the others wait on their GPU or peer instead. Host CLOCK_MONOTONIC
+// differences on one process only.
 struct ProxyRecord {
   static constexpr std::uint64_t kNoSeq = UINT64_MAX;  // the collective was another process's (PXN)
   std::uint64_t comm;
