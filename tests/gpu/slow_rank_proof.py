@@ -11,8 +11,9 @@ fabric-watchdog --slow, slowed on purpose, and what the watchdog named, when.
   network   4 GPUs whose traffic NCCL sends over sockets on the loopback (P2P and SHM off: proxy operations, as between
             nodes): 40 s healthy, then 60 s where from 20 s to 40 s rank 2's NCCL network threads (its socket helpers
             and proxy progress thread, named by NCCL_SET_THREAD_NAME) share one CPU with 3 busy processes: its NIC
-            made slow, on one host. Then the same job alone and watched, 2 pairs of 25 s, interleaved: the plugin's
-            cost where it sees every proxy step.
+            made slow, on one host.
+  network-overhead  the same job over sockets alone and watched, 2 pairs of 25 s, interleaved: the plugin's cost
+            where it sees every proxy step.
 
 An injection is found when its rank is named (a "slow rank: rank R" line) within its span or 3 s after; a naming that
 overlaps no injection of its rank (its span plus the window that still holds it) is a false one. Writes <out>/<mode>.json
@@ -221,6 +222,7 @@ def main():
                 spans[span].append(st)
             at += st
         summary["net-starved"]["step_ms"] = {k: 1e3 * sorted(v)[len(v) // 2] if v else None for k, v in spans.items()}
+    elif mode == "network-overhead":
         runs = []
         for k in range(2):
             for watched in (k % 2 == 0, k % 2 == 1):

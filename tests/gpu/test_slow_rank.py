@@ -47,6 +47,32 @@ class SlowRankOnGpus(unittest.TestCase):
             shutil.rmtree(out, ignore_errors=True)
 
 
+@unittest.skipUnless(gpus() >= 4 and shutil.which("torchrun") and torch_here(), "skipped: needs 4 GPUs and PyTorch")
+class SlowNetworkOnGpus(unittest.TestCase):
+    def test_a_starved_network_rank_names_its_link_alone(self):
+        """NCCL over sockets on the loopback (its proxy moves the data, as between nodes): 40 s healthy name nobody;
+        rank 2's network threads starved from 20 s to 40 s of a 60 s job: a link from or to rank 2 named within 10 s,
+        nothing else."""
+        out = pathlib.Path(tempfile.mkdtemp(prefix="fabricbench-slownet-"))
+        try:
+            r = subprocess.run([sys.executable, str(HERE / "slow_rank_proof.py"), "network", str(out)],
+                               capture_output=True, text=True, timeout=400,
+                               env={**__import__("os").environ, "FABRICBENCH_BIN": str(BIN),
+                                    "SLOW_PROOF_WORK": str(out / "work")})
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            summary = json.loads((out / "network.json").read_text())
+            self.assertEqual(summary["net-healthy"]["namings"], [], summary["net-healthy"])
+            starved = summary["net-starved"]
+            [inj] = starved["injections"]
+            self.assertTrue(inj["found"], starved)
+            self.assertLessEqual(inj["after_s"], 10, starved)
+            self.assertEqual(starved["false"], [], starved)
+            self.assertTrue(all(2 in (n[0], n[3]) for n in starved["namings"]), starved)
+            self.assertTrue(any("slow link: " in l or "slow network: " in l for l in starved["lines"]), starved)
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+
+
 @unittest.skipUnless(gpus() >= 2 and torch_here(), "skipped: needs 2 GPUs and PyTorch")
 class FabricCollPerRank(LaunchTest):
     """fabric-coll --per-rank reads every rank's kernel times of its own run. Healthy, nobody is named. With another

@@ -283,7 +283,8 @@ FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "slow"
 
 class RecordedOnTheGpus(LaunchTest):
     """The plugin's own files from real PyTorch jobs on 2 and 4 x H100 (NCCL 2.28.9, tests/gpu/slow_rank_proof.py,
-    2026-11-27; `t0` is when the job's loop started, `sleeps.json` its injections) judged again with --replay."""
+    2026-11-27; `t0` is when the job's loop started, `sleeps.json` its injections; network-4gpu: the `network` mode,
+    record files version 2 with proxy operations) judged again with --replay."""
 
     def replay(self, name):
         folder = self.dir / "records"
@@ -324,6 +325,35 @@ class RecordedOnTheGpus(LaunchTest):
         self.assertIn("slow before the collective", r.stderr)
         found = self.load("report.h5").tables["slow/findings"]
         self.assertEqual(list(found["rank"]), [s["rank"] for s in sleeps])
+
+    def test_a_starved_network_names_its_link_and_nothing_before_or_after(self):
+        """4 GPUs over sockets on the loopback (NCCL's proxy moves the data, as between nodes); from 20 s to 40 s rank
+        2's NCCL proxy thread shared a CPU with 3 busy processes (starved.json): steps 59 ms, then 217 ms. Its sends
+        to rank 3 spent 8-14x the others' network time per byte: the link from 2 to 3 is named, within 5 s, and gone
+        after; before and after, nothing."""
+        r, _ = self.replay("network-4gpu")
+        folder = self.dir / "records"
+        first = min(struct.unpack_from("<q", f.read_bytes(), 256 + 24)[0] for f in folder.glob("*.fbslow")) / 1e9
+        t0 = float((folder / "t0").read_text()) - first
+        named = [(float(m.group(1)) - t0, m.group(2)) for m in
+                 re.finditer(r"at \+(\d+) s: slow (rank|collective|link|network):", r.stderr)]
+        self.assertEqual([kind for _, kind in named], ["link"], r.stderr)
+        self.assertTrue(20 <= named[0][0] <= 25, named)
+        self.assertRegex(r.stderr, r"slow link: the link from rank 2 \(pid 1170, GPU 2 \(0000:00:08\.0\) on host vm\) "
+                                   r"to rank 3 of communicator 0x5f4b6470cdbe0e9")
+        gone = [float(m.group(1)) - t0 for m in re.finditer(r"at \+(\d+) s: gone: the link from rank 2 ", r.stderr)]
+        self.assertEqual(len(gone), 1, r.stderr)
+        self.assertTrue(40 <= gone[0] <= 52, gone)
+        run = self.load("report.h5")
+        found = run.tables["slow/findings"]
+        self.assertEqual(list(zip(found.kind, found["rank"], found.peer)), [("link", 2, 3)])
+        self.assertLessEqual(found.loss_pct.iloc[0], 100)
+        conns = run.tables["slow/connections"]
+        sends = conns[(conns.direction == "send") & (conns.ops >= 10)].set_index(["rank", "peer"])
+        self.assertEqual(sorted(sends.index), [(0, 1), (1, 2), (2, 3), (3, 0)])  # the ring
+        self.assertEqual(sends.ratio.idxmax(), (2, 3))
+        self.assertGreater(sends.ratio.max(), 1.8)  # over the whole run, a third of it slowed
+        self.assertEqual(set(sends.channels), {2})
 
     def test_a_healthy_minute_names_nobody(self):
         r, named = self.replay("healthy-2gpu")

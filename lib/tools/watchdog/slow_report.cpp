@@ -255,8 +255,9 @@ class ReportWriter {
     out_.rows(rows);
   }
 
-  // Per connection over the run: network time per MiB, and its ratio to the median of its communicator's
-  // connections of the same direction.
+  // Per connection over the run: network time per MiB, and its ratio to the (lower) median of its communicator's
+  // connections of the same direction that moved data at least 10 times (a connection used once, for a few bytes,
+  // measures latency, not time per byte).
   void connections() {
     const results::TableSpec t{
         "slow",
@@ -275,7 +276,7 @@ class ReportWriter {
       return c.bytes ? c.net_s * 1e6 / (static_cast<double>(c.bytes) / (1 << 20)) : 0.0;
     };
     for (const auto& [k, c] : d_.judge.connections())
-      if (c.bytes) per_mib[{k.comm, k.is_send}].push_back(rate(c));
+      if (c.bytes && c.ops >= job::StragglerSettings{}.min_link_ops) per_mib[{k.comm, k.is_send}].push_back(rate(c));
     std::map<std::pair<std::uint64_t, bool>, double> median;
     for (auto& [k, v] : per_mib) {
       std::sort(v.begin(), v.end());
