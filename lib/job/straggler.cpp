@@ -4,6 +4,8 @@
 #include <bitset>
 #include <string>
 
+#include "fabricbench/timing/sample_stats.hpp"
+
 namespace fabricbench::job {
 namespace {
 
@@ -11,12 +13,7 @@ std::string fmt_key(std::uint64_t comm, int rank, int peer) {
   return std::to_string(comm) + ":" + std::to_string(rank) + ":" + std::to_string(peer);
 }
 
-double median(std::vector<double>& v) {
-  if (v.empty()) return 0;
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  return *mid;
-}
+double median(const std::vector<double>& v) { return v.empty() ? 0 : timing::median_of(v); }
 
 // The lower median: of two connections, the faster (a slow one is then compared with its healthy twin).
 double lower_median(std::vector<double> v) {

@@ -16,6 +16,7 @@
 #include "fabricbench/job/slow_folder.hpp"
 #include "fabricbench/job/straggler.hpp"
 #include "fabricbench/results/result_set.hpp"
+#include "fabricbench/timing/sample_stats.hpp"
 
 namespace fabricbench::ops {
 namespace {
@@ -24,12 +25,7 @@ namespace slow = job::slow;
 using results::Better;
 using results::Unit;
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  return *mid;
-}
+double median(const std::vector<double>& v) { return v.empty() ? 0 : timing::median_of(v); }
 
 }  // namespace
 
