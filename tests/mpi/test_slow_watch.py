@@ -45,6 +45,16 @@ class SlowWatch(LaunchTest):
         self.reader.join(timeout)
         return self.proc.returncode, out
 
+    def judge_pid(self):
+        """The judge's process (fabric-watchdog --judge DIR, started by --slow), within 10 s; None if none."""
+        for _ in range(100):
+            out = subprocess.run(["pgrep", "-f", f"fabric-watchdog --judge {self.dir}/slow"], capture_output=True,
+                                 text=True).stdout.split()
+            if out:
+                return int(out[0])
+            time.sleep(0.1)
+        return None
+
     def said(self, pattern):
         return [(t, line) for t, line in self.lines if re.search(pattern, line)]
 
@@ -118,14 +128,7 @@ class SlowWatch(LaunchTest):
 
     def test_the_judge_killed_leaves_the_job_running(self):
         self.start(["--no-ras", "--slow", "slow", "--slow-window", "2s"], ["--ranks", "2", "--seconds", "8"])
-        judge = None
-        for _ in range(100):
-            out = subprocess.run(["pgrep", "-f", f"fabric-watchdog --judge {self.dir}/slow"], capture_output=True,
-                                 text=True).stdout.split()
-            if out:
-                judge = int(out[0])
-                break
-            time.sleep(0.1)
+        judge = self.judge_pid()
         self.assertIsNotNone(judge, "the judge runs as its own process")
         time.sleep(2)
         os.kill(judge, signal.SIGKILL)
@@ -138,14 +141,7 @@ class SlowWatch(LaunchTest):
 
     def test_the_watchdog_stopped_ends_its_judge_after_the_report(self):
         self.start(["--no-ras", "--slow", "slow", "--slow-window", "2s"], ["--ranks", "2", "--seconds", "60"])
-        judge = None
-        for _ in range(100):
-            out = subprocess.run(["pgrep", "-f", f"fabric-watchdog --judge {self.dir}/slow"], capture_output=True,
-                                 text=True).stdout.split()
-            if out:
-                judge = int(out[0])
-                break
-            time.sleep(0.1)
+        judge = self.judge_pid()
         self.assertIsNotNone(judge)
         time.sleep(3)
         self.proc.send_signal(signal.SIGTERM)
@@ -161,14 +157,7 @@ class SlowWatch(LaunchTest):
         its status "running" (the suite's mark of a run that did not complete)."""
         self.start(["--no-ras", "--slow", "slow", "--slow-window", "2s"],
                    ["--ranks", "2", "--seconds", "40", "--slow-rank", "1", "--slow-from", "2", "--slow-to", "40"])
-        judge = None
-        for _ in range(100):
-            out = subprocess.run(["pgrep", "-f", f"fabric-watchdog --judge {self.dir}/slow"], capture_output=True,
-                                 text=True).stdout.split()
-            if out:
-                judge = int(out[0])
-                break
-            time.sleep(0.1)
+        judge = self.judge_pid()
         self.assertIsNotNone(judge)
         report = self.dir / "slow" / "slow-report.h5"
         for _ in range(400):

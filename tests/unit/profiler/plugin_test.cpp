@@ -82,6 +82,18 @@ ReadBack read_back(const fs::path& folder) {
   return out;
 }
 
+// The v5 table and a communicator of 4 ranks (this one rank 1) made through it; {nullptr, nullptr} when init fails.
+struct V5 {
+  const abi::ProfilerV5* t = nullptr;
+  void* ctx = nullptr;
+};
+V5 open_v5(void* lib, std::uint64_t comm) {
+  V5 v{static_cast<const abi::ProfilerV5*>(::dlsym(lib, "ncclProfiler_v5")), nullptr};
+  int mask = 0;
+  if (!v.t || v.t->init(&v.ctx, comm, &mask, "comm", 1, 4, 1, nullptr) != 0) return {};
+  return v;
+}
+
 template <typename Descr>
 Descr coll(std::uint64_t seq, const char* func, std::size_t count, const char* type, std::uint8_t channels, int rank) {
   Descr d{};
@@ -280,10 +292,8 @@ TEST(ProfilerPlugin, ProxyOperationsKeepTheirNetworkTimePerPeer) {
   NEEDS_PLUGIN();
   Folder f;
   const int rc = in_child(f.path, [](void* lib) {
-    auto* t = static_cast<const abi::ProfilerV5*>(::dlsym(lib, "ncclProfiler_v5"));
-    void* ctx = nullptr;
-    int mask = 0;
-    if (t->init(&ctx, 0x51, &mask, "comm", 1, 4, 1, nullptr) != 0) return 1;
+    auto [t, ctx] = open_v5(lib, 0x51);
+    if (!t) return 1;
     auto d = coll<abi::DescrV5>(9, "AllReduce", 1024, "ncclFloat32", 1, 1);
     void* c = nullptr;
     t->start_event(ctx, &c, &d);
@@ -327,10 +337,8 @@ TEST(ProfilerPlugin, StepsInFlightTogetherCountTheirWallTimeOnce) {
   NEEDS_PLUGIN();
   Folder f;
   const int rc = in_child(f.path, [](void* lib) {
-    auto* t = static_cast<const abi::ProfilerV5*>(::dlsym(lib, "ncclProfiler_v5"));
-    void* ctx = nullptr;
-    int mask = 0;
-    if (t->init(&ctx, 0x52, &mask, "comm", 1, 4, 1, nullptr) != 0) return 1;
+    auto [t, ctx] = open_v5(lib, 0x52);
+    if (!t) return 1;
     abi::DescrV5 d{};
     d.type = abi::kProxyOp, d.proxy_op.pid = ::getpid(), d.proxy_op.peer = 2, d.proxy_op.is_send = 1;
     d.proxy_op.steps = 3, d.proxy_op.chunk_size = 100;
@@ -395,10 +403,8 @@ TEST(ProfilerPlugin, AFullProxyRingDropsWhatItCannotHold) {
   NEEDS_PLUGIN();
   Folder f;
   const int rc = in_child(f.path, [](void* lib) {
-    auto* t = static_cast<const abi::ProfilerV5*>(::dlsym(lib, "ncclProfiler_v5"));
-    void* ctx = nullptr;
-    int mask = 0;
-    if (t->init(&ctx, 5, &mask, "c", 1, 4, 1, nullptr) != 0) return 1;
+    auto [t, ctx] = open_v5(lib, 5);
+    if (!t) return 1;
     int handles = 0;
     for (int i = 0; i < 2100; ++i) {  // started, never stopped: 2048 slots
       abi::DescrV5 d{};
@@ -482,10 +488,8 @@ TEST(ProfilerPlugin, AFullRingDropsWhatItCannotHold) {
   NEEDS_PLUGIN();
   Folder f;
   const int rc = in_child(f.path, [](void* lib) {
-    auto* t = static_cast<const abi::ProfilerV5*>(::dlsym(lib, "ncclProfiler_v5"));
-    void* ctx = nullptr;
-    int mask = 0;
-    if (t->init(&ctx, 5, &mask, "c", 1, 4, 1, nullptr) != 0) return 1;
+    auto [t, ctx] = open_v5(lib, 5);
+    if (!t) return 1;
     // 1100 collectives started, none finished: the ring holds 1024, the rest get no handle.
     int handles = 0;
     for (std::uint64_t seq = 0; seq < 1100; ++seq) {
@@ -507,10 +511,8 @@ TEST(ProfilerPlugin, AWriteThatFailsIsSaidOnceAndTheProcessGoesOn) {
   NEEDS_PLUGIN();
   Folder f;
   const int rc = in_child(f.path, [](void* lib) {
-    auto* t = static_cast<const abi::ProfilerV5*>(::dlsym(lib, "ncclProfiler_v5"));
-    void* ctx = nullptr;
-    int mask = 0;
-    if (t->init(&ctx, 5, &mask, "c", 1, 4, 1, nullptr) != 0) return 1;
+    auto [t, ctx] = open_v5(lib, 5);
+    if (!t) return 1;
     std::signal(SIGXFSZ, SIG_IGN);
     const rlimit lim{sizeof(slow::FileHeader) + 10 * sizeof(slow::Record), RLIM_INFINITY};
     ::setrlimit(RLIMIT_FSIZE, &lim);
@@ -519,6 +521,7 @@ TEST(ProfilerPlugin, AWriteThatFailsIsSaidOnceAndTheProcessGoesOn) {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     // Recording is off: a new communicator's init fails (NCCL goes on without the plugin), events are harmless.
     void* ctx2 = nullptr;
+    int mask = 0;
     if (t->init(&ctx2, 6, &mask, "c", 1, 4, 1, nullptr) != abi::kInternalError) return 3;
     if (int e = one_collective<abi::ProfilerV5, abi::DescrV5>(t, ctx, 500)) return e;
     return 0;
