@@ -25,6 +25,7 @@ namespace {
 
 struct Args {
   int ranks = 4, slow_rank = -1, exit_rank = -1, api = 5, link_rank = -1, nic_rank = -1;
+  bool one_rank = false;
   double slow_from = 0, slow_to = 0, seconds = 10, period_ms = 50, wait_ms = 20, exit_at = 0, link_ms = 5;
 };
 
@@ -135,6 +136,13 @@ int rank_main(const Args& a, int rank, Clock::time_point t0) {
 
 int main(int argc, char** argv) {
   Args a;
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--one-rank") {
+      a.one_rank = true;
+      for (int j = i; j + 1 < argc; ++j) argv[j] = argv[j + 1];
+      --argc;
+      break;
+    }
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     const double v = number(argv[i + 1]);
@@ -168,6 +176,22 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "fake_nccl_job: unknown option %s\n", argv[i]);
       return 2;
     }
+  }
+  if (a.one_rank) {
+    const char* rank = nullptr;
+    for (const char* name : {"SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"})
+      if ((rank = std::getenv(name))) break;
+    if (!rank) {
+      std::fprintf(stderr, "fake_nccl_job: --one-rank needs SLURM_PROCID, OMPI_COMM_WORLD_RANK or PMI_RANK\n");
+      return 2;
+    }
+    const auto wall = std::chrono::system_clock::now().time_since_epoch();
+    const auto next = std::chrono::duration_cast<std::chrono::seconds>(wall) + std::chrono::seconds(2);
+    const auto t0 = Clock::now() + std::chrono::duration_cast<Clock::duration>(next - wall);
+    const int r = std::atoi(rank);
+    const int rc = rank_main(a, r, t0);
+    std::printf("fake job: rank %d done\n", r);
+    return rc;
   }
   const auto t0 = Clock::now() + std::chrono::milliseconds(200);
   std::vector<pid_t> kids;

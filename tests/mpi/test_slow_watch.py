@@ -105,6 +105,22 @@ class SlowWatch(LaunchTest):
         self.assertIn("FABRIC_WATCHDOG_SLOW_RANK=2", acted)
         self.assertIn("FABRIC_WATCHDOG_SLOW_COMM=0xabc0fb", acted)
 
+    def test_one_watchdog_per_rank_under_mpirun_and_one_judge(self):
+        """mpirun starts a watchdog per rank, each in front of one rank of the job (as srun or torchrun across nodes):
+        all write to one folder, only the first task's judge names the slow rank and writes the report."""
+        r = self.mpirun(4, "fabric-watchdog", ["--no-ras", "--slow", "slow", "--slow-window", "2s", "--", str(FAKE),
+                                               "--one-rank", "--ranks", "4", "--slow-rank", "3", "--slow-from", "3",
+                                               "--slow-to", "20", "--seconds", "8"], timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(sorted(re.findall(r"fake job: rank (\d) done", r.stdout)), ["0", "1", "2", "3"])
+        named = re.findall(r"slow rank: rank (\d) \(pid (\d+)", r.stderr)
+        self.assertEqual([rank for rank, _ in named], ["3"], r.stderr)  # one judge: one line
+        run = self.load("slow/slow-report.h5")
+        procs = run.tables["slow/processes"]
+        self.assertEqual(sorted(procs.launcher_rank), ["0", "1", "2", "3"])
+        self.assertIn(int(named[0][1]), set(procs.pid))
+        self.assertEqual(list(run.tables["slow/findings"]["rank"]), [3])
+
     def test_healthy_ranks_are_not_named(self):
         self.start(["--no-ras", "--slow", "slow", "--slow-window", "2s"],
                    ["--ranks", "4", "--seconds", "8", "--api", "4"])

@@ -82,6 +82,16 @@ std::string absolute(const std::string& path) {
   return std::string(::getcwd(cwd, sizeof cwd - 1) ? cwd : ".") + "/" + path;
 }
 
+}  // namespace
+
+bool first_task() {
+  for (const char* name : {"SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
+    if (const char* v = std::getenv(name)) return std::string(v) == "0";
+  return true;
+}
+
+namespace {
+
 // --slow and --judge, and the options only they use.
 void parse_slow(Options& o, const po::variables_map& v) {
   const bool slow = v.count("slow"), judge = v.count("judge");
@@ -106,7 +116,8 @@ void parse_slow(Options& o, const po::variables_map& v) {
   s.loss = loss / 100;
   s.report = v.count("slow-report") ? v["slow-report"].as<std::string>() : s.folder + "/slow-report.h5";
   s.force = v.count("force") > 0;
-  if (!s.force && ::access(s.report.c_str(), F_OK) == 0)
+  // Only the task that judges writes it (a task started late would otherwise find the first 30 s report).
+  if (!s.force && (judge || first_task()) && ::access(s.report.c_str(), F_OK) == 0)
     throw Error::usage(fmt::format("--slow-report {}: file exists; choose another path or add --force", s.report));
   check_report(s.report, "--slow-report");
   if (v.count("slow-prometheus")) {

@@ -221,13 +221,6 @@ int end_on_signal(job::ChildProcess& child) {
   return child.exited() && !killed ? child.status() : 128 + sig;
 }
 
-// Whether this watchdog is the launcher's first task (or the only one): the one that judges --slow's folder.
-bool first_task() {
-  for (const char* name : {"SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
-    if (const char* v = std::getenv(name)) return std::string(v) == "0";
-  return true;
-}
-
 // --slow's judge: this program again with --judge, its own process (a judge that dies takes nothing of the job).
 class SlowJudgeProcess {
  public:

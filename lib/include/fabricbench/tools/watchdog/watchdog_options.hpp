@@ -31,4 +31,8 @@ struct Options {
   static Options parse(int argc, char** argv);
 };
 
+// Whether this watchdog is the launcher's first task (SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK or PMIX_RANK 0),
+// or the only one: the one that judges --slow's folder and writes its report.
+bool first_task();
+
 }  // namespace fabricbench::watchdog
