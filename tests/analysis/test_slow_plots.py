@@ -78,9 +78,10 @@ def findings_rows(hosts):
              _iso(last), f"slow rank: rank 1 (pid {PIDS[1]}, GPU 1 on host {hosts[1]}) of communicator {COMM} ...")]
 
 
-def write_slow_report(path, hosts=("nodeA", "nodeB"), empty=False):
+def write_slow_report(path, hosts=("nodeA", "nodeB"), empty=False, link=False):
     """A fabric-watchdog --slow report as the tool writes it; `empty`: every table without a row (a job whose
-    ranks never arrived last, that ran no collective the judge saw)."""
+    ranks never arrived last, that ran no collective the judge saw); `link`: its finding a slow link from rank 1 to
+    rank 0, in the findings' layout since the link kinds (peer and ratio columns)."""
     with h5py.File(path, "w") as f:
         for key, value in (("command_line", "fabric-watchdog --slow slow -- ./job"), ("format", "fabricbench"),
                            ("started_at", _iso(T0)), ("finished_at", _iso(T0 + LOOKS * SECOND)),
@@ -89,14 +90,29 @@ def write_slow_report(path, hosts=("nodeA", "nodeB"), empty=False):
             f.attrs[key] = value
         f.attrs["schema_version"] = np.int64(2)
         f.attrs["world_size"] = np.int64(1)
-        write_table(f, "slow/findings",
-                    [_col("kind", "S8", role="key"), _col("comm", "S20", role="key"), _col("rank", "<i8", role="key"),
-                     _col("host", "S64"), _col("pid", "<i8"), _col("gpu", "S40"), _col("op", "S16"),
-                     _col("bytes", "<i8"), _col("late_fraction", "<f8", role="measured", better="lower"),
-                     _col("wait_median_ms", "<f8", role="measured", better="lower"),
-                     _col("loss_pct", "<f8", "%", "measured", "lower"), _col("first_seen", "S24"),
-                     _col("last_seen", "S24"), _col("text", "S512")],
-                    [] if empty else findings_rows(hosts))
+        if link:
+            first, last = T0 + 6 * SECOND, T0 + 14 * SECOND
+            write_table(f, "slow/findings",
+                        [_col("kind", "S8", role="key"), _col("comm", "S20", role="key"),
+                         _col("rank", "<i8", role="key"), _col("peer", "<i8", role="key"), _col("host", "S64"),
+                         _col("pid", "<i8"), _col("gpu", "S40"), _col("op", "S16"), _col("bytes", "<i8"),
+                         _col("late_fraction", "<f8", role="measured", better="lower"),
+                         _col("wait_median_ms", "<f8", role="measured", better="lower"),
+                         _col("ratio", "<f8", role="measured", better="lower"),
+                         _col("loss_pct", "<f8", "%", "measured", "lower"), _col("first_seen", "S24"),
+                         _col("last_seen", "S24"), _col("text", "S512")],
+                        [("link", COMM, 1, 0, hosts[1], PIDS[1], "GPU 1", "", 0, 0.0, 0.0, 8.0, LOSS, _iso(first),
+                          _iso(last), "slow link: the link from rank 1 ... to rank 0 ...")])
+        else:
+            write_table(f, "slow/findings",
+                        [_col("kind", "S8", role="key"), _col("comm", "S20", role="key"),
+                         _col("rank", "<i8", role="key"), _col("host", "S64"), _col("pid", "<i8"),
+                         _col("gpu", "S40"), _col("op", "S16"), _col("bytes", "<i8"),
+                         _col("late_fraction", "<f8", role="measured", better="lower"),
+                         _col("wait_median_ms", "<f8", role="measured", better="lower"),
+                         _col("loss_pct", "<f8", "%", "measured", "lower"), _col("first_seen", "S24"),
+                         _col("last_seen", "S24"), _col("text", "S512")],
+                        [] if empty else findings_rows(hosts))
         write_table(f, "slow/windows",
                     [_col("time", "S24", role="key"), _col("t_ns", "<i8", role="key"), _col("comm", "S20", role="key"),
                      _col("rank", "<i8", role="key"), _col("host", "S64"), _col("pid", "<i8"),
@@ -166,6 +182,11 @@ class SlowRanksPicture(LaunchTest):
                          ([s + 0.5 for s in EARLY], [0.2] * len(EARLY)))
         self.assertEqual([t.get_text() for t in bottom.get_legend().get_texts()],
                          ["rank 1 (nodeB, 4101)", "rank 0 (nodeA, 4100)"], "the colours named on both panels")
+
+    def test_a_slow_link_is_labelled_from_rank_to_peer(self):
+        path, drawn = self.drawn(link=True)
+        top, _ = drawn["slow_ranks.png"].axes
+        self.assertIn(f"named slow: slow link: rank 1 -> rank 0 on {COMM}", [t.get_text() for t in top.texts])
 
     def test_the_page_holds_the_picture(self):
         path = write_slow_report(self.dir / "slow-report.h5")

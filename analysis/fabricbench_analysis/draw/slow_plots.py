@@ -121,8 +121,8 @@ def _loss_lines(windows: pd.DataFrame, named: set, t0: int) -> list:
 
 
 def _shade(axes, findings: pd.DataFrame, t0: int, colors: dict, names: dict, several_comms: bool) -> None:
-    """Each finding's first_seen .. last_seen shaded on both panels (its rank's colour; a slow collective grey and
-    hatched), labelled on the top panel. The times are whole seconds: the span reaches to the end of the last one."""
+    """Each finding's first_seen .. last_seen shaded on both panels (its rank's colour; a slow collective, link or
+    rank's network grey and hatched), labelled on the top panel. The times are whole seconds: the span reaches to the end of the last one."""
     top = axes[0]
     for i, f in enumerate(findings.itertuples(index=False)):
         start, end = _seconds(f.first_seen, t0), _seconds(f.last_seen, t0)
@@ -133,6 +133,12 @@ def _shade(axes, findings: pd.DataFrame, t0: int, colors: dict, names: dict, sev
             label = _name(f.rank, str(f.host), f.pid, f.comm, several_comms) if str(f.host) else names.get(
                 key, _name(f.rank, "", -1, f.comm, several_comms))
             style = dict(color=colors.get(key, _OTHERS), alpha=0.18)
+        elif str(f.kind) == "link":  # a link from rank to peer (a file before the link kinds has no peer column)
+            label = f"slow link: rank {f.rank} -> rank {getattr(f, 'peer', '?')} on {printable(f.comm)}"
+            style = dict(facecolor="none", edgecolor="gray", hatch="//", alpha=0.5)
+        elif str(f.kind) == "network":
+            label = f"slow network of rank {f.rank} ({printable(str(f.host))}) on {printable(f.comm)}"
+            style = dict(facecolor="none", edgecolor="gray", hatch="//", alpha=0.5)
         else:
             label = f"slow inside: {printable(f.op)} of {printable(f.bytes)} B on {printable(f.comm)}"
             style = dict(facecolor="none", edgecolor="gray", hatch="//", alpha=0.5)
