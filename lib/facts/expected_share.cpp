@@ -37,9 +37,10 @@ const char* Reference::name(Kind kind) {
       return "calibrated";
     case Kind::uncalibrated:
       return "uncalibrated";
-    default:
+    case Kind::rated:
       return "rated";
   }
+  return "rated";
 }
 
 ExpectedRule ExpectedRule::load(const std::string& path, bool must_exist) {
@@ -182,9 +183,10 @@ double ExpectedShare::threshold(Reference::Kind kind) const {
       return rule_.warn_below_percent;
     case Reference::Kind::calibrated:
       return rule_.calibrated_warn_below_percent;
-    default:
+    case Reference::Kind::uncalibrated:
       return NAN;
   }
+  return NAN;
 }
 
 bool ExpectedShare::below(double percent, std::uint64_t bytes, Reference::Kind kind) const {

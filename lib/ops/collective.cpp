@@ -59,9 +59,12 @@ int type_size(DataType t) {
     case DataType::uint32:
     case DataType::float32:
       return 4;
-    default:
+    case DataType::int64:
+    case DataType::uint64:
+    case DataType::float64:
       return 8;
   }
+  return 8;
 }
 
 std::string_view to_string(DataType t) {

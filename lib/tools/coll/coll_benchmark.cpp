@@ -83,9 +83,10 @@ double combine_rank_times(const std::vector<double>& t, RankCombine how) {
       return *std::min_element(t.begin(), t.end());
     case RankCombine::max:
       return *std::max_element(t.begin(), t.end());
-    default:
-      return std::accumulate(t.begin(), t.end(), 0.0) / static_cast<double>(t.size());
+    case RankCombine::average:
+      break;
   }
+  return std::accumulate(t.begin(), t.end(), 0.0) / static_cast<double>(t.size());
 }
 
 CollBenchmark::CollBenchmark() : table_(make_table()), samples_(table_.samples()), col_(table_) {}
