@@ -597,3 +597,90 @@ TEST(DoctorJob, HardwareFactsTakeTheNetdevMtuOnlyWhereItIsReadable) {
   facts = hardware_facts(c);
   EXPECT_EQ(facts["mtu"], "");
 }
+
+// The three checks no test asserted before (issue 47): their findings on made-up trees, each way they can go.
+TEST(DoctorFiles, RdmaModulesNameTheOneMissing) {
+  Tree t;
+  t.port("mlx5_0", 1, "4: ACTIVE", "5: LinkUp", "InfiniBand", "400 Gb/sec (4X NDR)")
+      .file("/proc/modules", "ib_core 425984 8 ib_uverbs,mlx5_ib, Live 0x0000000000000000\n"
+                             "mlx5_core 2052096 1 mlx5_ib, Live 0x0000000000000000\n");
+  Context c;
+  c.files = t.files();
+  c.ports = read_rdma_ports(c.files);
+  auto f = run_named("rdma.modules", c);
+  ASSERT_TRUE(find(f, "rdma.modules", "ib_core"));
+  EXPECT_EQ(find(f, "rdma.modules", "ib_core")->status, Status::ok);
+  const auto* uverbs = find(f, "rdma.modules", "ib_uverbs");
+  ASSERT_TRUE(uverbs);
+  EXPECT_EQ(uverbs->status, Status::fail);
+  EXPECT_NE(uverbs->hint.find("modprobe ib_uverbs"), std::string::npos);
+  EXPECT_FALSE(find(f, "rdma.modules", "nvidia_peermem"));  // no GPU here
+  Tree empty;
+  empty.port("mlx5_0", 1, "4: ACTIVE", "5: LinkUp", "InfiniBand", "400 Gb/sec (4X NDR)").file("/proc/modules", "");
+  c.files = empty.files();
+  f = run_named("rdma.modules", c);
+  ASSERT_TRUE(find(f, "rdma.modules", "modules"));
+  EXPECT_EQ(find(f, "rdma.modules", "modules")->status, Status::skip);
+}
+
+TEST(DoctorFiles, RdmaEcnOnOffAndNotExposed) {
+  Tree t;
+  t.port("mlx5_0", 1, "4: ACTIVE", "5: LinkUp", "Ethernet", "100 Gb/sec (4X EDR)", "RoCE v2", "eth0")
+      .port("mlx5_1", 1, "4: ACTIVE", "5: LinkUp", "Ethernet", "100 Gb/sec (4X EDR)", "RoCE v2", "eth1")
+      .port("mlx5_2", 1, "4: ACTIVE", "5: LinkUp", "Ethernet", "100 Gb/sec (4X EDR)", "RoCE v2", "eth2");
+  for (int prio = 0; prio < 8; ++prio) {
+    const auto p = std::to_string(prio);
+    t.file("/sys/class/net/eth0/ecn/roce_np/enable/" + p, prio == 3 ? "1\n" : "0\n")
+        .file("/sys/class/net/eth0/ecn/roce_rp/enable/" + p, prio == 3 ? "1\n" : "0\n")
+        .file("/sys/class/net/eth1/ecn/roce_np/enable/" + p, "0\n")
+        .file("/sys/class/net/eth1/ecn/roce_rp/enable/" + p, "0\n");
+  }
+  Context c;
+  c.files = t.files();
+  c.ports = read_rdma_ports(c.files);
+  const auto f = run_named("rdma.ecn", c);
+  const auto* on = find(f, "rdma.ecn", "mlx5_0/1");
+  ASSERT_TRUE(on);
+  EXPECT_EQ(on->status, Status::ok);
+  EXPECT_EQ(on->value, "roce_np on for priority 3, roce_rp on for priority 3");
+  const auto* off = find(f, "rdma.ecn", "mlx5_1/1");
+  ASSERT_TRUE(off);
+  EXPECT_EQ(off->status, Status::warn);
+  EXPECT_EQ(off->value, "roce_np off, roce_rp off");
+  const auto* hidden = find(f, "rdma.ecn", "mlx5_2/1");
+  ASSERT_TRUE(hidden);
+  EXPECT_EQ(hidden->status, Status::skip);
+  Tree ib;
+  ib.port("mlx5_0", 1, "4: ACTIVE", "5: LinkUp", "InfiniBand", "400 Gb/sec (4X NDR)");
+  c.files = ib.files();
+  c.ports = read_rdma_ports(c.files);
+  const auto g = run_named("rdma.ecn", c);
+  ASSERT_TRUE(find(g, "rdma.ecn", "ecn"));
+  EXPECT_EQ(find(g, "rdma.ecn", "ecn")->status, Status::skip);
+}
+
+TEST(DoctorFiles, HostIommuOffPassthroughOrTranslating) {
+  Context c;
+  Tree off;
+  off.file("/proc/cmdline", "BOOT_IMAGE=/vmlinuz root=/dev/sda1\n");
+  c.files = off.files();
+  auto f = run_named("host.iommu", c);
+  ASSERT_TRUE(find(f, "host.iommu", "iommu"));
+  EXPECT_EQ(find(f, "host.iommu", "iommu")->status, Status::ok);
+  EXPECT_EQ(find(f, "host.iommu", "iommu")->value, "off");
+  Tree on;
+  on.file("/proc/cmdline", "BOOT_IMAGE=/vmlinuz intel_iommu=on\n")
+      .file("/sys/class/iommu/dmar0/uevent", "")
+      .file("/sys/class/iommu/dmar1/uevent", "");
+  c.files = on.files();
+  f = run_named("host.iommu", c);
+  EXPECT_EQ(find(f, "host.iommu", "iommu")->status, Status::warn);
+  EXPECT_EQ(find(f, "host.iommu", "iommu")->value, "on (2 units), translating");
+  EXPECT_NE(find(f, "host.iommu", "iommu")->hint.find("iommu=pt"), std::string::npos);
+  Tree pt;
+  pt.file("/proc/cmdline", "BOOT_IMAGE=/vmlinuz intel_iommu=on iommu=pt\n").file("/sys/class/iommu/dmar0/uevent", "");
+  c.files = pt.files();
+  f = run_named("host.iommu", c);
+  EXPECT_EQ(find(f, "host.iommu", "iommu")->status, Status::ok);
+  EXPECT_EQ(find(f, "host.iommu", "iommu")->value, "on, passthrough");
+}
