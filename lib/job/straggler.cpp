@@ -1,17 +1,11 @@
 #include "fabricbench/job/straggler.hpp"
 
 #include <algorithm>
-#include <bitset>
-#include <string>
 
 #include "fabricbench/timing/sample_stats.hpp"
 
 namespace fabricbench::job {
 namespace {
-
-std::string fmt_key(std::uint64_t comm, int rank, int peer) {
-  return std::to_string(comm) + ":" + std::to_string(rank) + ":" + std::to_string(peer);
-}
 
 double median(const std::vector<double>& v) { return v.empty() ? 0 : timing::median_of(v); }
 
@@ -26,12 +20,6 @@ double lower_median(std::vector<double> v) {
 constexpr std::int64_t kSecond = 1000000000;
 
 }  // namespace
-
-std::size_t ConnectionTotal::channel_count() const {
-  std::size_t n = 0;
-  for (auto bits : channels) n += std::bitset<64>(bits).count();
-  return n;
-}
 
 std::optional<std::size_t> StragglerJudge::source_of(std::uint64_t comm, int rank) const {
   const auto c = ranks_of_.find(comm);
@@ -54,7 +42,7 @@ void StragglerJudge::add_proxy(const slow::ProxyRecord& p) {
   if (it != connections_.end()) {
     auto& t = it->second;
     ++t.ops, t.bytes += p.bytes, t.net_s += static_cast<double>(p.net_ns) * 1e-9;
-    t.channels[p.channel / 64] |= std::uint64_t{1} << (p.channel % 64);
+    t.channels.set(p.channel);
   }
   if (p.is_send && p.bytes > 0) proxies_.push_back(p);
 }
@@ -135,7 +123,7 @@ std::vector<std::pair<std::pair<std::uint64_t, int>, std::size_t>> StragglerJudg
 }
 
 void StragglerJudge::judge_links(std::uint64_t comm, const std::vector<const slow::ProxyRecord*>& sends, double span_s,
-                                 std::vector<SlowFinding>& out, std::map<std::string, bool>& named) {
+                                 std::vector<SlowFinding>& out, std::set<LinkKey>& named) {
   struct Conn {
     std::size_t ops = 0;
     double bytes = 0, net_s = 0;
@@ -164,7 +152,7 @@ void StragglerJudge::judge_links(std::uint64_t comm, const std::vector<const slo
     const double excess_s =
         (c.net_s - c.bytes * usual) / static_cast<double>(std::max<std::size_t>(1, c.channels.count()));
     const double loss = excess_s / span_s;
-    const bool was = links_named_.count(fmt_key(comm, who.first, who.second)) > 0;
+    const bool was = links_named_.count({comm, who.first, who.second}) > 0;
     if (ratio >= s_.link_ratio && loss >= (was ? s_.loss_gone : s_.loss)) slow.push_back({who, ratio, loss});
   }
   if (slow.empty()) return;
@@ -189,8 +177,8 @@ void StragglerJudge::judge_links(std::uint64_t comm, const std::vector<const slo
       f.connections.push_back(x.who);
       f.ratio = std::max(f.ratio, x.ratio), f.loss = std::max(f.loss, x.loss);
     }
-    named[fmt_key(comm, common, -1)] = true;
-    for (const auto& x : slow) named[fmt_key(comm, x.who.first, x.who.second)] = true;
+    named.insert({comm, common, -1});
+    for (const auto& x : slow) named.insert({comm, x.who.first, x.who.second});
     out.push_back(f);
     return;
   }
@@ -198,8 +186,37 @@ void StragglerJudge::judge_links(std::uint64_t comm, const std::vector<const slo
     auto f = finding(SlowFinding::Kind::link, x.who.first, x.who.second);
     f.connections.push_back(x.who);
     f.ratio = x.ratio, f.loss = x.loss;
-    named[fmt_key(comm, x.who.first, x.who.second)] = true;
+    named.insert({comm, x.who.first, x.who.second});
     out.push_back(f);
+  }
+}
+
+void StragglerJudge::place_inside(std::int64_t start, SlowWindow& w) {
+  std::map<std::uint64_t, std::vector<const slow::ProxyRecord*>> sends;
+  std::map<std::uint64_t, std::pair<std::int64_t, std::int64_t>> spans;
+  for (const auto& p : proxies_) {
+    if (p.host_ns < start) continue;
+    sends[p.comm].push_back(&p);
+    auto& sp = spans.emplace(p.comm, std::make_pair(p.host_ns, p.host_ns)).first->second;
+    sp.first = std::min(sp.first, p.host_ns), sp.second = std::max(sp.second, p.host_ns);
+  }
+  std::set<LinkKey> links;
+  std::vector<SlowFinding> placed;
+  for (const auto& [comm, list] : sends) {
+    const auto& sp = spans[comm];
+    judge_links(comm, list, std::max(1.0, static_cast<double>(sp.second - sp.first) * 1e-9), placed, links);
+  }
+  links_named_ = std::move(links);
+  if (!placed.empty()) {
+    // A slow collective placed on a link or a rank's network is said once, there.
+    w.findings.erase(std::remove_if(w.findings.begin(), w.findings.end(),
+                                    [&](const SlowFinding& f) {
+                                      return f.kind == SlowFinding::Kind::inside &&
+                                             std::any_of(placed.begin(), placed.end(),
+                                                         [&](const SlowFinding& p) { return p.comm == f.comm; });
+                                    }),
+                     w.findings.end());
+    w.findings.insert(w.findings.end(), placed.begin(), placed.end());
   }
 }
 
@@ -292,33 +309,7 @@ SlowWindow StragglerJudge::judge(std::int64_t now_ns) {
   }
   named_ = std::move(named);
 
-  // Where inside: the slow connections of each communicator with network traffic in the window.
-  std::map<std::uint64_t, std::vector<const slow::ProxyRecord*>> sends;
-  std::map<std::uint64_t, std::pair<std::int64_t, std::int64_t>> spans;
-  for (const auto& p : proxies_) {
-    if (p.host_ns < start) continue;
-    sends[p.comm].push_back(&p);
-    auto& sp = spans.emplace(p.comm, std::make_pair(p.host_ns, p.host_ns)).first->second;
-    sp.first = std::min(sp.first, p.host_ns), sp.second = std::max(sp.second, p.host_ns);
-  }
-  std::map<std::string, bool> links;
-  std::vector<SlowFinding> placed;
-  for (const auto& [comm, list] : sends) {
-    const auto& sp = spans[comm];
-    judge_links(comm, list, std::max(1.0, static_cast<double>(sp.second - sp.first) * 1e-9), placed, links);
-  }
-  links_named_ = std::move(links);
-  if (!placed.empty()) {
-    // A slow collective placed on a link or a rank's network is said once, there.
-    w.findings.erase(std::remove_if(w.findings.begin(), w.findings.end(),
-                                    [&](const SlowFinding& f) {
-                                      return f.kind == SlowFinding::Kind::inside &&
-                                             std::any_of(placed.begin(), placed.end(),
-                                                         [&](const SlowFinding& p) { return p.comm == f.comm; });
-                                    }),
-                     w.findings.end());
-    w.findings.insert(w.findings.end(), placed.begin(), placed.end());
-  }
+  place_inside(start, w);
   std::sort(w.ranks.begin(), w.ranks.end(), [](const RankWindow& x, const RankWindow& y) { return x.loss > y.loss; });
   return w;
 }

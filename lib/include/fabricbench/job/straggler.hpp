@@ -21,11 +21,13 @@
 // when several slow connections all touch one rank, as that rank's network (its NIC, cable or port). Sends only: a
 // receive waits for its sender as much as for the network, a send's completion is the network's alone.
 #pragma once
+#include <bitset>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -53,8 +55,8 @@ struct ConnectionTotal {
   std::size_t ops = 0;
   std::uint64_t bytes = 0;
   double net_s = 0;
-  std::uint64_t channels[4] = {};  // a bit per channel it used
-  std::size_t channel_count() const;
+  std::bitset<256> channels;  // a bit per channel it used
+  std::size_t channel_count() const { return channels.count(); }
 };
 struct ConnectionKey {
   std::uint64_t comm;
@@ -175,8 +177,12 @@ class StragglerJudge {
   void expire(std::int64_t now_ns, bool all = false);
   void add_proxy(const slow::ProxyRecord& p);
   // The slow connections of one communicator in the window: link or network findings.
+  using LinkKey = std::tuple<std::uint64_t, int, int>;  // (comm, rank, peer); a rank's network: peer -1
   void judge_links(std::uint64_t comm, const std::vector<const slow::ProxyRecord*>& sends, double span_s,
-                   std::vector<SlowFinding>& out, std::map<std::string, bool>& named);
+                   std::vector<SlowFinding>& out, std::set<LinkKey>& named);
+  // The window's link and network findings (from the proxy sends since `start`), in place of the "inside" ones of
+  // their communicators.
+  void place_inside(std::int64_t start, SlowWindow& w);
 
   StragglerSettings s_;
   std::unordered_map<Key, Pending, KeyHash> pending_;
@@ -185,7 +191,7 @@ class StragglerJudge {
   std::map<std::uint64_t, std::map<int, std::size_t>> ranks_of_;  // per comm: rank -> source
   std::map<std::tuple<std::uint64_t, std::uint8_t, std::uint64_t>, double> best_own_;
   std::map<std::pair<std::uint64_t, int>, bool> named_;  // late findings in force
-  std::map<std::string, bool> links_named_;              // link and network findings in force
+  std::set<LinkKey> links_named_;                        // link and network findings in force
   std::deque<slow::ProxyRecord> proxies_;                // sends of the window
   std::map<ConnectionKey, ConnectionTotal> connections_;
   std::size_t connections_dropped_ = 0;
