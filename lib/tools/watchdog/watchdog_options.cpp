@@ -156,16 +156,10 @@ void parse_slow(Options& o, const po::variables_map& v) {
 
 }  // namespace
 
-Options Options::parse(int argc, char** argv) {
-  Options o;
-  int split = argc;
-  for (int i = 1; i < argc; ++i)
-    if (std::string(argv[i]) == "--") {
-      split = i;
-      break;
-    }
-  for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
-  for (int i = split + 1; i < argc; ++i) o.command.emplace_back(argv[i]);
+namespace {
+
+// Every option, its default and its help (the --help text).
+po::options_description described() {
   po::options_description d("fabric-watchdog [OPTIONS] -- COMMAND [ARGS...]");
   auto add = d.add_options();
   add("help,h", "this help");
@@ -189,10 +183,10 @@ Options Options::parse(int argc, char** argv) {
       "with --watch: node_exporter's textfile, rewritten whole after each look: RAS up, communicators, dead "
       "processes, laggard ranks (unchanged since the last look), missing ranks, op spread per communicator");
   add("slow", po::value<std::string>(),
-      "name the slow rank of a running job: fabricbench's NCCL profiler plugin in the command's environment "
+      "name the slow rank (or link) of a running job: fabricbench's NCCL profiler plugin in the command's environment "
       "(NCCL_PROFILER_PLUGIN), each process's records in DIR (made 0700; shared across nodes for a whole-job view), "
-      "judged every second by the watchdog of the launcher's first task; a line when a rank makes the others wait "
-      "and when it stops; the report in --slow-report every 30 s and at the end");
+      "judged every second by the watchdog of the launcher's first task; a line when a rank makes the others wait, "
+      "or a link slows them, and when it stops; the report in --slow-report every 30 s and at the end");
   add("judge", po::value<std::string>(),
       "only the judge of --slow's folder DIR (on any node that sees it), until SIGTERM or SIGINT");
   add("replay",
@@ -204,10 +198,11 @@ Options Options::parse(int argc, char** argv) {
   add("slow-report", po::value<std::string>(),
       "the judge's HDF5 report, every 30 s and at the end (default DIR/slow-report.h5)");
   add("slow-prometheus", po::value<std::string>(),
-      "node_exporter's textfile the judge rewrites every second: per rank the wait, the late share, the time lost");
+      "node_exporter's textfile the judge rewrites every second: per rank the wait, the late share, the time lost; "
+      "per slow link its ratio and loss");
   add("slow-exec", po::value<std::string>(),
-      "run PATH when a rank (or a collective) is named, with FABRIC_WATCHDOG_SLOW (the line), _RANK, _HOST, _PID, "
-      "_COMM set; bounded by --action-timeout");
+      "run PATH when a rank, link or collective is named, with FABRIC_WATCHDOG_SLOW (the line), _KIND, _RANK, "
+      "_PEER, _HOST, _PID, _COMM set; bounded by --action-timeout");
   add("python-unbuffered",
       "set PYTHONUNBUFFERED=1 for the command: a Python job whose output goes to a pipe flushes it every ~8 KiB, "
       "so one that prints rarely can look silent; then every print is a write into the watchdog's pipe (a job "
@@ -216,6 +211,22 @@ Options Options::parse(int argc, char** argv) {
       "do not arm Python's faulthandler in the command's Python processes (a sitecustomize.py first on "
       "PYTHONPATH; on a hang each writes its threads' tracebacks on SIGRTMIN+7): their Python stacks then need "
       "py-spy");
+  return d;
+}
+
+}  // namespace
+
+Options Options::parse(int argc, char** argv) {
+  Options o;
+  int split = argc;
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--") {
+      split = i;
+      break;
+    }
+  for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
+  for (int i = split + 1; i < argc; ++i) o.command.emplace_back(argv[i]);
+  const auto d = described();
   po::variables_map v;
   try {
     po::store(po::command_line_parser(split, argv).options(d).run(), v);
