@@ -150,20 +150,22 @@ def starve_network(job, rank, start, end):
         if name.startswith(("NCCL Sock", "NCCL Progress")):
             threads[int(task.name)] = name
     hogs = [subprocess.Popen([sys.executable, "-c", STARVE % cpu]) for _ in range(3)]
-    for tid in threads:
-        os.sched_setaffinity(tid, {cpu})
-    (job.dir / "starved.json").write_text(json.dumps({"pid": pid, "cpu": cpu, "threads": threads,
-                                                      "at": time.time() - t0}))
-    time.sleep(max(0.0, t0 + end - time.time()))
-    every = os.sched_getaffinity(0)
-    for tid in threads:
-        try:
-            os.sched_setaffinity(tid, every)
-        except ProcessLookupError:
-            pass
-    for h in hogs:
-        h.kill()
-        h.wait()
+    try:  # the busy processes end with this script, whatever happens
+        for tid in threads:
+            os.sched_setaffinity(tid, {cpu})
+        (job.dir / "starved.json").write_text(json.dumps({"pid": pid, "cpu": cpu, "threads": threads,
+                                                          "at": time.time() - t0}))
+        time.sleep(max(0.0, t0 + end - time.time()))
+        every = os.sched_getaffinity(0)
+        for tid in threads:
+            try:
+                os.sched_setaffinity(tid, every)
+            except ProcessLookupError:
+                pass
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
 
 
 def plan(seed, ranks, count, first, period, span):
