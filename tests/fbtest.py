@@ -24,6 +24,14 @@ def mpirun_command(np, exe, args, transport="vader", env_names=()):
     return cmd + [str(BIN / exe)] + [str(a) for a in args]
 
 
+def collectives():
+    """The operations of fabric-coll's table, as its --help names them ("Operations: all_reduce, ...")."""
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    out = subprocess.run([str(BIN / "fabric-coll"), "--help"], capture_output=True, text=True, env=env, timeout=60).stdout
+    line = next(l for l in out.splitlines() if l.startswith("Operations: "))
+    return line[len("Operations: "):].rstrip(".").split(", ")
+
+
 # For jobs that are refused (exit 2 on every rank): mpirun then waits odls_base_sigkill_timeout (1 s) between the
 # SIGTERM and the SIGKILL it sends the job's other processes, and took 1.4-2.4 s against 0.4 s for a passing run.
 # Not for jobs that write results: their ranks need that second after SIGTERM.

@@ -114,10 +114,11 @@ void write_failure_records(results::ResultSet* out, const std::vector<runtime::R
 // Rank 0's outputs, opened only once every rank accepted the input: the terminal (or JSON lines), the HDF5 file (a
 // --resume appends to the file it continues), the CSV, and the baseline check (`check`: owned by the result set).
 std::unique_ptr<results::ResultSet> open_outputs(const Benchmark& benchmark, const cli::CommonOptions& options,
-                                                 const std::string& resume, const results::Baseline& baseline,
+                                                 const HarnessRequest& request, const results::Baseline& baseline,
                                                  BaselineCheck*& check) {
+  const std::string& resume = request.resume_file;
   auto out = std::make_unique<results::ResultSet>();
-  if (benchmark.json_output())
+  if (request.json)
     out->add(std::make_unique<results::JsonSink>(stdout));
   else if (!options.quiet)
     out->add(std::make_unique<results::TerminalTable>());
@@ -192,6 +193,7 @@ void record_failure(const std::string& reason, results::ResultSet* out, runtime:
 
 int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
   runtime::MpiSession mpi(argc, argv);
+  const TestHooks& hooks = TestHooks::current();  // the environment's test hooks, read once, here
   const bool root = mpi.rank() == 0;
   const auto world = runtime::Communicator::world();
   const std::string program = benchmark.program();
@@ -203,7 +205,7 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
     bool go = true;
     agree(world, [&] { go = command_line.parse(argc, argv, root); });
     if (!go) return 0;
-    const auto placement = runtime::Placement::discover(world);
+    const auto placement = runtime::Placement::discover(world, command_line.common().emulate_hosts, hooks.host_names);
     agree(world, [&] {
       try {
         benchmark.configure(command_line.values(), command_line.common(), placement);
@@ -221,18 +223,20 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
       const auto& given = command_line.common().expected_rule;
       expected_rule = facts::ExpectedRule::load(given.empty() ? shipped_config("expected.ini") : given, !given.empty());
     });
-    if (const std::string text = benchmark.answer_without_run(); !text.empty()) {  // fabric-doctor --list
-      if (root) fmt::print("{}", text);
+    HarnessRequest request = benchmark.request();
+    if (!request.answer.empty()) {  // fabric-doctor --list, fabric-sweep --dry-run
+      if (root) fmt::print("{}", request.answer);
       return 0;
     }
-    const std::string resume = root ? benchmark.resume_file() : std::string();
+    if (!root) request.resume_file.clear();
+    const std::string& resume = request.resume_file;
     agree(world, [&] {
       if (root && resume.empty()) command_line.resolve_outputs();
     });
     const auto& options = command_line.common();
 
     // Outputs exist only from here on, after every rank accepted the input.
-    if (root) out = open_outputs(benchmark, options, resume, baseline, baseline_check);
+    if (root) out = open_outputs(benchmark, options, request, baseline, baseline_check);
     runtime::ProgressBoard board(world);
     runtime::MainThreadBacktrace::install();
     runtime::FailureReport report(world, placement.me().host);
@@ -242,15 +246,20 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
           record_failure(reason, out.get(), report, placement, board, program);
         },
         [&] { report.poll(); });
-    if (out)
+    if (out) {
       out->begin({program, FABRICBENCH_VERSION, options.command_line, results::utc_timestamp(), mpi.size(),
                   placement.hosts()});
+      // The rule rows are judged with travels with them: fabric-report reads it here, never the INI again.
+      out->attribute("expected_warn_below_percent", expected_rule.warn_below_percent);
+      out->attribute("expected_calibrated_warn_below_percent", expected_rule.calibrated_warn_below_percent);
+      out->attribute("expected_min_bytes", static_cast<double>(expected_rule.min_bytes));
+    }
     // A resumed run keeps the /env of its first part (the hosts were checked to be the same).
     const bool resumed = world.broadcast_value(static_cast<int>(!resume.empty()), 0) != 0;
     env::EnvReport environment;
     if (!resumed)
       environment = env::EnvironmentCapture().gather(world, placement, benchmark.gpu(), out.get(),
-                                                     options.checks && benchmark.checks_this_host());
+                                                     options.checks && request.checks_this_host);
     // One line per cheap check that warned or failed; the run goes on (fabric-doctor is where checks decide).
     if (out) {
       for (const auto& line : doctor::warning_lines(environment.checks))
@@ -259,9 +268,8 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
     }
     const facts::ExpectedShare expected(environment.expected, expected_rule,
                                         options.has_sizes ? options.sizes.max() : 0);
-    RunContext context{options, world, placement, out.get(), watchdog, board, report, environment, expected, program};
-    if (const char* stall = std::getenv("FABRICBENCH_TEST_STALL"))
-      std::sscanf(stall, "%d:%d", &context.stall_rank, &context.stall_at);
+    RunContext context{options, world,       placement, out.get(), watchdog, board,
+                       report,  environment, expected,  program,   hooks};
     ExitStatus status = benchmark.run(context);
     world.barrier();
     note_side_channel(world, report, out.get());
@@ -270,7 +278,7 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
       status = ExitStatus::measurement_failed;
     if (out) {
       out->finish("complete");
-      if (!options.quiet && !benchmark.json_output())
+      if (!options.quiet && !request.json)
         fmt::print("# results: {}{}\n# plots: fabric-report plot {}\n", resume.empty() ? options.output : resume,
                    options.csv.empty() ? "" : " and " + options.csv, resume.empty() ? options.output : resume);
     }

@@ -13,7 +13,7 @@ void RunContext::measuring(std::string what, double timeout_s) const {
   report.set_step(what);
   watchdog.arm(timeout_s >= 0 ? timeout_s : options.timeout_s, std::move(what));
   const int step = measurements++;
-  if (step == stall_at && world.rank() == stall_rank)
+  if (step == hooks.stall_at && world.rank() == hooks.stall_rank)
     while (true) std::this_thread::sleep_for(std::chrono::seconds(1));
   board.started(step);
 }

@@ -72,6 +72,9 @@ CommandLine::CommandLine(std::string program, std::string summary, OptionGroups 
   add("config", po::value<std::string>(), "read options from an INI file (command line wins); see configs/");
   add("timeout", po::value<std::string>(), "fail with exit status 3 if one measurement takes longer: 60, 60s, 5m");
   add(name("quiet", 'q').c_str(), "print no table (the files are still written)");
+  add("emulate-hosts", po::value<long long>(),
+      "treat every R consecutive ranks of the job as one host, named node0, node1, ... (GPUs still chosen per "
+      "machine): fabric-sweep's node and link verdicts, per-host expectations and checks on one machine");
   add("no-checks", "skip the cheap host checks at start (RDMA ports, THP, NCCL variables, hosts alike; /env/checks)");
   add("expected-rule", po::value<std::string>(),
       "when a bandwidth below its expected figure warns (INI); default: the shipped configs/expected.ini");
@@ -178,6 +181,11 @@ void CommandLine::read_common() {
   common_.force = v.count("force") > 0;
   common_.quiet = v.count("quiet") > 0;
   common_.checks = v.count("no-checks") == 0;
+  if (v.count("emulate-hosts")) {
+    const auto r = v["emulate-hosts"].as<long long>();
+    require_in_range("--emulate-hosts", r, 1, 1 << 20);
+    common_.emulate_hosts = static_cast<int>(r);
+  }
   if (v.count("expected-rule")) common_.expected_rule = v["expected-rule"].as<std::string>();
   if (v.count("baseline")) common_.baseline = v["baseline"].as<std::string>();
   if (v.count("timeout")) common_.timeout_s = parse_duration(v["timeout"].as<std::string>(), "--timeout");

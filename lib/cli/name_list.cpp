@@ -1,6 +1,7 @@
 #include "fabricbench/cli/name_list.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -22,6 +23,13 @@ NameGroup NameGroup::all(std::size_t count, std::string word) {
   NameGroup g{std::move(word), {}};
   for (std::size_t i = 0; i < count; ++i) g.members.push_back(i);
   return g;
+}
+
+std::size_t parse_name(std::string_view option, const std::string& text, const std::vector<std::string>& names) {
+  const auto it = std::find(names.begin(), names.end(), text);
+  if (it == names.end())
+    throw Error::usage(fmt::format("{} '{}': allowed values are {}", option, text, fmt::join(names, ", ")));
+  return static_cast<std::size_t>(it - names.begin());
 }
 
 std::vector<std::size_t> parse_name_list(std::string_view option, std::string_view text,

@@ -96,7 +96,7 @@ EnvReport EnvironmentCapture::gather(const runtime::Communicator& world, const r
     for (const auto& e : facts::expected_bandwidth(context))
       host.expected.push_back(results::Row(expected_)
                                   .set(expected_col_.host, me.host)
-                                  .set(expected_col_.kind, e.kind)
+                                  .set(expected_col_.kind, std::string(facts::to_string(e.kind)))
                                   .set(expected_col_.subject, e.subject)
                                   .set(expected_col_.gbps, e.gbps)
                                   .set(expected_col_.basis, e.basis));
@@ -126,9 +126,9 @@ EnvReport EnvironmentCapture::gather(const runtime::Communicator& world, const r
     report.hosts.push_back(std::move(hf));
   }
   for (const auto& row : expected)
-    report.expected.push_back({std::get<std::string>(row.get("host")), std::get<std::string>(row.get("kind")),
-                               std::get<std::string>(row.get("subject")), row.number("gbps"),
-                               std::get<std::string>(row.get("basis"))});
+    report.expected.push_back(
+        {std::get<std::string>(row.get("host")), facts::hardware_path(std::get<std::string>(row.get("kind"))),
+         std::get<std::string>(row.get("subject")), row.number("gbps"), std::get<std::string>(row.get("basis"))});
   for (const auto& row : found) report.checks.push_back(doctor::from_row(row));
   out->declare(ranks_);
   out->declare(hosts_);

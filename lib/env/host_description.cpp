@@ -8,6 +8,7 @@
 
 #include "fabricbench/env/environment.hpp"
 #include "fabricbench/facts/host_files.hpp"
+#include "fabricbench/test_hooks.hpp"
 
 namespace fabricbench::env {
 namespace {
@@ -51,8 +52,7 @@ std::map<std::string, std::string> describe_host(const std::string& host) {
   std::string rdma;
   for (const auto& [device, ports] : devices) rdma += fmt::format("{}{}[{}]", rdma.empty() ? "" : " ", device, ports);
   out["rdma_devices"] = rdma;
-  if (const char* hook = std::getenv("FABRICBENCH_TEST_HOST_FACT")) {  // HOST:key=value
-    const std::string h(hook);
+  if (const auto& h = TestHooks::current().host_fact; !h.empty()) {  // HOST:key=value
     const auto colon = h.find(':'), eq = h.find('=');
     if (colon != std::string::npos && eq != std::string::npos && eq > colon && h.substr(0, colon) == host)
       out[h.substr(colon + 1, eq - colon - 1)] = h.substr(eq + 1);

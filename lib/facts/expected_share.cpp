@@ -77,8 +77,7 @@ ExpectedRule ExpectedRule::load(const std::string& path, bool must_exist) {
 ExpectedShare::ExpectedShare(std::vector<Expected> found, ExpectedRule rule, std::uint64_t largest_bytes)
     : found_(std::move(found)), rule_(rule), largest_(largest_bytes) {}
 
-Reference ExpectedShare::over_hosts(const std::vector<std::string>& hosts, const std::string& kind,
-                                    bool largest) const {
+Reference ExpectedShare::over_hosts(const std::vector<std::string>& hosts, HardwarePath kind, bool largest) const {
   Reference out;
   for (const auto& host : std::set<std::string>(hosts.begin(), hosts.end())) {
     const Expected* pick = nullptr;
@@ -94,7 +93,7 @@ Reference ExpectedShare::over_hosts(const std::vector<std::string>& hosts, const
     // A host without it, or (for the slowest) one of unknown speed: nothing to hold the measurement against.
     if (!pick || (unknown && !largest)) return {};
     if (!out.known() || pick->gbps < out.gbps)
-      out = {pick->gbps, fmt::format("{} {} on {}: {}", kind, pick->subject, host, pick->basis), kind};
+      out = {pick->gbps, fmt::format("{} {} on {}: {}", to_string(kind), pick->subject, host, pick->basis), kind};
   }
   return out;
 }
@@ -102,13 +101,13 @@ Reference ExpectedShare::over_hosts(const std::vector<std::string>& hosts, const
 Reference ExpectedShare::gpu_link(const std::vector<std::string>& hosts) const {
   // NVLink where the hosts have it (even of unknown speed: PCIe is not what GPU peers use then), else PCIe.
   const bool nvlink = std::any_of(found_.begin(), found_.end(), [&](const Expected& e) {
-    return e.kind == "nvlink" && std::find(hosts.begin(), hosts.end(), e.host) != hosts.end();
+    return e.kind == HardwarePath::nvlink && std::find(hosts.begin(), hosts.end(), e.host) != hosts.end();
   });
-  return over_hosts(hosts, nvlink ? "nvlink" : "pcie", false);
+  return over_hosts(hosts, nvlink ? HardwarePath::nvlink : HardwarePath::pcie, false);
 }
 
 Reference ExpectedShare::stream(const std::string& a, const std::string& b, bool gpu_memory) const {
-  if (a != b) return over_hosts({a, b}, "rdma_port", true);
+  if (a != b) return over_hosts({a, b}, HardwarePath::rdma_port, true);
   return gpu_memory ? gpu_link({a}) : Reference{};
 }
 
@@ -116,7 +115,7 @@ Reference ExpectedShare::per_rank(const std::vector<std::string>& hosts, int ran
   const std::set<std::string> distinct(hosts.begin(), hosts.end());
   const Reference gpu = gpu_memory ? gpu_link(hosts) : Reference{};
   if (distinct.size() < 2) return gpu;
-  Reference node = over_hosts(hosts, "rdma_node", true);
+  Reference node = over_hosts(hosts, HardwarePath::rdma_node, true);
   if (node.known() && ranks_per_host > 1)
     node = node.scaled(1.0 / ranks_per_host, fmt::format("1/{} of", ranks_per_host));
   if (gpu.known() && (!node.known() || gpu.gbps < node.gbps)) return gpu;
@@ -134,24 +133,24 @@ Reference ExpectedShare::pairs_sum(const Reference& slowest_pair, int pairs,
 
 Reference ExpectedShare::port(const std::string& host, const std::string& port) const {
   for (const auto& e : found_)
-    if (e.host == host && e.kind == "rdma_port" && e.subject == port)
-      return {e.gbps, fmt::format("rdma_port {} on {}: {}", port, host, e.basis), "rdma_port"};
+    if (e.host == host && e.kind == HardwarePath::rdma_port && e.subject == port)
+      return {e.gbps, fmt::format("rdma_port {} on {}: {}", port, host, e.basis), HardwarePath::rdma_port};
   return {};
 }
 
 Reference ExpectedShare::at_size(const Reference& hardware, std::string_view op, int ranks, std::uint64_t bytes) const {
-  if (!hardware.known() || (hardware.path != "nvlink" && hardware.path != "pcie")) return hardware;
-  if (const auto* curve = rule_.curves.find(hardware.path, hardware.gbps, ranks, op)) {
+  if (!hardware.known() || !is_gpu_link(hardware.path)) return hardware;
+  const auto path = to_string(hardware.path);
+  if (const auto* curve = rule_.curves.find(path, hardware.gbps, ranks, op)) {
     const double gbps = curve->at(bytes);
     if (std::isfinite(gbps))
       return {gbps,
-              fmt::format("a healthy {} of {} GPUs over {} {:.4g} GB/s at this size ({})", op, ranks, hardware.path,
+              fmt::format("a healthy {} of {} GPUs over {} {:.4g} GB/s at this size ({})", op, ranks, path,
                           curve->link_gbps, curve->source),
               hardware.path, Reference::Kind::calibrated};
   }
   return {hardware.gbps,
-          fmt::format("uncalibrated: no healthy curve of {} for {} GPUs over {}; {}", op, ranks, hardware.path,
-                      hardware.basis),
+          fmt::format("uncalibrated: no healthy curve of {} for {} GPUs over {}; {}", op, ranks, path, hardware.basis),
           hardware.path, Reference::Kind::uncalibrated};
 }
 

@@ -66,6 +66,28 @@ std::map<std::string, std::string> hardware_facts(const Host& c) {
   return f;
 }
 
+std::string_view to_string(HardwarePath path) {
+  switch (path) {
+    case HardwarePath::none:
+      return "";
+    case HardwarePath::nvlink:
+      return "nvlink";
+    case HardwarePath::pcie:
+      return "pcie";
+    case HardwarePath::rdma_port:
+      return "rdma_port";
+    case HardwarePath::rdma_node:
+      return "rdma_node";
+  }
+  return "";
+}
+
+HardwarePath hardware_path(std::string_view name) {
+  for (const auto p : {HardwarePath::nvlink, HardwarePath::pcie, HardwarePath::rdma_port, HardwarePath::rdma_node})
+    if (to_string(p) == name) return p;
+  return HardwarePath::none;
+}
+
 std::vector<Expected> expected_bandwidth(const Host& c) {
   std::vector<Expected> out;
   if (c.gpus) {
@@ -75,11 +97,11 @@ std::vector<Expected> expected_bandwidth(const Host& c) {
       const auto speed = c.gpus->nvlink_speed_gbps(i);
       // Links up but no speed from NVML: an unknown figure (NaN), so that nothing falls back to the PCIe one.
       if (active > 0)
-        out.push_back({c.host, "nvlink", fmt::format("GPU{}", i), speed ? active * *speed : NAN,
+        out.push_back({c.host, HardwarePath::nvlink, fmt::format("GPU{}", i), speed ? active * *speed : NAN,
                        speed ? fmt::format("{} links x {:.2f} GB/s", active, *speed)
                              : fmt::format("{} links, speed unknown", active)});
       if (const auto p = c.gpus->pcie(i); p && p->max_gen > 0)
-        out.push_back({c.host, "pcie", fmt::format("GPU{}", i), pcie_gbps(p->max_gen, p->max_width),
+        out.push_back({c.host, HardwarePath::pcie, fmt::format("GPU{}", i), pcie_gbps(p->max_gen, p->max_width),
                        fmt::format("PCIe gen {} x{}", p->max_gen, p->max_width)});
     }
   }
@@ -87,13 +109,13 @@ std::vector<Expected> expected_bandwidth(const Host& c) {
   int ports = 0;
   for (const auto& p : c.ports) {
     if (!p.active() || p.rate_gbps <= 0) continue;
-    out.push_back({c.host, "rdma_port", p.name(), p.rate_gbps / 8, fmt::format("{:g} Gb/s", p.rate_gbps)});
+    out.push_back({c.host, HardwarePath::rdma_port, p.name(), p.rate_gbps / 8, fmt::format("{:g} Gb/s", p.rate_gbps)});
     node += p.rate_gbps / 8;
     ++ports;
   }
   if (ports > 0)
-    out.push_back(
-        {c.host, "rdma_node", "node", node, fmt::format("{} Active port(s), {:g} Gb/s in all", ports, node * 8)});
+    out.push_back({c.host, HardwarePath::rdma_node, "node", node,
+                   fmt::format("{} Active port(s), {:g} Gb/s in all", ports, node * 8)});
   return out;
 }
 

@@ -9,6 +9,8 @@
 #include <numeric>
 #include <sstream>
 
+#include "fabricbench/test_hooks.hpp"
+
 namespace fs = std::filesystem;
 
 namespace fabricbench::facts {
@@ -27,10 +29,10 @@ bool is_pci_address(const std::string& name) {  // "0000:17:00.0"
 
 }  // namespace
 
-HostFiles HostFiles::for_host(const std::string& host) {
-  const char* root = std::getenv("FABRICBENCH_TEST_SYSROOT");
-  if (!root || !*root) return HostFiles();
-  std::string r(root);
+HostFiles HostFiles::for_host(const std::string& host) { return for_host(host, TestHooks::current().sysroot); }
+
+HostFiles HostFiles::for_host(const std::string& host, std::string r) {
+  if (r.empty()) return HostFiles();
   for (auto pos = r.find("%h"); pos != std::string::npos; pos = r.find("%h")) r.replace(pos, 2, host);
   return HostFiles(r);
 }

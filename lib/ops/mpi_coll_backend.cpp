@@ -8,6 +8,7 @@
 #include "fabricbench/error.hpp"
 #include "fabricbench/memory/buffer.hpp"
 #include "fabricbench/ops/coll_backend.hpp"
+#include "mpi_call.hpp"
 
 namespace fabricbench::ops {
 namespace {
@@ -98,7 +99,7 @@ class MpiCollBackend : public CollBackend {
     return mpi_type(t) != MPI_DATATYPE_NULL && mpi_op(op) != MPI_OP_NULL;
   }
   bool synchronous() const override { return true; }
-  bool in_place_defined(CollKind) const override { return true; }  // MPI_IN_PLACE / MPI_Sendrecv_replace
+  bool in_place_defined(const CollectiveOp&) const override { return true; }  // MPI_IN_PLACE / MPI_Sendrecv_replace
 
   void allocate(std::size_t send_bytes, std::size_t recv_bytes) override {
     // In-place MPI collectives need the whole input in the receive buffer (reduce_scatter, alltoall).
@@ -114,14 +115,13 @@ class MpiCollBackend : public CollBackend {
     recv_->copy_from_host(poison.data(), poison.size());
     // Where this rank's input goes.
     std::uint64_t in_count = c.counts.send;
-    std::size_t in_offset = 0;
     memory::Buffer* in = c.in_place ? &*recv_ : &*send_;
-    if (c.op->kind == CollKind::broadcast) {
-      in = &*recv_;  // MPI_Bcast has one buffer: the root's input is where every rank receives
+    if (c.op->mpi_one_buffer) {
+      in = &*recv_;  // the root's input is where every rank receives
       if (rank_ != c.root) return;
     }
-    if (c.in_place && c.op->kind == CollKind::all_gather)
-      in_offset = static_cast<std::size_t>(rank_) * c.counts.param * ts;
+    // In place, MPI finds the input where NCCL does (all_gather: this rank's block of the output).
+    const std::size_t in_offset = c.in_place ? c.counts.send_inplace_offset * rank_ * ts : 0;
     std::vector<std::uint8_t> bytes(in_count * ts);
     with_host_type(c.dtype, [&](auto zero) {
       using T = decltype(zero);
@@ -132,50 +132,8 @@ class MpiCollBackend : public CollBackend {
   }
 
   void launch(const CollCase& c) override {
-    const MPI_Datatype t = mpi_type(c.dtype);
-    const MPI_Op op = mpi_op(c.redop);
-    const MPI_Comm comm = world_.get();
-    void* s = send_->data();
-    void* r = recv_->data();
-    const int n = static_cast<int>(c.counts.param);
-    const bool ip = c.in_place;
-    switch (c.op->kind) {
-      case CollKind::all_reduce:
-        check_mpi(MPI_Allreduce(ip ? MPI_IN_PLACE : s, r, n, t, op, comm), "MPI_Allreduce");
-        break;
-      case CollKind::all_gather:
-        if (ip)
-          check_mpi(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, r, n, t, comm), "MPI_Allgather");
-        else
-          check_mpi(MPI_Allgather(s, n, t, r, n, t, comm), "MPI_Allgather");
-        break;
-      case CollKind::reduce_scatter:
-        check_mpi(MPI_Reduce_scatter_block(ip ? MPI_IN_PLACE : s, r, n, t, op, comm), "MPI_Reduce_scatter_block");
-        break;
-      case CollKind::broadcast:
-        check_mpi(MPI_Bcast(r, n, t, c.root, comm), "MPI_Bcast");
-        break;
-      case CollKind::reduce:
-        if (ip)
-          check_mpi(MPI_Reduce(rank_ == c.root ? MPI_IN_PLACE : r, r, n, t, op, c.root, comm), "MPI_Reduce");
-        else
-          check_mpi(MPI_Reduce(s, r, n, t, op, c.root, comm), "MPI_Reduce");
-        break;
-      case CollKind::alltoall:
-        if (ip)
-          check_mpi(MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, r, n, t, comm), "MPI_Alltoall");
-        else
-          check_mpi(MPI_Alltoall(s, n, t, r, n, t, comm), "MPI_Alltoall");
-        break;
-      case CollKind::sendrecv: {
-        const int next = (rank_ + 1) % nranks_, prev = (rank_ - 1 + nranks_) % nranks_;
-        if (ip)
-          check_mpi(MPI_Sendrecv_replace(r, n, t, next, 7, prev, 7, comm, MPI_STATUS_IGNORE), "MPI_Sendrecv_replace");
-        else
-          check_mpi(MPI_Sendrecv(s, n, t, next, 7, r, n, t, prev, 7, comm, MPI_STATUS_IGNORE), "MPI_Sendrecv");
-        break;
-      }
-    }
+    c.op->mpi({send_->data(), recv_->data(), static_cast<int>(c.counts.param), mpi_type(c.dtype), mpi_op(c.redop),
+               c.root, rank_, nranks_, c.in_place, world_.get()});
   }
 
   void wait() override {}

@@ -10,12 +10,15 @@
 #include <cstdlib>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "coll_kernels.hpp"
 #include "fabricbench/error.hpp"
 #include "fabricbench/memory/buffer.hpp"
 #include "fabricbench/ops/coll_backend.hpp"
+#include "fabricbench/test_hooks.hpp"
 #include "fabricbench/timing/iteration_timer.hpp"
+#include "nccl_collectives.hpp"
 #include "nccl_comm.hpp"
 
 namespace fabricbench::ops {
@@ -59,12 +62,17 @@ class NcclCollBackend : public CollBackend {
   NcclCollBackend(const runtime::Communicator& world, std::unique_ptr<NcclComm> comm)
       : world_(world), rank_(world.rank()), nranks_(world.size()), comm_(std::move(comm)) {
     check_cuda(cudaMalloc(&wrong_, sizeof(unsigned long long)), "cudaMalloc");
+    for (const auto& op : collectives()) {
+      const auto k = static_cast<std::size_t>(op.kind);
+      if (calls_.size() <= k) calls_.resize(k + 1);
+      calls_[k] = nccl_launch(op);
+    }
     // Test hook FABRICBENCH_TEST_STALL_NCCL=RANK: that world rank's operations never start, as on a stuck GPU or
     // link: its peers wait for it, and it waits until its own deadline (if any) like they do.
-    if (const char* hook = std::getenv("FABRICBENCH_TEST_STALL_NCCL")) {
+    if (const int stalled = TestHooks::current().stall_nccl_rank; stalled >= 0) {
       int me = -1;
       MPI_Comm_rank(MPI_COMM_WORLD, &me);
-      skip_launches_ = std::atoi(hook) == me;
+      skip_launches_ = stalled == me;
     }
   }
   ~NcclCollBackend() override { cudaFree(wrong_); }
@@ -72,9 +80,7 @@ class NcclCollBackend : public CollBackend {
   std::string name() const override { return "nccl"; }
   bool supports(DataType, RedOp) const override { return true; }
   bool synchronous() const override { return false; }
-  bool in_place_defined(CollKind kind) const override {
-    return kind != CollKind::alltoall && kind != CollKind::sendrecv;
-  }
+  bool in_place_defined(const CollectiveOp& op) const override { return !op.nccl_name.empty(); }
 
   void allocate(std::size_t send_bytes, std::size_t recv_bytes) override {
     send_.emplace(memory::MemoryKind::device, send_bytes);
@@ -104,40 +110,8 @@ class NcclCollBackend : public CollBackend {
     const std::size_t shift = total * (launches_++ % steps);
     const void* s = static_cast<const char*>(input(c)) + shift;
     void* r = static_cast<char*>(output(c)) + shift;
-    ncclComm_t comm = comm_->get();
-    cudaStream_t st = stream_.s;
-    switch (c.op->kind) {
-      case CollKind::all_reduce:
-        check_nccl(ncclAllReduce(s, r, n, t, nccl_op(c.redop), comm, st), "ncclAllReduce");
-        break;
-      case CollKind::all_gather:
-        check_nccl(ncclAllGather(s, r, n, t, comm, st), "ncclAllGather");
-        break;
-      case CollKind::reduce_scatter:
-        check_nccl(ncclReduceScatter(s, r, n, t, nccl_op(c.redop), comm, st), "ncclReduceScatter");
-        break;
-      case CollKind::broadcast:
-        check_nccl(ncclBroadcast(s, r, n, t, c.root, comm, st), "ncclBroadcast");
-        break;
-      case CollKind::reduce:
-        check_nccl(ncclReduce(s, r, n, t, nccl_op(c.redop), c.root, comm, st), "ncclReduce");
-        break;
-      case CollKind::alltoall:
-        // Grouped point-to-point, as nccl-tests does (portable to NCCL versions without ncclAlltoAll).
-        check_nccl(ncclGroupStart(), "ncclGroupStart");
-        for (int p = 0; p < nranks_; ++p) {
-          check_nccl(ncclSend(static_cast<const char*>(s) + p * n * ts, n, t, p, comm, st), "ncclSend");
-          check_nccl(ncclRecv(static_cast<char*>(r) + p * n * ts, n, t, p, comm, st), "ncclRecv");
-        }
-        check_nccl(ncclGroupEnd(), "ncclGroupEnd");
-        break;
-      case CollKind::sendrecv:
-        check_nccl(ncclGroupStart(), "ncclGroupStart");
-        check_nccl(ncclSend(s, n, t, (rank_ + 1) % nranks_, comm, st), "ncclSend");
-        check_nccl(ncclRecv(r, n, t, (rank_ - 1 + nranks_) % nranks_, comm, st), "ncclRecv");
-        check_nccl(ncclGroupEnd(), "ncclGroupEnd");
-        break;
-    }
+    calls_.at(static_cast<std::size_t>(c.op->kind))(
+        {s, r, n, t, ts, nccl_op(c.redop), c.root, rank_, nranks_, comm_->get(), stream_.s});
     comm_->settle(deadline());
   }
 
@@ -227,7 +201,8 @@ class NcclCollBackend : public CollBackend {
 
   const runtime::Communicator& world_;
   int rank_, nranks_;
-  std::size_t launches_ = 0;  // since prepare(): picks each launch's buffer offset
+  std::vector<NcclLaunch> calls_;  // by CollKind
+  std::size_t launches_ = 0;       // since prepare(): picks each launch's buffer offset
   bool skip_launches_ = false;
   bool has_deadline_ = false;
   Clock::time_point deadline_;

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "fabricbench/test_hooks.hpp"
 #include "nccl_comm.hpp"
 
 namespace fabricbench::ops {
@@ -60,14 +61,13 @@ PairMeasurement nccl_exchange(NcclComm& nccl, cudaStream_t stream, const P2PTest
   // osu_xccl_latency (docs/perf-p2p-nccl-osu.md), and it bounds the exchange by the deadline.
   // Test hook FABRICBENCH_TEST_OSU_POLL: "1" waits exactly as OSU does (cudaStreamQuery and MPI_Iprobe in turn),
   // "sync" with cudaStreamSynchronize, to measure what the wait costs.
-  static const std::string poll = [] {
-    const char* v = std::getenv("FABRICBENCH_TEST_OSU_POLL");
-    return std::string(v ? v : "");
-  }();
+  enum class Poll { nccl, osu, sync };
+  const auto& hook = TestHooks::current().osu_poll;
+  const Poll poll = hook.empty() ? Poll::nccl : hook == "sync" ? Poll::sync : Poll::osu;  // decided before any timing
   const auto wait = [&] {
     if (bound.stalled) nccl.stall(bound.deadline);
-    if (poll == "sync") return check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-    if (poll.empty()) return nccl.wait(stream, bound.deadline);
+    if (poll == Poll::sync) return check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    if (poll == Poll::nccl) return nccl.wait(stream, bound.deadline);
     cudaError_t rc = cudaErrorNotReady;
     for (int flag = 0; rc == cudaErrorNotReady;) {
       rc = cudaStreamQuery(stream);

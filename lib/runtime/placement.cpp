@@ -19,25 +19,20 @@ Placement::Placement(std::vector<RankPlace> ranks, int my_rank) : ranks_(std::mo
     if (std::find(hosts_.begin(), hosts_.end(), r.host) == hosts_.end()) hosts_.push_back(r.host);
 }
 
-Placement Placement::discover(const Communicator& world) {
+Placement Placement::discover(const Communicator& world, int emulate_hosts, const std::vector<std::string>& names) {
   char name[256] = {};
   gethostname(name, sizeof(name) - 1);
   const Communicator local = world.split_by_host();
   const int machine_local_rank = local.rank();
   int local_rank = machine_local_rank, local_size = local.size();
-  // Test hook: FABRICBENCH_TEST_RANKS_PER_HOST=R splits one machine into hosts "node0", "node1", ... of R ranks
-  // each, so that node-level logic (fabric-sweep) can be tested without a cluster; FABRICBENCH_TEST_HOST_NAMES=a,b,...
-  // names fake host k after its k-th entry instead (a job on some of an earlier job's hosts).
-  if (const char* fake = std::getenv("FABRICBENCH_TEST_RANKS_PER_HOST")) {
-    const int per = std::max(1, std::atoi(fake));
+  // --emulate-hosts R splits the job into hosts "node0", "node1", ... of R ranks each, so that node-level logic
+  // (fabric-sweep) runs without a cluster; the test hook's names (FABRICBENCH_TEST_HOST_NAMES) name emulated host k
+  // after its k-th entry instead (a job on some of an earlier job's hosts).
+  if (emulate_hosts > 0) {
+    const int per = emulate_hosts;
+    const auto k = static_cast<std::size_t>(world.rank() / per);
     std::snprintf(name, sizeof name, "node%d", world.rank() / per);
-    if (const char* names = std::getenv("FABRICBENCH_TEST_HOST_NAMES")) {
-      std::vector<std::string> list;
-      std::istringstream in(names);
-      for (std::string entry; std::getline(in, entry, ',');) list.push_back(entry);
-      const auto k = static_cast<std::size_t>(world.rank() / per);
-      if (k < list.size() && !list[k].empty()) std::snprintf(name, sizeof name, "%s", list[k].c_str());
-    }
+    if (k < names.size() && !names[k].empty()) std::snprintf(name, sizeof name, "%s", names[k].c_str());
     local_rank = world.rank() % per;
     local_size = per;
   }

@@ -162,11 +162,12 @@ void judge_metric(const std::vector<PairRecord>& records, const JudgedMetric& m,
   auto matrices = best_cells(records, k, n, rails, rule.higher_is_better);
   for (int rail = 0; rail < rails; ++rail) {
     const auto suffix = rails > 1 ? fmt::format("_rail{}", rail) : std::string();
-    out.matrices.push_back(
-        {"/sweep/matrices/" + m.name + suffix,
-         fmt::format("{} ({}){}: row -> column{}", m.name, m.unit, rails > 1 ? fmt::format(", rail {}", rail) : "",
-                     m.both_directions ? ", each direction measured on its own" : ""),
-         m.value_unit, m.better, fabric.hosts, fabric.hosts, std::move(matrices[static_cast<std::size_t>(rail)])});
+    out.matrices.push_back({"/sweep/matrices/" + m.name + suffix,
+                            fmt::format("{} ({}){}: row -> column{}", m.name, results::to_string(m.value_unit),
+                                        rails > 1 ? fmt::format(", rail {}", rail) : "",
+                                        m.both_directions ? ", each direction measured on its own" : ""),
+                            m.value_unit, m.better, fabric.hosts, fabric.hosts,
+                            std::move(matrices[static_cast<std::size_t>(rail)])});
   }
   const auto nodes = node_summaries(a, k, n, rails);
   out.nodes.insert(out.nodes.end(), nodes.begin(), nodes.end());

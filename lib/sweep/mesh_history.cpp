@@ -56,7 +56,7 @@ std::vector<MeshChange> MeshHistory::add(int pass, const std::string& started, c
   };
   const auto unit_of = [&](const Verdict& v) {
     for (const auto& m : metrics_)
-      if (m.name == v.metric) return m.unit;
+      if (m.name == v.metric) return std::string(results::to_string(m.value_unit));
     return std::string();
   };
   const auto when = started.size() >= 20 ? started.substr(11) : started;  // 14:02:30Z

@@ -33,28 +33,65 @@ void PairSchedule::add_round(std::vector<HostPair> pairs) {
   rounds_.push_back(std::move(r));
 }
 
-void PairSchedule::check_size(const std::string& pattern, int hosts) {
-  const auto size = PlanSize::of(pattern, hosts);
+std::string_view to_string(Plan plan) {
+  switch (plan) {
+    case Plan::all_pairs:
+      return "all-pairs";
+    case Plan::quick:
+      return "quick";
+    case Plan::shift:
+      return "shift";
+    case Plan::adaptive:
+      return "adaptive";
+    case Plan::pairs_file:
+      return "pairs-file";
+  }
+  return "";
+}
+
+const std::vector<Plan>& chosen_plans() {
+  static const std::vector<Plan> plans{Plan::all_pairs, Plan::quick, Plan::shift, Plan::adaptive};
+  return plans;
+}
+
+PairSchedule PairSchedule::of(Plan plan, int hosts) {
+  switch (plan) {
+    case Plan::all_pairs:
+      return all_pairs(hosts);
+    case Plan::quick:
+      return quick(hosts);
+    case Plan::shift:
+      return shift(hosts);
+    case Plan::adaptive:
+      return adaptive(hosts);
+    case Plan::pairs_file:
+      break;
+  }
+  throw Error::internal("a pairs-file plan is read from its file (from_pairs_file)");
+}
+
+void PairSchedule::check_size(Plan plan, int hosts) {
+  const auto size = PlanSize::of(plan, hosts);
   if (size.pairs() <= max_pairs) return;
   // The memory in GiB with two decimals: whole GiB shifted down said "about 0 GiB" for the 1.00 GiB of 16,384 hosts.
   throw Error::usage(
       fmt::format("--plan {} of {} hosts: {} pair tests in {} rounds (about {} of plan on every rank), more than a "
                   "plan holds ({} pair tests); use --plan adaptive (it judges every host in a few rounds) or quick, or "
                   "sweep fewer hosts at once",
-                  pattern, hosts, size.pairs(), size.rounds(), binary_bytes(size.bytes()), max_pairs));
+                  to_string(plan), hosts, size.pairs(), size.rounds(), binary_bytes(size.bytes()), max_pairs));
 }
 
-PairSchedule PairSchedule::counted(const std::string& pattern, int hosts) {
-  PlanSize::of(pattern, hosts);  // refuses a pattern it cannot count
-  PairSchedule s(pattern, hosts);
+PairSchedule PairSchedule::counted(Plan plan, int hosts) {
+  PlanSize::of(plan, hosts);  // refuses a plan it cannot count
+  PairSchedule s(plan, hosts);
   s.built_ = false;
   return s;
 }
 
 PairSchedule PairSchedule::all_pairs(int hosts) {
-  PairSchedule s("all-pairs", hosts);
+  PairSchedule s(Plan::all_pairs, hosts);
   if (hosts < 2) return s;
-  check_size(s.pattern_, hosts);
+  check_size(s.plan_, hosts);
   // Circle method on an even number of slots; with odd N the extra slot is a "bye" and its partner rests.
   const int slots = hosts % 2 == 0 ? hosts : hosts + 1;
   const int fixed = slots - 1;
@@ -72,7 +109,7 @@ PairSchedule PairSchedule::all_pairs(int hosts) {
 }
 
 PairSchedule PairSchedule::quick(int hosts) {
-  PairSchedule s("quick", hosts);
+  PairSchedule s(Plan::quick, hosts);
   std::vector<HostPair> pairs;
   for (int i = 0; i < hosts / 2; ++i) pairs.push_back({i, i + hosts / 2});
   if (!pairs.empty()) s.add_round(std::move(pairs));
@@ -83,8 +120,8 @@ PairSchedule PairSchedule::quick(int hosts) {
 }
 
 PairSchedule PairSchedule::shift(int hosts) {
-  PairSchedule s("shift", hosts);
-  check_size(s.pattern_, hosts);
+  PairSchedule s(Plan::shift, hosts);
+  check_size(s.plan_, hosts);
   for (int d = 1; d < hosts; ++d) {
     std::vector<HostPair> pairs;
     pairs.reserve(static_cast<std::size_t>(hosts));
@@ -96,7 +133,7 @@ PairSchedule PairSchedule::shift(int hosts) {
 
 PairSchedule PairSchedule::from_pairs_file(std::istream& in, const std::vector<std::string>& hosts,
                                            std::string_view source) {
-  PairSchedule s("pairs-file", static_cast<int>(hosts.size()));
+  PairSchedule s(Plan::pairs_file, static_cast<int>(hosts.size()));
   std::map<long, std::vector<HostPair>> rounds;
   std::map<long, std::vector<bool>> used;
   auto index_of = [&](const std::string& name, int line) {

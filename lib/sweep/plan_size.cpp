@@ -9,23 +9,28 @@
 
 namespace fabricbench::sweep {
 
-PlanSize PlanSize::of(const std::string& pattern, int hosts) {
+PlanSize PlanSize::of(Plan plan, int hosts) {
   PlanSize s;
   s.hosts_ = hosts;
   const long long n = hosts;
   if (n < 2) return s;
-  if (pattern == "all-pairs") {  // the circle method: N-1 rounds of N/2 (even N), N rounds of (N-1)/2 (odd N)
-    s.runs_.push_back(n % 2 == 0 ? std::pair{n - 1, n / 2} : std::pair{n, (n - 1) / 2});
-  } else if (pattern == "quick") {  // one round of N/2; odd N: the host left out with host 0 in a second
-    s.runs_.push_back({1, n / 2});
-    if (n % 2 == 1) s.runs_.push_back({1, 1});
-  } else if (pattern == "shift") {  // N-1 steps of N directed pairs
-    s.runs_.push_back({n - 1, n});
-    s.directed_ = true;
-  } else {
-    throw Error::usage(fmt::format("plan {}: not counted (all-pairs, quick or shift)", pattern));
+  switch (plan) {
+    case Plan::all_pairs:  // the circle method: N-1 rounds of N/2 (even N), N rounds of (N-1)/2 (odd N)
+      s.runs_.push_back(n % 2 == 0 ? std::pair{n - 1, n / 2} : std::pair{n, (n - 1) / 2});
+      return s;
+    case Plan::quick:  // one round of N/2; odd N: the host left out with host 0 in a second
+      s.runs_.push_back({1, n / 2});
+      if (n % 2 == 1) s.runs_.push_back({1, 1});
+      return s;
+    case Plan::shift:  // N-1 steps of N directed pairs
+      s.runs_.push_back({n - 1, n});
+      s.directed_ = true;
+      return s;
+    case Plan::adaptive:
+    case Plan::pairs_file:
+      break;
   }
-  return s;
+  throw Error::usage(fmt::format("plan {}: not counted (all-pairs, quick or shift)", to_string(plan)));
 }
 
 PlanSize PlanSize::of(const std::vector<Round>& rounds, int hosts, bool directed) {

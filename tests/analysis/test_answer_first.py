@@ -20,7 +20,7 @@ from fabricbench_analysis.draw import plots
 from fabricbench_analysis.export import excel, html
 from fbtest import LaunchTest
 
-FAKE = {"FABRICBENCH_TEST_RANKS_PER_HOST": "1"}
+FAKE_HOSTS = ["--emulate-hosts", "1"]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SCREEN = (1280, 900)
 # Appended to a copy of the page: where the browser laid out the answer, the first picture and the folded tables.
@@ -63,12 +63,13 @@ class AnswerFirst(LaunchTest):
         fast = cls.runs / "fast-nic"
         fake_rdma_root(fast, "800 Gb/sec (8X XDR)")  # 100 GB/s expected: shared memory here reaches far less
         for name, exe, np_, args, env in (
-                ("sweep.h5", "fabric-sweep", 4, ["--metric", "p2p_bw", "--sizes", "64K", "-n", "3", "-w", "1",
-                                                 "--retest", "0", "--baseline", cls.runs / "base.ini"], FAKE),
+                ("sweep.h5", "fabric-sweep", 4, FAKE_HOSTS + ["--metric", "p2p_bw", "--sizes", "64K", "-n", "3", "-w",
+                                                              "1", "--retest", "0", "--baseline", cls.runs / "base.ini"],
+                 None),
                 ("coll.h5", "fabric-coll", 2, ["--backend", "mpi", "--op", "all", "-b", "1K", "-e", "16K", "-f", "4",
                                                "-n", "3"], None),
-                ("p2p.h5", "fabric-p2p", 2, ["--test", "bw", "--sizes", "64K,1M", "-n", "5"],
-                 dict(FAKE, FABRICBENCH_TEST_SYSROOT=str(fast)))):
+                ("p2p.h5", "fabric-p2p", 2, FAKE_HOSTS + ["--test", "bw", "--sizes", "64K,1M", "-n", "5"],
+                 {"FABRICBENCH_TEST_SYSROOT": str(fast)})):
             r = runner.mpirun(np_, exe, args + ["-q", "--output", name], env=env)
             assert r.returncode in (0, 1), (name, r.stdout + r.stderr)
         # The same sweep with no verdict: what the page says when nothing is wrong.

@@ -53,10 +53,13 @@ def coll_rows(op, kind, pct, in_place=(1,)):
     return out
 
 
-def write(path, tool, tables, with_kind=True):
+def write(path, tool, tables, with_kind=True, rule=None):
     """A results file: root attributes and {table: rows}; rows end with their expected_from, left out (with the
-    column) where `with_kind` is false, as in files written before it."""
+    column) where `with_kind` is false, as in files written before it. `rule`: the expected_* attributes a tool
+    records (the rule it judged with), else none, as in files written before them."""
     with h5py.File(path, "w") as f:
+        for key, value in (rule or {}).items():
+            f.attrs[key] = np.float64(value)
         for key, value in (("tool", tool), ("status", "complete"), ("hosts", "node0,node1"), ("format", "fabricbench"),
                            ("started_at", "2026-11-26T00:00:00Z"), ("finished_at", "2026-11-26T00:00:09Z"),
                            ("command_line", f"{tool} -o x.h5")):
@@ -121,6 +124,19 @@ class ExpectedKinds(LaunchTest):
                                  coll_rows("all_gather", "uncalibrated", lambda s: 40.0)))
         self.assertEqual(found.lines()[0], CLEAN.format("bandwidth within expected, "))
         self.assertIn("uncalibrated for 4 row(s)", found.lines()[1])
+
+    def test_the_rule_the_file_records_is_the_one_judged_with(self):
+        # A run given --expected-rule with warn_below_percent 95: its rated row at 90% is named, by 95, not the
+        # default 80; the same rows without the attributes are judged by the defaults and pass.
+        rows = coll_rows("all_reduce", "rated", lambda s: 90.0)
+        strict = write(self.dir / "strict.h5", "fabric-coll", {"results/coll": (COLL, rows)},
+                       rule={"expected_warn_below_percent": 95, "expected_calibrated_warn_below_percent": 70,
+                             "expected_min_bytes": RULE.min_bytes})
+        self.assertEqual(expected_rule(strict).warn_below_percent, 95)
+        self.assertIn("1 row(s) below 95% of the line rate.", answer(strict).lines())
+        plain = answer(self.coll("plain.h5", rows))
+        self.assertTrue(plain.below_expected.empty)
+        self.assertEqual(plain.rule, expected_rule())
 
     def test_a_file_without_expected_from_behaves_as_before(self):
         # Every row rated, named in the old words: the largest size only, against warn_below_percent.

@@ -20,7 +20,7 @@ import fabricbench_analysis as fa
 from fbtest import LaunchTest
 
 WRAPPER = pathlib.Path(__file__).resolve().parents[2] / "analysis" / "fabric-report"
-FAKE = {"FABRICBENCH_TEST_RANKS_PER_HOST": "1"}
+FAKE_HOSTS = ["--emulate-hosts", "1"]
 PROMTOOL = shutil.which("promtool")
 try:
     from prometheus_client.parser import text_string_to_metric_families
@@ -83,12 +83,13 @@ class Metrics(LaunchTest):
         cls.tools = {"p2p.h5": "fabric-p2p", "coll.h5": "fabric-coll", "sweep.h5": "fabric-sweep",
                      "doctor.h5": "fabric-doctor"}
         for name, np_, args, env, codes in (
-                ("p2p.h5", 2, ["--test", "latency,bw", "--sizes", "8,64K", "-n", "10", "-q"],
-                 dict(FAKE, FABRICBENCH_TEST_SYSROOT=str(active)), (0,)),  # two hosts: the NIC's share applies
+                ("p2p.h5", 2, FAKE_HOSTS + ["--test", "latency,bw", "--sizes", "8,64K", "-n", "10", "-q"],
+                 {"FABRICBENCH_TEST_SYSROOT": str(active)}, (0,)),  # two hosts: the NIC's share applies
                 ("coll.h5", 2, ["--backend", "mpi", "--op", "all_reduce,broadcast", "-b", "1K", "-e", "64K", "-f", "8",
                                 "-n", "5", "-q"], None, (0,)),
-                ("sweep.h5", 4, ["--metric", "p2p_bw,p2p_latency", "--sizes", "16K", "-n", "3", "-w", "1",
-                                 "--retest", "0", "-q", "--baseline", str(cls.runs / "base.ini")], FAKE, (1,)),
+                ("sweep.h5", 4, FAKE_HOSTS + ["--metric", "p2p_bw,p2p_latency", "--sizes", "16K", "-n", "3", "-w", "1",
+                                              "--retest", "0", "-q", "--baseline", str(cls.runs / "base.ini")],
+                 None, (1,)),
                 ("doctor.h5", 2, [], {"FABRICBENCH_TEST_SYSROOT": str(v1)}, (1,))):
             r = runner.mpirun(np_, cls.tools[name], args + ["--output", name], env=env)
             assert r.returncode in codes, (name, r.stdout + r.stderr)

@@ -39,8 +39,8 @@ class Report(LaunchTest):
                 ("lat.h5", ["--test", "latency", "--sizes", "8,4K", "-n", "2000", "-q"], "vader", 2, None),
                 ("coll.h5", ["--backend", "mpi", "--op", "all_reduce,all_gather", "-b", "1K", "-e", "256K", "-f", "8",
                              "-n", "10", "-q"], "vader", 2, None),
-                ("sweep.h5", ["--metric", "p2p_bw", "--sizes", "64K", "-n", "5", "-q"], "vader", 4,
-                 {"FABRICBENCH_TEST_RANKS_PER_HOST": "1"})):
+                ("sweep.h5", ["--emulate-hosts", "1", "--metric", "p2p_bw", "--sizes", "64K", "-n", "5", "-q"], "vader",
+                 4, None)):
             exe = "fabric-sweep" if name == "sweep.h5" else "fabric-coll" if name == "coll.h5" else "fabric-p2p"
             r = runner.mpirun(np, exe, args + ["--output", name], transport=transport, env=env)
             assert r.returncode in (0, 1), r.stdout + r.stderr  # sweep: 1 is a verdict

@@ -9,7 +9,7 @@ import os
 import subprocess
 import unittest
 
-from fbtest import BIN, LaunchTest
+from fbtest import BIN, LaunchTest, collectives
 
 def _gpu_count():
     if os.environ.get("FABRICBENCH_GPUS"):
@@ -55,13 +55,13 @@ class NcclOnEveryGpu(CollTest):
     def test_every_operation_in_and_out_of_place_short_sweep(self):
         r, run = self.coll(["--op", "all", "-b", "8", "-e", "64M", "-f", "8", "-n", "10", "-w", "2"], "ops.h5")
         rows = self.assert_clean(r, run)
-        self.assertEqual(len(set(rows["op"])), 7)
+        self.assertEqual(set(rows["op"]), set(collectives()))
         self.assertTrue((rows["ranks"] == GPUS).all())
         self.assertEqual(sorted(rows["in_place"].unique()), [0, 1])
         p2p_based = rows[rows.op.isin(["alltoall", "sendrecv"])]
         self.assertTrue((p2p_based["in_place"] == 0).all(), "NCCL point-to-point is not defined in place")
         big = rows[(rows.bytes == 16 << 20) & (rows.in_place == 0)]  # the largest size of 8 x 8^k up to 64M
-        self.assertEqual(len(big), 7)
+        self.assertEqual(len(big), len(collectives()))
         self.assertTrue((big["algbw_gbps"] > 1).all(), big[["op", "algbw_gbps"]])
         if GPUS > 1:
             self.assertTrue((big["busbw_gbps"] > 1).all(), big[["op", "busbw_gbps"]])
@@ -173,10 +173,9 @@ class NcclOnGpuPairs(CollTest):
 
     def test_sweep_allreduce_over_gpu_pairs_with_nccl(self):
         # One GPU per (fake) host: each round's pairs run NCCL all_reduce on their own communicators at once.
-        env = {"FABRICBENCH_TEST_RANKS_PER_HOST": "1"}
-        r = self.mpirun(GPUS, "fabric-sweep", ["--metric", "allreduce,sendrecv", "--backend", "nccl", "--sizes", "64M",
-                                               "-n", "10", "--check", "--retest", "0", "--output", "sweep.h5", "-q"],
-                        env=env, timeout=300)
+        r = self.mpirun(GPUS, "fabric-sweep", ["--emulate-hosts", "1", "--metric", "allreduce,sendrecv", "--backend",
+                                               "nccl", "--sizes", "64M", "-n", "10", "--check", "--retest", "0",
+                                               "--output", "sweep.h5", "-q"], timeout=300)
         self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
         run = self.load("sweep.h5")
         rows = run.tables["sweep/pairs"]
@@ -189,10 +188,10 @@ class NcclOnGpuPairs(CollTest):
         # FABRICBENCH_TEST_STALL_NCCL=1: rank 1 (node1) never launches its NCCL operations, as a stuck GPU or link
         # would leave its peers waiting. Its pair passes --timeout, the communicator is aborted, the pair is a
         # "hung" verdict, both its hosts rest, and every pair of the other hosts is still measured.
-        env = {"FABRICBENCH_TEST_RANKS_PER_HOST": "1", "FABRICBENCH_TEST_STALL_NCCL": "1"}
-        r = self.mpirun(GPUS, "fabric-sweep", ["--metric", "allreduce", "--backend", "nccl", "--sizes", "16M", "-n", "5",
-                                               "--timeout", "5", "--retest", "0", "--output", "hung.h5", "-q"],
-                        env=env, timeout=300)
+        env = {"FABRICBENCH_TEST_STALL_NCCL": "1"}
+        r = self.mpirun(GPUS, "fabric-sweep", ["--emulate-hosts", "1", "--metric", "allreduce", "--backend", "nccl",
+                                               "--sizes", "16M", "-n", "5", "--timeout", "5", "--retest", "0",
+                                               "--output", "hung.h5", "-q"], env=env, timeout=300)
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         run = self.load("hung.h5")
         self.assertEqual(run.attrs["status"], "complete")
@@ -218,10 +217,10 @@ class SweepCommunicatorCost(CollTest):
     PASSES = 5
 
     def sweep(self, comms, name, extra=()):
-        r = self.mpirun(2, "fabric-sweep", ["--metric", "allreduce", "--backend", "nccl", "--nccl-comms", comms,
-                                            "--sizes", "16M", "-n", "5", "--check", "--retest", "0", "--repeat",
-                                            str(self.PASSES), "--output", name] + list(extra),
-                        env={"FABRICBENCH_TEST_RANKS_PER_HOST": "1"}, timeout=300)
+        r = self.mpirun(2, "fabric-sweep", ["--emulate-hosts", "1", "--metric", "allreduce", "--backend", "nccl",
+                                            "--nccl-comms", comms, "--sizes", "16M", "-n", "5", "--check", "--retest",
+                                            "0", "--repeat", str(self.PASSES), "--output", name] + list(extra),
+                        timeout=300)
         self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
         run = self.load(name)
         self.assertEqual(run.attrs["status"], "complete")
@@ -269,11 +268,11 @@ class RailAlignedSplit(CollTest):
         wrapper = self.dir / "gpu-per-host.sh"
         wrapper.write_text(self.GPU_PER_HOST.format(rails=self.RAILS))
         wrapper.chmod(0o755)
-        env = {"FABRICBENCH_TEST_RANKS_PER_HOST": str(self.RAILS)}
+        # The wrapper execs fabric-sweep: --emulate-hosts is fabric-sweep's own option, after its path.
         r = self.mpirun(2 * self.RAILS, str(wrapper),
-                        [BIN / "fabric-sweep", "--rails", "--metric", ",".join(metrics), "--backend", backend,
-                         "--sizes", "16M", "-n", "5", "--check", "--retest", "0", "--output", name, "-q"],
-                        env=env, timeout=300)
+                        [BIN / "fabric-sweep", "--emulate-hosts", self.RAILS, "--rails", "--metric", ",".join(metrics),
+                         "--backend", backend, "--sizes", "16M", "-n", "5", "--check", "--retest", "0", "--output",
+                         name, "-q"], timeout=300)
         self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
         run = self.load(name)
         self.assertEqual(run.attrs["status"], "complete")

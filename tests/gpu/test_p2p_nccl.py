@@ -68,9 +68,9 @@ class NcclPointToPoint(LaunchTest):
         self.assertNotIn("NCCL INFO", r.stdout + r.stderr)
 
     def test_the_sweeps_p2p_metrics_between_gpus(self):
-        r = self.mpirun(2, "fabric-sweep", ["--metric", "p2p_bw,p2p_bibw,p2p_latency", "--backend", "nccl",
-                                            "--check", "--retest", "0", "--output", "s.h5", "-q"],
-                        env={"FABRICBENCH_TEST_RANKS_PER_HOST": "1"}, timeout=300)
+        r = self.mpirun(2, "fabric-sweep", ["--emulate-hosts", "1", "--metric", "p2p_bw,p2p_bibw,p2p_latency",
+                                            "--backend", "nccl", "--check", "--retest", "0", "--output", "s.h5", "-q"],
+                        timeout=300)
         self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
         pairs = self.load("s.h5").tables["sweep/pairs"]
         self.assertEqual(sorted(pairs.metric.unique()), ["p2p_bibw", "p2p_bw", "p2p_latency"])
@@ -83,9 +83,9 @@ class NcclPointToPoint(LaunchTest):
         # would leave its peer waiting. With --timeout the pair's exchange has a deadline: the communicator is
         # aborted on both ends, the pair is a "hung" verdict, and the sweep ends complete (before, it had no deadline:
         # the round's --timeout ended the whole job).
-        r = self.mpirun(GPUS, "fabric-sweep", ["--metric", "p2p_bw", "--backend", "nccl", "--timeout", "5",
-                                               "--retest", "0", "--output", "hung.h5", "-q"],
-                        env={"FABRICBENCH_TEST_RANKS_PER_HOST": "1", "FABRICBENCH_TEST_STALL_NCCL": "1"}, timeout=300)
+        r = self.mpirun(GPUS, "fabric-sweep", ["--emulate-hosts", "1", "--metric", "p2p_bw", "--backend", "nccl",
+                                               "--timeout", "5", "--retest", "0", "--output", "hung.h5", "-q"],
+                        env={"FABRICBENCH_TEST_STALL_NCCL": "1"}, timeout=300)
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         run = self.load("hung.h5")
         self.assertEqual(run.attrs["status"], "complete")

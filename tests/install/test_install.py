@@ -56,7 +56,7 @@ class OutOfTheTrees(unittest.TestCase):
         bin_ = prefix / "bin"
         # The script runs under `set -e`: the sweep's exit status is caught, since 1 (a verdict) is fine here.
         script = (f"{MPIRUN} -np 2 {bin_}/fabric-p2p --test latency --sizes 8 -n 5 --output p2p.h5 -q; rc=0; "
-                  f"{MPIRUN} -np 4 -x FABRICBENCH_TEST_RANKS_PER_HOST=1 {bin_}/fabric-sweep --metric p2p_latency "
+                  f"{MPIRUN} -np 4 {bin_}/fabric-sweep --emulate-hosts 1 --metric p2p_latency "
                   f"-n 5 -w 1 --output sweep.h5 -q || rc=$?; echo sweep-exit=$rc; "
                   f"{bin_}/fabric-report show sweep.h5 > report.txt")
         r = self.hidden(script)

@@ -2,16 +2,21 @@
 nccl-tests' formulas, corruption and stalls detected, bad input refused."""
 import unittest
 
-from fbtest import LaunchTest
+from fbtest import LaunchTest, collectives
 
+# nccl-tests' factors (src/*.cu), written here independently of fabric-coll's table: a collective the table gains
+# must be added here too (test_the_table_is_the_formulas_here).
 FACTORS = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
            "reduce_scatter": lambda n: (n - 1) / n, "alltoall": lambda n: (n - 1) / n,
            "broadcast": lambda n: 1.0, "reduce": lambda n: 1.0, "sendrecv": lambda n: 1.0}
 
 
 class CollRuns(LaunchTest):
+    def test_the_table_is_the_formulas_here(self):
+        self.assertEqual(sorted(collectives()), sorted(FACTORS))
+
     def check_rows(self, rows, nranks, sizes):
-        self.assertEqual(set(rows["op"]), set(FACTORS))
+        self.assertEqual(set(rows["op"]), set(collectives()))
         self.assertTrue((rows["wrong"] == 0).all(), rows[rows.wrong > 0])
         self.assertTrue((rows["ranks"] == nranks).all())
         for op, group in rows.groupby("op"):
@@ -36,6 +41,9 @@ class CollRuns(LaunchTest):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         run = self.load("c2.h5")
         self.assertEqual(run.attrs["status"], "complete")
+        # The shipped configs/expected.ini's rule, recorded with the rows (fabric-report judges by it).
+        self.assertEqual((run.attrs["expected_warn_below_percent"], run.attrs["expected_calibrated_warn_below_percent"],
+                          run.attrs["expected_min_bytes"]), (80, 70, 1 << 20))
         rows = run.tables["results/coll"]
         self.check_rows(rows, 2, [8, 128, 2048, 32768])
         self.assertTrue((rows["backend"] == "mpi").all())

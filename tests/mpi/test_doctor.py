@@ -95,8 +95,8 @@ class Doctor(LaunchTest):
         self.assertIn("eth7", row.hint)
 
     def test_consistency_names_the_host_that_differs(self):
-        env = {"FABRICBENCH_TEST_RANKS_PER_HOST": "1", "FABRICBENCH_TEST_HOST_FACT": "node2:kernel=Linux 9.9.9 x86_64"}
-        r = self.mpirun(3, "fabric-doctor", ["--checks", "job", "--output", "c.h5"], env=env)
+        env = {"FABRICBENCH_TEST_HOST_FACT": "node2:kernel=Linux 9.9.9 x86_64"}
+        r = self.mpirun(3, "fabric-doctor", ["--emulate-hosts", "1", "--checks", "job", "--output", "c.h5"], env=env)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         f = self.findings("c.h5")
         kernel = f[(f.check == "job.consistency") & (f.subject == "kernel")].iloc[0]
@@ -106,7 +106,7 @@ class Doctor(LaunchTest):
         self.assertEqual(f[(f.check == "job.consistency") & (f.subject == "mpi")].iloc[0].status, "ok")
         # An NCCL or driver mismatch fails the run.
         env["FABRICBENCH_TEST_HOST_FACT"] = "node0:driver=535.1"
-        r = self.mpirun(3, "fabric-doctor", ["--checks", "job", "--output", "c2.h5"], env=env)
+        r = self.mpirun(3, "fabric-doctor", ["--emulate-hosts", "1", "--checks", "job", "--output", "c2.h5"], env=env)
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertIn("node0 has '535.1'", r.stdout)
 

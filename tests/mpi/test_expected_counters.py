@@ -10,6 +10,7 @@ from fbtest import LaunchTest
 from mpi.test_doctor import fake_rdma_tree, write
 
 PORT = "/sys/class/infiniband/mlx5_7/ports/1"
+FAKE_HOSTS = ["--emulate-hosts", "1"]  # one fake host per rank
 
 
 def rdma_host(root, rate="800 Gb/sec (8X NDR)"):
@@ -26,10 +27,11 @@ class ExpectedShare(LaunchTest):
         self.aux = pathlib.Path(tempfile.mkdtemp(prefix="fabricbench-aux-"))
         self.addCleanup(shutil.rmtree, self.aux, True)
         rdma_host(self.aux / "root")  # every fake host: one Active 800 Gb/s port, 100 GB/s
-        self.hosts = {"FABRICBENCH_TEST_SYSROOT": str(self.aux / "root"), "FABRICBENCH_TEST_RANKS_PER_HOST": "1"}
+        self.hosts = {"FABRICBENCH_TEST_SYSROOT": str(self.aux / "root")}  # with FAKE_HOSTS
 
     def test_p2p_rows_carry_the_share_and_a_slow_largest_size_warns(self):
-        r = self.mpirun(2, "fabric-p2p", ["--sizes", "8,1M", "-n", "10", "--output", "p.h5"], env=self.hosts)
+        r = self.mpirun(2, "fabric-p2p", FAKE_HOSTS + ["--sizes", "8,1M", "-n", "10", "--output", "p.h5"],
+                        env=self.hosts)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         rows = self.load("p.h5").tables["results/p2p"]
         bw = rows[rows.test == "bw"].set_index("bytes")
@@ -45,21 +47,27 @@ class ExpectedShare(LaunchTest):
         self.assertNotIn("bw at 8 B", r.stdout)
         self.assertIn("%expect", r.stdout)
         # --quiet: no table, so the warning goes to stderr.
-        r = self.mpirun(2, "fabric-p2p", ["--test", "bw", "--sizes", "1M", "-n", "5", "-q", "--output", "q.h5"], env=self.hosts)
+        r = self.mpirun(2, "fabric-p2p", FAKE_HOSTS + ["--test", "bw", "--sizes", "1M", "-n", "5", "-q", "--output",
+                                                       "q.h5"], env=self.hosts)
         self.assertIn("fabric-p2p: warning: bw at 1048576 B", r.stderr)
 
     def test_the_rule_file_moves_the_threshold_and_bad_rules_are_refused(self):
         rule = self.aux / "rule.ini"
         rule.write_text("[expected]\nwarn_below_percent = 0\n")
-        r = self.mpirun(2, "fabric-p2p", ["--test", "bw", "--sizes", "1M", "-n", "5", "--output", "a.h5",
-                                          "--expected-rule", str(rule)], env=self.hosts)
+        r = self.mpirun(2, "fabric-p2p", FAKE_HOSTS + ["--test", "bw", "--sizes", "1M", "-n", "5", "--output", "a.h5",
+                                                       "--expected-rule", str(rule)], env=self.hosts)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertNotIn("warning: bw", r.stdout + r.stderr)
-        self.assertGreater(self.load("a.h5").tables["results/p2p"].pct_expected.iloc[0], 0)
+        run = self.load("a.h5")
+        self.assertGreater(run.tables["results/p2p"].pct_expected.iloc[0], 0)
+        # The rule travels with the rows it judged (fabric-report reads it there, not the INI again).
+        self.assertEqual(run.attrs["expected_warn_below_percent"], 0)
+        self.assertEqual(run.attrs["expected_calibrated_warn_below_percent"], 70, "the key the file left out: default")
+        self.assertEqual(run.attrs["expected_min_bytes"], 1 << 20)
         rule.write_text("[expected]\nwarn_below_percent = 120\n")
         (self.dir / "a.h5").unlink()
-        r = self.mpirun(2, "fabric-p2p", ["--test", "bw", "--sizes", "1M", "--output", "b.h5",
-                                          "--expected-rule", str(rule)], env=self.hosts)
+        r = self.mpirun(2, "fabric-p2p", FAKE_HOSTS + ["--test", "bw", "--sizes", "1M", "--output", "b.h5",
+                                                       "--expected-rule", str(rule)], env=self.hosts)
         self.assert_refused(r, "fabric-p2p", "warn_below_percent = '120': allowed values are 0 to 100")
 
     def test_one_host_in_host_memory_has_no_reference(self):
@@ -70,8 +78,8 @@ class ExpectedShare(LaunchTest):
         self.assertNotIn("%expect", r.stdout)
 
     def test_collective_bus_bandwidth_is_held_against_each_ranks_share_of_the_node(self):
-        env = dict(self.hosts, FABRICBENCH_TEST_RANKS_PER_HOST="2")
-        r = self.mpirun(4, "fabric-coll", ["--backend", "mpi", "--sizes", "1K,1M", "-n", "5", "--output", "c.h5"], env=env)
+        r = self.mpirun(4, "fabric-coll", ["--emulate-hosts", "2", "--backend", "mpi", "--sizes", "1K,1M", "-n", "5",
+                                           "--output", "c.h5"], env=self.hosts)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         rows = self.load("c.h5").tables["results/coll"]
         self.assertTrue((rows.expected_gbps == 50.0).all(), "100 GB/s node over 2 ranks per host")
@@ -80,7 +88,8 @@ class ExpectedShare(LaunchTest):
         self.assertIn("expected bus bandwidth: 50.00 GB/s (1/2 of rdma_node node", r.stdout)
 
     def test_sweep_pairs_carry_the_share_and_one_summary_line(self):
-        r = self.mpirun(4, "fabric-sweep", ["--metric", "p2p_bw,p2p_latency", "-n", "5", "--output", "s.h5"], env=self.hosts)
+        r = self.mpirun(4, "fabric-sweep", FAKE_HOSTS + ["--metric", "p2p_bw,p2p_latency", "-n", "5", "--output",
+                                                         "s.h5"], env=self.hosts)
         self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)  # 1: a verdict on a noisy machine
         pairs = self.load("s.h5").tables["sweep/pairs"]
         bw = pairs[pairs.metric == "p2p_bw"]
@@ -117,11 +126,12 @@ class LinkCountersAround(LaunchTest):
         super().setUp()
         for h in range(4):
             rdma_host(self.dir / f"root-node{h}")
-        self.env_ = {"FABRICBENCH_TEST_SYSROOT": str(self.dir / "root-%h"), "FABRICBENCH_TEST_RANKS_PER_HOST": "1"}
+        self.env_ = {"FABRICBENCH_TEST_SYSROOT": str(self.dir / "root-%h")}  # with FAKE_HOSTS or --emulate-hosts 2
 
     def test_the_sweep_names_the_host_whose_counters_grew(self):
-        r = self.grow_while(lambda: self.mpirun(4, "fabric-sweep", ["--metric", "p2p_bw", "--sizes", "1M", "-n", "20",
-                                                                    "--output", "s.h5"], env=self.env_))
+        r = self.grow_while(lambda: self.mpirun(4, "fabric-sweep", FAKE_HOSTS + ["--metric", "p2p_bw", "--sizes", "1M",
+                                                                                 "-n", "20", "--output", "s.h5"],
+                                                env=self.env_))
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         run = self.load("s.h5")
         verdicts = run.tables["sweep/verdicts"]
@@ -142,10 +152,10 @@ class LinkCountersAround(LaunchTest):
         # Two ranks per host, the collective over all four; only node1's counter grows (the pair's b end, whose ranks
         # hold no figure of the pair). The first rank of each host reads its links and sends them even without a
         # figure: the row names node1 alone. (Before: b's growth was dropped, and a's second rank credited b.)
-        env = dict(self.env_, FABRICBENCH_TEST_RANKS_PER_HOST="2")
-        r = self.grow_while(lambda: self.mpirun(4, "fabric-sweep", ["--metric", "allreduce", "--backend", "mpi",
-                                                                    "--sizes", "4M", "-n", "20", "--output", "c.h5"],
-                                                env=env), host="node1")
+        r = self.grow_while(lambda: self.mpirun(4, "fabric-sweep", ["--emulate-hosts", "2", "--metric", "allreduce",
+                                                                    "--backend", "mpi", "--sizes", "4M", "-n", "20",
+                                                                    "--output", "c.h5"],
+                                                env=self.env_), host="node1")
         self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
         pairs = self.load("c.h5").tables["sweep/pairs"]
         self.assertEqual(len(pairs), 1, pairs)
@@ -154,8 +164,9 @@ class LinkCountersAround(LaunchTest):
 
     def test_p2p_rows_record_the_growth_of_each_size(self):
         # Ranks 0 and 1 on node0 and node1; node1's counter grows. Each size takes well over the growth period.
-        r = self.grow_while(lambda: self.mpirun(2, "fabric-p2p", ["--test", "bw", "--sizes", "512K,1M", "-n",
-                                                                  "20", "--output", "p.h5"], env=self.env_),
+        r = self.grow_while(lambda: self.mpirun(2, "fabric-p2p", FAKE_HOSTS + ["--test", "bw", "--sizes", "512K,1M",
+                                                                               "-n", "20", "--output", "p.h5"],
+                                                env=self.env_),
                             host="node1")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         rows = self.load("p.h5").tables["results/p2p"]

@@ -16,7 +16,7 @@ try:
 except ImportError:  # Debian: python3-prometheus-client (ci/install-deps.sh installs it)
     text_string_to_metric_families = None
 
-FAKE = {"FABRICBENCH_TEST_RANKS_PER_HOST": "1"}
+FAKE_HOSTS = ["--emulate-hosts", "1"]
 ARGS = ["--metric", "p2p_latency", "-n", "200", "-w", "10", "--retest", "0", "-q"]
 PROMTOOL = shutil.which("promtool")
 
@@ -24,9 +24,8 @@ PROMTOOL = shutil.which("promtool")
 class Mesh(LaunchTest):
     def start(self, args, name):
         """The mesh in the background, its stdout line by line (each pass's line is flushed when the pass ends)."""
-        cmd = ["timeout", "120"] + mpirun_command(4, "fabric-sweep", ARGS[:-1] + args + ["--output", name], "vader",
-                                                  FAKE.keys())
-        return subprocess.Popen(cmd, cwd=self.dir, env=self.env(**FAKE), stdout=subprocess.PIPE,
+        cmd = ["timeout", "120"] + mpirun_command(4, "fabric-sweep", FAKE_HOSTS + ARGS[:-1] + args + ["--output", name])
+        return subprocess.Popen(cmd, cwd=self.dir, env=self.env(), stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
 
     def wait_for_pass(self, proc, k):
@@ -42,8 +41,8 @@ class Mesh(LaunchTest):
         return [int(p) for p in r.stdout.split() if int(p) != os.getpid()]
 
     def test_five_passes_every_two_seconds_end_by_themselves(self):
-        r = self.mpirun(4, "fabric-sweep", ARGS + ["--repeat", "5", "--every", "2s", "--prometheus", "mesh.prom",
-                                                   "--output", "mesh.h5"], env=FAKE)
+        r = self.mpirun(4, "fabric-sweep", FAKE_HOSTS + ARGS + ["--repeat", "5", "--every", "2s", "--prometheus",
+                                                                "mesh.prom", "--output", "mesh.h5"])
         self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)  # a latency verdict depends on this machine's noise
         run = self.load("mesh.h5")
         self.assertEqual(run.attrs["status"], "complete")
@@ -128,7 +127,7 @@ class Mesh(LaunchTest):
         self.assertEqual(run.attrs["status"], "complete")
         done = int(run.attrs["passes"])
         self.assertIn(done, (2, 3))
-        r = self.mpirun(4, "fabric-sweep", ARGS + ["--repeat", "6", "--every", "1s", "--resume", "usr.h5"], env=FAKE)
+        r = self.mpirun(4, "fabric-sweep", FAKE_HOSTS + ARGS + ["--repeat", "6", "--every", "1s", "--resume", "usr.h5"])
         self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
         run = self.load("usr.h5")
         self.assertEqual(run.attrs["status"], "complete")
@@ -140,17 +139,16 @@ class Mesh(LaunchTest):
         self.assertEqual(len(set(pairs["round"])), 18, "the resumed passes go on with the round numbers")
         for args, expected in ((["--repeat", "6"], "--resume usr.h5: its 6 passes are done; ask for more with --repeat 7 or 0"),
                                ([], "--resume usr.h5: a mesh (--repeat); give --repeat")):
-            r = self.mpirun(4, "fabric-sweep", ARGS + args + ["--resume", "usr.h5"], env=FAKE,
-                            refused=True)
+            r = self.mpirun(4, "fabric-sweep", FAKE_HOSTS + ARGS + args + ["--resume", "usr.h5"], refused=True)
             ours = [line for line in r.stderr.splitlines() if line.startswith("fabric-sweep:")]
             self.assertEqual((r.returncode, len(ours)), (2, 1), r.stderr)
             self.assertIn(expected, ours[0])
         self.assertEqual(self.load("usr.h5").attrs["passes"], 6, "a refused resume leaves the file alone")
 
     def test_bandwidth_every_second_pass_latency_every_pass(self):
-        r = self.mpirun(4, "fabric-sweep", ["--metric", "p2p_latency,p2p_bw", "--sizes", "64K", "-n", "5", "-w", "1",
-                                            "--retest", "0", "-q", "--repeat", "4", "--bw-every", "2",
-                                            "--output", "bw.h5"], env=FAKE)
+        r = self.mpirun(4, "fabric-sweep", FAKE_HOSTS + ["--metric", "p2p_latency,p2p_bw", "--sizes", "64K", "-n", "5",
+                                                         "-w", "1", "--retest", "0", "-q", "--repeat", "4",
+                                                         "--bw-every", "2", "--output", "bw.h5"])
         self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
         run = self.load("bw.h5")
         pairs = run.tables["sweep/pairs"]
@@ -174,27 +172,28 @@ class Mesh(LaunchTest):
 
     def test_prometheus_without_repeat_writes_once_and_every_zero_runs_passes_back_to_back(self):
         # Before, --prometheus without --repeat wrote nothing and said nothing; --every 0s was refused, 0 accepted.
-        r = self.mpirun(4, "fabric-sweep", ARGS + ["--prometheus", "one.prom", "--output", "one.h5"], env=FAKE)
+        r = self.mpirun(4, "fabric-sweep", FAKE_HOSTS + ARGS + ["--prometheus", "one.prom", "--output", "one.h5"])
         self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
         text = (self.dir / "one.prom").read_text()
         self.assertIn('fabricbench_sweep_pairs_tested{tool="fabric-sweep"} 6\n', text)
         self.assertIn('fabricbench_sweep_coverage_complete{tool="fabric-sweep"} 1\n', text)
         for every in ("0", "0s"):
-            r = self.mpirun(4, "fabric-sweep", ARGS + ["--repeat", "2", "--every", every, "--output", f"e{every}.h5"],
-                            env=FAKE)
+            r = self.mpirun(4, "fabric-sweep", FAKE_HOSTS + ARGS + ["--repeat", "2", "--every", every,
+                                                                    "--output", f"e{every}.h5"])
             self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
             self.assertEqual(self.load(f"e{every}.h5").attrs["passes"], 2)
 
     def test_a_prometheus_path_that_can_never_be_written_is_refused_before_the_run(self):
         folder = tempfile.mkdtemp(suffix=".prom")  # outside the test's folder, which must stay empty
         self.addCleanup(os.rmdir, folder)
-        self.assert_refused(self.mpirun(4, "fabric-sweep", ["--prometheus", folder], env=FAKE), "fabric-sweep",
+        self.assert_refused(self.mpirun(4, "fabric-sweep", FAKE_HOSTS + ["--prometheus", folder]), "fabric-sweep",
                             f"--prometheus {folder}: a folder; give a file ending in .prom")
-        self.assert_refused(self.mpirun(4, "fabric-sweep", ["--prometheus", "/proc/m.prom"], env=FAKE), "fabric-sweep",
-                            "--prometheus /proc/m.prom: cannot create a file beside it (")
+        self.assert_refused(self.mpirun(4, "fabric-sweep", FAKE_HOSTS + ["--prometheus", "/proc/m.prom"]),
+                            "fabric-sweep", "--prometheus /proc/m.prom: cannot create a file beside it (")
 
     def test_each_bad_option(self):
         for args, expected in self.CASES:
             with self.subTest(args=args):
-                self.assert_refused(self.mpirun(4, "fabric-sweep", args, env=FAKE, refused=True), "fabric-sweep", expected)
+                self.assert_refused(self.mpirun(4, "fabric-sweep", FAKE_HOSTS + args, refused=True), "fabric-sweep",
+                                    expected)
         self.assertEqual(self.files(), [])

@@ -1,4 +1,4 @@
-"""fabric-sweep under mpirun on one machine split into fake hosts (FABRICBENCH_TEST_RANKS_PER_HOST): the schedule,
+"""fabric-sweep under mpirun on one machine split into fake hosts (--emulate-hosts): the schedule,
 tables, matrices and bad input. Verdicts on real (emulated) hosts are in rigs/test_netns_sweep.py."""
 import pathlib
 import shutil
@@ -11,7 +11,7 @@ import numpy as np
 
 from fbtest import BIN, LaunchTest
 
-FAKE = {"FABRICBENCH_TEST_RANKS_PER_HOST": "1"}
+FAKE_HOSTS = ["--emulate-hosts", "1"]
 
 
 def _links_nccl():
@@ -23,9 +23,9 @@ def _links_nccl():
 
 
 class SweepStructure(LaunchTest):
-    def sweep(self, np_, args, name="s.h5", env=FAKE):
-        r = self.mpirun(np_, "fabric-sweep", ["--output", name, "-q", "--sizes", "16K", "-W", "4", "-n", "3", "-w", "1",
-                                              "--retest", "0"] + args, env=env)
+    def sweep(self, np_, args, name="s.h5", ranks_per_host=1):
+        r = self.mpirun(np_, "fabric-sweep", ["--emulate-hosts", str(ranks_per_host), "--output", name, "-q", "--sizes",
+                                              "16K", "-W", "4", "-n", "3", "-w", "1", "--retest", "0"] + args)
         return r, (self.load(name) if (self.dir / name).exists() else None)
 
     def test_all_pairs_on_four_hosts_writes_schedule_pairs_matrices_and_nodes(self):
@@ -61,8 +61,8 @@ class SweepStructure(LaunchTest):
         self.assertTrue((nodes["pairs"] == 3).all())
 
     def test_progress_names_the_round_pairs_done_and_time_left(self):
-        r = self.mpirun(4, "fabric-sweep", ["--output", "p.h5", "--metric", "p2p_latency", "-n", "3", "-w", "1",
-                                            "--retest", "0"], env=FAKE)
+        r = self.mpirun(4, "fabric-sweep", FAKE_HOSTS + ["--output", "p.h5", "--metric", "p2p_latency", "-n", "3",
+                                                         "-w", "1", "--retest", "0"])
         self.assertIn(r.returncode, (0, 1), r.stderr)
         progress = [line for line in r.stderr.splitlines() if line.startswith("[progress] sweep round")]
         self.assertEqual(len(progress), 3, r.stderr)
@@ -91,9 +91,10 @@ class SweepStructure(LaunchTest):
         # receives 30 ms late has them: timed on the sends alone, the pairs into node2 read hundreds of MB/s. (node2's
         # own sends are slow too: asleep, it does not progress them.)
         late_s, step_bytes = 0.030, 4 * 16384
-        r = self.mpirun(4, "fabric-sweep", ["--output", "late.h5", "-q", "--sizes", "16K", "-W", "4", "-n", "3", "-w",
-                                            "1", "--retest", "0", "--pattern", "shift", "--metric", "p2p_bw"],
-                        transport="tcp", env=dict(FAKE, FABRICBENCH_TEST_LATE_RECEIVES=f"2:{late_s * 1e3:g}"))
+        r = self.mpirun(4, "fabric-sweep", FAKE_HOSTS + ["--output", "late.h5", "-q", "--sizes", "16K", "-W", "4", "-n",
+                                                         "3", "-w", "1", "--retest", "0", "--pattern", "shift",
+                                                         "--metric", "p2p_bw"],
+                        transport="tcp", env={"FABRICBENCH_TEST_LATE_RECEIVES": f"2:{late_s * 1e3:g}"})
         self.assertIn(r.returncode, (0, 1), r.stderr)
         rows = self.load("late.h5").tables["sweep/pairs"]
         into = rows[rows.host_b == "node2"]
@@ -107,7 +108,7 @@ class SweepStructure(LaunchTest):
     def test_pairs_file_and_collective_metric_over_two_ranks_per_host(self):
         (self.dir / "pairs.txt").write_text("# two rounds\n0 node0 node1\n1 node1 node2\n1 node0 node3\n")
         r, run = self.sweep(8, ["--pairs-file", "pairs.txt", "--metric", "allreduce,p2p_latency", "--backend", "mpi"],
-                            env={"FABRICBENCH_TEST_RANKS_PER_HOST": "2"})
+                            ranks_per_host=2)
         self.assertIn(r.returncode, (0, 1), r.stderr)
         rows = run.tables["sweep/pairs"]
         allreduce = rows[rows.metric == "allreduce"]
@@ -139,15 +140,15 @@ class SweepStructure(LaunchTest):
         self.assertTrue((phases.sum(axis=1) <= rounds.wall_s + 1e-6).all(), rounds)
         self.assertTrue((rounds.r0_test_s > 0).all(), rounds)
         self.assertTrue((rounds.r0_test_s <= rounds.longest_test_s + 1e-6).all(), rounds)
-        refused = self.mpirun(4, "fabric-sweep", ["--metric", "allreduce", "--backend", "mpi", "--nccl-comms", "init"],
-                              env=FAKE)
+        refused = self.mpirun(4, "fabric-sweep", FAKE_HOSTS + ["--metric", "allreduce", "--backend", "mpi",
+                                                               "--nccl-comms", "init"])
         self.assertEqual(refused.returncode, 2, refused.stderr)
         self.assertIn("--nccl-comms: it chooses how the collective metrics", refused.stderr)
 
     @unittest.skipIf(_links_nccl(), "this build has NCCL: tests/gpu/test_nccl.py runs --nccl-comms on GPUs")
     def test_without_nccl_the_option_parses_and_the_nccl_back_end_is_refused(self):
-        self.assert_refused(self.mpirun(4, "fabric-sweep", ["--metric", "allreduce", "--backend", "nccl",
-                                                            "--nccl-comms", "init"], env=FAKE),
+        self.assert_refused(self.mpirun(4, "fabric-sweep", FAKE_HOSTS + ["--metric", "allreduce", "--backend", "nccl",
+                                                                         "--nccl-comms", "init"]),
                             "fabric-sweep", "--backend nccl: this build has no NCCL")
 
     def test_sequential_runs_one_pair_per_round(self):
@@ -174,8 +175,8 @@ class SweepHangAndResume(LaunchTest):
     def test_a_hung_round_is_named_and_a_resume_completes_the_sweep_once(self):
         # Rank 2 (node2) stalls at its second step: round 1 never ends. MPI cannot abort one communicator, so the
         # run ends with exit 3, naming the round and where every rank was.
-        r = self.mpirun(4, "fabric-sweep", self.ARGS + ["--output", "hung.h5", "-q"],
-                        env=dict(FAKE, FABRICBENCH_TEST_STALL="2:1"))
+        r = self.mpirun(4, "fabric-sweep", FAKE_HOSTS + self.ARGS + ["--output", "hung.h5", "-q"],
+                        env={"FABRICBENCH_TEST_STALL": "2:1"})
         self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
         run = self.load("hung.h5")
         status = run.attrs["status"]
@@ -184,7 +185,7 @@ class SweepHangAndResume(LaunchTest):
         self.assertEqual(set(run.tables["sweep/pairs"]["round"]), {0}, "the rows of the finished round stay")
         self.assertEqual(len(run.tables["failure/ranks"]), 4)
         # The same job again with --resume: the finished pairs are skipped, the rest appended, verdicts at the end.
-        r = self.mpirun(4, "fabric-sweep", self.ARGS + ["--resume", "hung.h5", "-q"], env=FAKE)
+        r = self.mpirun(4, "fabric-sweep", FAKE_HOSTS + self.ARGS + ["--resume", "hung.h5", "-q"])
         self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
         run = self.load("hung.h5")
         self.assertEqual(run.attrs["status"], "complete")
@@ -201,16 +202,16 @@ class SweepHangAndResume(LaunchTest):
 
     def test_a_resume_goes_on_without_the_host_that_hung(self):
         # node2 never starts round 1 (the others wait for it in MPI_Comm_split): /failure/ranks says so.
-        r = self.mpirun(4, "fabric-sweep", self.ARGS + ["--output", "hung.h5", "-q"],
-                        env=dict(FAKE, FABRICBENCH_TEST_STALL="2:1"))
+        r = self.mpirun(4, "fabric-sweep", FAKE_HOSTS + self.ARGS + ["--output", "hung.h5", "-q"],
+                        env={"FABRICBENCH_TEST_STALL": "2:1"})
         self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
         failures = self.load("hung.h5").tables["failure/ranks"]
         self.assertEqual(list(failures[failures.started == 0].host), ["node2"])
         first = self.load("hung.h5").tables["sweep/pairs"]
         measured = {tuple(sorted(p)) for p in zip(first.host_a, first.host_b)}
         # The job is relaunched on the other three hosts; node2 is left out by itself.
-        three = dict(FAKE, FABRICBENCH_TEST_HOST_NAMES="node0,node1,node3")
-        r = self.mpirun(3, "fabric-sweep", self.ARGS + ["--resume", "hung.h5"], env=three)
+        three = {"FABRICBENCH_TEST_HOST_NAMES": "node0,node1,node3"}
+        r = self.mpirun(3, "fabric-sweep", FAKE_HOSTS + self.ARGS + ["--resume", "hung.h5"], env=three)
         self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
         self.assertIn("resumed without node2 (hung in the earlier part)", r.stdout)
         run = self.load("hung.h5")
@@ -230,13 +231,13 @@ class SweepHangAndResume(LaunchTest):
 
     def test_an_excluded_hosts_unmeasured_pairs_are_untested_with_why(self):
         # node2 hangs in round 1; the job goes on on node0 and node1 alone, node3 left out with --exclude.
-        r = self.mpirun(4, "fabric-sweep", self.ARGS + ["--output", "hx.h5", "-q"],
-                        env=dict(FAKE, FABRICBENCH_TEST_STALL="2:1"))
+        r = self.mpirun(4, "fabric-sweep", FAKE_HOSTS + self.ARGS + ["--output", "hx.h5", "-q"],
+                        env={"FABRICBENCH_TEST_STALL": "2:1"})
         self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
         first = self.load("hx.h5").tables["sweep/pairs"]
         measured = {tuple(sorted(p)) for p in zip(first.host_a, first.host_b)}
-        r = self.mpirun(2, "fabric-sweep", self.ARGS + ["--resume", "hx.h5", "--exclude", "node3"],
-                        env=dict(FAKE, FABRICBENCH_TEST_HOST_NAMES="node0,node1"))
+        r = self.mpirun(2, "fabric-sweep", FAKE_HOSTS + self.ARGS + ["--resume", "hx.h5", "--exclude", "node3"],
+                        env={"FABRICBENCH_TEST_HOST_NAMES": "node0,node1"})
         self.assertIn(r.returncode, (0, 1), r.stdout + r.stderr)
         self.assertIn("resumed without node3 (--exclude), node2 (hung in the earlier part)", r.stdout)
         untested = self.load("hx.h5").tables["sweep/untested"]
@@ -251,8 +252,8 @@ class SweepHangAndResume(LaunchTest):
         self.assertEqual(got, expected)
 
     def test_resume_refuses_hosts_that_do_not_match(self):
-        args = ["--metric", "p2p_latency", "-n", "20", "--retest", "0"]
-        r = self.mpirun(4, "fabric-sweep", args + ["--output", "s.h5", "-q"], env=FAKE)
+        args = FAKE_HOSTS + ["--metric", "p2p_latency", "-n", "20", "--retest", "0"]
+        r = self.mpirun(4, "fabric-sweep", args + ["--output", "s.h5", "-q"])
         self.assertIn(r.returncode, (0, 1), r.stderr)
         before = (self.dir / "s.h5").read_bytes()
         for names, extra, expected in (
@@ -263,7 +264,7 @@ class SweepHangAndResume(LaunchTest):
                 ("node0,node1,node2", ["--exclude", "node2"], "--exclude node2: this job runs on it; launch without it")):
             with self.subTest(names=names, extra=extra):
                 r = self.mpirun(3, "fabric-sweep", args + ["--resume", "s.h5"] + extra,
-                                env=dict(FAKE, FABRICBENCH_TEST_HOST_NAMES=names))
+                                env={"FABRICBENCH_TEST_HOST_NAMES": names})
                 self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
                 ours = [line for line in r.stderr.splitlines() if line.startswith("fabric-sweep:")]
                 self.assertEqual(len(ours), 1, r.stderr)
@@ -271,15 +272,15 @@ class SweepHangAndResume(LaunchTest):
         self.assertEqual((self.dir / "s.h5").read_bytes(), before, "the file is left as it was")
         # Excluding a host that ran: accepted, its unmeasured pairs none (all were measured), nothing re-run.
         r = self.mpirun(3, "fabric-sweep", args + ["--resume", "s.h5", "--exclude", "node3"],
-                        env=dict(FAKE, FABRICBENCH_TEST_HOST_NAMES="node0,node1,node2"))
+                        env={"FABRICBENCH_TEST_HOST_NAMES": "node0,node1,node2"})
         self.assertIn(r.returncode, (0, 1), r.stderr)
         self.assertIn("resumed without node3 (--exclude)", r.stdout)
 
     def test_resume_refuses_other_sizes_and_an_output(self):
         # A resume with other --sizes appended 1 MiB rows to a file of 64 KiB ones and ended "complete"; an --output
         # beside --resume was left unwritten without a word. Both are refused in one line, the file untouched.
-        args = ["--metric", "p2p_bw,p2p_latency", "-n", "3", "-w", "1", "-W", "4", "--retest", "0"]
-        r = self.mpirun(4, "fabric-sweep", args + ["--sizes", "64K", "--output", "s.h5", "-q"], env=FAKE)
+        args = FAKE_HOSTS + ["--metric", "p2p_bw,p2p_latency", "-n", "3", "-w", "1", "-W", "4", "--retest", "0"]
+        r = self.mpirun(4, "fabric-sweep", args + ["--sizes", "64K", "--output", "s.h5", "-q"])
         self.assertIn(r.returncode, (0, 1), r.stderr)
         before = (self.dir / "s.h5").read_bytes()
         for extra, expected in (
@@ -292,7 +293,7 @@ class SweepHangAndResume(LaunchTest):
                                                              "continues; give one of them"),
                 (["--sizes", "64K", "--force"], "--force: --resume s.h5 appends to its file and overwrites nothing")):
             with self.subTest(extra=extra):
-                r = self.mpirun(4, "fabric-sweep", args + extra + ["--resume", "s.h5"], env=FAKE, refused=True)
+                r = self.mpirun(4, "fabric-sweep", args + extra + ["--resume", "s.h5"], refused=True)
                 self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
                 ours = [line for line in r.stderr.splitlines() if line.startswith("fabric-sweep:")]
                 self.assertEqual(len(ours), 1, r.stderr)
@@ -302,7 +303,7 @@ class SweepHangAndResume(LaunchTest):
         # A file from before the sizes were root attributes: its p2p rows say what they measured.
         with h5py.File(self.dir / "s.h5", "a") as f:
             del f.attrs["bw_bytes"], f.attrs["lat_bytes"]
-        r = self.mpirun(4, "fabric-sweep", args + ["--sizes", "1M", "--resume", "s.h5"], env=FAKE, refused=True)
+        r = self.mpirun(4, "fabric-sweep", args + ["--sizes", "1M", "--resume", "s.h5"], refused=True)
         self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
         self.assertIn("its pairs were measured with --sizes 65536 (bytes) and this run gives 1048576", r.stderr)
 
@@ -310,7 +311,7 @@ class SweepHangAndResume(LaunchTest):
         r = self.mpirun(2, "fabric-p2p", ["--sizes", "8", "-n", "2", "--output", "p2p.h5", "-q"])
         self.assertEqual(r.returncode, 0, r.stderr)
         before = (self.dir / "p2p.h5").read_bytes()
-        r = self.mpirun(4, "fabric-sweep", ["--resume", "p2p.h5"], env=FAKE)
+        r = self.mpirun(4, "fabric-sweep", FAKE_HOSTS + ["--resume", "p2p.h5"])
         self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
         ours = [line for line in r.stderr.splitlines() if line.startswith("fabric-sweep:")]
         self.assertEqual(ours, ["fabric-sweep: --resume p2p.h5: not a fabric-sweep results file"])
@@ -365,20 +366,21 @@ class SweepBadInput(LaunchTest):
     def test_each_bad_option(self):
         for args, expected in self.CASES:
             with self.subTest(args=args):
-                self.assert_refused(self.mpirun(4, "fabric-sweep", args, env=FAKE, refused=True), "fabric-sweep", expected)
+                self.assert_refused(self.mpirun(4, "fabric-sweep", FAKE_HOSTS + args, refused=True), "fabric-sweep",
+                                    expected)
 
     def test_a_hostfile_beyond_the_hosts_range_is_refused_at_its_line(self):
         # --hosts stops at 100000; a hostfile of more was planned (its plan's memory unbounded) until refused here.
         with tempfile.TemporaryDirectory() as d:
             many = pathlib.Path(d) / "many.txt"
             many.write_text("".join(f"n{i}\n" for i in range(100001)))
-            r = self.mpirun(1, "fabric-sweep", ["--dry-run", "--hostfile", str(many)], env=FAKE)
+            r = self.mpirun(1, "fabric-sweep", FAKE_HOSTS + ["--dry-run", "--hostfile", str(many)])
         self.assert_refused(r, "fabric-sweep",
                             f"--hostfile {many}:100001: more than 100000 hosts (a sweep plans 2 to 100000)")
 
     def test_pairs_file_errors_name_the_line(self):
         (self.dir / "bad.txt").write_text("0 node0 node1\n0 node1 node2\n")
-        r = self.mpirun(4, "fabric-sweep", ["--pairs-file", "bad.txt"], env=FAKE)
+        r = self.mpirun(4, "fabric-sweep", FAKE_HOSTS + ["--pairs-file", "bad.txt"])
         self.assertEqual(r.returncode, 2)
         self.assertIn("bad.txt:2: host 'node1' appears twice in round 0", r.stderr)
 
@@ -393,10 +395,10 @@ class SweepPlanAndBudget(LaunchTest):
     records the pairs it left out."""
 
     def test_the_adaptive_plan_screens_every_host_in_fewer_rounds(self):
-        self.assert_refused(self.mpirun(4, "fabric-sweep", ["--plan", "adaptive", "--sequential"], env=FAKE),
+        self.assert_refused(self.mpirun(4, "fabric-sweep", FAKE_HOSTS + ["--plan", "adaptive", "--sequential"]),
                             "fabric-sweep", "--sequential with --plan adaptive")
-        r = self.mpirun(8, "fabric-sweep", ["--output", "ad.h5", "-q", "-n", "200", "-w", "10", "--plan", "adaptive",
-                                            "--metric", "p2p_latency", "--seed", "7"], env=FAKE)
+        r = self.mpirun(8, "fabric-sweep", FAKE_HOSTS + ["--output", "ad.h5", "-q", "-n", "200", "-w", "10", "--plan",
+                                                         "adaptive", "--metric", "p2p_latency", "--seed", "7"])
         run = self.load("ad.h5")
         self.assertIn(r.returncode, (0, 1), r.stderr)
         self.assertEqual(run.attrs["status"], "complete")
@@ -412,8 +414,9 @@ class SweepPlanAndBudget(LaunchTest):
             self.assertEqual(len(hosts), len(set(hosts)), f"round {k}: hosts disjoint")
         self.assertNotIn("sweep/schedule", {t for t, f in run.tables.items() if not f.empty}, "no plan in advance")
         # With --budget the rest of it tests the pairs never tested: all 28 of 8 hosts fit in 60 s here.
-        r = self.mpirun(8, "fabric-sweep", ["--output", "cover.h5", "-n", "50", "-w", "5", "--plan", "adaptive",
-                                            "--metric", "p2p_latency", "--seed", "7", "--budget", "60s"], env=FAKE)
+        r = self.mpirun(8, "fabric-sweep", FAKE_HOSTS + ["--output", "cover.h5", "-n", "50", "-w", "5", "--plan",
+                                                         "adaptive", "--metric", "p2p_latency", "--seed", "7",
+                                                         "--budget", "60s"])
         self.assertIn(r.returncode, (0, 1), r.stderr)
         covered = self.load("cover.h5").tables["sweep/pairs"]
         tested = {tuple(sorted(p)) for p in zip(covered.host_a, covered.host_b)}
@@ -468,12 +471,12 @@ class SweepPlanAndBudget(LaunchTest):
         self.assertIn("100000 hosts, plan adaptive", big.stdout)
 
     def test_dry_run_with_the_jobs_ranks(self):
-        r = self.mpirun(4, "fabric-sweep", ["--dry-run", "--metric", "p2p_latency", "--pair-time", "1s"], env=FAKE)
+        r = self.mpirun(4, "fabric-sweep", FAKE_HOSTS + ["--dry-run", "--metric", "p2p_latency", "--pair-time", "1s"])
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("4 hosts, plan all-pairs: 3 rounds of 2 pairs (6 pair tests)", r.stdout)
         # --sequential acts on the plan too (it was ignored there): a round per pair.
-        r = self.mpirun(4, "fabric-sweep", ["--dry-run", "--metric", "p2p_latency", "--pair-time", "1s", "--sequential"],
-                        env=FAKE)
+        r = self.mpirun(4, "fabric-sweep", FAKE_HOSTS + ["--dry-run", "--metric", "p2p_latency", "--pair-time", "1s",
+                                                         "--sequential"])
         self.assertIn("4 hosts, plan all-pairs (sequential): 6 rounds of 1 pairs (6 pair tests)", r.stdout)
         self.assertIn("estimated 1 s per round (", r.stdout)
         self.assertIn("estimated 1 s per round", r.stdout)
@@ -483,9 +486,9 @@ class SweepPlanAndBudget(LaunchTest):
         # 8 hosts: 7 rounds of p2p_bw, 4 MiB x 64 in flight x 20 (5 GiB a direction). The first round is capped at
         # 0.3 s a direction; later ones at the fastest pair's whole test (--pair-time-relative 1), seconds on a shared
         # machine: the budget of 1.5 s holds a round or two, never seven.
-        args = ["--metric", "p2p_bw", "--sizes", "4M", "-n", "20", "--pair-time", "0.3s", "--pair-time-relative",
-                "1", "--retest", "0", "--budget", "1.5s", "-q"]
-        r = self.mpirun(8, "fabric-sweep", args + ["--output", "b.h5"], env=FAKE, timeout=300)
+        args = FAKE_HOSTS + ["--metric", "p2p_bw", "--sizes", "4M", "-n", "20", "--pair-time", "0.3s",
+                             "--pair-time-relative", "1", "--retest", "0", "--budget", "1.5s", "-q"]
+        r = self.mpirun(8, "fabric-sweep", args + ["--output", "b.h5"], timeout=300)
         self.assertEqual(r.returncode, 1, r.stderr)  # pairs planned and not tested: not a pass
         run = self.load("b.h5")
         self.assertEqual(run.attrs["status"], "complete")
@@ -510,9 +513,10 @@ class SweepPlanAndBudget(LaunchTest):
         # longer than the budget). Before: "no fault in the 0 of 28 pairs tested", status complete, exit 0.
         for plan, hosts, pairs in (("adaptive", 8, 28), ("quick", 4, 2)):
             with self.subTest(plan=plan):
-                r = self.mpirun(hosts, "fabric-sweep", ["--plan", plan, "--metric", "p2p_latency", "-n", "50", "-w", "5",
-                                                        "--budget", "2s", "--pair-time-estimate", "10s",
-                                                        "--output", f"{plan}.h5"], env=FAKE)
+                r = self.mpirun(hosts, "fabric-sweep", FAKE_HOSTS + ["--plan", plan, "--metric", "p2p_latency", "-n",
+                                                                     "50", "-w", "5", "--budget", "2s",
+                                                                     "--pair-time-estimate", "10s", "--output",
+                                                                     f"{plan}.h5"])
                 self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
                 self.assertIn(f"verdict: NOT A PASS: incomplete: 0 of {pairs} pairs and 0 of {hosts} hosts tested",
                               r.stdout)
@@ -526,7 +530,8 @@ class SweepPlanAndBudget(LaunchTest):
                 self.assertTrue((verdicts.kind == "untested").all())
 
     def test_a_budget_that_holds_everything_says_so(self):
-        r = self.mpirun(4, "fabric-sweep", ["--metric", "p2p_latency", "--budget", "1h", "--output", "all.h5"], env=FAKE)
+        r = self.mpirun(4, "fabric-sweep", FAKE_HOSTS + ["--metric", "p2p_latency", "--budget", "1h", "--output",
+                                                         "all.h5"])
         self.assertIn(r.returncode, (0, 1), r.stderr)
         run = self.load("all.h5")
         self.assertEqual(run.attrs["pairs_not_covered"], 0)
@@ -538,12 +543,12 @@ class SweepPlanAndBudget(LaunchTest):
 class SweepRails(LaunchTest):
     """--rails on one machine split into fake hosts of two ranks: the rail-aligned split with the MPI back end (the
     plan the NCCL split follows on GPUs), one row per rail, the NICs table, and the refusals."""
-    RAILS = {"FABRICBENCH_TEST_RANKS_PER_HOST": "2"}
+    RAILS = ["--emulate-hosts", "2"]
 
     def test_every_metric_runs_on_each_rail_with_the_mpi_back_end(self):
-        r = self.mpirun(8, "fabric-sweep", ["--output", "r.h5", "-q", "--rails", "--backend", "mpi", "--sizes", "16K",
-                                            "-W", "4", "-n", "3", "-w", "1", "--retest", "0",
-                                            "--metric", "p2p_bw,allreduce,sendrecv"], env=self.RAILS)
+        r = self.mpirun(8, "fabric-sweep", self.RAILS + ["--output", "r.h5", "-q", "--rails", "--backend", "mpi",
+                                                         "--sizes", "16K", "-W", "4", "-n", "3", "-w", "1", "--retest",
+                                                         "0", "--metric", "p2p_bw,allreduce,sendrecv"])
         self.assertIn(r.returncode, (0, 1), r.stderr)
         run = self.load("r.h5")
         self.assertEqual(run.attrs["status"], "complete")
@@ -577,4 +582,4 @@ class SweepRails(LaunchTest):
         ]
         for np_, args, expected in cases:
             with self.subTest(args=args):
-                self.assert_refused(self.mpirun(np_, "fabric-sweep", args, env=self.RAILS), "fabric-sweep", expected)
+                self.assert_refused(self.mpirun(np_, "fabric-sweep", self.RAILS + args), "fabric-sweep", expected)

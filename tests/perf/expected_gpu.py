@@ -104,10 +104,9 @@ def main():
                 run(case, n, 0, "fabric-coll", ["--backend", "nccl", "--op", "all_reduce,all_gather,reduce_scatter,"
                                                 "sendrecv", "-b", "4M", "-e", a.max_bytes, "-f", "16", "-n", "5", "-w", "2"], env)
         if "sweep" not in skip:
-            fake = {"FABRICBENCH_TEST_RANKS_PER_HOST": "1"}
             for case, env in (("healthy", {}), ("p2p_disabled", DEGRADED["p2p_disabled"])):
-                run(case, n, 0, "fabric-sweep", ["--metric", "allreduce,sendrecv", "--backend", "nccl", "--sizes",
-                                                 "64M", "--retest", "0"], dict(fake, **env))
+                run(case, n, 0, "fabric-sweep", ["--emulate-hosts", "1", "--metric", "allreduce,sendrecv", "--backend",
+                                                 "nccl", "--sizes", "64M", "--retest", "0"], env)
     for name, data in (("rows.csv", rows), ("warnings.csv", warned)):
         if data:
             with open(a.out / name, "w", newline="") as f:

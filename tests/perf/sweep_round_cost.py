@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Where a GPU sweep round's time goes (issue 33), before and after a change: fabric-sweep over one GPU per fake host
-(FABRICBENCH_TEST_RANKS_PER_HOST=1) with --metric allreduce,sendrecv --sizes 64M, each binary run REPEATS times,
+(--emulate-hosts 1) with --metric allreduce,sendrecv --sizes 64M, each binary run REPEATS times,
 interleaved. Per run: the rounds' wall time (/sweep/rounds wall_s, the pair tests' longest measure) and the pair rows'
 setup_s and measure_s; at the end, the median round against the median longest pair test, per binary, and the ratio.
 A benchmark run, not a test. On the GPU machine:
@@ -22,15 +22,16 @@ ap.add_argument("--np", type=int, default=4)
 ap.add_argument("--repeats", type=int, default=3)
 a = ap.parse_args()
 
-ARGS = ["--metric", "allreduce,sendrecv", "--backend", "nccl", "--sizes", "64M", "--retest", "0", "-q", "--force"]
-env = dict(os.environ, FABRICBENCH_TEST_RANKS_PER_HOST="1")
+ARGS = ["--emulate-hosts", "1", "--metric", "allreduce,sendrecv", "--backend", "nccl", "--sizes", "64M", "--retest", "0",
+        "-q", "--force"]
+env = dict(os.environ)
 runs = {"before": [], "after": []}
 work = pathlib.Path(tempfile.mkdtemp())
 for rep in range(a.repeats):
     for name, exe in (("before", a.before), ("after", a.after)):
         out = work / f"{name}{rep}.h5"
-        cmd = ["mpirun", "-np", str(a.np), "--oversubscribe", "--bind-to", "none", "-x", "FABRICBENCH_TEST_RANKS_PER_HOST",
-               "-x", "LD_LIBRARY_PATH", "-x", "NCCL_NVLS_ENABLE", exe] + ARGS + ["--output", str(out)]
+        cmd = ["mpirun", "-np", str(a.np), "--oversubscribe", "--bind-to", "none", "-x", "LD_LIBRARY_PATH",
+               "-x", "NCCL_NVLS_ENABLE", exe] + ARGS + ["--output", str(out)]
         r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
         if r.returncode not in (0, 1):
             sys.exit(f"{name}: exit {r.returncode}\n{r.stdout}\n{r.stderr}")

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Rails of Soft-RoCE inside the QEMU guest of rxe_vm.sh (runs there, as root): fake hosts (fabric-sweep's
-# FABRICBENCH_TEST_RANKS_PER_HOST) each with one rxe device per rail, whose traffic really crosses a network that tc
+# --emulate-hosts) each with one rxe device per rail, whose traffic really crosses a network that tc
 # can shape. The guest's kernel has rxe in its first network namespace only, so the "hosts" share it: per rail r a
 # bridge fbr<r>; per host h (0-based) and rail r a veth pair h<h>r<r> (10.10.<r>.<h+1>/24, the rxe device rxe_h<h>r<r>
 # on it) whose other end b<h>r<r> is a port of the rail's bridge.

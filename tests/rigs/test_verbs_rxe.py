@@ -19,7 +19,7 @@ from rigs.rxe_guest import MPIRUN, run_guest
 RIG = pathlib.Path(__file__).resolve().parent
 # Four fake hosts of two ranks (rails) each; every rank opens its own rail's rxe device (rxe_rails.sh exec).
 RAILS_SWEEP = (f"mpirun --allow-run-as-root -np 8 --oversubscribe --bind-to none --mca btl self,vader "
-               f"-x FABRICBENCH_TEST_RANKS_PER_HOST=2 sh rxe_rails.sh exec 2 {BIN}/fabric-sweep --rails "
+               f"sh rxe_rails.sh exec 2 {BIN}/fabric-sweep --emulate-hosts 2 --rails "
                # Eight ranks on two emulated CPUs answer late: perftest's ACK timeout (67 ms) retransmits, and
                # rxe then fails the QP (remote invalid request); 2^18 x 4 us (1 s) does not.
                f"--metric rdma_bw --sizes 64K -n 50 --qp-timeout 18 "
@@ -49,7 +49,7 @@ class SoftRoceGuest(unittest.TestCase):
                       f"--output qperr.h5"),
             ("hang", f"{MPIRUN} -x FABRICBENCH_TEST_STALL=1:0 {v} --test write_lat --timeout 4 --output hang.h5"),
             ("duration", f"{MPIRUN} {v} --test write_bw,write_lat -D 0.5 --output duration.h5"),
-            ("sweep", f"{MPIRUN} -x FABRICBENCH_TEST_RANKS_PER_HOST=1 {BIN}/fabric-sweep --metric rdma_bw,rdma_lat "
+            ("sweep", f"{MPIRUN} {BIN}/fabric-sweep --emulate-hosts 1 --metric rdma_bw,rdma_lat "
                       f"--sizes 64K -n 100 --check --output sweep.h5"),
             ("doctor", f"{MPIRUN} {BIN}/fabric-doctor --checks rdma,limits,host --output doctor.h5"),
             ("badtimeout", f"{MPIRUN} {v} --qp-timeout 32 --output badtimeout.h5"),

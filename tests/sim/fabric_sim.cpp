@@ -47,7 +47,8 @@ struct Options {
 double number(const std::string& option, const std::string& text, double lo, double hi, const std::string& allowed) {
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !(v >= lo && v <= hi)) usage(fmt::format("{} '{}': give {}", option, text, allowed));
+  if (text.empty() || *end != '\0' || !(v >= lo && v <= hi))
+    usage(fmt::format("{} '{}': give {}", option, text, allowed));
   return v;
 }
 
@@ -72,8 +73,14 @@ Options parse(int argc, char** argv) {
       "--pair-time, --setup-time, --timeout, --max-records, --rules, --noise, --scenarios, --json, --explain";
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i], value;
-    if (arg == "--json") { o.json = true; continue; }
-    if (arg == "--explain") { o.explain = true; continue; }
+    if (arg == "--json") {
+      o.json = true;
+      continue;
+    }
+    if (arg == "--explain") {
+      o.explain = true;
+      continue;
+    }
     if (arg == "--help" || arg == "-h") {
       std::printf(
           "fabric-sim [--hosts 256,1024] [--rails 8] [--leaf 32] [--seeds 20] [--seeds-fixed S] [--seed0 1]\n"
@@ -82,9 +89,12 @@ Options parse(int argc, char** argv) {
           "  [--noise 0.03] [--scenarios faults,hung,clean] [--json] [--explain]\n");
       std::exit(0);
     }
-    if (const auto eq = arg.find('='); eq != std::string::npos) value = arg.substr(eq + 1), arg = arg.substr(0, eq);
-    else if (i + 1 < argc) value = argv[++i];
-    else usage(fmt::format("{}: give a value (options: {})", arg, known));
+    if (const auto eq = arg.find('='); eq != std::string::npos)
+      value = arg.substr(eq + 1), arg = arg.substr(0, eq);
+    else if (i + 1 < argc)
+      value = argv[++i];
+    else
+      usage(fmt::format("{}: give a value (options: {})", arg, known));
     if (arg == "--hosts") {
       o.hosts.clear();
       for (const auto& h : split(value))
@@ -104,13 +114,18 @@ Options parse(int argc, char** argv) {
       o.seed0 = static_cast<std::uint64_t>(whole(arg, value, 0, 1e15, "a whole number from 0"));
     else if (arg == "--retest")
       o.retest = static_cast<int>(whole(arg, value, 0, 10, "re-test passes from 0 to 10"));
-    else if (arg == "--budget") o.budget_s = number(arg, value, 0, 1e9, "seconds of simulated time (0: none)");
-    else if (arg == "--pair-time") o.pair_s = number(arg, value, 1e-6, 1e6, "seconds of a round's pair tests, above 0");
-    else if (arg == "--setup-time") o.setup_s = number(arg, value, 0, 1e6, "seconds of a round's setup, 0 or more");
-    else if (arg == "--timeout") o.timeout_s = number(arg, value, 0, 1e6, "seconds a round with a hung pair takes, 0 or more");
+    else if (arg == "--budget")
+      o.budget_s = number(arg, value, 0, 1e9, "seconds of simulated time (0: none)");
+    else if (arg == "--pair-time")
+      o.pair_s = number(arg, value, 1e-6, 1e6, "seconds of a round's pair tests, above 0");
+    else if (arg == "--setup-time")
+      o.setup_s = number(arg, value, 0, 1e6, "seconds of a round's setup, 0 or more");
+    else if (arg == "--timeout")
+      o.timeout_s = number(arg, value, 0, 1e6, "seconds a round with a hung pair takes, 0 or more");
     else if (arg == "--max-records")
       o.max_records = static_cast<long long>(whole(arg, value, 1, 1e12, "a record count above 0"));
-    else if (arg == "--rules") o.rules = value;
+    else if (arg == "--rules")
+      o.rules = value;
     else if (arg == "--noise")
       o.noise = number(arg, value, 0, 5, "the lognormal sigma of every pair value, 0 to 5");
     else if (arg == "--scenarios") {
@@ -145,11 +160,11 @@ struct RunResult {
 
 double cpu_now() { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; }
 
-const std::vector<JudgedMetric> metrics{{"p2p_bw", "MB/s", results::Unit::mbps, results::Better::higher, true}};
+const std::vector<JudgedMetric> metrics{{"p2p_bw", results::Unit::mbps, results::Better::higher, true}};
 
 // One plan on one scenario of one seed, as fabric-sweep runs it: rounds while the budget fits, hosts of a hung pair
-// resting for the rest of a fixed plan (the pass loop's rest_hung_hosts; the adaptive plan decides that itself), --retest
-// passes after a fixed plan, then the judge over every record.
+// resting for the rest of a fixed plan (the pass loop's rest_hung_hosts; the adaptive plan decides that itself),
+// --retest passes after a fixed plan, then the judge over every record.
 RunResult run(const std::string& plan, const sim::FabricModel& model, const Topology& topo, const sim::Faults& faults,
               std::uint64_t seed, const Options& o, const Rules& rules, const Fabric& fabric) {
   RunResult out;
@@ -211,12 +226,15 @@ RunResult run(const std::string& plan, const sim::FabricModel& model, const Topo
   const auto judgement = judged();
   out.score = sim::score(judgement, faults, model);
   if (o.explain) {  // every verdict and the faults, for reading why a kind fell short
-    std::fprintf(stderr, "%s seed %llu: faults node %d nic %d/r%d uplink leaf %d/r%d link %d-%d/r%d hung %d flaky %d; "
-                 "%d rounds\n", plan.c_str(), static_cast<unsigned long long>(seed), faults.node, faults.nic,
-                 faults.nic_rail, faults.uplink_leaf, faults.uplink_rail, faults.link_a, faults.link_b, faults.link_rail,
-                 faults.hung, faults.flaky, out.rounds);
+    std::fprintf(stderr,
+                 "%s seed %llu: faults node %d nic %d/r%d uplink leaf %d/r%d link %d-%d/r%d hung %d flaky %d; "
+                 "%d rounds\n",
+                 plan.c_str(), static_cast<unsigned long long>(seed), faults.node, faults.nic, faults.nic_rail,
+                 faults.uplink_leaf, faults.uplink_rail, faults.link_a, faults.link_b, faults.link_rail, faults.hung,
+                 faults.flaky, out.rounds);
     for (const auto& v : judgement.verdicts)
-      std::fprintf(stderr, "  %s %d %d r%d %s: %s\n", std::string(sweep::kind_name(v.kind)).c_str(), v.a, v.b, v.rail, v.switch_name.c_str(), v.reason.c_str());
+      std::fprintf(stderr, "  %s %d %d r%d %s: %s\n", std::string(sweep::kind_name(v.kind)).c_str(), v.a, v.b, v.rail,
+                   v.switch_name.c_str(), v.reason.c_str());
   }
   return out;
 }
@@ -241,7 +259,9 @@ double most(const std::vector<RunResult>& runs, double RunResult::*field) {
   for (const auto& r : runs) m = std::max(m, r.*field);
   return m;
 }
-std::string ratio(long long num, long long den) { return den ? fmt::format("{:.3f}", static_cast<double>(num) / den) : "null"; }
+std::string ratio(long long num, long long den) {
+  return den ? fmt::format("{:.3f}", static_cast<double>(num) / den) : "null";
+}
 
 }  // namespace
 
@@ -261,8 +281,9 @@ int main(int argc, char** argv) try {
       const bool fixed = plan.rfind("adaptive", 0) != 0;
       row.seeds = fixed ? o.seeds_fixed : o.seeds;
       if (fixed) {  // too many records to hold: rounds and time from the schedule alone
-        auto schedule = plan == "all-pairs" ? PairSchedule::all_pairs(n) : plan == "quick" ? PairSchedule::quick(n)
-                                                                                           : PairSchedule::shift(n);
+        auto schedule = plan == "all-pairs" ? PairSchedule::all_pairs(n)
+                        : plan == "quick"   ? PairSchedule::quick(n)
+                                            : PairSchedule::shift(n);
         if (plan != "shift") schedule.cover(topo, o.rails);
         long long pairs = 0;
         for (const auto& r : schedule.rounds()) pairs += static_cast<long long>(r.pairs.size());
@@ -270,8 +291,9 @@ int main(int argc, char** argv) try {
         row.analytic_s = row.analytic_rounds * (o.setup_s + o.pair_s);
         if (pairs * o.rails * 2 > o.max_records || row.seeds == 0) {
           row.simulated = false;
-          row.note = fmt::format("not simulated: {} records a seed (--max-records {}); rounds and time from the schedule",
-                                 pairs * o.rails * 2, o.max_records);
+          row.note =
+              fmt::format("not simulated: {} records a seed (--max-records {}); rounds and time from the schedule",
+                          pairs * o.rails * 2, o.max_records);
           rows.push_back(row);
           continue;
         }
@@ -297,14 +319,15 @@ int main(int argc, char** argv) try {
       "\"setup_time_s\": {}, \"timeout_s\": {}, \"noise\": {}, \"scenarios\": [\"{}\"]}},\n \"results\": [",
       o.rails, o.leaf, o.seeds, o.seeds_fixed, o.seed0, o.retest, o.budget_s, o.pair_s, o.setup_s, o.timeout_s, o.noise,
       fmt::join(o.scenarios, "\", \""));
-  std::string table = fmt::format("{:<15} {:>6} {:>5} {:>8} {:>10} {:>9} {:>9} {:>9} {:>10}  {}\n", "plan", "hosts",
-                                  "seeds", "rounds", "sim time", "judge s", "judge max", "plan s", "records",
-                                  "recall/precision per kind; flaky host");
+  std::string table =
+      fmt::format("{:<15} {:>6} {:>5} {:>8} {:>10} {:>9} {:>9} {:>9} {:>10}  {}\n", "plan", "hosts", "seeds", "rounds",
+                  "sim time", "judge s", "judge max", "plan s", "records", "recall/precision per kind; flaky host");
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
-    json += fmt::format("{}\n  {{\"plan\": \"{}\", \"hosts\": {}, \"rails\": {}, \"leaf\": {}, \"seeds\": {}, "
-                        "\"simulated\": {}, \"note\": \"{}\", ", i ? "," : "", r.plan, r.hosts, o.rails, o.leaf, r.seeds,
-                        r.simulated ? "true" : "false", r.note);
+    json += fmt::format(
+        "{}\n  {{\"plan\": \"{}\", \"hosts\": {}, \"rails\": {}, \"leaf\": {}, \"seeds\": {}, "
+        "\"simulated\": {}, \"note\": \"{}\", ",
+        i ? "," : "", r.plan, r.hosts, o.rails, o.leaf, r.seeds, r.simulated ? "true" : "false", r.note);
     if (!r.simulated) {
       json += fmt::format("\"rounds\": {}, \"sim_time_s\": {:.1f}}}", r.analytic_rounds, r.analytic_s);
       table += fmt::format("{:<15} {:>6} {:>5} {:>8} {:>10} {:>9} {:>9} {:>9} {:>10}  {}\n", r.plan, r.hosts, "-",
@@ -313,24 +336,28 @@ int main(int argc, char** argv) try {
     }
     double rounds = 0, rounds_max = 0;
     long long peak = 0;
-    for (const auto& x : r.runs) rounds += x.rounds, rounds_max = std::max<double>(rounds_max, x.rounds), peak = std::max(peak, x.records);
+    for (const auto& x : r.runs)
+      rounds += x.rounds, rounds_max = std::max<double>(rounds_max, x.rounds), peak = std::max(peak, x.records);
     rounds /= static_cast<double>(std::max<std::size_t>(1, r.runs.size()));
-    json += fmt::format("\"rounds\": {:.2f}, \"rounds_max\": {}, \"sim_time_s\": {:.1f}, \"sim_time_max_s\": {:.1f}, "
-                        "\"judge_cpu_s\": {:.4f}, \"judge_cpu_max_s\": {:.4f}, \"judge_cpu_total_s\": {:.4f}, "
-                        "\"plan_cpu_s\": {:.4f}, \"peak_records\": {}, \"peak_record_bytes\": {}, ",
-                        rounds, rounds_max, mean(r.runs, &RunResult::sim_s), most(r.runs, &RunResult::sim_s),
-                        mean(r.runs, &RunResult::judge_cpu_s), most(r.runs, &RunResult::judge_cpu_s),
-                        mean(r.runs, &RunResult::judge_cpu_total_s), mean(r.runs, &RunResult::plan_cpu_s), peak,
-                        peak * static_cast<long long>(sizeof(PairRecord)));
+    json += fmt::format(
+        "\"rounds\": {:.2f}, \"rounds_max\": {}, \"sim_time_s\": {:.1f}, \"sim_time_max_s\": {:.1f}, "
+        "\"judge_cpu_s\": {:.4f}, \"judge_cpu_max_s\": {:.4f}, \"judge_cpu_total_s\": {:.4f}, "
+        "\"plan_cpu_s\": {:.4f}, \"peak_records\": {}, \"peak_record_bytes\": {}, ",
+        rounds, rounds_max, mean(r.runs, &RunResult::sim_s), most(r.runs, &RunResult::sim_s),
+        mean(r.runs, &RunResult::judge_cpu_s), most(r.runs, &RunResult::judge_cpu_s),
+        mean(r.runs, &RunResult::judge_cpu_total_s), mean(r.runs, &RunResult::plan_cpu_s), peak,
+        peak * static_cast<long long>(sizeof(PairRecord)));
     if (r.plan == "all-pairs" || r.plan == "quick")
       json += fmt::format("\"schedule_rounds\": {}, \"schedule_time_s\": {:.1f}, ", r.analytic_rounds, r.analytic_s);
     std::string per_kind, other;
     json += "\"kinds\": {";
     bool first = true;
     for (const auto& [kind, k] : r.score.kinds) {
-      json += fmt::format("{}\"{}\": {{\"injected\": {}, \"found\": {}, \"recall\": {}, \"verdicts\": {}, "
-                          "\"true_positives\": {}, \"precision\": {}}}", first ? "" : ", ", kind, k.injected, k.found,
-                          ratio(k.found, k.injected), k.verdicts, k.true_positives, ratio(k.true_positives, k.verdicts));
+      json += fmt::format(
+          "{}\"{}\": {{\"injected\": {}, \"found\": {}, \"recall\": {}, \"verdicts\": {}, "
+          "\"true_positives\": {}, \"precision\": {}}}",
+          first ? "" : ", ", kind, k.injected, k.found, ratio(k.found, k.injected), k.verdicts, k.true_positives,
+          ratio(k.true_positives, k.verdicts));
       first = false;
       if (std::find(kinds.begin(), kinds.end(), kind) != kinds.end())
         per_kind += fmt::format(" {} {}/{}", kind, ratio(k.found, k.injected), ratio(k.true_positives, k.verdicts));
@@ -338,17 +365,19 @@ int main(int argc, char** argv) try {
         other += fmt::format(" {} x{}", kind, k.verdicts);
     }
     std::string flaky;
-    for (const auto& [kind, c] : r.score.flaky_verdicts) flaky += fmt::format("{}\"{}\": {}", flaky.empty() ? "" : ", ", kind, c);
+    for (const auto& [kind, c] : r.score.flaky_verdicts)
+      flaky += fmt::format("{}\"{}\": {}", flaky.empty() ? "" : ", ", kind, c);
     json += fmt::format("}}, \"flaky\": {{\"injected\": {}, \"named_node\": {}, \"verdicts_naming_it\": {{{}}}}}}}",
                         r.score.flaky_injected, r.score.flaky_named_node, flaky);
     std::string flaky_text;
     for (const auto& [kind, c] : r.score.flaky_verdicts) flaky_text += fmt::format(" {} x{}", kind, c);
-    table += fmt::format("{:<15} {:>6} {:>5} {:>8.1f} {:>10} {:>9.3f} {:>9.3f} {:>9.3f} {:>10} {}{}; flaky: node {}/{},"
-                         " verdicts{}\n", r.plan, r.hosts, r.seeds, rounds, human_duration(mean(r.runs, &RunResult::sim_s)),
-                         mean(r.runs, &RunResult::judge_cpu_s), most(r.runs, &RunResult::judge_cpu_s),
-                         mean(r.runs, &RunResult::plan_cpu_s), peak, per_kind,
-                         other.empty() ? "" : ";" + other, r.score.flaky_named_node, r.score.flaky_injected,
-                         flaky_text.empty() ? " none" : flaky_text);
+    table += fmt::format(
+        "{:<15} {:>6} {:>5} {:>8.1f} {:>10} {:>9.3f} {:>9.3f} {:>9.3f} {:>10} {}{}; flaky: node {}/{},"
+        " verdicts{}\n",
+        r.plan, r.hosts, r.seeds, rounds, human_duration(mean(r.runs, &RunResult::sim_s)),
+        mean(r.runs, &RunResult::judge_cpu_s), most(r.runs, &RunResult::judge_cpu_s),
+        mean(r.runs, &RunResult::plan_cpu_s), peak, per_kind, other.empty() ? "" : ";" + other,
+        r.score.flaky_named_node, r.score.flaky_injected, flaky_text.empty() ? " none" : flaky_text);
   }
   json += "\n]}\n";
   std::fputs(o.json ? json.c_str() : table.c_str(), stdout);

@@ -8,9 +8,7 @@ where each verdict about one rail points (the NIC of a host, a leaf switch, a le
 and brings its per-NIC and per-switch tables."""
 from __future__ import annotations
 
-import configparser
 import dataclasses
-import pathlib
 
 import pandas as pd
 
@@ -41,24 +39,18 @@ class ExpectedRule:
         return self.calibrated_warn_below_percent if kind == "calibrated" else self.warn_below_percent
 
 
-def expected_rule() -> ExpectedRule:
-    """configs/expected.ini beside the package, else the defaults."""
-    for folder in (pathlib.Path(__file__).resolve().parents[3] / "configs",):
-        path = folder / "expected.ini"
-        if not path.is_file():
-            continue
-        parser = configparser.ConfigParser(inline_comment_prefixes=("#", ";"))
-        try:
-            parser.read(path)
-            percent = parser.getfloat("expected", "warn_below_percent", fallback=WARN_BELOW_PERCENT)
-            calibrated = parser.getfloat("expected", "calibrated_warn_below_percent",
-                                         fallback=CALIBRATED_WARN_BELOW_PERCENT)
-            text = parser.get("expected", "min_bytes", fallback=str(MIN_BYTES)).strip().upper()
-            scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
-            return ExpectedRule(percent, int(float(text.rstrip("KMG")) * scale), calibrated)
-        except (configparser.Error, ValueError):
-            break
-    return ExpectedRule()
+def expected_rule(run=None) -> ExpectedRule:
+    """The rule the run was judged with, as the tool recorded it in the file's attributes (expected_warn_below_percent,
+    expected_calibrated_warn_below_percent, expected_min_bytes: the tool's --expected-rule or the shipped
+    configs/expected.ini, read and checked once, by the tool); a file without them (written before they were
+    recorded, or made by hand) gets configs/expected.ini's defaults."""
+    attrs = getattr(run, "attrs", {}) if run is not None else {}
+    try:
+        return ExpectedRule(float(attrs.get("expected_warn_below_percent", WARN_BELOW_PERCENT)),
+                            int(attrs.get("expected_min_bytes", MIN_BYTES)),
+                            float(attrs.get("expected_calibrated_warn_below_percent", CALIBRATED_WARN_BELOW_PERCENT)))
+    except (TypeError, ValueError):
+        return ExpectedRule()
 
 
 @dataclasses.dataclass
@@ -303,7 +295,7 @@ def answer(run, regressions=()) -> Answer:
         counts = checks.status.value_counts().to_dict()
         bad = checks[checks.status.isin(["fail", "warn"])]
         bad = bad.loc[bad.status.map({"fail": 0, "warn": 1}).sort_values(kind="stable").index]
-    rule = expected_rule()
+    rule = expected_rule(run)
     status = str(run.attrs.get("status", ""))
     return Answer("" if status == "complete" else status,
                   [h for h in str(run.attrs.get("hosts", "")).split(",") if h],

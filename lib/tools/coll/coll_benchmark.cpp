@@ -13,6 +13,7 @@
 #include "fabricbench/cli/name_list.hpp"
 #include "fabricbench/memory/buffer.hpp"
 #include "fabricbench/runtime/gpu.hpp"
+#include "fabricbench/test_hooks.hpp"
 #include "fabricbench/timing/rank_laps.hpp"
 #include "fabricbench/timing/timed_blocks.hpp"
 
@@ -75,20 +76,6 @@ void refuse_unused_options(const cli::po::variables_map& v, const cli::CommonOpt
 
 }  // namespace
 
-double combine_rank_times(const std::vector<double>& t, RankCombine how) {
-  switch (how) {
-    case RankCombine::rank0:
-      return t.front();
-    case RankCombine::min:
-      return *std::min_element(t.begin(), t.end());
-    case RankCombine::max:
-      return *std::max_element(t.begin(), t.end());
-    case RankCombine::average:
-      break;
-  }
-  return std::accumulate(t.begin(), t.end(), 0.0) / static_cast<double>(t.size());
-}
-
 CollBenchmark::CollBenchmark() : table_(make_table()), samples_(table_.samples()), col_(table_) {}
 
 CollBenchmark::Columns::Columns(const results::TableSpec& t)
@@ -119,14 +106,24 @@ CollBenchmark::Columns::Columns(const results::TableSpec& t)
 CollBenchmark::~CollBenchmark() = default;
 
 std::string CollBenchmark::summary() const {
+  // The factors grouped as the table gives them: "all_reduce 2(n-1)/n; all_gather, reduce_scatter, alltoall (n-1)/n".
   std::string ops;
-  for (const auto& c : collectives()) ops += (ops.empty() ? "" : ", ") + std::string(c.name);
-  return "fabric-coll: NCCL and MPI collectives with nccl-tests' algbw and busbw, validated.\n"
-         "Operations: " +
-         ops +
-         ".\n"
-         "algbw = bytes / time (1e9 B/s); busbw = algbw x factor: all_reduce 2(n-1)/n; all_gather, reduce_scatter,\n"
-         "alltoall (n-1)/n; broadcast, reduce, sendrecv 1. Time: per-rank mean per op, averaged over ranks (-a).";
+  std::vector<std::pair<std::string_view, std::string>> factors;
+  for (const auto& c : collectives()) {
+    ops += (ops.empty() ? "" : ", ") + std::string(c.name);
+    auto it = std::find_if(factors.begin(), factors.end(), [&](const auto& f) { return f.first == c.factor_text; });
+    if (it == factors.end()) it = factors.insert(factors.end(), {c.factor_text, ""});
+    it->second += (it->second.empty() ? "" : ", ") + std::string(c.name);
+  }
+  std::string factor_list;
+  for (const auto& [factor, names] : factors)
+    factor_list += fmt::format("{}{} {}", factor_list.empty() ? "" : "; ", names, factor);
+  return fmt::format(
+      "fabric-coll: NCCL and MPI collectives with nccl-tests' algbw and busbw, validated.\n"
+      "Operations: {}.\n"
+      "algbw = bytes / time (1e9 B/s); busbw = algbw x factor: {}.\n"
+      "Time: per-rank mean per op, averaged over ranks (-a).",
+      ops, factor_list);
 }
 
 results::TableSpec CollBenchmark::make_table() {
@@ -285,7 +282,7 @@ void CollBenchmark::configure(const cli::po::variables_map& v, const cli::Common
             fmt::format("--redop avg with --dtype {}: avg is checked for floating types only "
                         "(half, float, double, bfloat16)",
                         to_string(t)));
-  flip_byte_ = std::getenv("FABRICBENCH_TEST_FLIP_BYTE") != nullptr;
+  flip_byte_ = TestHooks::current().flip_byte;
 }
 
 void CollBenchmark::abort() noexcept {
@@ -405,11 +402,11 @@ ExitStatus CollBenchmark::run(const app::RunContext& context) {
       context.is_root() && nranks > 1
           ? context.expected.per_rank(hosts, ranks_per_host, backend_ == BackendKind::nccl || device_memory_)
           : facts::Reference{};
-  if (reference.known() && (reference.path == "nvlink" || reference.path == "pcie"))
+  if (reference.known() && facts::is_gpu_link(reference.path))
     context.out->note(
         fmt::format("expected bus bandwidth: each op's healthy curve for {} GPUs over {} {:.2f} GB/s "
                     "where one was measured (expect_from calibrated), else uncalibrated ({})",
-                    nranks, reference.path, reference.gbps, reference.basis));
+                    nranks, facts::to_string(reference.path), reference.gbps, reference.basis));
   else if (reference.known())
     context.out->note(fmt::format("expected bus bandwidth: {:.2f} GB/s ({})", reference.gbps, reference.basis));
   else if (nranks == 1 && context.is_root())
@@ -422,7 +419,7 @@ ExitStatus CollBenchmark::run(const app::RunContext& context) {
     loop.begin("operation", k, ops_.size(), op->name, context.options.sizes.values().size());
     std::vector<bool> modes;
     for (const bool ip : in_place_)
-      if (!ip || backend_impl_->in_place_defined(op->kind)) modes.push_back(ip);
+      if (!ip || backend_impl_->in_place_defined(*op)) modes.push_back(ip);
     if (modes.size() < in_place_.size() && context.is_root())
       context.out->note(
           fmt::format("{}: in place is not defined for the {} back end (its send and receive regions "

@@ -208,7 +208,7 @@ ExitStatus DoctorBenchmark::run(const app::RunContext& ctx) {
   if (selected(selected_, "job.consistency")) check_consistency(ctx.environment.hosts, everything);
   write_findings(*ctx.out, table_, everything.all(), show_ok_);
   for (const auto& e : ctx.environment.expected)
-    ctx.out->note(fmt::format("expected {} {} {}: {} ({})", e.host, e.kind, e.subject,
+    ctx.out->note(fmt::format("expected {} {} {}: {} ({})", e.host, facts::to_string(e.kind), e.subject,
                               std::isnan(e.gbps) ? std::string("unknown") : fmt::format("{:.2f} GB/s", e.gbps),
                               e.basis));
   ctx.out->note(fmt::format("{} fail, {} warn, {} skip, {} ok", everything.count(Status::fail),

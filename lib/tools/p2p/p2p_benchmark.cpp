@@ -11,6 +11,7 @@
 #include "fabricbench/error.hpp"
 #include "fabricbench/ops/bandwidth.hpp"
 #include "fabricbench/runtime/gpu.hpp"
+#include "fabricbench/test_hooks.hpp"
 #include "fabricbench/timing/iteration_timer.hpp"
 #include "fabricbench/timing/rank_laps.hpp"
 #include "fabricbench/timing/timed_blocks.hpp"
@@ -123,11 +124,11 @@ void P2PBenchmark::add_options(cli::po::options_description& options) {
 
 void P2PBenchmark::configure(const cli::po::variables_map& values, const cli::CommonOptions& common,
                              const runtime::Placement& placement) {
-  // "all": every test, but mbw_mr only with more than one pair (with one it is bw again).
+  // "all": every test, but a sum over the pairs (mbw_mr) only with more than one pair (with one it is bw again).
   const auto& table = p2p_tests();
   cli::NameGroup all{"all", {}};
   for (std::size_t i = 0; i < table.size(); ++i)
-    if (table[i].name != "mbw_mr" || placement.world_size() > 2) all.members.push_back(i);
+    if (table[i].aggregate != PairAggregate::sum || placement.world_size() > 2) all.members.push_back(i);
   tests_.clear();
   for (const auto i : cli::parse_name_list("--test", values["test"].as<std::string>(),
                                            cli::names_of(table, [](const P2PTest& t) { return t.name; }), {all}))
@@ -174,7 +175,7 @@ void P2PBenchmark::configure(const cli::po::variables_map& values, const cli::Co
     throw Error::usage(
         "--memory device: this MPI library is not CUDA-aware (MPIX_Query_cuda_support); use host or "
         "pinned, or --backend nccl");
-  flip_byte_ = std::getenv("FABRICBENCH_TEST_FLIP_BYTE") != nullptr;
+  flip_byte_ = TestHooks::current().flip_byte;
   if (common.iterations > 0) min_time_s_ = 0;  // -n: a count, as OSU's -i
 }
 

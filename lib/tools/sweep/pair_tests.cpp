@@ -11,8 +11,8 @@
 
 #include "fabricbench/ops/collective.hpp"
 #include "fabricbench/ops/p2p_exchange.hpp"
+#include "fabricbench/test_hooks.hpp"
 #include "fabricbench/timing/sample_stats.hpp"
-#include "fabricbench/tools/coll/coll_benchmark.hpp"
 #include "fabricbench/tools/sweep/pair_test.hpp"
 
 namespace fabricbench::sweep {
@@ -57,10 +57,8 @@ P2PPairTest::P2PPairTest(const std::vector<const SweepMetric*>& metrics, std::ui
       fastest_(metrics.size() * 2, INFINITY),
       measured_(metrics.size() * 2, INFINITY) {
   budgets_ = {std::vector<double>(metrics.size() * 2, 0), std::vector<double>(metrics.size() * 2, 0), 0};
-  if (const char* hook = std::getenv("FABRICBENCH_TEST_LATE_RECEIVES")) {
-    double ms = 0;
-    if (std::sscanf(hook, "%d:%lf", &late_host_, &ms) == 2) late_receives_s_ = ms / 1e3;
-  }
+  if (const auto& hooks = TestHooks::current(); hooks.late_host >= 0)
+    late_host_ = hooks.late_host, late_receives_s_ = hooks.late_ms / 1e3;
 }
 
 std::uint64_t P2PPairTest::bytes_of(const SweepMetric& m) const { return m.p2p().ping_pong() ? lat_bytes_ : bw_bytes_; }

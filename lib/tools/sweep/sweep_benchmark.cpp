@@ -15,9 +15,9 @@
 #include "fabricbench/cli/byte_size.hpp"
 #include "fabricbench/cli/ini_file.hpp"
 #include "fabricbench/cli/name_list.hpp"
+#include "fabricbench/ops/coll_backend.hpp"
 #include "fabricbench/ops/p2p_exchange.hpp"
 #include "fabricbench/runtime/gpu.hpp"
-#include "fabricbench/tools/coll/coll_benchmark.hpp"
 
 namespace fabricbench::sweep {
 std::string SweepBenchmark::summary() const {
@@ -98,8 +98,10 @@ void SweepBenchmark::add_options(cli::po::options_description& options) {
       "after the pass in flight), each judged on its own; the passes go to one file (/sweep/passes, the pass column), "
       "and a verdict that appears or goes is named with its pass (/sweep/changes)");
   add("bw-every", po::value<long long>(),
-      "with --repeat: the bandwidth metrics (p2p_bw, p2p_bibw, rdma_bw, allreduce, sendrecv) run only in every K-th "
-      "pass, the latency ones in every pass; a pass is judged with the last bandwidth figures");
+      fmt::format("with --repeat: the bandwidth metrics ({}) run only in every K-th pass, the latency ones in every "
+                  "pass; a pass is judged with the last bandwidth figures",
+                  metric_names(is_bandwidth))
+          .c_str());
   add("every", po::value<std::string>(),
       "with --repeat: start a pass this often (30s, 5m; default 0: back to back); a pass that overruns starts the next "
       "at once");
@@ -156,6 +158,7 @@ void SweepBenchmark::configure_plan(const cli::po::variables_map& v) {
   if (v.count("plan") && !v["pattern"].defaulted())
     throw Error::usage("--plan and --pattern are the same option: give one");
   const auto pattern = v.count("plan") ? v["plan"].as<std::string>() : v["pattern"].as<std::string>();
+  const auto plan_names = cli::names_of(chosen_plans(), [](Plan p) { return to_string(p); });
   if (v.count("pairs-file")) {
     const auto path = v["pairs-file"].as<std::string>();
     cli::require_text_file(path, "--pairs-file");
@@ -163,15 +166,11 @@ void SweepBenchmark::configure_plan(const cli::po::variables_map& v) {
     if (!in) throw Error::usage(fmt::format("--pairs-file {}: cannot read the file", path));
     job_.schedule = PairSchedule::from_pairs_file(in, job_.hosts, path);
   } else {
-    cli::require_choice(v.count("plan") ? "--plan" : "--pattern", pattern, {"all-pairs", "quick", "shift", "adaptive"});
+    const auto plan = chosen_plans()[cli::parse_name(v.count("plan") ? "--plan" : "--pattern", pattern, plan_names)];
     // A dry run of a fixed plan counts it (PlanSize): 8192 hosts' all-pairs took 1.7 s and 550 MB to build and copy,
     // 16,384 were refused. Built where a topology adds rounds to it (quick; all-pairs already crosses every leaf pair).
-    const bool count = opt_.dry_run && pattern != "adaptive" && !(opt_.topology && pattern == "quick");
-    job_.schedule = count                    ? PairSchedule::counted(pattern, n)
-                    : pattern == "all-pairs" ? PairSchedule::all_pairs(n)
-                    : pattern == "quick"     ? PairSchedule::quick(n)
-                    : pattern == "shift"     ? PairSchedule::shift(n)
-                                             : PairSchedule::adaptive(n);
+    const bool count = opt_.dry_run && plan != Plan::adaptive && !(opt_.topology && plan == Plan::quick);
+    job_.schedule = count ? PairSchedule::counted(plan, n) : PairSchedule::of(plan, n);
   }
   opt_.metrics.clear();
   const auto names = cli::names_of(sweep_metrics(), [](const SweepMetric& m) { return m.name; });
@@ -181,7 +180,7 @@ void SweepBenchmark::configure_plan(const cli::po::variables_map& v) {
     throw Error::usage(
         "--pattern shift sends around a ring of nodes: with --rails or --topology use all-pairs, quick or "
         "--pairs-file");
-  opt_.adaptive = job_.schedule->pattern() == "adaptive";
+  opt_.adaptive = job_.schedule->plan() == Plan::adaptive;
   opt_.seed = static_cast<std::uint64_t>(v["seed"].as<long long>());
   if (!opt_.adaptive && !v["seed"].defaulted())
     throw Error::usage(fmt::format("--seed: the {} plan is not random; --seed seeds --plan adaptive's pairs",
@@ -235,9 +234,10 @@ void SweepBenchmark::configure_backend(const cli::po::variables_map& v, const cl
       std::any_of(opt_.metrics.begin(), opt_.metrics.end(), [](const SweepMetric* m) { return m->collective(); });
   const bool on_gpus = opt_.any_on_gpus();
   if (!v["nccl-comms"].defaulted() && !(on_gpus && opt_.backend == ops::BackendKind::nccl))
-    throw Error::usage(
-        "--nccl-comms: it chooses how the collective metrics (allreduce, sendrecv), and the p2p ones with --backend "
-        "nccl, make their NCCL communicators; give one of them with --backend nccl");
+    throw Error::usage(fmt::format(
+        "--nccl-comms: it chooses how the collective metrics ({}), and the p2p ones with --backend nccl, make "
+        "their NCCL communicators; give one of them with --backend nccl",
+        metric_names(is_collective)));
   if (collectives && opt_.bw_bytes < 4)
     throw Error::usage(fmt::format("{} {}: the collective metrics move floats: give at least 4 bytes",
                                    common.sizes_option, opt_.bw_bytes));

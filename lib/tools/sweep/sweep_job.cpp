@@ -43,8 +43,7 @@ std::string SweepJob::nic_of(const SweepOptions& opt, const SweepMetric& m, int 
 std::vector<JudgedMetric> SweepJob::judged_metrics(const SweepOptions& opt) const {
   std::vector<JudgedMetric> out;
   for (const auto* m : opt.metrics)
-    out.push_back(
-        {std::string(m->name), std::string(m->unit), m->value_unit, m->better, m->both_directions, nics_of(opt, *m)});
+    out.push_back({std::string(m->name), m->value_unit, m->better, m->both_directions, nics_of(opt, *m)});
   return out;
 }
 

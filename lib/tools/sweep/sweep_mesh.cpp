@@ -39,9 +39,9 @@ void SweepBenchmark::configure_mesh(const cli::po::variables_map& v, bool root) 
     if (opt_.bw_every > 1 && (std::all_of(opt_.metrics.begin(), opt_.metrics.end(), higher) ||
                               std::none_of(opt_.metrics.begin(), opt_.metrics.end(), higher)))
       throw Error::usage(
-          fmt::format("--bw-every {}: give --metric with a latency metric (p2p_latency, rdma_lat) and a "
-                      "bandwidth one, e.g. p2p_latency,p2p_bw",
-                      opt_.bw_every));
+          fmt::format("--bw-every {}: give --metric with a latency metric ({}) and a bandwidth one, e.g. "
+                      "p2p_latency,p2p_bw",
+                      opt_.bw_every, metric_names(is_latency)));
   }
   if (v.count("every")) {
     if (!opt_.mesh) throw Error::usage("--every: give --repeat N too (the passes it spaces; 0: until stopped)");

@@ -16,23 +16,29 @@ const std::vector<SweepMetric>& sweep_metrics() {
   constexpr auto bandwidth = ops::IterationDefaults::fixed(20, 2);
   constexpr auto latency = ops::IterationDefaults::fixed(1000, 100);
   static const std::vector<SweepMetric> metrics{
-      {"p2p_bw", "MB/s", "one direction at a time, a->b then b->a (osu_bw), one rank per node", MetricFamily::p2p, "bw",
-       true, bandwidth, Unit::mbps, Better::higher},
-      {"p2p_bibw", "MB/s", "both directions at once (osu_bibw), one rank per node", MetricFamily::p2p, "bibw", false,
+      {"p2p_bw", "one direction at a time, a->b then b->a (osu_bw), one rank per node", MetricFamily::p2p, "bw", true,
        bandwidth, Unit::mbps, Better::higher},
-      {"p2p_latency", "us", "ping-pong, half the round trip (osu_latency), one rank per node", MetricFamily::p2p,
-       "latency", false, latency, Unit::us, Better::lower},
-      {"allreduce", "GB/s", "all_reduce bus bandwidth over every rank of both nodes (NCCL on GPUs, else MPI)",
+      {"p2p_bibw", "both directions at once (osu_bibw), one rank per node", MetricFamily::p2p, "bibw", false, bandwidth,
+       Unit::mbps, Better::higher},
+      {"p2p_latency", "ping-pong, half the round trip (osu_latency), one rank per node", MetricFamily::p2p, "latency",
+       false, latency, Unit::us, Better::lower},
+      {"allreduce", "all_reduce bus bandwidth over every rank of both nodes (NCCL on GPUs, else MPI)",
        MetricFamily::collective, "all_reduce", false, ops::nccl_tests_iterations, Unit::gbps, Better::higher},
-      {"sendrecv", "GB/s", "sendrecv ring over every rank of both nodes (NCCL on GPUs, else MPI)",
-       MetricFamily::collective, "sendrecv", false, ops::nccl_tests_iterations, Unit::gbps, Better::higher},
-      {"rdma_bw", "MiB/s",
-       "RDMA write bandwidth, a->b then b->a (ib_write_bw; fabric-verbs' options), one rank per node",
+      {"sendrecv", "sendrecv ring over every rank of both nodes (NCCL on GPUs, else MPI)", MetricFamily::collective,
+       "sendrecv", false, ops::nccl_tests_iterations, Unit::gbps, Better::higher},
+      {"rdma_bw", "RDMA write bandwidth, a->b then b->a (ib_write_bw; fabric-verbs' options), one rank per node",
        MetricFamily::rdma, "write_bw", true, ops::IterationDefaults::fixed(1000, 50), Unit::mibps, Better::higher},
-      {"rdma_lat", "us", "RDMA write ping-pong, half the round trip, typical (ib_write_lat), one rank per node",
+      {"rdma_lat", "RDMA write ping-pong, half the round trip, typical (ib_write_lat), one rank per node",
        MetricFamily::rdma, "write_lat", false, ops::IterationDefaults::fixed(1000, 100), Unit::us, Better::lower},
   };
   return metrics;
+}
+
+std::string metric_names(bool (*has)(const SweepMetric& m)) {
+  std::string out;
+  for (const auto& m : sweep_metrics())
+    if (has(m)) out += (out.empty() ? "" : ", ") + std::string(m.name);
+  return out;
 }
 
 const ops::P2PTest& SweepMetric::p2p() const {

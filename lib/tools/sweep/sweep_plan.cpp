@@ -217,7 +217,7 @@ void SweepBenchmark::configure_budget(const cli::po::variables_map& v) {
   budget_ = RoundBudget(budget, estimate);
 }
 
-std::string SweepBenchmark::answer_without_run() const {
+std::string SweepBenchmark::dry_run_answer() const {
   if (!opt_.dry_run) return {};
   if (opt_.adaptive) {
     std::string out = fmt::format(
@@ -238,7 +238,7 @@ std::string SweepBenchmark::answer_without_run() const {
   const int n = static_cast<int>(job_.hosts.size());
   const auto& schedule = *job_.schedule;
   const auto plan =
-      schedule.built() ? PlanSize::of(schedule.rounds(), n, schedule.directed()) : PlanSize::of(schedule.pattern(), n);
+      schedule.built() ? PlanSize::of(schedule.rounds(), n, schedule.directed()) : PlanSize::of(schedule.plan(), n);
   const auto run = opt_.sequential ? plan.one_pair_per_round() : plan;
   std::string metrics;
   for (const auto* m : opt_.metrics) metrics += (metrics.empty() ? "" : ", ") + std::string(m->name);
@@ -248,7 +248,7 @@ std::string SweepBenchmark::answer_without_run() const {
       "fabric-sweep --dry-run: {} hosts{}, plan {}: {} rounds of {} pairs ({} pair tests{}); "
       "metrics: {}\n",
       n, opt_.rails > 1 ? fmt::format(" x {} rails", opt_.rails) : "",
-      schedule.pattern() + (opt_.sequential ? " (sequential)" : ""), run.rounds(), per_round, run.pairs(),
+      std::string(schedule.pattern()) + (opt_.sequential ? " (sequential)" : ""), run.rounds(), per_round, run.pairs(),
       opt_.rails > 1 ? fmt::format(", each on {} rails at once", opt_.rails) : "", metrics);
   const double each = budget_.round_estimate_s();
   out += fmt::format("estimated {} per round ({}): {} in all\n", human_duration(each), opt_.estimate_source,

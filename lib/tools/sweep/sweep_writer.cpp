@@ -153,7 +153,7 @@ RoundTally SweepWriter::round_records(int pass, RoundKind kind, const RoundRunne
     row.set(tables_.pair_col.window, std::int64_t(r.window))
         .set(tables_.pair_col.cut, std::int64_t(r.cut))
         .set(tables_.pair_col.hung, std::int64_t(r.hung));
-    row.set(tables_.pair_col.unit, std::string(m.unit))
+    row.set(tables_.pair_col.unit, std::string(m.unit()))
         .set(tables_.pair_col.time_us_median, r.median_us)
         .set(tables_.pair_col.time_us_p99, r.p99_us);
     row.set(tables_.pair_col.setup_s, r.setup_s).set(tables_.pair_col.measure_s, r.measure_s);

@@ -44,7 +44,7 @@ void SweepWriter::nodes(const Judgement& judgement) {
     for (const auto& w : judgement.worst)
       context_.out->note(fmt::format(
           "worst {} pairs: {} - {}{}: {:.4g} {}", opt_.metrics[w.metric]->name, job_.hosts[w.a], job_.hosts[w.b],
-          opt_.rails > 1 ? fmt::format(" rail {}", w.rail) : "", w.value, opt_.metrics[w.metric]->unit));
+          opt_.rails > 1 ? fmt::format(" rail {}", w.rail) : "", w.value, opt_.metrics[w.metric]->unit()));
   if (opt_.rails > 1) {
     // Per rail: one line per metric, the median of its host medians and its suspect pairs (the terminal's summary
     // instead of N x N per rail).
@@ -60,7 +60,7 @@ void SweepWriter::nodes(const Judgement& judgement) {
         context_.out->note(fmt::format("rail {} {}: median host {:.4g} {}, {} of {} pairs suspect", r,
                                        opt_.metrics[k]->name,
                                        medians.empty() ? NAN : timing::SampleStats::of(medians).median,
-                                       opt_.metrics[k]->unit, suspect / 2, pairs / 2));
+                                       opt_.metrics[k]->unit(), suspect / 2, pairs / 2));
       }
   }
   if (n * opt_.rails <= 64)
@@ -86,7 +86,7 @@ void SweepWriter::nodes(const Judgement& judgement) {
                             .set(tables_.node_col.rail, std::int64_t(s.rail))
                             .set(tables_.node_col.nic, job_.nic_of(opt_, *opt_.metrics[s.metric], s.host, s.rail))
                             .set(tables_.node_col.median, s.median)
-                            .set(tables_.node_col.unit, std::string(opt_.metrics[s.metric]->unit))
+                            .set(tables_.node_col.unit, std::string(opt_.metrics[s.metric]->unit()))
                             .set(tables_.node_col.pairs, s.pairs)
                             .set(tables_.node_col.suspect_pairs, s.suspect_pairs));
   context_.out->rows(node_rows);
@@ -191,7 +191,7 @@ void SweepWriter::topology(const Judgement& judgement) {
                        .set(tables_.switch_col.switch_name, switches[static_cast<std::size_t>(s.leaf)].name)
                        .set(tables_.switch_col.rail, std::int64_t(s.rail))
                        .set(tables_.switch_col.metric, std::string(opt_.metrics[s.metric]->name))
-                       .set(tables_.switch_col.unit, std::string(opt_.metrics[s.metric]->unit))
+                       .set(tables_.switch_col.unit, std::string(opt_.metrics[s.metric]->unit()))
                        .set(tables_.switch_col.hosts, s.hosts)
                        .set(tables_.switch_col.inside_pairs, s.inside_pairs)
                        .set(tables_.switch_col.inside_suspect, s.inside_suspect)

@@ -20,11 +20,25 @@ struct BaseUnit {
   double factor;  // multiply; negative: divide by its absolute value
   const char* figure;
 };
-BaseUnit base_unit(const std::string& unit) {
-  if (unit == "us") return {-1e6, "latency_seconds"};
-  if (unit == "MB/s") return {1e6, "bandwidth_bytes_per_second"};
-  if (unit == "GB/s") return {1e9, "bandwidth_bytes_per_second"};
-  if (unit == "MiB/s") return {1048576.0, "bandwidth_bytes_per_second"};
+BaseUnit base_unit(results::Unit unit) {
+  switch (unit) {
+    case results::Unit::us:
+      return {-1e6, "latency_seconds"};
+    case results::Unit::mbps:
+      return {1e6, "bandwidth_bytes_per_second"};
+    case results::Unit::gbps:
+      return {1e9, "bandwidth_bytes_per_second"};
+    case results::Unit::mibps:
+      return {1048576.0, "bandwidth_bytes_per_second"};
+    case results::Unit::none:
+    case results::Unit::bytes:
+    case results::Unit::elements:
+    case results::Unit::seconds:
+    case results::Unit::gbitps:
+    case results::Unit::mega_per_s:
+    case results::Unit::percent:
+      break;
+  }
   return {1, "value"};
 }
 double to_base(double value, const BaseUnit& u) { return u.factor < 0 ? value / -u.factor : value * u.factor; }
@@ -93,7 +107,7 @@ void SweepWriter::pass(int pass, const RoundTally& tally, const Untested& untest
     std::sort(medians.begin(), medians.end());
     if (!medians.empty())
       summary += fmt::format("; {} median host {:.4g} {}", opt_.metrics[k]->name, medians[medians.size() / 2],
-                             opt_.metrics[k]->unit);
+                             opt_.metrics[k]->unit());
   }
   context_.out->note(fmt::format("pass {}{} at {}: {} pairs in {:.2f} s{}; {}", pass,
                                  opt_.repeat > 0 ? fmt::format(" of {}", opt_.repeat) : "", started, pairs, wall_s,
@@ -144,7 +158,7 @@ void SweepWriter::prometheus_figures(results::Exposition& e, const std::vector<P
   for (const auto& r : records) {  // in the order measured: a re-test replaces the sweep's figure
     if (std::isnan(r.value)) continue;
     const auto& m = *opt_.metrics[static_cast<std::size_t>(r.metric)];
-    const auto unit = base_unit(std::string(m.unit));
+    const auto unit = base_unit(m.value_unit);
     e.add(fmt::format("sweep_pair_{}", unit.figure),
           fmt::format("fabric-sweep: a node pair's {} (/sweep/pairs value), the last measured (a re-test replaces the "
                       "sweep's row)",
@@ -161,7 +175,7 @@ void SweepWriter::prometheus_figures(results::Exposition& e, const std::vector<P
   }
   for (const auto& s : judgement.nodes) {
     const auto& m = *opt_.metrics[static_cast<std::size_t>(s.metric)];
-    const auto unit = base_unit(std::string(m.unit));
+    const auto unit = base_unit(m.value_unit);
     const results::Exposition::Labels labels{{"metric", std::string(m.name)},
                                              {"host", job_.hosts[s.host]},
                                              {"rail", std::to_string(s.rail)},

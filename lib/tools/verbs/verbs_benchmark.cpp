@@ -11,6 +11,7 @@
 #include "fabricbench/cli/byte_size.hpp"
 #include "fabricbench/cli/name_list.hpp"
 #include "fabricbench/runtime/gpu.hpp"
+#include "fabricbench/test_hooks.hpp"
 #include "fabricbench/timing/rank_laps.hpp"
 
 namespace fabricbench::verbs {
@@ -277,7 +278,7 @@ void VerbsBenchmark::configure(const cli::po::variables_map& values, const cli::
     request_.gid_index = values["gid-index"].as<int>();
   }
   request_.numa_node = current_numa_node();
-  if (const char* hook = std::getenv("FABRICBENCH_TEST_QP_ERROR")) qp_error_at_ = std::atoi(hook);
+  if (TestHooks::current().qp_error_at >= 0) qp_error_at_ = TestHooks::current().qp_error_at;
   // Every rank opens its port now: a missing device or a port that is not Active is a usage error (exit 2), found
   // before any output exists.
   device_ = std::make_unique<Device>(Device::open(request_, placement.me().host));

@@ -51,28 +51,35 @@ std::string given(const po::variables_map& v, std::initializer_list<const char*>
   return "";
 }
 
+// The actions --actions names, each a switch of Options; exec:PATH, the one with a value, is apart.
+struct ActionWord {
+  std::string_view word;
+  bool Options::*on;
+};
+constexpr ActionWord kActions[] = {
+    {"stacks", &Options::stacks}, {"kill", &Options::kill}, {"scancel", &Options::scancel}};
+constexpr std::string_view kExec = "exec:";
+
 // --actions' comma list into `o`: each action at most once, exec:PATH with its path.
 void parse_actions(Options& o, const std::string& action_text) {
   std::istringstream actions(action_text);
   std::vector<std::string> seen;
   for (std::string a; std::getline(actions, a, ',');) {
-    const std::string kind = a.rfind("exec:", 0) == 0 ? "exec:" : a;
+    const std::string kind = a.rfind(kExec, 0) == 0 ? std::string(kExec) : a;
     if (std::find(seen.begin(), seen.end(), kind) != seen.end())
       throw Error::usage(fmt::format("--actions '{}': {} given twice; each action at most once", action_text, kind));
     seen.push_back(kind);
-    if (a == "stacks")
-      o.stacks = true;
-    else if (a == "kill")
-      o.kill = true;
-    else if (a == "scancel")
-      o.scancel = true;
-    else if (kind == "exec:" && a.size() > 5)
-      o.exec = a.substr(5);
-    else
+    const auto* action = std::find_if(std::begin(kActions), std::end(kActions), [&](auto& w) { return w.word == a; });
+    if (action != std::end(kActions)) {
+      o.*(action->on) = true;
+    } else if (kind == kExec && a.size() > kExec.size()) {
+      o.exec = a.substr(kExec.size());
+    } else {
+      std::string allowed;
+      for (const auto& w : kActions) allowed += fmt::format("{}, ", w.word);
       throw Error::usage(
-          fmt::format("--actions '{}': allowed values are stacks, kill, scancel, exec:PATH "
-                      "(comma-separated)",
-                      action_text));
+          fmt::format("--actions '{}': allowed values are {}{}PATH (comma-separated)", action_text, allowed, kExec));
+    }
   }
 }
 

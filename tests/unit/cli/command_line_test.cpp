@@ -1,6 +1,7 @@
 #include "fabricbench/cli/command_line.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -83,7 +84,8 @@ TEST(CommandLine, RejectsBadInputNamingTheOption) {
 }
 
 TEST(CommandLine, ReadsAConfigFileAndTheCommandLineWins) {
-  const auto path = std::filesystem::temp_directory_path() / "fabricbench_cli_test.ini";
+  const auto path =
+      std::filesystem::temp_directory_path() / ("fabricbench_cli_test-" + std::to_string(::getpid()) + ".ini");
   std::ofstream(path) << "iters = 11\nwarmup = 2\nsizes = 8,16\n";
   CommonOptions o;
   ASSERT_EQ(usage_error({"--config", path.string(), "-n", "5"}, &o), "");
@@ -94,7 +96,7 @@ TEST(CommandLine, ReadsAConfigFileAndTheCommandLineWins) {
 }
 
 TEST(CommandLine, OutputPathsAreCheckedBeforeAnythingIsWritten) {
-  const auto dir = std::filesystem::temp_directory_path() / "fabricbench_cli_out";
+  const auto dir = std::filesystem::temp_directory_path() / ("fabricbench_cli_out-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const auto existing = dir / "exists.h5";
   std::ofstream(existing) << "x";
@@ -113,7 +115,8 @@ TEST(CommandLine, OutputPathsAreCheckedBeforeAnythingIsWritten) {
   EXPECT_EQ(resolve({"--output", existing.string(), "--force"}), "");
   EXPECT_NE(resolve({"--output", "/nonexistent-dir/x.h5"}).find("does not exist"), std::string::npos);
   EXPECT_NE(resolve({"--output", dir.string()}).find("directory"), std::string::npos);
-  EXPECT_NE(resolve({"--output", (dir / "a.h5").string(), "--csv", existing.string()}).find("--csv"), std::string::npos);
+  EXPECT_NE(resolve({"--output", (dir / "a.h5").string(), "--csv", existing.string()}).find("--csv"),
+            std::string::npos);
   EXPECT_TRUE(std::filesystem::exists(existing));
   EXPECT_FALSE(std::filesystem::exists(dir / "a.h5")) << "validation creates nothing";
   std::filesystem::remove_all(dir);
@@ -125,7 +128,8 @@ TEST(ParseDuration, AcceptsUnits) {
   EXPECT_DOUBLE_EQ(parse_duration("5m", "--timeout"), 300);
   EXPECT_DOUBLE_EQ(parse_duration("1h", "--timeout"), 3600);
   EXPECT_DOUBLE_EQ(parse_duration("1.5", "--timeout"), 1.5);
-  for (const char* bad : {"", "0", "-5", "5d", "s", "1.2.3"}) EXPECT_THROW(parse_duration(bad, "--timeout"), Error) << bad;
+  for (const char* bad : {"", "0", "-5", "5d", "s", "1.2.3"})
+    EXPECT_THROW(parse_duration(bad, "--timeout"), Error) << bad;
 }
 
 TEST(CommandLine, LimitsAreStatedAsLimitsWithTheValueGiven) {
@@ -146,8 +150,8 @@ TEST(CommandLine, LimitsAreStatedAsLimitsWithTheValueGiven) {
 TEST(CommandLine, AToolWithoutMessageSizesShowsNoneOfTheirOptions) {
   CommandLine cl("fabric-doc", "a tool that measures no message sizes", OptionGroups{});
   const auto help = cl.help();
-  for (const char* absent : {"--min-bytes", "--max-bytes", "--step-factor", "--sizes", "--iters", "--warmup",
-                             "--check", "OSU", "-b [", "-n ["})
+  for (const char* absent : {"--min-bytes", "--max-bytes", "--step-factor", "--sizes", "--iters", "--warmup", "--check",
+                             "OSU", "-b [", "-n ["})
     EXPECT_EQ(help.find(absent), std::string::npos) << absent << " in:\n" << help;
   for (const char* present : {"--output", "--csv", "--config", "--timeout", "--quiet", "--force", "--help"})
     EXPECT_NE(help.find(present), std::string::npos) << present;

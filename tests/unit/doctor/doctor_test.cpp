@@ -3,20 +3,18 @@
 // NVML behind GpuInfo.
 #include <gtest/gtest.h>
 
-#include <cstdio>
-#include <memory>
-
-#include "fabricbench/results/terminal_table.hpp"
-
 #include <cmath>
-
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
+#include "../fixtures.hpp"
 #include "fabricbench/doctor/checks.hpp"
 #include "fabricbench/error.hpp"
-#include "../fixtures.hpp"
+#include "fabricbench/results/terminal_table.hpp"
+#include "fabricbench/test_hooks.hpp"
 
 namespace fs = std::filesystem;
 using namespace fabricbench::doctor;
@@ -28,7 +26,9 @@ namespace {
 // A sysfs/procfs tree in a temporary folder, written file by file.
 class Tree {
  public:
-  Tree() : root_(fs::temp_directory_path() / fs::path("fb-doctor-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++))) {
+  Tree()
+      : root_(fs::temp_directory_path() /
+              fs::path("fb-doctor-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++))) {
     fs::remove_all(root_);
     fs::create_directories(root_);
   }
@@ -50,7 +50,10 @@ class Tree {
              const std::string& rate, const std::string& gid_type = "", const std::string& netdev = "") {
     const std::string d = "/sys/class/infiniband/" + dev + "/ports/" + std::to_string(n);
     file("/sys/class/infiniband/" + dev + "/fw_ver", "28.39.1002\n");
-    file(d + "/state", state + "\n").file(d + "/phys_state", phys + "\n").file(d + "/link_layer", layer + "\n").file(d + "/rate", rate + "\n");
+    file(d + "/state", state + "\n")
+        .file(d + "/phys_state", phys + "\n")
+        .file(d + "/link_layer", layer + "\n")
+        .file(d + "/rate", rate + "\n");
     if (!gid_type.empty()) {
       file(d + "/gids/1", "0000:0000:0000:0000:0000:ffff:0a00:0001\n").file(d + "/gid_attrs/types/1", gid_type + "\n");
       file(d + "/gid_attrs/ndevs/0", netdev + "\n");
@@ -64,7 +67,6 @@ class Tree {
   static inline int counter_ = 0;
   fs::path root_;
 };
-
 
 std::string fixture(const std::string& name) {
   const fs::path folder = fixtures_folder();
@@ -104,8 +106,12 @@ class FakeGpus : public GpuInfo {
   std::optional<std::string> p2p_status(int, int, P2PKind) const override { return "OK"; }
   int nvlink_count(int) const override { return 18; }
   std::optional<bool> nvlink_active(int g, int link) const override { return !(g == 1 && link < links_down_on_gpu1); }
-  std::optional<double> nvlink_speed_gbps(int) const override { return speed_known ? std::optional(26.562) : std::nullopt; }
-  std::optional<NvLinkErrors> nvlink_errors(int, int link) const override { return link == 3 ? link_errors : NvLinkErrors{}; }
+  std::optional<double> nvlink_speed_gbps(int) const override {
+    return speed_known ? std::optional(26.562) : std::nullopt;
+  }
+  std::optional<NvLinkErrors> nvlink_errors(int, int link) const override {
+    return link == 3 ? link_errors : NvLinkErrors{};
+  }
   std::optional<RemappedRows> remapped_rows(int) const override { return rows; }
   std::optional<std::uint64_t> ecc_uncorrected(int) const override { return 0; }
   std::optional<Pcie> pcie(int) const override { return Pcie{5, 5, width, 16}; }
@@ -218,7 +224,8 @@ TEST(DoctorFiles, CpuListsAndNuma) {
   Tree t;
   t.file("/sys/devices/system/node/node0/cpulist", "0-3\n").file("/sys/devices/system/node/node1/cpulist", "4-7\n");
   t.file("/sys/bus/pci/devices/0000:17:00.0/numa_node", "1\n");
-  t.port("mlx5_0", 1, "4: ACTIVE", "5: LinkUp", "InfiniBand", "400 Gb/sec (4X NDR)").file("/sys/class/infiniband/mlx5_0/device/numa_node", "0\n");
+  t.port("mlx5_0", 1, "4: ACTIVE", "5: LinkUp", "InfiniBand", "400 Gb/sec (4X NDR)")
+      .file("/sys/class/infiniband/mlx5_0/device/numa_node", "0\n");
   Context c;
   c.files = t.files();
   c.ports = read_rdma_ports(c.files);
@@ -244,11 +251,13 @@ TEST(DoctorFiles, PcieAcsBetweenGpuAndNic) {
   // root port 00:01.0 -> switch upstream 01:00.0 -> downstream ports 02:08.0 (GPU 03:00.0) and 02:10.0 (NIC 04:00.0)
   Tree t;
   const std::string base = "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0";
-  t.file(base + "/0000:02:08.0/0000:03:00.0/vendor", "0x10de\n").file(base + "/0000:02:08.0/0000:03:00.0/class", "0x030200\n");
+  t.file(base + "/0000:02:08.0/0000:03:00.0/vendor", "0x10de\n")
+      .file(base + "/0000:02:08.0/0000:03:00.0/class", "0x030200\n");
   t.file(base + "/0000:02:10.0/0000:04:00.0/vendor", "0x15b3\n");
   t.link("/sys/bus/pci/devices/0000:03:00.0", "../../../" + base.substr(5) + "/0000:02:08.0/0000:03:00.0");
   t.link("/sys/bus/pci/devices/0000:04:00.0", "../../../" + base.substr(5) + "/0000:02:10.0/0000:04:00.0");
-  for (const char* b : {"0000:00:01.0", "0000:01:00.0"}) t.link(std::string("/sys/bus/pci/devices/") + b, "../../../devices/pci0000:00");
+  for (const char* b : {"0000:00:01.0", "0000:01:00.0"})
+    t.link(std::string("/sys/bus/pci/devices/") + b, "../../../devices/pci0000:00");
   t.link("/sys/bus/pci/devices/0000:02:08.0", "../../../" + base.substr(5) + "/0000:02:08.0");
   t.link("/sys/bus/pci/devices/0000:02:10.0", "../../../" + base.substr(5) + "/0000:02:10.0");
   // Config space with an ACS capability at 0x100: header id 0x000d, next 0; control = SV|RR|CR|UF = 0x001d.
@@ -257,7 +266,9 @@ TEST(DoctorFiles, PcieAcsBetweenGpuAndNic) {
   with_acs[0x106] = 0x1d;
   std::string without(4096, '\0');
   without[0x100] = 0x0d;
-  t.file(base + "/0000:02:08.0/config", with_acs).file(base + "/0000:02:10.0/config", without).file(base + "/config", without);
+  t.file(base + "/0000:02:08.0/config", with_acs)
+      .file(base + "/0000:02:10.0/config", without)
+      .file(base + "/config", without);
   t.port("mlx5_0", 1, "4: ACTIVE", "5: LinkUp", "InfiniBand", "400 Gb/sec (4X NDR)");
   t.link("/sys/class/infiniband/mlx5_0/device", "../../../bus/pci/devices/0000:04:00.0");
 
@@ -284,10 +295,31 @@ TEST(DoctorFiles, PcieAcsBetweenGpuAndNic) {
 }
 
 TEST(DoctorFiles, SysrootPerHost) {
+  EXPECT_EQ(HostFiles::for_host("node7", "/tmp/roots/%h").root(), "/tmp/roots/node7");
+  EXPECT_TRUE(HostFiles::for_host("node7", "").real());
+}
+
+TEST(TestHooks, EachVariableReadIntoItsField) {
   setenv("FABRICBENCH_TEST_SYSROOT", "/tmp/roots/%h", 1);
-  EXPECT_EQ(HostFiles::for_host("node7").root(), "/tmp/roots/node7");
-  unsetenv("FABRICBENCH_TEST_SYSROOT");
-  EXPECT_TRUE(HostFiles::for_host("node7").real());
+  setenv("FABRICBENCH_TEST_HOST_NAMES", "a,,c", 1);
+  setenv("FABRICBENCH_TEST_STALL", "3:7", 1);
+  setenv("FABRICBENCH_TEST_LATE_RECEIVES", "1:250.5", 1);
+  setenv("FABRICBENCH_TEST_FLIP_BYTE", "", 1);
+  const auto h = fabricbench::TestHooks::from_environment();
+  for (const char* v : {"FABRICBENCH_TEST_SYSROOT", "FABRICBENCH_TEST_HOST_NAMES", "FABRICBENCH_TEST_STALL",
+                        "FABRICBENCH_TEST_LATE_RECEIVES", "FABRICBENCH_TEST_FLIP_BYTE"})
+    unsetenv(v);
+  EXPECT_EQ(h.sysroot, "/tmp/roots/%h");
+  EXPECT_EQ(h.host_names, (std::vector<std::string>{"a", "", "c"}));
+  EXPECT_EQ(h.stall_rank, 3);
+  EXPECT_EQ(h.stall_at, 7);
+  EXPECT_EQ(h.late_host, 1);
+  EXPECT_DOUBLE_EQ(h.late_ms, 250.5);
+  EXPECT_TRUE(h.flip_byte) << "set, even empty";
+  EXPECT_EQ(h.stall_nccl_rank, -1) << "unset: inert";
+  EXPECT_EQ(h.qp_error_at, -1);
+  const auto none = fabricbench::TestHooks::from_environment();
+  EXPECT_TRUE(none.sysroot.empty() && none.host_names.empty() && !none.flip_byte && none.stall_rank < 0);
 }
 
 TEST(DoctorLimits, MemlockAndShm) {
@@ -394,7 +426,8 @@ TEST(DoctorNccl, IbBondAndSocketFallback) {
   EXPECT_EQ(find(f, "nccl.transport", "network")->status, Status::ok);
 
   // Socket chosen on a host with Active RDMA ports, across hosts: a failure.
-  const auto socket = job::parse_nccl_log("h:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.1.0.1<0>\nh:1:1 [0] NCCL INFO Using network Socket\n");
+  const auto socket = job::parse_nccl_log(
+      "h:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.1.0.1<0>\nh:1:1 [0] NCCL INFO Using network Socket\n");
   Findings g;
   g.begin_check("n1", 0, "nccl.transport");
   check_nccl_transport(socket, c, g);
@@ -433,7 +466,7 @@ TEST(DoctorGpu, HealthyH200Pair) {
   EXPECT_EQ(find(f, "gpu.pcie", "GPU0")->value, "gen 5 x16");
   const auto expected = expected_bandwidth(c);
   ASSERT_EQ(expected.size(), 4u);  // nvlink and pcie for each GPU
-  EXPECT_EQ(expected[0].kind, "nvlink");
+  EXPECT_EQ(expected[0].kind, HardwarePath::nvlink);
   EXPECT_NEAR(expected[0].gbps, 18 * 26.562, 1e-9);
   EXPECT_EQ(expected[0].basis, "18 links x 26.56 GB/s");
   EXPECT_NEAR(expected[1].gbps, 16 * 32.0 * 128 / 130 / 8, 1e-9);  // gen 5 x16 after 128b/130b
@@ -467,12 +500,14 @@ TEST(DoctorGpu, NvlinkErrorsCountWhatNvidiaSmiShowsNotCorrectedDataCrc) {
   gpus.link_errors.crc_data = 27;
   auto f = run_named("gpu.nvlink_errors", c);
   EXPECT_EQ(find(f, "gpu.nvlink_errors", "GPU0")->status, Status::ok);
-  EXPECT_EQ(find(f, "gpu.nvlink_errors", "GPU0")->value, "replay 0, recovery 0, CRC 0 (data CRC 27, corrected: not counted)");
+  EXPECT_EQ(find(f, "gpu.nvlink_errors", "GPU0")->value,
+            "replay 0, recovery 0, CRC 0 (data CRC 27, corrected: not counted)");
   gpus.link_errors.crc_flit = 2;
   gpus.link_errors.replay = 1;
   f = run_named("gpu.nvlink_errors", c);
   EXPECT_EQ(find(f, "gpu.nvlink_errors", "GPU1")->status, Status::warn);
-  EXPECT_NE(find(f, "gpu.nvlink_errors", "GPU1")->value.find("replay 1, recovery 0, CRC 2 (data CRC 27"), std::string::npos);
+  EXPECT_NE(find(f, "gpu.nvlink_errors", "GPU1")->value.find("replay 1, recovery 0, CRC 2 (data CRC 27"),
+            std::string::npos);
   EXPECT_NE(find(f, "gpu.nvlink_errors", "GPU1")->value.find("on links 3"), std::string::npos);
 }
 
@@ -493,7 +528,7 @@ TEST(DoctorGpu, NvlinkUpWithoutASpeedIsAnUnknownFigure) {
   Context c;
   c.gpus = &gpus;
   const auto expected = expected_bandwidth(c);
-  ASSERT_EQ(expected[0].kind, "nvlink");
+  ASSERT_EQ(expected[0].kind, HardwarePath::nvlink);
   EXPECT_TRUE(std::isnan(expected[0].gbps));
   EXPECT_EQ(expected[0].basis, "18 links, speed unknown");
 }
@@ -546,7 +581,8 @@ TEST(DoctorTable, SelectionFindingsAndTerminal) {
     const std::string what = e.what();
     EXPECT_EQ(what.rfind("--checks 'bogus': allowed values are rdma.devices, rdma.modules, ", 0), 0u) << what;
     EXPECT_NE(what.find(", job.consistency, all, cheap, rdma, limits, nccl, gpu, host, job (comma-separated)"),
-              std::string::npos) << what;
+              std::string::npos)
+        << what;
   }
   Findings f;
   f.begin_check("h2", -1, "host.thp");
@@ -572,12 +608,16 @@ TEST(DoctorTable, SelectionFindingsAndTerminal) {
   for (int c; (c = std::fgetc(file)) != EOF;) text += static_cast<char>(c);
   std::fclose(file);
   EXPECT_LT(text.find("# host h1: 1 fail, 0 warn, 0 skip, 1 ok"), text.find("# host h2"));
-  EXPECT_NE(text.find("  fail   rdma.port_state    4 mlx5_0/1 DOWN/Polling ACTIVE/LinkUp check the cable\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  fail   rdma.port_state    4 mlx5_0/1 DOWN/Polling ACTIVE/LinkUp check the cable\n"),
+            std::string::npos)
+      << text;
   EXPECT_EQ(text.find("mlx5_1/1"), std::string::npos) << text;  // ok rows left out
   EXPECT_EQ(text.find("madvise"), std::string::npos) << text;
   const auto lines = warning_lines(back);
   ASSERT_EQ(lines.size(), 1u);
-  EXPECT_EQ(lines[0], "check failed: host h1: rank 4: rdma.port_state mlx5_0/1: DOWN/Polling (expected ACTIVE/LinkUp); check the cable");
+  EXPECT_EQ(lines[0],
+            "check failed: host h1: rank 4: rdma.port_state mlx5_0/1: DOWN/Polling (expected ACTIVE/LinkUp); check the "
+            "cable");
 }
 
 TEST(DoctorJob, HardwareFactsTakeTheNetdevMtuOnlyWhereItIsReadable) {
@@ -602,8 +642,9 @@ TEST(DoctorJob, HardwareFactsTakeTheNetdevMtuOnlyWhereItIsReadable) {
 TEST(DoctorFiles, RdmaModulesNameTheOneMissing) {
   Tree t;
   t.port("mlx5_0", 1, "4: ACTIVE", "5: LinkUp", "InfiniBand", "400 Gb/sec (4X NDR)")
-      .file("/proc/modules", "ib_core 425984 8 ib_uverbs,mlx5_ib, Live 0x0000000000000000\n"
-                             "mlx5_core 2052096 1 mlx5_ib, Live 0x0000000000000000\n");
+      .file("/proc/modules",
+            "ib_core 425984 8 ib_uverbs,mlx5_ib, Live 0x0000000000000000\n"
+            "mlx5_core 2052096 1 mlx5_ib, Live 0x0000000000000000\n");
   Context c;
   c.files = t.files();
   c.ports = read_rdma_ports(c.files);

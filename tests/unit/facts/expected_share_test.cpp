@@ -1,5 +1,7 @@
 // "% of expected": which figure a measurement is held against, the rule file, and the stamped columns, on
 // hand-computed cases.
+#include "fabricbench/facts/expected_share.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,22 +14,21 @@
 #include "../fixtures.hpp"
 #include "fabricbench/app/shipped_files.hpp"
 #include "fabricbench/error.hpp"
-#include "fabricbench/facts/expected_share.hpp"
 
 namespace fabricbench::facts {
 namespace {
 
 // Two hosts: a has two 200 Gb/s ports and 8 GPUs with 18 NVLinks; b has one 100 Gb/s port and PCIe GPUs only.
 std::vector<Expected> two_hosts() {
-  return {{"a", "nvlink", "GPU0", 18 * 26.5625, "18 links x 26.56 GB/s"},
-          {"a", "nvlink", "GPU1", 17 * 26.5625, "17 links x 26.56 GB/s"},
-          {"a", "pcie", "GPU0", 63.0, "PCIe gen 5 x16"},
-          {"a", "rdma_port", "mlx5_0/1", 25.0, "200 Gb/s"},
-          {"a", "rdma_port", "mlx5_1/1", 25.0, "200 Gb/s"},
-          {"a", "rdma_node", "node", 50.0, "2 Active port(s), 400 Gb/s in all"},
-          {"b", "pcie", "GPU0", 31.5, "PCIe gen 4 x16"},
-          {"b", "rdma_port", "mlx5_0/1", 12.5, "100 Gb/s"},
-          {"b", "rdma_node", "node", 12.5, "1 Active port(s), 100 Gb/s in all"}};
+  return {{"a", HardwarePath::nvlink, "GPU0", 18 * 26.5625, "18 links x 26.56 GB/s"},
+          {"a", HardwarePath::nvlink, "GPU1", 17 * 26.5625, "17 links x 26.56 GB/s"},
+          {"a", HardwarePath::pcie, "GPU0", 63.0, "PCIe gen 5 x16"},
+          {"a", HardwarePath::rdma_port, "mlx5_0/1", 25.0, "200 Gb/s"},
+          {"a", HardwarePath::rdma_port, "mlx5_1/1", 25.0, "200 Gb/s"},
+          {"a", HardwarePath::rdma_node, "node", 50.0, "2 Active port(s), 400 Gb/s in all"},
+          {"b", HardwarePath::pcie, "GPU0", 31.5, "PCIe gen 4 x16"},
+          {"b", HardwarePath::rdma_port, "mlx5_0/1", 12.5, "100 Gb/s"},
+          {"b", HardwarePath::rdma_node, "node", 12.5, "1 Active port(s), 100 Gb/s in all"}};
 }
 
 TEST(ExpectedShare, AStreamBetweenHostsIsTheSlowerHostsFastestPort) {
@@ -51,8 +52,10 @@ TEST(ExpectedShare, EveryRankAtOnceSharesTheNodeAndNeverExceedsItsGpuLink) {
   EXPECT_DOUBLE_EQ(share.per_rank({"a", "a"}, 2, true).gbps, 17 * 26.5625);
   EXPECT_FALSE(share.per_rank({"a", "a"}, 2, false).known());
   // A fast node over a slow GPU link: the GPU link limits.
-  const ExpectedShare fat({{"p", "pcie", "GPU0", 10.0, "PCIe gen 3 x8"}, {"q", "pcie", "GPU0", 10.0, "PCIe gen 3 x8"},
-                           {"p", "rdma_node", "node", 100.0, "8 ports"}, {"q", "rdma_node", "node", 100.0, "8 ports"}},
+  const ExpectedShare fat({{"p", HardwarePath::pcie, "GPU0", 10.0, "PCIe gen 3 x8"},
+                           {"q", HardwarePath::pcie, "GPU0", 10.0, "PCIe gen 3 x8"},
+                           {"p", HardwarePath::rdma_node, "node", 100.0, "8 ports"},
+                           {"q", HardwarePath::rdma_node, "node", 100.0, "8 ports"}},
                           {}, 0);
   EXPECT_DOUBLE_EQ(fat.per_rank({"p", "q"}, 2, true).gbps, 10.0);
   EXPECT_DOUBLE_EQ(fat.per_rank({"p", "q"}, 2, false).gbps, 50.0);
@@ -66,21 +69,21 @@ TEST(ExpectedShare, ASumOverPairsIsCappedByTheNodeOnlyBetweenHosts) {
   const auto inside = share.pairs_sum(nvlink, 2, {"a", "a", "a", "a"});
   EXPECT_DOUBLE_EQ(inside.gbps, 2 * 17 * 26.5625);
   EXPECT_NE(inside.basis.find("2 pairs x"), std::string::npos) << inside.basis;
-  EXPECT_EQ(inside.path, "nvlink") << "a calibrated curve can still be looked up";
+  EXPECT_EQ(inside.path, HardwarePath::nvlink) << "a calibrated curve can still be looked up";
   // a -> b over host memory: 2 pairs of the 12.5 GB/s port, capped by b's node (12.5 GB/s in all).
   EXPECT_DOUBLE_EQ(share.pairs_sum(share.stream("a", "b", false), 2, {"a", "b", "a", "b"}).gbps, 12.5);
   // GPU memory between hosts: the NICs bound the sum as for host memory, not one GPU's link.
-  EXPECT_DOUBLE_EQ(share.pairs_sum({20.0, "x", "rdma_port"}, 2, {"a", "b", "a", "b"}).gbps, 12.5);
-  EXPECT_DOUBLE_EQ(share.pairs_sum({5.0, "x", "rdma_port"}, 2, {"a", "b", "a", "b"}).gbps, 10.0);
+  EXPECT_DOUBLE_EQ(share.pairs_sum({20.0, "x", HardwarePath::rdma_port}, 2, {"a", "b", "a", "b"}).gbps, 12.5);
+  EXPECT_DOUBLE_EQ(share.pairs_sum({5.0, "x", HardwarePath::rdma_port}, 2, {"a", "b", "a", "b"}).gbps, 10.0);
   EXPECT_DOUBLE_EQ(share.pairs_sum(nvlink, 1, {"a", "a"}).gbps, nvlink.gbps) << "one pair: its stream";
   EXPECT_FALSE(share.pairs_sum({}, 2, {"a", "a"}).known());
 }
 
 TEST(ExpectedShare, NvlinkOfUnknownSpeedIsNoReferenceRatherThanPcie) {
   // NVML told the links are up but not their speed: PCIe (what the GPUs' peers do not use) must not stand in.
-  const ExpectedShare share({{"h", "nvlink", "GPU0", NAN, "18 links, speed unknown"},
-                             {"h", "nvlink", "GPU1", 478.0, "18 links x 26.56 GB/s"},
-                             {"h", "pcie", "GPU0", 63.0, "PCIe gen 5 x16"}},
+  const ExpectedShare share({{"h", HardwarePath::nvlink, "GPU0", NAN, "18 links, speed unknown"},
+                             {"h", HardwarePath::nvlink, "GPU1", 478.0, "18 links x 26.56 GB/s"},
+                             {"h", HardwarePath::pcie, "GPU0", 63.0, "PCIe gen 5 x16"}},
                             {}, 0);
   EXPECT_FALSE(share.stream("h", "h", true).known());
   EXPECT_FALSE(share.per_rank({"h", "h"}, 2, true).known());
@@ -132,7 +135,8 @@ TEST(ExpectedShare, RuleFile) {
     FAIL() << "120% accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.status(), ExitStatus::usage);
-    EXPECT_NE(std::string(e.what()).find("warn_below_percent = '120': allowed values are 0 to 100"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("warn_below_percent = '120': allowed values are 0 to 100"), std::string::npos)
+        << e.what();
   }
   write("[expected]\nwarn_below = 50\n");
   EXPECT_THROW(ExpectedRule::load(path, true), Error);
@@ -140,7 +144,6 @@ TEST(ExpectedShare, RuleFile) {
   EXPECT_THROW(ExpectedRule::load(path, true), Error) << "a file the user named must exist";
   EXPECT_DOUBLE_EQ(ExpectedRule::load(path, false).warn_below_percent, 80) << "a missing shipped file: the defaults";
 }
-
 
 // A curve between measured sizes: straight on log-log axes (hand-computed: halfway between 100 and 200 GB/s in
 // log size is sqrt(100 x 200)); flat past its largest size; nothing below its smallest.
@@ -207,7 +210,7 @@ TEST(ExpectedShare, GpuRowsAreHeldAgainstTheirCurveAtEverySizeAndUncalibratedOne
   rule.curves = CurveBook::load(path);
   const ExpectedShare share(two_hosts(), rule, 1u << 30);
   const auto link = share.per_rank({"a"}, 2, true);  // the slowest GPU's 17 links: 451.6 GB/s, no curve
-  EXPECT_EQ(link.path, "nvlink");
+  EXPECT_EQ(link.path, HardwarePath::nvlink);
   const auto uncal = share.at_size(link, "all_reduce", 2, 1u << 30);
   EXPECT_EQ(uncal.kind, Reference::Kind::uncalibrated);
   EXPECT_DOUBLE_EQ(uncal.gbps, link.gbps);
@@ -219,7 +222,7 @@ TEST(ExpectedShare, GpuRowsAreHeldAgainstTheirCurveAtEverySizeAndUncalibratedOne
   EXPECT_EQ(std::get<std::string>(row.get("expected_from")), "uncalibrated");
   EXPECT_NEAR(row.number("pct_expected"), 100.0 / link.gbps, 1e-9);
 
-  const Reference eighteen{18 * 26.5625, "18 links", "nvlink"};  // 478.125 GB/s: the curve's link
+  const Reference eighteen{18 * 26.5625, "18 links", HardwarePath::nvlink};  // 478.125 GB/s: the curve's link
   const auto at_1g = share.at_size(eighteen, "all_reduce", 2, 1u << 30);
   EXPECT_EQ(at_1g.kind, Reference::Kind::calibrated);
   EXPECT_DOUBLE_EQ(at_1g.gbps, 326);
@@ -249,8 +252,9 @@ TEST(ExpectedShare, GpuRowsAreHeldAgainstTheirCurveAtEverySizeAndUncalibratedOne
 
 TEST(ExpectedShare, RuleFileNamesItsCurvesRelativeToItself) {
   const auto csv = write_file("rule_curves.csv", std::string(kHeader) + "pcie,63,2,sendrecv,8,0.01,t\n");
-  const auto ini = write_file("rule_curves.ini", "[expected]\ncurves = rule_curves.csv\n"
-                                                 "calibrated_warn_below_percent = 60\n");
+  const auto ini = write_file("rule_curves.ini",
+                              "[expected]\ncurves = rule_curves.csv\n"
+                              "calibrated_warn_below_percent = 60\n");
   const auto rule = ExpectedRule::load(ini, true);
   EXPECT_DOUBLE_EQ(rule.calibrated_warn_below_percent, 60);
   ASSERT_NE(rule.curves.find("pcie", 63, 2, "sendrecv"), nullptr);
@@ -274,7 +278,7 @@ TEST(ExpectedShare, ShippedCurvesPassHealthyGpuRowsAndCatchEveryDegradedPath) {
   const auto rule = ExpectedRule::load(app::shipped_config("expected.ini"), true);
   ASSERT_FALSE(rule.curves.empty());
   const ExpectedShare share({}, rule, 0);
-  const Reference nvlink{478.116, "18 links x 26.56 GB/s", "nvlink"};
+  const Reference nvlink{478.116, "18 links x 26.56 GB/s", HardwarePath::nvlink};
   std::ifstream in(fixtures_folder() / "expected" / "h200x4-rows.csv");
   ASSERT_TRUE(in) << "tests/fixtures/expected/h200x4-rows.csv";
   std::string line;

@@ -2,19 +2,44 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string_view>
+#include <utility>
+
 #include "fabricbench/tools/coll/coll_benchmark.hpp"
 
 using namespace fabricbench::ops;
 
 TEST(CollectiveTable, BusBandwidthFactorsAreNcclTests) {
-  EXPECT_DOUBLE_EQ(find_collective("all_reduce")->busbw_factor(4), 1.5);     // 2(n-1)/n
+  EXPECT_DOUBLE_EQ(find_collective("all_reduce")->busbw_factor(4), 1.5);  // 2(n-1)/n
   EXPECT_DOUBLE_EQ(find_collective("all_reduce")->busbw_factor(8), 1.75);
-  EXPECT_DOUBLE_EQ(find_collective("all_gather")->busbw_factor(4), 0.75);    // (n-1)/n
+  EXPECT_DOUBLE_EQ(find_collective("all_gather")->busbw_factor(4), 0.75);  // (n-1)/n
   EXPECT_DOUBLE_EQ(find_collective("reduce_scatter")->busbw_factor(2), 0.5);
   EXPECT_DOUBLE_EQ(find_collective("alltoall")->busbw_factor(8), 0.875);
-  for (const char* one : {"broadcast", "reduce", "sendrecv"}) EXPECT_DOUBLE_EQ(find_collective(one)->busbw_factor(4), 1.0);
+  for (const char* one : {"broadcast", "reduce", "sendrecv"})
+    EXPECT_DOUBLE_EQ(find_collective(one)->busbw_factor(4), 1.0);
   EXPECT_EQ(find_collective("allreduce"), nullptr);
-  EXPECT_EQ(collectives().size(), 7u);
+}
+
+TEST(CollectiveTable, EveryRowHasItsFactorFromNcclTestsAndItsNcclName) {
+  // Written from nccl-tests' src/*.cu, independently of the table: a new collective must be added here too.
+  const std::map<std::string_view, std::pair<double, std::string_view>> known{
+      {"all_reduce", {2.0 * 7 / 8, "AllReduce"}},
+      {"all_gather", {7.0 / 8, "AllGather"}},
+      {"reduce_scatter", {7.0 / 8, "ReduceScatter"}},
+      {"broadcast", {1.0, "Broadcast"}},
+      {"reduce", {1.0, "Reduce"}},
+      {"alltoall", {7.0 / 8, ""}},
+      {"sendrecv", {1.0, ""}}};
+  for (const auto& c : collectives()) {
+    const auto it = known.find(c.name);
+    ASSERT_NE(it, known.end()) << c.name << ": no independent factor in this test";
+    EXPECT_DOUBLE_EQ(c.busbw_factor(8), it->second.first) << c.name;
+    EXPECT_EQ(c.nccl_name, it->second.second) << c.name;
+    EXPECT_NE(c.mpi, nullptr) << c.name;
+    EXPECT_FALSE(c.factor_text.empty()) << c.name;
+  }
+  EXPECT_EQ(collectives().size(), known.size());
 }
 
 TEST(CollectiveTable, HandComputedBandwidthsPerOperation) {

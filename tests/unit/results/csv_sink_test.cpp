@@ -1,6 +1,7 @@
 #include "fabricbench/results/csv_sink.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -10,9 +11,11 @@
 using namespace fabricbench::results;
 
 TEST(CsvSink, HeaderThenOneUnpaddedLinePerRow) {
-  const TableSpec t{"results", "x", {key_text("name", 16), key_int("bytes", Unit::bytes),
-                                     measured("bw", Unit::mbps, Better::higher)}};
-  const auto path = std::filesystem::temp_directory_path() / "fabricbench_csv_test.csv";
+  const TableSpec t{"results",
+                    "x",
+                    {key_text("name", 16), key_int("bytes", Unit::bytes), measured("bw", Unit::mbps, Better::higher)}};
+  const auto path =
+      std::filesystem::temp_directory_path() / ("fabricbench_csv_test-" + std::to_string(::getpid()) + ".csv");
   {
     CsvSink sink(path.string(), "/results/x");
     sink.declare(t);

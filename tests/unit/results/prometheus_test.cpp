@@ -1,31 +1,34 @@
 #include "fabricbench/results/prometheus.hpp"
 
-#include "fabricbench/error.hpp"
-
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "fabricbench/error.hpp"
+
 using fabricbench::results::Exposition;
 
 TEST(Exposition, OneHelpAndTypePerFamilyEscapedLabelsAndTheToolOnEverySeries) {
   Exposition e("fabric-sweep");
-  e.add("sweep_pair_latency_seconds", "a pair's latency", {{"host_a", "h\"1\\"}, {"host_b", "h2"}, {"rail", ""}}, 2.5e-05);
+  e.add("sweep_pair_latency_seconds", "a pair's latency", {{"host_a", "h\"1\\"}, {"host_b", "h2"}, {"rail", ""}},
+        2.5e-05);
   e.add("sweep_pair_latency_seconds", "a pair's latency", {{"host_a", "h3"}, {"host_b", "h4"}}, 3e-05);
   e.add("sweep_pair_latency_seconds", "a pair's latency", {{"host_a", "h3"}, {"host_b", "h4"}}, 4e-05);  // replaces
   e.add("sweep_verdicts", "how many\nverdicts", {}, 0);
   e.add("sweep_pass", "left out", {}, NAN);
-  EXPECT_EQ(e.text(),
-            "# HELP fabricbench_sweep_pair_latency_seconds a pair's latency\n"
-            "# TYPE fabricbench_sweep_pair_latency_seconds gauge\n"
-            "fabricbench_sweep_pair_latency_seconds{tool=\"fabric-sweep\",host_a=\"h\\\"1\\\\\",host_b=\"h2\"} 2.5e-05\n"
-            "fabricbench_sweep_pair_latency_seconds{tool=\"fabric-sweep\",host_a=\"h3\",host_b=\"h4\"} 4e-05\n"
-            "# HELP fabricbench_sweep_verdicts how many\\nverdicts\n"
-            "# TYPE fabricbench_sweep_verdicts gauge\n"
-            "fabricbench_sweep_verdicts{tool=\"fabric-sweep\"} 0\n");
+  EXPECT_EQ(
+      e.text(),
+      "# HELP fabricbench_sweep_pair_latency_seconds a pair's latency\n"
+      "# TYPE fabricbench_sweep_pair_latency_seconds gauge\n"
+      "fabricbench_sweep_pair_latency_seconds{tool=\"fabric-sweep\",host_a=\"h\\\"1\\\\\",host_b=\"h2\"} 2.5e-05\n"
+      "fabricbench_sweep_pair_latency_seconds{tool=\"fabric-sweep\",host_a=\"h3\",host_b=\"h4\"} 4e-05\n"
+      "# HELP fabricbench_sweep_verdicts how many\\nverdicts\n"
+      "# TYPE fabricbench_sweep_verdicts gauge\n"
+      "fabricbench_sweep_verdicts{tool=\"fabric-sweep\"} 0\n");
 }
 
 TEST(Exposition, NumbersReadBackAsTheSameDouble) {
@@ -37,7 +40,7 @@ TEST(Exposition, NumbersReadBackAsTheSameDouble) {
 }
 
 TEST(Exposition, WriteReplacesTheFileWholeAndLeavesNoTemporary) {
-  const auto dir = std::filesystem::temp_directory_path() / "fb_prom_test";
+  const auto dir = std::filesystem::temp_directory_path() / ("fb_prom_test-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const auto path = (dir / "mesh.prom").string();

@@ -15,7 +15,7 @@ using fabricbench::results::Unit;
 
 namespace {
 
-const std::vector<JudgedMetric> bw{{"p2p_bw", "MB/s", Unit::mbps, Better::higher, true}};
+const std::vector<JudgedMetric> bw{{"p2p_bw", Unit::mbps, Better::higher, true}};
 
 Rules rules() {
   Rules r;
@@ -168,7 +168,8 @@ TEST(AdaptivePlan, BadUplinkGetsPairsInsideItsLeafAndIsNamed) {
   topo.finish(2);
   const auto in_leaf2 = [](int h) { return h >= 16; };
   AdaptivePlan plan(24, 2, &topo, bw, rules(), 5);
-  const auto run = drive(plan, 2, [&](int a, int b, int r) { return r == 1 && in_leaf2(a) != in_leaf2(b) ? 300.0 : 1000.0; });
+  const auto run =
+      drive(plan, 2, [&](int a, int b, int r) { return r == 1 && in_leaf2(a) != in_leaf2(b) ? 300.0 : 1000.0; });
   expect_disjoint(run.rounds);
   EXPECT_LT(run.rounds.size(), 23u);
   Fabric f;
@@ -195,7 +196,8 @@ TEST(AdaptivePlan, CoveringConfirmsASlowPairOnceAndLosesNoPair) {
   AdaptiveOptions o;
   o.cover_pairs = true;
   AdaptivePlan plan(16, 1, nullptr, bw, rules(), 5, o);
-  const auto run = drive(plan, 1, [](int a, int b, int) { return std::min(a, b) == 2 && std::max(a, b) == 11 ? 300.0 : 1000.0; }, 200);
+  const auto run = drive(
+      plan, 1, [](int a, int b, int) { return std::min(a, b) == 2 && std::max(a, b) == 11 ? 300.0 : 1000.0; }, 200);
   expect_disjoint(run.rounds);
   std::map<std::pair<int, int>, int> tests;
   for (const auto& r : run.rounds)
@@ -212,10 +214,13 @@ TEST(AdaptivePlan, CoveringGivesAHostSlowEveryThirdTestEnoughPeersToBeNamed) {
   o.cover_pairs = true;
   AdaptivePlan plan(16, 1, nullptr, bw, rules(), 9, o);
   int tests_of_4 = 0;
-  const auto run = drive(plan, 1, [&](int a, int b, int) {
-    if (a != 4 && b != 4) return 1000.0;
-    return tests_of_4++ % 3 == 0 ? 400.0 : 1000.0;
-  }, 200);
+  const auto run = drive(
+      plan, 1,
+      [&](int a, int b, int) {
+        if (a != 4 && b != 4) return 1000.0;
+        return tests_of_4++ % 3 == 0 ? 400.0 : 1000.0;
+      },
+      200);
   const auto j = judge(run.records, bw, rules(), names(16));
   ASSERT_EQ(j.verdicts.size(), 1u) << j.verdicts.front().kind << ": " << j.verdicts.front().reason;
   EXPECT_EQ(j.verdicts[0].kind, VerdictKind::node);
@@ -228,10 +233,13 @@ TEST(AdaptivePlan, AHostThatHangsWhileCoveringIsSplitOffAndTheOtherPairsAreStill
   o.cover_pairs = true;
   AdaptivePlan plan(16, 1, nullptr, bw, rules(), 13, o);
   int hangs_of_9 = 0;  // host 9 passes the judging rounds and hangs with every peer once covering began
-  const auto run = drive(plan, 1, [&](int a, int b, int) -> double {
-    if ((a == 9 || b == 9) && plan.state().covering) return ++hangs_of_9, std::nan("");
-    return 1000.0;
-  }, 200);
+  const auto run = drive(
+      plan, 1,
+      [&](int a, int b, int) -> double {
+        if ((a == 9 || b == 9) && plan.state().covering) return ++hangs_of_9, std::nan("");
+        return 1000.0;
+      },
+      200);
   expect_disjoint(run.rounds);
   ASSERT_GT(hangs_of_9, 0) << "host 9 was tested while covering";
   EXPECT_LE(hangs_of_9, 2) << "its hung pair, then the test that splits it";

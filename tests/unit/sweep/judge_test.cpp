@@ -14,8 +14,8 @@ using fabricbench::results::Unit;
 namespace {
 
 const std::vector<std::string> hosts{"h1", "h2", "h3", "h4"};
-const std::vector<JudgedMetric> bw_and_lat{{"p2p_bw", "MB/s", Unit::mbps, Better::higher, true},
-                                           {"p2p_latency", "us", Unit::us, Better::lower, false}};
+const std::vector<JudgedMetric> bw_and_lat{{"p2p_bw", Unit::mbps, Better::higher, true},
+                                           {"p2p_latency", Unit::us, Better::lower, false}};
 
 Rules default_rules() {
   Rules r;
@@ -153,11 +153,11 @@ TEST(Judge, WorstPairsComeWorstFirst) {
 // suspects among quiet healthy pairs (14-14.6 MB/s) are named.
 TEST(Judge, AGapNoWiderThanTheHealthyPairsSpreadIsNoise) {
   const std::vector<std::string> six{"h1", "h2", "h3", "h4", "h5", "h6"};
-  const std::vector<JudgedMetric> bw{{"p2p_bw", "MB/s", Unit::mbps, Better::higher, true}};
-  const std::map<std::pair<int, int>, double> seen{
-      {{1, 5}, 5.18}, {{0, 5}, 4.31}, {{1, 3}, 5.38}, {{3, 4}, 5.99}, {{2, 4}, 6.42}, {{2, 3}, 12.2}, {{0, 3}, 10.8},
-      {{2, 5}, 10.9}, {{3, 5}, 10.9}, {{0, 1}, 20.4}, {{1, 4}, 21.9}, {{0, 4}, 21.2}, {{1, 2}, 18.4}, {{4, 5}, 18.9},
-      {{0, 2}, 26.2}};
+  const std::vector<JudgedMetric> bw{{"p2p_bw", Unit::mbps, Better::higher, true}};
+  const std::map<std::pair<int, int>, double> seen{{{1, 5}, 5.18}, {{0, 5}, 4.31}, {{1, 3}, 5.38}, {{3, 4}, 5.99},
+                                                   {{2, 4}, 6.42}, {{2, 3}, 12.2}, {{0, 3}, 10.8}, {{2, 5}, 10.9},
+                                                   {{3, 5}, 10.9}, {{0, 1}, 20.4}, {{1, 4}, 21.9}, {{0, 4}, 21.2},
+                                                   {{1, 2}, 18.4}, {{4, 5}, 18.9}, {{0, 2}, 26.2}};
   const auto run = [&](bool quiet) {
     std::vector<PairRecord> out;
     int round = 0;
@@ -215,7 +215,7 @@ TEST(Judge, AGapNoWiderThanTheHealthyPairsSpreadIsNoise) {
 TEST(Judge, PervasiveNoiseIsNamedAsNoiseNotAsBadNodes) {
   std::vector<std::string> eight;
   for (int h = 0; h < 8; ++h) eight.push_back("n" + std::to_string(h));
-  const std::vector<JudgedMetric> lat{{"p2p_latency", "us", Unit::us, Better::lower, false}};
+  const std::vector<JudgedMetric> lat{{"p2p_latency", Unit::us, Better::lower, false}};
   const auto latency_sweep = [&](auto value_of, int hosts = 8) {
     std::vector<PairRecord> out;
     int round = 0;

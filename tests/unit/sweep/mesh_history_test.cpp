@@ -12,7 +12,7 @@ using fabricbench::results::Unit;
 namespace {
 
 const std::vector<std::string> hosts{"h0", "h1", "h2", "h3", "h4", "h5"};
-const std::vector<JudgedMetric> latency{{"p2p_latency", "us", Unit::us, Better::lower, false}};
+const std::vector<JudgedMetric> latency{{"p2p_latency", Unit::us, Better::lower, false}};
 
 // One all-pairs pass of p2p_latency: 20 us, and `slow_us` for every pair of host `slow` (-1: none).
 Judgement pass_of(int slow, double slow_us = 2000) {

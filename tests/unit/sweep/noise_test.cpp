@@ -14,7 +14,7 @@ using fabricbench::results::Unit;
 
 namespace {
 
-const std::vector<JudgedMetric> bw{{"p2p_bw", "MB/s", Unit::mbps, Better::higher, true}};
+const std::vector<JudgedMetric> bw{{"p2p_bw", Unit::mbps, Better::higher, true}};
 
 std::vector<std::string> names(int n) {
   std::vector<std::string> out;

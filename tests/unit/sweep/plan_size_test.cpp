@@ -24,12 +24,10 @@ double held(const PairSchedule& s) {
 
 TEST(PlanSize, CountsWhatBuildingThePlanHolds) {
   for (int n = 2; n <= 41; ++n)
-    for (const char* pattern : {"all-pairs", "quick", "shift"}) {
-      SCOPED_TRACE(testing::Message() << pattern << " of " << n << " hosts");
-      const auto built = std::string(pattern) == "all-pairs" ? PairSchedule::all_pairs(n)
-                         : std::string(pattern) == "quick"   ? PairSchedule::quick(n)
-                                                             : PairSchedule::shift(n);
-      const auto counted = PlanSize::of(pattern, n);
+    for (const Plan plan : {Plan::all_pairs, Plan::quick, Plan::shift}) {
+      SCOPED_TRACE(testing::Message() << to_string(plan) << " of " << n << " hosts");
+      const auto built = PairSchedule::of(plan, n);
+      const auto counted = PlanSize::of(plan, n);
       const auto& rounds = built.rounds();
       EXPECT_EQ(counted.rounds(), static_cast<long long>(rounds.size()));
       long long pairs = 0, fewest = rounds.front().pairs.size(), most = 0;
@@ -50,14 +48,14 @@ TEST(PlanSize, CountsWhatBuildingThePlanHolds) {
 }
 
 TEST(PlanSize, SequentialIsOneRoundPerPairEachListingTheRest) {
-  const auto seq = PlanSize::of("all-pairs", 8).one_pair_per_round();
+  const auto seq = PlanSize::of(Plan::all_pairs, 8).one_pair_per_round();
   EXPECT_EQ(seq.rounds(), 28);
   EXPECT_EQ(seq.most(), 1);
   EXPECT_DOUBLE_EQ(seq.bytes(), 28 * (sizeof(Round) + sizeof(HostPair) + 6 * sizeof(int)));
   // 16,384 hosts: 134,209,536 pairs of 8 bytes and 16,383 rounds, just over 1 GiB.
-  EXPECT_EQ(PlanSize::of("all-pairs", 16384).pairs(), 134209536);
-  EXPECT_EQ(binary_bytes(PlanSize::of("all-pairs", 16384).bytes()), "1.00 GiB");
-  EXPECT_EQ(binary_bytes(PlanSize::of("all-pairs", 8192).bytes()), "256 MiB");
-  EXPECT_EQ(PlanSize::of("all-pairs", 100000).pairs(), 4999950000LL);
-  EXPECT_THROW(PlanSize::of("adaptive", 8), fabricbench::Error);
+  EXPECT_EQ(PlanSize::of(Plan::all_pairs, 16384).pairs(), 134209536);
+  EXPECT_EQ(binary_bytes(PlanSize::of(Plan::all_pairs, 16384).bytes()), "1.00 GiB");
+  EXPECT_EQ(binary_bytes(PlanSize::of(Plan::all_pairs, 8192).bytes()), "256 MiB");
+  EXPECT_EQ(PlanSize::of(Plan::all_pairs, 100000).pairs(), 4999950000LL);
+  EXPECT_THROW(PlanSize::of(Plan::adaptive, 8), fabricbench::Error);
 }

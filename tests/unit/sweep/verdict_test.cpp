@@ -1,15 +1,15 @@
 #include "fabricbench/sweep/verdict.hpp"
-#include "fabricbench/app/shipped_files.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
-
 #include <filesystem>
 #include <fstream>
 #include <set>
 
+#include "fabricbench/app/shipped_files.hpp"
 #include "fabricbench/error.hpp"
 
 using namespace fabricbench::sweep;
@@ -122,7 +122,8 @@ TEST(Assess, AHostSlowInTestsWithFourFinePeersIsANodeSlowSomeOfTheTime) {
   EXPECT_EQ(std::count(a.slow_test.begin(), a.slow_test.end(), true), 4);
   // Three peers are below intermittent_peers (4); the same four tests spread over four hosts name nobody.
   EXPECT_TRUE(assess("p2p_bw", bw, 0.75, 10, retested_once_slow({{0, 1}, {0, 3}, {0, 5}}), ten).verdicts.empty());
-  EXPECT_TRUE(assess("p2p_bw", bw, 0.75, 10, retested_once_slow({{0, 1}, {2, 3}, {4, 5}, {6, 7}}), ten).verdicts.empty());
+  EXPECT_TRUE(
+      assess("p2p_bw", bw, 0.75, 10, retested_once_slow({{0, 1}, {2, 3}, {4, 5}, {6, 7}}), ten).verdicts.empty());
   // Peers slow with others too (h1 and h3 with three hosts each): they are not fine elsewhere, so h0 is not named.
   EXPECT_TRUE(assess("p2p_bw", bw, 0.75, 10,
                      retested_once_slow({{0, 1}, {0, 3}, {0, 5}, {0, 8}, {1, 6}, {1, 7}, {3, 6}, {3, 7}}), ten)
@@ -175,7 +176,8 @@ TEST(Rules, LoadsTheShippedConfigAndRejectsBadKeys) {
   const auto rules = Rules::load(fabricbench::app::shipped_config("sweep.ini"));
   EXPECT_DOUBLE_EQ(rules.rule("p2p_latency").above_multiple_of_best, 3.0);
   EXPECT_DOUBLE_EQ(rules.bad_node_fraction, 0.75);
-  const auto dir = std::filesystem::temp_directory_path();
+  const auto dir = std::filesystem::temp_directory_path() / ("fb-rules-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
   // Which way is better is the metric's declaration: a rules file cannot say it again (or contradict it).
   std::ofstream(dir / "fb_bad_rules.ini") << "[p2p_bw]\nbetter = lower\n";
   EXPECT_THROW(Rules::load((dir / "fb_bad_rules.ini").string()), fabricbench::Error);
@@ -184,29 +186,33 @@ TEST(Rules, LoadsTheShippedConfigAndRejectsBadKeys) {
   std::ofstream(dir / "fb_bad_rules.ini") << "[p2p_bw]\nsuspect_below_fraction_of_median = half\n";
   EXPECT_THROW(Rules::load((dir / "fb_bad_rules.ini").string()), fabricbench::Error);
   // [attribution] applies the intermittent rule's settings to every metric; a peer count must be whole and >= 1.
-  std::ofstream(dir / "fb_bad_rules.ini") << "[p2p_bw]\nsuspect_below_fraction_of_median = 0.5\n[p2p_latency]\nsuspect_above_multiple_of_best = 3\n"
-                                             "[attribution]\nintermittent_fraction = 0.3\n"
-                                             "intermittent_peers = 6\nnoise_gap = 2\nnoise_chance = 0.01\n";
+  std::ofstream(dir / "fb_bad_rules.ini")
+      << "[p2p_bw]\nsuspect_below_fraction_of_median = 0.5\n[p2p_latency]\nsuspect_above_multiple_of_best = 3\n"
+         "[attribution]\nintermittent_fraction = 0.3\n"
+         "intermittent_peers = 6\nnoise_gap = 2\nnoise_chance = 0.01\n";
   const auto intermittent = Rules::load((dir / "fb_bad_rules.ini").string());
   EXPECT_DOUBLE_EQ(intermittent.rule("p2p_latency").intermittent_fraction, 0.3);
   EXPECT_EQ(intermittent.rule("p2p_bw").intermittent_peers, 6);
   EXPECT_DOUBLE_EQ(intermittent.noise_gap, 2);
   EXPECT_DOUBLE_EQ(intermittent.noise_chance, 0.01);
-  for (const char* bad : {"intermittent_peers = 2.5", "intermittent_peers = 0", "intermittent_peers = 1e10", "intermittent_peers = inf",
-                          "intermittent_fraction = 1.5", "noise_gap = 0.5", "noise_gap = wide",
-                          "noise_chance = 0", "noise_chance = 2"}) {
+  for (const char* bad :
+       {"intermittent_peers = 2.5", "intermittent_peers = 0", "intermittent_peers = 1e10", "intermittent_peers = inf",
+        "intermittent_fraction = 1.5", "noise_gap = 0.5", "noise_gap = wide", "noise_chance = 0", "noise_chance = 2"}) {
     std::ofstream(dir / "fb_bad_rules.ini") << "[p2p_bw]\n[attribution]\n" << bad << "\n";
     EXPECT_THROW(Rules::load((dir / "fb_bad_rules.ini").string()), fabricbench::Error) << bad;
   }
-  std::ofstream(dir / "fb_base.ini") << "[baseline]\ntolerance = 25%\n[sweep/pairs bw]\nmetric = p2p_bw\nvalue = 12000\n";
-  const fabricbench::results::TableSpec pairs{"sweep", "pairs",
-                                              {fabricbench::results::key_text("metric", 16),
-                                               fabricbench::results::measured("value", fabricbench::results::Unit::none,
-                                                                              fabricbench::results::Better::none)}};
+  std::ofstream(dir / "fb_base.ini")
+      << "[baseline]\ntolerance = 25%\n[sweep/pairs bw]\nmetric = p2p_bw\nvalue = 12000\n";
+  const fabricbench::results::TableSpec pairs{
+      "sweep",
+      "pairs",
+      {fabricbench::results::key_text("metric", 16),
+       fabricbench::results::measured("value", fabricbench::results::Unit::none, fabricbench::results::Better::none)}};
   const auto with_base = Rules::load(fabricbench::app::shipped_config("sweep.ini"),
                                      fabricbench::results::Baseline::load((dir / "fb_base.ini").string(), pairs));
   EXPECT_DOUBLE_EQ(with_base.rule("p2p_bw").baseline, 12000);
   EXPECT_DOUBLE_EQ(with_base.rule("p2p_bw").baseline_tolerance, 0.25);
   EXPECT_TRUE(std::isnan(with_base.rule("p2p_latency").baseline));
   EXPECT_THROW(Rules::load(fabricbench::app::shipped_config("missing.ini")), fabricbench::Error);
+  std::filesystem::remove_all(dir);
 }

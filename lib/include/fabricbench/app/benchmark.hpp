@@ -10,6 +10,22 @@
 
 namespace fabricbench::app {
 
+// What a configured tool asks of the harness beyond a plain measuring run (the defaults): one value, so that the
+// harness has no hook per tool. Rank 0's is what counts for the outputs; every rank's for the checks.
+struct HarnessRequest {
+  // Text that answers the command line without a run (fabric-doctor --list, fabric-sweep --dry-run): printed by rank
+  // 0, exit 0, no file.
+  std::string answer;
+  // A run that continues an earlier one's file (fabric-sweep --resume): the harness appends to it instead of
+  // creating --output, and captures no second /env.
+  std::string resume_file;
+  // One JSON document on stdout instead of the terminal table (fabric-doctor --json).
+  bool json = false;
+  // Whether the cheap checks of the hosts it runs on concern the run (fabric-doctor --nccl-log reads another job's
+  // logs: its warnings would be about the wrong machine). /env is captured either way.
+  bool checks_this_host = true;
+};
+
 class Benchmark {
  public:
   virtual ~Benchmark() = default;
@@ -23,16 +39,8 @@ class Benchmark {
                          const runtime::Placement& placement) = 0;
   // The results table whose rows go to the terminal, HDF5 and CSV.
   virtual const results::TableSpec& table() const = 0;
-  // A run that continues an earlier one's file (fabric-sweep --resume): its path, known after configure() on rank 0.
-  // The harness then appends to it instead of creating --output, and captures no second /env.
-  virtual std::string resume_file() const { return {}; }
-  // Text that answers the command line without a run (fabric-doctor --list): printed by rank 0, exit 0, no file.
-  virtual std::string answer_without_run() const { return {}; }
-  // One JSON document on stdout instead of the terminal table (fabric-doctor --json); known after configure().
-  virtual bool json_output() const { return false; }
-  // Whether the cheap checks of the hosts it runs on concern the run (fabric-doctor --nccl-log reads another job's
-  // logs: its warnings would be about the wrong machine). /env is captured either way.
-  virtual bool checks_this_host() const { return true; }
+  // What it asks of the harness, known after configure().
+  virtual HarnessRequest request() const { return {}; }
   // The GPU this rank uses, or -1 (recorded in /env/ranks).
   virtual int gpu() const { return -1; }
   virtual ExitStatus run(const RunContext& context) = 0;

@@ -11,6 +11,7 @@
 #include "fabricbench/runtime/placement.hpp"
 #include "fabricbench/runtime/progress_board.hpp"
 #include "fabricbench/runtime/watchdog.hpp"
+#include "fabricbench/test_hooks.hpp"
 
 namespace fabricbench::app {
 
@@ -29,10 +30,9 @@ struct RunContext {
   // Rank 0: what bandwidth rows are held against (from environment.expected) and the rule that warns.
   const facts::ExpectedShare& expected;
   const std::string& program;  // "fabric-p2p", for warning lines
+  const TestHooks& hooks;      // TestHooks::current(): read once, before the run
 
   bool is_root() const { return out != nullptr; }
-  // Test hook FABRICBENCH_TEST_STALL=RANK:K: that rank stalls forever at its K-th measurement (from 0).
-  int stall_rank = -1, stall_at = -1;
   mutable int measurements = 0;
 
   // One measurement: arms the watchdog with --timeout and tells the progress board this rank started it;

@@ -49,6 +49,7 @@ struct CommonOptions {
   double timeout_s = 0;  // 0: none
   bool quiet = false;
   bool checks = true;         // the cheap host checks at start (--no-checks turns them off)
+  int emulate_hosts = 0;      // --emulate-hosts R: every R consecutive ranks one host; 0: the real hosts
   std::string expected_rule;  // --expected-rule FILE; empty: the shipped configs/expected.ini
   std::string baseline;       // --baseline FILE (tools with sizes); empty: none
   std::string command_line;

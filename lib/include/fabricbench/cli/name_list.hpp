@@ -25,6 +25,10 @@ std::vector<std::size_t> parse_name_list(std::string_view option, std::string_vi
                                          const std::vector<std::string>& names,
                                          const std::vector<NameGroup>& groups = {});
 
+// The index into `names` of `text`, one name (not a list); otherwise Error::usage in one line:
+//   --plan 'nope': allowed values are all-pairs, quick, shift, adaptive
+std::size_t parse_name(std::string_view option, const std::string& text, const std::vector<std::string>& names);
+
 // What --help says the option takes: "latency, bw, bibw, mbw_mr, or all" (the names, then the groups' words).
 std::string name_choices(const std::vector<std::string>& names, const std::vector<NameGroup>& groups = {});
 

@@ -30,8 +30,8 @@ namespace fabricbench::facts {
 struct Reference {
   enum class Kind { rated, calibrated, uncalibrated };
   double gbps = NAN;
-  std::string basis;  // "rdma_port mlx5_0/1 on node1: 200 Gb/s"
-  std::string path;   // the hardware figure's kind: nvlink, pcie, rdma_port, rdma_node
+  std::string basis;                       // "rdma_port mlx5_0/1 on node1: 200 Gb/s"
+  HardwarePath path = HardwarePath::none;  // the hardware the figure is of
   Kind kind = Kind::rated;
   bool known() const { return std::isfinite(gbps) && gbps > 0; }
   Reference scaled(double factor, const std::string& why) const;
@@ -84,7 +84,7 @@ class ExpectedShare {
 
  private:
   // The smallest (over `hosts`) of each host's largest (`largest`) or smallest figure of `kind`.
-  Reference over_hosts(const std::vector<std::string>& hosts, const std::string& kind, bool largest) const;
+  Reference over_hosts(const std::vector<std::string>& hosts, HardwarePath kind, bool largest) const;
   Reference gpu_link(const std::vector<std::string>& hosts) const;
 
   std::vector<Expected> found_;

@@ -4,6 +4,7 @@
 #pragma once
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fabricbench/facts/gpu_info.hpp"
@@ -29,10 +30,16 @@ struct Host {
 std::map<std::string, std::string> hardware_facts(const Host& host);
 
 // Bandwidth the hardware should reach, from what was found (GB/s, 10^9 B/s, per direction).
+// The hardware a figure is of: a GPU's NVLink or PCIe (per GPU), one RDMA port, or a node's Active ports together.
+enum class HardwarePath { none, nvlink, pcie, rdma_port, rdma_node };
+std::string_view to_string(HardwarePath path);      // "nvlink", "pcie", "rdma_port", "rdma_node"; "" for none
+HardwarePath hardware_path(std::string_view name);  // the inverse; none for any other name
+inline bool is_gpu_link(HardwarePath path) { return path == HardwarePath::nvlink || path == HardwarePath::pcie; }
+
 struct Expected {
   std::string host;
-  std::string kind;     // "nvlink" (per GPU), "pcie" (per GPU), "rdma_port", "rdma_node" (all Active ports)
-  std::string subject;  // "GPU0" / "mlx5_0/1" / "node"
+  HardwarePath kind = HardwarePath::none;  // the /env/expected kind column: to_string(kind)
+  std::string subject;                     // "GPU0" / "mlx5_0/1" / "node"
   double gbps = 0;
   std::string basis;  // "18 links x 26.56 GB/s"
 };

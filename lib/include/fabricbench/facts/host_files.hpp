@@ -16,8 +16,10 @@ namespace fabricbench::facts {
 class HostFiles {
  public:
   explicit HostFiles(std::string root = "") : root_(std::move(root)) {}
-  // The root FABRICBENCH_TEST_SYSROOT names for `host`, else the real filesystem.
+  // The root the test hook FABRICBENCH_TEST_SYSROOT names for `host`, else the real filesystem.
   static HostFiles for_host(const std::string& host);
+  // The root `sysroot` names for `host` ("%h" becomes the host's name); empty: the real filesystem.
+  static HostFiles for_host(const std::string& host, std::string sysroot);
   const std::string& root() const { return root_; }
   bool real() const { return root_.empty(); }
 

@@ -70,9 +70,9 @@ class CollBackend {
   virtual ~CollBackend() = default;
   virtual std::string name() const = 0;
   virtual bool supports(DataType t, RedOp op) const = 0;
-  // Whether the library defines this operation in place. NCCL's point-to-point (alltoall, sendrecv) does not:
-  // sending and receiving the same region at once is a race (seen on H200: wrong elements in-place only).
-  virtual bool in_place_defined(CollKind kind) const = 0;
+  // Whether the library defines this operation in place. NCCL's point-to-point (alltoall, sendrecv: no nccl_name)
+  // does not: sending and receiving the same region at once is a race (seen on H200: wrong elements in-place only).
+  virtual bool in_place_defined(const CollectiveOp& op) const = 0;
   // True when the library call returns only once the operation is complete (MPI).
   virtual bool synchronous() const = 0;
   virtual void allocate(std::size_t send_bytes, std::size_t recv_bytes) = 0;

@@ -1,6 +1,8 @@
-// The collectives of fabric-coll as data: element counts per rank and the bus-bandwidth factor exactly as
-// nccl-tests defines them, plus the names of types and reduction ops. Backends run a CollKind; adding a
-// collective is one entry here and one case per backend.
+// The collectives of fabric-coll as one table: per operation its element counts and bus-bandwidth factor exactly as
+// nccl-tests defines them, its MPI call and NCCL's name for it, plus the names of types and reduction ops. A
+// collective lives in one block of lib/ops/collective.cpp (counts, factor, MPI call, table row), one block of
+// lib/ops/nccl_collectives.cpp (its NCCL call: the file CMake adds when NCCL is found) and one case of
+// ElementRule::expected (coll_data.hpp: the output both back ends check, on the host and in CUDA kernels).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -25,6 +27,8 @@ struct CollCounts {
   }
 };
 
+struct MpiCall;  // one operation's arguments for MPI (lib/ops/mpi_call.hpp)
+
 struct CollectiveOp {
   std::string_view name;
   CollKind kind;
@@ -32,12 +36,21 @@ struct CollectiveOp {
   bool rooted;
   CollCounts (*counts)(std::uint64_t elements, int nranks);  // elements = requested bytes / type size
   double (*busbw_factor)(int nranks);
+  std::string_view factor_text;  // busbw_factor as --help writes it: "2(n-1)/n"
+  // NCCL's name of the operation ("AllReduce": its logs, the counts of its RAS); empty where NCCL has no such call
+  // and the back end groups sends and receives (alltoall, sendrecv), which NCCL does not define in place.
+  std::string_view nccl_name;
+  bool mpi_one_buffer;  // MPI's call has one buffer (MPI_Bcast): the root's input sits where every rank receives
+  void (*mpi)(const MpiCall& call);  // the MPI call, throwing Error::runtime on an MPI error
   // nccl-tests' bus bandwidth (GB/s) of `bytes` in `seconds` per operation on `nranks`: the figure fabric-coll
   // reports and fabric-sweep's collective metrics judge.
   double busbw_gbps(std::uint64_t bytes, double seconds, int nranks) const;
 };
 
 const std::vector<CollectiveOp>& collectives();
+// How per-rank times combine into the reported time (nccl-tests -a): fabric-coll's rows, fabric-sweep's collectives.
+enum class RankCombine { rank0 = 0, average = 1, min = 2, max = 3 };
+double combine_rank_times(const std::vector<double>& per_rank, RankCombine how);
 const CollectiveOp* find_collective(std::string_view name);
 
 int type_size(DataType t);

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "fabricbench/runtime/main_thread_backtrace.hpp"
 #include "fabricbench/runtime/mpi.hpp"
 
 namespace fabricbench::runtime {
@@ -35,15 +36,6 @@ struct RankRecord {
   static RankRecord parse(const std::string& text);
   // "MPI_Waitall" from frames such as "libmpi.so.40(MPI_Waitall+0x5d) [0x7f..]" (innermost such frame).
   static std::string last_call_of(const std::vector<std::string>& frames);
-};
-
-// The main thread's backtrace, taken by signalling it (SIGUSR2) from another thread. Install once, on the main
-// thread; capture() from any other thread.
-class MainThreadBacktrace {
- public:
-  static void install();
-  // Frames (symbolised, demangled where possible), innermost first; empty if the main thread did not answer.
-  static std::vector<std::string> capture(std::chrono::milliseconds wait = std::chrono::milliseconds(500));
 };
 
 class FailureReport {

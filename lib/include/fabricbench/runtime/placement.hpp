@@ -11,17 +11,20 @@ namespace fabricbench::runtime {
 struct RankPlace {
   int rank = 0;
   std::string host;
-  int local_rank = 0;  // place among the ranks of its host (as grouped: see the test hook in discover())
+  int local_rank = 0;  // place among the ranks of its host (as grouped: see --emulate-hosts in discover())
   int local_size = 1;
   // Place among the ranks on the same physical machine (MPI_COMM_TYPE_SHARED): what picks the GPU. Equal to
-  // local_rank except under FABRICBENCH_TEST_RANKS_PER_HOST, where one machine is split into several "hosts".
+  // local_rank except under --emulate-hosts, where one machine is split into several "hosts".
   int machine_local_rank = 0;
 };
 
 class Placement {
  public:
   // Collective over `world`: gathers every rank's host name and local rank.
-  static Placement discover(const Communicator& world);
+  // Collective. `emulate_hosts` R > 0: every R consecutive ranks are one host, "node0", "node1"... or the k-th of
+  // `names` (--emulate-hosts and the test hook FABRICBENCH_TEST_HOST_NAMES); 0: the hosts' own names.
+  static Placement discover(const Communicator& world, int emulate_hosts = 0,
+                            const std::vector<std::string>& names = {});
   // For tests and planning without MPI.
   explicit Placement(std::vector<RankPlace> ranks, int my_rank);
 

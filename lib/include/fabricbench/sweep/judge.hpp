@@ -17,7 +17,6 @@ namespace fabricbench::sweep {
 // A metric as the judge reads it: the better direction comes from its declaration, never from a rules file.
 struct JudgedMetric {
   std::string name;  // "p2p_bw"
-  std::string unit;  // "MB/s"
   results::Unit value_unit = results::Unit::none;
   results::Better better = results::Better::higher;
   bool both_directions = false;

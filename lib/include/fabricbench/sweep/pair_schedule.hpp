@@ -32,6 +32,12 @@ struct Round {
   static Round of(int hosts, std::vector<HostPair> pairs);
 };
 
+// Which plan made the rounds: --plan's values (to_string gives each one's name), or a --pairs-file.
+enum class Plan { all_pairs, quick, shift, adaptive, pairs_file };
+std::string_view to_string(Plan plan);
+// The plans --plan takes, in the order its help lists them (every Plan but pairs_file).
+const std::vector<Plan>& chosen_plans();
+
 class PairSchedule {
  public:
   // The most pair tests a plan is built with (8 bytes each, 512 MiB, held by every rank): all-pairs reaches it at
@@ -43,10 +49,12 @@ class PairSchedule {
   static PairSchedule quick(int hosts);
   static PairSchedule shift(int hosts);
   // No rounds: the adaptive plan (AdaptivePlan) picks each round from the records so far.
-  static PairSchedule adaptive(int hosts) { return PairSchedule("adaptive", hosts); }
+  static PairSchedule adaptive(int hosts) { return PairSchedule(Plan::adaptive, hosts); }
+  // The plan of `plan` (all-pairs, quick, shift or adaptive) built.
+  static PairSchedule of(Plan plan, int hosts);
   // all-pairs, quick or shift named but not built: a --dry-run counts it (PlanSize) in microseconds and little memory,
   // at any size --hosts accepts, where building all-pairs of 100,000 hosts would take 37 GiB. Not refused by size.
-  static PairSchedule counted(const std::string& pattern, int hosts);
+  static PairSchedule counted(Plan plan, int hosts);
   bool built() const { return built_; }
   // Lines "round hostA hostB" ('#' starts a comment). Throws Error::usage naming `source`, the line number and what
   // is wrong: a bad line, an unknown host, a host twice in one round, a pair of a host with itself.
@@ -57,16 +65,17 @@ class PairSchedule {
   std::size_t cover(const Topology& topology, int rails);
 
   const std::vector<Round>& rounds() const { return rounds_; }
-  const std::string& pattern() const { return pattern_; }
+  Plan plan() const { return plan_; }
+  std::string_view pattern() const { return to_string(plan_); }
   int hosts() const { return hosts_; }
   // A host may appear in two pairs of one round (shift: once sending, once receiving).
-  bool directed() const { return pattern_ == "shift"; }
+  bool directed() const { return plan_ == Plan::shift; }
 
  private:
-  PairSchedule(std::string pattern, int hosts) : pattern_(std::move(pattern)), hosts_(hosts) {}
+  PairSchedule(Plan plan, int hosts) : plan_(plan), hosts_(hosts) {}
   void add_round(std::vector<HostPair> pairs);
-  static void check_size(const std::string& pattern, int hosts);
-  std::string pattern_;
+  static void check_size(Plan plan, int hosts);
+  Plan plan_;
   int hosts_;
   bool built_ = true;
   std::vector<Round> rounds_;

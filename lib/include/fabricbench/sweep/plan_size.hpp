@@ -13,7 +13,7 @@ namespace fabricbench::sweep {
 class PlanSize {
  public:
   // all-pairs, quick or shift of `hosts` hosts, by formula (pair_schedule.cpp builds the same rounds).
-  static PlanSize of(const std::string& pattern, int hosts);
+  static PlanSize of(Plan plan, int hosts);
   // The rounds of a built plan.
   static PlanSize of(const std::vector<Round>& rounds, int hosts, bool directed);
   // Every pair in a round of its own (--sequential): each round lists the other hosts as resting.

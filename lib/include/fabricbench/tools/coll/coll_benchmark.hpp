@@ -8,14 +8,10 @@
 #include "fabricbench/app/benchmark.hpp"
 #include "fabricbench/app/tool_loop.hpp"
 #include "fabricbench/ops/coll_backend.hpp"
-#include "fabricbench/tools/coll/per_rank_view.hpp"
 #include "fabricbench/timing/rank_laps.hpp"
+#include "fabricbench/tools/coll/per_rank_view.hpp"
 
 namespace fabricbench::ops {
-
-// How per-rank times combine into the reported time (nccl-tests -a).
-enum class RankCombine { rank0 = 0, average = 1, min = 2, max = 3 };
-double combine_rank_times(const std::vector<double>& per_rank, RankCombine how);
 
 class CollBenchmark : public app::Benchmark {
  public:

@@ -8,8 +8,8 @@
 
 #include "fabricbench/app/benchmark.hpp"
 #include "fabricbench/doctor/checks.hpp"
+#include "fabricbench/doctor/ras_report.hpp"
 #include "fabricbench/tools/doctor/nccl_log_mode.hpp"
-#include "fabricbench/tools/doctor/nccl_ras_mode.hpp"
 
 namespace fabricbench::doctor {
 
@@ -31,11 +31,11 @@ class DoctorBenchmark : public app::Benchmark {
   void add_options(cli::po::options_description& options) override;
   void configure(const cli::po::variables_map& values, const cli::CommonOptions& common,
                  const runtime::Placement& placement) override;
-  std::string answer_without_run() const override { return list_ ? list_checks() : std::string(); }
   const results::TableSpec& table() const override { return table_; }
   int gpu() const override { return gpu_; }
-  bool json_output() const override { return json_; }
-  bool checks_this_host() const override { return !nccl_log_reader_; }
+  app::HarnessRequest request() const override {
+    return {list_ ? list_checks() : std::string(), "", json_, !nccl_log_reader_};
+  }
   ExitStatus run(const app::RunContext& context) override;
 
  private:

@@ -26,10 +26,9 @@ enum class MetricFamily {
 };
 
 // A metric as data: its family, and the test it runs as its family's table names it. A new metric of an existing
-// family is one entry of sweep_metrics() (sweep_tables.cpp).
+// family is one entry of sweep_metrics() (sweep_metrics.cpp).
 struct SweepMetric {
   std::string_view name;
-  std::string_view unit;
   std::string_view description;
   MetricFamily family;
   std::string_view
@@ -46,8 +45,14 @@ struct SweepMetric {
   const ops::P2PTest& p2p() const;
   const ops::CollectiveOp& op() const;
   int directions() const { return both_directions ? 2 : 1; }
+  std::string_view unit() const { return results::to_string(value_unit); }  // "MB/s"
 };
 const std::vector<SweepMetric>& sweep_metrics();
+// "p2p_bw, p2p_bibw, rdma_bw": the metrics for which `has` holds, for help and messages.
+std::string metric_names(bool (*has)(const SweepMetric& m));
+inline bool is_bandwidth(const SweepMetric& m) { return m.better == results::Better::higher; }
+inline bool is_latency(const SweepMetric& m) { return m.better == results::Better::lower; }
+inline bool is_collective(const SweepMetric& m) { return m.collective(); }
 
 // One metric of one pair in one round, as this rank sees it.
 struct PairSlot {

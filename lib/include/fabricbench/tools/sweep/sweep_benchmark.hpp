@@ -37,11 +37,11 @@ class SweepBenchmark : public app::Benchmark {
                  const runtime::Placement& placement) override;
   const results::TableSpec& table() const override { return tables_.pairs; }
   int gpu() const override { return gpu_; }
-  std::string resume_file() const override { return opt_.resume; }
-  std::string answer_without_run() const override;  // --dry-run: the plan and its estimated time
+  app::HarnessRequest request() const override { return {dry_run_answer(), opt_.resume}; }
   ExitStatus run(const app::RunContext& context) override;
 
  private:
+  std::string dry_run_answer() const;  // --dry-run: the plan and its estimated time; empty without it
   // The run in three steps. start: every rank's NICs gathered (/sweep/nics, the job's book), the round runner
   // started, the rounds to run (less what a --resume finished), rank 0's opening tables and notes. The pass loop
   // (pass_loop.hpp) then runs the passes, handing each round to the rank-0 writer. finish, rank 0: the topology, what

@@ -1,4 +1,4 @@
-#include "fabricbench/tools/doctor/nccl_ras_mode.hpp"
+#include "fabricbench/doctor/ras_report.hpp"
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
@@ -16,6 +16,7 @@
 
 #include "fabricbench/doctor/findings.hpp"
 #include "fabricbench/facts/rail_nic.hpp"
+#include "fabricbench/ops/collective.hpp"
 #include "fabricbench/sweep/topology.hpp"
 
 namespace fabricbench::doctor {
@@ -24,12 +25,14 @@ namespace {
 const char* const kOption = "--nccl-ras";
 constexpr std::int64_t kReplyLines = 20000;  // of the reply kept verbatim in /doctor/ras_reply
 constexpr std::size_t kNamedHosts = 256;     // hosts of the findings whose address is looked up
-// The collective kinds NCCL's RAS counts, and their columns.
-const std::pair<const char*, const char*> kKinds[] = {{"AllReduce", "all_reduce"},
-                                                      {"AllGather", "all_gather"},
-                                                      {"ReduceScatter", "reduce_scatter"},
-                                                      {"Broadcast", "broadcast"},
-                                                      {"Reduce", "reduce"}};
+// The operations NCCL's RAS counts per rank: the collectives NCCL names (alltoall and sendrecv are its sends and
+// receives, which it does not count), each a column of /doctor/ras_ranks under the table's name.
+std::vector<const ops::CollectiveOp*> counted_ops() {
+  std::vector<const ops::CollectiveOp*> out;
+  for (const auto& c : ops::collectives())
+    if (!c.nccl_name.empty()) out.push_back(&c);
+  return out;
+}
 
 struct RasTables {
   results::TableSpec communicators, ranks, reply;
@@ -45,7 +48,8 @@ struct RasTables {
                                      setting_int("pid"),           setting_int("cuda_dev"), setting_int("nvml_dev"),
                                      setting_int("missing"),       setting_int("dead"),     setting_int("async_error"),
                                      setting_int("aborted")};
-    for (const auto& [kind, column] : kKinds) rank_columns.push_back(measured_int(column, Unit::none, Better::none));
+    for (const auto* op : counted_ops())
+      rank_columns.push_back(measured_int(std::string(op->name), Unit::none, Better::none));
     ranks = {"doctor", "ras_ranks", rank_columns};
     reply = {"doctor", "ras_reply", {key_int("line"), setting_text("text", 256)}};
     const auto text = [](const TableSpec& t, const char* name) { return t.handle<std::string>(name); };
@@ -59,10 +63,10 @@ struct RasTables {
     r.pid = integer(ranks, "pid"), r.cuda_dev = integer(ranks, "cuda_dev"), r.nvml_dev = integer(ranks, "nvml_dev");
     r.missing = integer(ranks, "missing"), r.dead = integer(ranks, "dead");
     r.async_error = integer(ranks, "async_error"), r.aborted = integer(ranks, "aborted");
-    for (const auto& [kind, column] : kKinds) r.ops.push_back(integer(ranks, column));
+    for (const auto* op : counted_ops()) r.ops.push_back(integer(ranks, std::string(op->name).c_str()));
     reply_col = {integer(reply, "line"), text(reply, "text")};
   }
-  // The columns as handles, made with the tables; rank_col.ops in kKinds' order.
+  // The columns as handles, made with the tables; rank_col.ops in counted_ops()' order.
   using Text = results::ColumnHandle<std::string>;
   using Int = results::ColumnHandle<std::int64_t>;
   struct {
@@ -284,8 +288,9 @@ ExitStatus NcclRasMode::write(results::ResultSet& out, const results::TableSpec&
         rr.set(rc.pid, r.pid).set(rc.cuda_dev, r.cuda_dev).set(rc.nvml_dev, r.nvml_dev);
         rr.set(rc.missing, r.missing).set(rc.dead, r.dead).set(rc.async_error, r.async_error);
         rr.set(rc.aborted, r.abort);
-        for (std::size_t k = 0; k < std::size(kKinds); ++k) {
-          const auto it = r.ops.find(kKinds[k].first);
+        const auto counted = counted_ops();
+        for (std::size_t k = 0; k < counted.size(); ++k) {
+          const auto it = r.ops.find(std::string(counted[k]->nccl_name));
           rr.set(rc.ops[k], it == r.ops.end() || r.missing ? std::int64_t(-1) : static_cast<std::int64_t>(it->second));
         }
         rank_rows.push_back(rr);
@@ -294,18 +299,9 @@ ExitStatus NcclRasMode::write(results::ResultSet& out, const results::TableSpec&
     out.section(tables.communicators, "communicators (op_spread: most minus fewest operations a rank launched)",
                 {{"communicator"}, {"size"}, {"ranks_reporting"}, {"ranks_missing"}, {"op_spread"}, {"state"}});
     out.rows(comm_rows);
-    out.section(tables.ranks, "ranks (-1: no count; a missing rank reported none)",
-                {{"communicator"},
-                 {"rank"},
-                 {"host"},
-                 {"pid"},
-                 {"cuda_dev"},
-                 {"dead"},
-                 {"all_reduce"},
-                 {"all_gather"},
-                 {"reduce_scatter"},
-                 {"broadcast"},
-                 {"reduce"}});
+    std::vector<results::TerminalColumn> shown{{"communicator"}, {"rank"}, {"host"}, {"pid"}, {"cuda_dev"}, {"dead"}};
+    for (const auto* op : counted_ops()) shown.emplace_back(std::string(op->name));
+    out.section(tables.ranks, "ranks (-1: no count; a missing rank reported none)", shown);
     out.rows(rank_rows);
   }
   // The reply verbatim, line by line, up to kReplyLines: a text reply (before NCCL 2.28.7) is only there, and is short;
