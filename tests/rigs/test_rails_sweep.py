@@ -99,7 +99,8 @@ class RailsFabric(LaunchTest):
         rig("shape-nic", self.rig, hosts[2], 1, SLOW)
         rig("shape-host", self.rig, hosts[5], SLOW)
         r, run = self.sweep(hosts, extra=["--plan", "adaptive"])
-        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertEqual(r.returncode, 1, r.stderr + (str((self.verdicts(run), run.tables["sweep/pairs"][
+            ["round", "host_a", "host_b", "rail", "value"]].to_string())) if run else ""))
         self.assertEqual(sorted(x[:4] for x in self.verdicts(run)), [("nic", hosts[2], "", 1), ("node", hosts[5], "", -1)],
                          self.verdicts(run))
         rounds = run.tables["sweep/rounds"]
