@@ -33,6 +33,7 @@ stamp "tests that mostly wait (label waits), in the background"
 waits_log=$(mktemp)
 ctest --test-dir build -L waits --output-on-failure >"$waits_log" 2>&1 &
 waits=$!
+trap 'kill "$waits" 2>/dev/null || true' EXIT  # a build or test failing below ends it too
 stamp "build (CUDA off, libibverbs off, ASan + UBSan)"
 cmake --preset minimal >/dev/null
 cmake --build --preset minimal -j "$jobs"

@@ -189,6 +189,15 @@ void record_failure(const std::string& reason, results::ResultSet* out, runtime:
   finish_quietly(out, "failed: " + why);
 }
 
+// The run's opening attributes, and the rule rows are judged with: it travels with them (fabric-report reads it
+// there, never the INI again).
+void begin_outputs(results::ResultSet& out, const results::RunInfo& info, const facts::ExpectedRule& rule) {
+  out.begin(info);
+  out.attribute("expected_warn_below_percent", rule.warn_below_percent);
+  out.attribute("expected_calibrated_warn_below_percent", rule.calibrated_warn_below_percent);
+  out.attribute("expected_min_bytes", static_cast<double>(rule.min_bytes));
+}
+
 }  // namespace
 
 int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
@@ -246,14 +255,11 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
           record_failure(reason, out.get(), report, placement, board, program);
         },
         [&] { report.poll(); });
-    if (out) {
-      out->begin({program, FABRICBENCH_VERSION, options.command_line, results::utc_timestamp(), mpi.size(),
-                  placement.hosts()});
-      // The rule rows are judged with travels with them: fabric-report reads it here, never the INI again.
-      out->attribute("expected_warn_below_percent", expected_rule.warn_below_percent);
-      out->attribute("expected_calibrated_warn_below_percent", expected_rule.calibrated_warn_below_percent);
-      out->attribute("expected_min_bytes", static_cast<double>(expected_rule.min_bytes));
-    }
+    if (out)
+      begin_outputs(
+          *out,
+          {program, FABRICBENCH_VERSION, options.command_line, results::utc_timestamp(), mpi.size(), placement.hosts()},
+          expected_rule);
     // A resumed run keeps the /env of its first part (the hosts were checked to be the same).
     const bool resumed = world.broadcast_value(static_cast<int>(!resume.empty()), 0) != 0;
     env::EnvReport environment;

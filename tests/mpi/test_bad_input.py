@@ -24,6 +24,8 @@ CASES = [
     (["--memory", "gpu"], "allowed values are host, pinned, device"),
     (["--output", "/nonexistent-dir/x.h5"], "does not exist"),
     (["--timeout", "soon"], "--timeout 'soon'"),
+    (["--emulate-hosts", "0"], "--emulate-hosts 0: must be at least 1"),
+    (["--emulate-hosts", "two"], "--emulate-hosts"),
     (["--min-time", "-1"], "--min-time -1: allowed values are 0 to 60 (seconds)"),
     (["--backend", "gpu"], "--backend 'gpu': allowed values are mpi, nccl"),
     (["--backend", "nccl", "--memory", "host"], "--memory host with --backend nccl: NCCL moves device memory only"),
