@@ -20,6 +20,10 @@
                                                   every table as JSON lines (stdout without OUT)
   fabric-report metrics RUN.h5 [OUT.prom]        Prometheus text format for node_exporter's textfile collector
                                                   (stdout without OUT; docs/operations.md)
+  fabric-report import SOURCE... --out OUT        nccl-tests, OSU or perftest output (text or JSON) as fabricbench
+                                                  files, judged by the suite's model: one SOURCE -> OUT.h5; several,
+                                                  or a folder -> the folder OUT, one file each, and a table comparing
+                                                  them (docs/import.md)
 
 Bad input gets one line naming the file or option and what is allowed, and exit 2: a missing, foreign, truncated
 or damaged file, a directory where a file is expected, an output that cannot be written, an unknown table or
@@ -209,6 +213,20 @@ def _parser():
     prom = sub.add_parser("metrics", help="the run in Prometheus' text format (node_exporter textfile collector)")
     prom.add_argument("run")
     prom.add_argument("out", nargs="?", help="OUT.prom (written whole and renamed; default: stdout)")
+    imp = sub.add_parser("import", help="nccl-tests, OSU or perftest output as fabricbench files")
+    imp.add_argument("sources", nargs="+", help="output files of the peers, or folders of them")
+    imp.add_argument("--out", required=True, action=_Once, help="OUT.h5 for one source, else a folder")
+    imp.add_argument("--tool", action=_Once, choices=["nccl-tests", "osu", "perftest"],
+                     help="the tool that wrote the sources (default: told from their lines)")
+    imp.add_argument("--op", action=_Once, help="nccl-tests output that does not name its test: all_reduce, ...")
+    imp.add_argument("--ranks", action=_Once, help="OSU collectives: the job's ranks (OSU does not print them)")
+    imp.add_argument("--window", action=_Once, help="OSU bw/bibw: the -W the run used (default: OSU's 64)")
+    imp.add_argument("--nodes", action=_Once, help="nodes, where the source does not name its hosts")
+    imp.add_argument("--nics-per-node", action=_Once, help="RDMA NICs per node that NCCL used")
+    imp.add_argument("--nic-rate", action=_Once, help="the NICs' line rate, Gb/s (400 for NDR)")
+    imp.add_argument("--link-gbps", action=_Once, help="one GPU's NVLink figure, GB/s (one node; known for H100/H200)")
+    imp.add_argument("--nccl-log", action=_Once, help="NCCL_DEBUG=INFO log of the same run (the path NCCL took)")
+    imp.add_argument("--configs", action=_Once, help="the folder of expected-curves.csv and expected-network.csv")
     return parser, sub.choices
 
 
@@ -232,6 +250,9 @@ def main(argv=None) -> int:
 
 
 def _run(args) -> int:
+    if args.command == "import":
+        from .imports.command import run_import
+        return run_import(args, say, say_table)
     if args.command == "compare":
         return _compare(args)
     if args.command == "check":

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <optional>
 #include <sstream>
 
 namespace fabricbench::doctor {
@@ -15,6 +17,91 @@ bool is_virtual_interface(const std::string& name) {
        {"lo", "docker", "veth", "virbr", "br-", "cni", "flannel", "cali", "vxlan", "tun", "tap"})
     if (starts_with(name, prefix)) return true;
   return false;
+}
+
+// A channel's transport through a network plugin: "NET/IB/0/GDRDMA", "NET/IB/1(3)/GDRDMA/Shared" (PXN: proxied by
+// rank 3), "NET/Socket/0". The NIC is the plugin's device index, as in its "Using [0]mlx5_0:1/IB ..." line.
+struct NetChannel {
+  std::string plugin;
+  std::size_t device = 0;
+  bool gdr = false;
+};
+
+std::optional<NetChannel> net_channel(std::string_view transport) {
+  if (!starts_with(transport, "NET/")) return std::nullopt;
+  transport.remove_prefix(4);
+  const auto slash = transport.find('/');
+  if (slash == std::string_view::npos) return std::nullopt;
+  NetChannel ch{std::string(transport.substr(0, slash)), 0, transport.find("/GDRDMA") != std::string_view::npos};
+  std::string_view rest = transport.substr(slash + 1);
+  if (rest.empty() || !std::isdigit(static_cast<unsigned char>(rest[0]))) return std::nullopt;
+  for (; !rest.empty() && std::isdigit(static_cast<unsigned char>(rest[0])); rest.remove_prefix(1))
+    ch.device = ch.device * 10 + static_cast<std::size_t>(rest[0] - '0');
+  return ch;
+}
+
+// Why GPUDirect RDMA is off on `nics` (names as the log's "Using" line gives them, or "IB device N").
+std::string why_gdr_off(const job::NcclLog& log, const std::set<std::string>& nics, const NcclContext& c) {
+  std::vector<std::string> disabled;
+  std::set<std::string> rest;
+  const auto nic_of = [](const std::string& name) { return name.substr(0, name.find(':')); };
+  for (const auto& [hca, support] : log.gdr_support)
+    if (!support.first && std::any_of(nics.begin(), nics.end(), [&](const auto& n) { return nic_of(n) == hca; }))
+      disabled.push_back(hca);
+  const bool every_nic_refuses =
+      !log.gdr_support.empty() &&
+      std::none_of(log.gdr_support.begin(), log.gdr_support.end(), [](const auto& g) { return g.second.first; });
+  if (disabled.empty() && every_nic_refuses)  // NICs named only by index here: every NIC the log names refuses GDR
+    for (const auto& [hca, support] : log.gdr_support) disabled.push_back(hca);
+  for (const auto& hca : disabled)
+    if (!log.gdr_support.at(hca).second.empty()) rest.insert(log.gdr_support.at(hca).second);
+  if (!disabled.empty())
+    return fmt::format(
+        "the NIC cannot reach GPU memory ({}: 'GPU Direct RDMA Disabled'{}; load nvidia_peermem, or use a kernel, "
+        "driver and NCCL with dma-buf{})",
+        join(disabled), rest.empty() ? "" : " " + join({rest.begin(), rest.end()}),
+        log.dmabuf ? ": the GPU has dma-buf" : "");
+  auto level = c.variables.find("NCCL_NET_GDR_LEVEL");
+  if (level == c.variables.end()) level = log.variables.find("NCCL_NET_GDR_LEVEL");
+  if (level != c.variables.end() && level != log.variables.end())
+    return fmt::format("NCCL_NET_GDR_LEVEL={} limits it", level->second);
+  if (!log.gdr_support.empty())
+    return "the NIC can, but NCCL judged the GPU too far from it (PCIe distance above its GDR level; "
+           "NCCL_NET_GDR_LEVEL raises it) or GDR reads are off for sends (NCCL_NET_GDR_READ)";
+  return "no 'GPU Direct RDMA' line in the log (NCCL_DEBUG_SUBSYS without NET?)";
+}
+
+// nccl.transport gdr: "on (NIC mlx5_0:1/IB)" or "off ...: why", for the channels through an RDMA network plugin.
+void check_gdr(const job::NcclLog& log, const NcclContext& c, Findings& out) {
+  std::set<std::string> on, off;
+  std::set<std::string> directions_off;
+  for (const auto& [transport, n] : log.channels) {
+    const auto ch = net_channel(transport);
+    if (!ch || ch->plugin == "Socket") continue;
+    const std::string nic = ch->plugin == "IB" && ch->device < log.ib_devices.size()
+                                ? log.ib_devices[ch->device]
+                                : fmt::format("{} device {}", ch->plugin, ch->device);
+    (ch->gdr ? on : off).insert(nic);
+  }
+  const auto list = [](const std::set<std::string>& s) { return join({s.begin(), s.end()}); };
+  if (on.empty() && off.empty()) {
+    if (log.gdr_support.empty()) return;  // no RDMA in this log: nothing to say about GDR
+    std::set<std::string> able;
+    for (const auto& [hca, support] : log.gdr_support)
+      if (support.first) able.insert(hca);
+    if (!able.empty())
+      out.ok("gdr", fmt::format("possible (NIC {}); no channel through the network in the log", list(able)));
+    else
+      out.add("gdr", Status::warn, "off", "on", why_gdr_off(log, {}, c));
+    return;
+  }
+  if (off.empty()) {
+    out.ok("gdr", fmt::format("on (NIC {})", list(on)));
+    return;
+  }
+  const std::string value = on.empty() ? fmt::format("off (NIC {})", list(off))
+                                       : fmt::format("partly: on (NIC {}), off on {}", list(on), list(off));
+  out.add("gdr", Status::warn, value, "on", "GPUDirect RDMA " + value + ": " + why_gdr_off(log, off, c));
 }
 
 }  // namespace
@@ -150,6 +237,7 @@ void check_nccl_transport(const job::NcclLog& log, const NcclContext& c, Finding
     out.add("channels", Status::warn, summary, "P2P and SHM enabled", fmt::format("{} set", join(disabled)));
   else
     out.ok("channels", summary);
+  check_gdr(log, c, out);
 }
 
 }  // namespace fabricbench::doctor

@@ -67,6 +67,15 @@ bool NcclLog::read(std::string_view m) {
     while (!value.empty() && (value.back() == '.' || value.back() == ' ' || value.back() == '\r'))
       value.remove_suffix(1);
     variables[std::string(m.substr(0, at))] = std::string(value);
+  } else if (const auto gdr = m.find(" : GPU Direct RDMA "); gdr != std::string_view::npos && starts_with(m, "NET/")) {
+    // "NET/IB : GPU Direct RDMA Enabled for HCA 0 'mlx5_0' (no module)"
+    const auto open = m.find('\'', gdr), close = open == std::string_view::npos ? open : m.find('\'', open + 1);
+    if (close == std::string_view::npos) return false;
+    if (!starts_with(m, "NET/Socket"))
+      gdr_support[std::string(m.substr(open + 1, close - open - 1))] = {
+          m.substr(gdr + 19, 7) == "Enabled", trimmed(m.substr(std::min(close + 2, m.size())))};
+  } else if (starts_with(m, "DMA-BUF is available")) {
+    dmabuf = true;
   } else if (m.find("Init COMPLETE") != std::string_view::npos) {
     init_complete = true;
   } else {

@@ -1,6 +1,6 @@
-"""The analysis package's four parts keep their import rule (issue 33): read imports nothing else of the package,
-judge imports read, draw imports read and judge, export imports read, judge and draw; cli.py and the package's
-__init__ sit on top. No module imports another in a cycle, top-level or inside a function (ast: every import
+"""The analysis package's five parts keep their import rule (issue 33): read imports nothing else of the package,
+judge imports read, draw imports read and judge, export imports read, judge and draw, imports (other tools' output
+read into fabricbench files, issue 46) imports read and judge; cli.py and the package's __init__ sit on top. No module imports another in a cycle, top-level or inside a function (ast: every import
 statement, wherever it is). Importing the package, or writing a workbook, loads no matplotlib. The module paths
 docs/analysis.md gave before the split still work.
 
@@ -15,7 +15,8 @@ PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "analysis" / "fabricbenc
 NAME = "fabricbench_analysis"
 # part -> the parts it may import ("" is the package's own __init__.py; cli may import every part).
 ALLOWED = {"read": set(), "judge": {"read"}, "draw": {"read", "judge"}, "export": {"read", "judge", "draw"},
-           "cli": {"read", "judge", "draw", "export"}, "": {"read", "judge", "draw", "export"}}
+           "imports": {"read", "judge"}, "cli": {"read", "judge", "draw", "export", "imports"},
+           "": {"read", "judge", "draw", "export"}}
 
 
 def modules() -> dict:
@@ -98,7 +99,7 @@ def print_graph(edges: dict) -> None:
             if part(n) != part(m):
                 parts.setdefault(part(m) or "__init__", set()).add(part(n) or "__init__")
     print("parts:")
-    for p in ("read", "judge", "draw", "export", "cli", "__init__"):
+    for p in ("read", "judge", "draw", "export", "imports", "cli", "__init__"):
         print(f"  {p:8} -> {', '.join(sorted(parts.get(p, ()))) or '-'}")
     print(f"cycles: {cycles(edges) or 'none'}")
 
@@ -114,7 +115,7 @@ class Layers(unittest.TestCase):
                     self.assertIn(part(n), ALLOWED[part(m)], f"{m} imports {n}")
 
     def test_the_subpackages_init_files_import_nothing(self):
-        for p in ("read", "judge", "draw", "export"):
+        for p in ("read", "judge", "draw", "export", "imports"):
             self.assertEqual(self.edges[f"{NAME}.{p}"], set(), p)
 
     def test_no_import_cycle(self):

@@ -200,6 +200,20 @@ class Report(LaunchTest):
         self.assertEqual(len(heat.conditional_formatting), 1)
         self.assertEqual(heat.cell(1, 2).value, "node0")
 
+    def test_a_cpu_run_without_expected_figures_says_not_judged(self):
+        # Issue 46: MPI on the CPU, no row with an expected figure; the answer said 'no row below 80% of expected'.
+        with h5py.File(self.runs / "coll.h5") as f:
+            if (f["results/coll"]["pct_expected"] == f["results/coll"]["pct_expected"]).any():  # a number: not NaN
+                self.skipTest("this machine gave the MPI run an expected figure")
+        out = self.dir / "cpu.xlsx"
+        self.assertEqual(self.report("excel", self.runs / "coll.h5", out).returncode, 0)
+        sheet = openpyxl.load_workbook(out)["summary"]
+        column = [str(c.value) for c in sheet["A"] if c.value]
+        self.assertTrue([line for line in column if "bandwidth not judged (no row of 1 MiB" in line], column)
+        self.assertFalse([line for line in column if "no row below" in line], column)
+        widths = {d.min: d.width for d in sheet.column_dimensions.values() if d.min}  # unset: the clients' 8.43
+        self.assertGreaterEqual(widths.get(1, 8.43), len("results/coll"), "the table names not cut")
+
     def test_html_holds_the_plots_and_the_comparison(self):
         out = self.dir / "page.html"
         r = self.report("html", self.runs / "tcp.h5", self.runs / "shm.h5", out)

@@ -22,8 +22,14 @@ MIN_BYTES = 1 << 20
 
 # What a row's expected_gbps is (its expected_from column), in the answer's words. "": a file written before the
 # column, whose rows are judged as rated ones and named as they were. Uncalibrated rows are never judged.
-REFERENCES = {"rated": "the line rate", "calibrated": "a healthy system's curve", "": "the expected bandwidth"}
+REFERENCES = {"rated": "the line rate", "calibrated": "a healthy system's curve",
+              "network": "a healthy fabric's busbw per NIC", "": "the expected bandwidth"}
 UNCALIBRATED = "uncalibrated"
+# Rows across nodes whose busbw is above what the nodes' NICs carry (fabric-report import, docs/expected.md): not
+# judged against the network, and named as what they are.
+NOT_NETWORK = "not_network"
+# A healthy ring across nodes reaches its per-NIC figure only with large messages: `network` rows are judged from here.
+NETWORK_MIN_BYTES = 1 << 30
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,6 +79,8 @@ class Answer:
     gap: str = ""                                            # coverage_gap: why the sweep is no pass whatever it found
     judged: dict = dataclasses.field(default_factory=dict)   # expected_from -> rows the rule judged
     uncalibrated: int = 0                                    # rows with a % of expected that is never judged
+    not_network: int = 0                                     # rows above what the NICs carry (NOT_NETWORK)
+    notes: list = dataclasses.field(default_factory=list)    # the file's `notes` attribute, line by line
 
     # The rail verdicts (nic, switch, uplink, path) named one a line; beyond this many, one line says how many more.
     MAX_WHERE_LINES = 8
@@ -80,7 +88,7 @@ class Answer:
     @property
     def nothing_wrong(self) -> bool:
         return (not self.status and not self.gap and (self.verdicts is None or self.verdicts.empty)
-                and self.checks.empty and not self.changes
+                and self.checks.empty and not self.changes and not self.not_network
                 and self.below_expected.empty and self.wrong.empty and not self.regressions)
 
     def where_lines(self) -> list:
@@ -141,6 +149,11 @@ class Answer:
         if fails or warns:
             out.append(f"{fails} failed and {warns} warned check(s).")
         out += self._below_lines()
+        if self.not_network:
+            note = next((n for n in self.notes if "NICs carry (" in n), "")
+            why = note.split("NICs carry (", 1)[1].rsplit(")", 1)[0] if note else ""
+            out.append(f"{self.not_network} row(s) not a network measurement (busbw above what the NICs carry)"
+                       + (f": {why}." if why else "."))
         if not self.wrong.empty:
             out.append(f"{len(self.wrong)} row(s) with wrong data.")
         if self.regressions:
@@ -166,11 +179,14 @@ class Answer:
 
     def _bandwidth_words(self) -> str:
         """What the good news says of bandwidth: within expected where rows of a file that says what its references
-        are were judged; nothing where every figure is uncalibrated (its own line says so); else as it always did."""
+        are were judged; nothing where every figure is uncalibrated (its own line says so); not judged where no row
+        was (a CPU run: no expected figure; issue 46: it said 'no row below 80%'); else as it always did."""
         if any(kind and count for kind, count in self.judged.items()):
             return "bandwidth within expected, "
         if self.uncalibrated and not any(self.judged.values()):
             return ""
+        if not any(self.judged.values()):
+            return f"bandwidth not judged (no row of {size_text(self.rule.min_bytes)} or more has an expected figure), "
         return f"no row below {self.rule.warn_below_percent:g}% of expected, "
 
     def uncalibrated_line(self) -> str:
@@ -215,7 +231,7 @@ def _kinds(frame: pd.DataFrame) -> pd.Series:
     if "expected_from" not in frame:
         return pd.Series("", index=frame.index, dtype=object)
     kinds = frame["expected_from"].fillna("").astype(str).str.strip()
-    return kinds.where(kinds.isin(["calibrated", UNCALIBRATED, ""]), "rated")
+    return kinds.where(kinds.isin(["calibrated", "network", NOT_NETWORK, UNCALIBRATED, ""]), "rated")
 
 
 def _bandwidth_tables(run):
@@ -232,11 +248,11 @@ def _judged(run, table: str, rows: pd.DataFrame, rule: ExpectedRule) -> pd.DataF
     """The rows the rule judges: from min_bytes up, a calibrated one at every size (a healthy curve holds at each);
     a rated one (or one of an older file) in a results table at its largest size per series value (a line rate is
     what large messages reach), every sweep pair (the tools' own reading); an uncalibrated one never."""
-    rows = rows[rows["_ref"] != UNCALIBRATED]
+    rows = rows[~rows["_ref"].isin([UNCALIBRATED, NOT_NETWORK])]
     size = run.size_key(table)
     if not size:
         return rows
-    rows = rows[rows[size] >= rule.min_bytes]
+    rows = rows[(rows[size] >= rule.min_bytes) & ((rows["_ref"] != "network") | (rows[size] >= NETWORK_MIN_BYTES))]
     if table.startswith("results/") and not rows.empty:
         rated = rows["_ref"] != "calibrated"
         # The largest size per series value (a table without a series column: one group).
@@ -261,14 +277,15 @@ def _below_expected(run, rule: ExpectedRule) -> pd.DataFrame:
 
 
 def _expected_counts(run, rule: ExpectedRule) -> tuple:
-    """({expected_from: rows judged}, rows with an uncalibrated % of expected): what the answer may say of the rows
-    that are not below."""
-    judged, uncalibrated = {}, 0
+    """({expected_from: rows judged}, rows with an uncalibrated % of expected, rows not a network measurement): what
+    the answer may say of the rows that are not below."""
+    judged, uncalibrated, not_network = {}, 0, 0
     for table, rows in _bandwidth_tables(run):
         for kind, count in _judged(run, table, rows, rule)["_ref"].value_counts().items():
             judged[kind] = judged.get(kind, 0) + int(count)
         uncalibrated += int((rows["_ref"] == UNCALIBRATED).sum())
-    return judged, uncalibrated
+        not_network += int((rows["_ref"] == NOT_NETWORK).sum())
+    return judged, uncalibrated, not_network
 
 
 def _wrong(run) -> pd.DataFrame:
@@ -302,7 +319,8 @@ def answer(run, regressions=()) -> Answer:
                   rails.verdicts_with_where(run.tables.get("sweep/verdicts")), bad, counts, _below_expected(run, rule),
                   _wrong(run), list(regressions), rule, rails.nic_table(run), rails.switch_table(run),
                   rails.coverage_text(run), _changes(run), int(run.attrs.get("passes", 0) or 0),
-                  set(_changes(run, "recovered")), coverage_gap(run), *_expected_counts(run, rule))
+                  set(_changes(run, "recovered")), coverage_gap(run), *_expected_counts(run, rule),
+                  [n for n in str(run.attrs.get("notes", "")).split("\n") if n])
 
 
 def _changes(run, change: str = "") -> list:

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include "../fixtures.hpp"
 #include "fabricbench/doctor/checks.hpp"
@@ -434,6 +435,58 @@ TEST(DoctorNccl, IbBondAndSocketFallback) {
   EXPECT_EQ(find(g, "nccl.transport", "network")->status, Status::fail);
   // A plugin's network is reported by name.
   EXPECT_EQ(job::parse_nccl_log("x NCCL INFO Using network AWS Libfabric\n").network, "AWS Libfabric");
+}
+
+// Recorded NCCL logs of InfiniBand and RoCE clusters (tests/fixtures/nccl-logs/public/README.md names each source);
+// the same logs hold fabric-report import's reading of the path (tests/analysis/test_import.py).
+std::string public_log(const std::string& name) {
+  std::ifstream in(fixtures_folder() / "nccl-logs" / "public" / name);
+  EXPECT_TRUE(in.good()) << name;
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::optional<Finding> gdr_finding(const std::string& log_text) {
+  Findings f;
+  f.begin_check("n1", 0, "nccl.transport");
+  NcclContext c;
+  c.hosts = 2;
+  c.host_facts = false;
+  check_nccl_transport(job::parse_nccl_log(log_text), c, f);
+  const auto* gdr = find(f, "nccl.transport", "gdr");
+  return gdr ? std::optional<Finding>(*gdr) : std::nullopt;
+}
+
+TEST(DoctorNccl, GpuDirectRdmaOnOrOffAndWhy) {
+  const auto on = gdr_finding(public_log("aks-36-gdrdma.log"));
+  ASSERT_TRUE(on);
+  EXPECT_EQ(on->status, Status::ok);
+  EXPECT_EQ(on->value, "on (NIC IB device 0, IB device 4, IB device 6)");  // no "Using" line in it: NICs by index
+
+  const auto off = gdr_finding(public_log("nccl-899-gdr-no-module.log"));
+  ASSERT_TRUE(off);
+  EXPECT_EQ(off->status, Status::warn);
+  EXPECT_EQ(off->value, "off (NIC IB device 0)");
+  EXPECT_NE(off->hint.find("'GPU Direct RDMA Disabled' (no module)"), std::string::npos) << off->hint;
+  EXPECT_NE(off->hint.find("nvidia_peermem"), std::string::npos);
+
+  const auto roce = gdr_finding(public_log("nccl-1537-gdr-disabled-roce.log"));  // GDR lines, no channel yet
+  ASSERT_TRUE(roce);
+  EXPECT_EQ(roce->status, Status::warn);
+  EXPECT_NE(roce->hint.find("mlx5_0, mlx5_1: 'GPU Direct RDMA Disabled'"), std::string::npos) << roce->hint;
+
+  // Named NICs, one direction without GDR: the NIC's name from the "Using" line, the level named as the reason.
+  const auto partly = gdr_finding(
+      "n1:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB ib0:10.0.0.1<0>\n"
+      "n1:1:1 [0] NCCL INFO NCCL_NET_GDR_LEVEL set by environment to LOC\n"
+      "n1:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/1\n"
+      "n1:1:1 [0] NCCL INFO Channel 00/0 : 8[0] -> 0[0] [receive] via NET/IB/0/GDRDMA\n");
+  ASSERT_TRUE(partly);
+  EXPECT_EQ(partly->value, "partly: on (NIC mlx5_0:1/IB), off on mlx5_1:1/IB");
+  EXPECT_NE(partly->hint.find("NCCL_NET_GDR_LEVEL=LOC limits it"), std::string::npos) << partly->hint;
+
+  // No RDMA: nothing said about GDR (the device's logs: P2P within a host, sockets).
+  EXPECT_FALSE(gdr_finding(fixture("nccl-info-p2p.log")));
+  EXPECT_FALSE(gdr_finding(fixture("nccl-info-socket.log")));
 }
 
 TEST(DoctorNccl, Selectors) {

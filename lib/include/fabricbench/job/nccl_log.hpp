@@ -7,6 +7,8 @@
 //   "NCCL INFO NET/Socket : Using [0]eth0:192.0.2.2<0> [1]eth1:..."
 //   "NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM" (P2P/IPC, SHM, NET/IB/0, NET/Socket/0 ...)
 //   "NCCL INFO NCCL_P2P_DISABLE set by environment to 1"
+//   "NCCL INFO NET/IB : GPU Direct RDMA Enabled for HCA 0 'mlx5_0'" (Disabled, "(no module)" in older NCCL)
+//   "NCCL INFO DMA-BUF is available on GPU device 0"
 // One implementation reads them: NcclLog::read takes one message at a time (the probe's log through parse_nccl_log,
 // a job's logs of any size through NcclJobLog, nccl_job_log.hpp). The doctor's rules on it are in
 // doctor/nccl_transport.hpp.
@@ -27,6 +29,10 @@ struct NcclLog {
   std::vector<std::string> socket_ifaces;        // "eth0:192.0.2.2"
   std::map<std::string, int> channels;           // transport ("P2P/CUMEM", "SHM", "NET/Socket/0") -> channel count
   std::map<std::string, std::string> variables;  // "set by environment" lines
+  // Per RDMA NIC, whether NCCL found it able to reach GPU memory (nvidia-peermem or dma-buf), and the rest of the line
+  // ("(no module)"); NET/Socket's lines (always "Disabled") are not kept.
+  std::map<std::string, std::pair<bool, std::string>> gdr_support;
+  bool dmabuf = false;  // "DMA-BUF is available on GPU device N"
   bool init_complete = false;
   bool empty() const { return version.empty() && network.empty() && channels.empty(); }
   // "P2P/CUMEM x24, NET/Socket/0 x2"

@@ -1,0 +1,68 @@
+"""The lines of another tool's output as they reach a person's disk: one at a time (a 1 GB Slurm log is read in bounded
+memory), CR LF or LF, bytes that are not UTF-8 shown as U+FFFD, and the prefix a launcher put before each line taken
+off and kept as the line's label: Open MPI's `--tag-output` (`[1,0]<stdout>:`), Slurm's `srun -l` (`0: `), torchrun's
+`--tee` (`[default0]:`). A label says which process printed the line, so lines of several ranks interleaved in one
+file can be told apart."""
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import re
+
+# A line longer than this is cut (the rest up to its end is skipped): no table line of the peers is near it, and a
+# file without line ends must not be read into memory whole.
+MAX_LINE = 1 << 16
+
+_LABELS = (
+    re.compile(r"^\[(\d+),(\d+)\]<(?:stdout|stderr)>:\s?"),  # Open MPI --tag-output: [job,rank]<stdout>:
+    re.compile(r"^\[default(\d+)\]:"),                      # torchrun --tee: [default3]:
+    re.compile(r"^\s{0,6}(\d+): "),                           # srun -l / --label: "  3: "
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Line:
+    number: int   # 1-based, in the file
+    label: int    # the rank a launcher's prefix named; -1 where the line has none
+    text: str     # without the prefix and the line end
+
+    @property
+    def stripped(self) -> str:
+        return self.text.strip()
+
+
+def _label(text: str) -> tuple:
+    for pattern in _LABELS:
+        m = pattern.match(text)
+        if m:
+            return int(m.groups()[-1]), text[m.end():]
+    return -1, text
+
+
+def read_lines(path: pathlib.Path):
+    """Yield every Line of `path`, in order, holding one line in memory at a time."""
+    with open(path, "rb") as f:
+        number = 0
+        while True:
+            raw = f.readline(MAX_LINE)
+            if not raw:
+                return
+            number += 1
+            if not raw.endswith(b"\n") and len(raw) == MAX_LINE:
+                while True:  # the rest of an over-long line
+                    rest = f.readline(MAX_LINE)
+                    if not rest or rest.endswith(b"\n"):
+                        break
+            text = raw.decode("utf-8", "replace").rstrip("\r\n")
+            label, text = _label(text)
+            yield Line(number, label, text)
+
+
+def head(path: pathlib.Path, count: int = 400) -> list:
+    """The first `count` lines (to tell which tool wrote the file)."""
+    out = []
+    for line in read_lines(path):
+        out.append(line)
+        if len(out) >= count:
+            break
+    return out

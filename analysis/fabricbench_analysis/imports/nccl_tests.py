@@ -1,0 +1,262 @@
+"""nccl-tests' output (every `*_perf`): the text it prints (with its header, device lines and either column layout:
+plain, or with -I's per-iteration columns) and the JSON of `-J FILE.json`. Each row becomes two rows of /results/coll
+(out-of-place, in-place), as fabric-coll writes them. Every row is checked as nccl-tests computes it (algbw = size /
+time, busbw = algbw x the operation's factor for the ranks its header lists), so a line that was misread is refused,
+not stored. Rows of 0 B (nccl-tests prints a size that holds no whole element per rank as 0 B at 0 GB/s) are left
+out with a note."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+
+from .imported import Imported
+from .lines import read_lines
+from .nccl_lines import NcclLines
+
+# nccl-tests' bus bandwidth factors (its src/<op>.cu GetBw), n = ranks.
+FACTORS = {
+    "all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n, "alltoall": lambda n: (n - 1) / n, "alltoallv": lambda n: (n - 1) / n,
+    "gather": lambda n: (n - 1) / n, "scatter": lambda n: (n - 1) / n, "hypercube": lambda n: 1.0,
+    "broadcast": lambda n: 1.0, "reduce": lambda n: 1.0, "sendrecv": lambda n: 1.0,
+}
+
+# algbw as a share of size / time where it is not all of it: hypercube counts what each rank receives from the others.
+ALGBW_SHARE = {"hypercube": lambda n: (n - 1) / n}
+
+_RANK = re.compile(r"#\s+Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)")
+_VERSION = re.compile(r"#\s*nccl-tests version\s+(\S+)(?:\s+nccl-headers=(\d+))?(?:\s+nccl-library=(\d+))?")
+# An NCCL log line glued to the end of a table line (another thread of the process wrote it mid-row).
+# Its host name is taken to begin with a letter (the table's last field, a number, is glued to it: "-1gpunode0:...").
+_GLUED = re.compile(r"[A-Za-z][\w.-]*:\d+:\d+ \[\d+\] NCCL (?:INFO|WARN|TRACE) .*$")
+_START = re.compile(r"#\s*Collective test starting:\s*(\S+)")
+_SETTINGS = re.compile(r"#\s*nThread\s+(\d+)\s+nGpus\s+(\d+).*?warmup iters:\s*(\d+)\s+iters:\s*(\d+)"
+                       r"(?:.*?validation:\s*(\d+))?(?:.*?graph:\s*(\d+))?")
+# The value columns of one placement (out-of-place, then in-place), by their header names.
+_GROUP = {"time": "time_us", "cputime": "time_us", "algbw": "algbw_gbps", "busbw": "busbw_gbps", "#wrong": "wrong",
+          "i_min": "iter_us_min", "i_max": "iter_us_max", "i_p99": "iter_us_p99"}
+KEYS = ["size", "count", "type", "redop", "root"]
+
+
+def nccl_version(code: str) -> str:
+    """nccl-tests' NCCL version code (22803) as NCCL names it (2.28.3)."""
+    if not code:
+        return ""
+    v = int(code)
+    return f"{v // 10000}.{v // 100 % 100}.{v % 100}" if v >= 20900 else f"{v // 1000}.{v // 100 % 10}.{v % 100}"
+
+
+def signature(line) -> bool:
+    """A line only nccl-tests prints."""
+    s = line.stripped
+    return bool(_VERSION.match(s) or _START.match(s) or (s.startswith("#") and "busbw" in s and "algbw" in s))
+
+
+def _op_of(program: str) -> str:
+    name = program.rsplit("/", 1)[-1]
+    return name[:-5] if name.endswith("_perf") else name
+
+
+def _number(text: str, what: str, run: Imported, line: int) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise run.refuse(line, f"{what} '{text}' is not a number (not a row of nccl-tests' table)") from None
+
+
+def check_row(run: Imported, line: int, op: str, ranks: int, size: int, time_us: float, algbw: float,
+              busbw: float) -> None:
+    """Refuse a row whose figures are not what nccl-tests computes from its size and time (a misread line): algbw =
+    size / time, busbw = algbw x factor(ranks), to the 2 decimals printed (or 1% where fewer are printed)."""
+    if not (time_us > 0) or math.isinf(time_us):
+        raise run.refuse(line, f"time {time_us} us: not a time (not a row of nccl-tests' table)")
+    want = size / time_us / 1e3 * (ALGBW_SHARE[op](ranks) if op in ALGBW_SHARE and ranks else 1.0)
+    if abs(algbw - want) > 0.011 + 0.01 * want:
+        raise run.refuse(line, f"algbw {algbw} GB/s is not size / time ({want:.3f}): not a row nccl-tests wrote")
+    if ranks and op in FACTORS:
+        bus = algbw * FACTORS[op](ranks)
+        if abs(busbw - bus) > 0.011 + 0.01 * bus:
+            raise run.refuse(line, f"busbw {busbw} GB/s is not algbw x the {op} factor for {ranks} ranks "
+                                   f"({bus:.3f}): not a row nccl-tests wrote for {ranks} ranks")
+
+
+class _Table:
+    """The column layout of one result table, from its header line."""
+
+    def __init__(self, names: list):
+        self.names = names
+        starts = [i for i, n in enumerate(names) if n in ("time", "cputime")]
+        self.groups = []
+        for k, start in enumerate(starts):
+            end = starts[k + 1] if k + 1 < len(starts) else len(names)
+            self.groups.append([(i, _GROUP[names[i]]) for i in range(start, end) if names[i] in _GROUP])
+        self.width = max((i for g in self.groups for i, _ in g), default=len(KEYS) - 1) + 1
+
+
+def read_text(path, run: Imported, op_hint: str = "") -> Imported:
+    run.table = "results/coll"
+    op, table, settings, ended, zero = op_hint, None, {}, True, 0
+    seen_ops, hosts_local = {}, {}
+    log = NcclLines()
+    printer = None  # the label of the process that prints the tables (nccl-tests prints on rank 0 only)
+    pending = []  # the fields of a row that NCCL's own lines cut into pieces, and the line it began on
+    for x in read_lines(path):
+        s = x.stripped
+        if log.take(x):
+            continue
+        if not s:
+            continue
+        m = _VERSION.match(s)
+        if m:
+            run.tool_version = m.group(1)
+            run.nccl_version = nccl_version(m.group(3) or m.group(2) or "")
+            continue
+        m = _START.match(s)
+        if m:
+            op = _op_of(m.group(1))
+            if op in seen_ops:
+                raise run.refuse(x.number, f"a second {op} run in one file (the first began at line {seen_ops[op]}); "
+                                           "import each run from a file of its own")
+            seen_ops[op], ended, table = x.number, False, None
+            continue
+        m = _SETTINGS.match(s)
+        if m:
+            settings = {"threads": int(m.group(1)), "gpus": int(m.group(2)), "warmup": int(m.group(3)),
+                        "iterations": int(m.group(4)), "check": int(m.group(5) or 1), "graph": int(m.group(6) or 0)}
+            run.facts["gpus_per_thread"] = settings["gpus"]
+            continue
+        m = _RANK.match(s)
+        if m:
+            host = m.group(3)
+            local = hosts_local.setdefault(host, 0)
+            hosts_local[host] += 1
+            run.ranks.append({"rank": int(m.group(1)), "host": host, "local_rank": local, "gpu": int(m.group(4)),
+                              "gpu_name": m.group(6).strip(), "pci_bus_id": m.group(5), "pid": int(m.group(2))})
+            continue
+        if s.startswith("#"):
+            words = s[1:].split()
+            if words[:2] == ["size", "count"]:
+                table, ended, printer = _Table(words), False, x.label
+                if not op:
+                    raise run.refuse(x.number, "nccl-tests' output without its 'Collective test starting' line: "
+                                               "give --op (all_reduce, all_gather, ...) to say which test it is")
+            elif words[:3] == ["Out", "of", "bounds"] or words[:2] == ["Avg", "bus"]:
+                ended, table = True, None
+            continue
+        if table is None:
+            continue  # a line before or between the tables (mpirun's, the job script's): not ours to read
+        if printer is not None and x.label != printer:
+            continue  # another rank's line, interleaved
+        text = x.text
+        glued = _GLUED.search(text)
+        if glued:
+            log.take(dataclasses.replace(x, text=glued.group(0)))
+            text = text[:glued.start()]
+        words = text.split()
+        if pending and words and words[0].isdigit() and len(words) >= table.width:
+            raise run.refuse(pending[0], f"a row of the {op} table cut short: {len(pending) - 1} of {table.width} "
+                                         "fields")
+        pending = (pending or [x.number]) + words
+        if len(pending) - 1 < table.width and glued:
+            continue  # the rest of the row follows NCCL's line
+        zero += _row(run, pending[0], pending[1:], table, op, settings, x)
+        pending = []
+    if not run.rows and not zero:
+        raise run.refuse(0, "no row of nccl-tests' result table found")
+    if not ended:
+        run.cut_at = x.number
+    if zero:
+        run.notes.append(f"{zero} size(s) of 0 B left out (nccl-tests prints a size that holds no whole element "
+                         "per rank as 0 B at 0 GB/s)")
+    run.nccl_lines = log
+    run.nccl_version = run.nccl_version or log.version
+    return run
+
+
+def _row(run: Imported, number: int, words: list, table: _Table, op: str, settings: dict, x) -> int:
+    if len(words) == table.width - 1 and re.fullmatch(r"-?\d+", words[3] if len(words) > 3 else ""):
+        words = words[:3] + ["none"] + words[3:]  # no reduction: nccl-tests leaves redop blank (hypercube)
+    if len(words) < table.width or not words[0].isdigit():
+        raise run.refuse(number, f"not a row of the {op} table ({len(words)} fields, {table.width} wanted): "
+                                 f"'{x.stripped[:80]}'")
+    size = int(words[0])
+    if size == 0:
+        return 1
+    count = int(_number(words[1], "count", run, number))
+    root = int(_number(words[4], "root", run, number))
+    ranks = len(run.ranks)
+    for in_place, group in enumerate(table.groups[:2]):
+        row = {"op": op, "backend": "nccl", "dtype": words[2], "redop": words[3], "root": root,
+               "in_place": in_place, "bytes": size, "count": count, "ranks": ranks,
+               "iterations": settings.get("iterations", -1), "warmup": settings.get("warmup", -1),
+               "timing": "graph" if settings.get("graph") else "host"}
+        for i, column in group:
+            text = words[i]
+            if column == "wrong":
+                row[column] = -1 if text == "N/A" else int(_number(text, "#wrong", run, number))
+            else:
+                row[column] = _number(text, column, run, number)
+        check_row(run, number, op, ranks, size, row["time_us"], row["algbw_gbps"], row["busbw_gbps"])
+        run.rows.append(row)
+    return 0
+
+
+def read_json(path, run: Imported, op_hint: str = "") -> Imported:
+    """nccl-tests' -J output."""
+    run.table = "results/coll"
+    try:
+        with open(path, "rb") as f:
+            doc = json.load(f)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise run.refuse(0, f"not JSON nccl-tests wrote with -J ({e})") from None
+    return from_json(doc, run, op_hint)
+
+
+def from_json(doc, run: Imported, op_hint: str = "") -> Imported:
+    """The -J layout of nccl-tests 2.19 (its JSON 'version' 3): args, nccl_version, config (iterations, warmup_iters,
+    graph, devices: rank, hostname, device, device_hex, device_info), results (size, count, type, redop, root,
+    out_of_place/in_place: time, alg_bw, bus_bw, nwrong)."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
+        raise run.refuse(0, "not the JSON nccl-tests writes with -J (no 'results' list)")
+    config = doc.get("config") or {}
+    args = doc.get("args") or []
+    run.command_line = " ".join(str(a) for a in args)
+    run.nccl_version = nccl_version(str(doc.get("nccl_version") or ""))
+    run.tool_version = ""  # the JSON carries its own format's version only
+    op = (_op_of(str(args[0])) if args else "") or op_hint
+    if op not in FACTORS:
+        raise run.refuse(0, f"nccl-tests' JSON of '{op}': give --op (one of {', '.join(FACTORS)})")
+    for r in config.get("devices") or []:
+        host = str(r.get("hostname", ""))
+        run.ranks.append({"rank": int(r.get("rank", len(run.ranks))), "host": host,
+                          "local_rank": sum(1 for x in run.ranks if x["host"] == host),
+                          "gpu": int(r.get("device", -1)), "gpu_name": str(r.get("device_info", "")),
+                          "pci_bus_id": str(r.get("device_hex", ""))})
+    settings = {"iterations": int(config.get("iterations", -1)), "warmup": int(config.get("warmup_iters", -1)),
+                "graph": int(config.get("graph", 0) or 0)}
+    ranks, zero = len(run.ranks), 0
+    for r in doc["results"]:
+        size = int(r.get("size", 0))
+        if size == 0:
+            zero += 1
+            continue
+        for in_place, name in enumerate(("out_of_place", "in_place")):
+            v = r.get(name)
+            if not isinstance(v, dict):
+                continue
+            wrong = v.get("nwrong")
+            row = {"op": op, "backend": "nccl", "dtype": str(r.get("type", "")), "redop": str(r.get("redop", "")),
+                   "root": int(str(r.get("root", -1)).strip()), "in_place": in_place, "bytes": size,
+                   "count": int(r.get("count", 0)), "ranks": ranks, "iterations": settings["iterations"],
+                   "warmup": settings["warmup"], "timing": "graph" if settings["graph"] else "host",
+                   "time_us": float(v.get("time", v.get("cpu_time", math.nan))), "algbw_gbps": float(v["alg_bw"]),
+                   "busbw_gbps": float(v["bus_bw"]), "wrong": -1 if wrong is None else int(wrong)}
+            check_row(run, 0, op, ranks, size, row["time_us"], row["algbw_gbps"], row["busbw_gbps"])
+            run.rows.append(row)
+    if not run.rows:
+        raise run.refuse(0, "no result in nccl-tests' JSON")
+    if zero:
+        run.notes.append(f"{zero} size(s) of 0 B left out")
+    return run
