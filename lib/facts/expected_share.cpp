@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "fabricbench/cli/byte_size.hpp"
@@ -39,8 +41,53 @@ const char* Reference::name(Kind kind) {
       return "uncalibrated";
     case Kind::rated:
       return "rated";
+    case Kind::network:
+      return "network";
+    case Kind::not_network:
+      return "not_network";
   }
   return "rated";
+}
+
+NetworkBook NetworkBook::load(const std::string& path) {
+  const std::string option = "--expected-rule network";
+  cli::require_text_file(path, option);
+  std::ifstream in(path);
+  const std::string header = "nic_gbitps,busbw_gbps_per_nic,source";
+  NetworkBook book;
+  bool seen_header = false;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line[0] == '#') continue;
+    const auto where = fmt::format("{} {}:{}", option, path, number);
+    if (!seen_header) {
+      if (line != header) throw Error::usage(fmt::format("{}: the header must be '{}'", where, header));
+      seen_header = true;
+      continue;
+    }
+    const auto first = line.find(','), second = first == std::string::npos ? first : line.find(',', first + 1);
+    if (second == std::string::npos) throw Error::usage(fmt::format("{}: 3 fields wanted ({})", where, header));
+    const auto rate = cli::parse_number(line.substr(0, first));
+    const auto busbw = cli::parse_number(line.substr(first + 1, second - first - 1));
+    if (!rate || !busbw || !(*rate > 0) || !(*busbw > 0) || *busbw > *rate / 8)
+      throw Error::usage(
+          fmt::format("{}: nic_gbitps and busbw_gbps_per_nic are numbers above 0, the busbw at most the "
+                      "line rate / 8",
+                      where));
+    std::string source = line.substr(second + 1);
+    if (source.size() >= 2 && source.front() == '"' && source.back() == '"')
+      source = source.substr(1, source.size() - 2);
+    book.entries_.push_back({*rate, *busbw, source});
+  }
+  if (!seen_header) throw Error::usage(fmt::format("{} {}: no header line '{}'", option, path, header));
+  return book;
+}
+
+const NetworkBook::Entry* NetworkBook::find(double nic_gbitps) const {
+  for (const auto& e : entries_)
+    if (std::abs(e.nic_gbitps - nic_gbitps) <= 0.01 * e.nic_gbitps) return &e;
+  return nullptr;
 }
 
 ExpectedRule ExpectedRule::load(const std::string& path, bool must_exist) {
@@ -58,6 +105,11 @@ ExpectedRule ExpectedRule::load(const std::string& path, bool must_exist) {
         (key == "warn_below_percent" ? rule.warn_below_percent : rule.calibrated_warn_below_percent) = *v;
       } else if (key == "min_bytes") {
         rule.min_bytes = cli::parse_byte_size(text, fmt::format("{}: [expected] min_bytes", path));
+      } else if (key == "network") {
+        const auto file = std::filesystem::path(path).parent_path() / text;
+        if (!std::filesystem::exists(file))
+          throw Error::usage(fmt::format("{}: [expected] network = '{}': no file {}", path, text, file.string()));
+        rule.network = NetworkBook::load(file.string());
       } else if (key == "curves") {
         const auto file = std::filesystem::path(path).parent_path() / text;
         if (!std::filesystem::exists(file))
@@ -66,7 +118,7 @@ ExpectedRule ExpectedRule::load(const std::string& path, bool must_exist) {
       } else {
         throw Error::usage(
             fmt::format("{}: [expected] {}: unknown key; allowed: warn_below_percent, "
-                        "calibrated_warn_below_percent, min_bytes, curves",
+                        "calibrated_warn_below_percent, min_bytes, curves, network",
                         path, key));
       }
     }
@@ -120,6 +172,43 @@ Reference ExpectedShare::per_rank(const std::vector<std::string>& hosts, int ran
     node = node.scaled(1.0 / ranks_per_host, fmt::format("1/{} of", ranks_per_host));
   if (gpu.known() && (!node.known() || gpu.gbps < node.gbps)) return gpu;
   return node;
+}
+
+Reference ExpectedShare::across_nodes(const std::vector<std::string>& hosts) const {
+  const std::set<std::string> distinct(hosts.begin(), hosts.end());
+  if (distinct.size() < 2) return {};
+  std::size_t nics = SIZE_MAX;
+  double rate_gbps = 0;  // the slowest port's line rate, GB/s
+  std::string where;
+  for (const auto& host : distinct) {
+    std::size_t here = 0;
+    for (const auto& e : found_) {
+      if (e.host != host || e.kind != HardwarePath::rdma_port || !(e.gbps > 0)) continue;
+      ++here;
+      if (rate_gbps == 0 || e.gbps < rate_gbps) rate_gbps = e.gbps, where = fmt::format("{} on {}", e.basis, host);
+    }
+    nics = std::min(nics, here);
+  }
+  if (nics == 0 || nics == SIZE_MAX) return {};
+  const double line = double(nics) * rate_gbps;
+  const auto* entry = rule_.network.find(rate_gbps * 8);
+  Reference out;
+  out.path = HardwarePath::rdma_node;
+  out.line_gbps = line;
+  if (!entry) {
+    out.gbps = line;
+    out.kind = Reference::Kind::uncalibrated;
+    out.basis = fmt::format(
+        "uncalibrated: no healthy busbw per NIC for {:g} Gb/s (configs/expected-network.csv); "
+        "{} NICs x {:g} Gb/s ({})",
+        rate_gbps * 8, nics, rate_gbps * 8, where);
+    return out;
+  }
+  out.gbps = double(nics) * entry->busbw_gbps_per_nic;
+  out.kind = Reference::Kind::network;
+  out.basis = fmt::format("{} NICs x {:g} GB/s busbw per {:g} Gb/s NIC across nodes ({}; {})", nics,
+                          entry->busbw_gbps_per_nic, entry->nic_gbitps, entry->source, where);
+  return out;
 }
 
 Reference ExpectedShare::pairs_sum(const Reference& slowest_pair, int pairs,
@@ -182,7 +271,10 @@ double ExpectedShare::threshold(Reference::Kind kind) const {
       return rule_.warn_below_percent;
     case Reference::Kind::calibrated:
       return rule_.calibrated_warn_below_percent;
+    case Reference::Kind::network:
+      return rule_.warn_below_percent;
     case Reference::Kind::uncalibrated:
+    case Reference::Kind::not_network:
       return NAN;
   }
   return NAN;
@@ -190,14 +282,27 @@ double ExpectedShare::threshold(Reference::Kind kind) const {
 
 bool ExpectedShare::below(double percent, std::uint64_t bytes, Reference::Kind kind) const {
   // A line rate is reached by large messages only: the run's largest size. A healthy curve holds at every size.
+  // Across nodes a healthy ring reaches its per-NIC figure only with large messages: from 1 GiB, at the largest size.
+  const std::uint64_t least =
+      kind == Reference::Kind::network ? std::max<std::uint64_t>(rule_.min_bytes, 1ull << 30) : rule_.min_bytes;
   const bool size_judged =
-      bytes >= rule_.min_bytes && (kind == Reference::Kind::calibrated || largest_ == 0 || bytes == largest_);
+      bytes >= least && (kind == Reference::Kind::calibrated || largest_ == 0 || bytes == largest_);
   return size_judged && std::isfinite(percent) && percent < threshold(kind);
 }
 
 std::string ExpectedShare::stamp(results::Row& row, double measured_gbps, const Reference& ref, std::uint64_t bytes,
                                  const std::string& what) const {
   if (!ref.known() || !std::isfinite(measured_gbps)) return {};
+  if (ref.kind == Reference::Kind::network && measured_gbps > ref.line_gbps) {
+    // More than the NICs can carry: NCCL reduced inside the nodes first (NVLS, Tree, CollNet). Named, never judged.
+    row.set("expected_gbps", ref.line_gbps)
+        .set("pct_expected", 100.0 * measured_gbps / ref.line_gbps)
+        .set("expected_from", std::string(Reference::name(Reference::Kind::not_network)));
+    return fmt::format(
+        "note: {}: {:.2f} GB/s is above the {:.2f} GB/s the nodes' NICs carry: not a network measurement (NCCL used "
+        "NVLS or Tree, which reduce inside each node first; run with NCCL_ALGO=RING to test the network)",
+        what, measured_gbps, ref.line_gbps);
+  }
   const double percent = 100.0 * measured_gbps / ref.gbps;
   row.set("expected_gbps", ref.gbps)
       .set("pct_expected", percent)

@@ -34,6 +34,11 @@ def report(*argv) -> tuple:
     return code, out.getvalue(), err.getvalue()
 
 
+def answer_judged(run) -> dict:
+    from fabricbench_analysis.judge.answer import answer
+    return answer(run).judged
+
+
 def source_rows(path: pathlib.Path) -> list:
     """The data rows of a plain nccl-tests table, read here independently of the importer: the lines of 13 fields
     that start with the size (redop left blank by hypercube: 12)."""
@@ -149,6 +154,26 @@ class Imported(unittest.TestCase):
                 values = frame[first] if first != "latency_us" else frame.time_us_min
                 self.assertEqual(list(values), [float(r[2]) for r in rows])
                 self.assertEqual(set(frame.device), {"rxe0"})
+
+    def test_perftests_json_gives_the_figures_its_text_printed(self):
+        pairs = sorted(PERFTEST.glob("new-*.json"))
+        self.assertGreaterEqual(len(pairs), 12)
+        for js in pairs:
+            with self.subTest(json=js.name):
+                text = js.with_suffix(".txt")
+                from_json = self.load(js)[0].tables["results/verbs"]
+                from_text = self.load(text)[0].tables["results/verbs"].iloc[[-1]]  # -a: the JSON keeps the last size
+                self.assertEqual(len(from_json), 1)
+                for column in from_text.columns:
+                    if column in from_json.columns and column not in ("expected_gbps", "pct_expected", "port"):
+                        a, b = from_json[column].iloc[0], from_text[column].iloc[0]
+                        if isinstance(a, float) and math.isnan(a):
+                            self.assertTrue(math.isnan(b), column)
+                        else:
+                            self.assertEqual(a, b, column)
+        gbits = self.load(PERFTEST / "new-write_bw-gbits.json")[0].tables["results/verbs"]
+        self.assertEqual(gbits.bw_avg_gbitps.iloc[0], 0.21, "Gb/s, told from MsgRate: the JSON does not say")
+        self.assertNotIn("bw_avg_mibps", gbits.columns)
 
     # Odd but real
     def test_crlf_srun_labels_and_mpirun_tags_read_as_the_plain_output(self):
@@ -304,6 +329,28 @@ class Judged(unittest.TestCase):
         _, out = self.imported(NT / "all_reduce-2nodes-RING.txt")
         self.assertIn("uncalibrated: 2 nodes, but the NICs' count and rate are not known", out)
         self.assertIn("GPUDirect RDMA: off: NCCL used sockets", out)
+
+    def test_across_nodes_the_nics_times_a_healthy_busbw_per_nic_judge_the_largest_size(self):
+        # The two "nodes" talked over sockets at 2.1-2.5 GB/s. Held to 1 NIC of 100 Gb/s (the shipped reference: 11.5
+        # GB/s busbw per NIC), the 1 GiB rows are a fallback far below; held to a made-up 20 Gb/s NIC whose healthy
+        # busbw is 2.2 GB/s they pass, and only 1 GiB is judged.
+        run, out = self.imported(NT / "all_reduce-2nodes-RING.txt", "--nics-per-node", "1", "--nic-rate", "100")
+        frame = run.tables["results/coll"]
+        self.assertEqual(set(frame.expected_from), {"network"})
+        self.assertEqual(set(frame.expected_gbps), {11.5})
+        self.assertIn("2 row(s) below 80% of a healthy fabric's busbw per NIC", out)
+        self.assertIn("nccl-tests#119", out)
+        configs = self.dir / "configs"
+        shutil.copytree(FIXTURES.parents[2] / "configs", configs)
+        with open(configs / "expected-network.csv", "a") as f:
+            f.write("20,2.2,a made-up NIC for this test\n")
+        run, out = self.imported(NT / "all_reduce-2nodes-RING.txt", "--nics-per-node", "1", "--nic-rate", "20",
+                                 "--configs", configs)
+        frame = run.tables["results/coll"]
+        big = frame[frame.bytes == 1 << 30]
+        self.assertTrue((big.pct_expected >= 80).all(), big.pct_expected)
+        self.assertIn("bandwidth within expected", out)
+        self.assertEqual(answer_judged(run), {"network": 2})
 
     def test_an_imported_run_takes_every_command_of_fabric_report(self):
         run, _ = self.imported(NT / "all_reduce-c0.txt")

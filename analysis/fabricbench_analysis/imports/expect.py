@@ -54,19 +54,28 @@ def _rows(path: pathlib.Path, header: list, what: str) -> list:
     return list(reader)
 
 
+def _files(configs: pathlib.Path) -> tuple:
+    """The curves and network files configs/expected.ini names (keys `curves`, `network`), as the C++ tools read them."""
+    import configparser
+    ini = configparser.ConfigParser()
+    ini.read(configs / "expected.ini")
+    section = ini["expected"] if ini.has_section("expected") else {}
+    return (configs / section.get("curves", "expected-curves.csv"),
+            configs / section.get("network", "expected-network.csv"))
+
+
 class Model:
     def __init__(self, configs: pathlib.Path):
+        curves, network = _files(configs)
         self.curves = {}
-        for r in _rows(configs / "expected-curves.csv", ["path", "link_gbps", "ranks", "op", "bytes", "gbps", "source"],
-                       "curves"):
+        for r in _rows(curves, ["path", "link_gbps", "ranks", "op", "bytes", "gbps", "source"], "curves"):
             key = (r["path"], float(r["link_gbps"]), int(r["ranks"]), r["op"])
             self.curves.setdefault(key, {"source": r["source"], "points": []})["points"].append(
                 (int(r["bytes"]), float(r["gbps"])))
         for c in self.curves.values():
             c["points"].sort()
         self.network = {float(r["nic_gbitps"]): (float(r["busbw_gbps_per_nic"]), r["source"])
-                        for r in _rows(configs / "expected-network.csv",
-                                       ["nic_gbitps", "busbw_gbps_per_nic", "source"], "network references")}
+                        for r in _rows(network, ["nic_gbitps", "busbw_gbps_per_nic", "source"], "network references")}
 
     def curve(self, path: str, link: float, ranks: int, op: str):
         for (p, lk, n, o), c in self.curves.items():

@@ -398,8 +398,12 @@ ExitStatus CollBenchmark::run(const app::RunContext& context) {
     hosts.push_back(r.host);
   }
   // One rank moves nothing over any link (its bus bandwidth is 0 or a copy within the GPU): nothing to hold it against.
+  // NCCL across nodes: the network model (the nodes' NICs x a healthy busbw per NIC), where the hosts' NICs are known.
+  const auto network =
+      context.is_root() && backend_ == BackendKind::nccl ? context.expected.across_nodes(hosts) : facts::Reference{};
   const auto reference =
-      context.is_root() && nranks > 1
+      network.known() ? network
+      : context.is_root() && nranks > 1
           ? context.expected.per_rank(hosts, ranks_per_host, backend_ == BackendKind::nccl || device_memory_)
           : facts::Reference{};
   if (reference.known() && facts::is_gpu_link(reference.path))

@@ -2,6 +2,7 @@
 // hand-computed cases.
 #include "fabricbench/facts/expected_share.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -268,6 +269,68 @@ TEST(ExpectedShare, RuleFileNamesItsCurvesRelativeToItself) {
   }
   EXPECT_THROW(ExpectedRule::load(write_file("rule_bad.ini", "[expected]\ncalibrated_warn_below_percent = -1\n"), true),
                Error);
+}
+
+// NCCL across nodes (issue 46): the nodes' NICs x the healthy busbw per NIC of the shipped references (8 x 400 Gb/s:
+// 8 x 46 = 368 GB/s, NVIDIA in nccl-tests#290), judged at the largest size from 1 GiB; above the NICs' line rate
+// (8 x 50 = 400 GB/s) a row is not a network measurement: named, never judged; a rate without a reference is
+// uncalibrated; one host, or a host without an Active port, is no network case.
+TEST(ExpectedShare, AcrossNodesTheNicsTimesAHealthyBusbwPerNic) {
+  std::vector<Expected> found;
+  for (const char* host : {"n1", "n2"})
+    for (int k = 0; k < 8; ++k)
+      found.push_back({host, HardwarePath::rdma_port, fmt::format("mlx5_{}/1", k), 50.0, "400 Gb/s"});
+  auto rule = ExpectedRule::load(app::shipped_config("expected.ini"), true);
+  const ExpectedShare share(found, rule, 8ull << 30);
+  const auto ref = share.across_nodes({"n1", "n1", "n2", "n2"});
+  ASSERT_TRUE(ref.known());
+  EXPECT_EQ(ref.kind, Reference::Kind::network);
+  EXPECT_DOUBLE_EQ(ref.gbps, 8 * 46.0);
+  EXPECT_DOUBLE_EQ(ref.line_gbps, 400.0);
+  EXPECT_NE(ref.basis.find("nccl-tests#290"), std::string::npos) << ref.basis;
+  const results::TableSpec table{"results", "t", ExpectedShare::columns()};
+  results::Row row(table);
+  EXPECT_EQ(share.stamp(row, 370.0, ref, 8ull << 30, "healthy"), "");
+  EXPECT_EQ(std::get<std::string>(row.get("expected_from")), "network");
+  const auto slow = share.stamp(row, 200.0, ref, 8ull << 30, "all_reduce busbw at 8 GiB");
+  EXPECT_NE(slow.find("200.00 GB/s is 54% of the 368.00 GB/s expected"), std::string::npos) << slow;
+  EXPECT_EQ(share.stamp(row, 200.0, ref, 512u << 20, "smaller"), "") << "only the largest size is judged";
+  const ExpectedShare small(found, rule, 512u << 20);
+  EXPECT_EQ(small.stamp(row, 100.0, ref, 512u << 20, "512M"), "") << "below 1 GiB: latency and protocol decide";
+  const auto above = share.stamp(row, 470.0, ref, 8ull << 30, "all_reduce busbw at 8 GiB");
+  EXPECT_EQ(std::get<std::string>(row.get("expected_from")), "not_network");
+  EXPECT_DOUBLE_EQ(row.number("expected_gbps"), 400.0);
+  EXPECT_EQ(above.rfind("note: ", 0), 0u) << above;
+  EXPECT_NE(above.find("not a network measurement"), std::string::npos);
+  EXPECT_NE(above.find("NCCL_ALGO=RING"), std::string::npos);
+
+  for (auto& e : found) e.gbps = 100.0;  // 800 Gb/s: no reference shipped
+  const auto xdr = ExpectedShare(found, rule, 0).across_nodes({"n1", "n2"});
+  EXPECT_EQ(xdr.kind, Reference::Kind::uncalibrated);
+  EXPECT_DOUBLE_EQ(xdr.gbps, 800.0);
+  EXPECT_FALSE(share.across_nodes({"n1", "n1"}).known()) << "one host";
+  EXPECT_FALSE(share.across_nodes({"n1", "n3"}).known()) << "a host without an Active port";
+}
+
+TEST(ExpectedShare, NetworkReferencesFileIsChecked) {
+  const auto ok = write_file("net_ok.csv", "# c\nnic_gbitps,busbw_gbps_per_nic,source\n400,46,\"a, b\"\n");
+  const auto book = NetworkBook::load(ok);
+  ASSERT_NE(book.find(400), nullptr);
+  EXPECT_EQ(book.find(400)->source, "a, b");
+  EXPECT_EQ(book.find(200), nullptr);
+  for (const auto& [name, text, message] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"net_h.csv", "rate,busbw,source\n", "the header must be"},
+           {"net_big.csv", "nic_gbitps,busbw_gbps_per_nic,source\n400,60,x\n", "at most the line rate / 8"},
+           {"net_few.csv", "nic_gbitps,busbw_gbps_per_nic,source\n400\n", "3 fields wanted"}}) {
+    try {
+      NetworkBook::load(write_file(name, text));
+      FAIL() << name;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), ExitStatus::usage);
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(name + ":"), std::string::npos) << e.what();
+    }
+  }
 }
 
 // The shipped curves against what the GPU machine measured (tests/fixtures/expected: fabric-coll on 4 x H200, 2 and 4

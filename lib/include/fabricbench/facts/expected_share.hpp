@@ -28,14 +28,34 @@ namespace fabricbench::facts {
 
 // What a measured bandwidth is held against, GB/s (1e9 B/s), and where the figure came from. NaN: nothing applies.
 struct Reference {
-  enum class Kind { rated, calibrated, uncalibrated };
+  // network: a healthy fabric's busbw per NIC x the node's NICs, for NCCL collectives across nodes (judged at the
+  // largest size from 1 GiB); not_network: a row above what those NICs carry (never judged: NVLS/Tree reduced inside
+  // the nodes first).
+  enum class Kind { rated, calibrated, uncalibrated, network, not_network };
   double gbps = NAN;
   std::string basis;                       // "rdma_port mlx5_0/1 on node1: 200 Gb/s"
   HardwarePath path = HardwarePath::none;  // the hardware the figure is of
   Kind kind = Kind::rated;
+  double line_gbps = NAN;  // network: what the node's NICs carry at line rate (above it: not a network measurement)
   bool known() const { return std::isfinite(gbps) && gbps > 0; }
   Reference scaled(double factor, const std::string& why) const;
-  static const char* name(Kind kind);  // the expected_from column: "rated", "calibrated", "uncalibrated"
+  static const char* name(Kind kind);  // the expected_from column: "rated", "calibrated", "uncalibrated", ...
+};
+
+// configs/expected-network.csv: a healthy ring's busbw per NIC across nodes, by the NIC's line rate, with its source
+// (NVIDIA's statements in nccl-tests' issues). A rate without a row has no reference.
+class NetworkBook {
+ public:
+  struct Entry {
+    double nic_gbitps = 0, busbw_gbps_per_nic = 0;
+    std::string source;
+  };
+  // Error::usage naming the file and line for a bad header or value.
+  static NetworkBook load(const std::string& path);
+  const Entry* find(double nic_gbitps) const;
+
+ private:
+  std::vector<Entry> entries_;
 };
 
 // configs/expected.ini, section [expected].
@@ -43,7 +63,8 @@ struct ExpectedRule {
   double warn_below_percent = 80;             // rated rows: warn below this share of the line rate, at the largest size
   std::uint64_t min_bytes = 1u << 20;         // rows are judged only from this size up
   double calibrated_warn_below_percent = 70;  // calibrated rows: warn below this share of the healthy curve
-  CurveBook curves;  // key `curves`: a CSV, relative to the rule file; none: GPU links uncalibrated
+  CurveBook curves;     // key `curves`: a CSV, relative to the rule file; none: GPU links uncalibrated
+  NetworkBook network;  // key `network`: a CSV, relative to the rule file; none: NCCL across nodes uncalibrated
   // Missing keys keep the defaults; an unreadable file, unknown key or bad value is Error::usage naming the file
   // and the key. `must_exist` false: a missing file gives the defaults (the shipped file of a bare binary).
   static ExpectedRule load(const std::string& path, bool must_exist);
@@ -57,6 +78,10 @@ class ExpectedShare {
 
   Reference stream(const std::string& host_a, const std::string& host_b, bool gpu_memory) const;
   Reference per_rank(const std::vector<std::string>& hosts, int ranks_per_host, bool gpu_memory) const;
+  // NCCL collectives across 2 or more of `hosts`: the node's Active RDMA ports (the host with the fewest) x the
+  // healthy busbw per NIC at their rate (kind network), or their line rate marked uncalibrated where the book has no
+  // such rate; unknown where a host has no Active port.
+  Reference across_nodes(const std::vector<std::string>& hosts) const;
   // A sum over `pairs` concurrent pairs (OSU's mbw_mr), each held to `slowest_pair` (stream() of the slowest pair;
   // `hosts` every pair's two hosts): pairs x that. Pairs between hosts share those hosts' NICs, so the sum is at most
   // one node's RDMA share; pairs inside one host each have their own GPUs' links (NVLink, PCIe), which no node figure
