@@ -352,6 +352,27 @@ class Judged(unittest.TestCase):
         self.assertIn("bandwidth within expected", out)
         self.assertEqual(answer_judged(run), {"network": 2})
 
+    def test_the_page_says_where_the_run_came_from_and_the_path_of_each_row_below(self):
+        run, _ = self.imported(NT / "all_reduce-shm-info.txt")
+        code, _, err = report("html", self.dir / "run.h5", self.dir / "run.html")
+        self.assertEqual(code, 0, err)
+        page = (self.dir / "run.html").read_text()
+        self.assertIn("imported from", page)
+        self.assertIn("<h2>Notes</h2>", page)
+        self.assertIn("NCCL path: SHM/direct/direct (8 connections)", page)
+        self.assertEqual(page.count("SHM/direct/direct</td>"), 10 + 10, "each row below, and each row of the table")
+
+    def test_log_axes_are_labelled_in_plain_numbers_and_sizes_in_binary_units(self):
+        from .figures import drawn
+        self.imported(NT / "all_reduce.txt")
+        for name, fig in drawn(self.dir / "run.h5").items():
+            for ax in fig.axes:
+                labels = [t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels() if t.get_text()]
+                self.assertFalse([t for t in labels if "$" in t], f"{name}: mathtext drawn as raw text")
+                if ax.get_xscale() == "log":
+                    self.assertLessEqual(len(labels), 30)
+                    self.assertTrue({"1K", "1M"} <= set(labels), labels)
+
     def test_an_imported_run_takes_every_command_of_fabric_report(self):
         run, _ = self.imported(NT / "all_reduce-c0.txt")
         for argv, made in ((["html", self.dir / "run.h5", self.dir / "run.html"], "run.html"),

@@ -10,7 +10,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
-from matplotlib.ticker import FixedFormatter, FuncFormatter  # noqa: E402
+from matplotlib.ticker import FixedFormatter, FuncFormatter, LogFormatter, NullFormatter  # noqa: E402
 
 from ..read.printable import printable  # noqa: E402
 
@@ -79,6 +79,25 @@ def _lines(text: str) -> str:
     return "\n".join(printable(line) for line in text.split("\n"))
 
 
+def size_label(v: float) -> str:
+    """A size axis' tick: 8, 512, 1K, 64M, 1G (binary units, as the tools print sizes)."""
+    for unit, scale in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if v >= scale:
+            return f"{v / scale:g}{unit}"
+    return f"{v:g}"
+
+
+def _plain_log_labels(fig) -> None:
+    """Log axes labelled in plain numbers. matplotlib writes their ticks as mathtext ("$\\mathdefault{10^{3}}$"),
+    which _printable_texts draws as it reads: the raw TeX showed on every log axis (seen in a browser, issue 46)."""
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            if isinstance(axis.get_major_formatter(), LogFormatter):
+                axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            if isinstance(axis.get_minor_formatter(), LogFormatter):
+                axis.set_minor_formatter(NullFormatter())
+
+
 def _printable_texts(fig) -> None:
     """Every text of the figure, each of its lines through printable() (issue 48): a host name's escapes drawn as
     text, not as missing glyphs, whose warnings would carry the raw bytes to the terminal. The figure's own line
@@ -99,6 +118,7 @@ def _printable_texts(fig) -> None:
 
 
 def save(fig, out: pathlib.Path, paths: list) -> None:
+    _plain_log_labels(fig)
     _printable_texts(fig)
     with matplotlib.rc_context({"text.parse_math": False}):  # tick labels are made while the figure is drawn
         # The layout first: it moves the panels, and with them where their titles are centred.

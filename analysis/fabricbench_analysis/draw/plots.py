@@ -15,6 +15,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 from ..judge import rails  # noqa: E402
 from ..read.results import TIME_UNITS, curve_keys, curve_label  # noqa: E402
@@ -29,6 +30,11 @@ _TO_GBPS = {"MB/s": 1e-3, "MiB/s": 1048576 / 1e9, "GB/s": 1.0, "Gb/s": 1 / 8}
 
 def _size_axis(ax, size: str) -> None:
     ax.set_xscale("log", base=2)
+    # Powers of two as a person writes them (8, 1K, 1M, 1G), at most a dozen: every power of 8 B to 8 GiB crowded the
+    # axis into one smear of labels.
+    ax.xaxis.set_major_locator(LogLocator(base=2, numticks=12))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: ff.size_label(v)))
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel(f"{size} (B)")
     ax.grid(True, which="both", alpha=0.3)
 

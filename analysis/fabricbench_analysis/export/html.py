@@ -129,6 +129,13 @@ def _answer(run, found) -> str:
     return "\n".join(out)
 
 
+def _when(a: dict) -> str:
+    """'started T, finished T'; for a run imported from another tool's output, where it came from instead."""
+    if a.get("imported_from"):
+        return f"imported from {_text(str(a['imported_from']))} at {_text(str(a.get('imported_at', '')))}"
+    return f"started {_text(str(a.get('started_at', '')))}, finished {_text(str(a.get('finished_at', '')))}"
+
+
 def page(run, other=None, threshold: float = 0.05) -> str:
     a = run.attrs
     status_css = "ok" if run.complete else "fail"
@@ -139,10 +146,14 @@ def page(run, other=None, threshold: float = 0.05) -> str:
            f"<h1>{_text(str(a.get('tool', '')))} — {_text(run.path.name)}</h1>",
            f"<p class='identity'>status: <span class='{status_css}'>{_text(str(a.get('status', '')))}</span>; "
            f"hosts: {_text(str(a.get('hosts', '')))} ({_text(a.get('world_size', ''))} ranks); "
-           f"started {_text(str(a.get('started_at', '')))}, finished {_text(str(a.get('finished_at', '')))}"
+           + _when(a)
            + (f"; compared with {_text(other.path.name)} (the reference)" if other is not None else "")
            + f"<br><code>{_text(str(a.get('command_line', '')))}</code></p>",
            _answer(run, found)]
+    notes = [n for n in str(a.get("notes", "")).split("\n") if n]
+    if notes:  # an imported run's: where its expectation and the path NCCL took came from, what was left out
+        out.append("<section id='notes'><h2>Notes</h2><ul>" + "".join(f"<li>{_text(n)}</li>" for n in notes)
+                   + "</ul></section>")
     out.append("<section id='pictures'><h2>Plots</h2>" + _images(run) + "</section>")
     out.append("<section id='tables'><h2>Tables</h2>")
     if comparison is not None:

@@ -70,7 +70,7 @@ class NcclLines:
         elif "DMA-BUF is available" in text:
             self.dmabuf = True
         elif (e := _ENV.search(text)):
-            self.env[e.group(1)] = e.group(2)
+            self.env[e.group(1)] = e.group(2).rstrip(".")
         elif (n := _NETWORK.search(text)):
             self.network = n.group(1)
         elif "NVLS multicast support is" in text:

@@ -271,9 +271,11 @@ def _below_expected(run, rule: ExpectedRule) -> pd.DataFrame:
             figure = next((h for h in run.headlines(table) if pd.notna(row.get(h))), figure)
             out.append({"table": table, "where": _where(run, table, row), "figure": figure,
                         "value": row.get(figure), "expected_gbps": row.get("expected_gbps"),
-                        "pct_expected": row.pct_expected, "expected_from": row["_ref"]})
-    return pd.DataFrame(out, columns=["table", "where", "figure", "value", "expected_gbps", "pct_expected",
-                                      "expected_from"])
+                        "pct_expected": row.pct_expected, "expected_from": row["_ref"], "path": row.get("path", "")})
+    frame = pd.DataFrame(out, columns=["table", "where", "figure", "value", "expected_gbps", "pct_expected",
+                                       "expected_from", "path"])
+    # The path NCCL took, where the rows name it (an imported run with NCCL's INFO lines): a row below says how it went.
+    return frame if (frame.path.fillna("") != "").any() else frame.drop(columns="path")
 
 
 def _expected_counts(run, rule: ExpectedRule) -> tuple:
