@@ -25,6 +25,9 @@ COMMANDS = {
     "csv": (["csv", "RUN", "OUT"], {"--table"}),
     "json": (["json", "RUN", "OUT"], {"--table"}),
     "metrics": (["metrics", "RUN", "OUT"], set()),
+    "import": (["import", "RUN", "--out", "OUT"], {"--out", "--tool", "--op", "--ranks", "--window", "--nodes",
+                                                   "--nics-per-node", "--nic-rate", "--link-gbps", "--nccl-log",
+                                                   "--configs"}),
 }
 # Every option of fabric-report with a value it would take (--samples takes none).
 OPTIONS = {"--out": ["o"], "--format": ["svg"], "--threshold": ["7%"], "--tolerance": ["20%"], "--baseline": ["b.ini"],
