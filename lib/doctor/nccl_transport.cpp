@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -71,10 +72,10 @@ std::string why_gdr_off(const job::NcclLog& log, const std::set<std::string>& ni
   return "no 'GPU Direct RDMA' line in the log (NCCL_DEBUG_SUBSYS without NET?)";
 }
 
-// nccl.transport gdr: "on (NIC mlx5_0:1/IB)" or "off ...: why", for the channels through an RDMA network plugin.
-void check_gdr(const job::NcclLog& log, const NcclContext& c, Findings& out) {
+}  // namespace
+
+GdrState gdr_state(const job::NcclLog& log, const NcclContext& c) {
   std::set<std::string> on, off;
-  std::set<std::string> directions_off;
   for (const auto& [transport, n] : log.channels) {
     const auto ch = net_channel(transport);
     if (!ch || ch->plugin == "Socket") continue;
@@ -84,24 +85,61 @@ void check_gdr(const job::NcclLog& log, const NcclContext& c, Findings& out) {
     (ch->gdr ? on : off).insert(nic);
   }
   const auto list = [](const std::set<std::string>& s) { return join({s.begin(), s.end()}); };
+  GdrState state;
   if (on.empty() && off.empty()) {
-    if (log.gdr_support.empty()) return;  // no RDMA in this log: nothing to say about GDR
+    if (log.gdr_support.empty()) return state;  // no RDMA in this log: nothing to say about GDR
     std::set<std::string> able;
     for (const auto& [hca, support] : log.gdr_support)
       if (support.first) able.insert(hca);
-    if (!able.empty())
-      out.ok("gdr", fmt::format("possible (NIC {}); no channel through the network in the log", list(able)));
-    else
-      out.add("gdr", Status::warn, "off", "on", why_gdr_off(log, {}, c));
-    return;
+    state.known = true;
+    if (!able.empty()) {
+      state.value = fmt::format("possible (NIC {}); no channel through the network in the log", list(able));
+    } else {
+      state.off = true;
+      state.value = "off";
+      state.why = why_gdr_off(log, {}, c);
+    }
+    return state;
   }
+  state.known = true;
   if (off.empty()) {
-    out.ok("gdr", fmt::format("on (NIC {})", list(on)));
-    return;
+    state.value = fmt::format("on (NIC {})", list(on));
+    return state;
   }
-  const std::string value = on.empty() ? fmt::format("off (NIC {})", list(off))
-                                       : fmt::format("partly: on (NIC {}), off on {}", list(on), list(off));
-  out.add("gdr", Status::warn, value, "on", "GPUDirect RDMA " + value + ": " + why_gdr_off(log, off, c));
+  state.off = true;
+  state.value = on.empty() ? fmt::format("off (NIC {})", list(off))
+                           : fmt::format("partly: on (NIC {}), off on {}", list(on), list(off));
+  state.why = why_gdr_off(log, off, c);
+  return state;
+}
+
+std::string nccl_path_text(const job::NcclLog& log) {
+  // Each transport once, with its channels: "P2P/CUMEM x24", "NET/IB x16" (a NIC's index and /GDRDMA folded in).
+  std::map<std::string, int> kinds;
+  for (const auto& [transport, n] : log.channels) {
+    const auto ch = net_channel(transport);
+    kinds[ch ? "NET/" + ch->plugin : transport.substr(0, transport.find('/', transport.find('/') + 1))] += n;
+  }
+  std::vector<std::string> parts;
+  for (const auto& [kind, n] : kinds) parts.push_back(fmt::format("{} x{}", kind, n));
+  std::string text = join(parts);
+  const auto gdr = gdr_state(log, NcclContext{});
+  if (gdr.known) text += (text.empty() ? "" : "; ") + fmt::format("GPUDirect RDMA: {}", gdr.value);
+  return text;
+}
+
+namespace {
+
+// nccl.transport gdr: "on (NIC mlx5_0:1/IB)" or "off ...: why", for the channels through an RDMA network plugin.
+void check_gdr(const job::NcclLog& log, const NcclContext& c, Findings& out) {
+  const auto gdr = gdr_state(log, c);
+  if (!gdr.known) return;
+  if (!gdr.off)
+    out.ok("gdr", gdr.value);
+  else if (gdr.value == "off")
+    out.add("gdr", Status::warn, "off", "on", gdr.why);
+  else
+    out.add("gdr", Status::warn, gdr.value, "on", "GPUDirect RDMA " + gdr.value + ": " + gdr.why);
 }
 
 }  // namespace

@@ -35,6 +35,7 @@ class ExpectedOnGpus(LaunchTest):
             with self.subTest(ranks=n):
                 r, rows, warned = self.coll(n, ["--op", "all", "-b", "8", "-e", "1G", "-f", "8"], f"h{n}.h5")
                 self.assertEqual(warned, [], f"{n} GPUs healthy")
+                self.assertTrue(rows.path.str.startswith("P2P/").all(), rows.path.unique())  # NVLink P2P, named
                 judged = self.calibrated(rows)
                 if not judged.empty:  # the margin: how far above the line the healthy rows sit
                     low = judged.loc[judged.pct_expected.idxmin()]
@@ -43,6 +44,12 @@ class ExpectedOnGpus(LaunchTest):
                           f"{low.blocks} blocks, spread {low.time_us_spread_pct:.0f}%, ranks' times "
                           f"{low.time_us_rank_min:.1f}-{low.time_us_rank_max:.1f} us")
                     self.assertTrue((judged.pct_expected >= 70).all())
+
+    def test_a_users_nccl_debug_is_left_alone_and_the_path_unnamed(self):
+        r, rows, _ = self.coll(2, ["--op", "all_reduce", "-b", "1M", "-e", "1M", "-n", "5"], "debug.h5",
+                               env={"NCCL_DEBUG": "WARN"})
+        self.assertEqual(set(rows.path), {""})
+        self.assertIn("the NCCL path is not named on the rows: NCCL_DEBUG is set by the environment", r.stdout)
 
     def test_the_sweeps_gpu_pairs_do_not_warn(self):
         for n in self.counts():
@@ -65,6 +72,10 @@ class ExpectedOnGpus(LaunchTest):
                     self.skipTest("no healthy curve for this machine: uncalibrated")
                 self.assertGreaterEqual(len(warned), 2, "both ops warn")
                 self.assertTrue(all(name in l for l in warned), warned)
+                # Each row, and each warning, names the path NCCL took (issue 46): host memory, then the socket.
+                path = "NET/Socket" if name == "NCCL_SHM_DISABLE" else "SHM/"
+                self.assertTrue(rows.path.str.startswith(path).all(), rows.path.unique())
+                self.assertTrue(all(f"(NCCL path: {path}" in l for l in warned), warned)
         # LL at large sizes: all_reduce and all_gather fall to a third; sendrecv does not use LL and must not warn.
         r, rows, warned = self.coll(n, ["--op", "all_reduce,sendrecv", "--in-place", "0", "-n", "5", "-w", "2"] + BIG,
                                     "ll.h5", env={"NCCL_PROTO": "LL"})

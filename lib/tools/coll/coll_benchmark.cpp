@@ -155,6 +155,8 @@ results::TableSpec CollBenchmark::make_table() {
                    headline(measured("busbw_gbps", Unit::gbps, Better::higher, "busbw_GB/s")),
                    measured_int("wrong", Unit::elements, Better::lower, "#wrong")}};
   for (auto& c : facts::ExpectedShare::columns()) table.columns.push_back(std::move(c));
+  // NCCL rows: the transports and GPUDirect RDMA of rank 0's connections, from NCCL's INFO lines (NcclPathLog).
+  table.columns.push_back(setting_text("path", 96));
   return table;
 }
 
@@ -358,9 +360,12 @@ void CollBenchmark::run_sizes(const app::RunContext& context, app::ToolLoop& loo
             if (!context.is_root()) return;
             loop.count_wrong(m.wrong);  // already summed over ranks
             auto row = make_row(c, m, iterations, warmup, nranks);
+            const std::string path = nccl_path_ ? nccl_path_->path() : std::string();
+            row.set("path", path);
             context.expect(row, row.number("busbw_gbps"), context.expected.at_size(reference, op->name, nranks, bytes),
                            bytes,
-                           fmt::format("{} {} busbw at {} B", op->name, in_place ? "in-place" : "out-of-place", bytes));
+                           fmt::format("{} {} busbw at {} B{}", op->name, in_place ? "in-place" : "out-of-place", bytes,
+                                       path.empty() ? "" : " (NCCL path: " + path + ")"));
             busbw.sum += row.number("busbw_gbps");
             ++busbw.rows;
             loop.write(row, grown, samples_,
@@ -377,6 +382,11 @@ ExitStatus CollBenchmark::run(const app::RunContext& context) {
   const auto& world = context.world;
   const int nranks = world.size();
   const std::string backend_name(to_string(backend_));
+  if (backend_ == BackendKind::nccl) {
+    nccl_path_ = std::make_unique<NcclPathLog>();  // before NCCL's first call
+    if (context.is_root() && !nccl_path_->why_unnamed().empty())
+      context.out->note("the NCCL path is not named on the rows: " + nccl_path_->why_unnamed());
+  }
   backend_impl_ = make_backend(backend_, world, gpu_, device_memory_);
   const auto max_bytes = context.options.sizes.max();
   backend_impl_->allocate(max_bytes, max_bytes);

@@ -1,6 +1,5 @@
 // The NCCL part of fabric-doctor: a small job whose INFO log says which transports NCCL chose.
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -8,35 +7,13 @@
 #include <sstream>
 
 #include "fabricbench/error.hpp"
+#include "fabricbench/runtime/temp_dir.hpp"
 #include "fabricbench/tools/doctor/doctor_benchmark.hpp"
 #ifdef FABRICBENCH_HAVE_NCCL
 #include "fabricbench/ops/coll_backend.hpp"
 #endif
 
 namespace fabricbench::doctor {
-namespace {
-
-// A private folder for this rank's NCCL log, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "fabricbench-doctor-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw Error::runtime("cannot create a temporary folder for the NCCL log");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-}  // namespace
 
 std::string run_nccl_probe(const runtime::Communicator& world, int gpu, std::string* why) {
 #ifdef FABRICBENCH_HAVE_NCCL
@@ -44,7 +21,7 @@ std::string run_nccl_probe(const runtime::Communicator& world, int gpu, std::str
     *why = "this rank has no GPU";
     return {};
   }
-  TempDir dir;
+  runtime::TempDir dir("fabricbench-doctor");
   const std::string file = dir.path() + "/nccl.log";
   setenv("NCCL_DEBUG", "INFO", 1);
   setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);

@@ -484,6 +484,13 @@ TEST(DoctorNccl, GpuDirectRdmaOnOrOffAndWhy) {
   EXPECT_EQ(partly->value, "partly: on (NIC mlx5_0:1/IB), off on mlx5_1:1/IB");
   EXPECT_NE(partly->hint.find("NCCL_NET_GDR_LEVEL=LOC limits it"), std::string::npos) << partly->hint;
 
+  // The path in one line, as fabric-coll names it on its NCCL rows.
+  EXPECT_EQ(nccl_path_text(job::parse_nccl_log(public_log("aks-36-gdrdma.log"))),
+            "NET/IB x7; GPUDirect RDMA: on (NIC IB device 0, IB device 4, IB device 6)");
+  EXPECT_EQ(nccl_path_text(job::parse_nccl_log(fixture("nccl-info-p2p.log"))).rfind("P2P/CUMEM x", 0), 0u);
+  EXPECT_EQ(nccl_path_text(job::parse_nccl_log(fixture("nccl-info-socket.log"))).rfind("NET/Socket x", 0), 0u);
+  EXPECT_EQ(nccl_path_text(job::parse_nccl_log("")), "");
+
   // No RDMA: nothing said about GDR (the device's logs: P2P within a host, sockets).
   EXPECT_FALSE(gdr_finding(fixture("nccl-info-p2p.log")));
   EXPECT_FALSE(gdr_finding(fixture("nccl-info-socket.log")));

@@ -29,6 +29,18 @@ void check_nccl_variables(const NcclContext& context, Findings& out);
 // nccl.transport: the network chosen and the devices and channel transports of the log.
 void check_nccl_transport(const job::NcclLog& log, const NcclContext& context, Findings& out);
 
+// Whether the log's channels through an RDMA network went GPUDirect RDMA, per NIC, and why not.
+struct GdrState {
+  bool known = false;  // the log has channels through an RDMA plugin, or NCCL's per-NIC GDR lines
+  bool off = false;    // some channel without it, or no NIC able to
+  std::string value;   // "on (NIC mlx5_0:1/IB)", "off (NIC ...)", "partly: on (...), off on ...", "off"
+  std::string why;     // where off: the NIC cannot reach GPU memory, NCCL_NET_GDR_LEVEL, the GPU's distance
+};
+GdrState gdr_state(const job::NcclLog& log, const NcclContext& context);
+// The path in one line, as fabric-coll's rows name it: "P2P/CUMEM x24", "NET/IB x16; GPUDirect RDMA: on (NIC
+// mlx5_0:1/IB)", "SHM/direct x8"; "" for a log without channel or GDR lines.
+std::string nccl_path_text(const job::NcclLog& log);
+
 // NCCL_SOCKET_IFNAME / NCCL_IB_HCA syntax: comma-separated prefixes, "=" exact names, "^" excludes; IB entries may
 // carry ":port". The entries of an include list that match none of `present` ("" when all match or it excludes).
 std::vector<std::string> unmatched_selectors(const std::string& value, const std::set<std::string>& present);

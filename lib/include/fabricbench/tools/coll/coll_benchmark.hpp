@@ -9,6 +9,7 @@
 #include "fabricbench/app/tool_loop.hpp"
 #include "fabricbench/ops/coll_backend.hpp"
 #include "fabricbench/timing/rank_laps.hpp"
+#include "fabricbench/tools/coll/nccl_path_log.hpp"
 #include "fabricbench/tools/coll/per_rank_view.hpp"
 
 namespace fabricbench::ops {
@@ -77,7 +78,8 @@ class CollBenchmark : public app::Benchmark {
   int gpu_ = -1;
   bool flip_byte_ = false;
   std::unique_ptr<CollBackend> backend_impl_;
-  std::unique_ptr<PerRankView> per_rank_;  // --per-rank
+  std::unique_ptr<PerRankView> per_rank_;   // --per-rank
+  std::unique_ptr<NcclPathLog> nccl_path_;  // NCCL backend: the path NCCL took, named on each row
 };
 
 }  // namespace fabricbench::ops
