@@ -73,7 +73,7 @@ class ExpectedOnGpus(LaunchTest):
                 self.assertGreaterEqual(len(warned), 2, "both ops warn")
                 self.assertTrue(all(name in l for l in warned), warned)
                 # Each row, and each warning, names the path NCCL took (issue 46): host memory, then the socket.
-                path = "NET/Socket" if name == "NCCL_SHM_DISABLE" else "SHM/"
+                path = {"NCCL_P2P_DISABLE": "SHM/", "NCCL_SHM_DISABLE": "NET/Socket", "NCCL_MAX_NCHANNELS": "P2P/"}[name]
                 self.assertTrue(rows.path.str.startswith(path).all(), rows.path.unique())
                 self.assertTrue(all(f"(NCCL path: {path}" in l for l in warned), warned)
         # LL at large sizes: all_reduce and all_gather fall to a third; sendrecv does not use LL and must not warn.
