@@ -24,12 +24,11 @@ double Curve::at(std::uint64_t bytes) const {
   return std::exp(std::log(lo->second) + t * (std::log(hi->second) - std::log(lo->second)));
 }
 
-CurveBook CurveBook::load(const std::string& path) {
-  const std::string option = "--expected-rule curves";
+void for_each_reference_row(const std::string& path, const std::string& option, const std::string& header,
+                            std::size_t fields,
+                            const std::function<void(const std::vector<std::string>&, const std::string&)>& row) {
   cli::require_text_file(path, option);
   std::ifstream in(path);
-  const std::string header = "path,link_gbps,ranks,op,bytes,gbps,source";
-  std::map<std::tuple<std::string, double, int, std::string>, Curve> by_key;
   std::string line;
   bool seen_header = false;
   for (int number = 1; std::getline(in, line); ++number) {
@@ -43,15 +42,25 @@ CurveBook CurveBook::load(const std::string& path) {
     }
     std::vector<std::string> f;
     std::size_t start = 0;
-    while (f.size() < 6) {
+    while (f.size() + 1 < fields) {
       const auto comma = line.find(',', start);
       if (comma == std::string::npos) break;
       f.push_back(line.substr(start, comma - start));
       start = comma + 1;
     }
     f.push_back(line.substr(start));  // the source: the rest of the line, commas and all
-    if (f.size() != 7) throw Error::usage(fmt::format("{}: 7 fields wanted ({})", where, header));
-    if (f[6].size() >= 2 && f[6].front() == '"' && f[6].back() == '"') f[6] = f[6].substr(1, f[6].size() - 2);
+    if (f.size() != fields) throw Error::usage(fmt::format("{}: {} fields wanted ({})", where, fields, header));
+    auto& last = f.back();
+    if (last.size() >= 2 && last.front() == '"' && last.back() == '"') last = last.substr(1, last.size() - 2);
+    row(f, where);
+  }
+  if (!seen_header) throw Error::usage(fmt::format("{} {}: no header line '{}'", option, path, header));
+}
+
+CurveBook CurveBook::load(const std::string& path) {
+  std::map<std::tuple<std::string, double, int, std::string>, Curve> by_key;
+  const std::string header = "path,link_gbps,ranks,op,bytes,gbps,source";
+  for_each_reference_row(path, "--expected-rule curves", header, 7, [&](const auto& f, const std::string& where) {
     const auto positive = [&](const std::string& text, const char* name) {
       const auto v = cli::parse_number(text);
       if (!v || !(*v > 0))
@@ -69,8 +78,7 @@ CurveBook CurveBook::load(const std::string& path) {
     if (std::any_of(c.points.begin(), c.points.end(), [&](const auto& p) { return p.first == b; }))
       throw Error::usage(fmt::format("{}: {} {} ranks={} at {} B is given twice", where, c.path, c.op, c.ranks, b));
     c.points.emplace_back(b, gbps);
-  }
-  if (!seen_header) throw Error::usage(fmt::format("{} {}: no header line '{}'", option, path, header));
+  });
   CurveBook book;
   for (auto& [key, c] : by_key) {
     std::sort(c.points.begin(), c.points.end());

@@ -50,37 +50,15 @@ const char* Reference::name(Kind kind) {
 }
 
 NetworkBook NetworkBook::load(const std::string& path) {
-  const std::string option = "--expected-rule network";
-  cli::require_text_file(path, option);
-  std::ifstream in(path);
-  const std::string header = "nic_gbitps,busbw_gbps_per_nic,source";
   NetworkBook book;
-  bool seen_header = false;
-  std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty() || line[0] == '#') continue;
-    const auto where = fmt::format("{} {}:{}", option, path, number);
-    if (!seen_header) {
-      if (line != header) throw Error::usage(fmt::format("{}: the header must be '{}'", where, header));
-      seen_header = true;
-      continue;
-    }
-    const auto first = line.find(','), second = first == std::string::npos ? first : line.find(',', first + 1);
-    if (second == std::string::npos) throw Error::usage(fmt::format("{}: 3 fields wanted ({})", where, header));
-    const auto rate = cli::parse_number(line.substr(0, first));
-    const auto busbw = cli::parse_number(line.substr(first + 1, second - first - 1));
+  const std::string header = "nic_gbitps,busbw_gbps_per_nic,source";
+  for_each_reference_row(path, "--expected-rule network", header, 3, [&](const auto& f, const std::string& where) {
+    const auto rate = cli::parse_number(f[0]), busbw = cli::parse_number(f[1]);
     if (!rate || !busbw || !(*rate > 0) || !(*busbw > 0) || *busbw > *rate / 8)
-      throw Error::usage(
-          fmt::format("{}: nic_gbitps and busbw_gbps_per_nic are numbers above 0, the busbw at most the "
-                      "line rate / 8",
-                      where));
-    std::string source = line.substr(second + 1);
-    if (source.size() >= 2 && source.front() == '"' && source.back() == '"')
-      source = source.substr(1, source.size() - 2);
-    book.entries_.push_back({*rate, *busbw, source});
-  }
-  if (!seen_header) throw Error::usage(fmt::format("{} {}: no header line '{}'", option, path, header));
+      throw Error::usage(fmt::format(
+          "{}: nic_gbitps and busbw_gbps_per_nic are numbers above 0, the busbw at most the line rate / 8", where));
+    book.entries_.push_back({*rate, *busbw, f[2]});
+  });
   return book;
 }
 

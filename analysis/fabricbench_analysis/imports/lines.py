@@ -58,6 +58,26 @@ def read_lines(path: pathlib.Path):
             yield Line(number, label, text)
 
 
+def column_names(header: str, known: dict) -> list:
+    """A table header whose labels have spaces in them ("BW peak[MB/sec]", "Avg Latency(us)") as column names: each
+    `known` label (longest first) as its name, any other word as itself; a leading '# ' (OSU's) is not part of it,
+    a '#' that begins a label (perftest's "#bytes") is."""
+    rest, found = header.strip(), []
+    if rest.startswith("#") and (len(rest) == 1 or rest[1].isspace()):
+        rest = rest[1:].strip()
+    while rest:
+        for label in sorted(known, key=len, reverse=True):
+            if rest.startswith(label):
+                found.append(known[label])
+                rest = rest[len(label):].strip()
+                break
+        else:
+            word, _, rest = rest.partition(" ")
+            found.append(word)
+            rest = rest.strip()
+    return found
+
+
 def head(path: pathlib.Path, count: int = 400) -> list:
     """The first `count` lines (to tell which tool wrote the file)."""
     out = []

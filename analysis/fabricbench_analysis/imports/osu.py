@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from .imported import Imported
-from .lines import read_lines
+from .lines import column_names, read_lines
 from .nccl_tests import FACTORS
 
 _TITLE = re.compile(r"#\s*OSU\s+(MPI|NCCL|RCCL|XCCL)(?:-\w+)?\s+(.*?)\s+Test(?:\s+v(\S+))?\s*$")
@@ -43,23 +43,6 @@ def signature(line) -> bool:
 def _untitled(path) -> str:
     stem = path.name.split(".")[0]
     return next((t for name, t in sorted(_UNTITLED.items(), key=lambda i: -len(i[0])) if stem.startswith(name)), "")
-
-
-def _columns(text: str) -> list:
-    """OSU's header '# Size       Avg Latency(us)   Min Latency(us) ...' as known names, in order."""
-    rest = text.lstrip("#").strip()
-    found = []
-    while rest:
-        for label in sorted(_COLUMNS, key=len, reverse=True):
-            if rest.startswith(label):
-                found.append(_COLUMNS[label])
-                rest = rest[len(label):].strip()
-                break
-        else:
-            word, _, rest = rest.partition(" ")
-            found.append(word)
-            rest = rest.strip()
-    return found
 
 
 def read(path, run: Imported, ranks: int = 0, window: int = 0) -> Imported:
@@ -113,7 +96,7 @@ def read(path, run: Imported, ranks: int = 0, window: int = 0) -> Imported:
             continue
         if s.startswith("#"):
             if s.lstrip("#").strip().startswith("Size"):
-                columns = _columns(s)
+                columns = column_names(s, _COLUMNS)
             continue
         if columns is None:
             continue

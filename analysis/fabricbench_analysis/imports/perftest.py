@@ -10,7 +10,7 @@ import math
 import re
 
 from .imported import Imported
-from .lines import read_lines
+from .lines import column_names, read_lines
 
 _TITLE = re.compile(r"^(RDMA_Write|RDMA_Read|Send|Atomic \S+|Atomic)\s+(?:Bidirectional\s+)?(BW|Latency|Lat)\s+Test", re.I)
 # perftest's warning when its timestamps drift (seen under emulation), glued to the end of the last row.
@@ -30,21 +30,6 @@ LABELS = {"#bytes": "bytes", "#iterations": "iterations", "BW peak[MB/sec]": "bw
 def signature(line) -> bool:
     """A line only perftest prints."""
     return bool(_TITLE.match(line.stripped)) or ("#bytes" in line.text and "#iterations" in line.text)
-
-
-def _columns(text: str) -> list:
-    rest, found = text.strip(), []
-    while rest:
-        for label in sorted(LABELS, key=len, reverse=True):
-            if rest.startswith(label):
-                found.append(LABELS[label])
-                rest = rest[len(label):].strip()
-                break
-        else:
-            word, _, rest = rest.partition(" ")
-            found.append(word)
-            rest = rest.strip()
-    return found
 
 
 def _test(title) -> str:
@@ -88,7 +73,7 @@ def read_text(path, run: Imported) -> Imported:
             test = _test(m)
             continue
         if "#bytes" in s:
-            columns = _columns(s)
+            columns = column_names(s, LABELS)
             continue
         if columns is None:
             for key, value in _SETTING.findall(x.text):

@@ -6,6 +6,7 @@
 // where it was measured. A setup without a curve is said to be uncalibrated, never guessed (docs/expected.md).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -25,6 +26,14 @@ struct Curve {
   // its figure (bandwidth stops growing), below the smallest NaN (not measured).
   double at(std::uint64_t bytes) const;
 };
+
+// The data rows of a reference file (CSV: `header` first, lines starting with # comments, CR LF read as LF): each
+// row's `fields` fields, the last the rest of the line (a source with commas; surrounding quotes taken off), with
+// `where` ("<option> <file>:<line>") for a message. Error::usage naming the file for a wrong or missing header or a
+// row with too few fields. Shared by the curves and the network references (expected_share.hpp).
+void for_each_reference_row(const std::string& path, const std::string& option, const std::string& header,
+                            std::size_t fields,
+                            const std::function<void(const std::vector<std::string>&, const std::string&)>& row);
 
 class CurveBook {
  public:
