@@ -11,8 +11,6 @@ from .imported import Imported
 from .lines import head, read_lines
 from .nccl_lines import NcclLines
 
-TOOLS = ("nccl-tests", "osu", "perftest")
-
 
 @dataclasses.dataclass
 class Options:
