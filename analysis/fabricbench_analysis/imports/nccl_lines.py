@@ -35,6 +35,7 @@ class NcclLines:
         self.dmabuf = False               # "DMA-BUF is available on GPU device"
         self.env = {}                     # NCCL_* named in "set by environment" lines
         self.connections = collections.Counter()  # (kind, detail, nic index, gdr, direction) -> channels
+        self._channel_lines = set()  # each channel line counted once (a log of many jobs or ranks repeats them)
         self.lines = 0
         self.hosts = set()
         self.nvls = ""
@@ -77,6 +78,11 @@ class NcclLines:
             self.nvls = text.rsplit(" ", 1)[-1]
 
     def _connection(self, c) -> None:
+        line = c.group(0)
+        if line in self._channel_lines:
+            return
+        if len(self._channel_lines) < 1 << 18:  # bounded: past it, new lines are counted without being remembered
+            self._channel_lines.add(line)
         via, direction = c.group(5), c.group(4) or ""
         n = _NET.search(via)
         if n:
