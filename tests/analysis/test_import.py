@@ -247,10 +247,20 @@ class Imported(unittest.TestCase):
                     self.assertIn("not a row nccl-tests wrote", err)
                 self.assertFalse(out.exists())
                 self.assertEqual([p for p in self.dir.iterdir() if p.name.startswith(".out.h5")], [])
-        for option, value in (("--ranks", "0"), ("--nic-rate", "fast"), ("--tool", "iperf")):
+        for option, value in (("--ranks", "0"), ("--nic-rate", "fast"), ("--nic-rate", "inf"), ("--tool", "iperf"),
+                              ("--op", "allreduce"), ("--window", "-3"), ("--nodes", "1.5"),
+                              ("--nics-per-node", "x"), ("--link-gbps", "0"), ("--configs", "/nonexistent")):
             code, _, err = report("import", NT / "all_reduce.txt", "--out", self.dir / "x.h5", option, value)
             self.assertEqual((code, len(err.strip().splitlines())), (2, 1), err)
             self.assertIn(option, err)
+        # Options of one tool's output refused on another's (used or refused, never ignored)
+        for source, option, value in ((NT / "all_reduce.txt", "--ranks", "2"), (OSU / "osu_bw.txt", "--op",
+                                                                                   "all_reduce"),
+                                      (NT / "all_reduce.txt", "--window", "64")):
+            code, _, err = report("import", source, "--out", self.dir / "x.h5", option, value)
+            self.assertEqual((code, len(err.strip().splitlines())), (2, 1), err)
+            self.assertIn(f"{option} is for", err)
+            self.assertFalse((self.dir / "x.h5").exists())
 
     def test_a_folder_of_any_mix_becomes_a_folder_of_files_and_one_comparison(self):
         src = self.dir / "src"

@@ -4,12 +4,13 @@ as the HTML page and the workbook will say it, and with several sources a table 
 side (also written as OUT/comparison.csv)."""
 from __future__ import annotations
 
+import math
 import pathlib
 
 import pandas as pd
 
 from ..read.files import BadInput, output_dir, output_file, written_dir, written_file
-from . import expect
+from . import expect, nccl_tests
 from .source import Options, import_one, sources_of
 from .write import write
 
@@ -21,7 +22,7 @@ def _positive(text, option: str, kind=int):
         v = kind(text)
     except ValueError:
         v = 0
-    if not v > 0:
+    if not (v > 0 and math.isfinite(v)):
         raise BadInput(f"import: {option} '{text}': allowed values are {'whole ' if kind is int else ''}numbers "
                        "above 0")
     return v
@@ -33,6 +34,8 @@ def options_of(args) -> Options:
                 nics_per_node=_positive(args.nics_per_node, "--nics-per-node"),
                 nic_gbitps=_positive(args.nic_rate, "--nic-rate", float),
                 link_gbps=_positive(args.link_gbps, "--link-gbps", float), nccl_log=args.nccl_log or "")
+    if o.op and o.op not in nccl_tests.FACTORS:
+        raise BadInput(f"import: --op '{o.op}': allowed values are {', '.join(nccl_tests.FACTORS)}")
     if args.configs:
         o.configs = pathlib.Path(args.configs)
     if not o.configs.is_dir():

@@ -41,6 +41,11 @@ def tool_of(path: pathlib.Path) -> str:
 
 def read_source(path: pathlib.Path, o: Options) -> Imported:
     tool = o.tool or tool_of(path)
+    # An option is used or refused, never ignored: these say what only one tool's output leaves out.
+    for option, value, owner in (("--op", o.op, "nccl-tests"), ("--ranks", o.ranks, "osu"),
+                                 ("--window", o.window, "osu")):
+        if value and tool != owner:
+            raise BadInput(f"import: {option} is for {owner} output; {path} is {tool}'s")
     run = Imported(path, tool)
     is_json = head(path, 1) and head(path, 1)[0].stripped.startswith("{")
     if tool == "nccl-tests":
