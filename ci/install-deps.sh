@@ -8,7 +8,7 @@
 set -euo pipefail
 mode=${1:-tests}
 case "$mode" in main | tests) ;; *) echo "ci/install-deps.sh: '$mode': allowed values are main, tests" >&2; exit 2 ;; esac
-packages=(build-essential cmake libopenmpi-dev openmpi-bin libhdf5-dev libboost-program-options-dev libfmt-dev
+packages=(build-essential cmake ninja-build libopenmpi-dev openmpi-bin libhdf5-dev libboost-program-options-dev libfmt-dev
           libgtest-dev googletest libibverbs-dev python3-h5py python3-pandas python3-numpy)
 [ "$mode" = tests ] && packages+=(python3-openpyxl python3-matplotlib prometheus python3-prometheus-client
                                   python3-venv python3-setuptools python3-pip chromium)

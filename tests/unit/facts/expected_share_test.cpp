@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -124,7 +125,7 @@ TEST(ExpectedShare, StampFillsTheColumnsAndWarnsOnlyAtTheLargestJudgedSize) {
 }
 
 TEST(ExpectedShare, RuleFile) {
-  const std::string path = testing::TempDir() + "expected_rule_test.ini";
+  const std::string path = testing::TempDir() + "expected_rule_test-" + std::to_string(::getpid()) + ".ini";
   auto write = [&](const char* text) { std::ofstream(path) << text; };
   write("[expected]\nwarn_below_percent = 90\nmin_bytes = 64M\n");
   const auto rule = ExpectedRule::load(path, true);
@@ -160,7 +161,7 @@ TEST(ExpectedCurve, LogLogBetweenPointsFlatAboveNothingBelow) {
 }
 
 std::string write_file(const std::string& name, const std::string& text) {
-  const std::string path = testing::TempDir() + name;
+  const std::string path = testing::TempDir() + std::to_string(::getpid()) + "-" + name;
   std::ofstream(path) << text;
   return path;
 }

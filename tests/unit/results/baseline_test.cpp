@@ -1,22 +1,26 @@
 // The baseline format shared with fabric-report: which rows an entry applies to, the tolerance in the column's
 // better direction, and bad files refused with the key named.
+#include "fabricbench/results/baseline.hpp"
+
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
 
 #include "fabricbench/error.hpp"
-#include "fabricbench/results/baseline.hpp"
 
 namespace fabricbench::results {
 namespace {
 
-const TableSpec table{"results", "coll",
-                      {key_text("op", 16), key_int("bytes", Unit::bytes), measured("busbw_gbps", Unit::gbps, Better::higher),
-                       measured("time_us", Unit::us, Better::lower), measured("value", Unit::none, Better::none)}};
+const TableSpec table{
+    "results",
+    "coll",
+    {key_text("op", 16), key_int("bytes", Unit::bytes), measured("busbw_gbps", Unit::gbps, Better::higher),
+     measured("time_us", Unit::us, Better::lower), measured("value", Unit::none, Better::none)}};
 
 Baseline load(const std::string& text) {
-  const std::string path = testing::TempDir() + "baseline_test.ini";
+  const std::string path = testing::TempDir() + "baseline_test-" + std::to_string(::getpid()) + ".ini";
   std::ofstream(path) << text;
   auto b = Baseline::load(path, table);
   std::remove(path.c_str());
@@ -30,12 +34,14 @@ Row row(const std::string& op, std::int64_t bytes, double busbw, double time_us)
 }
 
 TEST(Baseline, TheToleranceIsAppliedInTheBetterDirection) {
-  const auto b = load("[baseline]\ntolerance = 10%\n[results/coll 1]\nop = all_reduce\nbytes = 1024\nbusbw_gbps = 100\n"
-                      "time_us = 50\n[results/coll 2]\nop = all_gather\nbusbw_gbps = 200\ntolerance = 0.5\n");
+  const auto b = load(
+      "[baseline]\ntolerance = 10%\n[results/coll 1]\nop = all_reduce\nbytes = 1024\nbusbw_gbps = 100\n"
+      "time_us = 50\n[results/coll 2]\nop = all_gather\nbusbw_gbps = 200\ntolerance = 0.5\n");
   EXPECT_TRUE(b.check(row("all_reduce", 1024, 90, 55)).empty()) << "90 >= 100 x 0.9 and 55 <= 50 x 1.1";
   const auto low = b.check(row("all_reduce", 1024, 89.9, 55.1));
   ASSERT_EQ(low.size(), 2u);
-  EXPECT_NE(low[0].find("[results/coll 1] busbw_gbps (bytes=1024, op=all_reduce): 89.9 against 100"), std::string::npos) << low[0];
+  EXPECT_NE(low[0].find("[results/coll 1] busbw_gbps (bytes=1024, op=all_reduce): 89.9 against 100"), std::string::npos)
+      << low[0];
   EXPECT_NE(low[1].find("time_us"), std::string::npos);
   EXPECT_TRUE(b.check(row("all_reduce", 2048, 1, 1000)).empty()) << "another size: no entry applies";
   // An entry without bytes applies to every size; its own tolerance (50%).
@@ -52,8 +58,9 @@ TEST(Baseline, AKeyWrittenAsPrintableTextMatchesTheRawValue) {
 }
 
 TEST(Baseline, AnEntryThatNoRowMatchedIsNamed) {
-  const auto b = load("[baseline]\n[results/coll big]\nop = all_reduce\nbytes = 1073741824\nbusbw_gbps = 300\n"
-                      "[results/coll small]\nop = all_reduce\nbytes = 8\ntime_us = 20\n[results/p2p other]\nbw_mbps = 1\n");
+  const auto b = load(
+      "[baseline]\n[results/coll big]\nop = all_reduce\nbytes = 1073741824\nbusbw_gbps = 300\n"
+      "[results/coll small]\nop = all_reduce\nbytes = 8\ntime_us = 20\n[results/p2p other]\nbw_mbps = 1\n");
   std::vector<bool> used(b.entry_count(), false);
   ASSERT_EQ(used.size(), 3u);
   EXPECT_TRUE(b.check(row("all_reduce", 8, 0.001, 10), &used).empty());
@@ -98,7 +105,9 @@ TEST(Baseline, BadFilesNameTheKey) {
   refused("[baseline]\n[results/coll 1]\nbytes = 8K\nbusbw_gbps = 3\n", "bytes = '8K': a whole number");
   refused("[baseline]\n[results/coll 1]\nbusbw_gbps = nan\n", "busbw_gbps = 'nan': a number >= 0");
   EXPECT_EQ(load("[baseline]\n[results/p2p 1]\nanything = 1\n[results/coll 1]\nop = x\nbusbw_gbps = 3\n")
-                .check(row("a", 1, 1, 1)).size(), 0u);
+                .check(row("a", 1, 1, 1))
+                .size(),
+            0u);
   EXPECT_THROW(Baseline::load("/nonexistent/b.ini", table), Error);
 }
 

@@ -9,15 +9,16 @@
 using namespace fabricbench::results;
 
 TEST(ColumnHandle, NameAndTypeAreCheckedOnceAndTheValueLandsInItsColumn) {
-  const TableSpec t{"results", "x", {key_text("op", 8), key_int("bytes", Unit::bytes), measured("bw", Unit::gbps, Better::higher)}};
+  const TableSpec t{
+      "results", "x", {key_text("op", 8), key_int("bytes", Unit::bytes), measured("bw", Unit::gbps, Better::higher)}};
   const auto bytes = t.handle<std::int64_t>("bytes");
   const auto bw = t.handle<double>("bw");
   Row row(t);
   row.set(bytes, std::uint64_t{1} << 33).set(bw, 2.5);  // an unsigned size converts to the column's type
   EXPECT_EQ(std::get<std::int64_t>(row.get("bytes")), std::int64_t{1} << 33);
   EXPECT_EQ(row.number("bw"), 2.5);
-  EXPECT_THROW(t.handle<double>("bytes"), std::logic_error);         // another type
-  EXPECT_THROW(t.handle<std::string>("byte"), std::logic_error);     // a typo
+  EXPECT_THROW(t.handle<double>("bytes"), std::logic_error);      // another type
+  EXPECT_THROW(t.handle<std::string>("byte"), std::logic_error);  // a typo
 }
 
 TEST(ColumnHandle, EveryToolMakesItsHandlesWhenItIsBuilt) {

@@ -1,17 +1,15 @@
 #include "fabricbench/results/hdf5_sink.hpp"
 
-#include <unistd.h>
-
-#include <stdexcept>
-
 #include <gtest/gtest.h>
 #include <hdf5.h>
+#include <unistd.h>
 
 #include <cmath>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <memory>
+#include <stdexcept>
 
 #include "fabricbench/error.hpp"
 #include "fabricbench/results/result_set.hpp"
@@ -73,8 +71,10 @@ hsize_t row_count(hid_t file, const char* path) {
   return n;
 }
 
-const TableSpec table{"results", "demo", {series(key_text("name", 16)), key_int("bytes", Unit::bytes),
-                                          headline(measured("time_us", Unit::us, Better::lower))}};
+const TableSpec demo_table{"results",
+                           "demo",
+                           {series(key_text("name", 16)), key_int("bytes", Unit::bytes),
+                            headline(measured("time_us", Unit::us, Better::lower))}};
 
 std::vector<std::string> read_string_array_attribute(hid_t obj, const char* name) {
   const hid_t attr = H5Aopen(obj, name, H5P_DEFAULT);
@@ -113,11 +113,11 @@ TEST_F(Hdf5SinkTest, WriteThenReadRoundTrip) {
   {
     Hdf5Sink sink(path.string(), false);
     sink.begin({"fabric-test", "9.9", "fabric-test -n 1", "2026-11-21T00:00:00Z", 4, {"a", "b"}});
-    sink.declare(table);
-    sink.declare(table.samples());
-    sink.row(Row(table).set("name", std::string("first")).set("bytes", std::int64_t{8}).set("time_us", 1.25));
-    sink.row(Row(table).set("name", std::string("a-name-longer-than-16")).set("bytes", std::int64_t{1} << 40));
-    sink.samples(table.samples(), {{0, 0, 0, 1.0}, {0, 1, 0, 1.5}, {1, 0, 2, 3.0}});
+    sink.declare(demo_table);
+    sink.declare(demo_table.samples());
+    sink.row(Row(demo_table).set("name", std::string("first")).set("bytes", std::int64_t{8}).set("time_us", 1.25));
+    sink.row(Row(demo_table).set("name", std::string("a-name-longer-than-16")).set("bytes", std::int64_t{1} << 40));
+    sink.samples(demo_table.samples(), {{0, 0, 0, 1.0}, {0, 1, 0, 1.5}, {1, 0, 2, 3.0}});
     sink.finish("complete");
   }
   const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -141,9 +141,9 @@ TEST_F(Hdf5SinkTest, WriteThenReadRoundTrip) {
 TEST_F(Hdf5SinkTest, RowsAreReadableBeforeTheRunFinishes) {
   Hdf5Sink sink(path.string(), false);
   sink.begin({"fabric-test", "9.9", "x", "t", 2, {"a"}});
-  sink.declare(table);
-  sink.row(Row(table).set("name", std::string("r0")));
-  sink.row(Row(table).set("name", std::string("r1")));
+  sink.declare(demo_table);
+  sink.row(Row(demo_table).set("name", std::string("r0")));
+  sink.row(Row(demo_table).set("name", std::string("r1")));
   // Another reader, while the writer still has the file open (as after a crash, the data are on disk).
   H5Pset_fapl_sec2(H5P_DEFAULT);
   setenv("HDF5_USE_FILE_LOCKING", "FALSE", 1);
@@ -165,7 +165,7 @@ TEST_F(Hdf5SinkTest, EveryTableSaysWhatItsColumnsAre) {
   {
     Hdf5Sink sink(path.string(), false);
     sink.begin({"fabric-test", "9.9", "x", "t", 1, {"a"}});
-    sink.declare(table);
+    sink.declare(demo_table);
     sink.finish("complete");
   }
   const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -192,7 +192,12 @@ TEST_F(Hdf5SinkTest, AMatrixCarriesItsOwnLabels) {
   {
     Hdf5Sink sink(path.string(), false);
     sink.begin({"fabric-test", "9.9", "x", "t", 1, {"a"}});
-    sink.matrix({"/any/where/m", "demo (GB/s)", Unit::gbps, Better::higher, {"r0", "r1"}, {"c0", "c1", "c2"},
+    sink.matrix({"/any/where/m",
+                 "demo (GB/s)",
+                 Unit::gbps,
+                 Better::higher,
+                 {"r0", "r1"},
+                 {"c0", "c1", "c2"},
                  {{0, 0, 1}, {0, 2, 3}, {1, 1, 5}, {1, 2, 6}}});
     // Outside the labels, or out of order: refused, nothing written.
     EXPECT_THROW(sink.matrix({"/bad", "", Unit::none, Better::none, {"r0"}, {"c0"}, {{0, 1, 2}}}), std::logic_error);

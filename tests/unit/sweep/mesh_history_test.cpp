@@ -11,7 +11,7 @@ using fabricbench::results::Unit;
 
 namespace {
 
-const std::vector<std::string> hosts{"h0", "h1", "h2", "h3", "h4", "h5"};
+const std::vector<std::string> mesh_hosts{"h0", "h1", "h2", "h3", "h4", "h5"};
 const std::vector<JudgedMetric> latency{{"p2p_latency", Unit::us, Better::lower, false}};
 
 // One all-pairs pass of p2p_latency: 20 us, and `slow_us` for every pair of host `slow` (-1: none).
@@ -20,7 +20,7 @@ Judgement pass_of(int slow, double slow_us = 2000) {
   rules.metrics["p2p_latency"] = MetricRule{};
   std::vector<PairRecord> records;
   int round = 0;
-  const auto schedule = PairSchedule::all_pairs(static_cast<int>(hosts.size()));
+  const auto schedule = PairSchedule::all_pairs(static_cast<int>(mesh_hosts.size()));
   for (const auto& r : schedule.rounds()) {
     for (const auto& p : r.pairs) {
       auto rec = PairRecord::of(round, p, 0, 2);
@@ -30,7 +30,7 @@ Judgement pass_of(int slow, double slow_us = 2000) {
     ++round;
   }
   Fabric fabric;
-  fabric.hosts = hosts;
+  fabric.hosts = mesh_hosts;
   return judge(records, latency, rules, fabric);
 }
 
@@ -38,7 +38,7 @@ Judgement pass_of(int slow, double slow_us = 2000) {
 
 TEST(MeshHistory, NamesTheHostInThePassWhereItChangedAndNotBeforeOrAgain) {
   Fabric fabric;
-  fabric.hosts = hosts;
+  fabric.hosts = mesh_hosts;
   MeshHistory mesh(latency, fabric);
   EXPECT_TRUE(mesh.add(1, "2026-11-24T14:00:00Z", pass_of(-1)).empty());
   EXPECT_TRUE(mesh.add(2, "2026-11-24T14:00:30Z", pass_of(-1)).empty());
@@ -64,7 +64,7 @@ TEST(MeshHistory, NamesTheHostInThePassWhereItChangedAndNotBeforeOrAgain) {
 
 TEST(MeshHistory, AFaultPresentFromTheStartIsNamedInTheFirstPassWithoutABeforeFigure) {
   Fabric fabric;
-  fabric.hosts = hosts;
+  fabric.hosts = mesh_hosts;
   MeshHistory mesh(latency, fabric);
   const auto first = mesh.add(1, "2026-11-24T14:00:00Z", pass_of(4));
   ASSERT_EQ(first.size(), 1u);

@@ -11,7 +11,7 @@ using namespace fabricbench::sweep;
 
 namespace {
 
-std::vector<std::string> names(int n) {
+std::vector<std::string> host_names(int n) {
   std::vector<std::string> out;
   for (int i = 1; i <= n; ++i) out.push_back("h" + std::to_string(i));
   return out;
@@ -33,10 +33,11 @@ Topology leaves(const std::string& sizes_text, int n, int rails) {
     int first = 1, j = 1;
     std::istringstream sizes(sizes_text);
     for (int size; sizes >> size; ++j, first += size)
-      text << "SwitchName=r" << r << "l" << j << " Nodes=h[" << first << "-" << first + size - 1 << "] Rail=" << r << "\n";
+      text << "SwitchName=r" << r << "l" << j << " Nodes=h[" << first << "-" << first + size - 1 << "] Rail=" << r
+           << "\n";
     text << "SwitchName=r" << r << "s Switches=r" << r << "l[1-" << j - 1 << "] Rail=" << r << "\n";
   }
-  Topology t(names(n));
+  Topology t(host_names(n));
   std::istringstream in(text.str());
   t.parse(in, "t.conf", -1);
   t.finish(rails);
@@ -49,37 +50,39 @@ std::vector<std::tuple<std::string, int, int, int, std::string>> kinds(const Ass
   return out;
 }
 
-const MetricRule bw;  // higher is better, suspect below half the median
+const MetricRule bw_rule;  // higher is better, suspect below half the median
 
 }  // namespace
 
 TEST(RailsJudge, OneRailOfOneHostIsItsNic) {
-  Fabric f{names(8), 2, nullptr};
+  Fabric f{host_names(8), 2, nullptr};
   const std::vector<std::string> nics{"m0", "m1", "m0", "m1", "m0", "m1", "m0", "m1",
                                       "m0", "m1", "m0", "m1", "m0", "m1", "m0", "m1"};
-  const auto a = assess("p2p_bw", bw, 0.75, f, values(8, 2, [](int x, int y, int r) { return r == 1 && (x == 2 || y == 2); }), nics);
+  const auto a = assess("p2p_bw", bw_rule, 0.75, f,
+                        values(8, 2, [](int x, int y, int r) { return r == 1 && (x == 2 || y == 2); }), nics);
   ASSERT_EQ(kinds(a), (decltype(kinds(a)){{"nic", 2, -1, 1, ""}}));
   EXPECT_EQ(a.verdicts[0].nic, "m1");
 }
 
 TEST(RailsJudge, EveryRailOfOneHostIsTheNode) {
-  Fabric f{names(8), 2, nullptr};
-  const auto a = assess("p2p_bw", bw, 0.75, f, values(8, 2, [](int x, int y, int) { return x == 5 || y == 5; }));
+  Fabric f{host_names(8), 2, nullptr};
+  const auto a = assess("p2p_bw", bw_rule, 0.75, f, values(8, 2, [](int x, int y, int) { return x == 5 || y == 5; }));
   EXPECT_EQ(kinds(a), (decltype(kinds(a)){{"node", 5, -1, -1, ""}}));
 }
 
 TEST(RailsJudge, OnePairOnOneRailIsALink) {
-  Fabric f{names(8), 2, nullptr};
-  const auto a = assess("p2p_bw", bw, 0.75, f, values(8, 2, [](int x, int y, int r) { return r == 1 && x == 0 && y == 6; }));
+  Fabric f{host_names(8), 2, nullptr};
+  const auto a =
+      assess("p2p_bw", bw_rule, 0.75, f, values(8, 2, [](int x, int y, int r) { return r == 1 && x == 0 && y == 6; }));
   EXPECT_EQ(kinds(a), (decltype(kinds(a)){{"link", 0, 6, 1, ""}}));
 }
 
 TEST(RailsJudge, AnUplinkOfOneOfThreeLeavesIsNamed) {
   for (const char* sizes : {"3 3 2", "2 3 3"}) {
     const auto t = leaves(sizes, 8, 2);
-    Fabric f{names(8), 2, &t};
+    Fabric f{host_names(8), 2, &t};
     const auto leaf2 = [&](int h) { return t.leaf_of(h, 1) == t.leaves(1)[1]; };
-    const auto a = assess("p2p_bw", bw, 0.75, f,
+    const auto a = assess("p2p_bw", bw_rule, 0.75, f,
                           values(8, 2, [&](int x, int y, int r) { return r == 1 && leaf2(x) != leaf2(y); }));
     EXPECT_EQ(kinds(a), (decltype(kinds(a)){{"uplink", -1, -1, 1, "r1l2"}})) << sizes;
   }
@@ -88,12 +91,12 @@ TEST(RailsJudge, AnUplinkOfOneOfThreeLeavesIsNamed) {
 TEST(RailsJudge, WithTwoLeavesBothUplinksAreNamedAndWithoutTopologyOnlyLinks) {
   const auto t = leaves("4 4", 8, 2);
   const auto slow = [](int x, int y, int r) { return r == 1 && (x < 4) != (y < 4); };
-  Fabric f{names(8), 2, &t};
-  const auto a = assess("p2p_bw", bw, 0.75, f, values(8, 2, slow));
+  Fabric f{host_names(8), 2, &t};
+  const auto a = assess("p2p_bw", bw_rule, 0.75, f, values(8, 2, slow));
   EXPECT_EQ(kinds(a), (decltype(kinds(a)){{"uplink", -1, -1, 1, "r1l1,r1l2"}}));
   EXPECT_NE(a.verdicts[0].reason.find("cannot tell which uplink"), std::string::npos) << a.verdicts[0].reason;
-  Fabric plain{names(8), 2, nullptr};
-  const auto b = assess("p2p_bw", bw, 0.75, plain, values(8, 2, slow));
+  Fabric plain{host_names(8), 2, nullptr};
+  const auto b = assess("p2p_bw", bw_rule, 0.75, plain, values(8, 2, slow));
   std::set<std::string> k;
   for (const auto& v : b.verdicts) k.insert(std::string(kind_name(v.kind)));
   EXPECT_EQ(k, std::set<std::string>{"link"});
@@ -102,15 +105,16 @@ TEST(RailsJudge, WithTwoLeavesBothUplinksAreNamedAndWithoutTopologyOnlyLinks) {
 
 TEST(RailsJudge, AWholeLeafOnOneRailIsTheSwitch) {
   const auto t = leaves("3 3 2", 8, 2);
-  Fabric f{names(8), 2, &t};
-  const auto a = assess("p2p_bw", bw, 0.75, f, values(8, 2, [](int x, int y, int r) { return r == 0 && (x < 3 || y < 3); }));
+  Fabric f{host_names(8), 2, &t};
+  const auto a =
+      assess("p2p_bw", bw_rule, 0.75, f, values(8, 2, [](int x, int y, int r) { return r == 0 && (x < 3 || y < 3); }));
   EXPECT_EQ(kinds(a), (decltype(kinds(a)){{"switch", -1, -1, 0, "r0l1"}}));
 }
 
 TEST(RailsJudge, NoFaultNoVerdictAndFullCoverage) {
   const auto t = leaves("4 4", 8, 2);
-  Fabric f{names(8), 2, &t};
-  EXPECT_TRUE(assess("p2p_bw", bw, 0.75, f, values(8, 2, [](int, int, int) { return false; })).verdicts.empty());
+  Fabric f{host_names(8), 2, &t};
+  EXPECT_TRUE(assess("p2p_bw", bw_rule, 0.75, f, values(8, 2, [](int, int, int) { return false; })).verdicts.empty());
   std::vector<PairRecord> records;
   for (const auto& v : values(8, 2, [](int, int, int) { return false; })) {
     auto r = PairRecord::of(0, {v.a, v.b}, 0, 2);
@@ -118,16 +122,18 @@ TEST(RailsJudge, NoFaultNoVerdictAndFullCoverage) {
     records.push_back(r);
   }
   EXPECT_DOUBLE_EQ(leaf_pair_coverage(records, t, 2), 1.0);
-  records.erase(std::remove_if(records.begin(), records.end(), [](const PairRecord& r) { return r.rail == 1 && (r.a < 4) != (r.b < 4); }),
+  records.erase(std::remove_if(records.begin(), records.end(),
+                               [](const PairRecord& r) { return r.rail == 1 && (r.a < 4) != (r.b < 4); }),
                 records.end());
   EXPECT_DOUBLE_EQ(leaf_pair_coverage(records, t, 2), 0.5);
 }
 
 TEST(RailsJudge, CoverageCountsALeafOfEveryRailAtItsPlaceOnEachRail) {
   // Leaf s has no Rail=: it is the first leaf of rail 0 ([s, a]) and the third of rail 1 ([c, d, s]).
-  Topology t(names(6));
-  std::istringstream in("SwitchName=c Nodes=h[1-2] Rail=1\nSwitchName=d Nodes=h[3-4] Rail=1\n"
-                        "SwitchName=s Nodes=h[5-6]\nSwitchName=a Nodes=h[1-4] Rail=0\n");
+  Topology t(host_names(6));
+  std::istringstream in(
+      "SwitchName=c Nodes=h[1-2] Rail=1\nSwitchName=d Nodes=h[3-4] Rail=1\n"
+      "SwitchName=s Nodes=h[5-6]\nSwitchName=a Nodes=h[1-4] Rail=0\n");
   t.parse(in, "t.conf", -1);
   t.finish(2);
   const auto record = [](int a, int b, int rail) {
@@ -143,7 +149,7 @@ TEST(RailsJudge, CoverageCountsALeafOfEveryRailAtItsPlaceOnEachRail) {
 }
 
 TEST(DataPath, AHostWhoseRailStraysInMostRoundsIsNamedNotItsPeers) {
-  Fabric f{names(4), 2, nullptr};
+  Fabric f{host_names(4), 2, nullptr};
   const std::vector<std::string> nics{"eth0", "eth1", "eth0", "eth1", "eth0", "eth1", "eth0", "eth1"};
   std::vector<NicTraffic> traffic;
   // Host 1's rail-1 traffic goes by eth0 in each of its 3 rounds; its peer of each round strays in that round only.

@@ -15,7 +15,7 @@
 using namespace fabricbench::sweep;
 
 namespace {
-const std::vector<std::string> names{"h1", "h2", "h3", "h4", "h5"};
+const std::vector<std::string> five_hosts{"h1", "h2", "h3", "h4", "h5"};
 
 std::vector<PairValue> all_pairs_with(int hosts, double fast, double slow, std::set<int> slow_hosts,
                                       std::set<std::pair<int, int>> slow_links = {}) {
@@ -33,7 +33,7 @@ std::vector<PairValue> all_pairs_with(int hosts, double fast, double slow, std::
 TEST(Assess, NamesTheNodeInAllSlowPairs) {
   const MetricRule bw;  // higher is better, suspect below half the median
   for (int n : {4, 5}) {
-    const auto a = assess("p2p_bw", bw, 0.75, n, all_pairs_with(n, 1000, 22, {2}), names);
+    const auto a = assess("p2p_bw", bw, 0.75, n, all_pairs_with(n, 1000, 22, {2}), five_hosts);
     ASSERT_EQ(a.verdicts.size(), 1u) << n;
     EXPECT_EQ(a.verdicts[0].kind, VerdictKind::node);
     EXPECT_EQ(a.verdicts[0].a, 2);
@@ -42,7 +42,7 @@ TEST(Assess, NamesTheNodeInAllSlowPairs) {
 }
 
 TEST(Assess, NamesTheLinkWhenBothNodesAreFineElsewhere) {
-  const auto a = assess("p2p_bw", MetricRule{}, 0.75, 4, all_pairs_with(4, 1000, 22, {}, {{0, 3}}), names);
+  const auto a = assess("p2p_bw", MetricRule{}, 0.75, 4, all_pairs_with(4, 1000, 22, {}, {{0, 3}}), five_hosts);
   ASSERT_EQ(a.verdicts.size(), 1u);
   EXPECT_EQ(a.verdicts[0].kind, VerdictKind::link);
   EXPECT_EQ(a.verdicts[0].a, 0);
@@ -52,13 +52,13 @@ TEST(Assess, NamesTheLinkWhenBothNodesAreFineElsewhere) {
 TEST(Assess, UniformPairsGiveNoVerdictEvenWhenNoisy) {
   std::vector<PairValue> v = all_pairs_with(5, 1000, 0, {});
   for (std::size_t i = 0; i < v.size(); ++i) v[i].value = 600 + 80.0 * static_cast<double>(i % 5);  // 600..920
-  EXPECT_TRUE(assess("p2p_bw", MetricRule{}, 0.75, 5, v, names).verdicts.empty());
+  EXPECT_TRUE(assess("p2p_bw", MetricRule{}, 0.75, 5, v, five_hosts).verdicts.empty());
 }
 
 TEST(Assess, LatencyIsSuspectAboveAMultipleOfTheBest) {
   MetricRule lat;
   lat.higher_is_better = false;
-  const auto a = assess("p2p_latency", lat, 0.75, 4, all_pairs_with(4, 10, 45, {1}), names);
+  const auto a = assess("p2p_latency", lat, 0.75, 4, all_pairs_with(4, 10, 45, {1}), five_hosts);
   ASSERT_EQ(a.verdicts.size(), 1u);
   EXPECT_EQ(a.verdicts[0].kind, VerdictKind::node);
   EXPECT_EQ(a.verdicts[0].a, 1);
@@ -68,21 +68,21 @@ TEST(Assess, LatencyIsSuspectAboveAMultipleOfTheBest) {
 TEST(Assess, ABaselineMakesUniformlySlowPairsSuspect) {
   MetricRule bw;
   bw.baseline = 2000;  // every pair at 1000 is below (1 - 0.2) x 2000
-  const auto a = assess("p2p_bw", bw, 0.75, 4, all_pairs_with(4, 1000, 0, {}), names);
+  const auto a = assess("p2p_bw", bw, 0.75, 4, all_pairs_with(4, 1000, 0, {}), five_hosts);
   EXPECT_EQ(a.verdicts.size(), 4u) << "every node is in all-suspect pairs";
 }
 
 TEST(Assess, ARetestThatDoesNotConfirmClearsThePair) {
   auto v = all_pairs_with(4, 1000, 22, {}, {{0, 3}});
   v.push_back({3, 0, 990});  // the re-test of 0-3 was fine: a transient
-  EXPECT_TRUE(assess("p2p_bw", MetricRule{}, 0.75, 4, v, names).verdicts.empty());
+  EXPECT_TRUE(assess("p2p_bw", MetricRule{}, 0.75, 4, v, five_hosts).verdicts.empty());
 }
 
 TEST(Assess, RetestsThatAddTheBadNodesPairsDoNotHideIt) {
   // quick pattern (0-2, 1-3) where node 3 is slow, then re-tests 1-3, 1-0 and 3-2: 3 of 5 pairs are slow, so the
   // median pair is slow; the median node is not.
   const std::vector<PairValue> v{{0, 2, 900}, {1, 3, 2.4}, {1, 3, 2.4}, {1, 0, 1000}, {3, 2, 2.4}, {3, 0, 2.4}};
-  const auto a = assess("p2p_bw", MetricRule{}, 0.75, 4, v, names);
+  const auto a = assess("p2p_bw", MetricRule{}, 0.75, 4, v, five_hosts);
   ASSERT_EQ(a.verdicts.size(), 1u);
   EXPECT_EQ(a.verdicts[0].kind, VerdictKind::node);
   EXPECT_EQ(a.verdicts[0].a, 3);
@@ -90,7 +90,7 @@ TEST(Assess, RetestsThatAddTheBadNodesPairsDoNotHideIt) {
 
 TEST(Assess, OnePairPerNodeCannotTellNodeFromLink) {
   const std::vector<PairValue> quick{{0, 2, 1000}, {1, 3, 20}};
-  const auto a = assess("p2p_bw", MetricRule{}, 0.75, 4, quick, names);
+  const auto a = assess("p2p_bw", MetricRule{}, 0.75, 4, quick, five_hosts);
   ASSERT_EQ(a.verdicts.size(), 1u);
   EXPECT_EQ(a.verdicts[0].kind, VerdictKind::pair);
   EXPECT_NE(a.verdicts[0].reason.find("--retest"), std::string::npos);
