@@ -6,11 +6,12 @@
 # - both trees are Ninja unity builds (16 files a compile: the shared headers parsed once a batch, half the CPU);
 # - the tests that launch MPI jobs or judge speed (labels mpi and rig: RUN_SERIAL, one at a time, as under load
 #   mpi.test_sweep's late receiver, mpi.test_side_channel's flood and two rigs side by side failed) run at the normal
-#   priority while the sanitizer tree compiles at the idle priority (SCHED_IDLE: it takes only the CPU they leave,
-#   about a quarter, and yields it the moment one of them wakes; a compile has no deadline);
+#   priority while the sanitizer tree compiles and then the analysis modules (label analysis: they read files and
+#   draw, judging nothing by time) run at the idle priority (SCHED_IDLE: only the CPU the tests leave, about a
+#   quarter, handed back the moment one of them wakes);
 # - the modules that mostly wait (label waits) run beside them from the end of the first build on;
-# - then the unit tests of both trees and the analysis modules (label analysis), which read files and draw and judge
-#   nothing by speed, FABRICBENCH_TEST_JOBS (2) at a time.
+# - the unit tests (deadlines of seconds) at the normal priority: build/'s before the MPI tests, the sanitized tree's
+#   after them, FABRICBENCH_TEST_JOBS (2) at a time.
 # The Soft-RoCE guest's image (rigs.test_verbs_rxe) is made while the first tree compiles (downloads and unpacking).
 # Build trees: build/ and build-minimal/.
 set -euo pipefail
@@ -28,7 +29,8 @@ if [ "$(id -u)" -eq 0 ] && command -v mmdebstrap >/dev/null && command -v qemu-s
   vm_build=$!
 fi
 pids=()
-trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT  # a build or test failing below ends the ones in the background
+# A build or test failing below ends the ones in the background, with their children (ninja, ctest).
+trap 'for p in "${pids[@]}"; do pkill -TERM -P "$p"; kill "$p"; done 2>/dev/null || true' EXIT
 
 stamp "build (CUDA auto)"
 # Line tables only (-g1) for the C++ here: the same -O2 code as the preset's -g, a fifth less compile time; stacks and
