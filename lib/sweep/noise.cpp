@@ -223,6 +223,9 @@ bool name_noise(const std::string& metric, const MetricRule& rule, const Rules& 
                             "they gather nowhere beyond chance (the most on {}: {} of its {} pairs {}, which noise "
                             "alone gives somewhere with probability {:.2g})",
                             most.where, most.suspect, most.pairs, most.which, most.chance);
+  for (const auto& p : assessment.best)
+    if (!p.suspect && (rule.higher_is_better ? p.value < best_suspect * needed : p.value * needed > best_suspect))
+      assessment.doubtful.emplace_back(p.a, p.b, p.rail);
   const auto count = assessment.verdicts.size();
   assessment.verdicts.assign(
       1, Verdict(metric, VerdictKind::noise, -1, -1,

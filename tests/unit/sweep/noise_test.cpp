@@ -100,3 +100,31 @@ TEST(Noise, AChanceOfOneLeavesTheGapAlone) {
   ASSERT_EQ(j.verdicts.size(), 1u);
   EXPECT_EQ(j.verdicts[0].kind, VerdictKind::noise) << j.verdicts[0].reason;
 }
+
+// CI's Slurm rig, four hosts, h3 slowed to 100 Mbit/s (its pairs at 11.4-11.9 MB/s) and one test of a healthy pair
+// (h2-h4) stalled to 30 MB/s while the others read 240-450: that pair is below no host's line (the median of three
+// pairs), and 2.5x above the slow ones is inside the gap wanted, so the node became "too noisy to judge". The judge
+// asks for that pair to be re-tested; its re-test at 200 MB/s leaves the gap, and the node is named.
+TEST(Noise, AStalledHealthyPairIsRetestedAndThenTheSlowNodeIsNamed) {
+  Fabric fabric{names(4), 1, nullptr};
+  std::vector<PairRecord> records;
+  const auto add = [&](int round, int a, int b, double value) {
+    auto rec = PairRecord::of(round, {a, b}, 0, 0);
+    rec.value = value;
+    records.push_back(rec);
+  };
+  add(0, 0, 3, 243), add(0, 1, 2, 11.7), add(1, 0, 2, 11.6), add(1, 1, 3, 30), add(2, 2, 3, 11.5), add(2, 0, 1, 451);
+  const auto before = judge(records, bw, default_rules(), fabric);
+  ASSERT_EQ(before.verdicts.size(), 1u);
+  EXPECT_EQ(before.verdicts[0].kind, VerdictKind::noise) << before.verdicts[0].reason;
+  std::set<std::pair<int, int>> retest;
+  for (const auto& p : before.suspects) retest.insert({p.a, p.b});
+  EXPECT_EQ(retest, (std::set<std::pair<int, int>>{{1, 2}, {0, 2}, {2, 3}, {1, 3}})) << "the slow pairs and h2-h4";
+
+  add(3, 1, 3, 200);
+  const auto after = judge(records, bw, default_rules(), fabric);
+  ASSERT_EQ(after.verdicts.size(), 1u);
+  EXPECT_EQ(after.verdicts[0].kind, VerdictKind::node) << after.verdicts[0].reason;
+  EXPECT_EQ(after.verdicts[0].a, 2);
+  for (const auto& p : after.suspects) EXPECT_NE(std::make_pair(p.a, p.b), std::make_pair(1, 3)) << "h2-h4 is clear";
+}

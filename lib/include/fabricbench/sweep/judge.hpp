@@ -41,7 +41,7 @@ struct Judgement {
   std::vector<LeafSummary> leaves;        // with a topology: per leaf, rail and metric
   double leaf_pair_coverage = NAN;        // with a topology: the share of (leaf pair, rail) crossed by a measured pair
   std::vector<RankedPair> worst;          // per metric, up to ten pairs, worst first
-  std::vector<HostPair> suspects;         // unordered pairs to re-test, in the order first seen
+  std::vector<HostPair> suspects;         // unordered pairs to re-test (suspect or doubtful), in the order first seen
   std::int64_t wrong = 0;                 // bytes or elements that failed the check, over every record
 };
 

@@ -137,6 +137,9 @@ struct Assessment {
   std::vector<PairBest> best;                       // one per unordered pair and rail, sorted by (a, b, rail)
   std::vector<std::tuple<int, int, int>> suspects;  // (a, b, rail) of the pairs in `best` that are suspect, in order
   std::vector<LeafSummary> leaves;                  // with a topology: per leaf and rail
+  // Where name_noise called it noise: the healthy-looking pairs inside the gap it wanted, (a, b, rail) as in `best`.
+  // A re-test may lift them clear (one test stalled on a quiet fabric), and then the suspects stand apart again.
+  std::vector<std::tuple<int, int, int>> doubtful;
 };
 
 // Several values of one pair on one rail (directions, re-tests) are combined first: the best of them counts, so a
