@@ -1,10 +1,9 @@
 """launch/sbatch/preflight.sbatch on a real Slurm (tests/rigs/slurm_cluster.sh on the emulated cluster of 4 hosts):
-with one host shaped, `sbatch --wait` fails, the workload never starts, and the job's output and HDF5 file name the
+with one host shaped, the job fails (what `sbatch --wait` returns), the workload never starts, and the job's output and HDF5 file name the
 host as a bad node; unshaped, the job passes and the workload runs. Either way the sweep stays within its budget.
 The preflight's own defaults (quick plan, --retest 1, 60 s, p2p_bw + p2p_latency); the rig's sizes and rules come
 in FABRICBENCH_PREFLIGHT_ARGS. Needs root, slurm-wlm and munge."""
 import pathlib
-import subprocess
 import unittest
 
 import h5py
@@ -27,9 +26,8 @@ class SlurmPreflight(SlurmRig):
         env = self.env(**self.slurm_env, FABRICBENCH_BIN=str(BIN), FABRICBENCH_OUT=str(self.dir),
                        FABRICBENCH_PREFLIGHT_ARGS=" ".join(RIG_ARGS))
         self.marker = self.dir / "workload-ran"
-        r = subprocess.run(["timeout", "170", "sbatch", "-N", "4", "--wait", "-o", str(self.dir / "job-%j.out"),
-                            str(PREFLIGHT), "--", "touch", str(self.marker)],
-                           capture_output=True, text=True, env=env, cwd=self.dir)
+        r = self.sbatch_wait(["-N", "4", "-o", str(self.dir / "job-%j.out"), str(PREFLIGHT), "--", "touch",
+                              str(self.marker)], env, 170)
         outputs = list(self.dir.glob("job-*.out"))
         self.assertEqual(len(outputs), 1, self.files())
         files = list(self.dir.glob("preflight-*.h5"))

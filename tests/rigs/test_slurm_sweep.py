@@ -5,6 +5,7 @@ import pathlib
 import re
 import shutil
 import subprocess
+import time
 import unittest
 
 from rigs import free_net  # noqa: F401 (test_slurm_healthcheck imports it from here)
@@ -45,6 +46,26 @@ class SlurmRig(LaunchTest):
         rig("down", self.rig, check=False)
         super().tearDown()
 
+    def sbatch_wait(self, args, env, timeout):
+        """What `sbatch --wait ARGS` tells (returncode: the job's exit code, or 128 + its signal), read each 0.2 s:
+        sbatch's own wait polls at 2 s and then 8 s, and took 10.0 s for jobs of 1, 3 and 6 s on this rig."""
+        submit = subprocess.run(["sbatch", "--parsable"] + args, capture_output=True, text=True, env=env,
+                                cwd=self.dir)
+        self.assertEqual(submit.returncode, 0, submit.stdout + submit.stderr)
+        job = submit.stdout.strip().split(";")[0]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            show = subprocess.run(["scontrol", "show", "job", "-o", job], capture_output=True, text=True, env=env)
+            fields = dict(f.split("=", 1) for f in show.stdout.split() if "=" in f)
+            if fields.get("JobState", "PENDING") not in ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING",
+                                                         "SUSPENDED", "REQUEUED", "RESIZING"):
+                code, signal = (int(x) for x in fields["ExitCode"].split(":"))
+                return subprocess.CompletedProcess(submit.args, 128 + signal if signal else code,
+                                                   submit.stdout, show.stdout)
+            time.sleep(0.2)
+        subprocess.run(["scancel", job], env=env)
+        self.fail(f"job {job} of sbatch {' '.join(args)} did not end within {timeout} s")
+
 
 @needs_slurm
 class SlurmSweep(SlurmRig):
@@ -66,8 +87,7 @@ class SlurmSweep(SlurmRig):
         self.assertEqual(self.verdicts("srun.h5"), [("node", self.hosts[2])])
 
         env.update(FABRICBENCH_BIN=str(BIN), FABRICBENCH_OUT=str(self.dir), FABRICBENCH_SWEEP_ARGS=" ".join(args))
-        r = subprocess.run(["timeout", "300", "sbatch", "-N", "4", "--wait", str(SBATCH)], capture_output=True,
-                           text=True, env=env, cwd=self.dir)
+        r = self.sbatch_wait(["-N", "4", str(SBATCH)], env, 300)
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         outputs = list(self.dir.glob("sweep-*.h5"))
         self.assertEqual(len(outputs), 1, self.files())
