@@ -1,5 +1,6 @@
 """Helpers for the tests that launch fabricbench executables: mpirun with the transports of RIGS.md, a scratch
 directory per test, and reading results back through the analysis package."""
+import concurrent.futures
 import os
 import pathlib
 import shutil
@@ -59,6 +60,12 @@ class LaunchTest(unittest.TestCase):
         env = (env or {}) | (QUICK_ABORT if refused else {})
         cmd = ["timeout", str(timeout)] + mpirun_command(np, exe, args, transport, env.keys())
         return subprocess.run(cmd, cwd=self.dir, env=self.env(**env), capture_output=True, text=True)
+
+    def mpiruns(self, np, exe, arg_lists, refused=False, at_once=3):
+        """self.mpirun for each of `arg_lists`, `at_once` at a time, in order: for lists of refused jobs, each mostly
+        mpirun's start-up (0.8 s for half a core-second)."""
+        with concurrent.futures.ThreadPoolExecutor(at_once) as pool:
+            return list(pool.map(lambda args: self.mpirun(np, exe, args, refused=refused), arg_lists))
 
     def load(self, name):
         return fabricbench_analysis.load(self.dir / name)

@@ -77,23 +77,24 @@ VERBS_UNUSED = [
 
 class BadInput(LaunchTest):
     def test_each_bad_option_under_mpirun(self):
-        for args, expected in CASES:
+        runs = self.mpiruns(2, "fabric-p2p", [args + ["--csv", "out.csv"] for args, _ in CASES], refused=True)
+        for (args, expected), r in zip(CASES, runs):
             with self.subTest(args=args):
-                self.assert_refused(self.mpirun(2, "fabric-p2p", args + ["--csv", "out.csv"], refused=True), "fabric-p2p",
-                                    expected)
+                self.assert_refused(r, "fabric-p2p", expected)
 
     def test_each_unused_coll_option_under_mpirun(self):
-        for args, expected in COLL_UNUSED:
+        runs = self.mpiruns(2, "fabric-coll", [args + ["--sizes", "64", "--csv", "out.csv"] for args, _ in COLL_UNUSED],
+                            refused=True)
+        for (args, expected), r in zip(COLL_UNUSED, runs):
             with self.subTest(args=args):
-                self.assert_refused(self.mpirun(2, "fabric-coll", args + ["--sizes", "64", "--csv", "out.csv"],
-                                                refused=True), "fabric-coll", expected)
+                self.assert_refused(r, "fabric-coll", expected)
 
     @unittest.skipUnless((BIN / "fabric-verbs").exists(), "this build has no libibverbs")
     def test_each_unused_verbs_option_under_mpirun(self):
-        for args, expected in VERBS_UNUSED:
+        runs = self.mpiruns(2, "fabric-verbs", [args + ["--csv", "out.csv"] for args, _ in VERBS_UNUSED], refused=True)
+        for (args, expected), r in zip(VERBS_UNUSED, runs):
             with self.subTest(args=args):
-                self.assert_refused(self.mpirun(2, "fabric-verbs", args + ["--csv", "out.csv"], refused=True),
-                                    "fabric-verbs", expected)
+                self.assert_refused(r, "fabric-verbs", expected)
 
     def test_an_option_is_refused_only_where_no_chosen_mode_uses_it(self):
         # A test list with one bandwidth test uses the window; a preset (--config) sets the window for every test,

@@ -156,10 +156,10 @@ class CollBadInput(LaunchTest):
     ]
 
     def test_each_bad_option(self):
-        for args, expected in self.CASES:
+        sized = [args + ([] if "-e" in args or "--sizes" in args else ["--sizes", "1K"]) for args, _ in self.CASES]
+        for (args, expected), r in zip(self.CASES, self.mpiruns(2, "fabric-coll", sized, refused=True)):
             with self.subTest(args=args):
-                sizes = [] if "-e" in args or "--sizes" in args else ["--sizes", "1K"]
-                self.assert_refused(self.mpirun(2, "fabric-coll", args + sizes, refused=True), "fabric-coll", expected)
+                self.assert_refused(r, "fabric-coll", expected)
 
 
 if __name__ == "__main__":

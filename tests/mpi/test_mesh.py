@@ -192,8 +192,8 @@ class Mesh(LaunchTest):
                             "fabric-sweep", "--prometheus /proc/m.prom: cannot create a file beside it (")
 
     def test_each_bad_option(self):
-        for args, expected in self.CASES:
+        runs = self.mpiruns(4, "fabric-sweep", [FAKE_HOSTS + args for args, _ in self.CASES], refused=True)
+        for (args, expected), r in zip(self.CASES, runs):
             with self.subTest(args=args):
-                self.assert_refused(self.mpirun(4, "fabric-sweep", FAKE_HOSTS + args, refused=True), "fabric-sweep",
-                                    expected)
+                self.assert_refused(r, "fabric-sweep", expected)
         self.assertEqual(self.files(), [])

@@ -364,10 +364,10 @@ class SweepBadInput(LaunchTest):
     ]
 
     def test_each_bad_option(self):
-        for args, expected in self.CASES:
+        runs = self.mpiruns(4, "fabric-sweep", [FAKE_HOSTS + args for args, _ in self.CASES], refused=True)
+        for (args, expected), r in zip(self.CASES, runs):
             with self.subTest(args=args):
-                self.assert_refused(self.mpirun(4, "fabric-sweep", FAKE_HOSTS + args, refused=True), "fabric-sweep",
-                                    expected)
+                self.assert_refused(r, "fabric-sweep", expected)
 
     def test_a_hostfile_beyond_the_hosts_range_is_refused_at_its_line(self):
         # --hosts stops at 100000; a hostfile of more was planned (its plan's memory unbounded) until refused here.
