@@ -254,9 +254,9 @@ TEST(ExpectedShare, GpuRowsAreHeldAgainstTheirCurveAtEverySizeAndUncalibratedOne
 
 TEST(ExpectedShare, RuleFileNamesItsCurvesRelativeToItself) {
   const auto csv = write_file("rule_curves.csv", std::string(kHeader) + "pcie,63,2,sendrecv,8,0.01,t\n");
-  const auto ini = write_file("rule_curves.ini",
-                              "[expected]\ncurves = rule_curves.csv\n"
-                              "calibrated_warn_below_percent = 60\n");
+  // Named by its file name alone: the rule's folder is where it is looked for.
+  const auto ini = write_file("rule_curves.ini", "[expected]\ncurves = " + csv.substr(csv.rfind('/') + 1) +
+                                                     "\ncalibrated_warn_below_percent = 60\n");
   const auto rule = ExpectedRule::load(ini, true);
   EXPECT_DOUBLE_EQ(rule.calibrated_warn_below_percent, 60);
   ASSERT_NE(rule.curves.find("pcie", 63, 2, "sendrecv"), nullptr);
