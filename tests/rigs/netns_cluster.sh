@@ -13,6 +13,7 @@
 #   netns_cluster.sh restore RIG HOST                 remove what shape-host or drop-mpi put on HOST's link
 #   netns_cluster.sh mpirun RIG NP HOSTS -- ARGS...   mpirun across the hosts (rsh agent entering namespaces)
 #   netns_cluster.sh mpirun-opts RIG                  those mpirun options, one per line
+#   netns_cluster.sh exec RIG -- CMD...               CMD (a launcher given those options) with the rig's name lookups
 set -euo pipefail
 cmd=${1:?usage: netns_cluster.sh up|down|shape-host|shape-link|mpirun RIG ...}
 rig=${2:?rig id}
@@ -89,10 +90,14 @@ mpirun)
   # mpi_yield_when_idle: all emulated hosts share this machine's cores. Busy-polling ranks whose two ends land on
   # one core alternate in scheduler slices and a pair collapses to ~35 MB/s (seen here, sticky across re-tests);
   # yielding while idle removes that. Real hosts have cores of their own.
-  exec mpirun --allow-run-as-root --oversubscribe -np "$np" --host "$hosts" --mca plm_rsh_agent "$state/agent" \
+  rig_exec_files_only mpirun --allow-run-as-root --oversubscribe -np "$np" --host "$hosts" --mca plm_rsh_agent "$state/agent" \
     --mca mpi_yield_when_idle 1 \
     --mca btl self,tcp --mca btl_tcp_if_include "10.77.$net.0/24" --mca oob_tcp_if_include "10.77.$net.0/24" \
     --bind-to none "$@"
+  ;;
+exec)  # any command (launch/fabric-mpirun with the options above) with the rig's name lookups, as mpirun above
+  shift 2; [ "${1:-}" = "--" ] && shift
+  rig_exec_files_only "$@"
   ;;
 *) echo "unknown command $cmd" >&2; exit 2 ;;
 esac

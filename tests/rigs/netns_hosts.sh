@@ -31,6 +31,17 @@ AGENT
   chmod +x "$state/agent"
 }
 
+# Run "$@" (mpirun, or a launcher that calls it) with the host names resolved from files only: in a private mount
+# namespace whose /etc/nsswitch.conf says `hosts: files`, which mpirun, its daemons and the ranks all inherit. The
+# emulated hosts' names are in no DNS, so the answer is the same (not found), only without asking: mpirun looks each
+# host's name up several times, and where the resolver drops a query glibc waits its 5 s timeout. Here one lookup in
+# about 30 took 5 s, and mpirun across 8 emulated hosts started 5.2 s late every time (0.26 s with files only).
+rig_exec_files_only() {
+  { grep -v '^hosts:' /etc/nsswitch.conf; echo "hosts: files"; } > "$state/nsswitch.conf"
+  exec unshare --mount --propagation private \
+    sh -c 'mount --bind "$0" /etc/nsswitch.conf && exec "$@"' "$state/nsswitch.conf" "$@"
+}
+
 # Everything of the rig: its hosts, the links whose names match the extended regex $1, its run folder.
 rig_down() {
   local links=$1 ns link f

@@ -286,9 +286,9 @@ class EmulatedCluster(LaunchTest):
         rig("shape-host", self.rig, hosts[1], SLOW)
         opts = rig("mpirun-opts", self.rig).stdout.split()
         wrapper = pathlib.Path(__file__).resolve().parents[2] / "launch" / "fabric-mpirun"
-        cmd = ["timeout", "300", str(wrapper), "--hosts", ",".join(hosts), "--ranks-per-node", "1"] + \
-              [f"--mpirun-opt={o}" for o in opts] + ["--", str(BIN / "fabric-sweep"), "--output", str(self.dir / "w.h5"),
-                                                    "-q", "--metric", "p2p_bw"] + SWEEP_ARGS
+        cmd = ["timeout", "300", str(RIG_SCRIPT), "exec", self.rig, "--", str(wrapper), "--hosts", ",".join(hosts),
+               "--ranks-per-node", "1"] + [f"--mpirun-opt={o}" for o in opts] + \
+              ["--", str(BIN / "fabric-sweep"), "--output", str(self.dir / "w.h5"), "-q", "--metric", "p2p_bw"] + SWEEP_ARGS
         r = subprocess.run(cmd, capture_output=True, text=True, env=self.env())
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertEqual(self.verdicts(self.load("w.h5")), [("node", hosts[1], "")])
