@@ -90,8 +90,8 @@ mpirun)
   # mpi_yield_when_idle: all emulated hosts share this machine's cores. Busy-polling ranks whose two ends land on
   # one core alternate in scheduler slices and a pair collapses to ~35 MB/s (seen here, sticky across re-tests);
   # yielding while idle removes that. Real hosts have cores of their own.
-  rig_exec_files_only mpirun --allow-run-as-root --oversubscribe -np "$np" --host "$hosts" --mca plm_rsh_agent "$state/agent" \
-    --mca mpi_yield_when_idle 1 \
+  rig_exec_files_only mpirun --allow-run-as-root --oversubscribe -np "$np" --host "$hosts" \
+    --mca plm_rsh_agent "$state/agent" --mca mpi_yield_when_idle 1 \
     --mca btl self,tcp --mca btl_tcp_if_include "10.77.$net.0/24" --mca oob_tcp_if_include "10.77.$net.0/24" \
     --bind-to none "$@"
   ;;

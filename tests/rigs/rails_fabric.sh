@@ -128,8 +128,8 @@ mpirun)
   IFS=, read -ra list <<< "$hosts"
   slots=""; for h in "${list[@]}"; do slots+="${slots:+,}$h:$rails"; done
   # mpi_yield_when_idle: all emulated hosts share this machine's cores (see netns_cluster.sh).
-  rig_exec_files_only mpirun --allow-run-as-root --oversubscribe -np $((${#list[@]} * rails)) --host "$slots" --map-by "ppr:$rails:node" \
-    --mca plm_rsh_agent "$state/agent" --mca mpi_yield_when_idle 1 --mca btl self,vader,tcp \
+  rig_exec_files_only mpirun --allow-run-as-root --oversubscribe -np $((${#list[@]} * rails)) --host "$slots" \
+    --map-by "ppr:$rails:node" --mca plm_rsh_agent "$state/agent" --mca mpi_yield_when_idle 1 --mca btl self,vader,tcp \
     --mca oob_tcp_if_include "10.100.$net.0/24" --bind-to none "$state/rail-exec" "$@"
   ;;
 *) echo "unknown command $cmd" >&2; exit 2 ;;
