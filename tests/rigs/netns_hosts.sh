@@ -29,6 +29,10 @@ case "\$host" in $rig-h[0-9]*) ;; *) echo "agent: unknown host \$host" >&2; exit
 exec nsenter --net=/run/netns/"\$host" --uts="$state/uts/\$host" -- /bin/sh -c "\$*"
 AGENT
   chmod +x "$state/agent"
+  # The name service of the rig's launches (rig_exec_files_only): the host's, with host names from files only.
+  if [ -f /etc/nsswitch.conf ]; then
+    { grep -v '^hosts:' /etc/nsswitch.conf || true; echo "hosts: files"; } > "$state/nsswitch.conf"
+  fi
 }
 
 # Run "$@" (mpirun, or a launcher that calls it) with the host names resolved from files only: in a private mount
@@ -37,8 +41,7 @@ AGENT
 # host's name up several times, and where the resolver drops a query glibc waits its 5 s timeout. Here one lookup in
 # about 30 took 5 s, and mpirun across 8 emulated hosts started 5.2 s late every time (0.26 s with files only).
 rig_exec_files_only() {
-  [ -f /etc/nsswitch.conf ] || exec "$@"  # nothing to bind over (glibc's default then asks DNS too)
-  { grep -v '^hosts:' /etc/nsswitch.conf || true; echo "hosts: files"; } > "$state/nsswitch.conf"
+  [ -f /etc/nsswitch.conf ] && [ -f "$state/nsswitch.conf" ] || exec "$@"  # nothing to bind over: ask as the host does
   exec unshare --mount --propagation private \
     sh -c 'mount --bind "$0" /etc/nsswitch.conf && exec "$@"' "$state/nsswitch.conf" "$@"
 }
