@@ -1,5 +1,6 @@
 """Helpers for the tests that launch fabricbench executables: mpirun with the transports of RIGS.md, a scratch
 directory per test, and reading results back through the analysis package."""
+import atexit
 import concurrent.futures
 import os
 import pathlib
@@ -33,6 +34,14 @@ def collectives():
     return line[len("Operations: "):].rstrip(".").split(", ")
 
 
+# Open MPI 4 keeps every job's session directory under /tmp/ompi.HOST.UID, and the job that ends last removes that
+# folder: a job starting while another ends can find it gone between its mkdir and its stat ("A call to mkdir was
+# unable to create the desired directory ... File exists", open-mpi/ompi#8510). A clean-clone CI run failed so when
+# mpi.test_bad_input ran three refused jobs at once (modules also run beside each other). So each launch has a folder
+# of its own for it (orte_tmpdir_base), under this one of the process's: short, as Unix sockets are made under it.
+SESSIONS = tempfile.mkdtemp(prefix="fb-")
+atexit.register(shutil.rmtree, SESSIONS, ignore_errors=True)
+
 # For jobs that are refused (exit 2 on every rank): mpirun then waits odls_base_sigkill_timeout (1 s) between the
 # SIGTERM and the SIGKILL it sends the job's other processes, and took 1.4-2.4 s against 0.4 s for a passing run.
 # Not for jobs that write results: their ranks need that second after SIGTERM.
@@ -40,7 +49,8 @@ QUICK_ABORT = {"OMPI_MCA_odls_base_sigkill_timeout": "0"}
 
 
 class LaunchTest(unittest.TestCase):
-    """Each test runs in its own scratch directory (its cwd for the launched job)."""
+    """Each test runs in its own scratch directory (its cwd for the launched job); each launch's environment (self.env)
+    gives its mpirun a session directory of its own (SESSIONS)."""
 
     def setUp(self):
         self.dir = pathlib.Path(tempfile.mkdtemp(prefix="fabricbench-test-"))
@@ -52,6 +62,7 @@ class LaunchTest(unittest.TestCase):
         env = dict(os.environ)
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        env["OMPI_MCA_orte_tmpdir_base"] = tempfile.mkdtemp(dir=SESSIONS)
         env.update(extra)
         return env
 

@@ -39,7 +39,9 @@ class OutOfTheTrees(unittest.TestCase):
         outermost = [p for p in trees if not any(q != p and q in p.parents for q in trees)]
         mounts = " && ".join(f"mount -t tmpfs fabricbench-hidden {shlex.quote(str(p))}" for p in outermost)
         full = f"set -e; {mounts}; test ! -e {shlex.quote(str(SOURCE / 'configs'))}; {script}"
-        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        # mpirun's session directory in the scratch folder, not /tmp's shared one (tests/fbtest.py's SESSIONS says why)
+        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                   OMPI_MCA_orte_tmpdir_base=str(self.dir / "ompi"))
         env.pop("FABRICBENCH_DATA_DIR", None)
         env.pop("PYTHONPATH", None)
         return subprocess.run(["timeout", str(timeout), "unshare", "--mount", "--propagation", "private", "sh", "-c",
