@@ -25,10 +25,10 @@ class MpirunWrapper(unittest.TestCase):
         self.assertTrue(r.stdout.strip().endswith("fabric-coll -b 8"))
 
     def test_reads_a_hostfile(self):
-        path = pathlib.Path("/tmp/fabricbench-hostfile-test")
-        path.write_text("# nodes\nn1 slots=8\n\nn2\n")
-        r = run("fabric-mpirun", "--hostfile", str(path), "--ranks-per-node", "2", "--dry-run", "--", "x")
-        path.unlink()
+        with tempfile.NamedTemporaryFile("w", prefix="fabricbench-hostfile-") as f:
+            f.write("# nodes\nn1 slots=8\n\nn2\n")
+            f.flush()
+            r = run("fabric-mpirun", "--hostfile", f.name, "--ranks-per-node", "2", "--dry-run", "--", "x")
         self.assertIn("-np 4 --host n1:2,n2:2", r.stdout)
 
     def test_rejects_hostile_or_bad_input(self):
