@@ -23,8 +23,10 @@ class SlurmPreflight(SlurmRig):
     PREFIX = "p"
 
     def submit(self):
+        self.tmp = self.dir / "tmp"  # the script's TMPDIR: it must leave nothing there, whichever way it ends
+        self.tmp.mkdir()
         env = self.env(**self.slurm_env, FABRICBENCH_BIN=str(BIN), FABRICBENCH_OUT=str(self.dir),
-                       FABRICBENCH_PREFLIGHT_ARGS=" ".join(RIG_ARGS))
+                       FABRICBENCH_PREFLIGHT_ARGS=" ".join(RIG_ARGS), TMPDIR=str(self.tmp))
         self.marker = self.dir / "workload-ran"
         r = self.sbatch_wait(["-N", "4", "-o", str(self.dir / "job-%j.out"), str(PREFLIGHT), "--", "touch",
                               str(self.marker)], env, 170)
@@ -32,6 +34,7 @@ class SlurmPreflight(SlurmRig):
         self.assertEqual(len(outputs), 1, self.files())
         files = list(self.dir.glob("preflight-*.h5"))
         self.assertEqual(len(files), 1, self.files())
+        self.assertEqual(list(self.tmp.glob("fabricbench-preflight.*")), [], "the sweep's log left behind")
         return r, outputs[0].read_text(), files[0]
 
     def assert_within_budget(self, h5):
