@@ -75,8 +75,9 @@ void wait_for_group(pid_t group, double seconds) {
 
 // The guard of `group` (see child_process.hpp): a process of its own group, holding nothing of ours but the read end
 // of a pipe. A byte on it: the watchdog ended the job itself, the guard exits. End of file without one: the
-// watchdog died where nothing of it could run, and the guard ends the group as stop() would have (TERM, 2 s, KILL).
-pid_t start_guard(pid_t group, int& write_end) {
+// watchdog died where nothing of it could run, and the guard ends the group as stop() would have (TERM, 2 s, KILL),
+// then removes `leftover` (when not null) by exec'ing rm: after fork, only async-signal-safe calls.
+pid_t start_guard(pid_t group, int& write_end, const char* leftover) {
   int life[2];
   if (::pipe2(life, O_CLOEXEC)) return -1;
   const pid_t guard = ::fork();
@@ -101,6 +102,7 @@ pid_t start_guard(pid_t group, int& write_end) {
     ::kill(-group, SIGTERM);
     for (int i = 0; i < 100 && group_alive(group); ++i) ::usleep(20000);
     ::kill(-group, SIGKILL);
+    if (leftover) ::execl("/bin/rm", "rm", "-rf", "--", leftover, static_cast<char*>(nullptr));
     ::_exit(0);
   }
   ::close(life[0]);
@@ -110,7 +112,8 @@ pid_t start_guard(pid_t group, int& write_end) {
 
 }  // namespace
 
-ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env) {
+ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
+                           const std::string& guard_removes) {
   if (argv.empty()) throw Error::usage("give the command to watch after --");
   int out[2], err[2], exec_failed[2];
   if (::pipe2(out, O_CLOEXEC) || ::pipe2(err, O_CLOEXEC) || ::pipe2(exec_failed, O_CLOEXEC))
@@ -146,7 +149,11 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::vect
   }
   ::setpgid(pid_, pid_);
   ::close(out[1]), ::close(err[1]), ::close(exec_failed[1]);
-  guard_ = start_guard(pid_, guard_fd_);  // none (fork failed): the job still runs, guarded by our handlers only
+  guard_ =
+      start_guard(pid_, guard_fd_,
+                  guard_removes.empty()
+                      ? nullptr
+                      : guard_removes.c_str());  // none (fork failed): the job still runs, guarded by our handlers only
   out_ = out[0], err_ = err[0];
   int e = 0;
   const bool failed = ::read(exec_failed[0], &e, sizeof e) == static_cast<ssize_t>(sizeof e);

@@ -180,12 +180,20 @@ class Watchdog(LaunchTest):
         out, err = proc.communicate(timeout=30)
         self.assertEqual((proc.returncode, out), (7, "got INT\n"), err)
 
-    def test_sigkill_of_the_watchdog_still_ends_its_job(self):
-        """No handler runs on SIGKILL: the guard process sees the watchdog gone and ends the job's process group."""
+    def test_sigkill_of_the_watchdog_still_ends_its_job_and_the_hook_folder(self):
+        """No handler runs on SIGKILL: the guard process sees the watchdog gone, ends the job's process group and
+        removes the hook's folder (before, every such run left one in /tmp)."""
+        before = set(pathlib.Path("/tmp").glob("fabric-watchdog-*"))
         proc, grandchild = self.start_family()
+        made = set(pathlib.Path("/tmp").glob("fabric-watchdog-*")) - before
+        self.assertGreater(len(made), 0, "hook made")
         proc.kill()
         proc.communicate(timeout=30)
         self.assertTrue(gone(grandchild), f"the job's grandchild {grandchild} still runs")
+        deadline = time.monotonic() + 10  # the guard gives the group 2 s after its SIGTERM
+        while any(p.exists() for p in made) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual([p for p in made if p.exists()], [], "the hook's folder removed")
 
     def test_a_job_that_closes_its_output_and_hangs_is_reported(self):
         """Before: once both pipes closed the watchdog blocked in waitpid until the job ended, and wrote no report."""

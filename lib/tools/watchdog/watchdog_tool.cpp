@@ -187,7 +187,7 @@ int run(const Options& o) {
     env.push_back("FABRICBENCH_SLOW_DIR=" + o.slow.folder);
     if (first_task()) judge.emplace(o);
   }
-  job::ChildProcess child(o.command, env);
+  job::ChildProcess child(o.command, env, hook ? hook->folder() : "");
   const int status = watch(o, child, hook, judge);
   if (judge) judge->finish(g_stop != 0);
   return status;

@@ -16,6 +16,7 @@
 #include "../fixtures.hpp"
 #include "fabricbench/app/shipped_files.hpp"
 #include "fabricbench/error.hpp"
+#include "fabricbench/runtime/temp_dir.hpp"
 
 namespace fabricbench::facts {
 namespace {
@@ -160,8 +161,10 @@ TEST(ExpectedCurve, LogLogBetweenPointsFlatAboveNothingBelow) {
   EXPECT_TRUE(std::isnan(Curve{}.at(1u << 20)));
 }
 
+// The files these tests write, in a folder of the process's own that goes with it (every run left them in /tmp).
 std::string write_file(const std::string& name, const std::string& text) {
-  const std::string path = testing::TempDir() + std::to_string(::getpid()) + "-" + name;
+  static const runtime::TempDir folder("fb-expected-test");
+  const std::string path = folder.path() + "/" + name;
   std::ofstream(path) << text;
   return path;
 }

@@ -2,7 +2,8 @@
 // node is signalled at once), its output passed through to ours as it comes while the time of its last output is
 // kept, and the process tree it grew (the pids whose stacks are taken). One owner: the destructor ends whatever is
 // left of the group. A guard process ends the group too when the watchdog itself dies without a word (SIGKILL, the
-// OOM killer), where no destructor or handler runs.
+// OOM killer), where no destructor or handler runs, and then removes the folder the job was given (the stack hook's),
+// whose owner in the watchdog could not.
 #pragma once
 #include <sys/types.h>
 
@@ -16,8 +17,10 @@ class ChildProcess {
  public:
   using Clock = std::chrono::steady_clock;
   // Starts `argv` (argv[0] looked up in PATH, run as given: no shell) with `extra_env` ("NAME=value") set, in place
-  // of ours of that name; Error::usage when it cannot be started (not found, not executable).
-  ChildProcess(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env);
+  // of ours of that name; Error::usage when it cannot be started (not found, not executable). `guard_removes`: a
+  // folder of the job's that the guard removes once it ended the group (none when empty).
+  ChildProcess(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
+               const std::string& guard_removes = "");
   ~ChildProcess();
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;

@@ -26,6 +26,7 @@ class PythonStackHook {
   PythonStackHook& operator=(const PythonStackHook&) = delete;
   // "PYTHONPATH=FOLDER[:the PYTHONPATH we have]"
   std::string env() const;
+  const std::string& folder() const { return folder_; }
   // The tracebacks `pid` writes when asked (SIGRTMIN+7), waiting at most `timeout_s` for them; nullopt when it has no
   // hook (not Python, started elsewhere, or its own handler took the signal) or wrote nothing in time (frozen).
   std::optional<std::string> take(pid_t pid, double timeout_s) const;
