@@ -7,6 +7,8 @@
 #include <csignal>
 #include <cstring>
 
+#include "fabricbench/runtime/temp_dir.hpp"
+
 namespace fabricbench::runtime {
 namespace {
 
@@ -79,6 +81,7 @@ void Watchdog::watch() {
     }
     lock.unlock();
     on_failure_(reason);
+    TempDir::remove_all_alive();  // no destructor runs after _exit
     _exit(3);
   }
 }

@@ -14,8 +14,6 @@
 namespace fabricbench::watchdog {
 namespace {
 
-const char* const kProgram = "fabric-watchdog";
-
 std::uint64_t total_ops(const job::RasStatus& s) {
   std::uint64_t n = 0;
   for (const auto& c : s.communicators)

@@ -35,7 +35,6 @@ namespace fabricbench::watchdog {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-const char* const kProgram = "fabric-watchdog";
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 Clock::duration span(double s) { return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); }

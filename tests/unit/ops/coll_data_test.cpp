@@ -17,9 +17,11 @@ TEST(ElementRule, AllReduceIsTheReductionOfEveryRanksInput) {
     const auto r = rule(CollKind::all_reduce, op, 3, 1, true);
     for (std::uint64_t j = 0; j < 16; ++j) {
       const auto a = r.input(0, j), b = r.input(1, j), c = r.input(2, j);
-      std::uint64_t want = op == RedOp::sum ? a + b + c : op == RedOp::prod ? a * b * c
-                           : op == RedOp::min ? std::min({a, b, c}) : std::max({a, b, c});
-      Expected e{};
+      std::uint64_t want = op == RedOp::sum    ? a + b + c
+                           : op == RedOp::prod ? a * b * c
+                           : op == RedOp::min  ? std::min({a, b, c})
+                                               : std::max({a, b, c});
+      fabricbench::ops::Expected e{};
       ASSERT_TRUE(r.expected(j, &e));
       EXPECT_EQ(e.bits, want);
       EXPECT_DOUBLE_EQ(e.real, static_cast<double>(want));
@@ -52,7 +54,7 @@ TEST(ElementRule, InputsDifferBetweenRanksAndPositions) {
 TEST(ElementRule, DataMovementOperations) {
   const int n = 4, me = 2;
   const std::uint64_t per = 5;
-  Expected e{};
+  fabricbench::ops::Expected e{};
   const auto ag = rule(CollKind::all_gather, RedOp::sum, n, me, false, per);
   ASSERT_TRUE(ag.expected(3 * per + 1, &e));
   EXPECT_EQ(e.bits, ag.input(3, 1)) << "block 3 of all_gather is rank 3's input";

@@ -14,9 +14,9 @@ using fabricbench::results::Unit;
 
 namespace {
 
-const std::vector<JudgedMetric> bw{{"p2p_bw", Unit::mbps, Better::higher, true}};
+const std::vector<JudgedMetric> noise_bw{{"p2p_bw", Unit::mbps, Better::higher, true}};
 
-std::vector<std::string> names(int n) {
+std::vector<std::string> noise_hosts(int n) {
   std::vector<std::string> out;
   for (int i = 1; i <= n; ++i) out.push_back("h" + std::to_string(i));
   return out;
@@ -27,7 +27,7 @@ std::vector<std::string> names(int n) {
 // the slowest healthy one, inside the healthy pairs' own spread. `suspect(a, b, rail)` says which pairs are the slow
 // ones.
 template <typename Suspect>
-std::vector<PairRecord> sweep_of(Suspect suspect) {
+std::vector<PairRecord> noise_sweep_of(Suspect suspect) {
   std::vector<PairRecord> out;
   int round = 0, healthy = 0, slow = 0;
   const auto schedule = PairSchedule::all_pairs(8);
@@ -49,7 +49,7 @@ std::vector<PairRecord> sweep_of(Suspect suspect) {
   return out;
 }
 
-Rules default_rules() {
+Rules noise_rules() {
   Rules rules;
   rules.metrics["p2p_bw"] = MetricRule{};
   return rules;
@@ -62,9 +62,9 @@ Rules default_rules() {
 // gap between 23.85 and 71.25 (2.99x) inside the healthy pairs' spread (capped at 3x) made it "too noisy to judge"
 // and no NIC was named (3 of 7 runs on the rails rig).
 TEST(Noise, EveryPairOfOneHostRailSuspectIsAFaultNotNoise) {
-  Fabric fabric{names(8), 2, nullptr};
-  const auto j = judge(sweep_of([](int a, int b, int rail) { return rail == 1 && (a == 2 || b == 2); }), bw,
-                       default_rules(), fabric);
+  Fabric fabric{noise_hosts(8), 2, nullptr};
+  const auto j = judge(noise_sweep_of([](int a, int b, int rail) { return rail == 1 && (a == 2 || b == 2); }), noise_bw,
+                       noise_rules(), fabric);
   std::string said;
   for (const auto& v : j.verdicts) said += v.reason + "\n";
   ASSERT_EQ(j.verdicts.size(), 1u) << said;
@@ -79,11 +79,11 @@ TEST(Noise, EveryPairOfOneHostRailSuspectIsAFaultNotNoise) {
 TEST(Noise, TheSameSuspectsScatteredOverTheHostsAreNoise) {
   const std::set<std::tuple<int, int, int>> scattered{{0, 1, 0}, {2, 3, 1}, {4, 5, 0}, {6, 7, 1},
                                                       {0, 4, 1}, {1, 6, 0}, {3, 5, 0}};
-  Fabric fabric{names(8), 2, nullptr};
-  const auto j = judge(sweep_of([&](int a, int b, int rail) {
+  Fabric fabric{noise_hosts(8), 2, nullptr};
+  const auto j = judge(noise_sweep_of([&](int a, int b, int rail) {
                          return scattered.count({a, b, rail}) > 0;
                        }),
-                       bw, default_rules(), fabric);
+                       noise_bw, noise_rules(), fabric);
   ASSERT_EQ(j.verdicts.size(), 1u);
   EXPECT_EQ(j.verdicts[0].kind, VerdictKind::noise) << j.verdicts[0].reason;
   EXPECT_NE(j.verdicts[0].reason.find("beyond chance"), std::string::npos) << j.verdicts[0].reason;
@@ -92,11 +92,11 @@ TEST(Noise, TheSameSuspectsScatteredOverTheHostsAreNoise) {
 // The chance is the rules' (`[attribution] noise_chance`): set to 1, nothing is beyond chance and the gap alone
 // decides, as before.
 TEST(Noise, AChanceOfOneLeavesTheGapAlone) {
-  Fabric fabric{names(8), 2, nullptr};
-  auto rules = default_rules();
+  Fabric fabric{noise_hosts(8), 2, nullptr};
+  auto rules = noise_rules();
   rules.noise_chance = 1;
-  const auto j =
-      judge(sweep_of([](int a, int b, int rail) { return rail == 1 && (a == 2 || b == 2); }), bw, rules, fabric);
+  const auto j = judge(noise_sweep_of([](int a, int b, int rail) { return rail == 1 && (a == 2 || b == 2); }), noise_bw,
+                       rules, fabric);
   ASSERT_EQ(j.verdicts.size(), 1u);
   EXPECT_EQ(j.verdicts[0].kind, VerdictKind::noise) << j.verdicts[0].reason;
 }
@@ -106,7 +106,7 @@ TEST(Noise, AChanceOfOneLeavesTheGapAlone) {
 // pairs), and 2.5x above the slow ones is inside the gap wanted, so the node became "too noisy to judge". The judge
 // asks for that pair to be re-tested; its re-test at 200 MB/s leaves the gap, and the node is named.
 TEST(Noise, AStalledHealthyPairIsRetestedAndThenTheSlowNodeIsNamed) {
-  Fabric fabric{names(4), 1, nullptr};
+  Fabric fabric{noise_hosts(4), 1, nullptr};
   std::vector<PairRecord> records;
   const auto add = [&](int round, int a, int b, double value) {
     auto rec = PairRecord::of(round, {a, b}, 0, 0);
@@ -114,7 +114,7 @@ TEST(Noise, AStalledHealthyPairIsRetestedAndThenTheSlowNodeIsNamed) {
     records.push_back(rec);
   };
   add(0, 0, 3, 243), add(0, 1, 2, 11.7), add(1, 0, 2, 11.6), add(1, 1, 3, 30), add(2, 2, 3, 11.5), add(2, 0, 1, 451);
-  const auto before = judge(records, bw, default_rules(), fabric);
+  const auto before = judge(records, noise_bw, noise_rules(), fabric);
   ASSERT_EQ(before.verdicts.size(), 1u);
   EXPECT_EQ(before.verdicts[0].kind, VerdictKind::noise) << before.verdicts[0].reason;
   std::set<std::pair<int, int>> retest;
@@ -122,7 +122,7 @@ TEST(Noise, AStalledHealthyPairIsRetestedAndThenTheSlowNodeIsNamed) {
   EXPECT_EQ(retest, (std::set<std::pair<int, int>>{{1, 2}, {0, 2}, {2, 3}, {1, 3}})) << "the slow pairs and h2-h4";
 
   add(3, 1, 3, 200);
-  const auto after = judge(records, bw, default_rules(), fabric);
+  const auto after = judge(records, noise_bw, noise_rules(), fabric);
   ASSERT_EQ(after.verdicts.size(), 1u);
   EXPECT_EQ(after.verdicts[0].kind, VerdictKind::node) << after.verdicts[0].reason;
   EXPECT_EQ(after.verdicts[0].a, 2);

@@ -11,6 +11,9 @@
 
 namespace fabricbench::watchdog {
 
+// The name its messages and files carry.
+inline constexpr const char* kProgram = "fabric-watchdog";
+
 struct Options {
   double timeout_s = 20 * 60, ras_timeout_s = 30, action_timeout_s = 60;
   std::optional<job::RasAddress> ras;  // none: --no-ras
