@@ -80,8 +80,10 @@ void Watchdog::watch() {
       continue;
     }
     lock.unlock();
+    // First: no destructor runs after _exit, and a rank still in on_failure (answering rank 0's request for its
+    // record) is killed by mpirun once another rank exited. Nothing of the failure's record is in these folders.
+    TempDir::remove_all_alive();
     on_failure_(reason);
-    TempDir::remove_all_alive();  // no destructor runs after _exit
     _exit(3);
   }
 }

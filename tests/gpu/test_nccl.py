@@ -7,9 +7,10 @@ against a fresh one per pair (--nccl-comms). fabric-sweep --rails: the rail-alig
 GPU count, with NCCL where each of two fake hosts has a GPU of its own."""
 import os
 import subprocess
+import time
 import unittest
 
-from fbtest import BIN, LaunchTest, collectives
+from fbtest import BIN, LaunchTest, collectives, mpirun_command
 
 def _gpu_count():
     if os.environ.get("FABRICBENCH_GPUS"):
@@ -117,15 +118,30 @@ class NcclOnEveryGpu(CollTest):
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertTrue((run.tables["results/coll"]["wrong"] > 0).all())
 
-    def test_a_stalled_launch_ends_at_the_timeout(self):
+    def test_a_stalled_launch_ends_at_the_timeout_and_leaves_no_nccl_log(self):
         # FABRICBENCH_TEST_STALL_NCCL=0: rank 0's NCCL operations never start, as on a stuck GPU. With no peer to
-        # wait for it (one GPU), only --timeout can end the run: exit 3, the step named, no row.
-        r, run = self.coll(["--sizes", "1K", "-n", "5", "--in-place", "0", "--timeout", "3"], "stall.h5",
-                           env={"FABRICBENCH_TEST_STALL_NCCL": "0"})
-        self.assertEqual(r.returncode, 3, r.stdout + r.stderr)
+        # wait for it (one GPU), only --timeout can end the run: exit 3, the step named, no row. The folder where NCCL
+        # writes the log of the path (runtime::TempDir, in TMPDIR) is seen while the run hangs and gone after its
+        # watchdog's _exit (before 2026-11-28 it stayed).
+        tmp = self.dir / "tmp"
+        tmp.mkdir()
+        args = ["--backend", "nccl", "--output", "stall.h5", "-q", "--sizes", "1K", "-n", "5", "--in-place", "0",
+                "--timeout", "3"]
+        env = {"FABRICBENCH_TEST_STALL_NCCL": "0", "TMPDIR": str(tmp)}
+        proc = subprocess.Popen(mpirun_command(GPUS, "fabric-coll", args, env_names=env.keys()), cwd=self.dir,
+                                env=self.env(**env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        seen = set()
+        while proc.poll() is None:
+            seen |= {p.name for p in tmp.glob("fabricbench-coll-*")}
+            time.sleep(0.05)
+        out, err = proc.communicate(timeout=120)
+        self.assertEqual(proc.returncode, 3, out + err)
+        run = self.load("stall.h5")
         self.assertIn("timeout: all_reduce out-of-place float sum at 1024 B did not finish",
                       run.attrs["status"])
         self.assertEqual(len(run.tables["results/coll"]), 0)
+        self.assertEqual(len(seen), GPUS, "a log folder per rank made while it ran")
+        self.assertEqual(sorted(p.name for p in tmp.iterdir()), [], "left in TMPDIR")
 
     def test_mpi_back_end_with_device_buffers_only_where_mpi_is_cuda_aware(self):
         r = self.mpirun(1, "fabric-coll", ["--backend", "mpi", "--memory", "device", "--sizes", "8,1M", "-n", "5",

@@ -1,6 +1,7 @@
 // A private temporary folder (mkdtemp), removed with everything in it when its owner goes: where a tool asks NCCL to
 // write its INFO log (fabric-doctor's probe, fabric-coll's NCCL path). The run's watchdog ends a hung or signalled
-// process with _exit, where no destructor runs: it removes the folders still alive first (remove_all_alive).
+// process with _exit, where no destructor runs: it removes the folders still alive first (remove_all_alive), before
+// its failure record, during which mpirun may kill a rank.
 #pragma once
 #include <string>
 

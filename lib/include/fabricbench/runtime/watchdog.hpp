@@ -1,6 +1,6 @@
 // The watchdog turns a hang or a termination signal into a readable result file and exit status 3.
-// Its thread never calls MPI: on expiry (a deadline passed, or SIGTERM/SIGINT/SIGHUP/SIGUSR1 arrived) it runs the
-// owner's callback (rank 0 marks the HDF5 file failed), removes the process's temporary folders (TempDir) and ends the
+// Its thread never calls MPI: on expiry (a deadline passed, or SIGTERM/SIGINT/SIGHUP/SIGUSR1 arrived) it removes the
+// process's temporary folders (TempDir), runs the owner's callback (rank 0 marks the HDF5 file failed) and ends the
 // process. A tool that can stop at a clean point (fabric-sweep --repeat: after the pass in flight) asks for
 // stop_after_signal(): the first signal then only sets stop_requested(), and a second one ends the process as before.
 #pragma once
