@@ -149,11 +149,8 @@ ChildProcess::ChildProcess(const std::vector<std::string>& argv, const std::vect
   }
   ::setpgid(pid_, pid_);
   ::close(out[1]), ::close(err[1]), ::close(exec_failed[1]);
-  guard_ =
-      start_guard(pid_, guard_fd_,
-                  guard_removes.empty()
-                      ? nullptr
-                      : guard_removes.c_str());  // none (fork failed): the job still runs, guarded by our handlers only
+  // No guard (fork failed): the job still runs, guarded by our handlers only.
+  guard_ = start_guard(pid_, guard_fd_, guard_removes.empty() ? nullptr : guard_removes.c_str());
   out_ = out[0], err_ = err[0];
   int e = 0;
   const bool failed = ::read(exec_failed[0], &e, sizeof e) == static_cast<ssize_t>(sizeof e);

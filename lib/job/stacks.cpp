@@ -117,26 +117,17 @@ int kStackSignal() { return SIGRTMIN + 7; }
 
 }  // namespace
 
-PythonStackHook::PythonStackHook() {
-  std::string pattern = (std::filesystem::temp_directory_path() / "fabric-watchdog-XXXXXX").string();
-  if (!::mkdtemp(pattern.data()))
-    throw Error::runtime(fmt::format("could not make the stack hook's folder {}: {}", pattern, std::strerror(errno)));
-  folder_ = pattern;
-  std::ofstream(folder_ + "/sitecustomize.py") << kSiteCustomize;
-}
-
-PythonStackHook::~PythonStackHook() {
-  std::error_code ec;
-  std::filesystem::remove_all(folder_, ec);
+PythonStackHook::PythonStackHook() : folder_("fabric-watchdog") {
+  std::ofstream(folder_.path() + "/sitecustomize.py") << kSiteCustomize;
 }
 
 std::string PythonStackHook::env() const {
   const char* path = std::getenv("PYTHONPATH");
-  return "PYTHONPATH=" + folder_ + (path && *path ? std::string(":") + path : "");
+  return "PYTHONPATH=" + folder_.path() + (path && *path ? std::string(":") + path : "");
 }
 
 std::optional<std::string> PythonStackHook::take(pid_t pid, double timeout_s) const {
-  const std::string file = fmt::format("{}/{}.py-stack", folder_, pid);
+  const std::string file = fmt::format("{}/{}.py-stack", folder_.path(), pid);
   if (::access(file.c_str(), F_OK) != 0 || ::kill(pid, kStackSignal()) != 0) return std::nullopt;
   // faulthandler writes from its signal handler at once; a size unchanged for 200 ms is the whole of it.
   const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);

@@ -2,6 +2,8 @@
 
 #include <stdlib.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <set>
@@ -31,7 +33,8 @@ void remove_folder(const std::string& path) {
 
 TempDir::TempDir(const std::string& prefix) {
   std::string pattern = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
-  if (!mkdtemp(pattern.data())) throw Error::runtime("cannot create a temporary folder (" + prefix + ")");
+  if (!mkdtemp(pattern.data()))
+    throw Error::runtime("cannot create a temporary folder " + pattern + ": " + std::strerror(errno));
   path_ = pattern;
   std::lock_guard lock(alive_folders().mutex);
   alive_folders().paths.insert(path_);

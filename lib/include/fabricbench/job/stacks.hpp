@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fabricbench/results/result_set.hpp"
+#include "fabricbench/runtime/temp_dir.hpp"
 
 namespace fabricbench::job {
 
@@ -21,18 +22,15 @@ namespace fabricbench::job {
 class PythonStackHook {
  public:
   PythonStackHook();  // Error::runtime when the folder cannot be made
-  ~PythonStackHook();
-  PythonStackHook(const PythonStackHook&) = delete;
-  PythonStackHook& operator=(const PythonStackHook&) = delete;
   // "PYTHONPATH=FOLDER[:the PYTHONPATH we have]"
   std::string env() const;
-  const std::string& folder() const { return folder_; }
+  const std::string& folder() const { return folder_.path(); }
   // The tracebacks `pid` writes when asked (SIGRTMIN+7), waiting at most `timeout_s` for them; nullopt when it has no
   // hook (not Python, started elsewhere, or its own handler took the signal) or wrote nothing in time (frozen).
   std::optional<std::string> take(pid_t pid, double timeout_s) const;
 
  private:
-  std::string folder_;
+  runtime::TempDir folder_;
 };
 
 // One process's stack as a tool printed it.
