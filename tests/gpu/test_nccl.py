@@ -130,11 +130,13 @@ class NcclOnEveryGpu(CollTest):
         env = {"FABRICBENCH_TEST_STALL_NCCL": "0", "TMPDIR": str(tmp)}
         proc = subprocess.Popen(mpirun_command(GPUS, "fabric-coll", args, env_names=env.keys()), cwd=self.dir,
                                 env=self.env(**env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        seen = set()
-        while proc.poll() is None:
+        seen, deadline = set(), time.monotonic() + 120
+        while proc.poll() is None and time.monotonic() < deadline:
             seen |= {p.name for p in tmp.glob("fabricbench-coll-*")}
             time.sleep(0.05)
-        out, err = proc.communicate(timeout=120)
+        if proc.poll() is None:
+            proc.kill()  # mpirun: its ranks go with it
+        out, err = proc.communicate(timeout=60)
         self.assertEqual(proc.returncode, 3, out + err)
         run = self.load("stall.h5")
         self.assertIn("timeout: all_reduce out-of-place float sum at 1024 B did not finish",
