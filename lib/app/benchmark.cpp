@@ -198,6 +198,27 @@ void begin_outputs(results::ResultSet& out, const results::RunInfo& info, const 
   out.attribute("expected_min_bytes", static_cast<double>(rule.min_bytes));
 }
 
+// The files the rows are judged by, read on every rank (a bad one refuses the run on all): --baseline, and
+// --expected-rule or the shipped expected.ini.
+struct JudgingFiles {
+  results::Baseline baseline;
+  facts::ExpectedRule expected_rule;
+};
+
+JudgingFiles read_judging_files(const runtime::Communicator& world, const cli::CommonOptions& common,
+                                const results::TableSpec& table) {
+  JudgingFiles files;
+  agree(world, [&] {
+    if (!common.baseline.empty()) files.baseline = results::Baseline::load(common.baseline, table);
+  });
+  agree(world, [&] {
+    const auto& given = common.expected_rule;
+    files.expected_rule =
+        facts::ExpectedRule::load(given.empty() ? shipped_config("expected.ini") : given, !given.empty());
+  });
+  return files;
+}
+
 }  // namespace
 
 int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
@@ -222,16 +243,9 @@ int run_benchmark(Benchmark& benchmark, int argc, char** argv) {
         throw command_line.attributed(e);  // a value from --config names the file
       }
     });
-    results::Baseline baseline;
-    agree(world, [&] {
-      const auto& path = command_line.common().baseline;
-      if (!path.empty()) baseline = results::Baseline::load(path, benchmark.table());
-    });
-    facts::ExpectedRule expected_rule;
-    agree(world, [&] {
-      const auto& given = command_line.common().expected_rule;
-      expected_rule = facts::ExpectedRule::load(given.empty() ? shipped_config("expected.ini") : given, !given.empty());
-    });
+    const JudgingFiles judging = read_judging_files(world, command_line.common(), benchmark.table());
+    const results::Baseline& baseline = judging.baseline;
+    const facts::ExpectedRule& expected_rule = judging.expected_rule;
     HarnessRequest request = benchmark.request();
     if (!request.answer.empty()) {  // fabric-doctor --list, fabric-sweep --dry-run
       if (root) fmt::print("{}", request.answer);

@@ -6,36 +6,48 @@
 
 namespace fabricbench::sweep {
 
-SweepTables::SweepTables() {
+namespace {
+
+// One row per test of a pair: the pair, metric, size and rail, the figure, its timing, and the hosts' counters and
+// expected share (the columns their modules declare).
+results::TableSpec pairs_table() {
   using namespace results;
-  pairs = {"sweep",
-           "pairs",
-           {key_int("pass"),
-            key_int("round"),
-            key_text("kind", 8),
-            key_text("host_a", 64),
-            key_text("host_b", 64),
-            series(key_text("metric", 16)),
-            key_text("direction", 8, "dir"),
-            key_int("rail"),
-            setting_text("nic_a", 64),
-            setting_text("nic_b", 64),
-            key_int("bytes", Unit::bytes),
-            setting_int("iterations"),
-            setting_int("window"),
-            setting_int("cut"),
-            setting_int("hung"),
-            headline(measured("value", Unit::none, Better::none)),
-            key_text("unit", 8),
-            statistic("time_us_median", Unit::us, Better::lower),
-            statistic("time_us_p99", Unit::us, Better::lower),
-            measured("setup_s", Unit::seconds, Better::lower, "setup"),
-            measured("measure_s", Unit::seconds, Better::lower, "measure"),
-            measured_int("wrong", Unit::bytes, Better::lower, "#wrong")}};
+  TableSpec pairs{"sweep",
+                  "pairs",
+                  {key_int("pass"),
+                   key_int("round"),
+                   key_text("kind", 8),
+                   key_text("host_a", 64),
+                   key_text("host_b", 64),
+                   series(key_text("metric", 16)),
+                   key_text("direction", 8, "dir"),
+                   key_int("rail"),
+                   setting_text("nic_a", 64),
+                   setting_text("nic_b", 64),
+                   key_int("bytes", Unit::bytes),
+                   setting_int("iterations"),
+                   setting_int("window"),
+                   setting_int("cut"),
+                   setting_int("hung"),
+                   headline(measured("value", Unit::none, Better::none)),
+                   key_text("unit", 8),
+                   statistic("time_us_median", Unit::us, Better::lower),
+                   statistic("time_us_p99", Unit::us, Better::lower),
+                   measured("setup_s", Unit::seconds, Better::lower, "setup"),
+                   measured("measure_s", Unit::seconds, Better::lower, "measure"),
+                   measured_int("wrong", Unit::bytes, Better::lower, "#wrong")}};
   for (auto& c : facts::counter_columns()) pairs.columns.push_back(std::move(c));
   // Whose error counters grew during the test (the hosts of the pair, comma-separated), so that a --resume keeps them.
   pairs.columns.push_back(results::setting_text("counters_host", 132));
   for (auto& c : facts::ExpectedShare::columns()) pairs.columns.push_back(std::move(c));
+  return pairs;
+}
+
+}  // namespace
+
+SweepTables::SweepTables() {
+  using namespace results;
+  pairs = pairs_table();
   verdicts = {"sweep",
               "verdicts",
               {key_text("metric", 16), key_text("kind", 8), key_text("host_a", 64), key_text("host_b", 64),
