@@ -228,4 +228,11 @@ Round Round::of(int hosts, std::vector<HostPair> pairs) {
   return r;
 }
 
+std::vector<Round> Round::one_by_one(int hosts, const std::vector<Round>& rounds) {
+  std::vector<Round> out;
+  for (const auto& r : rounds)
+    for (const auto& p : r.pairs) out.push_back(of(hosts, {p}));
+  return out;
+}
+
 }  // namespace fabricbench::sweep

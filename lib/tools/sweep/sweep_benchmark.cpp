@@ -79,7 +79,8 @@ void SweepBenchmark::add_options(cli::po::options_description& options) {
       "collective metrics with NCCL: split (each round's pair communicators split from one communicator over the job, "
       "made once: ncclCommSplit) or init (a fresh ncclCommInitRank per pair, metric and round); split falls back to "
       "init after a hang or where it fails");
-  add("sequential", "test the pairs of a round one after another (to measure what running them at once saves)");
+  add("sequential",
+      "test the pairs of a round one after another, the re-tests too (to measure what running them at once saves)");
   add("rails", po::value<int>()->implicit_value(0),
       "every local rank takes part: local rank i of one node tests local rank i of the other (rail i), all rails at "
       "once, every metric; rows and verdicts name the rail and NIC");
@@ -272,10 +273,7 @@ void SweepBenchmark::make_runner(const runtime::Placement& placement, int qp_tim
 
 std::vector<Round> SweepBenchmark::rounds_to_run() const {
   if (!opt_.sequential) return job_.schedule->rounds();
-  std::vector<Round> one_by_one;  // every pair in a round of its own
-  for (const auto& r : job_.schedule->rounds())
-    for (const auto& p : r.pairs) one_by_one.push_back(Round::of(static_cast<int>(job_.hosts.size()), {p}));
-  return one_by_one;
+  return Round::one_by_one(static_cast<int>(job_.hosts.size()), job_.schedule->rounds());
 }
 
 ExitStatus SweepBenchmark::run(const app::RunContext& context) {

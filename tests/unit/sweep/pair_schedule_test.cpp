@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "fabricbench/error.hpp"
+#include "fabricbench/sweep/verdict.hpp"
 
 using namespace fabricbench::sweep;
 
@@ -53,6 +54,30 @@ TEST(AllPairs, OddNodeCountsTakeNRoundsWithOneNodeResting) {
     EXPECT_EQ(rested.size(), static_cast<std::size_t>(n)) << "each node rests exactly once";
     expect_round_robin(s, n);
   }
+}
+
+TEST(Round, OneByOneGivesEveryPairARoundOfItsOwnInOrderWithTheOthersResting) {
+  // all-pairs of 4: three rounds of two pairs -> six rounds of one pair each, the two other hosts resting.
+  const auto plan = PairSchedule::all_pairs(4).rounds();
+  const auto alone = Round::one_by_one(4, plan);
+  ASSERT_EQ(alone.size(), 6u);
+  std::size_t k = 0;
+  for (const auto& r : plan)
+    for (const auto& p : r.pairs) {
+      ASSERT_EQ(alone[k].pairs.size(), 1u);
+      EXPECT_EQ(alone[k].pairs[0], p) << "round " << k << ": the plan's order";
+      std::set<int> resting(alone[k].resting.begin(), alone[k].resting.end());
+      EXPECT_EQ(resting.size(), 2u);
+      EXPECT_FALSE(resting.count(p.a) || resting.count(p.b));
+      ++k;
+    }
+  // Re-tests of one suspect pair among 6 hosts pack the suspect's hosts with good ones two pairs a round.
+  const auto retests = plan_retests(6, {{1, 3}});
+  std::size_t pairs = 0;
+  for (const auto& r : retests) pairs += r.pairs.size();
+  ASSERT_GT(pairs, retests.size()) << "some re-test round holds two pairs";
+  EXPECT_EQ(Round::one_by_one(6, retests).size(), pairs);
+  EXPECT_TRUE(Round::one_by_one(6, {}).empty());
 }
 
 TEST(Quick, OneRoundPairingIWithIPlusHalf) {

@@ -30,6 +30,8 @@ struct Round {
   std::vector<int> resting;  // hosts in no pair this round
   // A round of `pairs` among `hosts` hosts; every host in none of them rests.
   static Round of(int hosts, std::vector<HostPair> pairs);
+  // Every pair of `rounds` in a round of its own, in their order (--sequential: the plan's rounds and the re-tests').
+  static std::vector<Round> one_by_one(int hosts, const std::vector<Round>& rounds);
 };
 
 // Which plan made the rounds: --plan's values (to_string gives each one's name), or a --pairs-file.
