@@ -2,7 +2,7 @@
 # Builds the gpu preset here and installs what a GPU machine without build tools needs into the prefix DIR
 # (default .carry): DIR/bin (executables, wrappers, fabric-report, the unit tests with their fixtures folder beside
 # them, and nccl_peer), DIR/share/fabricbench (configs, sbatch templates, the analysis package), DIR/lib (libcudart
-# of this CUDA, in case the machine's differs).
+# of this CUDA, in case the machine's differs), DIR/iproute2 (ip and tc with their libraries, for tests/gpu/hosts.py).
 # The tools find their shipped files relative to themselves, so DIR works wherever it is unpacked.
 # Then on the GPU machine: ci/gpu-test.sh --prebuilt DIR
 set -euo pipefail
@@ -16,6 +16,14 @@ mkdir -p "$out/lib"
 cp "$root/build-gpu/tests/fabricbench_unit_tests" "$out/bin/"
 cp -r "$root/build-gpu/tests/fixtures" "$out/bin/"  # next to the unit tests, as in the build tree
 [ -x "$root/build-gpu/tests/nccl_peer" ] && cp "$root/build-gpu/tests/nccl_peer" "$out/bin/"
+# Debian's ip and tc with their libraries (the GPU machine has no iproute2; tests/gpu/hosts.py gives them
+# LD_LIBRARY_PATH=DIR/iproute2/lib alone)
+if command -v ip >/dev/null && command -v tc >/dev/null; then
+  mkdir -p "$out/iproute2/bin" "$out/iproute2/lib"
+  cp "$(command -v ip)" "$(command -v tc)" "$out/iproute2/bin/"
+  ldd "$(command -v ip)" "$(command -v tc)" | awk '/=> \// {print $3}' | sort -u |
+    grep -v -e '/libc\.so' -e '/libm\.so' | xargs -r cp -L -t "$out/iproute2/lib/"
+fi
 cudart=$(ldd "$out/bin/fabric-coll" | awk '/libcudart/ {print $3}')
 [ -n "$cudart" ] && cp -L "$cudart" "$out/lib/"
 du -sh "$out"

@@ -9,15 +9,9 @@ namespace {
 
 double median(const std::vector<double>& v) { return v.empty() ? 0 : timing::median_of(v); }
 
-// The lower median: of two connections, the faster (a slow one is then compared with its healthy twin).
-double lower_median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>((v.size() - 1) / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  return *mid;
-}
 
 constexpr std::int64_t kSecond = 1000000000;
+
 
 }  // namespace
 
@@ -29,7 +23,14 @@ std::optional<std::size_t> StragglerJudge::source_of(std::uint64_t comm, int ran
   return r->second;
 }
 
+bool StragglerJudge::settling(std::uint64_t comm, std::int64_t t_ns) const {
+  const auto it = comm_first_.find(comm);
+  return it != comm_first_.end() && static_cast<double>(t_ns - it->second) < s_.settle_s * 1e9;
+}
+
 void StragglerJudge::add_proxy(const slow::ProxyRecord& p) {
+  const auto first = comm_first_.emplace(p.comm, p.host_ns).first;
+  first->second = std::min(first->second, p.host_ns);
   const ConnectionKey key{p.comm, p.rank, p.peer, p.is_send != 0};
   auto it = connections_.find(key);
   if (it == connections_.end()) {
@@ -39,12 +40,17 @@ void StragglerJudge::add_proxy(const slow::ProxyRecord& p) {
       it = connections_.emplace(key, ConnectionTotal{}).first;
     }
   }
+  const bool small = p.bytes < std::max<std::uint64_t>(1, s_.small_op_bytes);
   if (it != connections_.end()) {
     auto& t = it->second;
-    ++t.ops, t.bytes += p.bytes, t.net_s += static_cast<double>(p.net_ns) * 1e-9;
-    t.channels.set(p.channel);
+    if (small) {
+      ++t.small_ops;
+    } else {
+      ++t.ops, t.bytes += p.bytes, t.net_s += static_cast<double>(p.net_ns) * 1e-9;
+      t.channels.set(p.channel);
+    }
   }
-  if (p.is_send && p.bytes > 0) proxies_.push_back(p);
+  if (p.is_send && !small && !settling(p.comm, p.host_ns)) proxies_.push_back(p);
 }
 
 void StragglerJudge::add(std::size_t source, const slow::Record& r) {
@@ -52,9 +58,11 @@ void StragglerJudge::add(std::size_t source, const slow::Record& r) {
   if (r.flags & slow::kIncomplete) return;  // partial times would name the wrong rank
   newest_ns_ = std::max(newest_ns_, r.host_ns);
   ranks_of_[r.comm][r.rank] = source;
+  const auto first = comm_first_.emplace(r.comm, r.host_ns).first;
+  first->second = std::min(first->second, r.host_ns);
   auto& seen = last_seen_[{r.comm, r.rank}];
   seen = std::max(seen, r.host_ns);
-  const Key key{r.comm, r.seq};
+  const Key key{r.comm, r.seq, r.op};
   auto& p = pending_[key];
   if (p.parts.empty()) {
     p.first_ns = r.host_ns, p.bytes = r.bytes, p.op = r.op, p.algo = r.algo, p.proto = r.proto;
@@ -81,7 +89,11 @@ void StragglerJudge::finish(const Key& key, Pending& p) {
   for (const auto& part : p.parts)
     if (&part != &*last) waits.push_back(static_cast<double>(part.kernel_ns - last->kernel_ns) * 1e-9);
   const double wait_s = median(waits);
-  done_.push_back({p.first_ns, key.comm, p.bytes, p.op, last->rank, last->source, wait_s, own_s});
+  const bool new_kind = ++kinds_seen_[{key.comm, p.op, p.algo, p.proto}] <= s_.settle_ops;
+  if (new_kind || settling(key.comm, p.first_ns))
+    ++settling_;
+  else
+    done_.push_back({p.first_ns, key.comm, p.bytes, p.op, last->rank, last->source, wait_s, own_s});
   for (const auto& part : p.parts) {
     rows_.push_back({p.first_ns, key.comm, key.seq, p.bytes, part.rank, p.op, p.algo, p.proto,
                      static_cast<double>(part.kernel_ns) * 1e-9,
@@ -122,91 +134,141 @@ std::vector<std::pair<std::pair<std::uint64_t, int>, std::size_t>> StragglerJudg
   return out;
 }
 
-void StragglerJudge::judge_links(std::uint64_t comm, const std::vector<const slow::ProxyRecord*>& sends, double span_s,
-                                 std::vector<SlowFinding>& out, std::set<LinkKey>& named) {
-  struct Conn {
-    std::size_t ops = 0;
-    double bytes = 0, net_s = 0;
-    std::bitset<256> channels;
-  };
-  std::map<std::pair<int, int>, Conn> conns;
-  for (const auto* p : sends) {
-    auto& c = conns[{p->rank, p->peer}];
-    ++c.ops, c.bytes += static_cast<double>(p->bytes), c.net_s += static_cast<double>(p->net_ns) * 1e-9;
-    c.channels.set(p->channel);
-  }
-  std::vector<double> per_byte;
-  for (const auto& [who, c] : conns)
-    if (c.ops >= s_.min_link_ops) per_byte.push_back(c.net_s / c.bytes);
-  if (per_byte.size() < 2) return;
-  const double usual = lower_median(per_byte);
-  if (usual <= 0) return;
-  struct Slow {
-    std::pair<int, int> who;
-    double ratio, loss;
-  };
-  std::vector<Slow> slow;
-  for (const auto& [who, c] : conns) {
-    if (c.ops < s_.min_link_ops) continue;
-    const double ratio = c.net_s / c.bytes / usual;
-    const double excess_s =
-        (c.net_s - c.bytes * usual) / static_cast<double>(std::max<std::size_t>(1, c.channels.count()));
-    const double loss = excess_s / span_s;
-    const bool was = links_named_.count({comm, who.first, who.second}) > 0;
-    if (ratio >= s_.link_ratio && loss >= (was ? s_.loss_gone : s_.loss)) slow.push_back({who, ratio, loss});
-  }
-  if (slow.empty()) return;
-  // One rank that every slow connection touches, when there are several: its network.
-  std::map<int, std::size_t> touches;
-  for (const auto& x : slow) {
-    ++touches[x.who.first];
-    if (x.who.second != x.who.first) ++touches[x.who.second];
-  }
-  int common = -1;
-  for (const auto& [rank, n] : touches)
-    if (n == slow.size() && slow.size() >= 2) common = common < 0 ? rank : -2;  // two ranks in all: a pair
-  const auto finding = [&](SlowFinding::Kind kind, int rank, int peer) {
-    SlowFinding f;
-    f.kind = kind, f.comm = comm, f.rank = rank, f.peer = peer;
-    if (auto src = source_of(comm, rank)) f.source = *src;
-    return f;
-  };
-  if (common >= 0) {
-    auto f = finding(SlowFinding::Kind::network, common, -1);
-    for (const auto& x : slow) {
-      f.connections.push_back(x.who);
-      f.ratio = std::max(f.ratio, x.ratio), f.loss = std::max(f.loss, x.loss);
-    }
-    named.insert({comm, common, -1});
-    for (const auto& x : slow) named.insert({comm, x.who.first, x.who.second});
-    out.push_back(f);
-    return;
-  }
-  for (const auto& x : slow) {
-    auto f = finding(SlowFinding::Kind::link, x.who.first, x.who.second);
-    f.connections.push_back(x.who);
-    f.ratio = x.ratio, f.loss = x.loss;
-    named.insert({comm, x.who.first, x.who.second});
-    out.push_back(f);
-  }
+NetworkRuleSettings StragglerJudge::network_rule() const {
+  NetworkRuleSettings r;
+  r.link_ratio = s_.link_ratio, r.loss = s_.loss, r.loss_gone = s_.loss_gone, r.min_ops = s_.min_link_ops;
+  return r;
 }
 
-void StragglerJudge::place_inside(std::int64_t start, SlowWindow& w) {
+// One communicator's sends: its link and network findings (`out`, and the keys they hold in `named`), and the ranks
+// its suspect connections (suspect_ratio, whatever they cost) implicate: a rank's network, or a link's receiver (a
+// rank that arrives late makes the sends into it wait; a sender's sends do not wait for its own lateness).
+std::set<int> StragglerJudge::judge_links(std::uint64_t comm, const std::vector<const slow::ProxyRecord*>& sends,
+                                          double span_s, double inside_loss, std::vector<SlowFinding>& out,
+                                          std::set<LinkKey>& named, Placements& placing) {
+  const auto rule = network_rule();
+  auto rated = rate_connections(sends, span_s, rule);
+  std::vector<RatedConnection> slow, candidates;
+  for (auto& c : rated) {
+    // What a slow connection costs: its own excess network time, or what the communicator's collectives lose inside
+    // against their best (the others wait in the network behind it, which its sends alone do not count).
+    if (c.ratio >= rule.link_ratio) c.loss = std::max(c.loss, inside_loss);
+    if (c.ratio >= rule.suspect_ratio) candidates.push_back(c);
+    if (c.ratio < rule.link_ratio) continue;
+    const bool was = links_named_.count({comm, c.who.first, c.who.second}) > 0;
+    if (c.loss >= (was ? rule.loss_gone : rule.loss)) slow.push_back(c);
+  }
+  std::set<int> implicated;
+  // A connection once placed on a rank's network stays there while it is slow (the connections beside it, which
+  // decided, may fall back under their mark a look later: the place does not flip between the link and the rank).
+  const auto sticky = [&](NetworkVerdict v) {
+    const auto was = placed_on_.find({comm, v.rank, v.peer});
+    if (v.kind == NetworkVerdict::Kind::link && was != placed_on_.end())
+      v.kind = NetworkVerdict::Kind::network, v.rank = was->second.first, v.peer = -1, v.evidence = was->second.second;
+    return v;
+  };
+  for (const auto& v : place_slow_connections(candidates, rated, rule))
+    implicated.insert(sticky(v).kind == NetworkVerdict::Kind::link ? v.peer : sticky(v).rank);
+  for (auto v : place_slow_connections(slow, rated, rule)) {
+    v = sticky(v);
+    if (v.kind == NetworkVerdict::Kind::network)
+      for (const auto& c : v.connections)
+        if (c.ratio >= rule.link_ratio) placing[{comm, c.who.first, c.who.second}] = {v.rank, v.evidence};
+    SlowFinding f;
+    f.kind = v.kind == NetworkVerdict::Kind::link ? SlowFinding::Kind::link : SlowFinding::Kind::network;
+    f.comm = comm, f.rank = v.rank, f.peer = v.peer, f.evidence = v.evidence, f.ratio = v.ratio, f.loss = v.loss;
+    if (auto src = source_of(comm, v.rank)) f.source = *src;
+    for (const auto& c : v.connections) {
+      f.connections.push_back(c.who);
+      f.connection_ratios.push_back(c.ratio);
+    }
+    named.insert({comm, v.rank, v.peer});
+    for (const auto& c : v.connections)
+      if (c.ratio >= rule.link_ratio) named.insert({comm, c.who.first, c.who.second});
+    out.push_back(f);
+  }
+  return implicated;
+}
+
+// A finding is said from its `confirm_looks`-th look in a row on: one look's blip (a window caught mid-change) names
+// nobody.
+void StragglerJudge::confirm(SlowWindow& w) {
+  const auto key_of = [](const SlowFinding& f) {
+    return FindingKey{static_cast<int>(f.kind), f.comm, f.rank, f.peer, f.bytes, f.op};
+  };
+  std::map<FindingKey, std::size_t> looks;
+  for (const auto& f : w.findings) {
+    const auto before = looks_.find(key_of(f));
+    looks[key_of(f)] = (before == looks_.end() ? 0 : before->second) + 1;
+  }
+  looks_ = std::move(looks);
+  // A link is what is left when the connections beside a slow one do not lean to either end; they take longer to
+  // show than the slow connection itself (a stalled receiver's own sends slow a few seconds after the sends into
+  // it): a link waits three looks more.
+  const auto needed = [&](const SlowFinding& f) {
+    const auto base = std::max<std::size_t>(1, s_.confirm_looks);
+    return f.kind == SlowFinding::Kind::link && base > 1 ? base + 3 : base;
+  };
+  w.findings.erase(std::remove_if(w.findings.begin(), w.findings.end(),
+                                  [&](const SlowFinding& f) { return looks_.at(key_of(f)) < needed(f); }),
+                   w.findings.end());
+}
+
+// The link and network findings of the window's second half (a link slowed now shows twice as strong there as over
+// the whole window; the whole window's collectives still say what the job loses inside them: `inside`).
+void StragglerJudge::place_inside(std::int64_t start, SlowWindow& w, const std::map<std::uint64_t, double>& inside) {
   std::map<std::uint64_t, std::vector<const slow::ProxyRecord*>> sends;
   std::map<std::uint64_t, std::pair<std::int64_t, std::int64_t>> spans;
+  const std::int64_t from = start + (w.end_ns - start) / 2;
   for (const auto& p : proxies_) {
-    if (p.host_ns < start) continue;
+    if (p.host_ns < from) continue;
     sends[p.comm].push_back(&p);
     auto& sp = spans.emplace(p.comm, std::make_pair(p.host_ns, p.host_ns)).first->second;
     sp.first = std::min(sp.first, p.host_ns), sp.second = std::max(sp.second, p.host_ns);
   }
   std::set<LinkKey> links;
+  Placements placing;
   std::vector<SlowFinding> placed;
+  std::map<std::uint64_t, std::set<int>> implicated;
   for (const auto& [comm, list] : sends) {
     const auto& sp = spans[comm];
-    judge_links(comm, list, std::max(1.0, static_cast<double>(sp.second - sp.first) * 1e-9), placed, links);
+    const auto lost = inside.find(comm);
+    implicated[comm] = judge_links(comm, list, std::max(1.0, static_cast<double>(sp.second - sp.first) * 1e-9),
+                                   lost == inside.end() ? 0 : lost->second, placed, links, placing);
   }
   links_named_ = std::move(links);
+  placed_on_ = std::move(placing);
+  // Where the network has suspect connections, the kernels and the sends are read together. A rank that arrives
+  // last and is not implicated is the network's doing (the others' kernels wait inside the collective for the slow
+  // connection, and which ran shortest is then chance, or a GPU's time slices): not named. One that is: a rank's
+  // network named with its kernels agreeing, or a late rank the sends into which wait (the link's receiver): one
+  // finding with both kinds of evidence.
+  for (auto it = w.findings.begin(); it != w.findings.end();) {
+    const auto imp = implicated.find(it->comm);
+    if (it->kind != SlowFinding::Kind::late || imp == implicated.end() || imp->second.empty()) {
+      ++it;
+      continue;
+    }
+    const std::uint64_t comm = it->comm;
+    const int rank = it->rank;
+    const auto network = std::find_if(placed.begin(), placed.end(), [&](const SlowFinding& p) {
+      return p.comm == comm && p.kind == SlowFinding::Kind::network && p.rank == rank;
+    });
+    if (network != placed.end()) network->kernels_agree = true;
+    if (network != placed.end() || !imp->second.count(rank)) {
+      named_.erase({comm, rank});
+      it = w.findings.erase(it);
+      continue;
+    }
+    const auto before = placed.size();
+    placed.erase(std::remove_if(placed.begin(), placed.end(),
+                                [&](const SlowFinding& p) {
+                                  return p.comm == comm && p.kind == SlowFinding::Kind::link && p.peer == rank;
+                                }),
+                 placed.end());
+    it->sends_agree = placed.size() < before;
+    ++it;
+  }
   if (!placed.empty()) {
     // A slow collective placed on a link or a rank's network is said once, there.
     w.findings.erase(std::remove_if(w.findings.begin(), w.findings.end(),
@@ -252,6 +314,7 @@ SlowWindow StragglerJudge::judge(std::int64_t now_ns) {
     kernels[{it->comm, it->rank}].push_back(it->kernel_s);
 
   std::map<std::pair<std::uint64_t, int>, bool> named;
+  std::map<std::uint64_t, double> inside;  // per communicator: the time lost inside its collectives against their best
   for (auto& [comm, a] : comms) {
     // The span: from the first collective to the last, and never less than 1 s (a burst is not a rate).
     const double span_s = std::max(1.0, static_cast<double>(a.last - a.first) * 1e-9);
@@ -272,7 +335,7 @@ SlowWindow StragglerJudge::judge(std::int64_t now_ns) {
         if (x > 4 * usual_s) standing_out.push_back(x);
       }
       r.wait_median_s = standing_out.empty() ? median(waits) : median(standing_out);
-      r.loss = r.cost_s / span_s;
+      r.loss = part_of(r.cost_s, span_s);
       r.share = total_s > 0 ? r.cost_s / total_s : 0;
       r.kernel_median_s = median(kernels[{comm, rank}]);
       const auto& ops = a.ops[rank];
@@ -299,7 +362,8 @@ SlowWindow StragglerJudge::judge(std::int64_t now_ns) {
       auto& best = best_own_[{comm, what.first, what.second}];
       if (n < 2 * s_.min_collectives) continue;
       if (best == 0 || now_s < best) best = now_s;
-      const double lost = (now_s - best) * static_cast<double>(n) / span_s;
+      const double lost = part_of((now_s - best) * static_cast<double>(n), span_s);
+      inside[comm] = std::min(1.0, inside[comm] + lost);
       if (comm_late || now_s < s_.inside_ratio * best || lost < s_.loss) continue;
       SlowFinding f;
       f.kind = SlowFinding::Kind::inside, f.comm = comm, f.op = slow::name_of(slow::kOps, what.first);
@@ -309,7 +373,8 @@ SlowWindow StragglerJudge::judge(std::int64_t now_ns) {
   }
   named_ = std::move(named);
 
-  place_inside(start, w);
+  place_inside(start, w, inside);
+  confirm(w);
   std::sort(w.ranks.begin(), w.ranks.end(), [](const RankWindow& x, const RankWindow& y) { return x.loss > y.loss; });
   return w;
 }

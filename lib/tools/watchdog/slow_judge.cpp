@@ -25,6 +25,8 @@ namespace slow = job::slow;
 using Kind = job::SlowFinding::Kind;
 constexpr std::size_t kWindowRanks = 8;           // ranks kept per look in /slow/windows (and 64 in the textfile)
 constexpr std::chrono::seconds kReportEvery{30};  // the report rewritten while the job runs
+constexpr std::size_t kSettleCollectives = 3;     // nor the first collectives of each kind (op, algorithm, protocol)
+constexpr std::size_t kConfirmLooks = 2;          // a finding is named at its second look in a row
 
 std::int64_t realtime_ns() {
   timespec t{};
@@ -35,6 +37,9 @@ std::int64_t realtime_ns() {
 job::StragglerSettings rules(const SlowOptions& o) {
   job::StragglerSettings r;
   r.window_s = o.window_s, r.loss = o.loss, r.loss_gone = o.loss / 2;
+  // A running job's start and every communicator it makes later: NCCL connects its ranks at the first collectives
+  // of each kind (docs/slow-ranks.md, "What it leaves out").
+  r.settle_s = o.settle_s, r.settle_ops = kSettleCollectives, r.confirm_looks = kConfirmLooks;
   return r;
 }
 

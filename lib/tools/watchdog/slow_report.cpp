@@ -103,33 +103,64 @@ std::string SlowWords::who(const job::SlowFinding& f) const {
   return fmt::format("{} of communicator {}", rank(f.comm, f.rank, f.source), comm_text(f.comm));
 }
 
+namespace {
+
+// "1->2 4.6x, 2->3 1.9x": the connections that named it, each against its usual.
+std::string rated_text(const job::SlowFinding& f) {
+  std::string out;
+  for (std::size_t i = 0; i < f.connections.size(); ++i)
+    out += fmt::format("{}{}->{} {:.1f}x", out.empty() ? "" : ", ", f.connections[i].first, f.connections[i].second,
+                       i < f.connection_ratios.size() ? f.connection_ratios[i] : f.ratio);
+  return out;
+}
+
+}  // namespace
+
 std::string SlowWords::describe(const job::SlowFinding& f) const {
+  const std::string kernels = f.kernels_agree ? "; its kernels agree: it arrives last" : "";
   switch (f.kind) {
     case Kind::inside:
       return fmt::format(
           "slow collective: {}: {:.2f} ms on median on every rank alike, {:.1f}x the {:.3f} ms this job took for "
           "it before: the job loses {:.0f}% of its time inside it (slow inside the collective: a link or NIC, not a "
-          "rank)",
+          "rank; named by the collective's own time)",
           who(f), f.own_s * 1e3, f.own_s / f.best_s, f.best_s * 1e3, 100 * f.loss);
     case Kind::link:
       return fmt::format(
-          "slow link: {}: its sends take {:.1f}x the communicator's median network time per byte: the job loses "
-          "{:.0f}% of its time there (slow inside the collective: this link, or a NIC or port at either end)",
+          "slow link: {}: its sends take {:.1f}x the usual network time per byte of their size: the job loses "
+          "{:.0f}% of its time there (slow inside the collective: this link, or a NIC or port at either end; named "
+          "by its sends, the connections beside it as usual)",
           who(f), f.ratio, 100 * f.loss);
     case Kind::network:
-      return fmt::format(
-          "slow network: {}: its connections {} take up to {:.1f}x the communicator's median network time per "
-          "byte: the job loses {:.0f}% of its time there (slow inside the collective: this rank's NIC, cable or "
-          "switch port)",
-          who(f), connections_text(f.connections), f.ratio, 100 * f.loss);
-    case Kind::late:
       break;
+    case Kind::late:
+      return fmt::format(
+          "slow rank: {} arrives last at {:.0f}% of its {} calls of the last {:g} s; the others wait {:.2f} ms for "
+          "it on median: the job loses {:.0f}% of its time to it (slow before the collective: its compute, input, "
+          "host or GPU; named by its kernels: it runs shortest{})",
+          who(f), 100 * f.late_fraction, f.op, window_s_, f.wait_median_s * 1e3, 100 * f.loss,
+          f.sends_agree ? "; the sends into it wait too" : "");
   }
-  return fmt::format(
-      "slow rank: {} arrives last at {:.0f}% of its {} calls of the last {:g} s; the others wait {:.2f} ms for it "
-      "on median: the job loses {:.0f}% of its time to it (slow before the collective: its compute, input, host or "
-      "GPU)",
-      who(f), 100 * f.late_fraction, f.op, window_s_, f.wait_median_s * 1e3, 100 * f.loss);
+  switch (f.evidence) {
+    case job::Evidence::sends_into:
+      return fmt::format(
+          "slow network: {}: the sends into it wait, and its own sends beside them ({} the usual network time per "
+          "byte): it does not take what it is sent: the job loses {:.0f}% of its time there (its host stopped or "
+          "starved of CPU, or its NIC's receive side; named by the sends into it and its own{})",
+          who(f), rated_text(f), 100 * f.loss, kernels);
+    case job::Evidence::sends_from:
+      return fmt::format(
+          "slow network: {}: its sends wait, and the sends into it beside them ({} the usual network time per "
+          "byte): the job loses {:.0f}% of its time there (its NIC's send side or cable, or its host starved of CPU; "
+          "named by its sends and the sends into it{})",
+          who(f), rated_text(f), 100 * f.loss, kernels);
+    default:
+      return fmt::format(
+          "slow network: {}: its connections {} take up to {:.1f}x the usual network time per byte: the job loses "
+          "{:.0f}% of its time there (slow inside the collective: this rank's NIC, cable or switch port, or its "
+          "host; named by every slow connection touching it{})",
+          who(f), connections_text(f.connections), f.ratio, 100 * f.loss, kernels);
+  }
 }
 
 namespace {

@@ -102,7 +102,7 @@ namespace {
 // --slow and --judge, and the options only they use.
 void parse_slow(Options& o, const po::variables_map& v) {
   const bool slow = v.count("slow"), judge = v.count("judge");
-  if (const auto n = given(v, {"slow-window", "slow-loss", "slow-report", "slow-prometheus", "slow-exec", "replay"});
+  if (const auto n = given(v, {"slow-window", "slow-settle", "slow-loss", "slow-report", "slow-prometheus", "slow-exec", "replay"});
       !slow && !judge && !n.empty())
     throw Error::usage(fmt::format("--{} belongs to --slow DIR (or --judge DIR): give one, or drop --{}", n, n));
   if (!slow && !judge) return;
@@ -117,6 +117,9 @@ void parse_slow(Options& o, const po::variables_map& v) {
   s.window_s = cli::parse_duration(v["slow-window"].as<std::string>(), "--slow-window");
   if (s.window_s < 1 || s.window_s > 3600)
     throw Error::usage(fmt::format("--slow-window {}: allowed 1s to 1h", v["slow-window"].as<std::string>()));
+  s.settle_s = cli::parse_duration(v["slow-settle"].as<std::string>(), "--slow-settle", true);
+  if (s.settle_s < 0 || s.settle_s > 600)
+    throw Error::usage(fmt::format("--slow-settle {}: allowed 0s to 10min", v["slow-settle"].as<std::string>()));
   const double loss = v["slow-loss"].as<double>();
   if (!(loss > 0 && loss < 100))
     throw Error::usage(fmt::format("--slow-loss {}: allowed above 0 and below 100 (percent)", loss));
@@ -200,6 +203,9 @@ po::options_description described() {
       "with --judge: judge what the folder holds after the fact, second by second in the records' own "
       "time (the lines the live judge would have printed, each with its time), then write the report");
   add("slow-window", po::value<std::string>()->default_value("10s"), "the window a rank is judged over");
+  add("slow-settle", po::value<std::string>()->default_value("5s"),
+      "a communicator's first seconds (and the first 3 collectives of each kind) are not judged: NCCL connects its "
+      "ranks there");
   add("slow-loss", po::value<double>()->default_value(10),
       "percent of the window the others must spend waiting for a rank before it is named");
   add("slow-report", po::value<std::string>(),

@@ -133,6 +133,8 @@ class SlowJudgeProcess {
                                   o.slow.folder,
                                   "--slow-window",
                                   fmt::format("{}s", o.slow.window_s),
+                                  "--slow-settle",
+                                  fmt::format("{}s", o.slow.settle_s),
                                   "--slow-loss",
                                   fmt::format("{}", o.slow.loss * 100),
                                   "--slow-report",

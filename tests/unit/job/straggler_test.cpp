@@ -207,12 +207,12 @@ TEST(StragglerJudge, OneSlowRankAmongThousands) {
   EXPECT_EQ(j.rows().size(), 20u * kRanks);
 }
 
-// A proxy send: `rank` to `peer` on `channel`, 1 MiB in `net_ns` of network time.
+// A proxy send: `rank` to `peer` on `channel`, `bytes` (1 MiB) in `net_ns` of network time.
 slow::Record send(std::uint64_t comm, std::uint64_t seq, int rank, int peer, int channel, std::int64_t t_ns,
-                  std::uint64_t net_ns) {
+                  std::uint64_t net_ns, std::uint64_t bytes = 1 << 20) {
   slow::ProxyRecord p{};
   p.comm = comm, p.seq = seq, p.rank = rank, p.peer = peer, p.channel = static_cast<std::uint8_t>(channel);
-  p.is_send = 1, p.bytes = 1 << 20, p.host_ns = t_ns, p.net_ns = net_ns, p.op_ns = net_ns + 1000, p.steps = 2;
+  p.is_send = 1, p.bytes = bytes, p.host_ns = t_ns, p.net_ns = net_ns, p.op_ns = net_ns + 1000, p.steps = 2;
   p.flags = slow::kProxy;
   return slow::as_record(p);
 }
@@ -243,8 +243,9 @@ TEST(StragglerJudge, ASlowLinkIsNamedFromAndTo) {
   EXPECT_EQ(f.peer, 3);
   EXPECT_EQ(f.source, 2u);
   EXPECT_NEAR(f.ratio, 200, 1e-9);
-  // 200 sends of 20 ms (4 s) where the usual rate needs 200 x 0.1 ms: 3.98 s over 2 channels, over 9.9 s.
-  EXPECT_NEAR(f.loss, (4.0 - 0.02) / 2 / 9.9, 1e-9);
+  // Judged over the window's second half (from 4.85 s: collectives 49-99, 4.9 s to 9.9 s): 102 sends of 20 ms where
+  // the usual rate needs 0.1 ms, over 2 channels, over the 5.0 s they span.
+  EXPECT_NEAR(f.loss, 102 * 19.9e-3 / 2 / 5.0, 1e-9);
   // The run's totals: per connection, both channels.
   const auto& c = j.connections().at({0x3f, 2, 3, true});
   EXPECT_EQ(c.ops, 200u);
@@ -307,6 +308,182 @@ TEST(StragglerJudge, ASlowCollectivePlacedOnALinkIsSaidThereOnce) {
   EXPECT_EQ(w.findings[0].kind, SlowFinding::Kind::link);
   EXPECT_EQ(w.findings[0].rank, 2);
   EXPECT_EQ(w.findings[0].peer, 3);
+}
+
+// A tiny all_reduce after each big one (a flag, a loss): 256 bytes a connection in 50 us, on the tree's connections
+// (r to r + 2), which the big ring does not use: ~200,000 us per MiB, latency, not bandwidth.
+void feed_tiny(StragglerJudge& j, int ranks = 4) {
+  for (int i = 0; i < 100; ++i)
+    for (int r = 0; r < ranks; ++r)
+      j.add(static_cast<std::size_t>(r), send(0x3f, 1000 + i, r, (r + 2) % ranks, 0, kT0 + i * 100 * kMs + 50 * kMs,
+                                              50'000, 256));
+}
+
+TEST(StragglerJudge, ATinyCollectiveBesideTheBigOnesDoesNotHideASlowLink) {
+  // The job: the ring's sends 278-1588 us per MiB, the slowed link's 6163 (here 1000 and 20,000), and a
+  // tiny all_reduce's connections beside them. Compared over every connection, the lower median fell on the slow link itself.
+  StragglerJudge j;
+  feed_ring(j, {{2, 3}}, 20'000'000, 4, 1'000'000);
+  feed_tiny(j);
+  const auto w = j.judge(kT0 + 99 * 100 * kMs);
+  ASSERT_EQ(w.findings.size(), 1u);
+  EXPECT_EQ(w.findings[0].kind, SlowFinding::Kind::link);
+  EXPECT_EQ(w.findings[0].rank, 2);
+  EXPECT_EQ(w.findings[0].peer, 3);
+  EXPECT_NEAR(w.findings[0].ratio, 20, 1e-9);
+  // The tiny operations are counted, not judged.
+  const auto& tiny = j.connections().at({0x3f, 1, 3, true});
+  EXPECT_EQ(tiny.small_ops, 100u);
+  EXPECT_EQ(tiny.ops, 0u);
+  // And with the tiny ones alone beside a healthy ring: nothing.
+  StragglerJudge healthy;
+  feed_ring(healthy, {}, 0, 4, 300'000);
+  feed_tiny(healthy);
+  EXPECT_TRUE(healthy.judge(kT0 + 99 * 100 * kMs).findings.empty());
+}
+
+TEST(StragglerJudge, ConnectionsAreComparedSizeClassBySizeClass) {
+  // Every connection sends 16 MiB at 100 us per MiB and 256 KiB at 400 us per MiB (a smaller operation takes longer
+  // per byte); connection 1->2 sends mostly the small ones. Per byte over all its bytes it is 3.9x the others: a
+  // healthy link that a plain comparison names. Class by class it is as fast as the rest.
+  StragglerJudge j;
+  feed(j, kT0, 0, 100, -1);
+  for (int i = 0; i < 100; ++i)
+    for (int r = 0; r < 4; ++r) {
+      const int big = r == 1 ? (i % 10 == 0 ? 1 : 0) : 1, small = r == 1 ? 20 : 1;
+      for (int k = 0; k < big; ++k)
+        j.add(r, send(0x3f, i, r, (r + 1) % 4, 0, kT0 + i * 100 * kMs, 1'600'000, 16 << 20));
+      for (int k = 0; k < small; ++k)
+        j.add(r, send(0x3f, i, r, (r + 1) % 4, 1, kT0 + i * 100 * kMs, 100'000, 256 << 10));
+    }
+  EXPECT_TRUE(j.judge(kT0 + 99 * 100 * kMs).findings.empty());
+  // The same, with 1->2's small operations 10x slower: named, and its ratio weighs the classes by their bytes.
+  StragglerJudge slow;
+  feed(slow, kT0, 0, 100, -1);
+  for (int i = 0; i < 100; ++i)
+    for (int r = 0; r < 4; ++r)
+      for (int k = 0; k < (r == 1 ? 20 : 1); ++k)
+        slow.add(r, send(0x3f, i, r, (r + 1) % 4, 1, kT0 + i * 100 * kMs, r == 1 ? 1'000'000 : 100'000, 256 << 10));
+  const auto w = slow.judge(kT0 + 99 * 100 * kMs);
+  ASSERT_EQ(w.findings.size(), 1u);
+  EXPECT_EQ(w.findings[0].kind, SlowFinding::Kind::link);
+  EXPECT_EQ(w.findings[0].rank, 1);
+  EXPECT_NEAR(w.findings[0].ratio, 10, 1e-9);
+}
+
+TEST(StragglerJudge, ASlowLinkTouchingOneRankIsTheLinkWhenItsOtherConnectionsAreHealthy) {
+  // 1->2 slow; 2's own sends (2->3) and 0->1 healthy, a tiny all_reduce beside: the link, not rank 1's or 2's network.
+  StragglerJudge j;
+  feed_ring(j, {{1, 2}}, 20'000'000);
+  feed_tiny(j);
+  const auto w = j.judge(kT0 + 99 * 100 * kMs);
+  ASSERT_EQ(w.findings.size(), 1u);
+  EXPECT_EQ(w.findings[0].kind, SlowFinding::Kind::link);
+  EXPECT_EQ(w.findings[0].rank, 1);
+  EXPECT_EQ(w.findings[0].peer, 2);
+}
+
+TEST(StragglerJudge, NoFindingLosesMoreThanTheWholeTime) {
+  // Collectives 100 ms apart whose waits (and network times) overlap: rank 1 late by 150 ms at each, the others'
+  // kernels 150 ms; a link's sends of 300 ms on one channel; all three summed over their span exceed it.
+  StragglerJudge late;
+  for (int i = 0; i < 100; ++i)
+    for (int rank = 0; rank < 2; ++rank)
+      late.add(rank, record(5, i, rank, 2, kT0 + i * 100 * kMs, rank == 1 ? 100'000 : 150'100'000));
+  const auto lw = late.judge(kT0 + 99 * 100 * kMs);
+  ASSERT_EQ(lw.findings.size(), 1u);
+  EXPECT_EQ(lw.findings[0].kind, SlowFinding::Kind::late);
+  EXPECT_DOUBLE_EQ(lw.findings[0].loss, 1.0);
+  for (const auto& r : lw.ranks) EXPECT_LE(r.loss, 1.0);
+
+  StragglerJudge link;
+  feed(link, kT0, 0, 100, -1);
+  for (int i = 0; i < 100; ++i)
+    for (int r = 0; r < 4; ++r)
+      link.add(r, send(0x3f, i, r, (r + 1) % 4, 0, kT0 + i * 100 * kMs, r == 2 ? 300'000'000 : 100'000));
+  const auto kw = link.judge(kT0 + 99 * 100 * kMs);
+  ASSERT_EQ(kw.findings.size(), 1u);
+  EXPECT_EQ(kw.findings[0].kind, SlowFinding::Kind::link);
+  EXPECT_DOUBLE_EQ(kw.findings[0].loss, 1.0);
+
+  StragglerJudge inside;
+  const auto feed_own = [&](int from, int to, std::uint64_t own) {
+    for (int i = from; i < to; ++i)
+      for (int rank = 0; rank < 2; ++rank)
+        inside.add(rank, record(7, i, rank, 2, kT0 + i * 100 * kMs, own + (rank ? 10'000 : 0)));
+  };
+  feed_own(0, 100, 1'000'000);
+  EXPECT_TRUE(inside.judge(kT0 + 9950 * kMs).findings.empty());
+  feed_own(100, 200, 150'000'000);
+  const auto iw = inside.judge(kT0 + 19950 * kMs);
+  ASSERT_EQ(iw.findings.size(), 1u);
+  EXPECT_EQ(iw.findings[0].kind, SlowFinding::Kind::inside);
+  EXPECT_DOUBLE_EQ(iw.findings[0].loss, 1.0);
+}
+
+fabricbench::job::StragglerSettings settling() {
+  fabricbench::job::StragglerSettings s;
+  s.settle_s = 5, s.settle_ops = 3;
+  return s;
+}
+
+TEST(StragglerJudge, AJobsStartIsLeftOutWhileItsConnectionsAreMade) {
+  // Rank 3 late by 27 ms at every collective of the first 5 s (NCCL connecting): judged at 5 s, nothing; a rank late
+  // after that is named as before. Without the settling, the start names rank 3.
+  StragglerJudge j(settling());
+  feed(j, kT0, 0, 50, 3);
+  EXPECT_TRUE(j.judge(kT0 + 4900 * kMs).findings.empty());
+  EXPECT_EQ(j.settling(), 50u);
+  feed(j, kT0 + 5000 * kMs, 50, 100, 1);
+  const auto w = j.judge(kT0 + 14900 * kMs);
+  ASSERT_EQ(w.findings.size(), 1u);
+  EXPECT_EQ(w.findings[0].rank, 1);
+  StragglerJudge unsettled;
+  feed(unsettled, kT0, 0, 50, 3);
+  ASSERT_EQ(unsettled.judge(kT0 + 4900 * kMs).findings.size(), 1u);
+}
+
+TEST(StragglerJudge, ACommunicatorMadeMidJobAndANewKindOfCollectiveSettleToo) {
+  StragglerJudge j(settling());
+  feed(j, kT0, 0, 200, -1);  // communicator 0x3f, healthy for 20 s
+  // At 15 s a new communicator: rank 0 late by 27 ms at its first 5 s of collectives.
+  for (int i = 0; i < 50; ++i)
+    for (int rank = 0; rank < 2; ++rank)
+      j.add(10 + rank, record(0x77, i, rank, 2, kT0 + 15000 * kMs + i * 100 * kMs, rank == 0 ? 300'000 : 27'300'000));
+  EXPECT_TRUE(j.judge(kT0 + 19900 * kMs).findings.empty());
+  // On 0x3f, a new kind (another algorithm) whose first 3 collectives have rank 2 late by 500 ms: left out.
+  for (int i = 0; i < 3; ++i)
+    for (int rank = 0; rank < 4; ++rank) {
+      auto r = record(0x3f, 200 + i, rank, 4, kT0 + 20000 * kMs + i * 100 * kMs, rank == 2 ? 300'000 : 500'300'000);
+      r.algo = 2;
+      j.add(rank, r);
+    }
+  EXPECT_TRUE(j.judge(kT0 + 20300 * kMs).findings.empty());
+  EXPECT_EQ(j.settling(), 50u + 50u + 3u);  // 0x3f's first 5 s, 0x77's, the new kind's 3
+}
+
+}  // namespace
+
+namespace {
+
+TEST(StragglerJudge, CollectivesAreNumberedPerOpAsNcclDoes) {
+  // NCCL's seqNumber counts each function from 0: AllGather 0, 1, ... and ReduceScatter 0, 1, ... interleaved (FSDP).
+  // Matched by number alone, an AllGather's kernel was compared with a ReduceScatter's of another rank.
+  StragglerJudge j;
+  for (int i = 0; i < 100; ++i)
+    for (int rank = 0; rank < 4; ++rank) {
+      auto gather = record(0x5, i, rank, 4, kT0 + i * 100 * kMs, rank == 3 ? 300'000 : 500'000);
+      gather.op = 2;
+      auto scatter = record(0x5, i, rank, 4, kT0 + i * 100 * kMs + 50 * kMs, rank == 1 ? 300'000 : 27'300'000);
+      scatter.op = 3;
+      j.add(rank, rank % 2 ? scatter : gather);  // the files' order differs per rank
+      j.add(rank, rank % 2 ? gather : scatter);
+    }
+  const auto w = j.judge(kT0 + 9950 * kMs);
+  EXPECT_EQ(j.judged(), 200u);
+  ASSERT_EQ(w.findings.size(), 1u);
+  EXPECT_EQ(w.findings[0].rank, 1);
+  EXPECT_EQ(w.findings[0].op, "ReduceScatter");
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 // when several slow connections all touch one rank, as that rank's network (its NIC, cable or port). Sends only: a
 // receive waits for its sender as much as for the network, a send's completion is the network's alone.
 #pragma once
+#include <algorithm>
 #include <bitset>
 #include <cstddef>
 #include <cstdint>
@@ -33,6 +34,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "fabricbench/job/network_rule.hpp"
 #include "fabricbench/job/slow_record.hpp"
 
 namespace fabricbench::job {
@@ -48,11 +50,28 @@ struct StragglerSettings {
   double min_wait_s = 50e-6;  // a last arrival by less is a tie
   double link_ratio = 3;      // a connection's network time per byte against its communicator's median
   std::size_t min_link_ops = 10;
+  // Proxy operations below this many bytes are left out of the link judgement: their time is the network's latency
+  // and the peer's, not the link's bandwidth (a job's tiny all_reduce of a flag or a loss moves a few hundred bytes
+  // a connection, ~10^6 us per MiB: beside the big collectives they filled the lower half of the median).
+  std::uint64_t small_op_bytes = 64 << 10;
+  // A communicator's first `settle_s` (from its first record) and the first `settle_ops` collectives of each kind
+  // (op, algorithm, protocol) are left out: NCCL sets up the connections there, and over a network some ranks take
+  // longer. 0 in a benchmark, which warms up itself; the watchdog's judge sets them (kSettle in slow_judge.cpp).
+  double settle_s = 0;
+  std::size_t settle_ops = 0;
+  // A finding is named from this many looks in a row on (the watchdog looks every second: 2); 1: at once.
+  std::size_t confirm_looks = 1;
 };
 
-// One connection's network time (sends, or receives), over the whole run (the report's table).
+// A share of a span of time, never above the whole of it (waits and network times of collectives in flight at once
+// add up past their span).
+inline double part_of(double seconds, double span_s) { return span_s > 0 ? std::min(1.0, seconds / span_s) : 0; }
+
+// One connection's network time (sends, or receives), over the whole run (the report's table): its operations of
+// small_op_bytes or more; the smaller ones only counted.
 struct ConnectionTotal {
   std::size_t ops = 0;
+  std::size_t small_ops = 0;
   std::uint64_t bytes = 0;
   double net_s = 0;
   std::bitset<256> channels;  // a bit per channel it used
@@ -91,8 +110,12 @@ struct SlowFinding {
   int rank = -1;  // late, link, network: the rank; inside: -1
   int peer = -1;  // link: the receiving end
   std::size_t source = 0;
-  std::vector<std::pair<int, int>> connections;  // link, network: the slow ones (from, to)
+  std::vector<std::pair<int, int>> connections;  // link, network: the slow ones (from, to), then those beside
+  std::vector<double> connection_ratios;         // theirs, each against its usual
   double ratio = 0;  // link, network: network time per byte against the communicator's median (the worst)
+  Evidence evidence = Evidence::kernels;  // what named it
+  bool kernels_agree = false;  // network: the rank also arrived last (its late finding said here)
+  bool sends_agree = false;    // late: the sends into it wait too (the link finding into it said here)
   std::string op;
   std::uint64_t bytes = 0;  // inside: the collective's size
   double late_fraction = 0, wait_median_s = 0, loss = 0;
@@ -132,6 +155,8 @@ class StragglerJudge {
   // (comm, rank), how many.
   const std::map<std::pair<std::uint64_t, int>, std::size_t>& missing() const { return missing_; }
   std::size_t judged() const { return judged_; }
+  // Collectives left out while their communicator or their kind settled (settle_s, settle_ops).
+  std::size_t settling() const { return settling_; }
   // Every connection's totals (at most kKeptConnections; the rest counted in connections_dropped()).
   const std::map<ConnectionKey, ConnectionTotal>& connections() const { return connections_; }
   std::size_t connections_dropped() const { return connections_dropped_; }
@@ -166,23 +191,35 @@ class StragglerJudge {
     double wait_s;  // the others' median wait for the last rank
     double own_s;   // the shortest kernel: the collective's own time
   };
+  // NCCL numbers a communicator's collectives per function (its seqNumber counts AllReduce, AllGather, ...
+  // each from 0): a collective is its communicator, its op and its number.
   struct Key {
     std::uint64_t comm, seq;
-    bool operator==(const Key& o) const { return comm == o.comm && seq == o.seq; }
+    std::uint8_t op;
+    bool operator==(const Key& o) const { return comm == o.comm && seq == o.seq && op == o.op; }
   };
   struct KeyHash {
-    std::size_t operator()(const Key& k) const { return k.comm * 0x9E3779B97F4A7C15ull ^ k.seq; }
+    std::size_t operator()(const Key& k) const {
+      return k.comm * 0x9E3779B97F4A7C15ull ^ (k.seq * 0x100000001B3ull + k.op);
+    }
   };
   void finish(const Key& key, Pending& p);
   void expire(std::int64_t now_ns, bool all = false);
   void add_proxy(const slow::ProxyRecord& p);
   // The slow connections of one communicator in the window: link or network findings.
   using LinkKey = std::tuple<std::uint64_t, int, int>;  // (comm, rank, peer); a rank's network: peer -1
-  void judge_links(std::uint64_t comm, const std::vector<const slow::ProxyRecord*>& sends, double span_s,
-                   std::vector<SlowFinding>& out, std::set<LinkKey>& named);
+  // Per slow connection (comm, from, to) placed on a rank's network: that rank and the evidence.
+  using Placements = std::map<LinkKey, std::pair<int, Evidence>>;
+  std::set<int> judge_links(std::uint64_t comm, const std::vector<const slow::ProxyRecord*>& sends, double span_s,
+                            double inside_loss, std::vector<SlowFinding>& out, std::set<LinkKey>& named,
+                            Placements& placing);
+  NetworkRuleSettings network_rule() const;
   // The window's link and network findings (from the proxy sends since `start`), in place of the "inside" ones of
   // their communicators.
-  void place_inside(std::int64_t start, SlowWindow& w);
+  void place_inside(std::int64_t start, SlowWindow& w, const std::map<std::uint64_t, double>& inside);
+  using FindingKey = std::tuple<int, std::uint64_t, int, int, std::uint64_t, std::string>;
+  void confirm(SlowWindow& w);
+  std::map<FindingKey, std::size_t> looks_;  // the last look's findings, and for how many looks in a row
 
   StragglerSettings s_;
   std::unordered_map<Key, Pending, KeyHash> pending_;
@@ -192,11 +229,16 @@ class StragglerJudge {
   std::map<std::tuple<std::uint64_t, std::uint8_t, std::uint64_t>, double> best_own_;
   std::map<std::pair<std::uint64_t, int>, bool> named_;  // late findings in force
   std::set<LinkKey> links_named_;                        // link and network findings in force
+  Placements placed_on_;                                 // the connections of the network findings in force
   std::deque<slow::ProxyRecord> proxies_;                // sends of the window
   std::map<ConnectionKey, ConnectionTotal> connections_;
   std::size_t connections_dropped_ = 0;
   std::map<std::pair<std::uint64_t, int>, std::size_t> missing_;
   std::map<std::pair<std::uint64_t, int>, std::int64_t> last_seen_;  // per (comm, rank): its newest record
+  std::map<std::uint64_t, std::int64_t> comm_first_;                 // per comm: its first record (settle_s)
+  std::map<std::tuple<std::uint64_t, std::uint8_t, std::uint8_t, std::uint8_t>, std::size_t> kinds_seen_;
+  std::size_t settling_ = 0;
+  bool settling(std::uint64_t comm, std::int64_t t_ns) const;
   std::int64_t newest_ns_ = 0;
   std::size_t judged_ = 0;
 };

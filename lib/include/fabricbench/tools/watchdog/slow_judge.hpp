@@ -12,6 +12,7 @@ namespace fabricbench::watchdog {
 struct SlowOptions {
   std::string folder, report, prometheus, exec;
   double window_s = 10, loss = 0.10, action_timeout_s = 60;
+  double settle_s = 5;  // a communicator's first seconds, not judged (job::StragglerSettings::settle_s)
   bool force = false;
   bool replay = false;  // --judge DIR --replay: the folder judged after the fact, in the records' own time
   // No record in the folder after this long: the job's NCCL did not load the plugin (said once).

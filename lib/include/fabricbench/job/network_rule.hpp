@@ -1,0 +1,76 @@
+// The network rule of the slow-rank judge (straggler.hpp): one communicator's proxy sends over a window, and where
+// inside the collective its time goes. Pure: records in, a verdict out.
+//
+// Like with like: per size class (powers of 4 of an operation's bytes) each connection's network time per byte
+// against the class's usual (the lower median over the connections that have it); a connection's ratio weighs its
+// classes by their bytes. Operations below `small_op_bytes` are left out (their time is latency).
+//
+// A send waits in the network for three reasons: the wire (the sender's NIC, the cable, the receiver's NIC), a
+// receiver that does not take the data (its host stopped or starved: its proxy does not read), or a sender whose own
+// proxy notices completions late (starved). The slow connections alone cannot tell these apart; the connections
+// beside them can:
+//   - several slow connections that all touch one rank: that rank's network (its NIC, cable or port, or its host);
+//   - one slow connection P -> X whose receiver's own sends (X -> Y) are slowed too, more than the sends into P:
+//     X does not take what it is sent (its host stalled or starved, or its NIC's receive side): X's network;
+//   - whose sender's incoming sends (W -> P) are slowed too, more than X's own: P's network (its NIC's send side
+//     holds the acknowledgements of what it receives, or its host is starved);
+//   - neither: the link from P to X (a NIC or port at either end).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "fabricbench/job/slow_record.hpp"
+
+namespace fabricbench::job {
+
+struct NetworkRuleSettings {
+  double link_ratio = 3;  // a slow connection: this many times its classes' usual time per byte
+  double loss = 0.10, loss_gone = 0.05;
+  std::size_t min_ops = 10;
+  double beside_ratio = 1.25;  // a connection beside a slow one counts as slowed from this ratio
+  double lean = 1.2;           // and decides between the two ends when it is this much above the other end's
+  // A connection this slow, whatever it costs, is the network's doing of the window: a rank arriving last elsewhere
+  // is not named for it (the kernels wait inside the collective, and which ran shortest is then chance).
+  double suspect_ratio = 2;
+};
+
+// Why a rank or link was named (the line says it).
+enum class Evidence {
+  kernels,          // its kernels ran shortest: the others waited for it before the collective
+  link,             // one connection's sends; the connections beside it are as usual
+  connections,      // several slow connections, all touching the rank
+  sends_into,       // the sends into it, and its own sends slowed beside them: it does not take what it is sent
+  sends_from,       // its sends, and the sends into it slowed beside them: its NIC's send side or its host
+};
+
+struct RatedConnection {
+  std::pair<int, int> who;  // (sender, receiver)
+  double ratio = 0;         // network time against the usual for its bytes
+  double loss = 0;          // its excess network time spread over its channels, as a share of the window
+};
+
+struct NetworkVerdict {
+  enum class Kind { link, network };
+  Kind kind = Kind::link;
+  int rank = -1, peer = -1;  // link: from rank to peer; network: the rank, peer -1
+  Evidence evidence = Evidence::link;
+  std::vector<RatedConnection> connections;  // the slow ones, then the ones beside that decided
+  double ratio = 0, loss = 0;                // the worst slow connection's
+};
+
+// The rated connections of one communicator (those with min_ops operations in classes that others share).
+std::vector<RatedConnection> rate_connections(const std::vector<const slow::ProxyRecord*>& sends, double span_s,
+                                              const NetworkRuleSettings& s);
+
+// What the slow connections say. `slow` are those named (ratio and loss); `all` every rated connection (the
+// ones beside). Empty when none is slow.
+std::vector<NetworkVerdict> place_slow_connections(const std::vector<RatedConnection>& slow,
+                                                   const std::vector<RatedConnection>& all,
+                                                   const NetworkRuleSettings& s);
+
+}  // namespace fabricbench::job

@@ -1,0 +1,103 @@
+"""The slow-rank proof across hosts (issue 56) on the multi-host rig (tests/gpu/hosts.py): real DDP and FSDP jobs
+(tests/gpu/hosts_job.py) with a tiny all_reduce beside the big collectives, faults from outside the job, and what
+fabric-watchdog named, when. Run as root from the repository root with a carried build in .carry:
+
+  record     two rigs of 4 hosts side by side: a DDP and an FSDP job of 150 s, one fault of each network kind
+             (nic-both, stall, starve, nic-send) of 20 s after a 30 s healthy lead-in: record folders to replay on CPU.
+  ddp, fsdp  two rigs of 4 hosts side by side: that job with INJECTIONS (10) faults of 20 s, 10 s apart, of every
+             kind in turn on hosts drawn from a fixed seed (a neighbour on a GPU where each host has one of its own),
+             and the same job healthy for 300 s from its start (nothing may be named there).
+
+Writes <out>/<mode>.json (per fault: found, seconds to the naming; the wrong namings; step times) and
+<out>/<mode>.tar.gz (the runs' folders: records, plans, logs, steps)."""
+import json
+import os
+import pathlib
+import random
+import sys
+import tarfile
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import hosts  # noqa: E402
+
+
+def plan(seed, ranks, count, first, span, gap, kinds):
+    rnd = random.Random(seed)
+    out, at = [], first
+    for k in range(count):
+        out.append({"kind": kinds[k % len(kinds)], "rank": rnd.randrange(ranks), "start": at, "end": at + span})
+        at += span + gap
+    return out
+
+
+def step_ms(job, plan_, rank=0):
+    """Rank 0's median step before the first fault and inside each (3 s off each edge)."""
+    steps = job.steps().get(rank, [])
+
+    def med(xs):
+        xs = sorted(xs)
+        return round(1e3 * xs[len(xs) // 2], 1) if xs else None
+
+    first = min((i["start"] for i in plan_), default=1e9)
+    out = {"healthy": med([t for at, t in steps if 5 <= at < first - 2])}
+    for i in plan_:
+        out[f"{i['kind']}@{i['start']}"] = med([t for at, t in steps if i["start"] + 3 <= at < i["end"] - 3])
+    return out
+
+
+def run_together(jobs):
+    """Jobs started at once on rigs of their own (sharing the GPUs): each waited for."""
+    return [j.wait() for j in jobs]
+
+
+def main():
+    mode, out = sys.argv[1], pathlib.Path(sys.argv[2])
+    gpus = list(range(int(os.environ.get("GPUS", "0")) or len(
+        [l for l in os.popen("nvidia-smi -L").read().splitlines() if l.startswith("GPU")])))
+    n = 4
+    rigs = [hosts.Rig(n, gpus, tag=f"fb{k}", net=k).up() for k in range(2)]
+    own_gpu = len(gpus) >= 2 * n
+    work = pathlib.Path(os.environ.get("HOSTS_PROOF_WORK", "/tmp/hosts-proof"))
+    summary, jobs = {"mode": mode, "gpus": len(gpus)}, []
+    kinds = ["nic-both", "stall", "starve", "nic-send"] + (["neighbour"] if own_gpu else [])
+    count = int(os.environ.get("INJECTIONS", "10"))
+    try:
+        if mode == "record":  # a DDP and an FSDP job side by side, one fault of each network kind
+            jobs = run_together([hosts.Job(rigs[k], work, f"record-{shard}", 150, [
+                dict(i, rank=r) for i, r in zip(plan(k, n, 4, 30, 20, 10, kinds[:4]), (1, 2, 3, 0))],
+                shard=shard, port=29600 + k) for k, shard in enumerate(("ddp", "fsdp"))])
+        elif mode in ("ddp", "fsdp"):  # injections into one job, a healthy job of 300 s from its start beside it
+            p = plan({"ddp": 3, "fsdp": 4}[mode], n, count, 20, 20, 10, kinds)
+            jobs = run_together([hosts.Job(rigs[0], work, f"inject-{mode}", p[-1]["end"] + 8, p, shard=mode,
+                                           port=29620),
+                                 hosts.Job(rigs[1], work, f"healthy-{mode}", 300, [], shard=mode, port=29621)])
+        else:
+            raise SystemExit(f"hosts_proof.py: mode {mode!r}: allowed record, ddp, fsdp")
+        for j in jobs:
+            summary[j.name] = dict(j.judged(), step_ms=step_ms(j, j.plan))
+        faults = [f for j in jobs for f in summary[j.name]["faults"]]
+        if faults:
+            summary["recall"] = sum(f["found"] for f in faults) / len(faults)
+        namings = sum(len(summary[j.name]["namings"]) for j in jobs)
+        false = sum(len(summary[j.name]["false"]) for j in jobs)
+        summary["precision"] = (namings - false) / namings if namings else None
+        summary["after_s"] = sorted(f["after_s"] for f in faults if f["found"])
+    finally:
+        for rig in rigs:
+            rig.down()
+        (out / f"{mode}.json").write_text(json.dumps(summary, indent=1))
+        with tarfile.open(out / f"{mode}.tar.gz", "w:gz") as t:
+            t.add(work, arcname=f"hosts-{mode}")
+    for j in jobs:
+        s = summary[j.name]
+        print(j.name, "steps", json.dumps(s["step_ms"]))
+        for f in s["faults"]:
+            print("  fault", json.dumps({k: f.get(k) for k in ("kind", "rank", "start", "real_start", "found",
+                                                                "after_s")}))
+        print("  false", s["false"], "vague", s["vague"])
+        print("\n".join("  " + l[:300] for l in s["lines"][:30]))
+    print(json.dumps({k: summary.get(k) for k in ("recall", "precision", "after_s")}))
+
+
+if __name__ == "__main__":
+    main()
