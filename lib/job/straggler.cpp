@@ -143,11 +143,11 @@ NetworkRuleSettings StragglerJudge::network_rule() const {
 // One communicator's sends: its link and network findings (`out`, and the keys they hold in `named`), and the ranks
 // its suspect connections (suspect_ratio, whatever they cost) implicate: a rank's network, or a link's receiver (a
 // rank that arrives late makes the sends into it wait; a sender's sends do not wait for its own lateness).
-std::set<int> StragglerJudge::judge_links(std::uint64_t comm, const std::vector<const slow::ProxyRecord*>& sends,
-                                          double span_s, double inside_loss, std::vector<SlowFinding>& out,
-                                          std::set<LinkKey>& named, Placements& placing) {
+std::set<int> StragglerJudge::judge_links(std::uint64_t comm, const Sends& sends, double span_s, double inside_loss,
+                                          std::vector<SlowFinding>& out, std::set<LinkKey>& named,
+                                          Placements& placing) {
   const auto rule = network_rule();
-  auto rated = rate_connections(sends, span_s, rule);
+  auto rated = rate_connections(sends.recent, span_s, rule);
   std::vector<RatedConnection> slow, candidates;
   for (auto& c : rated) {
     // What a slow connection costs: its own excess network time, or what the communicator's collectives lose inside
@@ -158,6 +158,12 @@ std::set<int> StragglerJudge::judge_links(std::uint64_t comm, const std::vector<
     const bool was = links_named_.count({comm, c.who.first, c.who.second}) > 0;
     if (c.loss >= (was ? rule.loss_gone : rule.loss)) slow.push_back(c);
   }
+  // Suspects over the whole window too: the kernels' rule looks at all of it (a slow connection that ended 4 s ago
+  // still made ranks wait there).
+  const auto whole = rate_connections(sends.whole, span_s, rule);
+  std::vector<RatedConnection> whole_candidates;
+  for (const auto& c : whole)
+    if (c.ratio >= rule.suspect_ratio) whole_candidates.push_back(c);
   std::set<int> implicated;
   // A connection once placed on a rank's network stays there while it is slow (the connections beside it, which
   // decided, may fall back under their mark a look later: the place does not flip between the link and the rank).
@@ -167,8 +173,14 @@ std::set<int> StragglerJudge::judge_links(std::uint64_t comm, const std::vector<
       v.kind = NetworkVerdict::Kind::network, v.rank = was->second.first, v.peer = -1, v.evidence = was->second.second;
     return v;
   };
-  for (const auto& v : place_slow_connections(candidates, rated, rule))
-    implicated.insert(sticky(v).kind == NetworkVerdict::Kind::link ? v.peer : sticky(v).rank);
+  const auto implicate = [&](const std::vector<RatedConnection>& suspects, const std::vector<RatedConnection>& beside) {
+    for (const auto& v : place_slow_connections(suspects, beside, rule)) {
+      const auto placed = sticky(v);
+      implicated.insert(placed.kind == NetworkVerdict::Kind::link ? placed.peer : placed.rank);
+    }
+  };
+  implicate(candidates, rated);
+  implicate(whole_candidates, whole);
   for (auto v : place_slow_connections(slow, rated, rule)) {
     v = sticky(v);
     if (v.kind == NetworkVerdict::Kind::network)
@@ -214,15 +226,18 @@ void StragglerJudge::confirm(SlowWindow& w) {
                    w.findings.end());
 }
 
-// The link and network findings of the window's second half (a link slowed now shows twice as strong there as over
-// the whole window; the whole window's collectives still say what the job loses inside them: `inside`).
+// The link and network findings of the window's last link_window_s (a link slowed 2 s ago shows twice as strong
+// over 5 s as over 10; the whole window's collectives still say what the job loses inside them: `inside`).
 void StragglerJudge::place_inside(std::int64_t start, SlowWindow& w, const std::map<std::uint64_t, double>& inside) {
-  std::map<std::uint64_t, std::vector<const slow::ProxyRecord*>> sends;
+  std::map<std::uint64_t, Sends> sends;
   std::map<std::uint64_t, std::pair<std::int64_t, std::int64_t>> spans;
-  const std::int64_t from = start + (w.end_ns - start) / 2;
+  const std::int64_t from =
+      std::max(start, w.end_ns - static_cast<std::int64_t>(std::min(s_.link_window_s, s_.window_s) * 1e9));
   for (const auto& p : proxies_) {
+    if (p.host_ns < start) continue;
+    sends[p.comm].whole.push_back(&p);
     if (p.host_ns < from) continue;
-    sends[p.comm].push_back(&p);
+    sends[p.comm].recent.push_back(&p);
     auto& sp = spans.emplace(p.comm, std::make_pair(p.host_ns, p.host_ns)).first->second;
     sp.first = std::min(sp.first, p.host_ns), sp.second = std::max(sp.second, p.host_ns);
   }
@@ -231,7 +246,7 @@ void StragglerJudge::place_inside(std::int64_t start, SlowWindow& w, const std::
   std::vector<SlowFinding> placed;
   std::map<std::uint64_t, std::set<int>> implicated;
   for (const auto& [comm, list] : sends) {
-    const auto& sp = spans[comm];
+    const auto sp = spans.count(comm) ? spans[comm] : std::make_pair(start, start);
     const auto lost = inside.find(comm);
     implicated[comm] = judge_links(comm, list, std::max(1.0, static_cast<double>(sp.second - sp.first) * 1e-9),
                                    lost == inside.end() ? 0 : lost->second, placed, links, placing);

@@ -59,8 +59,12 @@ class Rig:
     """n hosts h1..hn on 10.77.<net>.0/24; `gpus` the machine's GPUs to spread them over. Several rigs can run at once
     (each its own tag, net and ports); `busy_cpu` is where a starved host's threads go."""
 
-    def __init__(self, n, gpus, tag="fb", net=0):
+    def __init__(self, n, gpus, tag="fb", net=0, wmem_max=0):
         self.n, self.gpus, self.tag, self.subnet = n, gpus, tag, f"10.77.{net}"
+        # A TCP socket's send buffer grows to 4 MB by default: a send then completes once the kernel holds it, and an
+        # operation smaller than that never waits on a slow wire (an RDMA send completes when the peer has it).
+        # wmem_max > 0 caps it in every host (net.ipv4.tcp_wmem is per network namespace).
+        self.wmem_max = wmem_max
         self.bridge = f"{tag}br"
         self.busy_cpu = max(os.sched_getaffinity(0)) - net
 
@@ -84,6 +88,9 @@ class Rig:
             tool("ip", "-n", self.ns(i), "addr", "add", f"{self.subnet}.{i}/24", "dev", "eth0")
             tool("ip", "-n", self.ns(i), "link", "set", "eth0", "up")
             tool("ip", "-n", self.ns(i), "link", "set", "lo", "up")
+            if self.wmem_max:
+                subprocess.run(["nsenter", f"--net=/run/netns/{self.ns(i)}", "sh", "-c",
+                                f"echo '4096 65536 {self.wmem_max}' > /proc/sys/net/ipv4/tcp_wmem"], check=True)
         return self
 
     def down(self):
@@ -206,67 +213,76 @@ class Job:
         return out
 
     def namings(self):
-        """What the judge named: (kind, rank, peer, start, end) in seconds of the loop."""
+        """What the judge named: (kind, rank, peer, start, end) in seconds of the job's loop."""
         t0 = float((self.dir / "t0").read_text())
-        named, open_ = [], {}
-        for t, _, line in self.lines:
-            if "fabric-watchdog:" not in line:
-                continue
-            if m := re.search(r"slow link: the link from rank (\d+) .*? to rank (\d+) ", line):
-                open_.setdefault(("link", int(m.group(1)), int(m.group(2))), t - t0)
-            elif m := re.search(r"slow network: the network of rank (\d+) ", line):
-                open_.setdefault(("network", int(m.group(1)), -1), t - t0)
-            elif m := re.search(r"slow rank: rank (\d+) ", line):
-                open_.setdefault(("rank", int(m.group(1)), -1), t - t0)
-            elif re.search(r"slow collective: ", line):
-                open_.setdefault(("collective", -1, -1), t - t0)
-            elif m := re.search(r"gone: (the link from |the network of )?rank (\d+) .*?(?:to rank (\d+) )?", line):
-                kind = {"the link from ": "link", "the network of ": "network"}.get(m.group(1) or "", "rank")
-                peer = -1
-                if kind == "link":
-                    peer = int(re.search(r" to rank (\d+) ", line).group(1))
-                key = (kind, int(m.group(2)), peer)
-                if key in open_:
-                    named.append((*key, open_.pop(key), t - t0))
-            elif re.search(r"gone: \S+ of ", line) and ("collective", -1, -1) in open_:
-                named.append(("collective", -1, -1, open_.pop(("collective", -1, -1)), t - t0))
         end = self.lines[-1][0] - t0 if self.lines else 0
-        named += [(*key, start, end) for key, start in open_.items()]
-        return sorted(named, key=lambda n: n[3])
+        return namings([(t - t0, l) for t, _, l in self.lines], end)
 
     def judged(self, window_s=10, within_s=10):
-        """Per fault: named right (which naming, after how long); the namings that are wrong. Right: a NIC slowed
-        named as that host's rank or network, or a link with the host at either end; a stalled or starved host named
-        as its rank, its network, or a link from it (the line leads with the host; a link into it leads with its
-        neighbour: wrong); a shared GPU as its rank."""
-        named = self.namings()
-
-        def right(inj, kind, rank, peer):
-            r = inj["rank"]
-            if kind in ("rank", "network"):
-                return rank == r and (kind == "rank" or inj["kind"] != "neighbour")
-            if kind == "link" and inj["kind"] in ("stall", "starve"):  # the line leads with the sender: right if it
-                return rank == r                                        # is the host (a link into it: its neighbour)
-            return kind == "link" and inj["kind"].startswith("nic") and r in (rank, peer)
-
-        def span(inj):
-            return inj.get("real_start", inj["start"]), inj.get("real_end", inj["end"])
-
-        out = {"faults": [], "namings": [list(n) for n in named], "false": [], "vague": []}
-        for inj in self.plan:
-            a, b = span(inj)
-            hits = [s for k, r, p, s, e in named if right(inj, k, r, p) and a - window_s <= s <= b + 3 and e >= a]
-            after = round(max(0.0, hits[0] - a), 1) if hits else None
-            out["faults"].append(dict(inj, found=bool(hits) and after <= within_s, after_s=after))
-        for k, r, p, s, e in named:
-            overlaps = [i for i in self.plan if span(i)[0] - 1 <= e and s <= span(i)[1] + window_s]
-            if any(right(i, k, r, p) for i in overlaps):
-                continue
-            (out["vague"] if k == "collective" and overlaps else out["false"]).append([k, r, p, round(s, 1),
-                                                                                     round(e, 1)])
-        out["lines"] = [f"h{h} +{t - float((self.dir / 't0').read_text()):.1f} {l}" for t, h, l in self.lines
-                        if "fabric-watchdog" in l][:80]
+        out = judged(self.plan, self.namings(), window_s, within_s)
+        t0 = float((self.dir / "t0").read_text())
+        out["lines"] = [f"h{h} +{t - t0:.1f} {l}" for t, h, l in self.lines if "fabric-watchdog" in l][:80]
         return out
+
+
+def namings(lines, end):
+    """The judge's lines, each (seconds of the job's loop, text): what it named, as (kind, rank, peer, start, end);
+    kind rank, network, link or collective (a slow collective, placed nowhere)."""
+    named, open_ = [], {}
+    for t, line in lines:
+        if "fabric-watchdog:" not in line:
+            continue
+        if m := re.search(r"slow link: the link from rank (\d+) .*? to rank (\d+) ", line):
+            open_.setdefault(("link", int(m.group(1)), int(m.group(2))), t)
+        elif m := re.search(r"slow network: the network of rank (\d+) ", line):
+            open_.setdefault(("network", int(m.group(1)), -1), t)
+        elif m := re.search(r"slow rank: rank (\d+) ", line):
+            open_.setdefault(("rank", int(m.group(1)), -1), t)
+        elif re.search(r"slow collective: ", line):
+            open_.setdefault(("collective", -1, -1), t)
+        elif m := re.search(r"gone: (the link from |the network of )?rank (\d+) ", line):
+            kind = {"the link from ": "link", "the network of ": "network"}.get(m.group(1) or "", "rank")
+            peer = int(re.search(r" to rank (\d+) ", line).group(1)) if kind == "link" else -1
+            key = (kind, int(m.group(2)), peer)
+            if key in open_:
+                named.append((*key, open_.pop(key), t))
+        elif re.search(r"gone: \S+ of \d+ B ", line) and ("collective", -1, -1) in open_:
+            named.append(("collective", -1, -1, open_.pop(("collective", -1, -1)), t))
+    named += [(*key, start, end) for key, start in open_.items()]
+    return sorted(named, key=lambda n: n[3])
+
+
+def right(inj, kind, rank, peer):
+    """Whether a naming names the fault. A NIC slowed: that host's rank or network, or a link with the host at either
+    end. A stalled or starved host: its rank, its network, or a link from it (the line leads with the host; a link
+    into it leads with its neighbour: wrong). A shared GPU: its rank."""
+    r = inj["rank"]
+    if kind in ("rank", "network"):
+        return rank == r and (kind == "rank" or inj["kind"] != "neighbour")
+    if kind == "link" and inj["kind"] in ("stall", "starve"):
+        return rank == r
+    return kind == "link" and inj["kind"].startswith("nic") and r in (rank, peer)
+
+
+def judged(plan, named, window_s=10, within_s=10):
+    """Per fault: found (named right within `within_s` of its start) and after how long; the wrong namings (overlapping
+    no fault they name right, the window after it included); the vague ones (a slow collective during a fault)."""
+
+    def span(inj):
+        return inj.get("real_start", inj["start"]), inj.get("real_end", inj["end"])
+
+    out = {"faults": [], "namings": [list(n) for n in named], "false": [], "vague": []}
+    for inj in plan:
+        a, b = span(inj)
+        hits = [s for k, r, p, s, e in named if right(inj, k, r, p) and a - window_s <= s <= b + 3 and e >= a]
+        after = round(max(0.0, hits[0] - a), 1) if hits else None
+        out["faults"].append(dict(inj, found=bool(hits) and after <= within_s, after_s=after))
+    for k, r, p, s, e in named:
+        overlaps = [i for i in plan if span(i)[0] - 1 <= e and s <= span(i)[1] + window_s]
+        if any(right(i, k, r, p) for i in overlaps):
+            continue
+        (out["vague"] if k == "collective" and overlaps else out["false"]).append([k, r, p, round(s, 1), round(e, 1)])
+    return out
 
 
 def starve(pid, seconds, cpu):

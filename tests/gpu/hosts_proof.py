@@ -7,6 +7,8 @@ fabric-watchdog named, when. Run as root from the repository root with a carried
   ddp, fsdp  two rigs of 4 hosts side by side: that job with INJECTIONS (10) faults of 20 s, 10 s apart, of every
              kind in turn on hosts drawn from a fixed seed (a neighbour on a GPU where each host has one of its own),
              and the same job healthy for 300 s from its start (nothing may be named there).
+HOSTS_WMEM=BYTES caps every host's TCP send buffer (net.ipv4.tcp_wmem's maximum), so that a send completes when the
+wire has taken it, as an RDMA send does (tests/gpu/hosts.py, Rig).
 
 Writes <out>/<mode>.json (per fault: found, seconds to the naming; the wrong namings; step times) and
 <out>/<mode>.tar.gz (the runs' folders: records, plans, logs, steps)."""
@@ -55,10 +57,11 @@ def main():
     gpus = list(range(int(os.environ.get("GPUS", "0")) or len(
         [l for l in os.popen("nvidia-smi -L").read().splitlines() if l.startswith("GPU")])))
     n = 4
-    rigs = [hosts.Rig(n, gpus, tag=f"fb{k}", net=k).up() for k in range(2)]
+    wmem = int(os.environ.get("HOSTS_WMEM", "0"))  # bytes; 0: the kernel's TCP send buffers (up to 4 MB)
+    rigs = [hosts.Rig(n, gpus, tag=f"fb{k}", net=k, wmem_max=wmem).up() for k in range(2)]
     own_gpu = len(gpus) >= 2 * n
     work = pathlib.Path(os.environ.get("HOSTS_PROOF_WORK", "/tmp/hosts-proof"))
-    summary, jobs = {"mode": mode, "gpus": len(gpus)}, []
+    summary, jobs = {"mode": mode, "gpus": len(gpus), "wmem_max": wmem}, []
     kinds = ["nic-both", "stall", "starve", "nic-send"] + (["neighbour"] if own_gpu else [])
     count = int(os.environ.get("INJECTIONS", "10"))
     try:

@@ -62,7 +62,7 @@ class SlowWatch(LaunchTest):
         action = self.dir / "act.sh"
         action.write_text("#!/bin/sh\nenv | grep ^FABRIC_WATCHDOG_SLOW > \"$(dirname \"$0\")/acted.txt\"\n")
         action.chmod(0o755)
-        self.start(["--no-ras", "--slow", "slow", "--slow-window", "2s", "--slow-prometheus", "slow.prom",
+        self.start(["--no-ras", "--slow", "slow", "--slow-window", "2s", "--slow-settle", "1s", "--slow-prometheus", "slow.prom",
                     "--slow-exec", str(action)],
                    ["--ranks", "4", "--slow-rank", "2", "--slow-from", "3", "--slow-to", "8", "--seconds", "13"])
         rc, out = self.finish()
@@ -75,7 +75,8 @@ class SlowWatch(LaunchTest):
         host = socket.gethostname()
         self.assertRegex(line, rf"rank 2 \(pid \d+, GPU \? on host {re.escape(host)}\) of communicator 0xabc0fb "
                                r"arrives last at \d+% of its AllReduce calls of the last 2 s; the others wait (19|20)\.\d\d ms")
-        # Slow from 3 s of the job (which starts about 0.5 s after the watchdog): named within 4 s of it.
+        # Slow from 3 s of the job (which starts about 0.5 s after the watchdog): named within 4 s of it (its second
+        # look in a row).
         self.assertLess(t, 3.5 + 4, text)
         gone = self.said(r"gone: rank 2 ")
         self.assertEqual(len(gone), 1, text)
@@ -108,7 +109,7 @@ class SlowWatch(LaunchTest):
     def test_one_watchdog_per_rank_under_mpirun_and_one_judge(self):
         """mpirun starts a watchdog per rank, each in front of one rank of the job (as srun or torchrun across nodes):
         all write to one folder, only the first task's judge names the slow rank and writes the report."""
-        r = self.mpirun(4, "fabric-watchdog", ["--no-ras", "--slow", "slow", "--slow-window", "2s", "--", str(FAKE),
+        r = self.mpirun(4, "fabric-watchdog", ["--no-ras", "--slow", "slow", "--slow-window", "2s", "--slow-settle", "1s", "--", str(FAKE),
                                                "--one-rank", "--ranks", "4", "--slow-rank", "3", "--slow-from", "3",
                                                "--slow-to", "20", "--seconds", "8"], timeout=120)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
@@ -122,7 +123,7 @@ class SlowWatch(LaunchTest):
         self.assertEqual(list(run.tables["slow/findings"]["rank"]), [3])
 
     def test_healthy_ranks_are_not_named(self):
-        self.start(["--no-ras", "--slow", "slow", "--slow-window", "2s"],
+        self.start(["--no-ras", "--slow", "slow", "--slow-window", "2s", "--slow-settle", "1s"],
                    ["--ranks", "4", "--seconds", "8", "--api", "4"])
         rc, _ = self.finish()
         text = "\n".join(line for _, line in self.lines)
@@ -135,7 +136,7 @@ class SlowWatch(LaunchTest):
         self.assertTrue((run.tables["slow/processes"].profiler_api == 4).all())
 
     def test_an_nccl_that_does_not_load_the_plugin_is_said_once_and_the_job_runs(self):
-        self.start(["--no-ras", "--slow", "slow", "--slow-window", "1s"], ["--ranks", "2", "--seconds", "9", "--api", "0"])
+        self.start(["--no-ras", "--slow", "slow", "--slow-window", "1s", "--slow-settle", "1s"], ["--ranks", "2", "--seconds", "9", "--api", "0"])
         rc, out = self.finish()
         text = "\n".join(line for _, line in self.lines)
         self.assertEqual(rc, 0, text)
@@ -143,7 +144,7 @@ class SlowWatch(LaunchTest):
         self.assertEqual(len(self.said(r"no rank has written to .* in 6 s")), 1, text)
 
     def test_the_judge_killed_leaves_the_job_running(self):
-        self.start(["--no-ras", "--slow", "slow", "--slow-window", "2s"], ["--ranks", "2", "--seconds", "8"])
+        self.start(["--no-ras", "--slow", "slow", "--slow-window", "2s", "--slow-settle", "1s"], ["--ranks", "2", "--seconds", "8"])
         judge = self.judge_pid()
         self.assertIsNotNone(judge, "the judge runs as its own process")
         time.sleep(2)
@@ -156,7 +157,7 @@ class SlowWatch(LaunchTest):
                          text)
 
     def test_the_watchdog_stopped_ends_its_judge_after_the_report(self):
-        self.start(["--no-ras", "--slow", "slow", "--slow-window", "2s"], ["--ranks", "2", "--seconds", "60"])
+        self.start(["--no-ras", "--slow", "slow", "--slow-window", "2s", "--slow-settle", "1s"], ["--ranks", "2", "--seconds", "60"])
         judge = self.judge_pid()
         self.assertIsNotNone(judge)
         time.sleep(3)
@@ -171,7 +172,7 @@ class SlowWatch(LaunchTest):
     def test_a_judge_killed_mid_run_leaves_its_last_report_saying_so(self):
         """The report is rewritten every 30 s while the job runs: SIGKILL to the judge after that leaves it, readable,
         its status "running" (the suite's mark of a run that did not complete)."""
-        self.start(["--no-ras", "--slow", "slow", "--slow-window", "2s"],
+        self.start(["--no-ras", "--slow", "slow", "--slow-window", "2s", "--slow-settle", "1s"],
                    ["--ranks", "2", "--seconds", "40", "--slow-rank", "1", "--slow-from", "2", "--slow-to", "40"])
         judge = self.judge_pid()
         self.assertIsNotNone(judge)
@@ -191,17 +192,19 @@ class SlowWatch(LaunchTest):
         self.assertFalse((self.dir / "slow" / "slow-report.h5.partial").exists())
 
     def test_a_slow_link_is_named_from_rank_to_peer_and_a_slow_nic_by_its_rank(self):
-        self.start(["--no-ras", "--slow", "slow", "--slow-window", "2s", "--slow-prometheus", "slow.prom"],
-                   ["--ranks", "4", "--link-rank", "2", "--slow-from", "3", "--slow-to", "7", "--seconds", "10"])
+        self.start(["--no-ras", "--slow", "slow", "--slow-window", "2s", "--slow-settle", "1s", "--slow-prometheus", "slow.prom"],
+                   ["--ranks", "4", "--link-rank", "2", "--slow-from", "3", "--slow-to", "10", "--seconds", "13"])
         rc, _ = self.finish()
         text = "\n".join(line for _, line in self.lines)
         self.assertEqual(rc, 0, text)
         named = self.said(r"^fabric-watchdog: slow (rank|collective|link|network):")
         self.assertEqual(len(named), 1, text)
         self.assertRegex(named[0][1], r"slow link: the link from rank 2 \(pid \d+, GPU \? on host .*\) to rank 3 of "
-                                      r"communicator 0xabc0fb: its sends take \d+\.\dx the communicator's median "
-                                      r"network time per byte: the job loses \d+% of its time there")
-        self.assertLess(named[0][0], 3.5 + 4, text)
+                                      r"communicator 0xabc0fb: its sends take \d+\.\dx the usual network time per byte "
+                                      r"of their size: the job loses \d+% of its time there .*named by its sends, the "
+                                      r"connections beside it as usual")
+        # A link waits for the connections beside it to lean to one end: named at its fifth look in a row.
+        self.assertLess(named[0][0], 3.5 + 7, text)
         self.assertEqual(len(self.said(r"gone: the link from rank 2 ")), 1, text)
         run = self.load("slow/slow-report.h5")
         found = run.tables["slow/findings"]
@@ -217,7 +220,7 @@ class SlowWatch(LaunchTest):
 
         self.tearDown()
         self.setUp()
-        self.start(["--no-ras", "--slow", "slow", "--slow-window", "2s", "--slow-prometheus", "slow.prom"],
+        self.start(["--no-ras", "--slow", "slow", "--slow-window", "2s", "--slow-settle", "1s", "--slow-prometheus", "slow.prom"],
                    ["--ranks", "4", "--nic-rank", "1", "--slow-from", "3", "--slow-to", "20", "--seconds", "8"])
         rc, _ = self.finish()
         text = "\n".join(line for _, line in self.lines)
@@ -233,7 +236,7 @@ class SlowWatch(LaunchTest):
                          r'fabricbench_slow_link_loss_ratio\{[^}]*kind="network"[^}]*rank="1"')
 
     def test_a_rank_that_exits_early_is_said_and_counted(self):
-        self.start(["--no-ras", "--slow", "slow", "--slow-window", "1s"],
+        self.start(["--no-ras", "--slow", "slow", "--slow-window", "1s", "--slow-settle", "1s"],
                    ["--ranks", "3", "--seconds", "6", "--exit-rank", "1", "--exit-at", "2"])
         rc, _ = self.finish()
         text = "\n".join(line for _, line in self.lines)
@@ -331,28 +334,32 @@ class RecordedOnTheGpus(LaunchTest):
         found = self.load("report.h5").tables["slow/findings"]
         self.assertEqual(list(found["rank"]), [s["rank"] for s in sleeps])
 
-    def test_a_starved_network_names_its_link_and_nothing_before_or_after(self):
+    def test_a_starved_network_names_its_rank_and_nothing_before_or_after(self):
         """4 GPUs over sockets on the loopback (NCCL's proxy moves the data, as between nodes); from 20 s to 40 s rank
         2's NCCL proxy thread shared a CPU with 3 busy processes (starved.json): steps 59 ms, then 217 ms. Its sends
-        to rank 3 spent 8-14x the others' network time per byte: the link from 2 to 3 is named, within 5 s, and gone
-        after; before and after, nothing."""
+        to rank 3 spent 8-14x the others' network time per byte: the link from 2 to 3 is named within 5 s, then, once
+        the sends into rank 2 slow beside it (1.6x), rank 2's network ("its host starved of CPU"), gone after; before
+        and after, nothing."""
         r, _ = self.replay("network-4gpu")
         folder = self.dir / "records"
         first = min(struct.unpack_from("<q", f.read_bytes(), 256 + 24)[0] for f in folder.glob("*.fbslow")) / 1e9
         t0 = float((folder / "t0").read_text()) - first
         named = [(float(m.group(1)) - t0, m.group(2)) for m in
                  re.finditer(r"at \+(\d+) s: slow (rank|collective|link|network):", r.stderr)]
-        self.assertEqual([kind for _, kind in named], ["link"], r.stderr)
+        self.assertEqual([kind for _, kind in named], ["link", "network"], r.stderr)
         self.assertTrue(20 <= named[0][0] <= 25, named)
         self.assertRegex(r.stderr, r"slow link: the link from rank 2 \(pid 1170, GPU 2 \(0000:00:08\.0\) on host vm\) "
                                    r"to rank 3 of communicator 0x5f4b6470cdbe0e9")
-        gone = [float(m.group(1)) - t0 for m in re.finditer(r"at \+(\d+) s: gone: the link from rank 2 ", r.stderr)]
+        self.assertRegex(r.stderr, r"slow network: the network of rank 2 \(pid 1170, GPU 2 \(0000:00:08\.0\) on host "
+                                   r"vm\) in communicator 0x5f4b6470cdbe0e9: its sends wait, and the sends into it "
+                                   r"beside them \(2->3 \d+\.\dx, 1->2 1\.\dx .*its host starved of CPU")
+        gone = [float(m.group(1)) - t0 for m in re.finditer(r"at \+(\d+) s: gone: the network of rank 2 ", r.stderr)]
         self.assertEqual(len(gone), 1, r.stderr)
         self.assertTrue(40 <= gone[0] <= 52, gone)
         run = self.load("report.h5")
         found = run.tables["slow/findings"]
-        self.assertEqual(list(zip(found.kind, found["rank"], found.peer)), [("link", 2, 3)])
-        self.assertLessEqual(found.loss_pct.iloc[0], 100)
+        self.assertEqual(list(zip(found.kind, found["rank"], found.peer)), [("link", 2, 3), ("network", 2, -1)])
+        self.assertTrue((found.loss_pct <= 100).all())
         conns = run.tables["slow/connections"]
         sends = conns[(conns.direction == "send") & (conns.ops >= 10)].set_index(["rank", "peer"])
         self.assertEqual(sorted(sends.index), [(0, 1), (1, 2), (2, 3), (3, 0)])  # the ring

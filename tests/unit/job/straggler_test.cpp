@@ -269,11 +269,12 @@ TEST(StragglerJudge, EvenNetworkTimeOrATwoRankPairSlowBothWaysNamesNoLink) {
   StragglerJudge healthy;
   feed_ring(healthy, {}, 0);
   EXPECT_TRUE(healthy.judge(kT0 + 99 * 100 * kMs).findings.empty());
-  // Slower, costing (200 x 25 ms - 200 x 10 ms) / 2 channels = 1.5 s of 9.9 s, but below the ratio: 2.5 x.
+  // Slower, costing (200 x 18 ms - 200 x 10 ms) / 2 channels over the window, but below the ratio: 1.8 x (healthy
+  // connections read up to 1.35 x on the GPU machine).
   StragglerJudge mild;
-  feed_ring(mild, {{2, 3}}, 25'000'000, 4, 10'000'000);
+  feed_ring(mild, {{2, 3}}, 18'000'000, 4, 10'000'000);
   EXPECT_TRUE(mild.judge(kT0 + 99 * 100 * kMs).findings.empty());
-  // 3 x, but costing 100 x 2 x 0.2 ms / 2 channels = 20 ms of 9.9 s: below the loss.
+  // 3 x, but costing 100 x 2 x 0.2 ms / 2 channels = 20 ms of 9.9 s: below the loss (and nothing lost inside).
   StragglerJudge cheap;
   feed_ring(cheap, {{2, 3}}, 300'000);
   EXPECT_TRUE(cheap.judge(kT0 + 99 * 100 * kMs).findings.empty());

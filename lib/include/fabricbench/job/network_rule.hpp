@@ -29,14 +29,14 @@
 namespace fabricbench::job {
 
 struct NetworkRuleSettings {
-  double link_ratio = 3;  // a slow connection: this many times its classes' usual time per byte
+  double link_ratio = 2;  // a slow connection: this many times its classes' usual time per byte
   double loss = 0.10, loss_gone = 0.05;
   std::size_t min_ops = 10;
   double beside_ratio = 1.25;  // a connection beside a slow one counts as slowed from this ratio
   double lean = 1.2;           // and decides between the two ends when it is this much above the other end's
   // A connection this slow, whatever it costs, is the network's doing of the window: a rank arriving last elsewhere
   // is not named for it (the kernels wait inside the collective, and which ran shortest is then chance).
-  double suspect_ratio = 2;
+  double suspect_ratio = 1.6;
 };
 
 // Why a rank or link was named (the line says it).

@@ -48,8 +48,11 @@ struct StragglerSettings {
   std::size_t min_collectives = 10;
   double inside_ratio = 3;    // the collective's own time against the best this job had for it
   double min_wait_s = 50e-6;  // a last arrival by less is a tie
-  double link_ratio = 3;      // a connection's network time per byte against its communicator's median
+  double link_ratio = 2;      // a connection's network time per byte against its usual (healthy: <= 1.35, GPU machine)
   std::size_t min_link_ops = 10;
+  // The connections are judged over the window's last seconds: a healthy connection's ratio over 5 s stayed <= 1.35
+  // on the GPU machine (3 s: 1.47, 2 s: 1.66), a slowed one shows there sooner than over the whole window.
+  double link_window_s = 5;
   // Proxy operations below this many bytes are left out of the link judgement: their time is the network's latency
   // and the peer's, not the link's bandwidth (a job's tiny all_reduce of a flag or a loss moves a few hundred bytes
   // a connection, ~10^6 us per MiB: beside the big collectives they filled the lower half of the median).
@@ -210,9 +213,11 @@ class StragglerJudge {
   using LinkKey = std::tuple<std::uint64_t, int, int>;  // (comm, rank, peer); a rank's network: peer -1
   // Per slow connection (comm, from, to) placed on a rank's network: that rank and the evidence.
   using Placements = std::map<LinkKey, std::pair<int, Evidence>>;
-  std::set<int> judge_links(std::uint64_t comm, const std::vector<const slow::ProxyRecord*>& sends, double span_s,
-                            double inside_loss, std::vector<SlowFinding>& out, std::set<LinkKey>& named,
-                            Placements& placing);
+  struct Sends {
+    std::vector<const slow::ProxyRecord*> recent, whole;  // the last link_window_s, the whole window
+  };
+  std::set<int> judge_links(std::uint64_t comm, const Sends& sends, double span_s, double inside_loss,
+                            std::vector<SlowFinding>& out, std::set<LinkKey>& named, Placements& placing);
   NetworkRuleSettings network_rule() const;
   // The window's link and network findings (from the proxy sends since `start`), in place of the "inside" ones of
   // their communicators.
