@@ -29,7 +29,7 @@
 namespace fabricbench::job {
 
 struct NetworkRuleSettings {
-  double link_ratio = 2;  // a slow connection: this many times its classes' usual time per byte
+  double link_ratio = 2.5;  // a slow connection: this many times its classes' usual time per byte
   double loss = 0.10, loss_gone = 0.05;
   std::size_t min_ops = 10;
   double beside_ratio = 1.25;  // a connection beside a slow one counts as slowed from this ratio
