@@ -235,6 +235,24 @@ class SlowWatch(LaunchTest):
         self.assertRegex((self.dir / "slow.prom").read_text(),
                          r'fabricbench_slow_link_loss_ratio\{[^}]*kind="network"[^}]*rank="1"')
 
+    def test_the_jobs_start_names_nobody(self):
+        """Rank 2 late by 20 ms at every collective of the job's first 4 s (as where NCCL connects its ranks): the
+        communicator's first 5 s (--slow-settle) are not judged; with --slow-settle 0s the same start names it."""
+        self.start(["--no-ras", "--slow", "slow", "--slow-window", "2s"],
+                   ["--ranks", "4", "--slow-rank", "2", "--slow-from", "0", "--slow-to", "4", "--seconds", "9"])
+        rc, _ = self.finish()
+        text = "\n".join(line for _, line in self.lines)
+        self.assertEqual(rc, 0, text)
+        self.assertEqual(self.said(r"^fabric-watchdog: slow (rank|collective|link|network):"), [], text)
+        self.assertRegex(text, r"--slow-settle 5s")
+        self.tearDown()
+        self.setUp()
+        self.start(["--no-ras", "--slow", "slow", "--slow-window", "2s", "--slow-settle", "0s"],
+                   ["--ranks", "4", "--slow-rank", "2", "--slow-from", "0", "--slow-to", "4", "--seconds", "9"])
+        rc, _ = self.finish()
+        text = "\n".join(line for _, line in self.lines)
+        self.assertEqual(len(self.said(r"^fabric-watchdog: slow rank: rank 2 ")), 1, text)
+
     def test_a_rank_that_exits_early_is_said_and_counted(self):
         self.start(["--no-ras", "--slow", "slow", "--slow-window", "1s", "--slow-settle", "1s"],
                    ["--ranks", "3", "--seconds", "6", "--exit-rank", "1", "--exit-at", "2"])
@@ -260,6 +278,8 @@ class SlowWatch(LaunchTest):
             (["--slow", "s"], [], "--slow DIR: give the command to watch after --"),
             (["--judge", "s"], ["true"], "--judge judges a folder alone"),
             (["--slow", "s", "--slow-window", "0.5s"], ["true"], "--slow-window 0.5s: allowed 1s to 1h"),
+            (["--slow", "s", "--slow-settle", "11min"], ["true"], "--slow-settle 11min: allowed 0s to 10min"),
+            (["--slow-settle", "5s"], ["true"], "--slow-settle belongs to --slow DIR (or --judge DIR)"),
             (["--slow", "s", "--slow-loss", "0"], ["true"], "--slow-loss 0: allowed above 0 and below 100"),
             (["--slow", "s", "--slow-report", "exists.h5"], ["true"], "--slow-report exists.h5: file exists"),
             (["--slow", "s", "--slow-exec", "nowhere.sh"], ["true"], "--slow-exec nowhere.sh: not an executable"),
