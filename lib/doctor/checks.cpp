@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <sys/resource.h>
 #include <sys/statvfs.h>
+#include <unistd.h>  // environ (with C linkage, as every other file of a unity batch sees it)
 
 #include <algorithm>
 
@@ -11,7 +12,6 @@
 #include "fabricbench/facts/environment_variables.hpp"
 #include "port_mtus.hpp"
 
-extern char** environ;
 
 namespace fabricbench::doctor {
 namespace {

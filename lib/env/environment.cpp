@@ -4,13 +4,12 @@
 #include "fabricbench/env/environment.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>  // environ (with C linkage, as every other file of a unity batch sees it)
 
 #include <memory>
 
 #include "fabricbench/facts/environment_variables.hpp"
 #include "fabricbench/results/row_gather.hpp"
-
-extern char** environ;
 
 namespace fabricbench::env {
 namespace {

@@ -19,7 +19,6 @@
 
 #include "fabricbench/error.hpp"
 
-extern char** environ;
 
 namespace fabricbench::job {
 namespace {

@@ -169,8 +169,12 @@ std::set<int> StragglerJudge::judge_links(std::uint64_t comm, const Sends& sends
   // decided, may fall back under their mark a look later: the place does not flip between the link and the rank).
   const auto sticky = [&](NetworkVerdict v) {
     const auto was = placed_on_.find({comm, v.rank, v.peer});
-    if (v.kind == NetworkVerdict::Kind::link && was != placed_on_.end())
-      v.kind = NetworkVerdict::Kind::network, v.rank = was->second.first, v.peer = -1, v.evidence = was->second.second;
+    if (v.kind != NetworkVerdict::Kind::link || was == placed_on_.end()) return v;
+    const auto slow_one = v.connections.front().who;
+    v.kind = NetworkVerdict::Kind::network, v.rank = was->second.first, v.peer = -1, v.evidence = was->second.second;
+    for (const auto& c : rated)  // the connections beside it as they read now, for the line
+      if (c.who != slow_one && (c.who.first == v.rank || c.who.second == v.rank) && c.ratio >= rule.beside_ratio)
+        v.connections.push_back(c);
     return v;
   };
   const auto implicate = [&](const std::vector<RatedConnection>& suspects, const std::vector<RatedConnection>& beside) {
@@ -226,6 +230,41 @@ void StragglerJudge::confirm(SlowWindow& w) {
                    w.findings.end());
 }
 
+// Where the network has suspect connections, the kernels and the sends are read together. A rank that arrives last
+// and is not implicated is the network's doing (the others' kernels wait inside the collective for the slow
+// connection, and which ran shortest is then chance, or a GPU's time slices): not named. One that is: a rank's network
+// named with its kernels agreeing, or a late rank the sends into which wait (the link's receiver): one finding with
+// both kinds of evidence.
+void StragglerJudge::read_together(SlowWindow& w, std::vector<SlowFinding>& placed,
+                                   const std::map<std::uint64_t, std::set<int>>& implicated) {
+  for (auto it = w.findings.begin(); it != w.findings.end();) {
+    const auto imp = implicated.find(it->comm);
+    if (it->kind != SlowFinding::Kind::late || imp == implicated.end() || imp->second.empty()) {
+      ++it;
+      continue;
+    }
+    const std::uint64_t comm = it->comm;
+    const int rank = it->rank;
+    const auto network = std::find_if(placed.begin(), placed.end(), [&](const SlowFinding& p) {
+      return p.comm == comm && p.kind == SlowFinding::Kind::network && p.rank == rank;
+    });
+    if (network != placed.end()) network->kernels_agree = true;
+    if (network != placed.end() || !imp->second.count(rank)) {
+      named_.erase({comm, rank});
+      it = w.findings.erase(it);
+      continue;
+    }
+    const auto before = placed.size();
+    placed.erase(std::remove_if(placed.begin(), placed.end(),
+                                [&](const SlowFinding& p) {
+                                  return p.comm == comm && p.kind == SlowFinding::Kind::link && p.peer == rank;
+                                }),
+                 placed.end());
+    it->sends_agree = placed.size() < before;
+    ++it;
+  }
+}
+
 // The link and network findings of the window's last link_window_s (a link slowed 2 s ago shows twice as strong
 // over 5 s as over 10; the whole window's collectives still say what the job loses inside them: `inside`).
 void StragglerJudge::place_inside(std::int64_t start, SlowWindow& w, const std::map<std::uint64_t, double>& inside) {
@@ -253,37 +292,7 @@ void StragglerJudge::place_inside(std::int64_t start, SlowWindow& w, const std::
   }
   links_named_ = std::move(links);
   placed_on_ = std::move(placing);
-  // Where the network has suspect connections, the kernels and the sends are read together. A rank that arrives
-  // last and is not implicated is the network's doing (the others' kernels wait inside the collective for the slow
-  // connection, and which ran shortest is then chance, or a GPU's time slices): not named. One that is: a rank's
-  // network named with its kernels agreeing, or a late rank the sends into which wait (the link's receiver): one
-  // finding with both kinds of evidence.
-  for (auto it = w.findings.begin(); it != w.findings.end();) {
-    const auto imp = implicated.find(it->comm);
-    if (it->kind != SlowFinding::Kind::late || imp == implicated.end() || imp->second.empty()) {
-      ++it;
-      continue;
-    }
-    const std::uint64_t comm = it->comm;
-    const int rank = it->rank;
-    const auto network = std::find_if(placed.begin(), placed.end(), [&](const SlowFinding& p) {
-      return p.comm == comm && p.kind == SlowFinding::Kind::network && p.rank == rank;
-    });
-    if (network != placed.end()) network->kernels_agree = true;
-    if (network != placed.end() || !imp->second.count(rank)) {
-      named_.erase({comm, rank});
-      it = w.findings.erase(it);
-      continue;
-    }
-    const auto before = placed.size();
-    placed.erase(std::remove_if(placed.begin(), placed.end(),
-                                [&](const SlowFinding& p) {
-                                  return p.comm == comm && p.kind == SlowFinding::Kind::link && p.peer == rank;
-                                }),
-                 placed.end());
-    it->sends_agree = placed.size() < before;
-    ++it;
-  }
+  read_together(w, placed, implicated);
   if (!placed.empty()) {
     // A slow collective placed on a link or a rank's network is said once, there.
     w.findings.erase(std::remove_if(w.findings.begin(), w.findings.end(),

@@ -488,3 +488,58 @@ TEST(StragglerJudge, CollectivesAreNumberedPerOpAsNcclDoes) {
 }
 
 }  // namespace
+
+namespace {
+
+// A ring of 4 whose kernels say rank `late` arrives last by 27 ms at every collective, and whose sends say 1->2 is
+// slow (20 ms per 1 MiB against 0.1 ms), over 10 s.
+StragglerJudge kernels_and_sends(int late, fabricbench::job::StragglerSettings s = {}) {
+  StragglerJudge j(s);
+  feed(j, kT0, 0, 100, late);
+  for (int i = 0; i < 100; ++i)
+    for (int r = 0; r < 4; ++r)
+      j.add(r, send(0x3f, i, r, (r + 1) % 4, 0, kT0 + i * 100 * kMs, r == 1 ? 20'000'000 : 100'000));
+  return j;
+}
+
+TEST(StragglerJudge, ALateRankTheNetworkDoesNotImplicateIsNotNamed) {
+  // The kernels name rank 1, the sender of the slow link (on a time-sliced GPU, or by chance while every kernel
+  // waits inside the collective): a sender's sends do not wait for its own lateness. Only the link is named.
+  auto j = kernels_and_sends(1);
+  const auto w = j.judge(kT0 + 99 * 100 * kMs);
+  ASSERT_EQ(w.findings.size(), 1u);
+  EXPECT_EQ(w.findings[0].kind, SlowFinding::Kind::link);
+  EXPECT_EQ(w.findings[0].rank, 1);
+  EXPECT_EQ(w.findings[0].peer, 2);
+  // Without the slow link, the same kernels name rank 1.
+  StragglerJudge alone;
+  feed(alone, kT0, 0, 100, 1);
+  ASSERT_EQ(alone.judge(kT0 + 99 * 100 * kMs).findings.size(), 1u);
+}
+
+TEST(StragglerJudge, ALateRankTheSendsIntoWhichWaitIsNamedOnceWithBoth) {
+  // Rank 2 arrives last and the sends into it (1->2) wait: one finding, the slow rank, "the sends into it wait too".
+  auto j = kernels_and_sends(2);
+  const auto w = j.judge(kT0 + 99 * 100 * kMs);
+  ASSERT_EQ(w.findings.size(), 1u);
+  EXPECT_EQ(w.findings[0].kind, SlowFinding::Kind::late);
+  EXPECT_EQ(w.findings[0].rank, 2);
+  EXPECT_TRUE(w.findings[0].sends_agree);
+}
+
+TEST(StragglerJudge, AFindingIsNamedAtItsSecondLookAndALinkAtItsFifth) {
+  fabricbench::job::StragglerSettings s;
+  s.confirm_looks = 2;
+  StragglerJudge late(s);
+  feed(late, kT0, 0, 100, 2);
+  EXPECT_TRUE(late.judge(kT0 + 9800 * kMs).findings.empty());
+  EXPECT_EQ(late.judge(kT0 + 9900 * kMs).findings.size(), 1u);
+  StragglerJudge link(s);
+  feed_ring(link, {{2, 3}}, 20'000'000);
+  for (int look = 0; look < 4; ++look) EXPECT_TRUE(link.judge(kT0 + (9500 + look * 100) * kMs).findings.empty());
+  const auto w = link.judge(kT0 + 9900 * kMs);
+  ASSERT_EQ(w.findings.size(), 1u);
+  EXPECT_EQ(w.findings[0].kind, SlowFinding::Kind::link);
+}
+
+}  // namespace

@@ -224,6 +224,8 @@ class StragglerJudge {
   void place_inside(std::int64_t start, SlowWindow& w, const std::map<std::uint64_t, double>& inside);
   using FindingKey = std::tuple<int, std::uint64_t, int, int, std::uint64_t, std::string>;
   void confirm(SlowWindow& w);
+  void read_together(SlowWindow& w, std::vector<SlowFinding>& placed,
+                     const std::map<std::uint64_t, std::set<int>>& implicated);
   std::map<FindingKey, std::size_t> looks_;  // the last look's findings, and for how many looks in a row
 
   StragglerSettings s_;
