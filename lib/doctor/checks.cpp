@@ -12,7 +12,6 @@
 #include "fabricbench/facts/environment_variables.hpp"
 #include "port_mtus.hpp"
 
-
 namespace fabricbench::doctor {
 namespace {
 using namespace checks;  // the check functions, one file per group

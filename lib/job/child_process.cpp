@@ -19,7 +19,6 @@
 
 #include "fabricbench/error.hpp"
 
-
 namespace fabricbench::job {
 namespace {
 

@@ -9,9 +9,7 @@ namespace {
 
 double median(const std::vector<double>& v) { return v.empty() ? 0 : timing::median_of(v); }
 
-
 constexpr std::int64_t kSecond = 1000000000;
-
 
 }  // namespace
 

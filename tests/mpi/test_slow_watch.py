@@ -357,19 +357,16 @@ class RecordedOnTheGpus(LaunchTest):
     def test_a_starved_network_names_its_rank_and_nothing_before_or_after(self):
         """4 GPUs over sockets on the loopback (NCCL's proxy moves the data, as between nodes); from 20 s to 40 s rank
         2's NCCL proxy thread shared a CPU with 3 busy processes (starved.json): steps 59 ms, then 217 ms. Its sends
-        to rank 3 spent 8-14x the others' network time per byte: the link from 2 to 3 is named within 5 s, then, once
-        the sends into rank 2 slow beside it (1.6x), rank 2's network ("its host starved of CPU"), gone after; before
-        and after, nothing."""
+        to rank 3 spent 8-14x the others' network time per byte, and the sends into it slowed beside them (1.6x): rank
+        2's network is named ("its host starved of CPU") within 7 s, gone after; before and after, nothing."""
         r, _ = self.replay("network-4gpu")
         folder = self.dir / "records"
         first = min(struct.unpack_from("<q", f.read_bytes(), 256 + 24)[0] for f in folder.glob("*.fbslow")) / 1e9
         t0 = float((folder / "t0").read_text()) - first
         named = [(float(m.group(1)) - t0, m.group(2)) for m in
                  re.finditer(r"at \+(\d+) s: slow (rank|collective|link|network):", r.stderr)]
-        self.assertEqual([kind for _, kind in named], ["link", "network"], r.stderr)
-        self.assertTrue(20 <= named[0][0] <= 25, named)
-        self.assertRegex(r.stderr, r"slow link: the link from rank 2 \(pid 1170, GPU 2 \(0000:00:08\.0\) on host vm\) "
-                                   r"to rank 3 of communicator 0x5f4b6470cdbe0e9")
+        self.assertEqual([kind for _, kind in named], ["network"], r.stderr)
+        self.assertTrue(20 <= named[0][0] <= 27, named)
         self.assertRegex(r.stderr, r"slow network: the network of rank 2 \(pid 1170, GPU 2 \(0000:00:08\.0\) on host "
                                    r"vm\) in communicator 0x5f4b6470cdbe0e9: its sends wait, and the sends into it "
                                    r"beside them \(2->3 \d+\.\dx, 1->2 1\.\dx .*its host starved of CPU")
@@ -378,7 +375,7 @@ class RecordedOnTheGpus(LaunchTest):
         self.assertTrue(40 <= gone[0] <= 52, gone)
         run = self.load("report.h5")
         found = run.tables["slow/findings"]
-        self.assertEqual(list(zip(found.kind, found["rank"], found.peer)), [("link", 2, 3), ("network", 2, -1)])
+        self.assertEqual(list(zip(found.kind, found["rank"], found.peer)), [("network", 2, -1)])
         self.assertTrue((found.loss_pct <= 100).all())
         conns = run.tables["slow/connections"]
         sends = conns[(conns.direction == "send") & (conns.ops >= 10)].set_index(["rank", "peer"])
@@ -386,6 +383,31 @@ class RecordedOnTheGpus(LaunchTest):
         self.assertEqual(sends.ratio.idxmax(), (2, 3))
         self.assertGreater(sends.ratio.max(), 1.8)  # over the whole run, a third of it slowed
         self.assertEqual(set(sends.channels), {2})
+
+    def test_a_record_years_off_or_without_a_time_is_crossed_at_once(self):
+        """One record at 2^63-1 ns (a clock years off) and one of zeros (a hole a crash left) in a real run's files:
+        the replay stepped through the span one second at a time without end. Now it crosses the gap, and the run's
+        lines are those it gives without them."""
+        clean, _ = self.replay("network-4gpu")
+        self.tearDown()
+        self.setUp()
+        folder = self.dir / "records"
+        folder.mkdir(mode=0o700)
+        files = sorted((FIXTURES / "network-4gpu").glob("*.fbslow"))
+        for f in (FIXTURES / "network-4gpu").iterdir():
+            shutil.copy(f, folder / f.name)
+        far = bytearray(files[0].read_bytes()[256:320])  # its first record, moved to the end of time
+        struct.pack_into("<q", far, 24, 2**63 - 1)
+        with open(folder / files[0].name, "ab") as out:
+            out.write(bytes(far))
+        with open(folder / files[1].name, "ab") as out:
+            out.write(bytes(64))
+        r = subprocess.run([str(BIN / "fabric-watchdog"), "--judge", str(folder), "--replay", "--slow-report",
+                            "report.h5"], cwd=self.dir, capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = [l for l in r.stderr.splitlines() if re.match(r"fabric-watchdog: at \+\d+ s: slow ", l)]
+        self.assertEqual(lines, [l for l in clean.stderr.splitlines() if re.match(r"fabric-watchdog: at \+\d+ s: slow ", l)])
+        self.assertEqual(self.load("report.h5").attrs["status"], "complete")
 
     def test_a_healthy_minute_names_nobody(self):
         r, named = self.replay("healthy-2gpu")

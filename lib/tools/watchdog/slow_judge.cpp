@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdio>
 #include <ctime>
+#include <limits>
 #include <map>
 #include <thread>
 
@@ -68,17 +69,30 @@ class Judge {
       poll(more);
       all.insert(all.end(), more.begin(), more.end());
     } while (!more.empty());
+    // A record without a time (a hole a crash left in a file: all zeros) has no place in the run: left out.
+    all.erase(std::remove_if(all.begin(), all.end(), [](const auto& r) { return r.second.host_ns <= 0; }), all.end());
     std::stable_sort(all.begin(), all.end(),
                      [](const auto& a, const auto& b) { return a.second.host_ns < b.second.host_ns; });
     if (all.empty()) return;
-    const std::int64_t first = all.front().second.host_ns, last = all.back().second.host_ns;
+    constexpr std::int64_t kSecond = 1000000000;
+    const std::int64_t first = all.front().second.host_ns;
+    const auto window = static_cast<std::int64_t>(o_.window_s * 1e9);
     std::size_t next = 0;
-    for (std::int64_t t = first + 1000000000; !stop; t += 1000000000) {
+    constexpr auto kEnd = std::numeric_limits<std::int64_t>::max();  // a record at the end of time is reached too
+    for (std::int64_t t = first + kSecond; !stop; t = t > kEnd - kSecond ? kEnd : t + kSecond) {
       for (; next < all.size() && all[next].second.host_ns <= t; ++next) judge_.add(all[next].first, all[next].second);
       at_ = fmt::format("at +{:.0f} s: ", static_cast<double>(t - first) * 1e-9);
-      const bool done = t > last;
+      const bool done = next >= all.size();  // (not t > last: a record at the end of time is never passed)
       judge_at(t, done, stop);
       if (done) break;
+      // A stretch without records (a pause of the job, or a record whose clock is years off) is crossed at once:
+      // once the window has emptied, the next look is the second before the next record.
+      if (next < all.size() && all[next].second.host_ns - t > window + 2 * kSecond) {
+        const std::int64_t emptied = t + window + kSecond;
+        at_ = fmt::format("at +{:.0f} s: ", static_cast<double>(emptied - first) * 1e-9);
+        judge_at(emptied, false, stop);
+        t += (all[next].second.host_ns - t) / kSecond * kSecond - kSecond;
+      }
     }
   }
 

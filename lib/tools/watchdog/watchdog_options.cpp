@@ -102,8 +102,9 @@ namespace {
 // --slow and --judge, and the options only they use.
 void parse_slow(Options& o, const po::variables_map& v) {
   const bool slow = v.count("slow"), judge = v.count("judge");
-  if (const auto n = given(v, {"slow-window", "slow-settle", "slow-loss", "slow-report", "slow-prometheus", "slow-exec", "replay"});
-      !slow && !judge && !n.empty())
+  const auto n =
+      given(v, {"slow-window", "slow-settle", "slow-loss", "slow-report", "slow-prometheus", "slow-exec", "replay"});
+  if (!slow && !judge && !n.empty())
     throw Error::usage(fmt::format("--{} belongs to --slow DIR (or --judge DIR): give one, or drop --{}", n, n));
   if (!slow && !judge) return;
   if (slow && judge) throw Error::usage("--slow and --judge: --slow starts its own judge; give one of them");

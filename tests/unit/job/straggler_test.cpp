@@ -316,13 +316,14 @@ TEST(StragglerJudge, ASlowCollectivePlacedOnALinkIsSaidThereOnce) {
 void feed_tiny(StragglerJudge& j, int ranks = 4) {
   for (int i = 0; i < 100; ++i)
     for (int r = 0; r < ranks; ++r)
-      j.add(static_cast<std::size_t>(r), send(0x3f, 1000 + i, r, (r + 2) % ranks, 0, kT0 + i * 100 * kMs + 50 * kMs,
-                                              50'000, 256));
+      j.add(static_cast<std::size_t>(r),
+            send(0x3f, 1000 + i, r, (r + 2) % ranks, 0, kT0 + i * 100 * kMs + 50 * kMs, 50'000, 256));
 }
 
 TEST(StragglerJudge, ATinyCollectiveBesideTheBigOnesDoesNotHideASlowLink) {
   // The job: the ring's sends 278-1588 us per MiB, the slowed link's 6163 (here 1000 and 20,000), and a
-  // tiny all_reduce's connections beside them. Compared over every connection, the lower median fell on the slow link itself.
+  // tiny all_reduce's connections beside them. Compared over every connection, the lower median fell on the slow link
+  // itself.
   StragglerJudge j;
   feed_ring(j, {{2, 3}}, 20'000'000, 4, 1'000'000);
   feed_tiny(j);

@@ -41,11 +41,11 @@ struct NetworkRuleSettings {
 
 // Why a rank or link was named (the line says it).
 enum class Evidence {
-  kernels,          // its kernels ran shortest: the others waited for it before the collective
-  link,             // one connection's sends; the connections beside it are as usual
-  connections,      // several slow connections, all touching the rank
-  sends_into,       // the sends into it, and its own sends slowed beside them: it does not take what it is sent
-  sends_from,       // its sends, and the sends into it slowed beside them: its NIC's send side or its host
+  kernels,      // its kernels ran shortest: the others waited for it before the collective
+  link,         // one connection's sends; the connections beside it are as usual
+  connections,  // several slow connections, all touching the rank
+  sends_into,   // the sends into it, and its own sends slowed beside them: it does not take what it is sent
+  sends_from,   // its sends, and the sends into it slowed beside them: its NIC's send side or its host
 };
 
 struct RatedConnection {

@@ -48,7 +48,7 @@ struct StragglerSettings {
   std::size_t min_collectives = 10;
   double inside_ratio = 3;    // the collective's own time against the best this job had for it
   double min_wait_s = 50e-6;  // a last arrival by less is a tie
-  double link_ratio = 2.5;  // a connection's time per byte against its usual (healthy on the GPU machine: <= 2.32)
+  double link_ratio = 2.5;    // a connection's time per byte against its usual (healthy on the GPU machine: <= 2.32)
   std::size_t min_link_ops = 10;
   // The connections are judged over the window's last seconds: a healthy connection's ratio over 5 s stayed <= 1.35
   // on the GPU machine (3 s: 1.47, 2 s: 1.66), a slowed one shows there sooner than over the whole window.
@@ -117,8 +117,8 @@ struct SlowFinding {
   std::vector<double> connection_ratios;         // theirs, each against its usual
   double ratio = 0;  // link, network: network time per byte against the communicator's median (the worst)
   Evidence evidence = Evidence::kernels;  // what named it
-  bool kernels_agree = false;  // network: the rank also arrived last (its late finding said here)
-  bool sends_agree = false;    // late: the sends into it wait too (the link finding into it said here)
+  bool kernels_agree = false;             // network: the rank also arrived last (its late finding said here)
+  bool sends_agree = false;               // late: the sends into it wait too (the link finding into it said here)
   std::string op;
   std::uint64_t bytes = 0;  // inside: the collective's size
   double late_fraction = 0, wait_median_s = 0, loss = 0;
