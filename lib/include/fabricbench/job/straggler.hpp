@@ -1,8 +1,8 @@
 // The slow-rank judge of fabric-watchdog --slow: the records of the job's ranks (slow_record.hpp) matched by
-// communicator and sequence number, and per collective how long each rank waited inside it. A rank's kernel that
-// starts while the others' have been waiting runs shortest: the rank that waits least arrived last, and how much
-// longer the others ran is what its lateness cost them. No clock is compared between ranks (only each rank's own
-// kernel duration).
+// communicator, op and sequence number (NCCL numbers each function's collectives apart), and per collective how long
+// each rank waited inside it. A rank's kernel that starts while the others' have been waiting runs shortest: the rank
+// that waits least arrived last, and how much longer the others ran is what its lateness cost them. No clock is
+// compared between ranks (only each rank's own kernel duration).
 //
 // Over a window (10 s): per rank, the collectives of its communicator it arrived last at (by at least 50 us) and
 // the time the others waited for it there, as a share of the window: the job's time lost to it. A rank is named when
@@ -10,16 +10,15 @@
 // collective": compute, input, the host or its GPU), and is named no more once it costs < `loss_gone`. (The share of
 // the waiting, not of the collectives it was last at: healthy ranks take turns being last, so that share starts at
 // 1/n and reaches one half only once the slow part fills a third of the window; the waiting is the slow rank's from
-// its first second.) A collective that
-// every rank runs alike but several times slower than this job ran it before (same communicator, op and size) is
-// named as slow inside (a link or NIC), when no rank of its communicator is named late.
+// its first second.) A collective that every rank runs alike but several times slower than this job ran it before
+// (same communicator, op and size) is named as slow inside (a link or NIC), when no rank of its communicator is named
+// late. A communicator's first seconds and the first collectives of each kind are left out (settling).
 //
-// Where NCCL's proxy moves data over the network, its proxy operations (slow_record.hpp) say where inside: per
-// connection (a rank sending to a peer, over the window) the network time per byte of its steps. A connection that
-// takes >= `link_ratio` times its communicator's median per byte and costs >= `loss` of the time (its excess network
-// time spread over its channels, which run side by side) is a slow link: named as the link from rank to peer, or,
-// when several slow connections all touch one rank, as that rank's network (its NIC, cable or port). Sends only: a
-// receive waits for its sender as much as for the network, a send's completion is the network's alone.
+// Where NCCL's proxy moves data over the network, its proxy operations (slow_record.hpp) say where inside: the
+// network rule (network_rule.hpp) compares the connections' sends like with like and places a slow one on a link, a
+// rank's network, a receiver that does not take its data or a sender. The kernels and the sends are then read
+// together: a rank the kernels name that the network does not implicate is not named. A finding is named from its
+// `confirm_looks`-th look in a row (a link three more); no finding's loss is above the whole window.
 #pragma once
 #include <algorithm>
 #include <bitset>
