@@ -21,7 +21,7 @@ std::optional<std::size_t> StragglerJudge::source_of(std::uint64_t comm, int ran
   return r->second;
 }
 
-bool StragglerJudge::settling(std::uint64_t comm, std::int64_t t_ns) const {
+bool StragglerJudge::still_settling(std::uint64_t comm, std::int64_t t_ns) const {
   const auto it = comm_first_.find(comm);
   return it != comm_first_.end() && static_cast<double>(t_ns - it->second) < s_.settle_s * 1e9;
 }
@@ -48,7 +48,7 @@ void StragglerJudge::add_proxy(const slow::ProxyRecord& p) {
       t.channels.set(p.channel);
     }
   }
-  if (p.is_send && !small && !settling(p.comm, p.host_ns)) proxies_.push_back(p);
+  if (p.is_send && !small && !still_settling(p.comm, p.host_ns)) proxies_.push_back(p);
 }
 
 void StragglerJudge::add(std::size_t source, const slow::Record& r) {
@@ -88,7 +88,7 @@ void StragglerJudge::finish(const Key& key, Pending& p) {
     if (&part != &*last) waits.push_back(static_cast<double>(part.kernel_ns - last->kernel_ns) * 1e-9);
   const double wait_s = median(waits);
   const bool new_kind = ++kinds_seen_[{key.comm, p.op, p.algo, p.proto}] <= s_.settle_ops;
-  if (new_kind || settling(key.comm, p.first_ns))
+  if (new_kind || still_settling(key.comm, p.first_ns))
     ++settling_;
   else
     done_.push_back({p.first_ns, key.comm, p.bytes, p.op, last->rank, last->source, wait_s, own_s});

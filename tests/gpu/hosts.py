@@ -176,11 +176,17 @@ class Job:
                 self.rig.shape(host, kind == "nic-both", on=False)
             elif kind == "stall":
                 end = time.time() + span
-                while time.time() < end:
-                    os.kill(pid, signal.SIGSTOP)
-                    time.sleep(0.1)
-                    os.kill(pid, signal.SIGCONT)
-                    time.sleep(0.1)
+                try:
+                    while time.time() < end:
+                        os.kill(pid, signal.SIGSTOP)
+                        time.sleep(0.1)
+                        os.kill(pid, signal.SIGCONT)
+                        time.sleep(0.1)
+                finally:  # never leave the rank stopped (the driver interrupted, the rank gone)
+                    try:
+                        os.kill(pid, signal.SIGCONT)
+                    except ProcessLookupError:
+                        pass
             elif kind == "starve":
                 starve(pid, span, self.rig.busy_cpu)
             elif kind == "neighbour":

@@ -423,7 +423,7 @@ TEST(StragglerJudge, NoFindingLosesMoreThanTheWholeTime) {
   EXPECT_DOUBLE_EQ(iw.findings[0].loss, 1.0);
 }
 
-fabricbench::job::StragglerSettings settling() {
+fabricbench::job::StragglerSettings as_the_watchdog_settles() {
   fabricbench::job::StragglerSettings s;
   s.settle_s = 5, s.settle_ops = 3;
   return s;
@@ -432,7 +432,7 @@ fabricbench::job::StragglerSettings settling() {
 TEST(StragglerJudge, AJobsStartIsLeftOutWhileItsConnectionsAreMade) {
   // Rank 3 late by 27 ms at every collective of the first 5 s (NCCL connecting): judged at 5 s, nothing; a rank late
   // after that is named as before. Without the settling, the start names rank 3.
-  StragglerJudge j(settling());
+  StragglerJudge j(as_the_watchdog_settles());
   feed(j, kT0, 0, 50, 3);
   EXPECT_TRUE(j.judge(kT0 + 4900 * kMs).findings.empty());
   EXPECT_EQ(j.settling(), 50u);
@@ -446,7 +446,7 @@ TEST(StragglerJudge, AJobsStartIsLeftOutWhileItsConnectionsAreMade) {
 }
 
 TEST(StragglerJudge, ACommunicatorMadeMidJobAndANewKindOfCollectiveSettleToo) {
-  StragglerJudge j(settling());
+  StragglerJudge j(as_the_watchdog_settles());
   feed(j, kT0, 0, 200, -1);  // communicator 0x3f, healthy for 20 s
   // At 15 s a new communicator: rank 0 late by 27 ms at its first 5 s of collectives.
   for (int i = 0; i < 50; ++i)

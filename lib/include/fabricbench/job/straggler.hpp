@@ -244,7 +244,7 @@ class StragglerJudge {
   std::map<std::uint64_t, std::int64_t> comm_first_;                 // per comm: its first record (settle_s)
   std::map<std::tuple<std::uint64_t, std::uint8_t, std::uint8_t, std::uint8_t>, std::size_t> kinds_seen_;
   std::size_t settling_ = 0;
-  bool settling(std::uint64_t comm, std::int64_t t_ns) const;
+  bool still_settling(std::uint64_t comm, std::int64_t t_ns) const;  // within its communicator's settle_s
   std::int64_t newest_ns_ = 0;
   std::size_t judged_ = 0;
 };
