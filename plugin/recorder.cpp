@@ -36,6 +36,14 @@ void cuda_device(slow::FileHeader& h) {
   ::dlclose(cuda);
 }
 
+void boot_id(slow::FileHeader& h) {
+  const int fd = ::open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  char id[sizeof h.boot_id] = {};
+  if (::read(fd, id, sizeof id) == static_cast<ssize_t>(sizeof id)) std::memcpy(h.boot_id, id, sizeof id);
+  ::close(fd);
+}
+
 slow::FileHeader header(int api) {
   slow::FileHeader h{};
   std::memcpy(h.magic, slow::kMagic, sizeof h.magic);
@@ -46,6 +54,7 @@ slow::FileHeader header(int api) {
   h.profiler_api = api;
   ::gethostname(h.host, sizeof h.host - 1);
   cuda_device(h);
+  boot_id(h);
   copy(h.visible_devices, sizeof h.visible_devices, std::getenv("CUDA_VISIBLE_DEVICES"));
   for (const char* name : {"SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "RANK"})
     if (const char* v = std::getenv(name)) {

@@ -21,6 +21,24 @@ std::optional<std::size_t> StragglerJudge::source_of(std::uint64_t comm, int ran
   return r->second;
 }
 
+void StragglerJudge::set_gpu(std::size_t source, std::string physical_gpu) {
+  if (gpu_of_.size() <= source) gpu_of_.resize(source + 1);
+  gpu_of_[source] = std::move(physical_gpu);
+}
+
+std::vector<int> StragglerJudge::sharing_gpu(std::uint64_t comm) const {
+  const auto c = ranks_of_.find(comm);
+  if (c == ranks_of_.end() || gpu_of_.empty()) return {};
+  std::map<std::string, std::vector<int>> on;
+  for (const auto& [rank, source] : c->second)
+    if (source < gpu_of_.size() && !gpu_of_[source].empty()) on[gpu_of_[source]].push_back(rank);
+  std::vector<int> out;
+  for (const auto& [gpu, ranks] : on)
+    if (ranks.size() > 1) out.insert(out.end(), ranks.begin(), ranks.end());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 bool StragglerJudge::still_settling(std::uint64_t comm, std::int64_t t_ns) const {
   const auto it = comm_first_.find(comm);
   return it != comm_first_.end() && static_cast<double>(t_ns - it->second) < s_.settle_s * 1e9;
@@ -348,6 +366,8 @@ SlowWindow StragglerJudge::judge(std::int64_t now_ns) {
     // A rank's typical wait: the median of its waits that stand out (over 4x the communicator's median wait), where
     // it has such: while it turns slow, its window still holds the healthy turns, whose median would say 0.2 ms.
     const double usual_s = median(every);
+    const auto shared = sharing_gpu(comm);
+    if (!shared.empty()) w.shared_gpu[comm] = shared;
     for (auto& [rank, waits] : a.waits) {
       RankWindow r;
       r.comm = comm, r.rank = rank, r.source = a.source[rank], r.collectives = a.n, r.late = waits.size();
@@ -366,7 +386,8 @@ SlowWindow StragglerJudge::judge(std::int64_t now_ns) {
                                        })->first);
       const double late_fraction = static_cast<double>(r.late) / static_cast<double>(r.collectives);
       const bool was = named_.count({comm, rank}) > 0;
-      const bool enough = r.collectives >= s_.min_collectives && r.share >= s_.share && late_fraction >= s_.late;
+      const bool enough = r.collectives >= s_.min_collectives && r.share >= s_.share && late_fraction >= s_.late &&
+                          !std::binary_search(shared.begin(), shared.end(), rank);
       if (enough && r.loss >= (was ? s_.loss_gone : s_.loss)) {
         named[{comm, rank}] = true;
         comm_late = true;

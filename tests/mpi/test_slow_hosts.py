@@ -9,7 +9,9 @@ loop's start), plan.json (the faults as they ran), the live judge's lines (log) 
   inject-fsdp-capped   FSDP, send buffers capped at 512 KB (a send completes when the wire took it, as over RDMA): 8
   inject-fsdp          FSDP, the kernel's send buffers: what the sends cannot show (a NIC slowed: only a slow
                        collective, placed nowhere)
-  healthy-ddp, healthy-fsdp-capped   300 s each from the job's start, nothing injected"""
+  healthy-ddp, healthy-fsdp-capped   300 s each from the job's start, nothing injected
+  healthy-fsdp-beside  300 s of a healthy FSDP job (capped buffers) beside inject-fsdp-capped on the same GPU: eight
+                       processes time-slicing it; recorded before the plugin wrote the machine's boot id"""
 import json
 import pathlib
 import re
@@ -28,14 +30,22 @@ FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "slow" / "
 
 
 class AcrossHosts(LaunchTest):
-    def replay(self, name):
-        """The fixture judged again: (what was named, per fault and the wrong namings, the judge's stderr)."""
-        run = self.dir / name
+    BOOT_ID_AT = 256 - 40  # FileHeader::boot_id (slow_record.hpp): 36 bytes, then 4 of padding
+
+    def replay(self, name, boot_id=None):
+        """The fixture judged again: (what was named, per fault and the wrong namings, the judge's stderr). With
+        `boot_id`, each file's header says that machine, as the plugin writes it now."""
+        run = self.dir / (name + ("-boot" if boot_id else ""))
         with tarfile.open(FIXTURES / f"{name}.tar.xz") as t:
             t.extractall(run)  # the project's own fixture
         (run / "slow").chmod(0o700)
+        for f in (run / "slow").glob("*.fbslow") if boot_id else []:
+            b = bytearray(f.read_bytes())
+            self.assertEqual(b[self.BOOT_ID_AT:256], bytes(40))  # recorded without one
+            b[self.BOOT_ID_AT:self.BOOT_ID_AT + 36] = boot_id.encode()
+            f.write_bytes(bytes(b))
         r = subprocess.run([str(BIN / "fabric-watchdog"), "--judge", str(run / "slow"), "--replay", "--slow-report",
-                            str(self.dir / f"{name}.h5")], capture_output=True, text=True, timeout=300)
+                            str(run) + ".h5"], capture_output=True, text=True, timeout=300)
         self.assertEqual(r.returncode, 0, r.stderr)
         first = min(struct.unpack_from("<q", f.read_bytes(), 256 + 24)[0] for f in (run / "slow").glob("*.fbslow"))
         t0 = float((run / "t0").read_text()) - first / 1e9  # the loop's start, in the replay's seconds
@@ -80,9 +90,31 @@ class AcrossHosts(LaunchTest):
         for name in ("healthy-ddp", "healthy-fsdp-capped"):
             named, j, text = self.replay(name)
             self.assertEqual(named, [], text)
-            run = self.load(str(self.dir / f"{name}.h5"))
+            run = self.load(str(self.dir / name) + ".h5")
             self.assertEqual(len(run.tables["slow/findings"]), 0)
             self.assertEqual(sorted(set(run.tables["slow/collectives"]["rank"])), [0, 1, 2, 3])
+
+    def test_ranks_time_slicing_one_gpu_are_not_named_by_their_kernels(self):
+        """Eight processes on one GPU: rank 1's all-gathers started last at ~38% (the order the GPU served the
+        processes in), and the kernels' rule named it for most of 300 s, "the job loses 19-22%", while the steps stayed
+        as they were. The same records with the machine's boot id in their headers (four host names, one bus id, one
+        machine): the judge says the ranks share the GPU and names nobody."""
+        named, j, text = self.replay("healthy-fsdp-beside")
+        self.assertTrue(any(k == "rank" and r == 1 and e - s >= 30 for k, r, p, s, e in named), (named, text))
+        self.assertRegex(text, r"slow rank: rank 1 .* arrives last .* named by its kernels")
+        boot = "1f0c2a7e-5b43-4d0e-9a36-0c8f2e6d4b19"
+        named, j, text = self.replay("healthy-fsdp-beside", boot_id=boot)
+        self.assertEqual(named, [], text)
+        self.assertRegex(text, r"--slow: ranks 0, 1, 2, 3 of communicator 0x[0-9a-f]+ share a GPU with another of its "
+                               r"ranks \(the same bus id on one machine\)")
+        self.assertEqual(text.count("share a GPU"), 1, text)
+        run = self.load(str(self.dir / "healthy-fsdp-beside-boot") + ".h5")
+        self.assertEqual(sorted(set(run.tables["slow/processes"]["boot_id"])), [boot])
+        # The faults of the job beside it, judged with the boot id too: every one still named right, nothing wrong
+        # (the network names a stalled or starved host on this rig; the kernels named none of them first).
+        named, j, text = self.replay("inject-fsdp-capped", boot_id=boot)
+        self.assertEqual(j["false"], [], text)
+        self.assertEqual([f["found"] for f in j["faults"]], [True] * 8, j["faults"])
 
 
 if __name__ == "__main__":

@@ -100,6 +100,8 @@ class Judge {
   void poll(std::vector<std::pair<std::size_t, slow::Record>>& records) {
     std::vector<std::string> problems;
     folder_.poll(records, problems);
+    for (const auto& sources = folder_.sources(); gpus_told_ < sources.size(); ++gpus_told_)
+      judge_.set_gpu(gpus_told_, sources[gpus_told_].physical_gpu());
     for (const auto& p : problems) std::fprintf(stderr, "fabric-watchdog: --slow: %s\n", results::printable(p).c_str());
     records_ += records.size();
   }
@@ -115,6 +117,19 @@ class Judge {
                    results::printable(o_.folder).c_str(), o_.silent_s());
     }
     auto w = judge_.judge(now);
+    for (const auto& [comm, ranks] : w.shared_gpu) {
+      auto& said = shared_said_[comm];
+      if (ranks.size() <= said) continue;
+      said = ranks.size();
+      std::string list;
+      for (std::size_t i = 0; i < ranks.size() && i < 16; ++i) list += (i ? ", " : "") + std::to_string(ranks[i]);
+      if (ranks.size() > 16) list += fmt::format(" and {} more", ranks.size() - 16);
+      std::fprintf(stderr,
+                   "fabric-watchdog: %s--slow: ranks %s of communicator %s share a GPU with another of its ranks "
+                   "(the same bus id on one machine): their kernels take turns on it, so which runs shortest says "
+                   "nothing and the kernels' rule names none of them (their network is judged as before)\n",
+                   at_.c_str(), list.c_str(), comm_text(comm).c_str());
+    }
     std::map<std::string, bool> seen;
     for (const auto& f : w.findings) {
       const auto key = SlowWords::key(f);
@@ -240,6 +255,8 @@ class Judge {
   std::vector<std::pair<std::int64_t, job::RankWindow>> windows_;
   std::string at_;  // --replay: "at +12 s: " before each line
   std::map<std::pair<std::uint64_t, int>, bool> quiet_said_;
+  std::size_t gpus_told_ = 0;                       // sources whose GPU the judge knows
+  std::map<std::uint64_t, std::size_t> shared_said_;  // per communicator: how many ranks sharing a GPU were said
 };
 
 // The report's last status: SIGTERM is how fabric-watchdog says the job ended (and how a judge run alone is

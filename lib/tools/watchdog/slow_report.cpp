@@ -346,7 +346,8 @@ class ReportWriter {
         "processes",
         {results::key_text("host", 64), results::key_int("pid"), results::setting_int("cuda_device"),
          results::setting_text("gpu_bus_id", 32), results::setting_text("visible_devices", 64),
-         results::setting_text("launcher_rank", 16), results::setting_int("profiler_api"),
+         results::setting_text("launcher_rank", 16), results::setting_text("boot_id", 36),
+         results::setting_int("profiler_api"),
          results::setting_text("file", 256)}};
     out_.declare(t);
     out_.section(t, "", {});
@@ -359,6 +360,7 @@ class ReportWriter {
                          .set("gpu_bus_id", s.gpu_bus_id)
                          .set("visible_devices", s.visible_devices)
                          .set("launcher_rank", s.launcher_rank)
+                         .set("boot_id", s.boot_id)
                          .set("profiler_api", std::int64_t{s.profiler_api})
                          .set("file", s.file.substr(0, 256)));
     out_.rows(rows);

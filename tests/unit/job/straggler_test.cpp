@@ -544,3 +544,31 @@ TEST(StragglerJudge, AFindingIsNamedAtItsSecondLookAndALinkAtItsFifth) {
 }
 
 }  // namespace
+
+// Ranks that take turns on one physical GPU: which one's kernel ran shortest is the order the GPU served them in, not
+// a rank's lateness. A late rank on a GPU of its own is named; on one it shares with another rank of its
+// communicator, it is not, and the window says which ranks share.
+TEST(StragglerJudge, RanksSharingOneGpuAreNotNamedByTheirKernels) {
+  const auto named = [](const std::vector<std::string>& gpus) {
+    StragglerJudge j;
+    for (std::size_t s = 0; s < gpus.size(); ++s) j.set_gpu(s, gpus[s]);
+    feed(j, kT0, 0, 100, 2);
+    return j.judge(kT0 + 99 * 100 * kMs);
+  };
+  const auto own = named({"boot/0000:1b:00.0", "boot/0000:1c:00.0", "boot/0000:1d:00.0", "boot/0000:1e:00.0"});
+  ASSERT_EQ(own.findings.size(), 1u);
+  EXPECT_EQ(own.findings[0].rank, 2);
+  EXPECT_TRUE(own.shared_gpu.empty());
+  // The same bus id on two machines (two boot ids) is two GPUs.
+  EXPECT_EQ(named({"a/0000:1b:00.0", "b/0000:1b:00.0", "c/0000:1b:00.0", "d/0000:1b:00.0"}).findings.size(), 1u);
+  EXPECT_EQ(named({"", "", "", ""}).findings.size(), 1u);  // unknown: judged as before
+  const auto all = named({"boot/0000:1b:00.0", "boot/0000:1b:00.0", "boot/0000:1b:00.0", "boot/0000:1b:00.0"});
+  EXPECT_TRUE(all.findings.empty());
+  ASSERT_EQ(all.shared_gpu.count(0x3f), 1u);
+  EXPECT_EQ(all.shared_gpu.at(0x3f), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(all.ranks.front().rank, 2);  // still measured, for the report
+  // Ranks 2 and 3 on one GPU, 0 and 1 on their own: rank 2 is not named; 0 and 1 would be.
+  const auto two = named({"boot/0000:1b:00.0", "boot/0000:1c:00.0", "boot/0000:1d:00.0", "boot/0000:1d:00.0"});
+  EXPECT_TRUE(two.findings.empty());
+  EXPECT_EQ(two.shared_gpu.at(0x3f), (std::vector<int>{2, 3}));
+}

@@ -36,7 +36,11 @@ struct FileHeader {
   char gpu_bus_id[32];       // the device's PCI bus id ("0000:1b:00.0"), empty when unknown
   char visible_devices[64];  // CUDA_VISIBLE_DEVICES as the process saw it, empty when unset
   char launcher_rank[16];    // SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK or RANK, empty when none is set
-  char pad[40];
+  // The machine's boot id (/proc/sys/kernel/random/boot_id: the same in every container and namespace of one boot
+  // of one machine; not NUL-terminated when whole), all zeros when unknown (files before it). With the bus id it
+  // tells processes that share one physical GPU, whatever host names their namespaces give them.
+  char boot_id[36];
+  char pad[4];
 };
 static_assert(sizeof(FileHeader) == 256, "the header is 256 bytes");
 
