@@ -7,6 +7,9 @@ fabric-watchdog named, when. Run as root from the repository root with a carried
   ddp, fsdp  two rigs of 4 hosts side by side: that job with INJECTIONS (10) faults of 20 s, 10 s apart, of every
              kind in turn on hosts drawn from a fixed seed (a neighbour on a GPU where each host has one of its own),
              and the same job healthy for 300 s from its start (nothing may be named there).
+  cost       what watching costs a step: the DDP job and the FSDP job on one rig, 30 s each, watched (the plugin in
+             its NCCL, a watchdog per host) and not, PAIRS (2) interleaved pairs alternating which goes first; rank
+             0's median step from 5 s in, and per job the ratio of the medians.
 HOSTS_WMEM=BYTES caps every host's TCP send buffer (net.ipv4.tcp_wmem's maximum), so that a send completes when the
 wire has taken it, as an RDMA send does (tests/gpu/hosts.py, Rig).
 
@@ -47,6 +50,26 @@ def step_ms(job, plan_, rank=0):
     return out
 
 
+def cost(rig, work, pairs, seconds=30):
+    """Per job (ddp, fsdp): rank 0's median step watched and bare, run by run, and the ratio of the medians."""
+    out, port = {}, 29640
+    for shard in ("ddp", "fsdp"):
+        runs = {"watched": [], "bare": []}
+        for k in range(pairs):
+            for watched in ((True, False) if k % 2 == 0 else (False, True)):
+                name = f"cost-{shard}-{k}-{'watched' if watched else 'bare'}"
+                port += 1
+                job = hosts.Job(rig, work, name, seconds, [], shard=shard, watchdog=watched, port=port).wait()
+                steps = sorted(t for at, t in job.steps().get(0, []) if at >= 5)
+                runs["watched" if watched else "bare"].append(round(1e3 * steps[len(steps) // 2], 2) if steps else None)
+                for f in (job.dir / "slow").glob("*"):  # the records are not kept
+                    f.unlink()
+        med = {k: sorted(v)[len(v) // 2] if None not in v else None for k, v in runs.items()}
+        out[shard] = dict(runs, ratio=round(med["watched"] / med["bare"], 4) if None not in med.values() else None)
+        print("cost", shard, json.dumps(out[shard]), flush=True)
+    return out
+
+
 def run_together(jobs):
     """Jobs started at once on rigs of their own (sharing the GPUs): each waited for."""
     return [j.wait() for j in jobs]
@@ -74,8 +97,10 @@ def main():
             jobs = run_together([hosts.Job(rigs[0], work, f"inject-{mode}", p[-1]["end"] + 8, p, shard=mode,
                                            port=29620),
                                  hosts.Job(rigs[1], work, f"healthy-{mode}", 300, [], shard=mode, port=29621)])
+        elif mode == "cost":
+            summary["cost"] = cost(rigs[0], work, int(os.environ.get("PAIRS", "2")))
         else:
-            raise SystemExit(f"hosts_proof.py: mode {mode!r}: allowed record, ddp, fsdp")
+            raise SystemExit(f"hosts_proof.py: mode {mode!r}: allowed record, ddp, fsdp, cost")
         for j in jobs:
             summary[j.name] = dict(j.judged(), step_ms=step_ms(j, j.plan))
         faults = [f for j in jobs for f in summary[j.name]["faults"]]
