@@ -6,10 +6,6 @@
 namespace fabricbench::job {
 namespace {
 
-// A proxy operation's size class: powers of 4 (64-255 KiB, 256 KiB-1 MiB, ...). A 256 KiB operation takes longer per
-// byte than a 16 MiB one on the same healthy link.
-int size_class(std::uint64_t bytes) { return (63 - __builtin_clzll(bytes | 1)) / 2; }
-
 // The lower median: of two, the faster (a slow one is then compared with its healthy twin).
 double lower_median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -29,7 +25,7 @@ double beside(const std::vector<RatedConnection>& all, int end, bool into, std::
 }  // namespace
 
 std::vector<RatedConnection> rate_connections(const std::vector<const slow::ProxyRecord*>& sends, double span_s,
-                                              const NetworkRuleSettings& s) {
+                                              const NetworkRuleSettings& s, const OwnUsual& own) {
   struct Part {
     std::size_t ops = 0;
     double bytes = 0, net_s = 0;
@@ -45,24 +41,54 @@ std::vector<RatedConnection> rate_connections(const std::vector<const slow::Prox
     ++part.ops, part.bytes += static_cast<double>(p->bytes), part.net_s += static_cast<double>(p->net_ns) * 1e-9;
     c.channels.set(p->channel);
   }
-  std::map<int, std::vector<double>> per_byte;
+  std::map<int, std::vector<double>> by_class;
   for (const auto& [who, c] : conns)
     for (const auto& [cls, part] : c.classes)
-      if (part.ops >= s.min_ops) per_byte[cls].push_back(part.net_s / part.bytes);
+      if (part.ops >= s.min_ops) by_class[cls].push_back(part.net_s / part.bytes);
   std::map<int, double> usual;  // a class only one connection has is compared with nothing
-  for (const auto& [cls, v] : per_byte)
+  for (const auto& [cls, v] : by_class)
     if (v.size() >= 2 && lower_median(v) > 0) usual[cls] = lower_median(v);
-  std::vector<RatedConnection> out;
-  for (const auto& [who, c] : conns) {
+  // Against the others (`cross`) and against itself before (`self`), over the classes each knows.
+  struct Against {
     std::size_t ops = 0;
     double net_s = 0, expected_s = 0;
-    for (const auto& [cls, part] : c.classes)
-      if (const auto u = usual.find(cls); u != usual.end() && part.ops >= s.min_ops)
-        ops += part.ops, net_s += part.net_s, expected_s += part.bytes * u->second;
-    if (ops < s.min_ops || expected_s <= 0) continue;
+    void add(const Part& part, double usual_per_byte) {
+      if (usual_per_byte > 0) ops += part.ops, net_s += part.net_s, expected_s += part.bytes * usual_per_byte;
+    }
+    double ratio(std::size_t min_ops) const { return ops >= min_ops && expected_s > 0 ? net_s / expected_s : 0; }
+  };
+  struct Rated {
+    Against cross, self;
+    std::map<int, double> per_byte;
+  };
+  std::map<std::pair<int, int>, Rated> rated;
+  std::vector<double> selves;
+  for (const auto& [who, c] : conns) {
+    auto& r = rated[who];
+    for (const auto& [cls, part] : c.classes) {
+      if (part.ops < s.min_ops) continue;
+      r.per_byte[cls] = part.net_s / part.bytes;
+      if (const auto u = usual.find(cls); u != usual.end()) r.cross.add(part, u->second);
+      if (const auto u = own.find({who, cls}); u != own.end()) r.self.add(part, u->second);
+    }
+    if (r.self.ratio(s.min_ops) > 0) selves.push_back(r.self.ratio(s.min_ops));
+  }
+  // Where most connections of the communicator slowed against their own usual (their lower median: a congested
+  // fabric, or the job's own pace), a connection's past says nothing of it: the others alone judge.
+  const bool own_says = selves.size() < 2 || lower_median(selves) < s.suspect_ratio;
+  std::vector<RatedConnection> out;
+  for (auto& [who, r] : rated) {
+    const auto& c = conns.at(who);
+    // Its own past counts where the others already find it suspect (or have nothing to compare it with): a fault
+    // slows the connections around it against their own usual too, but not against each other.
+    const double r_cross = r.cross.ratio(s.min_ops), r_self = r.self.ratio(s.min_ops);
+    const bool own_counts = own_says && r_self > r_cross && (r_cross >= s.suspect_ratio || r_cross == 0);
+    const auto& by = own_counts ? r.self : r.cross;
+    if (by.ratio(s.min_ops) <= 0) continue;
     const double channels = static_cast<double>(std::max<std::size_t>(1, c.channels.count()));
-    const double excess = (net_s - expected_s) / channels;
-    out.push_back({who, net_s / expected_s, span_s > 0 ? std::clamp(excess / span_s, 0.0, 1.0) : 0});
+    const double excess = (by.net_s - by.expected_s) / channels;
+    out.push_back(
+        {who, by.net_s / by.expected_s, span_s > 0 ? std::clamp(excess / span_s, 0.0, 1.0) : 0, std::move(r.per_byte)});
   }
   return out;
 }

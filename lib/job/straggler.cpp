@@ -156,14 +156,45 @@ NetworkRuleSettings StragglerJudge::network_rule() const {
   return r;
 }
 
+// A connection's usual: the lower quartile of its readings that end before the present window began.
+OwnUsual StragglerJudge::own_usual(std::uint64_t comm, std::int64_t now_ns) const {
+  OwnUsual out;
+  if (s_.own_history_s <= 0) return out;
+  const auto before = now_ns - static_cast<std::int64_t>(s_.link_window_s * 1e9);
+  for (auto it = readings_.lower_bound({comm, INT32_MIN, INT32_MIN, INT32_MIN});
+       it != readings_.end() && std::get<0>(it->first) == comm; ++it) {
+    std::vector<double> v;
+    for (const auto& [t, per_byte] : it->second)
+      if (t <= before) v.push_back(per_byte);
+    if (v.size() < std::max<std::size_t>(1, s_.own_min_readings)) continue;
+    const auto q = v.begin() + static_cast<std::ptrdiff_t>((v.size() - 1) / 4);
+    std::nth_element(v.begin(), q, v.end());
+    out[{{std::get<1>(it->first), std::get<2>(it->first)}, std::get<3>(it->first)}] = *q;
+  }
+  return out;
+}
+
+// The present window's reading of each connection, one every link_window_s; those older than own_history_s go.
+void StragglerJudge::remember(std::uint64_t comm, const std::vector<RatedConnection>& rated, std::int64_t now_ns) {
+  if (s_.own_history_s <= 0) return;
+  const auto every = static_cast<std::int64_t>(s_.link_window_s * 1e9);
+  for (const auto& c : rated)
+    for (const auto& [cls, per_byte] : c.per_byte) {
+      auto& d = readings_[{comm, c.who.first, c.who.second, cls}];
+      if (d.empty() || now_ns - d.back().first >= every) d.emplace_back(now_ns, per_byte);
+    }
+}
+
 // One communicator's sends: its link and network findings (`out`, and the keys they hold in `named`), and the ranks
 // its suspect connections (suspect_ratio, whatever they cost) implicate: a rank's network, or a link's receiver (a
 // rank that arrives late makes the sends into it wait; a sender's sends do not wait for its own lateness).
 std::set<int> StragglerJudge::judge_links(std::uint64_t comm, const Sends& sends, double span_s, double inside_loss,
-                                          std::vector<SlowFinding>& out, std::set<LinkKey>& named,
+                                          std::int64_t now_ns, std::vector<SlowFinding>& out, std::set<LinkKey>& named,
                                           Placements& placing) {
   const auto rule = network_rule();
-  auto rated = rate_connections(sends.recent, span_s, rule);
+  const auto own = own_usual(comm, now_ns);
+  auto rated = rate_connections(sends.recent, span_s, rule, own);
+  remember(comm, rated, now_ns);
   std::vector<RatedConnection> slow, candidates;
   for (auto& c : rated) {
     // What a slow connection costs: its own excess network time, or what the communicator's collectives lose inside
@@ -176,7 +207,7 @@ std::set<int> StragglerJudge::judge_links(std::uint64_t comm, const Sends& sends
   }
   // Suspects over the whole window too: the kernels' rule looks at all of it (a slow connection that ended 4 s ago
   // still made ranks wait there).
-  const auto whole = rate_connections(sends.whole, span_s, rule);
+  const auto whole = rate_connections(sends.whole, span_s, rule, own);
   std::vector<RatedConnection> whole_candidates;
   for (const auto& c : whole)
     if (c.ratio >= rule.suspect_ratio) whole_candidates.push_back(c);
@@ -304,7 +335,13 @@ void StragglerJudge::place_inside(std::int64_t start, SlowWindow& w, const std::
     const auto sp = spans.count(comm) ? spans[comm] : std::make_pair(start, start);
     const auto lost = inside.find(comm);
     implicated[comm] = judge_links(comm, list, std::max(1.0, static_cast<double>(sp.second - sp.first) * 1e-9),
-                                   lost == inside.end() ? 0 : lost->second, placed, links, placing);
+                                   lost == inside.end() ? 0 : lost->second, w.end_ns, placed, links, placing);
+  }
+  // Readings older than own_history_s go (a communicator's, once it is gone).
+  const auto oldest = w.end_ns - static_cast<std::int64_t>(s_.own_history_s * 1e9);
+  for (auto it = readings_.begin(); it != readings_.end();) {
+    while (!it->second.empty() && it->second.front().first < oldest) it->second.pop_front();
+    it = it->second.empty() ? readings_.erase(it) : std::next(it);
   }
   links_named_ = std::move(links);
   placed_on_ = std::move(placing);

@@ -252,7 +252,7 @@ def namings(lines, end):
             key = (kind, int(m.group(2)), peer)
             if key in open_:
                 named.append((*key, open_.pop(key), t))
-        elif re.search(r"gone: \S+ of \d+ B ", line) and ("collective", -1, -1) in open_:
+        elif re.search(r"gone: \S+ of \d+ [KMG]?i?B on ", line) and ("collective", -1, -1) in open_:
             named.append(("collective", -1, -1, open_.pop(("collective", -1, -1)), t))
     named += [(*key, start, end) for key, start in open_.items()]
     return sorted(named, key=lambda n: n[3])

@@ -11,7 +11,9 @@ loop's start), plan.json (the faults as they ran), the live judge's lines (log) 
                        collective, placed nowhere)
   healthy-ddp, healthy-fsdp-capped   300 s each from the job's start, nothing injected
   healthy-fsdp-beside  300 s of a healthy FSDP job (capped buffers) beside inject-fsdp-capped on the same GPU: eight
-                       processes time-slicing it; recorded before the plugin wrote the machine's boot id"""
+                       processes time-slicing it; recorded before the plugin wrote the machine's boot id
+  live-inject-ddp, live-inject-fsdp-capped   the proof of 2026-11-29 (second session), the plugin writing the boot
+                       id: 10 faults each (the FSDP job over send buffers capped at 512 KB), a healthy job beside each"""
 import json
 import pathlib
 import re
@@ -57,11 +59,7 @@ class AcrossHosts(LaunchTest):
     def test_ddp_each_fault_named_as_its_host_and_nothing_else(self):
         named, j, text = self.replay("inject-ddp")
         self.assertEqual(j["false"], [], text)
-        found = [f for f in j["faults"] if f["found"]]
-        self.assertGreaterEqual(len(found), 9, j["faults"])  # the last stall: at 11 s
-        for f in j["faults"]:  # every fault named right, the slowest 11.4 s in
-            self.assertIsNotNone(f["after_s"], f)
-            self.assertLessEqual(f["after_s"], 12, f)
+        self.assertEqual([f["found"] for f in j["faults"]], [True] * 10, j["faults"])  # each within 10 s
         # A stalled host by the sends into it and its own (not the neighbour sending to it).
         self.assertRegex(text, r"slow network: the network of rank 1 .* the sends into it wait, and its own sends "
                                r"beside them \(0->1 \d+\.\dx, 1->2 \d\.\dx .*its host stopped or starved of CPU")
@@ -93,6 +91,27 @@ class AcrossHosts(LaunchTest):
             run = self.load(str(self.dir / name) + ".h5")
             self.assertEqual(len(run.tables["slow/findings"]), 0)
             self.assertEqual(sorted(set(run.tables["slow/collectives"]["rank"])), [0, 1, 2, 3])
+
+    def test_the_proofs_reading_of_the_lines(self):
+        """hosts.namings: a slow collective is open until its "gone" line, whatever unit its size is said in."""
+        w = "fabric-watchdog: "
+        lines = [(10, w + "slow collective: AllReduce of 4102 KiB on communicator 0x1: 126 ms ..."),
+                 (12, w + "gone: AllReduce of 4102 KiB on communicator 0x1, named for 2 s (...)"),
+                 (20, w + "slow network: the network of rank 3 (pid 5 ...) in communicator 0x1: ..."),
+                 (30, w + "gone: the network of rank 3 (pid 5 ...) in communicator 0x1, named for 10 s"),
+                 (40, w + "slow rank: rank 2 (pid 7 ...) of communicator 0x1 arrives last ...")]
+        self.assertEqual(hosts.namings(lines, 50), [("collective", -1, -1, 10, 12), ("network", 3, -1, 20, 30),
+                                                    ("rank", 2, -1, 40, 50)])
+
+    def test_the_live_proof_each_fault_within_10_s(self):
+        """Each fault named right within 10 s. One wrong naming in the FSDP run: as rank 3's host stopped, the link
+        into it (2->3) for 7 s before its network."""
+        for name in ("live-inject-ddp", "live-inject-fsdp-capped"):
+            named, j, text = self.replay(name)
+            self.assertEqual([f["found"] for f in j["faults"]], [True] * 10, (name, j["faults"]))
+            self.assertLessEqual(len(j["false"]), 1, (name, j["false"]))
+            self.assertGreaterEqual(1 - len(j["false"]) / len(named), 0.9, (name, named))
+            self.assertIn("share a GPU", text)  # the headers name one machine and one bus id
 
     def test_ranks_time_slicing_one_gpu_are_not_named_by_their_kernels(self):
         """Eight processes on one GPU: rank 1's all-gathers started last at ~38% (the order the GPU served the

@@ -255,7 +255,7 @@ class Judge {
   std::vector<std::pair<std::int64_t, job::RankWindow>> windows_;
   std::string at_;  // --replay: "at +12 s: " before each line
   std::map<std::pair<std::uint64_t, int>, bool> quiet_said_;
-  std::size_t gpus_told_ = 0;                       // sources whose GPU the judge knows
+  std::size_t gpus_told_ = 0;                         // sources whose GPU the judge knows
   std::map<std::uint64_t, std::size_t> shared_said_;  // per communicator: how many ranks sharing a GPU were said
 };
 

@@ -347,8 +347,7 @@ class ReportWriter {
         {results::key_text("host", 64), results::key_int("pid"), results::setting_int("cuda_device"),
          results::setting_text("gpu_bus_id", 32), results::setting_text("visible_devices", 64),
          results::setting_text("launcher_rank", 16), results::setting_text("boot_id", 36),
-         results::setting_int("profiler_api"),
-         results::setting_text("file", 256)}};
+         results::setting_int("profiler_api"), results::setting_text("file", 256)}};
     out_.declare(t);
     out_.section(t, "", {});
     std::vector<results::Row> rows;

@@ -572,3 +572,52 @@ TEST(StragglerJudge, RanksSharingOneGpuAreNotNamedByTheirKernels) {
   EXPECT_TRUE(two.findings.empty());
   EXPECT_EQ(two.shared_gpu.at(0x3f), (std::vector<int>{2, 3}));
 }
+
+// A ring whose healthy connections differ (0->1 1.4 ms per MiB, 1->2 0.8, 2->3 1.7, 3->0 0.7, steady each, as on the
+// GPU machine's rig; 16 MiB every 100 ms), judged every second for 60 s; then for 10 s `after` (ms per MiB each).
+// Returns the findings of each look of those 10 s.
+std::vector<std::vector<SlowFinding>> ring_then(fabricbench::job::StragglerSettings settings,
+                                                const std::vector<double>& after) {
+  StragglerJudge j(settings);
+  const std::vector<double> before{1.4, 0.8, 1.7, 0.7};
+  std::vector<std::vector<SlowFinding>> looks;
+  for (int i = 0; i < 700; ++i) {
+    const auto t = kT0 + i * 100 * kMs;
+    for (int r = 0; r < 4; ++r) {
+      j.add(static_cast<std::size_t>(r), record(0x3f, i, r, 4, t, r == i % 4 ? 300'000 : 500'000));
+      const double ms = (i < 600 ? before : after)[static_cast<std::size_t>(r)];
+      j.add(static_cast<std::size_t>(r),
+            send(0x3f, i, r, (r + 1) % 4, 0, t, static_cast<std::uint64_t>(16 * ms * 1e6), 16 << 20));
+    }
+    if (i % 10 == 9) {
+      auto w = j.judge(t + kMs);
+      if (i >= 600) looks.push_back(w.findings);
+    }
+  }
+  return looks;
+}
+
+// A host stalled: the sends into it and its own slowed 2.6x and 2.5x against their own usual, but only 2.25x and
+// 1.25x against the others' (whose own differences hide it). Against its own past the sends into rank 1 are slow, its
+// own beside them: rank 1's network; against the others alone, nothing.
+TEST(StragglerJudge, AConnectionIsComparedWithItsOwnPastToo) {
+  const std::vector<double> stalled{3.6, 2.0, 1.6, 0.75};
+  const auto with = ring_then({}, stalled);
+  ASSERT_FALSE(with.back().empty());
+  EXPECT_EQ(with.back()[0].kind, SlowFinding::Kind::network);
+  EXPECT_EQ(with.back()[0].rank, 1);
+  EXPECT_EQ(with.back()[0].evidence, fabricbench::job::Evidence::sends_into);
+  EXPECT_NEAR(with.back()[0].ratio, 3.6 / 1.4, 1e-6);
+  fabricbench::job::StragglerSettings others_only;
+  others_only.own_history_s = 0;
+  for (const auto& look : ring_then(others_only, stalled)) EXPECT_TRUE(look.empty());
+  // Healthy on: their differences are theirs, named never.
+  for (const auto& look : ring_then({}, {1.4, 0.8, 1.7, 0.7})) EXPECT_TRUE(look.empty());
+}
+
+// Every connection 3x slower than its own usual (a congested fabric, the job's own pace): no link and no rank's network
+// (the 1.7 ms connection is 2.1x the others' median, as it always was).
+TEST(StragglerJudge, EveryConnectionSlowerThanItsPastIsNoLink) {
+  for (const auto& look : ring_then({}, {4.2, 2.4, 5.1, 2.1}))
+    for (const auto& f : look) EXPECT_TRUE(f.kind != SlowFinding::Kind::link && f.kind != SlowFinding::Kind::network);
+}

@@ -2,8 +2,11 @@
 // inside the collective its time goes. Pure: records in, a verdict out.
 //
 // Like with like: per size class (powers of 4 of an operation's bytes) each connection's network time per byte
-// against the class's usual (the lower median over the connections that have it); a connection's ratio weighs its
-// classes by their bytes. Operations below `small_op_bytes` are left out (their time is latency).
+// against the class's usual: the lower median over the connections that have it, and the connection's own usual
+// before (what the judge kept of it, where it has): whichever is the faster. A connection's ratio weighs its classes by
+// their bytes. Operations below `small_op_bytes` are left out (their time is latency). (Healthy connections of one
+// communicator differ: on the GPU machine's rig a ring's connections ran 700 to 1700 us per MiB side by side, steady
+// each; a stalled host's connections read 2.1x the others' median there, and 4.4-7.7x their own usual.)
 //
 // A send waits in the network for three reasons: the wire (the sender's NIC, the cable, the receiver's NIC), a
 // receiver that does not take the data (its host stopped or starved: its proxy does not read), or a sender whose own
@@ -49,10 +52,18 @@ enum class Evidence {
 };
 
 struct RatedConnection {
-  std::pair<int, int> who;  // (sender, receiver)
-  double ratio = 0;         // network time against the usual for its bytes
-  double loss = 0;          // its excess network time spread over its channels, as a share of the window
+  std::pair<int, int> who;         // (sender, receiver)
+  double ratio = 0;                // network time against the usual for its bytes
+  double loss = 0;                 // its excess network time spread over its channels, as a share of the window
+  std::map<int, double> per_byte;  // by size class (min_ops operations or more): its network seconds per byte now
 };
+
+// A size class of operations' bytes: powers of 4 (64-255 KiB, 256 KiB-1 MiB, ...). A 256 KiB operation takes longer
+// per byte than a 16 MiB one on the same healthy link.
+inline int size_class(std::uint64_t bytes) { return (63 - __builtin_clzll(bytes | 1)) / 2; }
+
+// Each connection's own usual seconds per byte, by ((sender, receiver), size class): what it took before now.
+using OwnUsual = std::map<std::pair<std::pair<int, int>, int>, double>;
 
 struct NetworkVerdict {
   enum class Kind { link, network };
@@ -63,9 +74,10 @@ struct NetworkVerdict {
   double ratio = 0, loss = 0;                // the worst slow connection's
 };
 
-// The rated connections of one communicator (those with min_ops operations in classes that others share).
+// The rated connections of one communicator (those with min_ops operations in classes that others share, or that
+// they had before: `own`).
 std::vector<RatedConnection> rate_connections(const std::vector<const slow::ProxyRecord*>& sends, double span_s,
-                                              const NetworkRuleSettings& s);
+                                              const NetworkRuleSettings& s, const OwnUsual& own = {});
 
 // What the slow connections say. `slow` are those named (ratio and loss); `all` every rated connection (the
 // ones beside). Empty when none is slow.

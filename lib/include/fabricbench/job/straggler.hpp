@@ -57,6 +57,11 @@ struct StragglerSettings {
   // The connections are judged over the window's last seconds: a healthy connection's ratio over 5 s stayed <= 1.35
   // on the GPU machine (3 s: 1.47, 2 s: 1.66), a slowed one shows there sooner than over the whole window.
   double link_window_s = 5;
+  // Each connection is also compared with itself before: its time per byte over each link_window_s of the last
+  // `own_history_s` (one reading per link_window_s), the lower quartile of at least `own_min_readings` (a healthy
+  // connection's ratio to it stayed <= 1.37 on the GPU machine's rig). 0: the others alone.
+  double own_history_s = 120;
+  std::size_t own_min_readings = 4;
   // Proxy operations below this many bytes are left out of the link judgement: their time is the network's latency
   // and the peer's, not the link's bandwidth (a job's tiny all_reduce of a flag or a loss moves a few hundred bytes
   // a connection, ~10^6 us per MiB: beside the big collectives they filled the lower half of the median).
@@ -225,8 +230,14 @@ class StragglerJudge {
     std::vector<const slow::ProxyRecord*> recent, whole;  // the last link_window_s, the whole window
   };
   std::set<int> judge_links(std::uint64_t comm, const Sends& sends, double span_s, double inside_loss,
-                            std::vector<SlowFinding>& out, std::set<LinkKey>& named, Placements& placing);
+                            std::int64_t now_ns, std::vector<SlowFinding>& out, std::set<LinkKey>& named,
+                            Placements& placing);
   NetworkRuleSettings network_rule() const;
+  // Each connection's readings (time, seconds per byte) by (comm, sender, receiver, size class).
+  using ReadingKey = std::tuple<std::uint64_t, int, int, int>;
+  std::map<ReadingKey, std::deque<std::pair<std::int64_t, double>>> readings_;
+  OwnUsual own_usual(std::uint64_t comm, std::int64_t now_ns) const;
+  void remember(std::uint64_t comm, const std::vector<RatedConnection>& rated, std::int64_t now_ns);
   // The window's link and network findings (from the proxy sends since `start`), in place of the "inside" ones of
   // their communicators.
   void place_inside(std::int64_t start, SlowWindow& w, const std::map<std::uint64_t, double>& inside);
@@ -254,8 +265,8 @@ class StragglerJudge {
   std::map<std::tuple<std::uint64_t, std::uint8_t, std::uint8_t, std::uint8_t>, std::size_t> kinds_seen_;
   std::size_t settling_ = 0;
   bool still_settling(std::uint64_t comm, std::int64_t t_ns) const;  // within its communicator's settle_s
-  std::vector<std::string> gpu_of_;                                    // by source
-  std::vector<int> sharing_gpu(std::uint64_t comm) const;              // its ranks on a GPU with another of them
+  std::vector<std::string> gpu_of_;                                  // by source
+  std::vector<int> sharing_gpu(std::uint64_t comm) const;            // its ranks on a GPU with another of them
   std::int64_t newest_ns_ = 0;
   std::size_t judged_ = 0;
 };
