@@ -13,7 +13,9 @@ loop's start), plan.json (the faults as they ran), the live judge's lines (log) 
   healthy-fsdp-beside  300 s of a healthy FSDP job (capped buffers) beside inject-fsdp-capped on the same GPU: eight
                        processes time-slicing it; recorded before the plugin wrote the machine's boot id
   live-inject-ddp, live-inject-fsdp-capped   the proof of 2026-11-29 (second session), the plugin writing the boot
-                       id: 10 faults each (the FSDP job over send buffers capped at 512 KB), a healthy job beside each"""
+                       id: 10 faults each (the FSDP job over send buffers capped at 512 KB), a healthy job beside each
+  final-inject-fsdp-capped   the same FSDP proof run again with the final judge (each connection against its own
+                       past too): 10 of 10 named live, nothing wrong"""
 import json
 import pathlib
 import re
@@ -106,12 +108,22 @@ class AcrossHosts(LaunchTest):
     def test_the_live_proof_each_fault_within_10_s(self):
         """Each fault named right within 10 s. One wrong naming in the FSDP run: as rank 3's host stopped, the link
         into it (2->3) for 7 s before its network."""
-        for name in ("live-inject-ddp", "live-inject-fsdp-capped"):
+        for name in ("live-inject-ddp", "live-inject-fsdp-capped", "final-inject-fsdp-capped"):
             named, j, text = self.replay(name)
             self.assertEqual([f["found"] for f in j["faults"]], [True] * 10, (name, j["faults"]))
             self.assertLessEqual(len(j["false"]), 1, (name, j["false"]))
             self.assertGreaterEqual(1 - len(j["false"]) / len(named), 0.9, (name, named))
             self.assertIn("share a GPU", text)  # the headers name one machine and one bus id
+            if name.startswith("final"):  # run live with this judge: what it said then, read by the proof's rules
+                self.assertEqual(j["false"], [], text)
+                t0 = float((self.dir / name / "t0").read_text())
+                live = [(float(t) - t0, rest.split(" ", 1)[1]) for t, rest in
+                        (line.split(" ", 1) for line in (self.dir / name / "log").read_text().splitlines())
+                        if "fabric-watchdog: " in rest]
+                lj = hosts.judged(json.loads((self.dir / name / "plan.json").read_text()),
+                                  hosts.namings(live, live[-1][0]))
+                self.assertEqual([f["found"] for f in lj["faults"]], [True] * 10, lj["faults"])
+                self.assertEqual(lj["false"], [])
 
     def test_ranks_time_slicing_one_gpu_are_not_named_by_their_kernels(self):
         """Eight processes on one GPU: rank 1's all-gathers started last at ~38% (the order the GPU served the
