@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # Installs what fabricbench needs on Debian 12 / Ubuntu (apt, when root); without root it only says what is missing.
-#   ci/install-deps.sh main    what the main job (launch/quickstart.sh) uses: the build, and as root the emulated
-#                              cluster (iproute2) and the Soft-RoCE guest (QEMU, mmdebstrap)
-#   ci/install-deps.sh         (or tests) all of it: the main job's, plus the analysis package's (matplotlib,
-#                              openpyxl, Prometheus for its metrics test, Chromium for the report's pictures) and,
-#                              as root, the Slurm rig (slurm-wlm, munge)
+#   ci/install-deps.sh main    what the main job (launch/quickstart.sh) uses: the build, the analysis package's
+#                              plots and workbooks (matplotlib, openpyxl: the next steps it prints, fabric-report
+#                              plot, html and excel, run), and as root the emulated cluster (iproute2) and the
+#                              Soft-RoCE guest (QEMU, mmdebstrap)
+#   ci/install-deps.sh         (or tests) all of it: the main job's, plus Prometheus for the metrics test, Chromium
+#                              for the report's pictures, Hypothesis for the importers' property tests and, as root,
+#                              the Slurm rig (slurm-wlm, munge)
 set -euo pipefail
 mode=${1:-tests}
 case "$mode" in main | tests) ;; *) echo "ci/install-deps.sh: '$mode': allowed values are main, tests" >&2; exit 2 ;; esac
 packages=(build-essential cmake ninja-build libopenmpi-dev openmpi-bin libhdf5-dev libboost-program-options-dev libfmt-dev
-          libgtest-dev googletest libibverbs-dev python3-h5py python3-pandas python3-numpy)
-[ "$mode" = tests ] && packages+=(python3-openpyxl python3-matplotlib prometheus python3-prometheus-client
-                                  python3-venv python3-setuptools python3-pip chromium)
+          libgtest-dev googletest libibverbs-dev python3-h5py python3-pandas python3-numpy python3-openpyxl
+          python3-matplotlib)
+[ "$mode" = tests ] && packages+=(prometheus python3-prometheus-client python3-venv python3-setuptools python3-pip
+                                  chromium python3-hypothesis)
 # The rigs (emulated cluster, Soft-RoCE guest, real Slurm) run as root only; then their tools are installed too.
 # The Soft-RoCE guest is a Debian image built with mmdebstrap (cached outside the clone) booted under QEMU.
 if [ "$(id -u)" -eq 0 ]; then
