@@ -52,9 +52,7 @@ abi::Result init_ring(void** context, int* mask, std::uint64_t comm, int nranks,
   g_pid = ::getpid();
   auto* recorder = Recorder::get(api);
   if (!recorder) return abi::kInternalError;
-  auto* ring = new Ring(comm, nranks, api);
-  recorder->add(ring);
-  *context = ring;
+  *context = recorder->add(comm, nranks, api);
   *mask = kMask;
   return abi::kSuccess;
 }
@@ -125,7 +123,7 @@ template <typename Descr>
 abi::Result start_event(void* context, void** handle, Descr* d) {
   *handle = nullptr;
   auto* ring = static_cast<Ring*>(context);
-  if (!ring || !d) return abi::kSuccess;
+  if (!ring || !d || ring->closed()) return abi::kSuccess;  // (an event after finalize: ignored)
   if (d->type == abi::kColl) {
     const auto& c = d->coll;
     *handle = ring->open({0, c.seq, c.count, c.func, c.datatype, c.algo, c.proto, d->rank, c.channels});
@@ -142,7 +140,7 @@ abi::Result start_event(void* context, void** handle, Descr* d) {
 abi::Result start_event_v3(void* context, void** handle, abi::DescrV3* d) {
   *handle = nullptr;
   auto* ring = static_cast<Ring*>(context);
-  if (!ring || !d) return abi::kSuccess;
+  if (!ring || !d || ring->closed()) return abi::kSuccess;  // (an event after finalize: ignored)
   if (d->type == abi::kColl) {
     const auto& c = d->coll;
     *handle = ring->open({c.comm_hash, c.seq, c.count, c.func, c.datatype, c.algo, c.proto, d->rank, c.max_channels});

@@ -75,6 +75,22 @@ bool write_all(int fd, const void* data, std::size_t size) {
   return true;
 }
 
+// The process's record file, a regular file or nothing: never a link (O_NOFOLLOW), and never waiting (O_NONBLOCK: a
+// FIFO put there would hold NCCL's init until someone read it; a FIFO nobody reads fails at once, ENXIO; one that is
+// read, or a device, is refused after the open).
+int open_file(const std::string& path) {
+  const int fd =
+      ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+  if (fd < 0) return -1;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    errno = EINVAL;  // "Invalid argument": not a regular file
+    return -1;
+  }
+  return fd;
+}
+
 Recorder* g_recorder = nullptr;
 slow::FileHeader g_header{};
 
@@ -101,12 +117,12 @@ Recorder* Recorder::get(int api) {
     g_header = header(api);
     const std::string path =
         std::string(folder) + "/" + g_header.host + "." + std::to_string(g_header.pid) + slow::kFileSuffix;
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+    const int fd = open_file(path);
     if (fd < 0 || !write_all(fd, &g_header, sizeof g_header)) {
       std::fprintf(stderr,
                    "fabricbench NCCL profiler: cannot write %s: %s: not recording; NCCL goes on without the "
                    "plugin\n",
-                   path.c_str(), std::strerror(errno));
+                   path.c_str(), errno == EINVAL || errno == ENXIO ? "not a regular file" : std::strerror(errno));
       if (fd >= 0) ::close(fd);
       return;
     }
@@ -126,19 +142,29 @@ Recorder::Recorder(int fd, std::string path, std::string folder, int api)
   std::atexit(flush_at_exit);
 }
 
-void Recorder::add(Ring* ring) {
+Ring* Recorder::add(std::uint64_t comm, int nranks, int api) {
   std::lock_guard<std::mutex> lock(mutex_);
-  rings_.push_back(ring);
+  const auto now = monotonic_ns();
+  for (auto it = closed_.begin(); it != closed_.end(); ++it)
+    if (now - it->first >= kReuseAfterNs) {
+      it->second->reopen(comm, nranks);
+      rings_.push_back(std::move(it->second));
+      closed_.erase(it);
+      return rings_.back().get();
+    }
+  rings_.push_back(std::make_unique<Ring>(comm, nranks, api));
+  return rings_.back().get();
 }
 
 void Recorder::remove(Ring* ring) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto it = rings_.begin(); it != rings_.end(); ++it)
-    if (*it == ring) {
+    if (it->get() == ring) {
+      ring->close();
+      ending_.push_back(std::move(*it));
       rings_.erase(it);
       break;
     }
-  ending_.emplace_back(ring);
 }
 
 // The lock is held while slots are taken out, never while writing: a slow or hung file system delays records, not
@@ -148,14 +174,16 @@ void Recorder::loop() {
   for (bool last = false; !last;) {
     last = stop_.load();
     if (!last) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    std::vector<std::unique_ptr<Ring>> ended;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       out.clear();
       const auto now = realtime_ns();
-      for (auto* ring : rings_) ring->harvest(out, now, last);
-      for (auto& ring : ending_) ring->harvest(out, now, true);
-      ended.swap(ending_);
+      for (auto& ring : rings_) ring->harvest(out, now, last);
+      for (auto& ring : ending_) {
+        ring->harvest(out, now, true);
+        closed_.emplace_back(monotonic_ns(), std::move(ring));
+      }
+      ending_.clear();
     }
     write_out(out);
   }
@@ -170,7 +198,7 @@ void Recorder::write_out(std::vector<slow::Record>& records) {
     ::close(fd_);
     fd_ = -1;
     if (::rename(path_.c_str(), old.c_str()) != 0) return fail("cannot rotate", errno);
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+    fd_ = open_file(path_);
     if (fd_ < 0 || !write_all(fd_, &g_header, sizeof g_header)) return fail("cannot write", errno);
     written_ = sizeof g_header;
   }

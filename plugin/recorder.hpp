@@ -20,9 +20,12 @@ class Recorder {
   // The process's recorder, made at the first communicator; nullptr (and one line on stderr) when the folder is
   // not named, not a folder of ours, or not writable: init then fails and NCCL runs without the plugin.
   static Recorder* get(int api);
-  void add(Ring* ring);
-  // The communicator ends: the ring is handed over; the writer writes what it still holds and deletes it.
+  // A ring for a new communicator: one closed at least kReuseAfter ago, or a new one. The recorder owns every ring
+  // to the process's end (NCCL holds its address as the communicator's context).
+  Ring* add(std::uint64_t comm, int nranks, int api);
+  // The communicator ends: the ring is closed; the writer writes what it still holds, then keeps it for reuse.
   void remove(Ring* ring);
+  static constexpr std::int64_t kReuseAfterNs = 60'000'000'000;
   bool on() const { return on_.load(std::memory_order_relaxed); }
 
  private:
@@ -33,8 +36,9 @@ class Recorder {
   static void flush_at_exit();
 
   std::mutex mutex_;
-  std::vector<Ring*> rings_;                   // NCCL's contexts, alive
-  std::vector<std::unique_ptr<Ring>> ending_;  // finalized, to be written out and deleted by the writer
+  std::vector<std::unique_ptr<Ring>> rings_;                            // NCCL's contexts, alive
+  std::vector<std::unique_ptr<Ring>> ending_;                           // finalized, to be written out by the writer
+  std::vector<std::pair<std::int64_t, std::unique_ptr<Ring>>> closed_;  // written out (when), kept for reuse
   int fd_;
   std::string path_, folder_;
   int api_;

@@ -40,6 +40,12 @@ Ring::Ring(std::uint64_t comm, int nranks, int api)
 
 Ring::~Ring() { delete proxies_.load(std::memory_order_acquire); }
 
+void Ring::reopen(std::uint64_t comm, int nranks) {
+  comm_ = comm, nranks_ = nranks;
+  dropped_.store(0, std::memory_order_relaxed);
+  closed_.store(false, std::memory_order_release);
+}
+
 ProxyRing* Ring::proxies() {
   if (auto* p = proxies_.load(std::memory_order_acquire)) return p;
   auto* made = new ProxyRing();
@@ -55,6 +61,7 @@ std::uint64_t Ring::dropped() const {
 }
 
 Slot* Ring::open(const CollectiveStart& c) {
+  if (closed()) return nullptr;
   Slot& s = slots_[next_.fetch_add(1, std::memory_order_relaxed) % kSlots];
   std::uint32_t expected = Slot::kFree;
   if (!s.state.compare_exchange_strong(expected, Slot::kClaiming, std::memory_order_acquire)) {

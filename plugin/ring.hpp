@@ -66,8 +66,15 @@ class Ring {
   std::uint64_t comm() const { return comm_; }
   int api() const { return api_; }
   std::uint64_t dropped() const;
+  // Its communicator was finalized: no new collective or proxy operation is taken (an event NCCL sends after
+  // finalize is ignored; the ring's memory stays, the recorder's, so a late event never touches freed memory).
+  void close() { closed_.store(true, std::memory_order_release); }
+  bool closed() const { return closed_.load(std::memory_order_acquire); }
+  // The recorder gives a closed ring, long harvested, to a new communicator (the writer's lock held).
+  void reopen(std::uint64_t comm, int nranks);
 
  private:
+  std::atomic<bool> closed_{false};
   std::unique_ptr<Slot[]> slots_;
   std::atomic<std::uint64_t> next_{0};
   std::atomic<std::uint64_t> dropped_{0};

@@ -531,4 +531,67 @@ TEST(ProfilerPlugin, AWriteThatFailsIsSaidOnceAndTheProcessGoesOn) {
   EXPECT_LE(back.records.size(), 10u);
 }
 
+// A FIFO where the process's record file goes: init fails at once (before, the open waited for a reader: NCCL's init
+// hung), nothing is written, NCCL goes on without the plugin. The child is stopped after 10 s if it hangs.
+TEST(ProfilerPlugin, AFifoAtTheRecordPathFailsInitAtOnce) {
+  NEEDS_PLUGIN();
+  Folder f;
+  const std::string folder = f.path;
+  const int rc = in_child(folder, [folder](void* lib) {
+    ::alarm(10);
+    char host[64] = {};
+    ::gethostname(host, sizeof host - 1);
+    const auto path = folder + "/" + host + "." + std::to_string(::getpid()) + slow::kFileSuffix;
+    if (::mkfifo(path.c_str(), 0600) != 0) return 1;
+    auto* t = static_cast<const abi::ProfilerV5*>(::dlsym(lib, "ncclProfiler_v5"));
+    void* ctx = nullptr;
+    int mask = 0;
+    return t->init(&ctx, 1, &mask, "c", 1, 2, 0, nullptr) == abi::kInternalError && !ctx ? 0 : 2;
+  });
+  EXPECT_EQ(rc, 0);  // 200 + SIGALRM: the init hung
+}
+
+// Events NCCL sends after a communicator's finalize (it should not) are ignored: the ring stays the recorder's, so
+// they touch no freed memory (AddressSanitizer's tree: heap-use-after-free before), and nothing of them is written.
+// A communicator made later gets a ring of its own.
+TEST(ProfilerPlugin, EventsAfterFinalizeAreIgnored) {
+  NEEDS_PLUGIN();
+  Folder f;
+  const int rc = in_child(f.path, [](void* lib) {
+    auto v = open_v5(lib, 0x51);
+    if (!v.ctx) return 1;
+    if (int e = one_collective<abi::ProfilerV5, abi::DescrV5>(v.t, v.ctx, 1)) return e;
+    auto d = coll<abi::DescrV5>(2, "AllReduce", 1024, "ncclFloat32", 2, 1);
+    void* late = nullptr;
+    v.t->start_event(v.ctx, &late, &d);
+    v.t->finalize(v.ctx);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the writer has taken the ring out
+    v.t->stop_event(late);
+    abi::DescrV5 k{};
+    k.type = abi::kKernelCh, k.parent = late, k.rank = 1, k.kernel_ch.ptimer = 5;
+    void* ch = nullptr;
+    v.t->start_event(v.ctx, &ch, &k);
+    abi::StateArgsV4 a{};
+    a.kernel_ch_ptimer = 9;
+    v.t->record_event_state(ch, abi::kKernelChStop, &a);
+    v.t->stop_event(ch);
+    void* after = reinterpret_cast<void*>(1);
+    auto d3 = coll<abi::DescrV5>(3, "AllReduce", 1024, "ncclFloat32", 2, 1);
+    v.t->start_event(v.ctx, &after, &d3);
+    if (after) return 20;  // a finalized communicator takes no collective
+    auto w = open_v5(lib, 0x52);
+    if (!w.ctx || w.ctx == v.ctx) return 21;
+    if (int e = one_collective<abi::ProfilerV5, abi::DescrV5>(w.t, w.ctx, 4)) return e;
+    w.t->finalize(w.ctx);
+    return 0;
+  });
+  ASSERT_EQ(rc, 0);
+  const auto back = read_back(f.path);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> got;
+  for (const auto& r : back.records) got.emplace_back(r.comm, r.seq);
+  std::sort(got.begin(), got.end());
+  // Collective 2 went out, incomplete, at the finalize (its channels never started: dropped, as NCCL's would be).
+  EXPECT_EQ(got, (std::vector<std::pair<std::uint64_t, std::uint64_t>>{{0x51, 1}, {0x52, 4}}));
+}
+
 }  // namespace
