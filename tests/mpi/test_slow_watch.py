@@ -8,6 +8,7 @@ import os
 import pathlib
 import json
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -283,6 +284,9 @@ class SlowWatch(LaunchTest):
             (["--slow", "s", "--slow-loss", "0"], ["true"], "--slow-loss 0: allowed above 0 and below 100"),
             (["--slow", "s", "--slow-report", "exists.h5"], ["true"], "--slow-report exists.h5: file exists"),
             (["--slow", "s", "--slow-exec", "nowhere.sh"], ["true"], "--slow-exec nowhere.sh: not an executable"),
+            (["--slow", "s", "--slow-exec", "/tmp"], ["true"], "--slow-exec /tmp: not an executable file"),
+            (["--no-ras", "--actions", "stacks", "--action-timeout", "5s"], ["true"],
+             "--action-timeout bounds the exec: and scancel actions and --slow-exec, none of which is given"),
             (["--slow-window", "5s"], ["true"], "--slow-window belongs to --slow DIR"),
             (["--slow", str(loose)], ["true"], "the folder must be this user's and writable by it alone"),
             (["--slow", "s", "--judge", "s"], ["true"], "--slow and --judge"),
@@ -300,6 +304,14 @@ class SlowWatch(LaunchTest):
                 self.assertEqual(r.returncode, 2, r.stderr)
                 self.assertEqual(len(ours), 1, r.stderr)
                 self.assertIn(expected, ours[0])
+        # --action-timeout bounds --slow-exec's action too (its help says so): taken.
+        action = self.dir / "act.sh"
+        action.write_text("#!/bin/sh\nexit 0\n")
+        action.chmod(0o755)
+        r = subprocess.run([str(BIN / "fabric-watchdog"), "--no-ras", "--slow", "s3", "--slow-exec", str(action),
+                            "--action-timeout", "5s", "--", "true"], cwd=self.dir, capture_output=True, text=True,
+                           timeout=60, env=self.env() | {"NCCL_PROFILER_PLUGIN": ""})
+        self.assertEqual(r.returncode, 0, r.stderr)
         r = subprocess.run([str(BIN / "fabric-watchdog"), "--slow", "s2", "--", "true"], cwd=self.dir,
                            capture_output=True, text=True, env=self.env() | {"NCCL_PROFILER_PLUGIN": "/x/other.so"})
         self.assertEqual(r.returncode, 2)
@@ -408,6 +420,39 @@ class RecordedOnTheGpus(LaunchTest):
         lines = [l for l in r.stderr.splitlines() if re.match(r"fabric-watchdog: at \+\d+ s: slow ", l)]
         self.assertEqual(lines, [l for l in clean.stderr.splitlines() if re.match(r"fabric-watchdog: at \+\d+ s: slow ", l)])
         self.assertEqual(self.load("report.h5").attrs["status"], "complete")
+
+    def test_hostile_headers_and_a_sparse_hole_in_a_replay(self):
+        """Escape sequences in a header's GPU bus id are shown as text, never sent to the terminal (the host name's
+        always were); a file with a 1 GiB hole (sparse, all zeros: a crash's) is crossed without holding it (before:
+        every record of it in memory, 3.5 GB for a 2 GB file)."""
+        clean, _ = self.replay("network-4gpu")
+        self.tearDown()
+        self.setUp()
+        folder = self.dir / "records"
+        folder.mkdir(mode=0o700)
+        for f in (FIXTURES / "network-4gpu").iterdir():
+            shutil.copy(f, folder / f.name)
+        files = sorted(folder.glob("*.fbslow"))
+        for f in files:
+            b = bytearray(f.read_bytes())
+            bus = b"\x1b]0;owned\x07\x1b[2J:06.0"
+            b[104:136] = bus + bytes(32 - len(bus))  # FileHeader::gpu_bus_id
+            f.write_bytes(bytes(b))
+        with open(files[0], "r+b") as out:
+            out.truncate(files[0].stat().st_size + (1 << 30))
+        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        r = subprocess.run([str(BIN / "fabric-watchdog"), "--judge", str(folder), "--replay", "--slow-report",
+                            "report.h5"], cwd=self.dir, capture_output=True, text=True, timeout=120)
+        peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("\x1b", r.stderr)
+        self.assertIn("\\x1b]0;owned\\x07", r.stderr)
+        slow = [l for l in r.stderr.splitlines() if re.match(r"fabric-watchdog: at \+\d+ s: slow ", l)]
+        self.assertTrue(slow)
+        self.assertEqual(len(slow), len([l for l in clean.stderr.splitlines()
+                                         if re.match(r"fabric-watchdog: at \+\d+ s: slow ", l)]))
+        if peak_kib > before:  # (the largest child so far: this one, when it is the largest)
+            self.assertLess(peak_kib, 512 << 10, "the replay held the hole")
 
     def test_a_healthy_minute_names_nobody(self):
         r, named = self.replay("healthy-2gpu")

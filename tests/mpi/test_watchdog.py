@@ -272,7 +272,7 @@ class Watchdog(LaunchTest):
                                (["--actions", "kill", "--no-python-hook", "--", "true"], "--no-python-hook: the hook"),
                                (["--force", "--", "true"], "--force overwrites the --report (or --slow-report) file"),
                                (["--actions", "kill,stacks,kill", "--", "true"], "kill given twice"),
-                               (["--action-timeout", "5s", "--", "true"], "--action-timeout bounds the exec:")]:
+                               (["--action-timeout", "5s", "--", "true"], "--action-timeout bounds the exec: and scancel actions and --slow-exec")]:
             with self.subTest(args=args):
                 r = subprocess.run([str(BIN / "fabric-watchdog")] + args, cwd=self.dir, capture_output=True,
                                    text=True, timeout=30)

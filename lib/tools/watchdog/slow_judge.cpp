@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdio>
 #include <ctime>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <thread>
@@ -63,14 +64,15 @@ class Judge {
   // --replay: everything the folder holds, judged second by second in the records' own time, as the live judge
   // would have; each line says when.
   void replay(const volatile std::sig_atomic_t& stop) {
+    // A record without a time (a hole a crash left in a file: all zeros, a sparse file's gigabytes of them) has no
+    // place in the run: left out as it is read, so that a hole takes no memory.
     std::vector<std::pair<std::size_t, slow::Record>> all, more;
     do {
       more.clear();
       poll(more);
-      all.insert(all.end(), more.begin(), more.end());
+      std::copy_if(more.begin(), more.end(), std::back_inserter(all),
+                   [](const auto& r) { return r.second.host_ns > 0; });
     } while (!more.empty());
-    // A record without a time (a hole a crash left in a file: all zeros) has no place in the run: left out.
-    all.erase(std::remove_if(all.begin(), all.end(), [](const auto& r) { return r.second.host_ns <= 0; }), all.end());
     std::stable_sort(all.begin(), all.end(),
                      [](const auto& a, const auto& b) { return a.second.host_ns < b.second.host_ns; });
     if (all.empty()) return;

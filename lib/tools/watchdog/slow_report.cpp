@@ -57,7 +57,8 @@ const job::SlowSource& SlowWords::source(std::size_t i) const {
 
 std::string SlowWords::rank(std::uint64_t, int rank, std::size_t source_index) const {
   const auto& s = source(source_index);
-  return fmt::format("rank {} (pid {}, {} on host {})", rank, s.pid, s.gpu(), results::printable(s.host));
+  return fmt::format("rank {} (pid {}, {} on host {})", rank, s.pid, results::printable(s.gpu()),
+                     results::printable(s.host));
 }
 
 std::string SlowWords::key(const job::SlowFinding& f) {

@@ -26,6 +26,12 @@ namespace {
 
 namespace po = boost::program_options;
 
+// An action's program: a regular file this user may run (a folder passes access(X_OK), and fails at every run).
+bool runnable(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
 // What writing the report at the hang needs, tried at the start (a report that cannot be written then leaves nothing
 // of the hang): a file can be created in its folder (access(2) says yes to root in /proc, where none can), and a file
 // that --force overwrites is a regular one.
@@ -137,8 +143,7 @@ void parse_slow(Options& o, const po::variables_map& v) {
   }
   if (v.count("slow-exec")) {
     s.exec = v["slow-exec"].as<std::string>();
-    if (::access(s.exec.c_str(), X_OK) != 0)
-      throw Error::usage(fmt::format("--slow-exec {}: not an executable file", s.exec));
+    if (!runnable(s.exec)) throw Error::usage(fmt::format("--slow-exec {}: not an executable file", s.exec));
   }
   s.action_timeout_s = cli::parse_duration(v["action-timeout"].as<std::string>(), "--action-timeout");
   if (v.count("replay") && !judge) throw Error::usage("--replay judges a folder after the fact: give --judge DIR");
@@ -282,14 +287,15 @@ Options Options::parse(int argc, char** argv) {
   o.action_timeout_s = cli::parse_duration(v["action-timeout"].as<std::string>(), "--action-timeout");
   if (!v.count("no-ras")) o.ras = job::RasAddress::parse(v["ras"].as<std::string>(), "--ras");
   parse_actions(o, v["actions"].as<std::string>());
-  if (!o.exec.empty() && ::access(o.exec.c_str(), X_OK) != 0)
+  if (!o.exec.empty() && !runnable(o.exec))
     throw Error::usage(fmt::format("--actions exec:{}: not an executable file", o.exec));
   if (v.count("no-python-hook") && !o.stacks)
     throw Error::usage("--no-python-hook: the hook serves the stacks action, which --actions leaves out; drop it");
   if (v.count("force") && !v.count("report") && !v.count("slow-report"))
     throw Error::usage("--force overwrites the --report (or --slow-report) file: give it, or drop --force");
-  if (!given(v, {"action-timeout"}).empty() && o.exec.empty() && !o.scancel)
-    throw Error::usage("--action-timeout bounds the exec: and scancel actions, which --actions leaves out; drop it");
+  if (!given(v, {"action-timeout"}).empty() && o.exec.empty() && !o.scancel && o.slow.exec.empty())
+    throw Error::usage(
+        "--action-timeout bounds the exec: and scancel actions and --slow-exec, none of which is given; drop it");
   const char* job = std::getenv("SLURM_JOB_ID");
   if (v.count("report")) {
     o.report = v["report"].as<std::string>();
