@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 
-from ..read.files import BadInput
+from ..read.files import BadInput, one_line
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,7 +49,8 @@ COLL = [_key("op", "text", 16, series=True), _key("backend", "text", 8), _key("d
         _key("redop", "text", 8), _key("root"), _key("in_place"), _key("bytes", unit="B"),
         _key("count", unit="elements"), _key("ranks"), _setting("iterations"), _setting("warmup"),
         _key("timing", "text", 12), _measured("time_us", "us", "lower"),
-        _statistic("time_us_rank_min"), _statistic("time_us_rank_max"), _statistic("iter_us_min"), _statistic("iter_us_max"), _statistic("iter_us_p99"),
+        _statistic("time_us_rank_min"), _statistic("time_us_rank_max"), _statistic("iter_us_min"),
+        _statistic("iter_us_max"), _statistic("iter_us_p99"),
         _measured("algbw_gbps", "GB/s", "higher"), _measured("busbw_gbps", "GB/s", "higher", headline=True),
         _measured("wrong", "elements", "lower", kind="int")] + EXPECTED
 
@@ -94,4 +95,5 @@ class Imported:
         return list(dict.fromkeys(r["host"] for r in self.ranks if r.get("host")))
 
     def refuse(self, line: int, why: str) -> BadInput:
-        return BadInput(f"{self.source}:{line}: {why}" if line else f"{self.source}: {why}")
+        """The one line that says why the source is not imported (a figure quoted from it cannot break the line)."""
+        return BadInput(one_line(f"{self.source}:{line}: {why}" if line else f"{self.source}: {why}"))

@@ -72,6 +72,10 @@ def check_row(run: Imported, line: int, op: str, ranks: int, size: int, time_us:
     size / time, busbw = algbw x factor(ranks), to the 2 decimals printed (or 1% where fewer are printed)."""
     if not (time_us > 0) or math.isinf(time_us):
         raise run.refuse(line, f"time {time_us} us: not a time (not a row of nccl-tests' table)")
+    for what, value in (("algbw", algbw), ("busbw", busbw)):
+        if not (value >= 0) or math.isinf(value):  # nan compares false with every limit: it would pass as expected
+            raise run.refuse(line, f"{what} {value} GB/s: not a measurement (a bandwidth of nan, inf or below 0 is "
+                                   "refused, never stored)")
     want = size / time_us / 1e3 * (ALGBW_SHARE[op](ranks) if op in ALGBW_SHARE and ranks else 1.0)
     if abs(algbw - want) > 0.011 + 0.01 * want:
         raise run.refuse(line, f"algbw {algbw} GB/s is not size / time ({want:.3f}): not a row nccl-tests wrote")

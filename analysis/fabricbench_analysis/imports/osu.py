@@ -6,6 +6,7 @@ nccl-tests' for allreduce, bcast, reduce and reduce_scatter; for allgather and a
 those need --ranks (nccl-tests' size is the whole buffer) and are refused without it."""
 from __future__ import annotations
 
+import math
 import re
 
 from .imported import Imported
@@ -110,6 +111,9 @@ def read(path, run: Imported, ranks: int = 0, window: int = 0) -> Imported:
                 values[c] = float(w)
             except ValueError:
                 raise run.refuse(x.number, f"{c} '{w}' is not a number (not a row of OSU's table)") from None
+            if not (values[c] >= 0) or math.isinf(values[c]):  # nan would compare false with every limit
+                raise run.refuse(x.number, f"{c} {w}: not a measurement (a figure of nan, inf or below 0 is refused, "
+                                           "never stored)")
         if kind == "p2p":
             run.rows.append(_p2p_row(test, backend, memory, values, pairs, win or window or OSU_WINDOW))
         else:
