@@ -1,7 +1,8 @@
 // One communicator's collectives as the NCCL profiler plugin sees them: a ring of slots (bounded memory), each slot
 // one collective from its start event to the stop of its last kernel channel. NCCL's threads only claim slots and
 // update atomics (never a lock, a clock read or a write to a file: a v3 channel's host time excepted); the plugin's
-// writer thread (record_file.hpp) takes the finished ones out and frees them.
+// writer thread (recorder.hpp) takes the finished ones out and frees their slots. The recorder owns every ring to the
+// process's end: a finalized communicator's is closed, then given to a new communicator a minute later.
 #pragma once
 #include <atomic>
 #include <cstdint>
