@@ -81,5 +81,69 @@ class NanRows(Refused):
         self.assertEqual(code, 2, err)
 
 
+class HugeSizes(Refused):
+    """2. A size of 2^64 bytes ended in a traceback (OverflowError), exit 1."""
+    HUGE = str(1 << 64)
+
+    def test_a_size_past_the_files_64_bit_columns_is_one_line(self):
+        text, number = replaced(NT / "all_reduce.txt", "134217728", {0: self.HUGE})
+        err = self.refused(self.source("all_reduce.txt", text), message=f"all_reduce.txt:{number}: size {self.HUGE}")
+        self.assertIn("out of range", err)
+        doc = json.loads((NT / "all_reduce.json").read_text())
+        doc["results"][-1]["size"] = 1 << 64
+        self.refused(self.source("all_reduce.json", json.dumps(doc)), message="out of range")
+        for source, size in ((OSU / "osu_bw.txt", "4194304"), (PERFTEST / "new-write_bw-all.txt", "4194304")):
+            with self.subTest(source=source.name):
+                text, number = replaced(source, size, {0: self.HUGE})
+                self.refused(self.source(source.name, text), message=f"{source.name}:{number}: ")
+        huge = (OSU / "osu_allgather.txt").read_text().replace("\n1048576 ", f"\n{1 << 62} ")
+        self.refused(self.source("osu_allgather.txt", huge), "--ranks", "4", message="out of range")
+
+
+class BrokenJson(Refused):
+    """4. JSON of the right tool but the wrong shape ended in tracebacks (AttributeError, ValueError, RecursionError,
+    TypeError), exit 1."""
+
+    def nccl(self, change) -> pathlib.Path:
+        doc = json.loads((NT / "all_reduce.json").read_text())
+        change(doc)
+        return self.source("all_reduce.json", json.dumps(doc))
+
+    def test_nccl_tests_json_of_another_shape_is_one_line(self):
+        cases = {"results[0] is 8, an object wanted": lambda d: d.update(results=[8, 32, 128]),
+                 "results[2].size 'eight' is not a whole number": lambda d: d["results"][2].update(size="eight"),
+                 "config is a list, an object wanted": lambda d: d.update(config=[1]),
+                 "config.devices[1] is 'x', an object wanted": lambda d: d["config"].update(
+                     devices=d["config"]["devices"][:1] + ["x"]),
+                 "results[3].out_of_place.time is a list, not a number": lambda d: d["results"][3]["out_of_place"]
+                 .update(time=[1.0]),
+                 "results[3].in_place is 7, an object wanted": lambda d: d["results"][3].update(in_place=7),
+                 "args is 'all_reduce_perf', a list wanted": lambda d: d.update(args="all_reduce_perf")}
+        for message, change in cases.items():
+            with self.subTest(message=message):
+                self.refused(self.nccl(change), message=message)
+
+    def test_json_nested_past_any_depth_is_one_line(self):
+        for name, text in (("all_reduce.json", "[" * 100000 + "]" * 100000),
+                           ("deep.json", '{"results": ' + "[" * 100000 + "]" * 100000 + "}"),
+                           ("new-write_bw.json", '{"test_info": ' + '{"a": ' * 100000 + "1" + "}" * 100001)):
+            with self.subTest(name=name):
+                self.refused(self.source(name, text), message="nested deeper")
+
+    def test_perftest_json_with_a_list_where_a_figure_belongs_is_one_line(self):
+        for key, value, message in (("BW_average", [42.33], "results.BW_average is a list, not a number"),
+                                    ("MsgRate", "fast", "results.MsgRate 'fast' is not a number"),
+                                    ("MsgSize", 0, "MsgSize 0: not a message size"),
+                                    ("MsgSize", None, "results.MsgSize null is not a whole number"),
+                                    ("BW_peak", {"a": 1}, "is an object, not a number")):
+            with self.subTest(key=key, value=value):
+                doc = json.loads((PERFTEST / "new-write_bw.json").read_text())
+                doc["results"][key] = value
+                self.refused(self.source("new-write_bw.json", json.dumps(doc)), message=message)
+        doc = json.loads((PERFTEST / "new-write_bw.json").read_text())
+        doc["test_info"] = ["RDMA_Write_BW_Test"]
+        self.refused(self.source("new-write_bw.json", json.dumps(doc)), message="not the JSON perftest writes")
+
+
 if __name__ == "__main__":
     unittest.main()

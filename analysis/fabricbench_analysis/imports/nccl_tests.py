@@ -7,13 +7,14 @@ out with a note."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import re
 
+from . import jsondoc
 from .imported import Imported
 from .lines import read_lines
 from .nccl_lines import NcclLines
+from .values import figure, whole
 
 # nccl-tests' bus bandwidth factors (its src/<op>.cu GetBw), n = ranks.
 FACTORS = {
@@ -57,13 +58,6 @@ def signature(line) -> bool:
 def _op_of(program: str) -> str:
     name = program.rsplit("/", 1)[-1]
     return name[:-5] if name.endswith("_perf") else name
-
-
-def _number(text: str, what: str, run: Imported, line: int) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise run.refuse(line, f"{what} '{text}' is not a number (not a row of nccl-tests' table)") from None
 
 
 def check_row(run: Imported, line: int, op: str, ranks: int, size: int, time_us: float, algbw: float,
@@ -185,11 +179,11 @@ def _row(run: Imported, number: int, words: list, table: _Table, op: str, settin
     if len(words) < table.width or not words[0].isdigit():
         raise run.refuse(number, f"not a row of the {op} table ({len(words)} fields, {table.width} wanted): "
                                  f"'{x.stripped[:80]}'")
-    size = int(words[0])
+    size = whole(run, number, "size", words[0])
     if size == 0:
         return 1
-    count = int(_number(words[1], "count", run, number))
-    root = int(_number(words[4], "root", run, number))
+    count = whole(run, number, "count", words[1])
+    root = whole(run, number, "root", words[4])
     ranks = len(run.ranks)
     for in_place, group in enumerate(table.groups[:2]):
         row = {"op": op, "backend": "nccl", "dtype": words[2], "redop": words[3], "root": root,
@@ -199,9 +193,9 @@ def _row(run: Imported, number: int, words: list, table: _Table, op: str, settin
         for i, column in group:
             text = words[i]
             if column == "wrong":
-                row[column] = -1 if text == "N/A" else int(_number(text, "#wrong", run, number))
+                row[column] = -1 if text == "N/A" else whole(run, number, "#wrong", text)
             else:
-                row[column] = _number(text, column, run, number)
+                row[column] = figure(run, number, column, text)
         check_row(run, number, op, ranks, size, row["time_us"], row["algbw_gbps"], row["busbw_gbps"])
         run.rows.append(row)
     return 0
@@ -210,12 +204,7 @@ def _row(run: Imported, number: int, words: list, table: _Table, op: str, settin
 def read_json(path, run: Imported, op_hint: str = "") -> Imported:
     """nccl-tests' -J output."""
     run.table = "results/coll"
-    try:
-        with open(path, "rb") as f:
-            doc = json.load(f)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise run.refuse(0, f"not JSON nccl-tests wrote with -J ({e})") from None
-    return from_json(doc, run, op_hint)
+    return from_json(jsondoc.load(path, run, "nccl-tests wrote with -J"), run, op_hint)
 
 
 def from_json(doc, run: Imported, op_hint: str = "") -> Imported:
@@ -224,43 +213,55 @@ def from_json(doc, run: Imported, op_hint: str = "") -> Imported:
     out_of_place/in_place: time, alg_bw, bus_bw, nwrong)."""
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
         raise run.refuse(0, "not the JSON nccl-tests writes with -J (no 'results' list)")
-    config = doc.get("config") or {}
-    args = doc.get("args") or []
+    config = jsondoc.part(run, doc.get("config"), "config", dict, {})
+    args = jsondoc.part(run, doc.get("args"), "args", list, [])
     run.command_line = " ".join(str(a) for a in args)
-    run.nccl_version = nccl_version(str(doc.get("nccl_version") or ""))
+    version = doc.get("nccl_version")
+    run.nccl_version = nccl_version(str(whole(run, 0, "nccl_version", version))) if version else ""
     run.tool_version = ""  # the JSON carries its own format's version only
     op = (_op_of(str(args[0])) if args else "") or op_hint
     if op not in FACTORS:
-        raise run.refuse(0, f"nccl-tests' JSON of '{op}': give --op (one of {', '.join(FACTORS)})")
-    for r in config.get("devices") or []:
+        raise run.refuse(0, f"nccl-tests' JSON of '{op[:40]}': give --op (one of {', '.join(FACTORS)})")
+    for k, r in enumerate(jsondoc.part(run, config.get("devices"), "config.devices", list, [])):
+        r = jsondoc.part(run, r, f"config.devices[{k}]", dict)
         host = str(r.get("hostname", ""))
-        run.ranks.append({"rank": int(r.get("rank", len(run.ranks))), "host": host,
-                          "local_rank": sum(1 for x in run.ranks if x["host"] == host),
-                          "gpu": int(r.get("device", -1)), "gpu_name": str(r.get("device_info", "")),
-                          "pci_bus_id": str(r.get("device_hex", ""))})
-    settings = {"iterations": int(config.get("iterations", -1)), "warmup": int(config.get("warmup_iters", -1)),
-                "graph": int(config.get("graph", 0) or 0)}
-    ranks, zero = len(run.ranks), 0
-    for r in doc["results"]:
-        size = int(r.get("size", 0))
-        if size == 0:
+        run.ranks.append({"rank": whole(run, 0, f"config.devices[{k}].rank", r.get("rank", len(run.ranks))),
+                          "host": host, "local_rank": sum(1 for x in run.ranks if x["host"] == host),
+                          "gpu": whole(run, 0, f"config.devices[{k}].device", r.get("device", -1)),
+                          "gpu_name": str(r.get("device_info", "")), "pci_bus_id": str(r.get("device_hex", ""))})
+    settings = {"iterations": whole(run, 0, "config.iterations", config.get("iterations", -1)),
+                "warmup": whole(run, 0, "config.warmup_iters", config.get("warmup_iters", -1)),
+                "graph": whole(run, 0, "config.graph", config.get("graph", 0) or 0)}
+    zero = 0
+    for k, r in enumerate(doc["results"]):
+        r = jsondoc.part(run, r, f"results[{k}]", dict)
+        if whole(run, 0, f"results[{k}].size", r.get("size", 0)) == 0:
             zero += 1
             continue
         for in_place, name in enumerate(("out_of_place", "in_place")):
             v = r.get(name)
-            if not isinstance(v, dict):
-                continue
-            wrong = v.get("nwrong")
-            row = {"op": op, "backend": "nccl", "dtype": str(r.get("type", "")), "redop": str(r.get("redop", "")),
-                   "root": int(str(r.get("root", -1)).strip()), "in_place": in_place, "bytes": size,
-                   "count": int(r.get("count", 0)), "ranks": ranks, "iterations": settings["iterations"],
-                   "warmup": settings["warmup"], "timing": "graph" if settings["graph"] else "host",
-                   "time_us": float(v.get("time", v.get("cpu_time", math.nan))), "algbw_gbps": float(v["alg_bw"]),
-                   "busbw_gbps": float(v["bus_bw"]), "wrong": -1 if wrong is None else int(wrong)}
-            check_row(run, 0, op, ranks, size, row["time_us"], row["algbw_gbps"], row["busbw_gbps"])
-            run.rows.append(row)
+            if v is not None:
+                run.rows.append(_json_row(run, f"results[{k}]", r, jsondoc.part(run, v, f"results[{k}].{name}", dict),
+                                          op, in_place, settings))
     if not run.rows:
         raise run.refuse(0, "no result in nccl-tests' JSON")
     if zero:
         run.notes.append(f"{zero} size(s) of 0 B left out")
     return run
+
+
+def _json_row(run: Imported, where: str, r: dict, v: dict, op: str, in_place: int, settings: dict) -> dict:
+    """One placement of one size of the -J results, checked as a row of the text table."""
+    wrong, time = v.get("nwrong"), v.get("time", v.get("cpu_time"))
+    name = where + (".in_place" if in_place else ".out_of_place")
+    row = {"op": op, "backend": "nccl", "dtype": str(r.get("type", "")), "redop": str(r.get("redop", "")),
+           "root": whole(run, 0, f"{where}.root", r.get("root", -1)), "in_place": in_place,
+           "bytes": whole(run, 0, f"{where}.size", r.get("size")),
+           "count": whole(run, 0, f"{where}.count", r.get("count", 0)), "ranks": len(run.ranks),
+           "iterations": settings["iterations"], "warmup": settings["warmup"],
+           "timing": "graph" if settings["graph"] else "host",
+           "time_us": figure(run, 0, f"{name}.time", time), "algbw_gbps": figure(run, 0, f"{name}.alg_bw", v.get("alg_bw")),
+           "busbw_gbps": figure(run, 0, f"{name}.bus_bw", v.get("bus_bw")),
+           "wrong": -1 if wrong is None else whole(run, 0, f"{name}.nwrong", wrong)}
+    check_row(run, 0, op, len(run.ranks), row["bytes"], row["time_us"], row["algbw_gbps"], row["busbw_gbps"])
+    return row

@@ -12,6 +12,7 @@ import re
 from .imported import Imported
 from .lines import column_names, read_lines
 from .nccl_tests import FACTORS
+from .values import INT64_MAX, whole
 
 _TITLE = re.compile(r"#\s*OSU\s+(MPI|NCCL|RCCL|XCCL)(?:-\w+)?\s+(.*?)\s+Test(?:\s+v(\S+))?\s*$")
 _PAIRS = re.compile(r"\[\s*pairs:\s*(\d+)\s*\]\s*\[\s*window size:\s*(\d+)\s*\]")
@@ -107,6 +108,9 @@ def read(path, run: Imported, ranks: int = 0, window: int = 0) -> Imported:
                                        f"{' '.join(columns)}): '{s[:80]}'")
         values = {}
         for c, w in zip(columns, words):
+            if c in ("size", "iterations"):
+                values[c] = whole(run, x.number, c, w)
+                continue
             try:
                 values[c] = float(w)
             except ValueError:
@@ -150,6 +154,8 @@ def _coll_row(run: Imported, line: int, name: str, backend: str, memory: str, dt
         raise run.refuse(line, f"osu {name}: its size is one rank's part, nccl-tests' and fabric-coll's the whole "
                                "buffer: give --ranks N (the job's ranks) to import it")
     size = size * ranks if per_rank else size
+    if size > INT64_MAX:
+        raise run.refuse(line, f"size {v['size']} x {ranks} ranks is out of range (the files hold up to 2^63-1)")
     time_us = v["avg"]
     algbw = size / time_us / 1e3 if time_us > 0 else float("nan")
     row = {"op": op, "backend": backend, "dtype": DTYPES.get(dtype, dtype.lower() or "int8"), "redop": redop,

@@ -5,12 +5,13 @@ bandwidth / size); a figure of inf or 0.00, which perftest prints when its clock
 not a measurement."""
 from __future__ import annotations
 
-import json
 import math
 import re
 
+from . import jsondoc
 from .imported import Imported
 from .lines import column_names, read_lines
+from .values import figure, whole
 
 _TITLE = re.compile(r"^(RDMA_Write|RDMA_Read|Send|Atomic \S+|Atomic)\s+(?:Bidirectional\s+)?(BW|Latency|Lat)\s+Test", re.I)
 # perftest's warning when its timestamps drift (seen under emulation), glued to the end of the last row.
@@ -53,8 +54,8 @@ def check_row(run: Imported, line: int, row: dict) -> None:
         if rate is not None and row["bytes"] > 0:
             want = bw / row["bytes"]
             # The bandwidth is printed to 2 decimals, MsgRate to 6: at small sizes the bandwidth's rounding decides.
-        to_bytes = 1048576 if "bw_avg_mibps" in row else 1e9 / 8
-        if abs(rate - want) > 2e-6 + 0.01 * want + 0.005 * to_bytes / 1e6 / row["bytes"]:
+            to_bytes = 1048576 if "bw_avg_mibps" in row else 1e9 / 8
+            if abs(rate - want) > 2e-6 + 0.01 * want + 0.005 * to_bytes / 1e6 / row["bytes"]:
                 raise run.refuse(line, f"MsgRate {rate} Mpps is not bandwidth / size ({want:.6f}): not a row perftest "
                                        "wrote")
 
@@ -84,7 +85,8 @@ def read_text(path, run: Imported) -> Imported:
             run.notes.append(f"perftest warned: {glued.group(0).strip()} (its clock; the row before it is kept)")
             s = s[:glued.start()]
         if s == "Can't produce a report":  # perftest gave up on the rest of its sizes (after a clock warning)
-            run.stopped = f"perftest stopped at line {x.number}: 'Can't produce a report' (the sizes after it were not run)"
+            run.stopped = f"perftest stopped at line {x.number}: 'Can't produce a report' (the sizes after it were " \
+                          "not run)"
             break
         words = s.split()
         if not words[0].isdigit():
@@ -116,11 +118,9 @@ def _row(run, line, test, settings, values) -> dict:
            "tx_depth": _int(settings.get("TX depth", -1)), "mtu": _int(settings.get("Mtu", -1)),
            "device": settings.get("Device", ""), "port": _int(settings.get("ib_port", -1)),
            "link_layer": settings.get("Link type", ""), "gid_index": _int(settings.get("GID index", -1))}
-    for name, text in values.items():
-        try:
-            row[name] = int(text) if name in ("bytes", "iterations") else float(text)
-        except ValueError:
-            raise run.refuse(line, f"{name} '{text}' is not a number (not a row of perftest's table)") from None
+    for name, value in values.items():
+        row[name] = whole(run, line, name, value) if name in ("bytes", "iterations") else \
+            figure(run, line, name, value)
     return row
 
 
@@ -136,7 +136,10 @@ _JSON_SETTINGS = {"Number_of_qps": "Number of qps", "Mtu": "Mtu", "Link_type": "
 
 def _bandwidth_unit(run: Imported, r: dict) -> str:
     """MiB/s or Gb/s: the one for which MsgRate = bandwidth / size, as perftest computes it (the two differ 119x)."""
-    size, rate, avg = r.get("MsgSize"), r.get("MsgRate"), r.get("BW_average")
+    size = whole(run, 0, "results.MsgSize", r.get("MsgSize"))
+    rate, avg = (figure(run, 0, f"results.{k}", r.get(k)) for k in ("MsgRate", "BW_average"))
+    if size <= 0:
+        raise run.refuse(0, f"perftest JSON: MsgSize {size}: not a message size (bytes above 0 wanted)")
     fits = []
     for unit, to_bytes in (("mibps", 1048576.0), ("gbitps", 1e9 / 8)):
         want = avg * to_bytes / size / 1e6
@@ -152,24 +155,20 @@ def _bandwidth_unit(run: Imported, r: dict) -> str:
 def read_json(path, run: Imported) -> Imported:
     """perftest's --out_json file (one test, one size: with -a it holds the last size only, as perftest writes it)."""
     run.table = "results/verbs"
-    try:
-        with open(path, "rb") as f:
-            doc = json.load(f)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise run.refuse(0, f"not JSON perftest wrote with --out_json ({e}; two processes writing one file "
-                            "interleave their objects: give each side its own --out_json_file)") from None
+    doc = jsondoc.load(path, run, "perftest wrote with --out_json (two processes writing one file interleave "
+                                  "their objects: give each side its own --out_json_file)")
     info = doc.get("test_info") if isinstance(doc, dict) else None
     result = doc.get("results") if isinstance(doc, dict) else None
-    m = _JSON_TEST.match(str((info or {}).get("test", "")))
+    m = _JSON_TEST.match(str(info.get("test", ""))) if isinstance(info, dict) else None
     if not m or not isinstance(result, dict):
         raise run.refuse(0, "not the JSON perftest writes with --out_json (test_info.test and results wanted)")
     test = f"{_TESTS[m.group(1).lower()]}_{'bw' if m.group(2) == 'BW' else 'lat'}"
-    settings = {name: str(info[key]) for key, name in _JSON_SETTINGS.items() if key in info}
+    settings = {name: str(info[key])[:64] for key, name in _JSON_SETTINGS.items() if key in info}
     values = {_JSON[k]: v for k, v in result.items() if k in _JSON}
     if "BW_average" in result:
         unit = _bandwidth_unit(run, result)
-        values[f"bw_avg_{unit}"], values[f"bw_peak_{unit}"] = result["BW_average"], result["BW_peak"]
-    row = _row(run, 0, test, settings, {k: str(v) for k, v in values.items()})
+        values[f"bw_avg_{unit}"], values[f"bw_peak_{unit}"] = result["BW_average"], result.get("BW_peak")
+    row = _row(run, 0, test, settings, values)
     check_row(run, 0, row)
     run.rows.append(row)
     run.notes.append("perftest's JSON holds one size (with -a, the last): the text output has every size")

@@ -47,7 +47,7 @@ def read_source(path: pathlib.Path, o: Options) -> Imported:
         if value and tool != owner:
             raise BadInput(f"import: {option} is for {owner} output; {path} is {tool}'s")
     run = Imported(path, tool)
-    is_json = head(path, 1) and head(path, 1)[0].stripped.startswith("{")
+    is_json = head(path, 1) and head(path, 1)[0].stripped.startswith(("{", "["))
     if tool == "nccl-tests":
         hint = o.op or _op_from_name(path)
         return nccl_tests.read_json(path, run, hint) if is_json else nccl_tests.read_text(path, run, hint)
