@@ -145,5 +145,28 @@ class BrokenJson(Refused):
         self.refused(self.source("new-write_bw.json", json.dumps(doc)), message="not the JSON perftest writes")
 
 
+class SameNames(Refused):
+    """5. Sources whose output names collided: one source's file replaced another's, nothing said."""
+
+    def test_every_source_gets_a_file_of_its_own(self):
+        src = self.dir / "src"
+        (src / "sub").mkdir(parents=True)
+        for target, origin in (("sub/osu_bw.txt", "osu_bw.txt"), ("sub_osu_bw.txt", "osu_bibw.txt"),
+                               ("osu_bw.txt", "osu_latency.txt")):
+            shutil.copy(OSU / origin, src / target)
+        code, out, err = report("import", src / "sub" / "osu_bw.txt", src / "sub_osu_bw.txt", src / "osu_bw.txt",
+                                "--out", self.dir / "runs")
+        self.assertEqual(code, 0, err)
+        files = sorted(p.name for p in (self.dir / "runs").glob("*.h5"))
+        self.assertEqual(len(files), 3, files)
+        tests = {fa.load(self.dir / "runs" / f).tables["results/p2p"].test.iloc[0] for f in files}
+        self.assertEqual(tests, {"bw", "bibw", "latency"}, "each source's rows in a file of its own")
+        for f in files:
+            self.assertIn(f"runs/{f}: osu", out)
+        code, out, err = report("import", src, "--out", self.dir / "all")
+        self.assertEqual(code, 0, err)
+        self.assertEqual(len(list((self.dir / "all").glob("*.h5"))), 3)
+
+
 if __name__ == "__main__":
     unittest.main()

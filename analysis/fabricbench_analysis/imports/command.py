@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..read.files import BadInput, output_dir, output_file, written_dir, written_file
 from . import expect, nccl_tests
+from .names import unique
 from .source import Options, import_one, sources_of
 from .write import write
 
@@ -76,9 +77,7 @@ def run_import(args, say, say_table) -> int:
     model = expect.Model(o.configs)
     rule = expected_rule()
     imported = [import_one(p, o, model) for p in sources]  # all read and judged before anything is written
-    names = [p.name + ".h5" for p in sources]
-    if len(set(names)) < len(names):
-        names = [str(p).replace("/", "_").lstrip("_") + ".h5" for p in sources]
+    names = unique([p.name for p in sources], sources)
     written = {}
     if many:
         with written_dir(out, "--out") as stage:
