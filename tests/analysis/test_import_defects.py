@@ -28,14 +28,14 @@ class Refused(unittest.TestCase):
         return path
 
     def refused(self, source, *options, message="") -> str:
-        out = self.dir / "out.h5"
+        out = self.dir / "refused.h5"
         code, _, err = report("import", source, "--out", out, *options)
         self.assertEqual(code, 2, err)
         self.assertEqual(len(err.strip().splitlines()), 1, err)
         self.assertNotIn("Traceback", err)
         self.assertIn(str(source), err)
         self.assertIn(message, err)
-        self.assertEqual([p.name for p in self.dir.iterdir() if p.name.startswith((".out", "out"))], [])
+        self.assertEqual([p.name for p in self.dir.iterdir() if p.name.startswith((".refused", "refused"))], [])
         return err
 
     def imported(self, source, *options, status=0):
@@ -166,6 +166,120 @@ class SameNames(Refused):
         code, out, err = report("import", src, "--out", self.dir / "all")
         self.assertEqual(code, 0, err)
         self.assertEqual(len(list((self.dir / "all").glob("*.h5"))), 3)
+
+
+def figures(run, table="results/coll") -> list:
+    frame = run.tables[table]
+    columns = [c for c in ("op", "test", "bytes", "in_place", "time_us", "algbw_gbps", "busbw_gbps", "latency_us",
+                           "bw_mbps", "ranks") if c in frame.columns]
+    return frame[columns].values.tolist()
+
+
+class RunsInOneLog(Refused):
+    """3. A job's log of all_reduce_perf then all_gather_perf was refused for the wrong reason (the '#  Rank' lines of
+    both counted as one job of 4 ranks); OSU's table after nccl-tests' was dropped without a word."""
+
+    def test_two_nccl_tests_runs_are_each_read_as_their_own(self):
+        log = self.source("slurm-1234.out", (NT / "all_reduce.txt").read_text() + (NT / "all_gather.txt").read_text())
+        code, out, err = report("import", log, "--out", self.dir / "runs")
+        self.assertEqual(code, 0, err)
+        files = sorted(p.name for p in (self.dir / "runs").glob("*.h5"))
+        self.assertEqual(files, ["slurm-1234.out.1-all_reduce.h5", "slurm-1234.out.2-all_gather.h5"])
+        for name, origin in zip(files, ("all_reduce.txt", "all_gather.txt")):
+            run = fa.load(self.dir / "runs" / name)
+            self.assertEqual(figures(run), figures(self.imported(NT / origin)[0]), name)
+            self.assertEqual(len(run.tables["env/ranks"]), 2)
+        self.assertIn("one of 2 runs in slurm-1234.out", out)
+        err = self.refused(log, message="holds 2 runs (nccl-tests all_reduce from line 1, nccl-tests all_gather from "
+                                        "line ")
+        self.assertIn("give --out a folder", err)
+
+    def test_osu_after_nccl_tests_is_read_too(self):
+        log = self.source("job.log", (NT / "all_reduce.txt").read_text() + (OSU / "osu_bw.txt").read_text()
+                          + (PERFTEST / "new-write_bw.txt").read_text())
+        code, out, err = report("import", log, "--out", self.dir / "runs")
+        self.assertEqual(code, 0, err)
+        runs = {p.name: fa.load(p) for p in sorted((self.dir / "runs").glob("*.h5"))}
+        self.assertEqual(list(runs), ["job.log.1-all_reduce.h5", "job.log.2-bw.h5", "job.log.3-write_bw.h5"])
+        self.assertEqual(figures(runs["job.log.2-bw.h5"], "results/p2p"),
+                         figures(self.imported(OSU / "osu_bw.txt")[0], "results/p2p"))
+        self.assertEqual(len(runs["job.log.3-write_bw.h5"].tables["results/verbs"]), 1)
+
+    def test_a_repeated_run_of_one_test_is_read_twice(self):
+        log = self.source("log.txt", (NT / "all_reduce.txt").read_text() * 2)
+        code, _, err = report("import", log, "--out", self.dir / "runs")
+        self.assertEqual(code, 0, err)
+        self.assertEqual(len(list((self.dir / "runs").glob("*.h5"))), 2)
+
+
+def without(path: pathlib.Path, drop) -> str:
+    """`path`'s text without the lines `drop` (a predicate of the line) picks."""
+    return "".join(line for line in path.read_text().splitlines(keepends=True) if not drop(line))
+
+
+class CutHeaders(Refused):
+    """6. Output as people post it (the header cut) was refused: the op and ranks are told from the table where one
+    answer fits, and the notes say so; refused in one line where two fit."""
+
+    def header_cut(self, op: str, keep: str) -> str:
+        lines = (NT / f"{op}.txt").read_text().splitlines(keepends=True)
+        k = next(k for k, line in enumerate(lines) if keep in line)
+        return "".join(lines[k:])
+
+    def test_an_op_one_answer_fits_is_read_and_said(self):
+        for op in ("reduce_scatter", "broadcast", "reduce", "hypercube"):
+            with self.subTest(op=op):
+                text = without(NT / f"{op}.txt", lambda line: "Collective test starting" in line)
+                run, out = self.imported(self.source("posted.txt", text))
+                self.assertEqual(figures(run), figures(self.imported(NT / f"{op}.txt")[0]))
+                self.assertIn(f"op {op}: told from the table", out)
+
+    def test_the_table_alone_gives_its_op_and_ranks(self):
+        run, out = self.imported(self.source("table.txt", self.header_cut("reduce_scatter", "out-of-place")))
+        self.assertEqual(figures(run), figures(self.imported(NT / "reduce_scatter.txt")[0]))
+        self.assertIn("ranks 2: told from the table", out)
+        run, out = self.imported(self.source("table.txt", self.header_cut("broadcast", "out-of-place")))
+        self.assertEqual(set(run.tables["results/coll"].op), {"broadcast"})
+        self.assertEqual(set(run.tables["results/coll"].ranks), {-1})
+        self.assertIn("ranks: not known", out)
+
+    def test_only_the_last_rank_line_left_is_read_with_the_ranks_told_from_the_figures(self):
+        text = self.header_cut("all_reduce", "Rank  1")
+        run, out = self.imported(self.source("all_reduce.txt", text))
+        self.assertEqual(figures(run), figures(self.imported(NT / "all_reduce.txt")[0]))
+        self.assertIn("'#  Rank' lines are cut (rank 1 listed)", out)
+        self.assertEqual(run.attrs["world_size"], 2)
+
+    def test_where_two_answers_fit_it_is_refused_naming_them(self):
+        for op, names in (("all_reduce", "all_reduce on 2 ranks, sendrecv"), ("all_gather", "all_gather on 2 ranks, "
+                                                                              "alltoall on 2 ranks"),
+                          ("gather", "gather on 2 ranks, scatter on 2 ranks")):
+            with self.subTest(op=op):
+                text = without(NT / f"{op}.txt", lambda line: "Collective test starting" in line)
+                self.refused(self.source("posted.txt", text), message=names)
+        text = without(NT / "all_gather.txt", lambda line: "Collective test starting" in line)
+        run, out = self.imported(self.source("posted.txt", text), "--op", "all_gather")
+        self.assertEqual(figures(run), figures(self.imported(NT / "all_gather.txt")[0]))
+
+
+class RanAlone(Refused):
+    """7. nccl-tests built without MPI, or started without mpirun: each process runs alone (one rank; or the headers
+    of several processes in one file). Refused with a line that names it."""
+    ALONE = "each process ran alone: nccl-tests built without MPI=1, or started without mpirun"
+
+    def test_one_rank_is_refused_naming_the_mistake(self):
+        text = without(NT / "broadcast.txt", lambda line: "Rank  1" in line)
+        self.refused(self.source("broadcast.txt", text), message=self.ALONE)
+        doc = json.loads((NT / "all_reduce.json").read_text())
+        doc["config"]["devices"] = doc["config"]["devices"][:1]
+        self.refused(self.source("all_reduce.json", json.dumps(doc)), message=self.ALONE)
+
+    def test_two_processes_headers_interleaved_are_refused_naming_the_mistake(self):
+        lines = (NT / "all_reduce-g2.txt").read_text().splitlines()
+        both = [line for pair in zip(lines, lines) for line in pair]
+        self.refused(self.source("slurm.out", "\n".join(both) + "\n"), message=self.ALONE)
+        labelled = [f"{k}: {line}" for pair in zip(lines, lines) for k, line in enumerate(pair)]
+        self.refused(self.source("slurm.out", "\n".join(labelled) + "\n"), message=self.ALONE)
 
 
 if __name__ == "__main__":

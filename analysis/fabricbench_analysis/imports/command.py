@@ -67,6 +67,16 @@ def comparison(runs: dict) -> pd.DataFrame:
                             aggfunc="first", sort=False).reset_index()
 
 
+def _folder_for_runs(text: str, source: pathlib.Path, runs: list) -> pathlib.Path:
+    """--out for one source that holds several runs: a folder (each run a file of its own), never one file."""
+    p = pathlib.Path(text)
+    if p.suffix == ".h5" or (p.exists() and not p.is_dir()):
+        where = ", ".join(f"{r.tool} {r.what} from line {r.first_line}" for r in runs)
+        raise BadInput(f"{source}: holds {len(runs)} runs ({where}); give --out a folder (each run becomes a file "
+                       f"of its own), not the file {text}")
+    return output_dir(text, "--out")
+
+
 def run_import(args, say, say_table) -> int:
     from ..judge.answer import answer, expected_rule
     from ..read.results import load
@@ -76,8 +86,13 @@ def run_import(args, say, say_table) -> int:
     out = output_dir(args.out, "--out") if many else output_file(args.out, "--out", sources)
     model = expect.Model(o.configs)
     rule = expected_rule()
-    imported = [import_one(p, o, model) for p in sources]  # all read and judged before anything is written
-    names = unique([p.name for p in sources], sources)
+    per_source = [import_one(p, o, model) for p in sources]  # all read and judged before anything is written
+    imported = [imp for runs in per_source for imp in runs]
+    stems = [p.name if len(runs) == 1 else f"{p.name}.{k}-{imp.what}"
+             for p, runs in zip(sources, per_source) for k, imp in enumerate(runs, 1)]
+    names = unique(stems, [imp.source for imp in imported])
+    if len(imported) > 1 and not many:
+        out, many = _folder_for_runs(args.out, sources[0], per_source[0]), True
     written = {}
     if many:
         with written_dir(out, "--out") as stage:

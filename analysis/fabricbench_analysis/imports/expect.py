@@ -25,7 +25,8 @@ NVLINK_BY_GPU = {"H100 80GB HBM3": 478.125, "H100 SXM": 478.125, "H200": 478.125
 NOT_NETWORK = "not a network measurement: busbw above what the NICs carry"
 # Why, by the algorithms NCCL's log shows for the run (NCCL_DEBUG_SUBSYS=TUNING); without a log the usual reason.
 NOT_NETWORK_WHY = {
-    "": "NCCL likely used NVLS or Tree, which reduce inside each node first; run with NCCL_ALGO=RING to test the network",
+    "": "NCCL likely used NVLS or Tree, which reduce inside each node first; run with NCCL_ALGO=RING to test the "
+        "network",
     "ring": "NCCL's log shows the ring algorithm only: the data did not all cross these NICs (are the ranks on "
             "distinct hosts? are --nics-per-node and --nic-rate right?)",
 }
@@ -55,7 +56,8 @@ def _rows(path: pathlib.Path, header: list, what: str) -> list:
 
 
 def _files(configs: pathlib.Path) -> tuple:
-    """The curves and network files configs/expected.ini names (keys `curves`, `network`), as the C++ tools read them."""
+    """The curves and network files configs/expected.ini names (keys `curves`, `network`), as the C++ tools read
+    them."""
     import configparser
     ini = configparser.ConfigParser()
     ini.read(configs / "expected.ini")

@@ -89,6 +89,14 @@ class Imported:
     notes: list = dataclasses.field(default_factory=list)  # lines a person should read (what was not judged, why)
     nccl_lines: object = None       # NcclLines: what NCCL's INFO lines in the file said (the path it took)
     facts: dict = dataclasses.field(default_factory=dict)   # what the header said: gpus_per_process, nics, ...
+    world_size: int = 0             # the job's ranks where told from the figures, not from the header's rank lines
+    next_run: object = None         # the Line where another run begins in the same source (None: the file ended)
+    first_line: int = 1             # where this run begins in its source (a job's log may hold several)
+
+    @property
+    def what(self) -> str:
+        """The test or op its rows are of (all_reduce, bw, write_bw ...)."""
+        return str(self.rows[0].get("op") or self.rows[0].get("test") or "") if self.rows else ""
 
     @property
     def hosts(self) -> list:

@@ -25,6 +25,7 @@ class Line:
     number: int   # 1-based, in the file
     label: int    # the rank a launcher's prefix named; -1 where the line has none
     text: str     # without the prefix and the line end
+    offset: int = 0  # where the line begins in the file, in bytes (a later read can begin there)
 
     @property
     def stripped(self) -> str:
@@ -39,23 +40,29 @@ def _label(text: str) -> tuple:
     return -1, text
 
 
-def read_lines(path: pathlib.Path):
-    """Yield every Line of `path`, in order, holding one line in memory at a time."""
+def read_lines(path: pathlib.Path, start: Line | None = None):
+    """Yield every Line of `path` (from the line `start`, where given), in order, holding one line in memory at a
+    time."""
     with open(path, "rb") as f:
-        number = 0
+        number, offset = 0, 0
+        if start is not None:
+            f.seek(start.offset)
+            number, offset = start.number - 1, start.offset
         while True:
             raw = f.readline(MAX_LINE)
             if not raw:
                 return
             number += 1
+            begins, offset = offset, offset + len(raw)
             if not raw.endswith(b"\n") and len(raw) == MAX_LINE:
                 while True:  # the rest of an over-long line
                     rest = f.readline(MAX_LINE)
+                    offset += len(rest)
                     if not rest or rest.endswith(b"\n"):
                         break
             text = raw.decode("utf-8", "replace").rstrip("\r\n")
             label, text = _label(text)
-            yield Line(number, label, text)
+            yield Line(number, label, text, begins)
 
 
 def column_names(header: str, known: dict) -> list:

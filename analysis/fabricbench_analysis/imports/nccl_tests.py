@@ -6,14 +6,11 @@ not stored. Rows of 0 B (nccl-tests prints a size that holds no whole element pe
 out with a note."""
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
 
 from . import jsondoc
 from .imported import Imported
-from .lines import read_lines
-from .nccl_lines import NcclLines
 from .values import figure, whole
 
 # nccl-tests' bus bandwidth factors (its src/<op>.cu GetBw), n = ranks.
@@ -24,10 +21,13 @@ FACTORS = {
     "broadcast": lambda n: 1.0, "reduce": lambda n: 1.0, "sendrecv": lambda n: 1.0,
 }
 
+ALONE = "each process ran alone: nccl-tests built without MPI=1, or started without mpirun"
+
 # algbw as a share of size / time where it is not all of it: hypercube counts what each rank receives from the others.
 ALGBW_SHARE = {"hypercube": lambda n: (n - 1) / n}
 
-_RANK = re.compile(r"#\s+Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)")
+_RANK = re.compile(r"#\s+Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)"
+                   r"\s+\[([^\]]*)\]\s*(.*)")
 _VERSION = re.compile(r"#\s*nccl-tests version\s+(\S+)(?:\s+nccl-headers=(\d+))?(?:\s+nccl-library=(\d+))?")
 # An NCCL log line glued to the end of a table line (another thread of the process wrote it mid-row).
 # Its host name is taken to begin with a letter (the table's last field, a number, is glued to it: "-1gpunode0:...").
@@ -80,127 +80,6 @@ def check_row(run: Imported, line: int, op: str, ranks: int, size: int, time_us:
                                    f"({bus:.3f}): not a row nccl-tests wrote for {ranks} ranks")
 
 
-class _Table:
-    """The column layout of one result table, from its header line."""
-
-    def __init__(self, names: list):
-        self.names = names
-        starts = [i for i, n in enumerate(names) if n in ("time", "cputime")]
-        self.groups = []
-        for k, start in enumerate(starts):
-            end = starts[k + 1] if k + 1 < len(starts) else len(names)
-            self.groups.append([(i, _GROUP[names[i]]) for i in range(start, end) if names[i] in _GROUP])
-        self.width = max((i for g in self.groups for i, _ in g), default=len(KEYS) - 1) + 1
-
-
-def read_text(path, run: Imported, op_hint: str = "") -> Imported:
-    run.table = "results/coll"
-    op, table, settings, ended, zero = op_hint, None, {}, True, 0
-    seen_ops, hosts_local = {}, {}
-    log = NcclLines()
-    printer = None  # the label of the process that prints the tables (nccl-tests prints on rank 0 only)
-    pending = []  # the fields of a row that NCCL's own lines cut into pieces, and the line it began on
-    for x in read_lines(path):
-        s = x.stripped
-        if log.take(x):
-            continue
-        if not s:
-            continue
-        m = _VERSION.match(s)
-        if m:
-            run.tool_version = m.group(1)
-            run.nccl_version = nccl_version(m.group(3) or m.group(2) or "")
-            continue
-        m = _START.match(s)
-        if m:
-            op = _op_of(m.group(1))
-            if op in seen_ops:
-                raise run.refuse(x.number, f"a second {op} run in one file (the first began at line {seen_ops[op]}); "
-                                           "import each run from a file of its own")
-            seen_ops[op], ended, table = x.number, False, None
-            continue
-        m = _SETTINGS.match(s)
-        if m:
-            settings = {"threads": int(m.group(1)), "gpus": int(m.group(2)), "warmup": int(m.group(3)),
-                        "iterations": int(m.group(4)), "check": int(m.group(5) or 1), "graph": int(m.group(6) or 0)}
-            run.facts["gpus_per_thread"] = settings["gpus"]
-            continue
-        m = _RANK.match(s)
-        if m:
-            host = m.group(3)
-            local = hosts_local.setdefault(host, 0)
-            hosts_local[host] += 1
-            run.ranks.append({"rank": int(m.group(1)), "host": host, "local_rank": local, "gpu": int(m.group(4)),
-                              "gpu_name": m.group(6).strip(), "pci_bus_id": m.group(5), "pid": int(m.group(2))})
-            continue
-        if s.startswith("#"):
-            words = s[1:].split()
-            if words[:2] == ["size", "count"]:
-                table, ended, printer = _Table(words), False, x.label
-                if not op:
-                    raise run.refuse(x.number, "nccl-tests' output without its 'Collective test starting' line: "
-                                               "give --op (all_reduce, all_gather, ...) to say which test it is")
-            elif words[:3] == ["Out", "of", "bounds"] or words[:2] == ["Avg", "bus"]:
-                ended, table = True, None
-            continue
-        if table is None:
-            continue  # a line before or between the tables (mpirun's, the job script's): not ours to read
-        if printer is not None and x.label != printer:
-            continue  # another rank's line, interleaved
-        text = x.text
-        glued = _GLUED.search(text)
-        if glued:
-            log.take(dataclasses.replace(x, text=glued.group(0)))
-            text = text[:glued.start()]
-        words = text.split()
-        if pending and words and words[0].isdigit() and len(words) >= table.width:
-            raise run.refuse(pending[0], f"a row of the {op} table cut short: {len(pending) - 1} of {table.width} "
-                                         "fields")
-        pending = (pending or [x.number]) + words
-        if len(pending) - 1 < table.width and glued:
-            continue  # the rest of the row follows NCCL's line
-        zero += _row(run, pending[0], pending[1:], table, op, settings, x)
-        pending = []
-    if not run.rows and not zero:
-        raise run.refuse(0, "no row of nccl-tests' result table found")
-    if not ended:
-        run.cut_at = x.number
-    if zero:
-        run.notes.append(f"{zero} size(s) of 0 B left out (nccl-tests prints a size that holds no whole element "
-                         "per rank as 0 B at 0 GB/s)")
-    run.nccl_lines = log
-    run.nccl_version = run.nccl_version or log.version
-    return run
-
-
-def _row(run: Imported, number: int, words: list, table: _Table, op: str, settings: dict, x) -> int:
-    if len(words) == table.width - 1 and re.fullmatch(r"-?\d+", words[3] if len(words) > 3 else ""):
-        words = words[:3] + ["none"] + words[3:]  # no reduction: nccl-tests leaves redop blank (hypercube)
-    if len(words) < table.width or not words[0].isdigit():
-        raise run.refuse(number, f"not a row of the {op} table ({len(words)} fields, {table.width} wanted): "
-                                 f"'{x.stripped[:80]}'")
-    size = whole(run, number, "size", words[0])
-    if size == 0:
-        return 1
-    count = whole(run, number, "count", words[1])
-    root = whole(run, number, "root", words[4])
-    ranks = len(run.ranks)
-    for in_place, group in enumerate(table.groups[:2]):
-        row = {"op": op, "backend": "nccl", "dtype": words[2], "redop": words[3], "root": root,
-               "in_place": in_place, "bytes": size, "count": count, "ranks": ranks,
-               "iterations": settings.get("iterations", -1), "warmup": settings.get("warmup", -1),
-               "timing": "graph" if settings.get("graph") else "host"}
-        for i, column in group:
-            text = words[i]
-            if column == "wrong":
-                row[column] = -1 if text == "N/A" else whole(run, number, "#wrong", text)
-            else:
-                row[column] = figure(run, number, column, text)
-        check_row(run, number, op, ranks, size, row["time_us"], row["algbw_gbps"], row["busbw_gbps"])
-        run.rows.append(row)
-    return 0
-
-
 def read_json(path, run: Imported, op_hint: str = "") -> Imported:
     """nccl-tests' -J output."""
     run.table = "results/coll"
@@ -229,6 +108,8 @@ def from_json(doc, run: Imported, op_hint: str = "") -> Imported:
                           "host": host, "local_rank": sum(1 for x in run.ranks if x["host"] == host),
                           "gpu": whole(run, 0, f"config.devices[{k}].device", r.get("device", -1)),
                           "gpu_name": str(r.get("device_info", "")), "pci_bus_id": str(r.get("device_hex", ""))})
+    if len(run.ranks) == 1:
+        raise run.refuse(0, f"{ALONE} (config.devices lists 1 rank: nothing crossed a link)")
     settings = {"iterations": whole(run, 0, "config.iterations", config.get("iterations", -1)),
                 "warmup": whole(run, 0, "config.warmup_iters", config.get("warmup_iters", -1)),
                 "graph": whole(run, 0, "config.graph", config.get("graph", 0) or 0)}
@@ -260,7 +141,8 @@ def _json_row(run: Imported, where: str, r: dict, v: dict, op: str, in_place: in
            "count": whole(run, 0, f"{where}.count", r.get("count", 0)), "ranks": len(run.ranks),
            "iterations": settings["iterations"], "warmup": settings["warmup"],
            "timing": "graph" if settings["graph"] else "host",
-           "time_us": figure(run, 0, f"{name}.time", time), "algbw_gbps": figure(run, 0, f"{name}.alg_bw", v.get("alg_bw")),
+           "time_us": figure(run, 0, f"{name}.time", time),
+           "algbw_gbps": figure(run, 0, f"{name}.alg_bw", v.get("alg_bw")),
            "busbw_gbps": figure(run, 0, f"{name}.bus_bw", v.get("bus_bw")),
            "wrong": -1 if wrong is None else whole(run, 0, f"{name}.nwrong", wrong)}
     check_row(run, 0, op, len(run.ranks), row["bytes"], row["time_us"], row["algbw_gbps"], row["busbw_gbps"])

@@ -47,18 +47,24 @@ def _untitled(path) -> str:
     return next((t for name, t in sorted(_UNTITLED.items(), key=lambda i: -len(i[0])) if stem.startswith(name)), "")
 
 
-def read(path, run: Imported, ranks: int = 0, window: int = 0) -> Imported:
+def read(path, run: Imported, ranks: int = 0, window: int = 0, start=None, other=lambda line: False) -> Imported:
+    """One OSU test's output, from the line `start`; it ends where another test's (or tool's) output begins."""
     kind = test = op = backend = ""
     banner = False
     memory, dtype, pairs, win, columns, printer = "host", "", 1, 0, None, None
-    for x in read_lines(path):
+    stray = None  # a line after the table that is no row: allowed only where another run's output follows
+    for x in read_lines(path, start):
         s = x.stripped
         if not s:
             continue
+        if run.rows and (signature(x) or other(x)):
+            run.next_run = stray or x  # the next test's output: read as a run of its own
+            break
         m = _TITLE.match(s)
         if m:
             if kind:
-                raise run.refuse(x.number, "a second OSU test in one file; import each test from a file of its own")
+                raise run.refuse(x.number, "a second OSU title before the first test's table (two tests' output "
+                                           "interleaved: import each from a file of its own)")
             backend = "mpi" if m.group(1) == "MPI" else "nccl"
             name, run.tool_version = m.group(2), m.group(3) or ""
             if name in P2P_TESTS:
@@ -103,7 +109,12 @@ def read(path, run: Imported, ranks: int = 0, window: int = 0) -> Imported:
         if columns is None:
             continue
         words = s.split()
-        if len(words) != len(columns) or not words[0].isdigit():
+        row_like = words[0].isdigit()
+        if stray is not None or not row_like or len(words) != len(columns):
+            if run.rows and not row_like:
+                stray = stray or x  # after the table: a line of what follows it, if another run follows
+                continue
+            x, s, words = stray or x, (stray or x).stripped, (stray or x).stripped.split()
             raise run.refuse(x.number, f"not a row of OSU's table ({len(words)} fields, {len(columns)} wanted: "
                                        f"{' '.join(columns)}): '{s[:80]}'")
         values = {}
@@ -122,6 +133,8 @@ def read(path, run: Imported, ranks: int = 0, window: int = 0) -> Imported:
             run.rows.append(_p2p_row(test, backend, memory, values, pairs, win or window or OSU_WINDOW))
         else:
             run.rows.append(_coll_row(run, x.number, op, backend, memory, dtype, values, ranks))
+    if stray is not None and run.next_run is None:
+        raise run.refuse(stray.number, f"not a row of OSU's table: '{stray.stripped[:80]}'")
     if not kind:
         raise run.refuse(0, "no OSU test title ('# OSU MPI ... Test v7.4')")
     if not run.rows:

@@ -13,7 +13,8 @@ from .imported import Imported
 from .lines import column_names, read_lines
 from .values import figure, whole
 
-_TITLE = re.compile(r"^(RDMA_Write|RDMA_Read|Send|Atomic \S+|Atomic)\s+(?:Bidirectional\s+)?(BW|Latency|Lat)\s+Test", re.I)
+_TITLE = re.compile(r"^(RDMA_Write|RDMA_Read|Send|Atomic \S+|Atomic)\s+(?:Bidirectional\s+)?(BW|Latency|Lat)\s+Test",
+                    re.I)
 # perftest's warning when its timestamps drift (seen under emulation), glued to the end of the last row.
 _GLUED = re.compile(r"Correlation coefficient r\^2: \S+ < \S+\s*$")
 _TESTS = {"rdma_write": "write", "rdma_read": "read", "send": "send", "atomic": "atomic"}
@@ -60,13 +61,17 @@ def check_row(run: Imported, line: int, row: dict) -> None:
                                        "wrote")
 
 
-def read_text(path, run: Imported) -> Imported:
+def read_text(path, run: Imported, start=None, other=lambda line: False) -> Imported:
+    """One perftest test's text, from the line `start`; it ends where another test's (or tool's) output begins."""
     run.table = "results/verbs"
     test, settings, columns = "", {}, None
-    for x in read_lines(path):
+    for x in read_lines(path, start):
         s = x.stripped
         if not s or set(s) <= {"-"}:
             continue
+        if run.rows and (_TITLE.match(s) or other(x)):
+            run.next_run = x  # the next test's output: read as a run of its own
+            break
         m = _TITLE.match(s)
         if m:
             if test:

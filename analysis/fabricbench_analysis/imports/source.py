@@ -6,9 +6,9 @@ import dataclasses
 import pathlib
 
 from ..read.files import BadInput
-from . import expect, nccl_tests, osu, perftest
+from . import expect, nccl_tests, nccl_text, osu, perftest
 from .imported import Imported
-from .lines import head, read_lines
+from .lines import Line, head, read_lines
 from .nccl_lines import NcclLines
 
 
@@ -26,34 +26,62 @@ class Options:
     configs: pathlib.Path = pathlib.Path(__file__).resolve().parents[3] / "configs"
 
 
-def tool_of(path: pathlib.Path) -> str:
+TOOLS = (("nccl-tests", nccl_tests), ("osu", osu), ("perftest", perftest))
+
+
+def tool_of(path: pathlib.Path, start: Line | None = None) -> str:
+    """The tool whose output begins at `start` (the file's first line where None)."""
     first = head(path, 1)
-    if first and first[0].stripped.startswith(("{", "[")):
+    if start is None and first and first[0].stripped.startswith(("{", "[")):
         text = path.read_bytes()[:1 << 16].decode("utf-8", "replace")
         return "perftest" if ("BW_average" in text or "t_typical" in text or "test_name" in text) else "nccl-tests"
-    for line in read_lines(path):  # a job's log may hold a million lines before the table: read as far as it takes
-        for tool, module in (("nccl-tests", nccl_tests), ("osu", osu), ("perftest", perftest)):
+    for line in read_lines(path, start):  # a job's log may hold a million lines before the table: read on
+        for tool, module in TOOLS:
             if module.signature(line):
                 return tool
     raise BadInput(f"{path}: not output of nccl-tests, OSU or perftest as fabric-report knows it (no nccl-tests "
                    "header, no '# OSU ... Test' title, no perftest table); give --tool if it is one of them")
 
 
-def read_source(path: pathlib.Path, o: Options) -> Imported:
-    tool = o.tool or tool_of(path)
+def _other(tool: str):
+    """Whether a line begins another tool's output (where a run of `tool` ends, in a file that holds both)."""
+    return lambda line: any(module.signature(line) for name, module in TOOLS if name != tool)
+
+
+def _read_run(path: pathlib.Path, tool: str, o: Options, start: Line | None) -> Imported:
+    run = Imported(path, tool, first_line=start.number if start is not None else 1)
+    is_json = start is None and head(path, 1) and head(path, 1)[0].stripped.startswith(("{", "["))
+    if tool == "nccl-tests":
+        hint = o.op or _op_from_name(path)
+        if is_json:
+            return nccl_tests.read_json(path, run, hint)
+        return nccl_text.read_text(path, run, hint, start, _other(tool))
+    if tool == "osu":
+        return osu.read(path, run, o.ranks, o.window, start, _other(tool))
+    return perftest.read_json(path, run) if is_json else perftest.read_text(path, run, start, _other(tool))
+
+
+def read_source(path: pathlib.Path, o: Options) -> list:
+    """The runs of one source: one, or each of several a job's log holds one after another (a script's second
+    `*_perf`, or OSU after nccl-tests), each read as a source of its own."""
+    runs, start = [], None
+    while True:
+        tool = (o.tool if not runs and o.tool else "") or tool_of(path, start)
+        runs.append(_read_run(path, tool, o, start))
+        start = runs[-1].next_run
+        if start is None:
+            break
+    tools = {run.tool for run in runs}
     # An option is used or refused, never ignored: these say what only one tool's output leaves out.
     for option, value, owner in (("--op", o.op, "nccl-tests"), ("--ranks", o.ranks, "osu"),
                                  ("--window", o.window, "osu")):
-        if value and tool != owner:
-            raise BadInput(f"import: {option} is for {owner} output; {path} is {tool}'s")
-    run = Imported(path, tool)
-    is_json = head(path, 1) and head(path, 1)[0].stripped.startswith(("{", "["))
-    if tool == "nccl-tests":
-        hint = o.op or _op_from_name(path)
-        return nccl_tests.read_json(path, run, hint) if is_json else nccl_tests.read_text(path, run, hint)
-    if tool == "osu":
-        return osu.read(path, run, o.ranks, o.window)
-    return perftest.read_json(path, run) if is_json else perftest.read_text(path, run)
+        if value and owner not in tools:
+            raise BadInput(f"import: {option} is for {owner} output; {path} is {'/'.join(sorted(tools))}'s")
+    if len(runs) > 1:
+        where = ", ".join(f"{r.tool} {r.what} from line {r.first_line}" for r in runs)
+        for run in runs:
+            run.notes.append(f"one of {len(runs)} runs in {path.name} ({where}): each is imported as its own")
+    return runs
 
 
 def _op_from_name(path: pathlib.Path) -> str:
@@ -90,8 +118,12 @@ def setup_of(imp: Imported, o: Options, log: NcclLines) -> expect.Setup:
     return s
 
 
-def import_one(path: pathlib.Path, o: Options, model: expect.Model) -> Imported:
-    imp = read_source(path, o)
+def import_one(path: pathlib.Path, o: Options, model: expect.Model) -> list:
+    """The runs of one source, read and judged."""
+    return [judged(imp, o, model) for imp in read_source(path, o)]
+
+
+def judged(imp: Imported, o: Options, model: expect.Model) -> Imported:
     log = _log(o, imp)
     imp.nccl_version = imp.nccl_version or log.version
     path_text = log.path_text()

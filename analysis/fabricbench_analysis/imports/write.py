@@ -72,7 +72,7 @@ def write(imp: Imported, path, rule) -> None:
         a["imported_from"], a["imported_at"] = str(imp.source), now
         a["status"] = f"failed: {imp.stopped}" if imp.stopped else "complete" if not imp.cut_at else \
             f"failed: the source ends at line {imp.cut_at} inside its table (the run did not finish)"
-        a["world_size"] = len(imp.ranks) if imp.ranks else -1
+        a["world_size"] = imp.world_size or (len(imp.ranks) if imp.ranks else -1)
         a["hosts"] = ",".join(hosts)
         a["expected_warn_below_percent"] = float(rule.warn_below_percent)
         a["expected_calibrated_warn_below_percent"] = float(rule.calibrated_warn_below_percent)
