@@ -53,8 +53,9 @@ class TextReader:
                 run.next_run = x
                 break
             self.last = x.number
-        if not self.printed and not self.zero:
-            raise run.refuse(0, "no row of nccl-tests' result table found")
+        if not self.printed:
+            raise run.refuse(0, "no row of nccl-tests' result table found" + (
+                f" (only {self.zero} row(s) of 0 B, which hold no measurement)" if self.zero else ""))
         if not self.ended:
             run.cut_at = self.last
         op, ranks = resolve(run, self.printed, self.op, self.op_said, self.settings)

@@ -123,6 +123,8 @@ def _row(run, line, test, settings, values) -> dict:
            "tx_depth": _int(settings.get("TX depth", -1)), "mtu": _int(settings.get("Mtu", -1)),
            "device": settings.get("Device", ""), "port": _int(settings.get("ib_port", -1)),
            "link_layer": settings.get("Link type", ""), "gid_index": _int(settings.get("GID index", -1))}
+    for name in ("qps", "tx_depth", "mtu", "port", "gid_index"):
+        whole(run, line, f"the setting {name}", row[name])
     for name, value in values.items():
         row[name] = whole(run, line, name, value) if name in ("bytes", "iterations") else \
             figure(run, line, name, value)

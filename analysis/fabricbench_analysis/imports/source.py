@@ -10,6 +10,7 @@ from . import expect, nccl_tests, nccl_text, osu, perftest
 from .imported import Imported
 from .lines import Line, head, read_lines
 from .nccl_lines import NcclLines
+from .values import held
 
 
 @dataclasses.dataclass
@@ -124,6 +125,7 @@ def import_one(path: pathlib.Path, o: Options, model: expect.Model) -> list:
 
 
 def judged(imp: Imported, o: Options, model: expect.Model) -> Imported:
+    held(imp)
     log = _log(o, imp)
     imp.nccl_version = imp.nccl_version or log.version
     path_text = log.path_text()

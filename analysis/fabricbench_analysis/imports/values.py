@@ -38,6 +38,17 @@ def whole(run: Imported, line: int, what: str, value) -> int:
     return v
 
 
+def held(run: Imported) -> None:
+    """The last look before a run is written: every whole number of its rows and ranks fits the files' columns (a
+    reader that let one past is refused here, in one line, not by a traceback while writing)."""
+    for rows, what in ((run.rows, "row"), (run.ranks, "rank line")):
+        for row in rows:
+            for name, value in row.items():
+                if isinstance(value, int) and abs(value) > INT64_MAX:
+                    raise run.refuse(0, f"{name} {value} (a {what}'s) is out of range: the files hold whole numbers "
+                                        "up to 2^63-1")
+
+
 def figure(run: Imported, line: int, what: str, value, unit: str = "") -> float:
     """`value` as a measurement: a finite number (nan and inf are refused: not a measurement)."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
