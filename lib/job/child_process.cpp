@@ -45,8 +45,9 @@ pid_t parent_of(pid_t pid) {
   return static_cast<pid_t>(ppid);
 }
 
-// `root` and every process below it, `root` first (parents read from /proc).
-std::vector<pid_t> descendants(pid_t root) {
+}  // namespace
+
+std::vector<pid_t> process_tree(pid_t root) {
   std::map<pid_t, std::vector<pid_t>> children;
   if (DIR* d = ::opendir("/proc")) {
     while (const dirent* e = ::readdir(d)) {
@@ -61,6 +62,8 @@ std::vector<pid_t> descendants(pid_t root) {
     for (pid_t c : children[out[i]]) out.push_back(c);
   return out;
 }
+
+namespace {
 
 // Whether process group `group` still has a member (a zombie not yet reaped counts).
 bool group_alive(pid_t group) { return ::kill(-group, 0) == 0 || errno == EPERM; }
@@ -218,14 +221,14 @@ void ChildProcess::reap(bool block) {
 
 std::vector<pid_t> ChildProcess::tree() const {
   if (exited_) return {};
-  return descendants(pid_);
+  return process_tree(pid_);
 }
 
 void ChildProcess::signal(int signal) const {
   // Descendants that made groups of their own (a shell's job control, a launcher) are found while the child lives.
   std::vector<pid_t> others;
   if (!exited_)
-    for (pid_t p : descendants(pid_))
+    for (pid_t p : process_tree(pid_))
       if (::getpgid(p) != pid_) others.push_back(p);
   if (signal != SIGKILL) ::kill(-pid_, SIGCONT);
   ::kill(-pid_, signal);

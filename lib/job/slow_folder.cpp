@@ -86,6 +86,7 @@ SlowFolder::Header SlowFolder::read_header(int fd, const std::string& path, File
   s.visible_devices = field(h.visible_devices, sizeof h.visible_devices);
   s.launcher_rank = field(h.launcher_rank, sizeof h.launcher_rank);
   s.boot_id = field(h.boot_id, sizeof h.boot_id);
+  s.sampler = h.writer == slow::kWriterSampler;
   s.profiler_api = h.profiler_api;
   const auto key = std::make_pair(s.host, s.pid);
   auto at = source_of_.find(key);

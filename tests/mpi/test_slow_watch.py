@@ -107,6 +107,54 @@ class SlowWatch(LaunchTest):
         self.assertIn("FABRIC_WATCHDOG_SLOW_RANK=2", acted)
         self.assertIn("FABRIC_WATCHDOG_SLOW_COMM=0xabc0fb", acted)
 
+    def test_a_stopped_rank_is_named_with_what_its_host_saw(self):
+        """Rank 2 makes the others wait from 3 s to 10 s and its process is stopped 100 ms of every 200 meanwhile
+        (SIGSTOP, SIGCONT from outside): the naming says its host saw it stopped (the watchdog's host sampler), the
+        report keeps it, --slow-exec gets it; the ranks that were not stopped are not said to be."""
+        action = self.dir / "act.sh"
+        action.write_text("#!/bin/sh\nenv | grep ^FABRIC_WATCHDOG_SLOW > \"$(dirname \"$0\")/acted.txt\"\n")
+        action.chmod(0o755)
+        self.start(["--no-ras", "--slow", "slow", "--slow-window", "4s", "--slow-settle", "1s", "--slow-exec",
+                    str(action), "--slow-prometheus", "slow.prom"],
+                   ["--ranks", "4", "--slow-rank", "2", "--slow-from", "3", "--slow-to", "10", "--seconds", "14"])
+        pid = None
+        for _ in range(50):  # rank 2's process, from its record file (a record's rank at byte 48)
+            for f in (self.dir / "slow").glob("*.fbslow"):
+                b = f.read_bytes()
+                if len(b) >= 320 and struct.unpack_from("<i", b, 256 + 48)[0] == 2 and \
+                        struct.unpack_from("<i", b, 32 + 4)[0] == 0:  # (a rank's file: writer 0)
+                    pid = struct.unpack_from("<i", b, 16)[0]
+            if pid:
+                break
+            time.sleep(0.1)
+        self.assertIsNotNone(pid)
+        time.sleep(max(0.0, 3.5 - (time.monotonic() - self.t0)))
+        end = time.monotonic() + 6.5
+        causes = set()  # the textfile's cause labels while it is named
+        while time.monotonic() < end:
+            os.kill(pid, signal.SIGSTOP)
+            time.sleep(0.1)
+            os.kill(pid, signal.SIGCONT)
+            time.sleep(0.1)
+            prom = self.dir / "slow.prom"
+            text = prom.read_text() if prom.exists() else ""
+            causes |= set(re.findall(r'fabricbench_slow_finding_cause\{[^}]*rank="2"[^}]*cause="(\w+)"', text))
+        rc, out = self.finish()
+        text = "\n".join(line for _, line in self.lines)
+        self.assertEqual(rc, 0, text)
+        named = self.said(r"slow rank: rank 2 ")
+        self.assertEqual(len(named), 1, text)
+        m = re.search(r"; because: its process was found stopped at (\d+)% of the looks \(0% before\)", named[0][1])
+        self.assertIsNotNone(m, named[0][1])
+        self.assertTrue(20 <= int(m.group(1)) <= 80, named[0][1])
+        run = self.load("slow/slow-report.h5")
+        found = run.tables["slow/findings"]
+        self.assertIn("its process was found stopped", found.evidence.iloc[0])
+        self.assertEqual(len(run.tables["slow/processes"]), 4)  # the ranks; the sampler is not a process of the job
+        self.assertIn("FABRIC_WATCHDOG_SLOW_EVIDENCE=because: its process was found stopped",
+                      (self.dir / "acted.txt").read_text())
+        self.assertIn("stopped", causes)
+
     def test_one_watchdog_per_rank_under_mpirun_and_one_judge(self):
         """mpirun starts a watchdog per rank, each in front of one rank of the job (as srun or torchrun across nodes):
         all write to one folder, only the first task's judge names the slow rank and writes the report."""

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "fabricbench/error.hpp"
+#include "fabricbench/job/host_evidence.hpp"
 #include "fabricbench/job/slow_folder.hpp"
 #include "fabricbench/job/straggler.hpp"
 #include "fabricbench/results/printable.hpp"
@@ -57,7 +58,7 @@ class Judge {
   void look(bool last, const volatile std::sig_atomic_t& stop) {
     std::vector<std::pair<std::size_t, slow::Record>> records;
     poll(records);
-    for (const auto& [source, r] : records) judge_.add(source, r);
+    for (const auto& [source, r] : records) take(source, r);
     judge_at(realtime_ns(), last, stop);
   }
 
@@ -82,7 +83,7 @@ class Judge {
     std::size_t next = 0;
     constexpr auto kEnd = std::numeric_limits<std::int64_t>::max();  // a record at the end of time is reached too
     for (std::int64_t t = first + kSecond; !stop; t = t > kEnd - kSecond ? kEnd : t + kSecond) {
-      for (; next < all.size() && all[next].second.host_ns <= t; ++next) judge_.add(all[next].first, all[next].second);
+      for (; next < all.size() && all[next].second.host_ns <= t; ++next) take(all[next].first, all[next].second);
       at_ = fmt::format("at +{:.0f} s: ", static_cast<double>(t - first) * 1e-9);
       const bool done = next >= all.size();  // (not t > last: a record at the end of time is never passed)
       judge_at(t, done, stop);
@@ -105,7 +106,47 @@ class Judge {
     for (const auto& sources = folder_.sources(); gpus_told_ < sources.size(); ++gpus_told_)
       judge_.set_gpu(gpus_told_, sources[gpus_told_].physical_gpu());
     for (const auto& p : problems) std::fprintf(stderr, "fabric-watchdog: --slow: %s\n", results::printable(p).c_str());
-    records_ += records.size();
+    for (const auto& [source, r] : records) records_ += !folder_.sources()[source].sampler;
+  }
+
+  // A rank's record to the judge; a host's sample (its watchdog's sampler file) to the evidence.
+  void take(std::size_t source, const slow::Record& r) {
+    const auto& s = folder_.sources()[source];
+    if (s.sampler || slow::is_host_sample(r)) {
+      if (s.sampler && slow::is_host_sample(r)) evidence_.add(s.host, slow::as_host_sample(r));
+      return;
+    }
+    judge_.add(source, r);
+  }
+
+  // What the named rank's host saw from `from` to `now` (a link: its sender's host, else its receiver's); ""
+  // unsampled. At a naming, the last kEvidenceS: the rank has turned slow within the window, often seconds ago.
+  static constexpr double kEvidenceS = 5;
+  std::string because(const job::SlowFinding& f, std::int64_t now, std::string* cause = nullptr,
+                      std::int64_t from = 0) const {
+    if (f.kind == Kind::inside) return "";
+    if (from == 0) from = now - static_cast<std::int64_t>(std::min(o_.window_s, kEvidenceS) * 1e9);
+    const auto at = [&](std::size_t i, std::string& kind) {
+      const auto& s = source(i);
+      bool sampled = false;
+      const auto c = evidence_.causes(s.host, s.pid, from, now, sampled);
+      kind = !sampled ? "unsampled" : c.empty() ? "none" : c.front().kind;
+      return evidence_.because(s.host, s.pid, from, now);
+    };
+    std::string kind, peer_kind;
+    auto own = at(f.source, kind);
+    if (f.kind == Kind::link) {
+      const auto peer = judge_.source_of(f.comm, f.peer);
+      const auto theirs = peer ? at(*peer, peer_kind) : std::string();
+      if (own.rfind("because", 0) != 0 && theirs.rfind("because", 0) == 0) {
+        own = "its receiver's host, " + theirs;
+        kind = peer_kind;
+      } else if (own.rfind("because", 0) == 0) {
+        own = "its sender's host, " + own;
+      }
+    }
+    if (cause) *cause = kind;
+    return own;
   }
 
   void judge_at(std::int64_t now, bool last, const volatile std::sig_atomic_t& stop) {
@@ -119,6 +160,7 @@ class Judge {
                    results::printable(o_.folder).c_str(), o_.silent_s());
     }
     auto w = judge_.judge(now);
+    evidence_.forget_before(now - static_cast<std::int64_t>((o_.window_s + job::HostEvidence::kBeforeS + 10) * 1e9));
     for (const auto& [comm, ranks] : w.shared_gpu) {
       auto& said = shared_said_[comm];
       if (ranks.size() <= said) continue;
@@ -142,13 +184,18 @@ class Judge {
         e.first = e.worst = f, e.from_ns = e.to_ns = now;
         open_[key] = episodes_.size();
         episodes_.push_back(e);
-        const auto line = words_.describe(f);
-        std::fprintf(stderr, "fabric-watchdog: %s%s\n", at_.c_str(), line.c_str());
-        if (!o_.exec.empty() && !stop) act(f, line, stop);
+        auto line = words_.describe(f);
+        e.because = because(f, now);
+        episodes_.back().because = e.because;
+        if (!e.because.empty()) line += "; " + e.because;
+        std::fprintf(stderr, "fabric-watchdog: %s%s\n", at_.c_str(), results::printable(line).c_str());
+        if (!o_.exec.empty() && !stop) act(f, line, e.because, stop);
       } else {
         auto& e = episodes_[it->second];
         e.to_ns = now;
         if (f.loss > e.worst.loss) e.worst = f;
+        // The report's: what the host saw over the whole naming (and the seconds before it was named).
+        e.because = because(f, now, nullptr, e.from_ns - static_cast<std::int64_t>(kEvidenceS * 1e9));
       }
     }
     for (auto it = open_.begin(); it != open_.end();) {
@@ -195,10 +242,12 @@ class Judge {
  private:
   const job::SlowSource& source(std::size_t i) const { return words_.source(i); }
 
-  void act(const job::SlowFinding& f, const std::string& line, const volatile std::sig_atomic_t& stop) {
+  void act(const job::SlowFinding& f, const std::string& line, const std::string& evidence,
+           const volatile std::sig_atomic_t& stop) {
     const auto& s = source(f.source);
     run_action({o_.exec},
-               {"FABRIC_WATCHDOG_SLOW=" + line, std::string("FABRIC_WATCHDOG_SLOW_KIND=") + SlowWords::kind(f),
+               {"FABRIC_WATCHDOG_SLOW=" + line, "FABRIC_WATCHDOG_SLOW_EVIDENCE=" + evidence,
+                std::string("FABRIC_WATCHDOG_SLOW_KIND=") + SlowWords::kind(f),
                 fmt::format("FABRIC_WATCHDOG_SLOW_RANK={}", f.rank),
                 fmt::format("FABRIC_WATCHDOG_SLOW_PEER={}", f.peer), "FABRIC_WATCHDOG_SLOW_HOST=" + s.host,
                 fmt::format("FABRIC_WATCHDOG_SLOW_PID={}", s.pid), "FABRIC_WATCHDOG_SLOW_COMM=" + comm_text(f.comm)},
@@ -223,6 +272,20 @@ class Judge {
       e.add("slow_rank_late_ratio", "share of its communicator's collectives this rank arrived last at (window)", l,
             static_cast<double>(r.late) / static_cast<double>(std::max<std::size_t>(1, r.collectives)));
       e.add("slow_rank_loss_ratio", "share of the window the others spent waiting for this rank", l, r.loss);
+    }
+    for (const auto& f : w.findings) {
+      if (f.kind == Kind::inside) continue;
+      std::string cause;
+      because(f, now, &cause);
+      e.add("slow_finding_cause",
+            "a slow rank, link or rank's network named now, with what its host saw (cause: "
+            "stopped, cpu_wait, throttled, faults, unsent; none; unsampled)",
+            {{"communicator", comm_text(f.comm)},
+             {"kind", SlowWords::kind(f)},
+             {"rank", std::to_string(f.rank)},
+             {"host", source(f.source).host},
+             {"cause", cause}},
+            1);
     }
     for (const auto& f : w.findings) {
       if (f.kind != Kind::link && f.kind != Kind::network) continue;
@@ -257,6 +320,7 @@ class Judge {
   std::vector<std::pair<std::int64_t, job::RankWindow>> windows_;
   std::string at_;  // --replay: "at +12 s: " before each line
   std::map<std::pair<std::uint64_t, int>, bool> quiet_said_;
+  job::HostEvidence evidence_;                        // the hosts' samples of the job's processes
   std::size_t gpus_told_ = 0;                         // sources whose GPU the judge knows
   std::map<std::uint64_t, std::size_t> shared_said_;  // per communicator: how many ranks sharing a GPU were said
 };

@@ -183,7 +183,7 @@ class ReportWriter {
          results::measured("ratio", Unit::none, Better::lower, "x usual", 1),
          results::measured("loss_pct", Unit::percent, Better::lower, "lost %", 0),
          results::setting_text("first_seen", 24), results::setting_text("last_seen", 24),
-         results::setting_text("text", 512)}};
+         results::setting_text("text", 512), results::setting_text("evidence", 256)}};
     out_.declare(t);
     out_.section(t, "slow ranks, links and collectives named while the job ran",
                  {{"kind"},
@@ -221,7 +221,8 @@ class ReportWriter {
                          .set("loss_pct", 100 * f.loss)
                          .set("first_seen", utc_text(e.from_ns))
                          .set("last_seen", utc_text(e.to_ns))
-                         .set("text", words_.describe(f).substr(0, 512)));
+                         .set("text", words_.describe(f).substr(0, 512))
+                         .set("evidence", e.because.substr(0, 256)));
     }
     if (rows.empty()) out_.note("no slow rank, link or collective was named");
     out_.rows(rows);
@@ -353,16 +354,17 @@ class ReportWriter {
     out_.section(t, "", {});
     std::vector<results::Row> rows;
     for (const auto& s : d_.folder.sources())
-      rows.push_back(results::Row(t)
-                         .set("host", s.host)
-                         .set("pid", std::int64_t{s.pid})
-                         .set("cuda_device", std::int64_t{s.cuda_device})
-                         .set("gpu_bus_id", s.gpu_bus_id)
-                         .set("visible_devices", s.visible_devices)
-                         .set("launcher_rank", s.launcher_rank)
-                         .set("boot_id", s.boot_id)
-                         .set("profiler_api", std::int64_t{s.profiler_api})
-                         .set("file", s.file.substr(0, 256)));
+      if (!s.sampler)  // (a watchdog's host samples: not a process of the job)
+        rows.push_back(results::Row(t)
+                           .set("host", s.host)
+                           .set("pid", std::int64_t{s.pid})
+                           .set("cuda_device", std::int64_t{s.cuda_device})
+                           .set("gpu_bus_id", s.gpu_bus_id)
+                           .set("visible_devices", s.visible_devices)
+                           .set("launcher_rank", s.launcher_rank)
+                           .set("boot_id", s.boot_id)
+                           .set("profiler_api", std::int64_t{s.profiler_api})
+                           .set("file", s.file.substr(0, 256)));
     out_.rows(rows);
   }
 
@@ -408,7 +410,9 @@ void write_slow_report(const std::string& path, const std::string& command_line,
     out.note(fmt::format(
         "slow ranks: {} record(s) from {} process(es) in {}; {} collective(s) judged over {:g} s windows; {} "
         "finding(s)",
-        d.records, d.folder.sources().size(), d.folder.folder(), d.judge.judged(), d.window_s, d.episodes.size()));
+        d.records,
+        std::count_if(d.folder.sources().begin(), d.folder.sources().end(), [](const auto& s) { return !s.sampler; }),
+        d.folder.folder(), d.judge.judged(), d.window_s, d.episodes.size()));
     ReportWriter w(d, out);
     w.findings();
     w.windows();

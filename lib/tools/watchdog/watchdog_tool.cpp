@@ -19,6 +19,7 @@
 #include "fabricbench/doctor/ras_report.hpp"
 #include "fabricbench/error.hpp"
 #include "fabricbench/job/child_process.hpp"
+#include "fabricbench/job/host_sampler.hpp"
 #include "fabricbench/job/ras.hpp"
 #include "fabricbench/job/stacks.hpp"
 #include "fabricbench/results/hdf5_sink.hpp"
@@ -189,7 +190,18 @@ int run(const Options& o) {
     if (first_task()) judge.emplace(o);
   }
   job::ChildProcess child(o.command, env, hook ? hook->folder() : "");
+  // --slow: this host's samples of the job's processes beside the ranks' records (host_sampler.hpp), to the job's
+  // end; what they cost said then.
+  std::optional<job::HostSampler> sampler;
+  if (!o.slow.folder.empty()) sampler.emplace(o.slow.folder, child.pid());
   const int status = watch(o, child, hook, judge);
+  if (sampler) {
+    std::fprintf(stderr,
+                 "%s: --slow: this host's sampler: %zu sample(s), %.3f s of CPU over %.0f s (%.3f%% of one CPU)\n",
+                 kProgram, sampler->samples(), sampler->cpu_s(), sampler->wall_s(),
+                 100 * sampler->cpu_s() / std::max(1.0, sampler->wall_s()));
+    sampler.reset();
+  }
   if (judge) judge->finish(g_stop != 0);
   return status;
 }

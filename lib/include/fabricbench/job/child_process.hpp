@@ -13,6 +13,9 @@
 
 namespace fabricbench::job {
 
+// `root` and every process below it, `root` first (parents read from /proc).
+std::vector<pid_t> process_tree(pid_t root);
+
 class ChildProcess {
  public:
   using Clock = std::chrono::steady_clock;

@@ -30,12 +30,12 @@ struct FileHeader {
   std::int32_t pid;
   std::int32_t cuda_device;   // the process's CUDA device ordinal when NCCL made its first communicator; -1 unknown
   std::int64_t start_ns;      // CLOCK_REALTIME at the file's creation
-  std::int32_t profiler_api;  // the NCCL profiler interface version NCCL chose (3, 4, 5, 6)
-  std::int32_t reserved;
-  char host[64];             // gethostname()
-  char gpu_bus_id[32];       // the device's PCI bus id ("0000:1b:00.0"), empty when unknown
-  char visible_devices[64];  // CUDA_VISIBLE_DEVICES as the process saw it, empty when unset
-  char launcher_rank[16];    // SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK or RANK, empty when none is set
+  std::int32_t profiler_api;  // the NCCL profiler interface version NCCL chose (3, 4, 5, 6); 0 for a host sampler
+  std::int32_t writer;        // kWriterPlugin (0: files before it too), or kWriterSampler: a watchdog's HostSamples
+  char host[64];              // gethostname()
+  char gpu_bus_id[32];        // the device's PCI bus id ("0000:1b:00.0"), empty when unknown
+  char visible_devices[64];   // CUDA_VISIBLE_DEVICES as the process saw it, empty when unset
+  char launcher_rank[16];     // SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK or RANK, empty when none is set
   // The machine's boot id (/proc/sys/kernel/random/boot_id: the same in every container and namespace of one boot
   // of one machine; not NUL-terminated when whole), all zeros when unknown (files before it). With the bus id it
   // tells processes that share one physical GPU, whatever host names their namespaces give them.
@@ -44,10 +44,13 @@ struct FileHeader {
 };
 static_assert(sizeof(FileHeader) == 256, "the header is 256 bytes");
 
+inline constexpr std::int32_t kWriterPlugin = 0, kWriterSampler = 1;
+
 enum Flag : std::uint8_t {
   kHostTimer = 1,   // gpu_*_ns are host CLOCK_MONOTONIC (profiler interface v3)
   kIncomplete = 2,  // not every kernel channel reported a stop within 30 s: times are partial
   kProxy = 4,       // a ProxyRecord, not a collective's Record (version 2)
+  kHostSample = 8,  // a HostSample (a watchdog's sampler file)
 };
 
 struct Record {
@@ -93,7 +96,35 @@ struct ProxyRecord {
 };
 static_assert(sizeof(ProxyRecord) == 64, "a proxy record is 64 bytes");
 static_assert(offsetof(ProxyRecord, flags) == offsetof(Record, flags), "the kind is read from one byte");
+// One process of the job as its host saw it, once a second (fabric-watchdog --slow's sampler, host_sampler.hpp): the
+// evidence a naming is joined to. Cumulative counters are the kernel's since the process (or cgroup) began.
+struct HostSample {
+  std::uint64_t run_delay_ns;     // its threads' time waiting for a CPU, summed (/proc/PID/task/*/schedstat)
+  std::uint64_t cpu_ns;           // its user and system time
+  std::uint64_t tcp_unsent;       // bytes its TCP sockets hold not yet sent (tx_queue), now
+  std::int64_t host_ns;           // CLOCK_REALTIME of the sample, at Record::host_ns' offset
+  std::uint64_t busiest_wait_ns;  // the most one thread waited for a CPU since the sample before
+  std::uint64_t throttled_us;     // its cgroup's throttled time (cgroup v2 cpu.stat), 0 when none
+  std::int32_t pid;
+  std::uint32_t majflt;  // major page faults
+  std::uint16_t threads;
+  char state;                  // /proc/PID/stat's at the sample: R, S, D, T (stopped), t (traced), ...
+  std::uint8_t stopped_polls;  // of the second's looks at its state (`polls`), how many found it stopped
+  std::uint8_t flags;          // kHostSample, at Record::flags' offset
+  std::uint8_t polls;
+  std::uint8_t pad[2];
+};
+static_assert(sizeof(HostSample) == 64, "a host sample is 64 bytes");
+static_assert(offsetof(HostSample, flags) == offsetof(Record, flags), "the kind is read from one byte");
+static_assert(offsetof(HostSample, host_ns) == offsetof(Record, host_ns), "every record's time at one offset");
+
 inline bool is_proxy(const Record& r) { return r.flags & kProxy; }
+inline bool is_host_sample(const Record& r) { return r.flags & kHostSample; }
+inline HostSample as_host_sample(const Record& r) {
+  HostSample h;
+  std::memcpy(&h, &r, sizeof h);
+  return h;
+}
 inline ProxyRecord as_proxy(const Record& r) {
   ProxyRecord p;
   std::memcpy(&p, &r, sizeof p);

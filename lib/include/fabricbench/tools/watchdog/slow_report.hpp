@@ -21,6 +21,7 @@ std::string utc_text(std::int64_t ns);
 struct SlowEpisode {
   job::SlowFinding first, worst;
   std::int64_t from_ns = 0, to_ns = 0;
+  std::string because;  // what the named rank's host saw (host_evidence.hpp), "" when it took no samples
 };
 
 class SlowWords {

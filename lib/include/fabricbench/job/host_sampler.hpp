@@ -1,0 +1,61 @@
+// fabric-watchdog --slow's host sampler: once a second, each process of the job on this host as the kernel sees it
+// (slow::HostSample), appended to <folder>/<host>.<watchdog pid>.fbslow beside the ranks' own records: a header like
+// the plugin's (writer kWriterSampler), rotated like theirs at 16 MiB (at most two segments). The judge joins the
+// samples to each naming (host_evidence.hpp). It reads, never writes, /proc: a process's stat (its state, faults and
+// CPU time), each thread's schedstat (its time waiting for a CPU), its cgroup's cpu.stat (throttling; cgroup v2), and
+// its sockets' unsent bytes (its fds' socket inodes in its own network namespace's net/tcp and tcp6). A process that
+// ended between the listing and the reading is skipped.
+#pragma once
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fabricbench/job/slow_record.hpp"
+
+namespace fabricbench::job {
+
+// One process read from `proc` (a /proc) and `cgroup` (a cgroup v2 mount); `waits`: each of its threads' run delay
+// at the sample before (updated), for busiest_wait_ns. Empty when the process is gone.
+std::optional<slow::HostSample> read_process(const std::string& proc, const std::string& cgroup, int pid,
+                                             std::map<int, std::uint64_t>& waits);
+
+class HostSampler {
+ public:
+  // Samples the process tree of `root` on a thread of its own from now to its destruction: each process's state ten
+  // times a second (a stop of a fraction of a second shows; one look a second would see a periodic stop at one phase
+  // only), the rest once a second. Throws Error::runtime when the file cannot be made (the folder was checked before:
+  // it is this user's).
+  HostSampler(const std::string& folder, pid_t root, std::string proc = "/proc", std::string cgroup = "/sys/fs/cgroup");
+  ~HostSampler();
+  HostSampler(const HostSampler&) = delete;
+  HostSampler& operator=(const HostSampler&) = delete;
+  double cpu_s() const { return static_cast<double>(cpu_ns_.load()) * 1e-9; }  // its thread's CPU time
+  std::size_t samples() const { return samples_.load(); }
+  double wall_s() const;  // since it began
+  static constexpr std::size_t kMaxProcesses = 64;
+  static constexpr int kPollsPerSample = 10;
+
+ private:
+  void loop(pid_t root);
+  // One second's sample of `pids` (their states' polls in `polls`) to the file; false when the file failed.
+  bool write(const std::vector<int>& pids, const std::map<int, std::pair<int, int>>& polls, std::int64_t now_ns);
+  bool open_file();
+  std::string path_, proc_, cgroup_;
+  slow::FileHeader header_{};
+  int fd_ = -1;
+  std::uint64_t written_ = 0;
+  std::map<int, std::map<int, std::uint64_t>> waits_;  // per process, per thread
+  std::atomic<std::uint64_t> cpu_ns_{0};
+  std::atomic<std::size_t> samples_{0};
+  std::atomic<bool> stop_{false};
+  std::int64_t started_ns_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace fabricbench::job

@@ -1,0 +1,236 @@
+#include "fabricbench/job/host_sampler.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "fabricbench/error.hpp"
+#include "fabricbench/job/child_process.hpp"
+
+namespace fabricbench::job {
+namespace {
+
+namespace slow = job::slow;
+
+std::int64_t realtime_ns() {
+  timespec t{};
+  ::clock_gettime(CLOCK_REALTIME, &t);
+  return static_cast<std::int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<std::string> entries(const std::string& folder) {
+  std::vector<std::string> out;
+  if (DIR* d = ::opendir(folder.c_str())) {
+    while (const dirent* e = ::readdir(d))
+      if (e->d_name[0] != '.') out.emplace_back(e->d_name);
+    ::closedir(d);
+  }
+  return out;
+}
+
+// /proc/PID/stat: the fields after the command's closing parenthesis (a command may hold spaces and parentheses).
+bool read_stat(const std::string& text, slow::HostSample& s) {
+  const auto close = text.rfind(')');
+  if (close == std::string::npos) return false;
+  std::istringstream in(text.substr(close + 1));
+  std::vector<std::string> f;
+  for (std::string w; in >> w;) f.push_back(w);
+  if (f.size() < 18) return false;
+  // After the command: state (field 3), ... majflt (12), utime (14), stime (15), num_threads (20).
+  static const double tick_ns = 1e9 / static_cast<double>(::sysconf(_SC_CLK_TCK));
+  s.state = f[0].empty() ? '?' : f[0][0];
+  s.majflt = static_cast<std::uint32_t>(std::stoull(f[9]));
+  s.cpu_ns = static_cast<std::uint64_t>(static_cast<double>(std::stoull(f[11]) + std::stoull(f[12])) * tick_ns);
+  s.threads = static_cast<std::uint16_t>(std::min<unsigned long long>(65535, std::stoull(f[17])));
+  return true;
+}
+
+// The cgroup v2 path of the process ("0::/path"), its cpu.stat's throttled_usec.
+std::uint64_t throttled_us(const std::string& proc_pid, const std::string& cgroup) {
+  std::istringstream lines(read_text(proc_pid + "/cgroup"));
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("0::", 0) == 0) {
+      std::istringstream stat(read_text(cgroup + line.substr(3) + "/cpu.stat"));
+      for (std::string key, value; stat >> key >> value;)
+        if (key == "throttled_usec") return std::stoull(value);
+    }
+  return 0;
+}
+
+// The bytes its TCP sockets hold unsent: the tx_queue of the lines of net/tcp and tcp6 whose inode is one of its fds.
+std::uint64_t tcp_unsent(const std::string& proc_pid) {
+  std::set<std::string> inodes;
+  char target[128];
+  for (const auto& fd : entries(proc_pid + "/fd")) {
+    const auto n = ::readlink((proc_pid + "/fd/" + fd).c_str(), target, sizeof target - 1);
+    if (n > 9 && std::strncmp(target, "socket:[", 8) == 0) inodes.emplace(target + 8, static_cast<std::size_t>(n) - 9);
+  }
+  std::uint64_t unsent = 0;
+  if (inodes.empty()) return 0;
+  for (const char* table : {"/net/tcp", "/net/tcp6"}) {
+    std::istringstream lines(read_text(proc_pid + table));
+    std::string line;
+    std::getline(lines, line);  // the header
+    while (std::getline(lines, line)) {
+      std::istringstream in(line);
+      std::vector<std::string> f;
+      for (std::string w; f.size() < 10 && in >> w;) f.push_back(w);
+      if (f.size() < 10 || !inodes.count(f[9])) continue;
+      unsent += std::stoull(f[4].substr(0, f[4].find(':')), nullptr, 16);
+    }
+  }
+  return unsent;
+}
+
+}  // namespace
+
+std::optional<slow::HostSample> read_process(const std::string& proc, const std::string& cgroup, int pid,
+                                             std::map<int, std::uint64_t>& waits) {
+  const std::string dir = proc + "/" + std::to_string(pid);
+  slow::HostSample s{};
+  try {
+    if (!read_stat(read_text(dir + "/stat"), s)) return std::nullopt;
+    std::map<int, std::uint64_t> now;
+    for (const auto& task : entries(dir + "/task")) {
+      std::istringstream in(read_text(dir + "/task/" + task + "/schedstat"));
+      std::uint64_t on_cpu = 0, delay = 0;
+      if (!(in >> on_cpu >> delay)) continue;
+      const int tid = std::stoi(task);
+      now[tid] = delay;
+      s.run_delay_ns += delay;
+      const auto before = waits.find(tid);
+      if (before != waits.end() && delay >= before->second)
+        s.busiest_wait_ns = std::max(s.busiest_wait_ns, delay - before->second);
+    }
+    waits = std::move(now);
+    s.throttled_us = throttled_us(dir, cgroup);
+    s.tcp_unsent = tcp_unsent(dir);
+  } catch (const std::exception&) {  // a number that is not one: a file of another kind, or a process gone mid-read
+    return std::nullopt;
+  }
+  s.pid = pid;
+  s.flags = slow::kHostSample;
+  return s;
+}
+
+HostSampler::HostSampler(const std::string& folder, pid_t root, std::string proc, std::string cgroup)
+    : proc_(std::move(proc)), cgroup_(std::move(cgroup)) {
+  std::memcpy(header_.magic, slow::kMagic, sizeof header_.magic);
+  header_.version = slow::kVersion;
+  header_.record_size = sizeof(slow::Record);
+  header_.pid = static_cast<std::int32_t>(::getpid());
+  header_.cuda_device = -1;
+  header_.writer = slow::kWriterSampler;
+  header_.start_ns = started_ns_ = realtime_ns();
+  ::gethostname(header_.host, sizeof header_.host - 1);
+  const auto boot = read_text("/proc/sys/kernel/random/boot_id");
+  std::memcpy(header_.boot_id, boot.data(), std::min(boot.size(), sizeof header_.boot_id));
+  path_ = fmt::format("{}/{}.{}{}", folder, header_.host, header_.pid, slow::kFileSuffix);
+  if (!open_file()) throw Error::runtime(fmt::format("--slow: cannot write {}: {}", path_, std::strerror(errno)));
+  thread_ = std::thread([this, root] { loop(root); });
+}
+
+HostSampler::~HostSampler() {
+  stop_.store(true);
+  if (thread_.joinable()) thread_.join();
+  if (fd_ >= 0) ::close(fd_);
+}
+
+double HostSampler::wall_s() const { return static_cast<double>(realtime_ns() - started_ns_) * 1e-9; }
+
+bool HostSampler::open_file() {
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+  struct stat st {};
+  if (fd_ < 0 || ::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode) ||
+      ::write(fd_, &header_, sizeof header_) != static_cast<ssize_t>(sizeof header_)) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    return false;
+  }
+  written_ = sizeof header_;
+  return true;
+}
+
+// Ten looks a second at each process's state (one small read each), a whole sample at every tenth.
+void HostSampler::loop(pid_t root) {
+  std::vector<int> pids;
+  std::map<int, std::pair<int, int>> polls;  // per process: (stopped, looked)
+  for (int tick = 0; !stop_.load(); ++tick) {
+    timespec a{}, b{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+    if (tick % kPollsPerSample == 0) {
+      pids.clear();
+      for (pid_t p : process_tree(root))
+        if (pids.size() < kMaxProcesses) pids.push_back(p);
+    }
+    for (int pid : pids) {
+      const auto stat = read_text(proc_ + "/" + std::to_string(pid) + "/stat");
+      const auto close = stat.rfind(')');
+      if (close == std::string::npos || close + 2 >= stat.size()) continue;
+      auto& p = polls[pid];
+      p.first += stat[close + 2] == 'T' || stat[close + 2] == 't';
+      ++p.second;
+    }
+    bool ok = true;
+    if (tick % kPollsPerSample == kPollsPerSample - 1) {
+      ok = write(pids, polls, realtime_ns());
+      polls.clear();
+    }
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+    cpu_ns_ += static_cast<std::uint64_t>((b.tv_sec - a.tv_sec) * 1000000000 + (b.tv_nsec - a.tv_nsec));
+    if (!ok) return;
+    for (int i = 0; i < 10 && !stop_.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+bool HostSampler::write(const std::vector<int>& pids, const std::map<int, std::pair<int, int>>& polls,
+                        std::int64_t now_ns) {
+  std::vector<slow::HostSample> out;
+  std::map<int, std::map<int, std::uint64_t>> waits;
+  for (int pid : pids) {
+    auto& w = waits[pid] = std::move(waits_[pid]);
+    auto s = read_process(proc_, cgroup_, pid, w);
+    if (!s) continue;
+    s->host_ns = now_ns;
+    if (const auto p = polls.find(pid); p != polls.end())
+      s->stopped_polls = static_cast<std::uint8_t>(p->second.first),
+      s->polls = static_cast<std::uint8_t>(p->second.second);
+    out.push_back(*s);
+  }
+  waits_ = std::move(waits);  // (the processes gone are forgotten)
+  if (written_ >= slow::kRotateBytes) {
+    ::close(fd_);
+    fd_ = -1;
+    const auto old = path_.substr(0, path_.size() - std::strlen(slow::kFileSuffix)) + slow::kOldSuffix;
+    if (::rename(path_.c_str(), old.c_str()) != 0 || !open_file()) return false;
+  }
+  const auto bytes = out.size() * sizeof(slow::HostSample);
+  if (bytes > 0 && ::write(fd_, out.data(), bytes) != static_cast<ssize_t>(bytes)) {
+    std::fprintf(stderr, "fabric-watchdog: --slow: cannot write %s: %s; the host's samples stop, the job goes on\n",
+                 path_.c_str(), std::strerror(errno ? errno : ENOSPC));
+    return false;
+  }
+  written_ += bytes;
+  samples_ += out.size();
+  return true;
+}
+
+}  // namespace fabricbench::job

@@ -1,0 +1,124 @@
+// The host sampler's reading of /proc (a fake tree in the formats the kernel documents, proc(5) and cgroup v2) and
+// the evidence joined to a naming, on samples whose answer is computed by hand.
+#include "fabricbench/job/host_evidence.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "fabricbench/job/host_sampler.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace slow = fabricbench::job::slow;
+using fabricbench::job::HostEvidence;
+
+void write(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+}
+
+TEST(HostSampler, ReadsAProcessAsTheKernelShowsIt) {
+  const fs::path root = fs::temp_directory_path() / ("fbproc-" + std::to_string(::getpid()));
+  const auto proc = root / "proc", cg = root / "cg";
+  const auto p = proc / "4242";
+  // A command with a space and a parenthesis; state T (stopped); majflt 17; utime 300 and stime 100 ticks; 2 threads.
+  write(p / "stat", "4242 (py thon) x) T 1 4242 4242 0 -1 4194560 900 0 17 0 300 100 0 0 20 0 2 0 55 0 0\n");
+  write(p / "task/4242/schedstat", "1000 5000000 10\n");
+  write(p / "task/4243/schedstat", "2000 7000000 12\n");
+  write(p / "cgroup", "0::/job/step_0\n");
+  write(cg / "job/step_0/cpu.stat", "usage_usec 99\nnr_periods 10\nnr_throttled 4\nthrottled_usec 250000\n");
+  // Two sockets of its own (inodes 111, 222), one of another process (333): 0x1000 + 0x20 bytes unsent.
+  fs::create_directories(p / "fd");
+  fs::create_symlink("socket:[111]", p / "fd/3");
+  fs::create_symlink("socket:[222]", p / "fd/4");
+  fs::create_symlink("/dev/null", p / "fd/5");
+  const std::string head =
+      "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n";
+  write(p / "net/tcp", head +
+                           "   0: 0100007F:1F90 0100007F:C350 01 00001000:00000000 00:00000000 00000000  0 0 111 1\n" +
+                           "   1: 0100007F:1F91 0100007F:C351 01 00000500:00000000 00:00000000 00000000  0 0 333 1\n");
+  write(p / "net/tcp6", head +
+                            "   0: 00000000000000000000000001000000:1F90 00000000000000000000000001000000:C352 01 "
+                            "00000020:00000000 00:00000000 00000000 0 0 222 1\n");
+  std::map<int, std::uint64_t> waits{{4242, 4000000}, {4243, 1000000}};
+  const auto s = fabricbench::job::read_process(proc.string(), cg.string(), 4242, waits);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->state, 'T');
+  EXPECT_EQ(s->majflt, 17u);
+  EXPECT_EQ(s->cpu_ns, static_cast<std::uint64_t>(400 * 1e9 / static_cast<double>(::sysconf(_SC_CLK_TCK))));
+  EXPECT_EQ(s->threads, 2);
+  EXPECT_EQ(s->run_delay_ns, 12000000u);
+  EXPECT_EQ(s->busiest_wait_ns, 6000000u);  // thread 4243: 7 ms now, 1 ms before
+  EXPECT_EQ(waits.at(4243), 7000000u);
+  EXPECT_EQ(s->throttled_us, 250000u);
+  EXPECT_EQ(s->tcp_unsent, 0x1020u);
+  EXPECT_EQ(s->pid, 4242);
+  EXPECT_EQ(s->flags, slow::kHostSample);
+  EXPECT_FALSE(fabricbench::job::read_process(proc.string(), cg.string(), 99, waits).has_value());  // gone
+  fs::remove_all(root);
+}
+
+constexpr std::int64_t kS = 1000000000;
+constexpr std::int64_t kT0 = 1'700'000'000 * kS;
+
+// Samples once a second from `from` for `n` seconds: stopped at every `stop_every`-th (0: never), the busiest thread
+// waiting `wait_ms` a second, throttled `thr_ms` a second, `unsent` bytes.
+void feed(HostEvidence& e, std::int64_t from, int n, int stop_every, double wait_ms, double thr_ms,
+          std::uint64_t unsent, std::uint64_t& throttled_us) {
+  for (int i = 0; i < n; ++i) {
+    slow::HostSample s{};
+    s.pid = 7, s.host_ns = from + i * kS, s.flags = slow::kHostSample;
+    s.state = stop_every && i % stop_every == 0 ? 'T' : 'S';
+    s.busiest_wait_ns = static_cast<std::uint64_t>(wait_ms * 1e6);
+    throttled_us += static_cast<std::uint64_t>(thr_ms * 1e3);
+    s.throttled_us = throttled_us;
+    s.tcp_unsent = unsent;
+    e.add("h2", s);
+  }
+}
+
+TEST(HostEvidence, SaysWhatTheHostSawAgainstTheMinuteBefore) {
+  HostEvidence e;
+  std::uint64_t thr = 0;
+  feed(e, kT0, 60, 0, 2, 0, 1000, thr);              // a minute healthy: 0.2% waiting, nothing stopped
+  feed(e, kT0 + 60 * kS, 10, 2, 700, 0, 1000, thr);  // 10 s: stopped at every second sample, waiting 70%
+  const auto from = kT0 + 60 * kS, to = kT0 + 69 * kS;
+  bool sampled = false;
+  const auto c = e.causes("h2", 7, from, to, sampled);
+  EXPECT_TRUE(sampled);
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].kind, "cpu_wait");  // 70% against a floor of 10%: 7x; stopped 50% against 10%: 5x
+  // 9 intervals of 0.7 s waiting over the 9 s the samples span.
+  EXPECT_NEAR(c[0].now, 0.7, 1e-9);
+  EXPECT_NEAR(c[0].before, 0.002, 1e-9);
+  EXPECT_EQ(c[1].kind, "stopped");
+  EXPECT_NEAR(c[1].now, 0.5, 1e-9);
+  EXPECT_EQ(e.because("h2", 7, from, to),
+            "because: its busiest thread waited for a CPU 70% of the time (0% before); its process was found "
+            "stopped at 50% of the looks (0% before)");
+  EXPECT_EQ(e.because("h9", 7, from, to), "");  // no sampler there: nothing said
+}
+
+TEST(HostEvidence, AHealthyHostOrOneAlwaysSoSaysNoEvidence) {
+  HostEvidence e;
+  std::uint64_t thr = 0;
+  feed(e, kT0, 70, 0, 2, 0, 1000, thr);
+  EXPECT_EQ(e.because("h2", 7, kT0 + 60 * kS, kT0 + 69 * kS), "no evidence on its host");
+  // Throttled 40% of the time, and sockets holding 3.9 MB, for the window only.
+  HostEvidence t;
+  thr = 0;
+  feed(t, kT0, 60, 0, 2, 0, 1000, thr);
+  feed(t, kT0 + 60 * kS, 10, 0, 2, 400, 3900000, thr);
+  EXPECT_EQ(t.because("h2", 7, kT0 + 60 * kS, kT0 + 69 * kS),
+            "because: its cgroup's CPU quota throttled it 40% of the time (0% before); its sockets held up to 3.9 MB "
+            "unsent (0.0 MB before)");
+  t.forget_before(kT0 + 80 * kS);
+  EXPECT_EQ(t.because("h2", 7, kT0 + 60 * kS, kT0 + 69 * kS), "");
+}
+
+}  // namespace
