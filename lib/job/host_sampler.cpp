@@ -131,8 +131,8 @@ std::optional<slow::HostSample> read_process(const std::string& proc, const std:
   return s;
 }
 
-HostSampler::HostSampler(const std::string& folder, pid_t root, std::string proc, std::string cgroup)
-    : proc_(std::move(proc)), cgroup_(std::move(cgroup)) {
+HostSampler::HostSampler(const std::string& folder, pid_t root, Nics nics, std::string proc, std::string cgroup)
+    : nics_(std::move(nics)), proc_(std::move(proc)), cgroup_(std::move(cgroup)) {
   std::memcpy(header_.magic, slow::kMagic, sizeof header_.magic);
   header_.version = slow::kVersion;
   header_.record_size = sizeof(slow::Record);
@@ -216,14 +216,23 @@ bool HostSampler::write(const std::vector<int>& pids, const std::map<int, std::p
     out.push_back(*s);
   }
   waits_ = std::move(waits);  // (the processes gone are forgotten)
+  std::vector<slow::NicSample> nics;
+  if (nics_) nics = nics_();
+  for (auto& n : nics) n.host_ns = now_ns, n.flags = slow::kNicSample;
   if (written_ >= slow::kRotateBytes) {
     ::close(fd_);
     fd_ = -1;
     const auto old = path_.substr(0, path_.size() - std::strlen(slow::kFileSuffix)) + slow::kOldSuffix;
     if (::rename(path_.c_str(), old.c_str()) != 0 || !open_file()) return false;
   }
-  const auto bytes = out.size() * sizeof(slow::HostSample);
-  if (bytes > 0 && ::write(fd_, out.data(), bytes) != static_cast<ssize_t>(bytes)) {
+  static_assert(sizeof(slow::NicSample) == sizeof(slow::HostSample), "one record size");
+  std::vector<char> bytes_out(out.size() * sizeof(slow::HostSample) + nics.size() * sizeof(slow::NicSample));
+  if (!out.empty()) std::memcpy(bytes_out.data(), out.data(), out.size() * sizeof(slow::HostSample));
+  if (!nics.empty())
+    std::memcpy(bytes_out.data() + out.size() * sizeof(slow::HostSample), nics.data(),
+                nics.size() * sizeof(slow::NicSample));
+  const auto bytes = bytes_out.size();
+  if (bytes > 0 && ::write(fd_, bytes_out.data(), bytes) != static_cast<ssize_t>(bytes)) {
     std::fprintf(stderr, "fabric-watchdog: --slow: cannot write %s: %s; the host's samples stop, the job goes on\n",
                  path_.c_str(), std::strerror(errno ? errno : ENOSPC));
     return false;

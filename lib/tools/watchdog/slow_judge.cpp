@@ -112,8 +112,9 @@ class Judge {
   // A rank's record to the judge; a host's sample (its watchdog's sampler file) to the evidence.
   void take(std::size_t source, const slow::Record& r) {
     const auto& s = folder_.sources()[source];
-    if (s.sampler || slow::is_host_sample(r)) {
+    if (s.sampler || slow::is_host_sample(r) || slow::is_nic_sample(r)) {
       if (s.sampler && slow::is_host_sample(r)) evidence_.add(s.host, slow::as_host_sample(r));
+      if (s.sampler && slow::is_nic_sample(r)) evidence_.add(s.host, slow::as_nic_sample(r));
       return;
     }
     judge_.add(source, r);

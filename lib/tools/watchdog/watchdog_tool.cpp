@@ -27,6 +27,7 @@
 #include "fabricbench/results/prometheus.hpp"
 #include "fabricbench/results/result_set.hpp"
 #include "fabricbench/results/terminal_table.hpp"
+#include "fabricbench/tools/watchdog/nic_samples.hpp"
 #include "fabricbench/tools/watchdog/ras_looks.hpp"
 #include "fabricbench/tools/watchdog/slow_judge.hpp"
 #include "fabricbench/tools/watchdog/watchdog_action.hpp"
@@ -193,7 +194,12 @@ int run(const Options& o) {
   // --slow: this host's samples of the job's processes beside the ranks' records (host_sampler.hpp), to the job's
   // end; what they cost said then.
   std::optional<job::HostSampler> sampler;
-  if (!o.slow.folder.empty()) sampler.emplace(o.slow.folder, child.pid());
+  if (!o.slow.folder.empty()) {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    sampler.emplace(o.slow.folder, child.pid(),
+                    [files = facts::HostFiles::for_host(host)] { return nic_samples(files); });
+  }
   const int status = watch(o, child, hook, judge);
   if (sampler) {
     std::fprintf(stderr,

@@ -122,3 +122,71 @@ TEST(HostEvidence, AHealthyHostOrOneAlwaysSoSaysNoEvidence) {
 }
 
 }  // namespace
+
+namespace {
+
+// A port of `host` sampled once a second for `n` seconds from `from`: its errors growing by `errors_per_s`.
+void feed_nic(HostEvidence& e, const std::string& host, const char* device, std::int64_t from, int n,
+              std::uint32_t rate_gbps, double errors_per_s, std::uint64_t& errors, bool active = true) {
+  for (int i = 0; i < n; ++i) {
+    slow::NicSample s{};
+    std::snprintf(s.device, sizeof s.device, "%s", device);
+    s.port = 1, s.active = active, s.rate_mbps = rate_gbps * 1000, s.host_ns = from + i * kS;
+    errors += static_cast<std::uint64_t>(errors_per_s);
+    s.errors = errors;
+    s.flags = slow::kNicSample;
+    e.add(host, s);
+  }
+}
+
+TEST(HostEvidence, AHostsPortsSayWhatChanged) {
+  HostEvidence e;
+  std::uint64_t a = 0, b = 0, c = 0;
+  feed_nic(e, "h2", "mlx5_3", kT0, 60, 400, 0, a);              // healthy a minute
+  feed_nic(e, "h2", "mlx5_3", kT0 + 60 * kS, 10, 400, 120, a);  // then 120 errors a second
+  feed_nic(e, "h1", "mlx5_0", kT0, 70, 400, 0, b);
+  feed_nic(e, "h3", "mlx5_0", kT0, 70, 200, 0, c);  // trained at half the rate all along
+  const auto from = kT0 + 60 * kS, to = kT0 + 69 * kS;
+  // 9 intervals of 120 errors in the window; none the minute before.
+  EXPECT_EQ(e.because("h2", 7, from, to), "because: its host's mlx5_3 port 1: 1080 port errors (0 the minute before)");
+  EXPECT_EQ(e.because("h3", 7, from, to),
+            "because: its host's mlx5_0 port 1 runs at 200 of 400 Gb/s (the best port's)");
+  EXPECT_EQ(e.because("h1", 7, from, to), "no evidence on its host");
+  HostEvidence down;
+  std::uint64_t d = 0;
+  feed_nic(down, "h4", "mlx5_1", kT0, 10, 400, 0, d, false);
+  EXPECT_EQ(down.because("h4", 7, kT0, kT0 + 9 * kS), "because: its host's mlx5_1 port 1 is not active");
+}
+
+}  // namespace
+
+#include "fabricbench/tools/watchdog/nic_samples.hpp"
+
+namespace {
+
+// The ports as sysfs shows them (the files facts' reader reads), under a made-up root.
+TEST(NicSamples, ReadFromSysfs) {
+  const fs::path root = fs::temp_directory_path() / ("fbsys-" + std::to_string(::getpid()));
+  const auto port = root / "sys/class/infiniband/mlx5_0/ports/1";
+  write(port / "state", "4: ACTIVE\n");
+  write(port / "phys_state", "5: LinkUp\n");
+  write(port / "rate", "200 Gb/sec (4X HDR)\n");
+  write(port / "link_layer", "InfiniBand\n");
+  write(port / "counters/symbol_error", "7\n");
+  write(port / "counters/port_rcv_errors", "3\n");
+  write(port / "counters/link_downed", "1\n");
+  write(port / "counters/port_xmit_wait", "123456\n");
+  write(port / "counters/port_xmit_data", "999\n");  // not an error
+  const auto n = fabricbench::watchdog::nic_samples(fabricbench::facts::HostFiles(root.string()));
+  ASSERT_EQ(n.size(), 1u);
+  EXPECT_STREQ(n[0].device, "mlx5_0");
+  EXPECT_EQ(n[0].port, 1);
+  EXPECT_EQ(n[0].active, 1);
+  EXPECT_EQ(n[0].rate_mbps, 200000u);
+  EXPECT_EQ(n[0].errors, 11u);  // symbol errors, receive errors, link downed
+  EXPECT_EQ(n[0].link_downed, 1u);
+  EXPECT_EQ(n[0].xmit_wait, 123456u);
+  fs::remove_all(root);
+}
+
+}  // namespace

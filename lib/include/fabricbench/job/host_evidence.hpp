@@ -15,7 +15,7 @@
 namespace fabricbench::job {
 
 struct HostCause {
-  std::string kind;            // stopped, cpu_wait, throttled, faults, unsent
+  std::string kind;            // stopped, cpu_wait, throttled, faults, unsent; nic (one of its host's RDMA ports)
   double now = 0, before = 0;  // over the window, and over the minute before it (shares 0-1, or per second, or bytes)
   double strength = 0;         // now against its floor: the largest is said first
   std::string words;           // "its process was stopped in 48% of the samples (0% before)"
@@ -25,6 +25,8 @@ class HostEvidence {
  public:
   // A sample of process `pid` on `host` (the sampler file's header host).
   void add(const std::string& host, const slow::HostSample& s);
+  // A sample of one of `host`'s RDMA ports. Its rate is held against the best port of every host's.
+  void add(const std::string& host, const slow::NicSample& n);
   // What the samples of (host, pid) say over [from_ns, to_ns], strongest first; empty when none passes its floor.
   // `sampled` says whether there were samples of it at all (a host without a sampler says nothing).
   std::vector<HostCause> causes(const std::string& host, int pid, std::int64_t from_ns, std::int64_t to_ns,
@@ -37,6 +39,9 @@ class HostEvidence {
 
  private:
   std::map<std::pair<std::string, int>, std::deque<slow::HostSample>> samples_;
+  std::map<std::pair<std::string, std::string>, std::deque<slow::NicSample>> nics_;  // by (host, "mlx5_3 port 1")
+  // Whether the host's ports were sampled in [from_ns, to_ns].
+  bool nic_causes(const std::string& host, std::int64_t from_ns, std::int64_t to_ns, std::vector<HostCause>& out) const;
 };
 
 }  // namespace fabricbench::job

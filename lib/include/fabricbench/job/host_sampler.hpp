@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -31,7 +32,10 @@ class HostSampler {
   // times a second (a stop of a fraction of a second shows; one look a second would see a periodic stop at one phase
   // only), the rest once a second. Throws Error::runtime when the file cannot be made (the folder was checked before:
   // it is this user's).
-  HostSampler(const std::string& folder, pid_t root, std::string proc = "/proc", std::string cgroup = "/sys/fs/cgroup");
+  // `nics`: this host's RDMA ports now (the watchdog reads them from sysfs), sampled with the processes.
+  using Nics = std::function<std::vector<slow::NicSample>()>;
+  HostSampler(const std::string& folder, pid_t root, Nics nics = {}, std::string proc = "/proc",
+              std::string cgroup = "/sys/fs/cgroup");
   ~HostSampler();
   HostSampler(const HostSampler&) = delete;
   HostSampler& operator=(const HostSampler&) = delete;
@@ -46,6 +50,7 @@ class HostSampler {
   // One second's sample of `pids` (their states' polls in `polls`) to the file; false when the file failed.
   bool write(const std::vector<int>& pids, const std::map<int, std::pair<int, int>>& polls, std::int64_t now_ns);
   bool open_file();
+  Nics nics_;
   std::string path_, proc_, cgroup_;
   slow::FileHeader header_{};
   int fd_ = -1;

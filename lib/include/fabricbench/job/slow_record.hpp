@@ -51,6 +51,7 @@ enum Flag : std::uint8_t {
   kIncomplete = 2,  // not every kernel channel reported a stop within 30 s: times are partial
   kProxy = 4,       // a ProxyRecord, not a collective's Record (version 2)
   kHostSample = 8,  // a HostSample (a watchdog's sampler file)
+  kNicSample = 16,  // a NicSample (a watchdog's sampler file)
 };
 
 struct Record {
@@ -118,8 +119,33 @@ static_assert(sizeof(HostSample) == 64, "a host sample is 64 bytes");
 static_assert(offsetof(HostSample, flags) == offsetof(Record, flags), "the kind is read from one byte");
 static_assert(offsetof(HostSample, host_ns) == offsetof(Record, host_ns), "every record's time at one offset");
 
+// One RDMA port of a host as its sysfs showed it, once a second (the same sampler): its state, rate and counters.
+struct NicSample {
+  char device[16];          // "mlx5_3", NUL-padded
+  std::uint32_t rate_mbps;  // the port's rate (sysfs "rate"), Mb/s
+  std::uint8_t port;
+  std::uint8_t active;  // state ACTIVE and phys_state LinkUp
+  std::uint16_t pad0;
+  std::int64_t host_ns;     // at Record::host_ns' offset
+  std::uint64_t xmit_wait;  // port_xmit_wait (ticks the port had data and could not send: congestion)
+  std::uint64_t errors;     // the error counters ibcheckerrors reads, summed
+  std::uint32_t link_downed;
+  std::uint32_t pad1, pad2;
+  std::uint8_t flags;  // kNicSample, at Record::flags' offset
+  std::uint8_t pad[3];
+};
+static_assert(sizeof(NicSample) == 64, "a NIC sample is 64 bytes");
+static_assert(offsetof(NicSample, flags) == offsetof(Record, flags), "the kind is read from one byte");
+static_assert(offsetof(NicSample, host_ns) == offsetof(Record, host_ns), "every record's time at one offset");
+
 inline bool is_proxy(const Record& r) { return r.flags & kProxy; }
 inline bool is_host_sample(const Record& r) { return r.flags & kHostSample; }
+inline bool is_nic_sample(const Record& r) { return r.flags & kNicSample; }
+inline NicSample as_nic_sample(const Record& r) {
+  NicSample n;
+  std::memcpy(&n, &r, sizeof n);
+  return n;
+}
 inline HostSample as_host_sample(const Record& r) {
   HostSample h;
   std::memcpy(&h, &r, sizeof h);
