@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -29,11 +28,16 @@ std::int64_t realtime_ns() {
   return static_cast<std::int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
 }
 
+// A whole small file (procfs, sysfs), "" when it cannot be read. Plain read(2): ten looks a second at each process.
 std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  std::string out;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0 && out.size() < (1u << 20);)
+    out.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  return out;
 }
 
 std::vector<std::string> entries(const std::string& folder) {
@@ -143,6 +147,7 @@ HostSampler::HostSampler(const std::string& folder, pid_t root, Nics nics, std::
   ::gethostname(header_.host, sizeof header_.host - 1);
   const auto boot = read_text("/proc/sys/kernel/random/boot_id");
   std::memcpy(header_.boot_id, boot.data(), std::min(boot.size(), sizeof header_.boot_id));
+  folder_ = folder;
   path_ = fmt::format("{}/{}.{}{}", folder, header_.host, header_.pid, slow::kFileSuffix);
   if (!open_file()) throw Error::runtime(fmt::format("--slow: cannot write {}: {}", path_, std::strerror(errno)));
   thread_ = std::thread([this, root] { loop(root); });
@@ -176,10 +181,13 @@ void HostSampler::loop(pid_t root) {
   for (int tick = 0; !stop_.load(); ++tick) {
     timespec a{}, b{};
     ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
-    if (tick % kPollsPerSample == 0) {
+    // The tree (all of /proc read) each second of the first ten, while the job starts its processes, then every
+    // kTreeEvery seconds.
+    if (tick % ((tick < 10 * kPollsPerSample ? 1 : kTreeEvery) * kPollsPerSample) == 0) {
       pids.clear();
+      const auto ranks = rank_pids();
       for (pid_t p : process_tree(root))
-        if (pids.size() < kMaxProcesses) pids.push_back(p);
+        if (pids.size() < kMaxProcesses && ranks.count(p)) pids.push_back(p);
     }
     for (int pid : pids) {
       const auto stat = read_text(proc_ + "/" + std::to_string(pid) + "/stat");
@@ -199,6 +207,23 @@ void HostSampler::loop(pid_t root) {
     if (!ok) return;
     for (int i = 0; i < 10 && !stop_.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+}
+
+// The processes of this host that write ranks' records to the folder ("<host>.<pid>.fbslow", the plugin's name for
+// them): the job's NCCL ranks, not its launcher or its data loaders.
+std::set<int> HostSampler::rank_pids() const {
+  std::set<int> out;
+  const std::string prefix = std::string(header_.host) + ".";
+  for (const auto& name : entries(folder_)) {
+    if (name.rfind(prefix, 0) != 0 || name.size() <= prefix.size() + std::strlen(slow::kFileSuffix) ||
+        name.compare(name.size() - std::strlen(slow::kFileSuffix), std::string::npos, slow::kFileSuffix) != 0)
+      continue;
+    const auto digits = name.substr(prefix.size(), name.size() - prefix.size() - std::strlen(slow::kFileSuffix));
+    if (!digits.empty() && digits.find_first_not_of("0123456789") == std::string::npos && digits.size() < 10)
+      out.insert(std::stoi(digits));
+  }
+  out.erase(header_.pid);
+  return out;
 }
 
 bool HostSampler::write(const std::vector<int>& pids, const std::map<int, std::pair<int, int>>& polls,

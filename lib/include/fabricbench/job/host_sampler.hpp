@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,7 +29,8 @@ std::optional<slow::HostSample> read_process(const std::string& proc, const std:
 
 class HostSampler {
  public:
-  // Samples the process tree of `root` on a thread of its own from now to its destruction: each process's state ten
+  // Samples the processes of `root`'s tree that write ranks' records to the folder (the job's NCCL ranks on this
+  // host), on a thread of its own from now to its destruction: each process's state ten
   // times a second (a stop of a fraction of a second shows; one look a second would see a periodic stop at one phase
   // only), the rest once a second. Throws Error::runtime when the file cannot be made (the folder was checked before:
   // it is this user's).
@@ -44,14 +46,16 @@ class HostSampler {
   double wall_s() const;  // since it began
   static constexpr std::size_t kMaxProcesses = 64;
   static constexpr int kPollsPerSample = 10;
+  static constexpr int kTreeEvery = 5;  // samples between two readings of the process tree
 
  private:
   void loop(pid_t root);
   // One second's sample of `pids` (their states' polls in `polls`) to the file; false when the file failed.
   bool write(const std::vector<int>& pids, const std::map<int, std::pair<int, int>>& polls, std::int64_t now_ns);
   bool open_file();
+  std::set<int> rank_pids() const;
   Nics nics_;
-  std::string path_, proc_, cgroup_;
+  std::string folder_, path_, proc_, cgroup_;
   slow::FileHeader header_{};
   int fd_ = -1;
   std::uint64_t written_ = 0;
