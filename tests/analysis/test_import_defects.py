@@ -274,6 +274,21 @@ class RanAlone(Refused):
         doc["config"]["devices"] = doc["config"]["devices"][:1]
         self.refused(self.source("all_reduce.json", json.dumps(doc)), message=self.ALONE)
 
+    def test_busbw_0_on_every_row_is_refused_naming_the_mistake(self):
+        """A table posted without its rank lines whose busbw is 0.00 on every row: what one process alone prints
+        (all_reduce's busbw = algbw x 2(n-1)/n, 0 at n = 1). The real 2-GPU table with its busbw put at that."""
+        rows = []
+        for line in (NT / "all_reduce.txt").read_text().splitlines(keepends=True):
+            if "Rank " in line:
+                continue
+            fields = line.split()
+            if fields and fields[0].isdigit() and len(fields) == 13:
+                fields[7] = fields[11] = "0.00"
+                line = "  ".join(fields) + "\n"
+            rows.append(line)
+        err = self.refused(self.source("all_reduce.txt", "".join(rows)), message=self.ALONE)
+        self.assertIn("busbw 0.00 on every row", err)
+
     def test_two_processes_headers_interleaved_are_refused_naming_the_mistake(self):
         lines = (NT / "all_reduce-g2.txt").read_text().splitlines()
         both = [line for pair in zip(lines, lines) for line in pair]
