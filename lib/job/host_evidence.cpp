@@ -15,7 +15,7 @@ struct Stretch {
 };
 
 // Samples in [from, to): counters from the first to the last (their growth), per-sample values over all.
-Stretch read(const std::deque<slow::HostSample>& d, std::int64_t from, std::int64_t to) {
+Stretch stretch_of(const std::deque<slow::HostSample>& d, std::int64_t from, std::int64_t to) {
   Stretch s;
   const slow::HostSample* first = nullptr;
   const slow::HostSample* last = nullptr;
@@ -129,8 +129,8 @@ std::vector<HostCause> HostEvidence::causes(const std::string& host, int pid, st
     sampled = ports;  // (its host's ports were sampled)
     return by_strength();
   }
-  const auto now = read(it->second, from_ns, to_ns + 1);
-  const auto before = read(it->second, from_ns - static_cast<std::int64_t>(kBeforeS * 1e9), from_ns);
+  const auto now = stretch_of(it->second, from_ns, to_ns + 1);
+  const auto before = stretch_of(it->second, from_ns - static_cast<std::int64_t>(kBeforeS * 1e9), from_ns);
   sampled = ports || now.n > 0;
   if (now.n < 2 || now.span_s <= 0) return by_strength();
   const auto share = [](double part, double of) { return of > 0 ? std::min(1.0, part / of) : 0.0; };

@@ -10,8 +10,9 @@
 #include <string>
 
 #include "fabricbench/job/host_sampler.hpp"
+#include "fabricbench/tools/watchdog/nic_samples.hpp"
 
-namespace {
+namespace host_evidence_test {
 
 namespace fs = std::filesystem;
 namespace slow = fabricbench::job::slow;
@@ -121,10 +122,6 @@ TEST(HostEvidence, AHealthyHostOrOneAlwaysSoSaysNoEvidence) {
   EXPECT_EQ(t.because("h2", 7, kT0 + 60 * kS, kT0 + 69 * kS), "");
 }
 
-}  // namespace
-
-namespace {
-
 // A port of `host` sampled once a second for `n` seconds from `from`: its errors growing by `errors_per_s`.
 void feed_nic(HostEvidence& e, const std::string& host, const char* device, std::int64_t from, int n,
               std::uint32_t rate_gbps, double errors_per_s, std::uint64_t& errors, bool active = true) {
@@ -158,12 +155,6 @@ TEST(HostEvidence, AHostsPortsSayWhatChanged) {
   EXPECT_EQ(down.because("h4", 7, kT0, kT0 + 9 * kS), "because: its host's mlx5_1 port 1 is not active");
 }
 
-}  // namespace
-
-#include "fabricbench/tools/watchdog/nic_samples.hpp"
-
-namespace {
-
 // The ports as sysfs shows them (the files facts' reader reads), under a made-up root.
 TEST(NicSamples, ReadFromSysfs) {
   const fs::path root = fs::temp_directory_path() / ("fbsys-" + std::to_string(::getpid()));
@@ -189,4 +180,4 @@ TEST(NicSamples, ReadFromSysfs) {
   fs::remove_all(root);
 }
 
-}  // namespace
+}  // namespace host_evidence_test
