@@ -53,18 +53,18 @@ void HostEvidence::add(const std::string& host, const slow::NicSample& n) {
 // Each of the host's ports over [from, to] against the minute before: errors or a link down where there were none,
 // a port not active, a rate below the best port's of every host, transmit waits (congestion) 5x as often.
 bool HostEvidence::nic_causes(const std::string& host, std::int64_t from_ns, std::int64_t to_ns,
-                              std::vector<HostCause>& out) const {
+                              std::int64_t before_end, std::vector<HostCause>& out) const {
   bool sampled = false;
   double best_mbps = 0;
   for (const auto& [key, d] : nics_)
     if (!d.empty() && d.back().active) best_mbps = std::max(best_mbps, static_cast<double>(d.back().rate_mbps));
-  const auto before_ns = from_ns - static_cast<std::int64_t>(kBeforeS * 1e9);
+  const auto before_ns = before_end - static_cast<std::int64_t>(kBeforeS * 1e9);
   for (auto it = nics_.lower_bound({host, ""}); it != nics_.end() && it->first.first == host; ++it) {
     const auto& name = it->first.second;
     const slow::NicSample *first = nullptr, *last = nullptr, *b_first = nullptr, *b_last = nullptr;
     bool inactive = false;
     for (const auto& n : it->second) {
-      if (n.host_ns >= before_ns && n.host_ns < from_ns) {
+      if (n.host_ns >= before_ns && n.host_ns < before_end) {
         if (!b_first) b_first = &n;
         b_last = &n;
       }
@@ -116,10 +116,11 @@ void HostEvidence::forget_before(std::int64_t t_ns) {
 }
 
 std::vector<HostCause> HostEvidence::causes(const std::string& host, int pid, std::int64_t from_ns, std::int64_t to_ns,
-                                            bool& sampled) const {
+                                            bool& sampled, std::int64_t before_ns) const {
+  if (before_ns == 0) before_ns = from_ns;
   sampled = false;
   std::vector<HostCause> out;
-  const bool ports = nic_causes(host, from_ns, to_ns, out);
+  const bool ports = nic_causes(host, from_ns, to_ns, before_ns, out);
   const auto by_strength = [&] {
     std::sort(out.begin(), out.end(), [](const HostCause& a, const HostCause& b) { return a.strength > b.strength; });
     return out;
@@ -130,7 +131,7 @@ std::vector<HostCause> HostEvidence::causes(const std::string& host, int pid, st
     return by_strength();
   }
   const auto now = stretch_of(it->second, from_ns, to_ns + 1);
-  const auto before = stretch_of(it->second, from_ns - static_cast<std::int64_t>(kBeforeS * 1e9), from_ns);
+  const auto before = stretch_of(it->second, before_ns - static_cast<std::int64_t>(kBeforeS * 1e9), before_ns);
   sampled = ports || now.n > 0;
   if (now.n < 2 || now.span_s <= 0) return by_strength();
   const auto share = [](double part, double of) { return of > 0 ? std::min(1.0, part / of) : 0.0; };
@@ -159,9 +160,10 @@ std::vector<HostCause> HostEvidence::causes(const std::string& host, int pid, st
   return by_strength();
 }
 
-std::string HostEvidence::because(const std::string& host, int pid, std::int64_t from_ns, std::int64_t to_ns) const {
+std::string HostEvidence::because(const std::string& host, int pid, std::int64_t from_ns, std::int64_t to_ns,
+                                  std::int64_t before_ns) const {
   bool sampled = false;
-  const auto c = causes(host, pid, from_ns, to_ns, sampled);
+  const auto c = causes(host, pid, from_ns, to_ns, sampled, before_ns);
   if (!sampled) return "";
   if (c.empty()) return "no evidence on its host";
   return "because: " + c[0].words + (c.size() > 1 ? "; " + c[1].words : "");

@@ -108,15 +108,16 @@ class SlowWatch(LaunchTest):
         self.assertIn("FABRIC_WATCHDOG_SLOW_COMM=0xabc0fb", acted)
 
     def test_a_stopped_rank_is_named_with_what_its_host_saw(self):
-        """Rank 2 makes the others wait from 3 s to 10 s and its process is stopped 100 ms of every 200 meanwhile
-        (SIGSTOP, SIGCONT from outside): the naming says its host saw it stopped (the watchdog's host sampler), the
-        report keeps it, --slow-exec gets it; the ranks that were not stopped are not said to be."""
+        """Rank 2's process is stopped 100 ms of every 200 from 3 s to 12 s (SIGSTOP, SIGCONT from outside) while it
+        makes the others wait: the naming says its host saw it stopped (the watchdog's host sampler), the report keeps
+        it, --slow-exec gets it. (--slow-loss 30: named a few seconds into the stop, whose last 5 s, the evidence, then
+        hold enough looks; named at 10%, 2 s in, on a busy machine it saw too few: CI, 2026-11-29.)"""
         action = self.dir / "act.sh"
         action.write_text("#!/bin/sh\nenv | grep ^FABRIC_WATCHDOG_SLOW > \"$(dirname \"$0\")/acted.txt\"\n")
         action.chmod(0o755)
-        self.start(["--no-ras", "--slow", "slow", "--slow-window", "4s", "--slow-settle", "1s", "--slow-exec",
-                    str(action), "--slow-prometheus", "slow.prom"],
-                   ["--ranks", "4", "--slow-rank", "2", "--slow-from", "3", "--slow-to", "10", "--seconds", "14"])
+        self.start(["--no-ras", "--slow", "slow", "--slow-window", "4s", "--slow-settle", "1s", "--slow-loss", "30",
+                    "--slow-exec", str(action), "--slow-prometheus", "slow.prom"],
+                   ["--ranks", "4", "--slow-rank", "2", "--slow-from", "3", "--slow-to", "12", "--seconds", "16"])
         pid = None
         for _ in range(50):  # rank 2's process, from its record file (a record's rank at byte 48)
             for f in (self.dir / "slow").glob("*.fbslow"):
@@ -128,8 +129,8 @@ class SlowWatch(LaunchTest):
                 break
             time.sleep(0.1)
         self.assertIsNotNone(pid)
-        time.sleep(max(0.0, 3.5 - (time.monotonic() - self.t0)))
-        end = time.monotonic() + 6.5
+        time.sleep(max(0.0, 3.0 - (time.monotonic() - self.t0)))
+        end = self.t0 + 12
         causes = set()  # the textfile's cause labels while it is named
         while time.monotonic() < end:
             os.kill(pid, signal.SIGSTOP)
@@ -144,9 +145,11 @@ class SlowWatch(LaunchTest):
         self.assertEqual(rc, 0, text)
         named = self.said(r"slow rank: rank 2 ")
         self.assertEqual(len(named), 1, text)
-        m = re.search(r"; because: its process was found stopped at (\d+)% of the looks \(0% before\)", named[0][1])
+        m = re.search(r"; because: .*its process was found stopped at (\d+)% of the looks \((\d+)% before\)",
+                      named[0][1])
         self.assertIsNotNone(m, named[0][1])
         self.assertTrue(20 <= int(m.group(1)) <= 80, named[0][1])
+        self.assertLess(int(m.group(2)), int(m.group(1)) / 2, named[0][1])
         run = self.load("slow/slow-report.h5")
         found = run.tables["slow/findings"]
         self.assertIn("its process was found stopped", found.evidence.iloc[0])

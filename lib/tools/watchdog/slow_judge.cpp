@@ -123,16 +123,19 @@ class Judge {
   // What the named rank's host saw from `from` to `now` (a link: its sender's host, else its receiver's); ""
   // unsampled. At a naming, the last kEvidenceS: the rank has turned slow within the window, often seconds ago.
   static constexpr double kEvidenceS = 5;
-  std::string because(const job::SlowFinding& f, std::int64_t now, std::string* cause = nullptr,
-                      std::int64_t from = 0) const {
+  std::string because(const job::SlowFinding& f, std::int64_t now, std::string* cause = nullptr, std::int64_t from = 0,
+                      std::int64_t named = 0) const {
     if (f.kind == Kind::inside) return "";
     if (from == 0) from = now - static_cast<std::int64_t>(std::min(o_.window_s, kEvidenceS) * 1e9);
+    if (named == 0) named = now;
+    // "Before" ends where the rank may have turned slow: before the window it was first named over, and its looks.
+    const auto before = std::min(from, named - static_cast<std::int64_t>((o_.window_s + kConfirmLooks) * 1e9));
     const auto at = [&](std::size_t i, std::string& kind) {
       const auto& s = source(i);
       bool sampled = false;
-      const auto c = evidence_.causes(s.host, s.pid, from, now, sampled);
+      const auto c = evidence_.causes(s.host, s.pid, from, now, sampled, before);
       kind = !sampled ? "unsampled" : c.empty() ? "none" : c.front().kind;
-      return evidence_.because(s.host, s.pid, from, now);
+      return evidence_.because(s.host, s.pid, from, now, before);
     };
     std::string kind, peer_kind;
     auto own = at(f.source, kind);
@@ -196,7 +199,7 @@ class Judge {
         e.to_ns = now;
         if (f.loss > e.worst.loss) e.worst = f;
         // The report's: what the host saw over the whole naming (and the seconds before it was named).
-        e.because = because(f, now, nullptr, e.from_ns - static_cast<std::int64_t>(kEvidenceS * 1e9));
+        e.because = because(f, now, nullptr, e.from_ns - static_cast<std::int64_t>(kEvidenceS * 1e9), e.from_ns);
       }
     }
     for (auto it = open_.begin(); it != open_.end();) {

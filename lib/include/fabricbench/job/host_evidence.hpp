@@ -29,10 +29,12 @@ class HostEvidence {
   void add(const std::string& host, const slow::NicSample& n);
   // What the samples of (host, pid) say over [from_ns, to_ns], strongest first; empty when none passes its floor.
   // `sampled` says whether there were samples of it at all (a host without a sampler says nothing).
+  // "Before" is the minute up to `before_ns` (0: from_ns): the judge ends it where the rank may have turned slow.
   std::vector<HostCause> causes(const std::string& host, int pid, std::int64_t from_ns, std::int64_t to_ns,
-                                bool& sampled) const;
+                                bool& sampled, std::int64_t before_ns = 0) const;
   // "because: A; B" (at most two), "no evidence on its host", or "" when its host took no samples.
-  std::string because(const std::string& host, int pid, std::int64_t from_ns, std::int64_t to_ns) const;
+  std::string because(const std::string& host, int pid, std::int64_t from_ns, std::int64_t to_ns,
+                      std::int64_t before_ns = 0) const;
   // Samples older than `t_ns` go.
   void forget_before(std::int64_t t_ns);
   static constexpr double kBeforeS = 60;
@@ -41,7 +43,8 @@ class HostEvidence {
   std::map<std::pair<std::string, int>, std::deque<slow::HostSample>> samples_;
   std::map<std::pair<std::string, std::string>, std::deque<slow::NicSample>> nics_;  // by (host, "mlx5_3 port 1")
   // Whether the host's ports were sampled in [from_ns, to_ns].
-  bool nic_causes(const std::string& host, std::int64_t from_ns, std::int64_t to_ns, std::vector<HostCause>& out) const;
+  bool nic_causes(const std::string& host, std::int64_t from_ns, std::int64_t to_ns, std::int64_t before_ns,
+                  std::vector<HostCause>& out) const;
 };
 
 }  // namespace fabricbench::job
