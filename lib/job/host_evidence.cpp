@@ -11,7 +11,9 @@ namespace {
 // What one stretch of samples says: shares of its span, rates per second, the most unsent.
 struct Stretch {
   std::size_t n = 0, looks = 0, stopped = 0;
-  double span_s = 0, cpu_wait_s = 0, throttled_s = 0, faults = 0, unsent_max = 0;
+  double span_s = 0, cpu_wait_s = 0, throttled_s = 0, faults = 0, unsent_max = 0, cpu_pressure_s = 0,
+         mem_pressure_s = 0;
+  std::uint32_t uverbs = 0;  // the RDMA devices it held open at the last sample
 };
 
 // Samples in [from, to): counters from the first to the last (their growth), per-sample values over all.
@@ -30,8 +32,12 @@ Stretch stretch_of(const std::deque<slow::HostSample>& d, std::int64_t from, std
     if (!first) first = &x;
     last = &x;
   }
+  if (last) s.uverbs = last->uverbs;
   if (!first || first == last) return s;
   s.span_s = static_cast<double>(last->host_ns - first->host_ns) * 1e-9;
+  // PSI totals in ms on 32 bits: their difference is right across one wrap (49 days).
+  s.cpu_pressure_s = static_cast<std::uint32_t>(last->cpu_pressure_ms - first->cpu_pressure_ms) * 1e-3;
+  s.mem_pressure_s = static_cast<std::uint32_t>(last->mem_pressure_ms - first->mem_pressure_ms) * 1e-3;
   if (last->throttled_us >= first->throttled_us)
     s.throttled_s = static_cast<double>(last->throttled_us - first->throttled_us) * 1e-6;
   if (last->majflt >= first->majflt) s.faults = last->majflt - first->majflt;
@@ -41,9 +47,42 @@ Stretch stretch_of(const std::deque<slow::HostSample>& d, std::int64_t from, std
 std::string percent(double share) { return fmt::format("{:.0f}%", 100 * share); }
 std::string megabytes(double bytes) { return fmt::format("{:.1f} MB", bytes / 1e6); }
 
+// What holds a GPU's clock down, in the words nvidia-smi -q uses.
+std::string held_by(std::uint64_t reasons) {
+  static constexpr std::pair<std::uint64_t, const char*> kWords[] = {
+      {slow::kReasonPowerCap, "the power cap"},        {slow::kReasonHwSlowdown, "HW slowdown"},
+      {slow::kReasonHwThermal, "HW thermal slowdown"}, {slow::kReasonSwThermal, "SW thermal slowdown"},
+      {slow::kReasonPowerBrake, "the power brake"},    {slow::kReasonSyncBoost, "sync boost"}};
+  std::string out;
+  for (const auto& [bit, words] : kWords)
+    if (reasons & bit) out += (out.empty() ? "" : ", ") + std::string(words);
+  return out;
+}
+constexpr std::uint64_t kHolding = slow::kReasonPowerCap | slow::kReasonHwSlowdown | slow::kReasonHwThermal |
+                                   slow::kReasonSwThermal | slow::kReasonPowerBrake | slow::kReasonSyncBoost;
+bool held(const slow::GpuSample& g) {
+  return (g.reasons & kHolding) && g.sm_max_mhz > 0 && g.sm_mhz < 0.85 * g.sm_max_mhz;
+}
+
 }  // namespace
 
+void HostEvidence::add(const SlowSource& sampler, const slow::Record& r) {
+  if (sampler.version < slow::kSamplerVersion) return;  // an older layout of the samples
+  if (slow::is_host_sample(r)) add(sampler.host, slow::record_as<slow::HostSample>(r));
+  if (slow::is_nic_sample(r)) add(sampler.host, slow::record_as<slow::NicSample>(r));
+  if (slow::is_gpu_sample(r)) add(sampler.host, slow::record_as<slow::GpuSample>(r));
+  if (slow::is_gpu_process(r)) add(sampler.host, slow::record_as<slow::GpuProcess>(r), sampler.boot_id);
+}
+
 void HostEvidence::add(const std::string& host, const slow::HostSample& s) { samples_[{host, s.pid}].push_back(s); }
+
+void HostEvidence::add(const std::string& host, const slow::GpuSample& g) { gpus_[{host, g.pci}].push_back(g); }
+
+void HostEvidence::add(const std::string& host, const slow::GpuProcess& p, const std::string& boot_id) {
+  if (p.own) return;  // one of its host's ranks
+  if (!boot_id.empty()) boot_of_[host] = boot_id;
+  gpu_processes_[{host, p.pci}].push_back(p);
+}
 
 void HostEvidence::add(const std::string& host, const slow::NicSample& n) {
   const std::string name(n.device, strnlen(n.device, sizeof n.device));
@@ -52,15 +91,19 @@ void HostEvidence::add(const std::string& host, const slow::NicSample& n) {
 
 // Each of the host's ports over [from, to] against the minute before: errors or a link down where there were none,
 // a port not active, a rate below the best port's of every host, transmit waits (congestion) 5x as often.
-bool HostEvidence::nic_causes(const std::string& host, std::int64_t from_ns, std::int64_t to_ns,
-                              std::int64_t before_end, std::vector<HostCause>& out) const {
+bool HostEvidence::nic_causes(const std::string& host, std::uint32_t uverbs, std::int64_t from_ns,
+                              std::int64_t to_ns, std::int64_t before_end, std::vector<HostCause>& out) const {
   bool sampled = false;
   double best_mbps = 0;
   for (const auto& [key, d] : nics_)
     if (!d.empty() && d.back().active) best_mbps = std::max(best_mbps, static_cast<double>(d.back().rate_mbps));
   const auto before_ns = before_end - static_cast<std::int64_t>(kBeforeS * 1e9);
   for (auto it = nics_.lower_bound({host, ""}); it != nics_.end() && it->first.first == host; ++it) {
-    const auto& name = it->first.second;
+    // A rank that holds RDMA devices open uses those ports alone; one that holds none (sockets), any of its host's.
+    const int index = it->second.empty() ? -1 : it->second.back().uverbs;
+    const bool its_own = uverbs != 0 && index >= 0 && index < 32;
+    if (its_own && !(uverbs & (1u << index))) continue;
+    const auto name = (its_own ? "" : "host's ") + it->first.second;
     const slow::NicSample *first = nullptr, *last = nullptr, *b_first = nullptr, *b_last = nullptr;
     bool inactive = false;
     for (const auto& n : it->second) {
@@ -81,16 +124,16 @@ bool HostEvidence::nic_causes(const std::string& host, std::int64_t from_ns, std
     const double errors = grew(first, last, &slow::NicSample::errors);
     const double errors_b = grew(b_first, b_last, &slow::NicSample::errors);
     const double downed = grew(first, last, &slow::NicSample::link_downed);
-    if (inactive) out.push_back({"nic", 1, 0, 5, fmt::format("its host's {} is not active", name)});
+    if (inactive) out.push_back({"nic", 1, 0, 5, fmt::format("its {} is not active", name)});
     if (downed > 0)
-      out.push_back({"nic", downed, 0, 5, fmt::format("its host's {} went down {:.0f} time(s)", name, downed)});
+      out.push_back({"nic", downed, 0, 5, fmt::format("its {} went down {:.0f} time(s)", name, downed)});
     if (errors > 0 && errors > 4 * errors_b)
       out.push_back(
           {"nic", errors, errors_b, 3,
-           fmt::format("its host's {}: {:.0f} port errors ({:.0f} the minute before)", name, errors, errors_b)});
+           fmt::format("its {}: {:.0f} port errors ({:.0f} the minute before)", name, errors, errors_b)});
     if (!inactive && best_mbps > 0 && last->rate_mbps < 0.75 * best_mbps)
       out.push_back({"nic", last->rate_mbps / 1e3, best_mbps / 1e3, best_mbps / std::max(1.0, 1.0 * last->rate_mbps),
-                     fmt::format("its host's {} runs at {:.0f} of {:.0f} Gb/s (the best port's)", name,
+                     fmt::format("its {} runs at {:.0f} of {:.0f} Gb/s (the best port's)", name,
                                  last->rate_mbps / 1e3, best_mbps / 1e3)});
     const double span = static_cast<double>(last->host_ns - first->host_ns) * 1e-9;
     const double span_b = b_first && b_last ? static_cast<double>(b_last->host_ns - b_first->host_ns) * 1e-9 : 0;
@@ -98,7 +141,7 @@ bool HostEvidence::nic_causes(const std::string& host, std::int64_t from_ns, std
     const double wait_b = span_b > 0 ? grew(b_first, b_last, &slow::NicSample::xmit_wait) / span_b : 0;
     if (wait_b > 0 && wait >= 5 * wait_b)
       out.push_back({"nic", wait, wait_b, wait / wait_b / 5,
-                     fmt::format("its host's {} waited to send {:.0f}x as often as the minute before (xmit_wait)", name,
+                     fmt::format("its {} waited to send {:.0f}x as often as the minute before (xmit_wait)", name,
                                  wait / wait_b)});
   }
   return sampled;
@@ -113,27 +156,103 @@ void HostEvidence::forget_before(std::int64_t t_ns) {
   };
   forget(samples_);
   forget(nics_);
+  forget(gpus_);
+  forget(gpu_processes_);
 }
 
-std::vector<HostCause> HostEvidence::causes(const std::string& host, int pid, std::int64_t from_ns, std::int64_t to_ns,
+// Its GPU over [from, to] against the minute before: another process on it (not the job's), its clock held down,
+// XIDs, ECC errors, remapped rows and NVLink errors that rose.
+bool HostEvidence::gpu_causes(const std::string& host, std::uint32_t pci, std::int64_t from_ns, std::int64_t to_ns,
+                              std::int64_t before_end, std::vector<HostCause>& out) const {
+  const auto it = gpus_.find({host, pci});
+  if (pci == 0 || it == gpus_.end()) return false;
+  const auto before_ns = before_end - static_cast<std::int64_t>(kBeforeS * 1e9);
+  std::size_t n = 0, n_held = 0, b = 0, b_held = 0;
+  std::uint64_t reasons = 0;
+  unsigned lowest = 0, max_mhz = 0;
+  const slow::GpuSample *first = nullptr, *last = nullptr;  // from the minute before on: counters that rose
+  for (const auto& g : it->second) {
+    if (g.host_ns < before_ns || g.host_ns > to_ns) continue;
+    if (!first) first = &g;
+    last = &g;
+    if (g.host_ns < before_end) {
+      ++b, b_held += held(g);
+    } else if (g.host_ns >= from_ns) {
+      ++n;
+      if (!held(g)) continue;
+      ++n_held, reasons |= g.reasons, max_mhz = g.sm_max_mhz;
+      lowest = lowest ? std::min<unsigned>(lowest, g.sm_mhz) : g.sm_mhz;
+    }
+  }
+  if (n == 0) return false;
+  const double share = static_cast<double>(n_held) / static_cast<double>(n);
+  const double share_b = b ? static_cast<double>(b_held) / static_cast<double>(b) : 0;
+  if (share >= 0.5 && (b < 2 || share >= 2 * share_b))
+    out.push_back({"clocks", share, share_b, share / 0.25,
+                   fmt::format("its GPU's SM clock was held down to {} of {} MHz by {} in {} of the samples ({} "
+                               "before)",
+                               lowest, max_mhz, held_by(reasons), percent(share), percent(share_b))});
+  const auto rose = [&](auto field) {
+    return first && last && last->*field > first->*field ? static_cast<double>(last->*field - first->*field) : 0.0;
+  };
+  if (const double x = rose(&slow::GpuSample::xids); x > 0)
+    out.push_back({"xid", x, 0, 10, fmt::format("its GPU reported XID {} ({:.0f} XID event(s) since the minute "
+                                                "before)", last->last_xid, x)});
+  if (const double e = rose(&slow::GpuSample::ecc); e > 0)
+    out.push_back({"ecc", e, 0, 3, fmt::format("its GPU's ECC error count rose by {:.0f}", e)});
+  if (const double r = rose(&slow::GpuSample::remapped_rows); r > 0)
+    out.push_back({"ecc", r, 0, 3, fmt::format("its GPU remapped {:.0f} memory row(s)", r)});
+  if (const double l = rose(&slow::GpuSample::nvlink_errors); l > 0)
+    out.push_back({"nvlink", l, 0, 2, fmt::format("its GPU's NVLink error counters rose by {:.0f}", l)});
+  // Another process on it (not the job's), seen in at least a third of the window's samples: the one there longest.
+  const auto procs = gpu_processes_.find({host, pci});
+  if (procs == gpu_processes_.end()) return true;
+  struct Seen {
+    std::size_t now = 0, before = 0;
+    std::int64_t since = 0;
+    std::uint64_t bytes = 0;
+    std::string name;
+  };
+  std::map<int, Seen> seen;
+  const auto boot = boot_of_.find(host);
+  for (const auto& p : procs->second) {
+    // A process of the job (another host's rank on a GPU they share, its file read since) is no neighbour.
+    if (p.host_ns > to_ns || job_.count({boot == boot_of_.end() ? "" : boot->second, p.pid})) continue;
+    auto& x = seen[p.pid];
+    if (!x.since) x.since = p.host_ns, x.name.assign(p.name, strnlen(p.name, sizeof p.name));
+    if (p.host_ns >= from_ns) ++x.now, x.bytes = std::max(x.bytes, p.used_bytes);
+    if (p.host_ns >= before_ns && p.host_ns < before_end) ++x.before;
+  }
+  const Seen* best = nullptr;
+  int best_pid = 0;
+  for (const auto& [pid, x] : seen)
+    if (3 * x.now >= n && (!best || x.since < best->since)) best = &x, best_pid = pid;
+  if (!best) return true;
+  const bool new_one = b < 2 || 3 * best->before < b;
+  out.push_back({"neighbour", 1, new_one ? 0.0 : 1.0, new_one ? 4.0 : 1.5,
+                 fmt::format("its GPU runs another process: pid {} {} ({:.1f} GiB), seen for {:.0f} s{}", best_pid,
+                             best->name, static_cast<double>(best->bytes) / (1u << 30),
+                             static_cast<double>(to_ns - best->since) * 1e-9, new_one ? "" : " (there before too)")});
+  return true;
+}
+
+std::vector<HostCause> HostEvidence::causes(const SlowSource& rank, std::int64_t from_ns, std::int64_t to_ns,
                                             bool& sampled, std::int64_t before_ns) const {
   if (before_ns == 0) before_ns = from_ns;
   sampled = false;
   std::vector<HostCause> out;
-  const bool ports = nic_causes(host, from_ns, to_ns, before_ns, out);
+  const auto it = samples_.find({rank.host, rank.pid});
+  const auto now = it == samples_.end() ? Stretch{} : stretch_of(it->second, from_ns, to_ns + 1);
+  const bool ports = nic_causes(rank.host, now.uverbs, from_ns, to_ns, before_ns, out);
+  const bool gpu = gpu_causes(rank.host, slow::pci_key(rank.gpu_bus_id.c_str()), from_ns, to_ns, before_ns, out);
   const auto by_strength = [&] {
-    std::sort(out.begin(), out.end(), [](const HostCause& a, const HostCause& b) { return a.strength > b.strength; });
+    std::stable_sort(out.begin(), out.end(),
+                     [](const HostCause& a, const HostCause& b) { return a.strength > b.strength; });
     return out;
   };
-  const auto it = samples_.find({host, pid});
-  if (it == samples_.end()) {
-    sampled = ports;  // (its host's ports were sampled)
-    return by_strength();
-  }
-  const auto now = stretch_of(it->second, from_ns, to_ns + 1);
+  sampled = ports || gpu || now.n > 0;
+  if (it == samples_.end() || now.n < 2 || now.span_s <= 0) return by_strength();
   const auto before = stretch_of(it->second, before_ns - static_cast<std::int64_t>(kBeforeS * 1e9), before_ns);
-  sampled = ports || now.n > 0;
-  if (now.n < 2 || now.span_s <= 0) return by_strength();
   const auto share = [](double part, double of) { return of > 0 ? std::min(1.0, part / of) : 0.0; };
   // A cause passes its floor and stands at least `factor` times above before (a host that always waits is said
   // too when it had no before: the naming may be at the job's start).
@@ -152,6 +271,14 @@ std::vector<HostCause> HostEvidence::causes(const std::string& host, int pid, st
   add("throttled", thr, thr_b, 0.05, 3,
       fmt::format("its cgroup's CPU quota throttled it {} of the time ({} before)", percent(thr), percent(thr_b)));
   const double faults = now.faults / now.span_s, faults_b = before.span_s > 0 ? before.faults / before.span_s : 0;
+  const double cpu_p = share(now.cpu_pressure_s, now.span_s), cpu_p_b = share(before.cpu_pressure_s, before.span_s);
+  add("cpu_pressure", cpu_p, cpu_p_b, 0.2, 3,
+      fmt::format("its cgroup's tasks waited for a CPU {} of the time (PSI; {} before)", percent(cpu_p),
+                  percent(cpu_p_b)));
+  const double mem_p = share(now.mem_pressure_s, now.span_s), mem_p_b = share(before.mem_pressure_s, before.span_s);
+  add("memory_pressure", mem_p, mem_p_b, 0.05, 3,
+      fmt::format("its cgroup's tasks stalled on memory {} of the time (PSI; {} before)", percent(mem_p),
+                  percent(mem_p_b)));
   add("faults", faults, faults_b, 10, 5,
       fmt::format("{:.0f} major page faults a second ({:.0f} before): it pages", faults, faults_b));
   add("unsent", now.unsent_max, before.unsent_max, 1e6, 4,
@@ -160,10 +287,10 @@ std::vector<HostCause> HostEvidence::causes(const std::string& host, int pid, st
   return by_strength();
 }
 
-std::string HostEvidence::because(const std::string& host, int pid, std::int64_t from_ns, std::int64_t to_ns,
+std::string HostEvidence::because(const SlowSource& rank, std::int64_t from_ns, std::int64_t to_ns,
                                   std::int64_t before_ns) const {
   bool sampled = false;
-  const auto c = causes(host, pid, from_ns, to_ns, sampled, before_ns);
+  const auto c = causes(rank, from_ns, to_ns, sampled, before_ns);
   if (!sampled) return "";
   if (c.empty()) return "no evidence on its host";
   return "because: " + c[0].words + (c.size() > 1 ? "; " + c[1].words : "");

@@ -6,9 +6,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <set>
@@ -58,37 +60,52 @@ bool read_stat(const std::string& text, slow::HostSample& s) {
   std::vector<std::string> f;
   for (std::string w; in >> w;) f.push_back(w);
   if (f.size() < 18) return false;
-  // After the command: state (field 3), ... majflt (12), utime (14), stime (15), num_threads (20).
+  // After the command: state (field 3), ... majflt (12), utime (14), stime (15).
   static const double tick_ns = 1e9 / static_cast<double>(::sysconf(_SC_CLK_TCK));
   s.state = f[0].empty() ? '?' : f[0][0];
   s.majflt = static_cast<std::uint32_t>(std::stoull(f[9]));
   s.cpu_ns = static_cast<std::uint64_t>(static_cast<double>(std::stoull(f[11]) + std::stoull(f[12])) * tick_ns);
-  s.threads = static_cast<std::uint16_t>(std::min<unsigned long long>(65535, std::stoull(f[17])));
   return true;
 }
 
-// The cgroup v2 path of the process ("0::/path"), its cpu.stat's throttled_usec.
-std::uint64_t throttled_us(const std::string& proc_pid, const std::string& cgroup) {
+// A PSI file's "some ... total=USEC" in ms (wrapping as the record's 32 bits do); 0 when there is none.
+std::uint32_t pressure_ms(const std::string& text) {
+  const auto at = text.rfind("some ", 0) == 0 ? text.find("total=") : std::string::npos;
+  return at == std::string::npos ? 0 : static_cast<std::uint32_t>(std::stoull(text.substr(at + 6)) / 1000);
+}
+
+// The process's cgroup (v2: "0::/path"): its cpu.stat's throttled_usec and its CPU and memory pressure.
+void read_cgroup(const std::string& proc_pid, const std::string& cgroup, slow::HostSample& s) {
   std::istringstream lines(read_text(proc_pid + "/cgroup"));
   for (std::string line; std::getline(lines, line);)
     if (line.rfind("0::", 0) == 0) {
-      std::istringstream stat(read_text(cgroup + line.substr(3) + "/cpu.stat"));
+      const auto dir = cgroup + line.substr(3);
+      std::istringstream stat(read_text(dir + "/cpu.stat"));
       for (std::string key, value; stat >> key >> value;)
-        if (key == "throttled_usec") return std::stoull(value);
+        if (key == "throttled_usec") s.throttled_us = std::stoull(value);
+      s.cpu_pressure_ms = pressure_ms(read_text(dir + "/cpu.pressure"));
+      s.mem_pressure_ms = pressure_ms(read_text(dir + "/memory.pressure"));
     }
-  return 0;
 }
 
-// The bytes its TCP sockets hold unsent: the tx_queue of the lines of net/tcp and tcp6 whose inode is one of its fds.
-std::uint64_t tcp_unsent(const std::string& proc_pid) {
+// Its fds: the RDMA devices it holds open (/dev/infiniband/uverbsN: bit N of the sample's mask), and the bytes its TCP
+// sockets hold unsent (the tx_queue of the lines of net/tcp and tcp6 whose inode is one of its fds).
+void read_fds(const std::string& proc_pid, slow::HostSample& s) {
   std::set<std::string> inodes;
   char target[128];
+  static constexpr char kUverbs[] = "/dev/infiniband/uverbs";
   for (const auto& fd : entries(proc_pid + "/fd")) {
     const auto n = ::readlink((proc_pid + "/fd/" + fd).c_str(), target, sizeof target - 1);
+    if (n <= 0) continue;
+    target[n] = 0;
     if (n > 9 && std::strncmp(target, "socket:[", 8) == 0) inodes.emplace(target + 8, static_cast<std::size_t>(n) - 9);
+    if (std::strncmp(target, kUverbs, sizeof kUverbs - 1) == 0) {
+      const int index = std::atoi(target + sizeof kUverbs - 1);
+      if (index >= 0 && index < 32) s.uverbs |= 1u << index;
+    }
   }
   std::uint64_t unsent = 0;
-  if (inodes.empty()) return 0;
+  if (inodes.empty()) return;
   for (const char* table : {"/net/tcp", "/net/tcp6"}) {
     std::istringstream lines(read_text(proc_pid + table));
     std::string line;
@@ -101,7 +118,7 @@ std::uint64_t tcp_unsent(const std::string& proc_pid) {
       unsent += std::stoull(f[4].substr(0, f[4].find(':')), nullptr, 16);
     }
   }
-  return unsent;
+  s.tcp_unsent = unsent;
 }
 
 }  // namespace
@@ -119,14 +136,13 @@ std::optional<slow::HostSample> read_process(const std::string& proc, const std:
       if (!(in >> on_cpu >> delay)) continue;
       const int tid = std::stoi(task);
       now[tid] = delay;
-      s.run_delay_ns += delay;
       const auto before = waits.find(tid);
       if (before != waits.end() && delay >= before->second)
         s.busiest_wait_ns = std::max(s.busiest_wait_ns, delay - before->second);
     }
     waits = std::move(now);
-    s.throttled_us = throttled_us(dir, cgroup);
-    s.tcp_unsent = tcp_unsent(dir);
+    read_cgroup(dir, cgroup, s);
+    read_fds(dir, s);
   } catch (const std::exception&) {  // a number that is not one: a file of another kind, or a process gone mid-read
     return std::nullopt;
   }
@@ -135,10 +151,11 @@ std::optional<slow::HostSample> read_process(const std::string& proc, const std:
   return s;
 }
 
-HostSampler::HostSampler(const std::string& folder, pid_t root, Nics nics, std::string proc, std::string cgroup)
-    : nics_(std::move(nics)), proc_(std::move(proc)), cgroup_(std::move(cgroup)) {
+HostSampler::HostSampler(const std::string& folder, pid_t root, Devices devices, std::string proc,
+                         std::string cgroup)
+    : devices_(std::move(devices)), proc_(std::move(proc)), cgroup_(std::move(cgroup)) {
   std::memcpy(header_.magic, slow::kMagic, sizeof header_.magic);
-  header_.version = slow::kVersion;
+  header_.version = slow::kSamplerVersion;
   header_.record_size = sizeof(slow::Record);
   header_.pid = static_cast<std::int32_t>(::getpid());
   header_.cuda_device = -1;
@@ -185,9 +202,15 @@ void HostSampler::loop(pid_t root) {
     // kTreeEvery seconds.
     if (tick % ((tick < 10 * kPollsPerSample ? 1 : kTreeEvery) * kPollsPerSample) == 0) {
       pids.clear();
-      const auto ranks = rank_pids();
-      for (pid_t p : process_tree(root))
-        if (pids.size() < kMaxProcesses && ranks.count(p)) pids.push_back(p);
+      bus_ids_.clear();
+      const auto ranks = this->ranks();
+      for (pid_t p : process_tree(root)) {
+        const auto r = ranks.find(p);
+        if (pids.size() >= kMaxProcesses || r == ranks.end()) continue;
+        pids.push_back(p);
+        if (!r->second.empty() && std::find(bus_ids_.begin(), bus_ids_.end(), r->second) == bus_ids_.end())
+          bus_ids_.push_back(r->second);
+      }
     }
     for (int pid : pids) {
       const auto stat = read_text(proc_ + "/" + std::to_string(pid) + "/stat");
@@ -210,19 +233,26 @@ void HostSampler::loop(pid_t root) {
 }
 
 // The processes of this host that write ranks' records to the folder ("<host>.<pid>.fbslow", the plugin's name for
-// them): the job's NCCL ranks, not its launcher or its data loaders.
-std::set<int> HostSampler::rank_pids() const {
-  std::set<int> out;
+// them): the job's NCCL ranks, not its launcher or its data loaders; each with its GPU's bus id from its header.
+std::map<int, std::string> HostSampler::ranks() const {
+  std::map<int, std::string> out;
   const std::string prefix = std::string(header_.host) + ".";
   for (const auto& name : entries(folder_)) {
     if (name.rfind(prefix, 0) != 0 || name.size() <= prefix.size() + std::strlen(slow::kFileSuffix) ||
         name.compare(name.size() - std::strlen(slow::kFileSuffix), std::string::npos, slow::kFileSuffix) != 0)
       continue;
     const auto digits = name.substr(prefix.size(), name.size() - prefix.size() - std::strlen(slow::kFileSuffix));
-    if (!digits.empty() && digits.find_first_not_of("0123456789") == std::string::npos && digits.size() < 10)
-      out.insert(std::stoi(digits));
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos || digits.size() >= 10) continue;
+    const int pid = std::stoi(digits);
+    if (pid == header_.pid) continue;
+    slow::FileHeader h{};
+    const int fd = ::open((folder_ + "/" + name).c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    const bool whole = fd >= 0 && ::pread(fd, &h, sizeof h, 0) == static_cast<ssize_t>(sizeof h);
+    if (fd >= 0) ::close(fd);
+    out[pid] = whole && std::memcmp(h.magic, slow::kMagic, sizeof h.magic) == 0
+                   ? std::string(h.gpu_bus_id, strnlen(h.gpu_bus_id, sizeof h.gpu_bus_id))
+                   : std::string();
   }
-  out.erase(header_.pid);
   return out;
 }
 
@@ -241,23 +271,25 @@ bool HostSampler::write(const std::vector<int>& pids, const std::map<int, std::p
     out.push_back(*s);
   }
   waits_ = std::move(waits);  // (the processes gone are forgotten)
-  std::vector<slow::NicSample> nics;
-  if (nics_) nics = nics_();
-  for (auto& n : nics) n.host_ns = now_ns, n.flags = slow::kNicSample;
+  std::vector<slow::Record> more;
+  if (devices_.nics)
+    for (auto n : devices_.nics()) {
+      n.host_ns = now_ns, n.flags = slow::kNicSample;
+      more.push_back(slow::record_as<slow::Record>(n));
+    }
+  if (devices_.gpus && !bus_ids_.empty()) {
+    const auto gpus = devices_.gpus(bus_ids_, std::set<int>(pids.begin(), pids.end()), now_ns);
+    more.insert(more.end(), gpus.begin(), gpus.end());
+  }
   if (written_ >= slow::kRotateBytes) {
     ::close(fd_);
     fd_ = -1;
     const auto old = path_.substr(0, path_.size() - std::strlen(slow::kFileSuffix)) + slow::kOldSuffix;
     if (::rename(path_.c_str(), old.c_str()) != 0 || !open_file()) return false;
   }
-  static_assert(sizeof(slow::NicSample) == sizeof(slow::HostSample), "one record size");
-  std::vector<char> bytes_out(out.size() * sizeof(slow::HostSample) + nics.size() * sizeof(slow::NicSample));
-  if (!out.empty()) std::memcpy(bytes_out.data(), out.data(), out.size() * sizeof(slow::HostSample));
-  if (!nics.empty())
-    std::memcpy(bytes_out.data() + out.size() * sizeof(slow::HostSample), nics.data(),
-                nics.size() * sizeof(slow::NicSample));
-  const auto bytes = bytes_out.size();
-  if (bytes > 0 && ::write(fd_, bytes_out.data(), bytes) != static_cast<ssize_t>(bytes)) {
+  for (const auto& h : out) more.push_back(slow::record_as<slow::Record>(h));
+  const auto bytes = more.size() * sizeof(slow::Record);
+  if (bytes > 0 && ::write(fd_, more.data(), bytes) != static_cast<ssize_t>(bytes)) {
     std::fprintf(stderr, "fabric-watchdog: --slow: cannot write %s: %s; the host's samples stop, the job goes on\n",
                  path_.c_str(), std::strerror(errno ? errno : ENOSPC));
     return false;

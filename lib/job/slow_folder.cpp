@@ -74,7 +74,7 @@ SlowFolder::Header SlowFolder::read_header(int fd, const std::string& path, File
   slow::FileHeader h{};
   const auto n = ::pread(fd, &h, sizeof h, 0);
   if (n < static_cast<ssize_t>(sizeof h)) return Header::not_yet;  // not yet written whole: the next poll
-  if (std::memcmp(h.magic, slow::kMagic, sizeof h.magic) != 0 || (h.version != 1 && h.version != slow::kVersion) ||
+  if (std::memcmp(h.magic, slow::kMagic, sizeof h.magic) != 0 || (h.version != 1 && h.version != slow::kVersion && h.version != slow::kSamplerVersion) ||
       h.record_size != sizeof(slow::Record)) {
     problems.push_back(
         fmt::format("{}: not a record file of this fabricbench's NCCL profiler plugin; left alone", path));
@@ -87,6 +87,7 @@ SlowFolder::Header SlowFolder::read_header(int fd, const std::string& path, File
   s.launcher_rank = field(h.launcher_rank, sizeof h.launcher_rank);
   s.boot_id = field(h.boot_id, sizeof h.boot_id);
   s.sampler = h.writer == slow::kWriterSampler;
+  s.version = h.version;
   s.profiler_api = h.profiler_api;
   const auto key = std::make_pair(s.host, s.pid);
   auto at = source_of_.find(key);

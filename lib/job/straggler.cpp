@@ -70,7 +70,7 @@ void StragglerJudge::add_proxy(const slow::ProxyRecord& p) {
 }
 
 void StragglerJudge::add(std::size_t source, const slow::Record& r) {
-  if (slow::is_host_sample(r) || slow::is_nic_sample(r)) return;  // a host's sample (host_evidence.hpp)
+  if (slow::is_sample(r)) return;  // a host's sample (host_evidence.hpp)
   if (slow::is_proxy(r)) return add_proxy(slow::as_proxy(r));
   if (r.flags & slow::kIncomplete) return;  // partial times would name the wrong rank
   newest_ns_ = std::max(newest_ns_, r.host_ns);

@@ -1,6 +1,7 @@
 #include "fabricbench/tools/watchdog/nic_samples.hpp"
 
 #include <cstring>
+#include <string>
 
 namespace fabricbench::watchdog {
 
@@ -19,6 +20,11 @@ std::vector<job::slow::NicSample> nic_samples(const facts::HostFiles& files) {
     for (const auto& c : facts::port_error_counters()) n.errors += counter(c.file);
     n.link_downed = static_cast<std::uint32_t>(counter("link_downed"));
     n.xmit_wait = counter(facts::xmit_wait_counter);
+    // Its verbs device (/dev/infiniband/uverbsN): a rank that holds it open uses the port.
+    n.uverbs = -1;
+    for (const auto& e : files.list("/sys/class/infiniband/" + p.device + "/device/infiniband_verbs"))
+      if (e.rfind("uverbs", 0) == 0 && e.size() > 6 && e.find_first_not_of("0123456789", 6) == std::string::npos)
+        n.uverbs = static_cast<std::int16_t>(std::stoi(e.substr(6)));
     out.push_back(n);
   }
   return out;

@@ -103,8 +103,11 @@ class Judge {
   void poll(std::vector<std::pair<std::size_t, slow::Record>>& records) {
     std::vector<std::string> problems;
     folder_.poll(records, problems);
-    for (const auto& sources = folder_.sources(); gpus_told_ < sources.size(); ++gpus_told_)
-      judge_.set_gpu(gpus_told_, sources[gpus_told_].physical_gpu());
+    for (const auto& sources = folder_.sources(); gpus_told_ < sources.size(); ++gpus_told_) {
+      const auto& s = sources[gpus_told_];
+      judge_.set_gpu(gpus_told_, s.physical_gpu());
+      if (!s.sampler) evidence_.job_process(s.boot_id, s.pid);  // on a GPU, no neighbour of the job
+    }
     for (const auto& p : problems) std::fprintf(stderr, "fabric-watchdog: --slow: %s\n", results::printable(p).c_str());
     for (const auto& [source, r] : records) records_ += !folder_.sources()[source].sampler;
   }
@@ -112,9 +115,8 @@ class Judge {
   // A rank's record to the judge; a host's sample (its watchdog's sampler file) to the evidence.
   void take(std::size_t source, const slow::Record& r) {
     const auto& s = folder_.sources()[source];
-    if (s.sampler || slow::is_host_sample(r) || slow::is_nic_sample(r)) {
-      if (s.sampler && slow::is_host_sample(r)) evidence_.add(s.host, slow::as_host_sample(r));
-      if (s.sampler && slow::is_nic_sample(r)) evidence_.add(s.host, slow::as_nic_sample(r));
+    if (s.sampler || slow::is_sample(r)) {
+      if (s.sampler) evidence_.add(s, r);
       return;
     }
     judge_.add(source, r);
@@ -133,9 +135,9 @@ class Judge {
     const auto at = [&](std::size_t i, std::string& kind) {
       const auto& s = source(i);
       bool sampled = false;
-      const auto c = evidence_.causes(s.host, s.pid, from, now, sampled, before);
+      const auto c = evidence_.causes(s, from, now, sampled, before);
       kind = !sampled ? "unsampled" : c.empty() ? "none" : c.front().kind;
-      return evidence_.because(s.host, s.pid, from, now, before);
+      return evidence_.because(s, from, now, before);
     };
     std::string kind, peer_kind;
     auto own = at(f.source, kind);

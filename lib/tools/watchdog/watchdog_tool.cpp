@@ -20,6 +20,7 @@
 #include "fabricbench/error.hpp"
 #include "fabricbench/job/child_process.hpp"
 #include "fabricbench/job/host_sampler.hpp"
+#include "fabricbench/job/nvml_gpus.hpp"
 #include "fabricbench/job/ras.hpp"
 #include "fabricbench/job/stacks.hpp"
 #include "fabricbench/results/hdf5_sink.hpp"
@@ -193,19 +194,27 @@ int run(const Options& o) {
   job::ChildProcess child(o.command, env, hook ? hook->folder() : "");
   // --slow: this host's samples of the job's processes beside the ranks' records (host_sampler.hpp), to the job's
   // end; what they cost said then.
+  std::optional<job::NvmlGpus> nvml;  // (outlives the sampler that calls it)
   std::optional<job::HostSampler> sampler;
   if (!o.slow.folder.empty()) {
     char host[256] = {};
     ::gethostname(host, sizeof host - 1);
-    sampler.emplace(o.slow.folder, child.pid(),
-                    [files = facts::HostFiles::for_host(host)] { return nic_samples(files); });
+    job::HostSampler::Devices devices;
+    devices.nics = [files = facts::HostFiles::for_host(host)] { return nic_samples(files); };
+    if (nvml.emplace().available())
+      devices.gpus = [&nvml](const std::vector<std::string>& ids, const std::set<int>& own, std::int64_t now) {
+        return nvml->sample(ids, own, now);
+      };
+    sampler.emplace(o.slow.folder, child.pid(), std::move(devices));
   }
   const int status = watch(o, child, hook, judge);
   if (sampler) {
     std::fprintf(stderr,
-                 "%s: --slow: this host's sampler: %zu sample(s), %.3f s of CPU over %.0f s (%.3f%% of one CPU)\n",
+                 "%s: --slow: this host's sampler: %zu sample(s), %.3f s of CPU over %.0f s (%.3f%% of one CPU); "
+                 "GPUs: %s; XIDs: %s\n",
                  kProgram, sampler->samples(), sampler->cpu_s(), sampler->wall_s(),
-                 100 * sampler->cpu_s() / std::max(1.0, sampler->wall_s()));
+                 100 * sampler->cpu_s() / std::max(1.0, sampler->wall_s()),
+                 nvml->available() ? "NVML" : nvml->why().c_str(), nvml->xid_source().c_str());
     sampler.reset();
   }
   if (judge) judge->finish(g_stop != 0);

@@ -18,6 +18,13 @@ namespace fs = std::filesystem;
 namespace slow = fabricbench::job::slow;
 using fabricbench::job::HostEvidence;
 
+// A rank's process as its file's header names it.
+fabricbench::job::SlowSource rank(const std::string& host, int pid = 7, const std::string& bus_id = "") {
+  fabricbench::job::SlowSource s;
+  s.host = host, s.pid = pid, s.gpu_bus_id = bus_id;
+  return s;
+}
+
 void write(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());
   std::ofstream(p) << text;
@@ -27,17 +34,24 @@ TEST(HostSampler, ReadsAProcessAsTheKernelShowsIt) {
   const fs::path root = fs::temp_directory_path() / ("fbproc-" + std::to_string(::getpid()));
   const auto proc = root / "proc", cg = root / "cg";
   const auto p = proc / "4242";
-  // A command with a space and a parenthesis; state T (stopped); majflt 17; utime 300 and stime 100 ticks; 2 threads.
+  // A command with a space and a parenthesis; state T (stopped); majflt 17; utime 300 and stime 100 ticks.
   write(p / "stat", "4242 (py thon) x) T 1 4242 4242 0 -1 4194560 900 0 17 0 300 100 0 0 20 0 2 0 55 0 0\n");
   write(p / "task/4242/schedstat", "1000 5000000 10\n");
   write(p / "task/4243/schedstat", "2000 7000000 12\n");
   write(p / "cgroup", "0::/job/step_0\n");
   write(cg / "job/step_0/cpu.stat", "usage_usec 99\nnr_periods 10\nnr_throttled 4\nthrottled_usec 250000\n");
+  // Its cgroup's pressure (Documentation/accounting/psi.rst): "some" totals in microseconds.
+  write(cg / "job/step_0/cpu.pressure",
+        "some avg10=1.00 avg60=0.50 avg300=0.10 total=7654321\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
+  write(cg / "job/step_0/memory.pressure",
+        "some avg10=0.00 avg60=0.00 avg300=0.00 total=2500\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=1000\n");
   // Two sockets of its own (inodes 111, 222), one of another process (333): 0x1000 + 0x20 bytes unsent.
   fs::create_directories(p / "fd");
   fs::create_symlink("socket:[111]", p / "fd/3");
   fs::create_symlink("socket:[222]", p / "fd/4");
   fs::create_symlink("/dev/null", p / "fd/5");
+  fs::create_symlink("/dev/infiniband/uverbs3", p / "fd/6");  // an RDMA device it uses
+  fs::create_symlink("/dev/infiniband/rdma_cm", p / "fd/7");
   const std::string head =
       "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n";
   write(p / "net/tcp", head +
@@ -52,8 +66,9 @@ TEST(HostSampler, ReadsAProcessAsTheKernelShowsIt) {
   EXPECT_EQ(s->state, 'T');
   EXPECT_EQ(s->majflt, 17u);
   EXPECT_EQ(s->cpu_ns, static_cast<std::uint64_t>(400 * 1e9 / static_cast<double>(::sysconf(_SC_CLK_TCK))));
-  EXPECT_EQ(s->threads, 2);
-  EXPECT_EQ(s->run_delay_ns, 12000000u);
+  EXPECT_EQ(s->cpu_pressure_ms, 7654u);
+  EXPECT_EQ(s->mem_pressure_ms, 2u);
+  EXPECT_EQ(s->uverbs, 1u << 3);
   EXPECT_EQ(s->busiest_wait_ns, 6000000u);  // thread 4243: 7 ms now, 1 ms before
   EXPECT_EQ(waits.at(4243), 7000000u);
   EXPECT_EQ(s->throttled_us, 250000u);
@@ -90,7 +105,7 @@ TEST(HostEvidence, SaysWhatTheHostSawAgainstTheMinuteBefore) {
   feed(e, kT0 + 60 * kS, 10, 2, 700, 0, 1000, thr);  // 10 s: stopped at every second sample, waiting 70%
   const auto from = kT0 + 60 * kS, to = kT0 + 69 * kS;
   bool sampled = false;
-  const auto c = e.causes("h2", 7, from, to, sampled);
+  const auto c = e.causes(rank("h2"), from, to, sampled);
   EXPECT_TRUE(sampled);
   ASSERT_EQ(c.size(), 2u);
   EXPECT_EQ(c[0].kind, "cpu_wait");  // 70% against a floor of 10%: 7x; stopped 50% against 10%: 5x
@@ -99,27 +114,27 @@ TEST(HostEvidence, SaysWhatTheHostSawAgainstTheMinuteBefore) {
   EXPECT_NEAR(c[0].before, 0.002, 1e-9);
   EXPECT_EQ(c[1].kind, "stopped");
   EXPECT_NEAR(c[1].now, 0.5, 1e-9);
-  EXPECT_EQ(e.because("h2", 7, from, to),
+  EXPECT_EQ(e.because(rank("h2"), from, to),
             "because: its busiest thread waited for a CPU 70% of the time (0% before); its process was found "
             "stopped at 50% of the looks (0% before)");
-  EXPECT_EQ(e.because("h9", 7, from, to), "");  // no sampler there: nothing said
+  EXPECT_EQ(e.because(rank("h9"), from, to), "");  // no sampler there: nothing said
 }
 
 TEST(HostEvidence, AHealthyHostOrOneAlwaysSoSaysNoEvidence) {
   HostEvidence e;
   std::uint64_t thr = 0;
   feed(e, kT0, 70, 0, 2, 0, 1000, thr);
-  EXPECT_EQ(e.because("h2", 7, kT0 + 60 * kS, kT0 + 69 * kS), "no evidence on its host");
+  EXPECT_EQ(e.because(rank("h2"), kT0 + 60 * kS, kT0 + 69 * kS), "no evidence on its host");
   // Throttled 40% of the time, and sockets holding 3.9 MB, for the window only.
   HostEvidence t;
   thr = 0;
   feed(t, kT0, 60, 0, 2, 0, 1000, thr);
   feed(t, kT0 + 60 * kS, 10, 0, 2, 400, 3900000, thr);
-  EXPECT_EQ(t.because("h2", 7, kT0 + 60 * kS, kT0 + 69 * kS),
+  EXPECT_EQ(t.because(rank("h2"), kT0 + 60 * kS, kT0 + 69 * kS),
             "because: its cgroup's CPU quota throttled it 40% of the time (0% before); its sockets held up to 3.9 MB "
             "unsent (0.0 MB before)");
   t.forget_before(kT0 + 80 * kS);
-  EXPECT_EQ(t.because("h2", 7, kT0 + 60 * kS, kT0 + 69 * kS), "");
+  EXPECT_EQ(t.because(rank("h2"), kT0 + 60 * kS, kT0 + 69 * kS), "");
 }
 
 // A port of `host` sampled once a second for `n` seconds from `from`: its errors growing by `errors_per_s`.
@@ -145,14 +160,14 @@ TEST(HostEvidence, AHostsPortsSayWhatChanged) {
   feed_nic(e, "h3", "mlx5_0", kT0, 70, 200, 0, c);  // trained at half the rate all along
   const auto from = kT0 + 60 * kS, to = kT0 + 69 * kS;
   // 9 intervals of 120 errors in the window; none the minute before.
-  EXPECT_EQ(e.because("h2", 7, from, to), "because: its host's mlx5_3 port 1: 1080 port errors (0 the minute before)");
-  EXPECT_EQ(e.because("h3", 7, from, to),
+  EXPECT_EQ(e.because(rank("h2"), from, to), "because: its host's mlx5_3 port 1: 1080 port errors (0 the minute before)");
+  EXPECT_EQ(e.because(rank("h3"), from, to),
             "because: its host's mlx5_0 port 1 runs at 200 of 400 Gb/s (the best port's)");
-  EXPECT_EQ(e.because("h1", 7, from, to), "no evidence on its host");
+  EXPECT_EQ(e.because(rank("h1"), from, to), "no evidence on its host");
   HostEvidence down;
   std::uint64_t d = 0;
   feed_nic(down, "h4", "mlx5_1", kT0, 10, 400, 0, d, false);
-  EXPECT_EQ(down.because("h4", 7, kT0, kT0 + 9 * kS), "because: its host's mlx5_1 port 1 is not active");
+  EXPECT_EQ(down.because(rank("h4"), kT0, kT0 + 9 * kS), "because: its host's mlx5_1 port 1 is not active");
 }
 
 // The ports as sysfs shows them (the files facts' reader reads), under a made-up root.
@@ -168,6 +183,7 @@ TEST(NicSamples, ReadFromSysfs) {
   write(port / "counters/link_downed", "1\n");
   write(port / "counters/port_xmit_wait", "123456\n");
   write(port / "counters/port_xmit_data", "999\n");  // not an error
+  write(root / "sys/class/infiniband/mlx5_0/device/infiniband_verbs/uverbs2/ibdev", "mlx5_0\n");
   const auto n = fabricbench::watchdog::nic_samples(fabricbench::facts::HostFiles(root.string()));
   ASSERT_EQ(n.size(), 1u);
   EXPECT_STREQ(n[0].device, "mlx5_0");
@@ -177,6 +193,7 @@ TEST(NicSamples, ReadFromSysfs) {
   EXPECT_EQ(n[0].errors, 11u);  // symbol errors, receive errors, link downed
   EXPECT_EQ(n[0].link_downed, 1u);
   EXPECT_EQ(n[0].xmit_wait, 123456u);
+  EXPECT_EQ(n[0].uverbs, 2);
   fs::remove_all(root);
 }
 

@@ -2,9 +2,11 @@
 // (slow::HostSample), appended to <folder>/<host>.<watchdog pid>.fbslow beside the ranks' own records: a header like
 // the plugin's (writer kWriterSampler), rotated like theirs at 16 MiB (at most two segments). The judge joins the
 // samples to each naming (host_evidence.hpp). It reads, never writes, /proc: a process's stat (its state, faults and
-// CPU time), each thread's schedstat (its time waiting for a CPU), its cgroup's cpu.stat (throttling; cgroup v2), and
-// its sockets' unsent bytes (its fds' socket inodes in its own network namespace's net/tcp and tcp6). A process that
-// ended between the listing and the reading is skipped.
+// CPU time), each thread's schedstat (its time waiting for a CPU), its cgroup's cpu.stat (throttling; cgroup v2) and
+// pressure (PSI: cpu.pressure, memory.pressure), its fds (the RDMA devices it holds open; its sockets' unsent bytes,
+// by their inodes in its own network namespace's net/tcp and tcp6). A process that ended between the listing and the
+// reading is skipped. Beside them, once a second, the host's devices as the watchdog reads them: its RDMA ports
+// (slow::NicSample) and the GPUs its ranks use (slow::GpuSample, slow::GpuProcess: nvml_gpus.hpp).
 #pragma once
 #include <sys/types.h>
 
@@ -34,9 +36,16 @@ class HostSampler {
   // times a second (a stop of a fraction of a second shows; one look a second would see a periodic stop at one phase
   // only), the rest once a second. Throws Error::runtime when the file cannot be made (the folder was checked before:
   // it is this user's).
-  // `nics`: this host's RDMA ports now (the watchdog reads them from sysfs), sampled with the processes.
-  using Nics = std::function<std::vector<slow::NicSample>()>;
-  HostSampler(const std::string& folder, pid_t root, Nics nics = {}, std::string proc = "/proc",
+  // `devices`: what is read of the host's devices with each second's sample.
+  struct Devices {
+    // This host's RDMA ports now (the watchdog reads them from sysfs).
+    std::function<std::vector<slow::NicSample>()> nics;
+    // The GPUs of `bus_ids` (the ranks' headers say which) and the processes on them; `own`: this host's ranks.
+    std::function<std::vector<slow::Record>(const std::vector<std::string>& bus_ids, const std::set<int>& own,
+                                            std::int64_t now_ns)>
+        gpus;
+  };
+  HostSampler(const std::string& folder, pid_t root, Devices devices = {}, std::string proc = "/proc",
               std::string cgroup = "/sys/fs/cgroup");
   ~HostSampler();
   HostSampler(const HostSampler&) = delete;
@@ -53,8 +62,10 @@ class HostSampler {
   // One second's sample of `pids` (their states' polls in `polls`) to the file; false when the file failed.
   bool write(const std::vector<int>& pids, const std::map<int, std::pair<int, int>>& polls, std::int64_t now_ns);
   bool open_file();
-  std::set<int> rank_pids() const;
-  Nics nics_;
+  // This host's ranks writing to the folder: pid -> the GPU bus id its header gives ("" before it has one).
+  std::map<int, std::string> ranks() const;
+  Devices devices_;
+  std::vector<std::string> bus_ids_;  // the ranks' GPUs, read with the tree
   std::string folder_, path_, proc_, cgroup_;
   slow::FileHeader header_{};
   int fd_ = -1;

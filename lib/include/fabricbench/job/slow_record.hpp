@@ -12,6 +12,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 
 namespace fabricbench::job::slow {
@@ -19,13 +20,16 @@ namespace fabricbench::job::slow {
 inline constexpr char kMagic[8] = {'F', 'B', 'S', 'L', 'O', 'W', '0', '1'};
 // 1: collectives only; 2: proxy records too. A reader takes both.
 inline constexpr std::uint32_t kVersion = 2;
+// A watchdog's sampler file (writer kWriterSampler): 3, the HostSample below (files of 2 held an older layout: their
+// host samples are not read), GpuSample and GpuProcess.
+inline constexpr std::uint32_t kSamplerVersion = 3;
 inline constexpr char kFileSuffix[] = ".fbslow";          // <host>.<pid>.fbslow
 inline constexpr char kOldSuffix[] = ".fbslow.old";       // the segment before the last rotation
 inline constexpr std::uint64_t kRotateBytes = 16u << 20;  // a file past this is rotated: at most 2 segments a process
 
 struct FileHeader {
   char magic[8];
-  std::uint32_t version;      // kVersion (1 or 2)
+  std::uint32_t version;      // kVersion (1 or 2); kSamplerVersion for a sampler's file
   std::uint32_t record_size;  // sizeof(Record)
   std::int32_t pid;
   std::int32_t cuda_device;   // the process's CUDA device ordinal when NCCL made its first communicator; -1 unknown
@@ -52,6 +56,8 @@ enum Flag : std::uint8_t {
   kProxy = 4,       // a ProxyRecord, not a collective's Record (version 2)
   kHostSample = 8,  // a HostSample (a watchdog's sampler file)
   kNicSample = 16,  // a NicSample (a watchdog's sampler file)
+  kGpuSample = 32,  // a GpuSample (a watchdog's sampler file)
+  kGpuProcess = 64, // a GpuProcess (a watchdog's sampler file)
 };
 
 struct Record {
@@ -100,24 +106,79 @@ static_assert(offsetof(ProxyRecord, flags) == offsetof(Record, flags), "the kind
 // One process of the job as its host saw it, once a second (fabric-watchdog --slow's sampler, host_sampler.hpp): the
 // evidence a naming is joined to. Cumulative counters are the kernel's since the process (or cgroup) began.
 struct HostSample {
-  std::uint64_t run_delay_ns;     // its threads' time waiting for a CPU, summed (/proc/PID/task/*/schedstat)
+  std::uint32_t cpu_pressure_ms;  // its cgroup's PSI "some" total for CPU (cpu.pressure; ms, wraps), 0 when none
+  std::uint32_t mem_pressure_ms;  // the same for memory (memory.pressure)
   std::uint64_t cpu_ns;           // its user and system time
   std::uint64_t tcp_unsent;       // bytes its TCP sockets hold not yet sent (tx_queue), now
   std::int64_t host_ns;           // CLOCK_REALTIME of the sample, at Record::host_ns' offset
-  std::uint64_t busiest_wait_ns;  // the most one thread waited for a CPU since the sample before
+  std::uint64_t busiest_wait_ns;  // the most one thread waited for a CPU since the sample before (task schedstat)
   std::uint64_t throttled_us;     // its cgroup's throttled time (cgroup v2 cpu.stat), 0 when none
   std::int32_t pid;
   std::uint32_t majflt;  // major page faults
-  std::uint16_t threads;
-  char state;                  // /proc/PID/stat's at the sample: R, S, D, T (stopped), t (traced), ...
+  std::uint32_t uverbs;  // the RDMA devices it holds open: bit N for /dev/infiniband/uverbsN (N < 32)
+  std::uint8_t flags;    // kHostSample, at Record::flags' offset
+  char state;            // /proc/PID/stat's at the sample: R, S, D, T (stopped), t (traced), ...
   std::uint8_t stopped_polls;  // of the second's looks at its state (`polls`), how many found it stopped
-  std::uint8_t flags;          // kHostSample, at Record::flags' offset
   std::uint8_t polls;
-  std::uint8_t pad[2];
 };
 static_assert(sizeof(HostSample) == 64, "a host sample is 64 bytes");
 static_assert(offsetof(HostSample, flags) == offsetof(Record, flags), "the kind is read from one byte");
 static_assert(offsetof(HostSample, host_ns) == offsetof(Record, host_ns), "every record's time at one offset");
+
+// One GPU a rank of the host uses, as NVML showed it once a second (the same sampler; its GPU by its PCI address).
+struct GpuSample {
+  std::uint64_t reasons;     // NVML's clock event (throttle) reasons now: kReason* bits
+  std::uint32_t pci;         // pci_key() of its bus id
+  std::uint16_t sm_mhz;      // its SM clock now
+  std::uint16_t sm_max_mhz;  // the SM clock's maximum
+  std::uint32_t xids;        // XID events NVML (or the kernel log) reported for it since the sampler began
+  std::uint32_t last_xid;    // the last one's number (79: fallen off the bus, ...), 0 when none
+  std::int64_t host_ns;      // at Record::host_ns' offset
+  std::uint64_t ecc;         // ECC errors, corrected and uncorrected, since the driver loaded (volatile)
+  std::uint32_t remapped_rows;  // rows remapped, correctable and uncorrectable
+  std::uint32_t nvlink_errors;  // its NVLinks' replay, recovery and CRC counters, summed (saturates)
+  std::uint32_t power_w;
+  std::uint16_t processes;  // compute processes on it, the job's included
+  std::uint8_t temperature_c;
+  std::uint8_t pad[5];
+  std::uint8_t flags;  // kGpuSample
+  std::uint8_t pad2[3];
+};
+static_assert(sizeof(GpuSample) == 64, "a GPU sample is 64 bytes");
+static_assert(offsetof(GpuSample, flags) == offsetof(Record, flags), "the kind is read from one byte");
+static_assert(offsetof(GpuSample, host_ns) == offsetof(Record, host_ns), "every record's time at one offset");
+
+// NVML's clock event reasons (nvmlClocksEventReason*, documented bit values) that hold a busy GPU's clock down.
+inline constexpr std::uint64_t kReasonPowerCap = 0x4, kReasonHwSlowdown = 0x8, kReasonSyncBoost = 0x10,
+                               kReasonSwThermal = 0x20, kReasonHwThermal = 0x40, kReasonPowerBrake = 0x80;
+
+// One compute process on a sampled GPU at the sample (one record per process).
+struct GpuProcess {
+  char name[24];        // its program (argv[0]'s last part, else its comm), NUL-padded; "?" when not visible
+  std::int64_t host_ns;  // at Record::host_ns' offset
+  std::uint64_t used_bytes;  // its GPU memory
+  std::int32_t pid;          // as NVML gives it (the host's PID namespace)
+  std::uint32_t pci;         // its GPU's pci_key()
+  std::uint8_t own;          // one of this host's ranks
+  std::uint8_t pad[11];
+  std::uint8_t flags;  // kGpuProcess
+  std::uint8_t pad2[3];
+};
+static_assert(sizeof(GpuProcess) == 64, "a GPU process is 64 bytes");
+static_assert(offsetof(GpuProcess, flags) == offsetof(Record, flags), "the kind is read from one byte");
+static_assert(offsetof(GpuProcess, host_ns) == offsetof(Record, host_ns), "every record's time at one offset");
+
+// A PCI bus id ("0000:1b:00.0", NVML's "00000000:1B:00.0") as one number: domain (16 bits), bus, device and
+// function; 0 when it is not one.
+inline std::uint32_t pci_key(const char* bus_id) {
+  unsigned domain = 0, bus = 0, device = 0, function = 0;
+  int used = 0;
+  if (!bus_id || std::strchr(bus_id, 'x') || std::strchr(bus_id, 'X') ||
+      std::sscanf(bus_id, "%x:%x:%x.%x%n", &domain, &bus, &device, &function, &used) != 4 || bus_id[used] != 0 ||
+      bus > 0xff || device > 0x1f || function > 7)
+    return 0;
+  return (domain & 0xffffu) << 16 | bus << 8 | device << 3 | function;
+}
 
 // One RDMA port of a host as its sysfs showed it, once a second (the same sampler): its state, rate and counters.
 struct NicSample {
@@ -125,7 +186,7 @@ struct NicSample {
   std::uint32_t rate_mbps;  // the port's rate (sysfs "rate"), Mb/s
   std::uint8_t port;
   std::uint8_t active;  // state ACTIVE and phys_state LinkUp
-  std::uint16_t pad0;
+  std::int16_t uverbs;  // its /dev/infiniband/uverbsN, -1 when unknown (a rank that holds it open uses the port)
   std::int64_t host_ns;     // at Record::host_ns' offset
   std::uint64_t xmit_wait;  // port_xmit_wait (ticks the port had data and could not send: congestion)
   std::uint64_t errors;     // the error counters ibcheckerrors reads, summed
@@ -141,26 +202,19 @@ static_assert(offsetof(NicSample, host_ns) == offsetof(Record, host_ns), "every 
 inline bool is_proxy(const Record& r) { return r.flags & kProxy; }
 inline bool is_host_sample(const Record& r) { return r.flags & kHostSample; }
 inline bool is_nic_sample(const Record& r) { return r.flags & kNicSample; }
-inline NicSample as_nic_sample(const Record& r) {
-  NicSample n;
-  std::memcpy(&n, &r, sizeof n);
-  return n;
+inline bool is_gpu_sample(const Record& r) { return r.flags & kGpuSample; }
+inline bool is_gpu_process(const Record& r) { return r.flags & kGpuProcess; }
+inline bool is_sample(const Record& r) { return r.flags & (kHostSample | kNicSample | kGpuSample | kGpuProcess); }
+// One 64-byte record as another of its kinds (ProxyRecord, HostSample, ...; Record from one of them).
+template <typename To, typename From>
+To record_as(const From& r) {
+  static_assert(sizeof(To) == sizeof(From), "records of one size");
+  To out;
+  std::memcpy(&out, &r, sizeof out);
+  return out;
 }
-inline HostSample as_host_sample(const Record& r) {
-  HostSample h;
-  std::memcpy(&h, &r, sizeof h);
-  return h;
-}
-inline ProxyRecord as_proxy(const Record& r) {
-  ProxyRecord p;
-  std::memcpy(&p, &r, sizeof p);
-  return p;
-}
-inline Record as_record(const ProxyRecord& p) {
-  Record r;
-  std::memcpy(&r, &p, sizeof r);
-  return r;
-}
+inline ProxyRecord as_proxy(const Record& r) { return record_as<ProxyRecord>(r); }
+inline Record as_record(const ProxyRecord& p) { return record_as<Record>(p); }
 
 // Names as NCCL passes them to the profiler (index 0: any other).
 inline constexpr const char* kOps[] = {"other",     "AllReduce", "AllGather", "ReduceScatter",
