@@ -90,20 +90,26 @@ void read_cgroup(const std::string& proc_pid, const std::string& cgroup, slow::H
 
 // Its fds: the RDMA devices it holds open (/dev/infiniband/uverbsN: bit N of the sample's mask), and the bytes its TCP
 // sockets hold unsent (the tx_queue of the lines of net/tcp and tcp6 whose inode is one of its fds).
-void read_fds(const std::string& proc_pid, slow::HostSample& s) {
-  std::set<std::string> inodes;
+void read_fds(const std::string& proc_pid, ProcessMemory& m, bool list, slow::HostSample& s) {
   char target[128];
   static constexpr char kUverbs[] = "/dev/infiniband/uverbs";
-  for (const auto& fd : entries(proc_pid + "/fd")) {
-    const auto n = ::readlink((proc_pid + "/fd/" + fd).c_str(), target, sizeof target - 1);
-    if (n <= 0) continue;
-    target[n] = 0;
-    if (n > 9 && std::strncmp(target, "socket:[", 8) == 0) inodes.emplace(target + 8, static_cast<std::size_t>(n) - 9);
-    if (std::strncmp(target, kUverbs, sizeof kUverbs - 1) == 0) {
-      const int index = std::atoi(target + sizeof kUverbs - 1);
-      if (index >= 0 && index < 32) s.uverbs |= 1u << index;
+  if (list) {
+    m.sockets.clear();
+    m.uverbs = 0;
+    for (const auto& fd : entries(proc_pid + "/fd")) {
+      const auto n = ::readlink((proc_pid + "/fd/" + fd).c_str(), target, sizeof target - 1);
+      if (n <= 0) continue;
+      target[n] = 0;
+      if (n > 9 && std::strncmp(target, "socket:[", 8) == 0)
+        m.sockets.emplace(target + 8, static_cast<std::size_t>(n) - 9);
+      if (std::strncmp(target, kUverbs, sizeof kUverbs - 1) == 0) {
+        const int index = std::atoi(target + sizeof kUverbs - 1);
+        if (index >= 0 && index < 32) m.uverbs |= 1u << index;
+      }
     }
   }
+  s.uverbs = m.uverbs;
+  const auto& inodes = m.sockets;
   std::uint64_t unsent = 0;
   if (inodes.empty()) return;
   for (const char* table : {"/net/tcp", "/net/tcp6"}) {
@@ -124,7 +130,8 @@ void read_fds(const std::string& proc_pid, slow::HostSample& s) {
 }  // namespace
 
 std::optional<slow::HostSample> read_process(const std::string& proc, const std::string& cgroup, int pid,
-                                             std::map<int, std::uint64_t>& waits) {
+                                             ProcessMemory& memory, bool list_fds) {
+  auto& waits = memory.waits;
   const std::string dir = proc + "/" + std::to_string(pid);
   slow::HostSample s{};
   try {
@@ -142,7 +149,7 @@ std::optional<slow::HostSample> read_process(const std::string& proc, const std:
     }
     waits = std::move(now);
     read_cgroup(dir, cgroup, s);
-    read_fds(dir, s);
+    read_fds(dir, memory, list_fds, s);
   } catch (const std::exception&) {  // a number that is not one: a file of another kind, or a process gone mid-read
     return std::nullopt;
   }
@@ -222,7 +229,9 @@ void HostSampler::loop(pid_t root) {
     }
     bool ok = true;
     if (tick % kPollsPerSample == kPollsPerSample - 1) {
-      ok = write(pids, polls, realtime_ns());
+      // The ranks' fds listed again with the tree (each second of the first ten, then every kTreeEvery).
+      const int second = tick / kPollsPerSample;
+      ok = write(pids, polls, realtime_ns(), second < 10 || second % kTreeEvery == 0);
       polls.clear();
     }
     ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
@@ -257,12 +266,14 @@ std::map<int, std::string> HostSampler::ranks() const {
 }
 
 bool HostSampler::write(const std::vector<int>& pids, const std::map<int, std::pair<int, int>>& polls,
-                        std::int64_t now_ns) {
+                        std::int64_t now_ns, bool list_fds) {
   std::vector<slow::HostSample> out;
-  std::map<int, std::map<int, std::uint64_t>> waits;
+  std::map<int, ProcessMemory> memory;
   for (int pid : pids) {
-    auto& w = waits[pid] = std::move(waits_[pid]);
-    auto s = read_process(proc_, cgroup_, pid, w);
+    const auto known = memory_.find(pid);
+    auto& m = memory[pid];
+    if (known != memory_.end()) m = std::move(known->second);
+    auto s = read_process(proc_, cgroup_, pid, m, list_fds || known == memory_.end());
     if (!s) continue;
     s->host_ns = now_ns;
     if (const auto p = polls.find(pid); p != polls.end())
@@ -270,7 +281,7 @@ bool HostSampler::write(const std::vector<int>& pids, const std::map<int, std::p
       s->polls = static_cast<std::uint8_t>(p->second.second);
     out.push_back(*s);
   }
-  waits_ = std::move(waits);  // (the processes gone are forgotten)
+  memory_ = std::move(memory);  // (the processes gone are forgotten)
   std::vector<slow::Record> more;
   if (devices_.nics)
     for (auto n : devices_.nics()) {

@@ -10,7 +10,8 @@ Faults from outside the job, as the issue lists them:
   nic-send  the same on its sends only (its eth0)
   stall     the host's rank process stopped 100 ms of every 200 ms (SIGSTOP/SIGCONT: a CPU quota, a hypervisor)
   starve    every thread of the rank on one CPU beside three busy processes
-  neighbour another process's matmuls on the host's GPU (only where the host has a GPU of its own)
+  quota     the rank's process in a cgroup of its own whose cpu.max allows 20% of one CPU (cgroup v2)
+  neighbour another process's matmuls on the host's GPU (named only where the host has a GPU of its own)
 
 The GPU machine has no iproute2: `ip` and `tc` come carried in .carry/iproute2 (launch/carry-gpu-build.sh) with their
 libraries, run with LD_LIBRARY_PATH set for them alone; the job starts with `nsenter --net=` so it never inherits it."""
@@ -189,10 +190,14 @@ class Job:
                         pass
             elif kind == "starve":
                 starve(pid, span, self.rig.busy_cpu)
+            elif kind == "quota":
+                inj["quota"] = quota(pid, span)
             elif kind == "neighbour":
                 f = self.dir / f"neighbour-{k}"
                 env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(self.rig.gpu(host)))
-                subprocess.run([sys.executable, "-c", NEIGHBOUR, str(span), str(f)], env=env)
+                neighbour = subprocess.Popen([sys.executable, "-c", NEIGHBOUR, str(span), str(f)], env=env)
+                inj["pid"] = neighbour.pid
+                neighbour.wait()
                 if f.exists():
                     a, b = (float(x) for x in f.read_text().split())
                     inj["real_start"], span = round(a - t0, 2), b - a
@@ -289,6 +294,31 @@ def judged(plan, named, window_s=10, within_s=10):
             continue
         (out["vague"] if k == "collective" and overlaps else out["false"]).append([k, r, p, round(s, 1), round(e, 1)])
     return out
+
+
+def quota(pid, seconds, share=0.2):
+    """pid (all its threads) in a cgroup of its own under the cgroup v2 root, cpu.max `share` of one CPU, for
+    `seconds`; then back where it was. What went wrong where it cannot be done (a read-only cgroup tree)."""
+    root = pathlib.Path("/sys/fs/cgroup")
+    try:
+        was = pathlib.Path(f"/proc/{pid}/cgroup").read_text().split("::", 1)[1].strip()
+        if "cpu" not in (root / "cgroup.subtree_control").read_text().split():
+            (root / "cgroup.subtree_control").write_text("+cpu")
+        box = root / "fabricbench-quota"
+        box.mkdir(exist_ok=True)
+        (box / "cpu.max").write_text(f"{int(share * 100000)} 100000")
+        (box / "cgroup.procs").write_text(str(pid))
+    except OSError as e:
+        time.sleep(seconds)
+        return f"not possible here: {e}"
+    try:
+        time.sleep(seconds)
+    finally:
+        try:
+            (root / was.lstrip("/") / "cgroup.procs").write_text(str(pid))
+        except OSError:
+            pass
+    return "in " + str(box) + ", from " + was
 
 
 def starve(pid, seconds, cpu):

@@ -7,6 +7,9 @@ fabric-watchdog named, when. Run as root from the repository root with a carried
   ddp, fsdp  two rigs of 4 hosts side by side: that job with INJECTIONS (10) faults of 20 s, 10 s apart, of every
              kind in turn on hosts drawn from a fixed seed (a neighbour on a GPU where each host has one of its own),
              and the same job healthy for 300 s from its start (nothing may be named there).
+  evidence   (issue 57) one DDP job of 4 hosts with one fault of each kind the hosts' samplers explain (stall,
+             starve, quota, nic-send, neighbour) and what each naming said after "because:"; then the same job
+             healthy and alone for 120 s (nothing named; its samplers' folder replayed on CPU says no evidence).
   cost       what watching costs a step: the DDP job and the FSDP job on one rig, 30 s each, watched (the plugin in
              its NCCL, a watchdog per host) and not, PAIRS (2) interleaved pairs alternating which goes first; rank
              0's median step from 5 s in, and per job the ratio of the medians.
@@ -19,6 +22,7 @@ import json
 import os
 import pathlib
 import random
+import re
 import sys
 import tarfile
 
@@ -70,6 +74,33 @@ def cost(rig, work, pairs, seconds=30):
     return out
 
 
+# What a naming of each fault must say after "because:" (the evidence's words, host_evidence.cpp).
+EXPECTED = {"stall": "stopped", "starve": "waited for a CPU", "quota": "throttled", "nic-send": "unsent",
+            "nic-both": "unsent", "neighbour": "another process"}
+
+
+def evidence(job):
+    """Per fault: the first line naming it right (hosts.right) from its start to 10 s after its end, and whether
+    its evidence says what the fault was."""
+    t0 = float((job.dir / "t0").read_text())
+    lines = [(t - t0, l) for t, _, l in job.lines if "fabric-watchdog:" in l and "gone:" not in l]
+    out = []
+    for inj in job.plan:
+        a, b = inj.get("real_start", inj["start"]), inj.get("real_end", inj["end"])
+        said = None
+        for t, l in lines:
+            if not a - 1 <= t <= b + 10:
+                continue
+            for kind, rank, peer, _, _ in hosts.namings([(t, l)], t):
+                if kind != "collective" and hosts.right(inj, kind, rank, peer):
+                    why = re.search(r"; ((?:its (?:sender|receiver)'s host, )?because: .*|no evidence on its host.*)$", l)
+                    said = said or (round(t - a, 1), why.group(1) if why else "")
+        out.append(dict(kind=inj["kind"], rank=inj["rank"], quota=inj.get("quota"), neighbour_pid=inj.get("pid"),
+                        after_s=said[0] if said else None, evidence=said[1] if said else None,
+                        right=bool(said) and EXPECTED[inj["kind"]] in said[1]))
+    return out
+
+
 def run_together(jobs):
     """Jobs started at once on rigs of their own (sharing the GPUs): each waited for."""
     return [j.wait() for j in jobs]
@@ -97,10 +128,17 @@ def main():
             jobs = run_together([hosts.Job(rigs[0], work, f"inject-{mode}", p[-1]["end"] + 8, p, shard=mode,
                                            port=29620),
                                  hosts.Job(rigs[1], work, f"healthy-{mode}", 300, [], shard=mode, port=29621)])
+        elif mode == "evidence":
+            p = [dict(i, rank=r) for i, r in zip(plan(5, n, 5, 20, 20, 10, ["stall", "starve", "quota", "nic-send",
+                                                                             "neighbour"]), (1, 2, 3, 0, 1))]
+            jobs = [hosts.Job(rigs[0], work, "evidence-ddp", p[-1]["end"] + 8, p, port=29630).wait()]
+            jobs.append(hosts.Job(rigs[0], work, "evidence-healthy", 120, [], port=29631).wait())
+            summary["evidence"] = evidence(jobs[0])
+            summary["samplers"] = [l for j in jobs for _, _, l in j.lines if "this host's sampler" in l]
         elif mode == "cost":
             summary["cost"] = cost(rigs[0], work, int(os.environ.get("PAIRS", "2")))
         else:
-            raise SystemExit(f"hosts_proof.py: mode {mode!r}: allowed record, ddp, fsdp, cost")
+            raise SystemExit(f"hosts_proof.py: mode {mode!r}: allowed record, ddp, fsdp, evidence, cost")
         for j in jobs:
             summary[j.name] = dict(j.judged(), step_ms=step_ms(j, j.plan))
         faults = [f for j in jobs for f in summary[j.name]["faults"]]
@@ -124,6 +162,9 @@ def main():
                                                                 "after_s")}))
         print("  false", s["false"], "vague", s["vague"])
         print("\n".join("  " + l[:300] for l in s["lines"][:30]))
+    for e in summary.get("evidence", []):
+        print("evidence", json.dumps(e))
+    print("\n".join(summary.get("samplers", [])))
     print(json.dumps({k: summary.get(k) for k in ("recall", "precision", "after_s")}))
 
 

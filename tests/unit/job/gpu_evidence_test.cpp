@@ -2,10 +2,18 @@
 // reader against a stand-in for NVML (fake_nvml.cpp), the driver's XID lines as the kernel log prints them, and the
 // evidence from recorded samples in the formats NVML and the kernel document, each answer computed by hand.
 #include <gtest/gtest.h>
+#include <string.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include "../fixtures.hpp"
 
 #include "fabricbench/job/host_evidence.hpp"
 #include "fabricbench/job/nvml_gpus.hpp"
@@ -214,6 +222,99 @@ TEST(GpuEvidence, ThePortsARankHoldsOpenAreItsOwn) {
   // A rank on sockets (no RDMA device open) hears of any port of its host.
   EXPECT_EQ(e.because(gpu_rank("h2", 9), from, to),
             "because: its host's mlx5_1 port 1: 450 port errors (0 the minute before)");
+}
+
+// A run of the multi-host rig on the GPU machine (tests/gpu/hosts_proof.py evidence): each host's sampler file as
+// written, each rank's file cut to its header (who it is, on which GPU), and faults.txt: the loop's start (t0) and
+// each fault as it ran (kind, host, the rank's pid, start and end in seconds of the loop, the neighbour's pid).
+struct RecordedRun {
+  struct Fault {
+    std::string kind, host;
+    int pid = 0, neighbour = 0;
+    double start = 0, end = 0;
+  };
+  HostEvidence evidence;
+  std::vector<fabricbench::job::SlowSource> ranks;
+  std::vector<Fault> faults;
+  double t0 = 0, last = 0;  // the loop's start, the last sample (seconds since the epoch)
+
+  explicit RecordedRun(const std::string& name) {
+    const auto dir = fixtures_folder() / "slow" / "evidence" / name;
+    std::ifstream plan(dir / "faults.txt");
+    std::string word;
+    plan >> word >> t0;
+    for (Fault f; plan >> f.kind >> f.host >> f.pid >> f.start >> f.end;) {
+      std::string rest;
+      std::getline(plan, rest);
+      f.neighbour = rest.empty() ? 0 : std::stoi(rest);
+      faults.push_back(f);
+    }
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      if (entry.path().extension() != ".fbslow") continue;
+      std::ifstream in(entry.path(), std::ios::binary);
+      slow::FileHeader h{};
+      in.read(reinterpret_cast<char*>(&h), sizeof h);
+      fabricbench::job::SlowSource s;
+      s.host = h.host, s.pid = h.pid, s.version = h.version, s.sampler = h.writer == slow::kWriterSampler;
+      s.gpu_bus_id = std::string(h.gpu_bus_id, strnlen(h.gpu_bus_id, sizeof h.gpu_bus_id));
+      s.boot_id = std::string(h.boot_id, strnlen(h.boot_id, sizeof h.boot_id));
+      if (!s.sampler) {
+        ranks.push_back(s);
+        evidence.job_process(s.boot_id, s.pid);
+      }
+      for (slow::Record r{}; in.read(reinterpret_cast<char*>(&r), sizeof r);) {
+        evidence.add(s, r);
+        last = std::max(last, static_cast<double>(r.host_ns) * 1e-9);
+      }
+    }
+  }
+  // What the rank says at `t` s of the loop over the 5 s before (the judge's at a naming), "before" ending 15 s back.
+  std::string at(const fabricbench::job::SlowSource& rank, double t) const {
+    const auto ns = [&](double s) { return static_cast<std::int64_t>((t0 + s) * 1e9); };
+    return evidence.because(rank, ns(t - 5), ns(t), ns(t - 15));
+  }
+};
+
+TEST(RecordedEvidence, EachFaultOnTheGpuMachineSaysWhatItWas) {
+  const RecordedRun run("ddp");
+  ASSERT_EQ(run.ranks.size(), 4u);
+  ASSERT_EQ(run.faults.size(), 5u);
+  const std::map<std::string, std::string> expected = {{"stall", "its process was found stopped"},
+                                                       {"starve", "its busiest thread waited for a CPU"},
+                                                       {"quota", "its cgroup's CPU quota throttled it"},
+                                                       {"nic-send", "its sockets held"}};
+  for (const auto& f : run.faults) {
+    for (const auto& rank : run.ranks) {
+      // 8 s into the fault: when the judge had named it (5.4-6.4 s in on the rig), and the 5 s before.
+      const auto said = run.at(rank, f.start + 8);
+      if (f.kind == "neighbour")  // one GPU: every host's rank has the neighbour on its GPU
+        EXPECT_NE(said.find("because: its GPU runs another process: pid " + std::to_string(f.neighbour) + " python3"),
+                  std::string::npos)
+            << said;
+      else if (rank.pid == f.pid)
+        EXPECT_NE(said.find("because: " + expected.at(f.kind)), std::string::npos) << f.kind << ": " << said;
+    }
+  }
+}
+
+TEST(RecordedEvidence, HealthyStretchesSayNoEvidence) {
+  for (const char* name : {"healthy", "ddp"}) {
+    const RecordedRun run(name);
+    ASSERT_EQ(run.ranks.size(), 4u);
+    int looked = 0;
+    for (double t = 5; run.t0 + t <= run.last; t += 5) {
+      // Away from every fault: from 1 s before it to 20 s after it (its window and the 15 s that end "before").
+      bool quiet = true;
+      for (const auto& f : run.faults) quiet &= t < f.start - 1 || t > f.end + 20;
+      if (!quiet) continue;
+      for (const auto& rank : run.ranks) {
+        EXPECT_EQ(run.at(rank, t), "no evidence on its host") << name << " at +" << t << " s, pid " << rank.pid;
+        ++looked;
+      }
+    }
+    // 120 s healthy: 23 looks at each of 4 ranks; the injected run's faults leave its first 20 s alone.
+    EXPECT_GE(looked, std::string(name) == "healthy" ? 4 * 20 : 4 * 3) << name;
+  }
 }
 
 }  // namespace gpu_evidence_test

@@ -24,10 +24,17 @@
 
 namespace fabricbench::job {
 
-// One process read from `proc` (a /proc) and `cgroup` (a cgroup v2 mount); `waits`: each of its threads' run delay
-// at the sample before (updated), for busiest_wait_ns. Empty when the process is gone.
+// What the sampler keeps of a process between its samples.
+struct ProcessMemory {
+  std::map<int, std::uint64_t> waits;  // each thread's run delay at the sample before, for busiest_wait_ns
+  std::set<std::string> sockets;       // its sockets' inodes, and the RDMA devices it holds open (bit N: uverbsN),
+  std::uint32_t uverbs = 0;            // as its fds were when last listed
+};
+// One process read from `proc` (a /proc) and `cgroup` (a cgroup v2 mount); `memory` updated. Its fds are listed
+// again with `list_fds` only (a job's process holds hundreds, and opens its sockets and devices at its start).
+// Empty when the process is gone.
 std::optional<slow::HostSample> read_process(const std::string& proc, const std::string& cgroup, int pid,
-                                             std::map<int, std::uint64_t>& waits);
+                                             ProcessMemory& memory, bool list_fds = true);
 
 class HostSampler {
  public:
@@ -60,7 +67,8 @@ class HostSampler {
  private:
   void loop(pid_t root);
   // One second's sample of `pids` (their states' polls in `polls`) to the file; false when the file failed.
-  bool write(const std::vector<int>& pids, const std::map<int, std::pair<int, int>>& polls, std::int64_t now_ns);
+  bool write(const std::vector<int>& pids, const std::map<int, std::pair<int, int>>& polls, std::int64_t now_ns,
+             bool list_fds);
   bool open_file();
   // This host's ranks writing to the folder: pid -> the GPU bus id its header gives ("" before it has one).
   std::map<int, std::string> ranks() const;
@@ -70,7 +78,7 @@ class HostSampler {
   slow::FileHeader header_{};
   int fd_ = -1;
   std::uint64_t written_ = 0;
-  std::map<int, std::map<int, std::uint64_t>> waits_;  // per process, per thread
+  std::map<int, ProcessMemory> memory_;  // per process
   std::atomic<std::uint64_t> cpu_ns_{0};
   std::atomic<std::size_t> samples_{0};
   std::atomic<bool> stop_{false};

@@ -46,6 +46,7 @@ class NvmlGpus {
   struct Gpu {
     void* handle = nullptr;
     std::uint32_t pci = 0;
+    std::uint16_t sm_max_mhz = 0;
     std::uint32_t xids = 0, last_xid = 0;
     std::uint64_t ecc = 0;
     std::uint32_t remapped = 0, nvlink = 0;
