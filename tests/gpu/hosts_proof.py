@@ -130,7 +130,8 @@ def main():
                                  hosts.Job(rigs[1], work, f"healthy-{mode}", 300, [], shard=mode, port=29621)])
         elif mode == "evidence":
             p = [dict(i, rank=r) for i, r in zip(plan(5, n, 5, 20, 20, 10, ["stall", "starve", "quota", "nic-send",
-                                                                             "neighbour"]), (1, 2, 3, 0, 1))]
+                                                                             "neighbour"]),
+                                                    map(int, os.environ.get("EVIDENCE_RANKS", "1,2,3,0,1").split(",")))]
             jobs = [hosts.Job(rigs[0], work, "evidence-ddp", p[-1]["end"] + 8, p, port=29630).wait()]
             jobs.append(hosts.Job(rigs[0], work, "evidence-healthy", 120, [], port=29631).wait())
             summary["evidence"] = evidence(jobs[0])
