@@ -13,7 +13,7 @@ struct Stretch {
   std::size_t n = 0, looks = 0, stopped = 0;
   double span_s = 0, cpu_wait_s = 0, throttled_s = 0, faults = 0, cpu_pressure_s = 0, mem_pressure_s = 0;
   std::vector<double> unsent;  // bytes, at each sample
-  std::uint32_t uverbs = 0;  // the RDMA devices it held open at the last sample
+  std::uint32_t uverbs = 0;    // the RDMA devices it held open at the last sample
 };
 
 // Samples in [from, to): counters from the first to the last (their growth), per-sample values over all.
@@ -91,8 +91,8 @@ void HostEvidence::add(const std::string& host, const slow::NicSample& n) {
 
 // Each of the host's ports over [from, to] against the minute before: errors or a link down where there were none,
 // a port not active, a rate below the best port's of every host, transmit waits (congestion) 5x as often.
-bool HostEvidence::nic_causes(const std::string& host, std::uint32_t uverbs, std::int64_t from_ns,
-                              std::int64_t to_ns, std::int64_t before_end, std::vector<HostCause>& out) const {
+bool HostEvidence::nic_causes(const std::string& host, std::uint32_t uverbs, std::int64_t from_ns, std::int64_t to_ns,
+                              std::int64_t before_end, std::vector<HostCause>& out) const {
   bool sampled = false;
   double best_mbps = 0;
   for (const auto& [key, d] : nics_)
@@ -125,16 +125,14 @@ bool HostEvidence::nic_causes(const std::string& host, std::uint32_t uverbs, std
     const double errors_b = grew(b_first, b_last, &slow::NicSample::errors);
     const double downed = grew(first, last, &slow::NicSample::link_downed);
     if (inactive) out.push_back({"nic", 1, 0, 5, fmt::format("its {} is not active", name)});
-    if (downed > 0)
-      out.push_back({"nic", downed, 0, 5, fmt::format("its {} went down {:.0f} time(s)", name, downed)});
+    if (downed > 0) out.push_back({"nic", downed, 0, 5, fmt::format("its {} went down {:.0f} time(s)", name, downed)});
     if (errors > 0 && errors > 4 * errors_b)
-      out.push_back(
-          {"nic", errors, errors_b, 3,
-           fmt::format("its {}: {:.0f} port errors ({:.0f} the minute before)", name, errors, errors_b)});
+      out.push_back({"nic", errors, errors_b, 3,
+                     fmt::format("its {}: {:.0f} port errors ({:.0f} the minute before)", name, errors, errors_b)});
     if (!inactive && best_mbps > 0 && last->rate_mbps < 0.75 * best_mbps)
       out.push_back({"nic", last->rate_mbps / 1e3, best_mbps / 1e3, best_mbps / std::max(1.0, 1.0 * last->rate_mbps),
-                     fmt::format("its {} runs at {:.0f} of {:.0f} Gb/s (the best port's)", name,
-                                 last->rate_mbps / 1e3, best_mbps / 1e3)});
+                     fmt::format("its {} runs at {:.0f} of {:.0f} Gb/s (the best port's)", name, last->rate_mbps / 1e3,
+                                 best_mbps / 1e3)});
     const double span = static_cast<double>(last->host_ns - first->host_ns) * 1e-9;
     const double span_b = b_first && b_last ? static_cast<double>(b_last->host_ns - b_first->host_ns) * 1e-9 : 0;
     const double wait = span > 0 ? grew(first, last, &slow::NicSample::xmit_wait) / span : 0;
@@ -196,8 +194,10 @@ bool HostEvidence::gpu_causes(const std::string& host, std::uint32_t pci, std::i
     return first && last && last->*field > first->*field ? static_cast<double>(last->*field - first->*field) : 0.0;
   };
   if (const double x = rose(&slow::GpuSample::xids); x > 0)
-    out.push_back({"xid", x, 0, 10, fmt::format("its GPU reported XID {} ({:.0f} XID event(s) since the minute "
-                                                "before)", last->last_xid, x)});
+    out.push_back({"xid", x, 0, 10,
+                   fmt::format("its GPU reported XID {} ({:.0f} XID event(s) since the minute "
+                               "before)",
+                               last->last_xid, x)});
   if (const double e = rose(&slow::GpuSample::ecc); e > 0)
     out.push_back({"ecc", e, 0, 3, fmt::format("its GPU's ECC error count rose by {:.0f}", e)});
   if (const double r = rose(&slow::GpuSample::remapped_rows); r > 0)

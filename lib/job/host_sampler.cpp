@@ -158,8 +158,7 @@ std::optional<slow::HostSample> read_process(const std::string& proc, const std:
   return s;
 }
 
-HostSampler::HostSampler(const std::string& folder, pid_t root, Devices devices, std::string proc,
-                         std::string cgroup)
+HostSampler::HostSampler(const std::string& folder, pid_t root, Devices devices, std::string proc, std::string cgroup)
     : devices_(std::move(devices)), proc_(std::move(proc)), cgroup_(std::move(cgroup)) {
   std::memcpy(header_.magic, slow::kMagic, sizeof header_.magic);
   header_.version = slow::kSamplerVersion;

@@ -15,16 +15,18 @@ namespace {
 // NVML's types and values as its documentation gives them (nvml.h is not needed to build).
 using Result = int;  // nvmlReturn_t: 0 success
 constexpr Result kSuccess = 0, kInsufficientSize = 7;
-using Device = void*;    // nvmlDevice_t
-using EventSet = void*;  // nvmlEventSet_t
-constexpr int kClockSm = 1;                           // NVML_CLOCK_SM
-constexpr int kTemperatureGpu = 0;                    // NVML_TEMPERATURE_GPU
-constexpr int kCorrected = 0, kUncorrected = 1;       // nvmlMemoryErrorType_t
-constexpr int kVolatile = 0;                          // nvmlEccCounterType_t
-constexpr unsigned long long kEventXid = 0x8;         // nvmlEventTypeXidCriticalError
-constexpr unsigned kMaxLinks = 18;                    // NVML_NVLINK_MAX_LINKS
-constexpr int kLinkCounters[] = {0, 1, 2, 3};         // replay, recovery, CRC flit, CRC data
-struct ProcessInfo {                                  // nvmlProcessInfo_t (v2 and v3)
+using Device = void*;                            // nvmlDevice_t
+using EventSet = void*;                          // nvmlEventSet_t
+constexpr int kClockSm = 1;                      // NVML_CLOCK_SM
+constexpr int kTemperatureGpu = 0;               // NVML_TEMPERATURE_GPU
+constexpr int kCorrected = 0, kUncorrected = 1;  // nvmlMemoryErrorType_t
+constexpr int kVolatile = 0;                     // nvmlEccCounterType_t
+constexpr unsigned long long kEventXid = 0x8;    // nvmlEventTypeXidCriticalError
+constexpr unsigned kMaxLinks = 18;               // NVML_NVLINK_MAX_LINKS
+// Replay, recovery, CRC flit (nvidia-smi nvlink -e's). Not CRC data: on NVLink 4 (H200, driver 580) it grows with
+// a healthy link's lane ECC corrections (facts/gpu_info.hpp's NvLinkErrors found it): it would blame good links.
+constexpr int kLinkCounters[] = {0, 1, 2};
+struct ProcessInfo {  // nvmlProcessInfo_t (v2 and v3)
   unsigned pid;
   unsigned long long used_bytes;
   unsigned gpu_instance, compute_instance;
@@ -100,8 +102,7 @@ NvmlGpus::NvmlGpus(const std::string& library, std::string proc) : proc_(std::mo
   api->find(api->clock, {"nvmlDeviceGetClockInfo"});
   api->find(api->max_clock, {"nvmlDeviceGetMaxClockInfo"});
   api->find(api->reasons, {"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"});
-  api->find(api->processes,
-            {"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"});
+  api->find(api->processes, {"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"});
   api->find(api->ecc, {"nvmlDeviceGetTotalEccErrors"});
   api->find(api->remapped, {"nvmlDeviceGetRemappedRows"});
   api->find(api->link_state, {"nvmlDeviceGetNvLinkState"});

@@ -74,7 +74,8 @@ SlowFolder::Header SlowFolder::read_header(int fd, const std::string& path, File
   slow::FileHeader h{};
   const auto n = ::pread(fd, &h, sizeof h, 0);
   if (n < static_cast<ssize_t>(sizeof h)) return Header::not_yet;  // not yet written whole: the next poll
-  if (std::memcmp(h.magic, slow::kMagic, sizeof h.magic) != 0 || (h.version != 1 && h.version != slow::kVersion && h.version != slow::kSamplerVersion) ||
+  if (std::memcmp(h.magic, slow::kMagic, sizeof h.magic) != 0 ||
+      (h.version != 1 && h.version != slow::kVersion && h.version != slow::kSamplerVersion) ||
       h.record_size != sizeof(slow::Record)) {
     problems.push_back(
         fmt::format("{}: not a record file of this fabricbench's NCCL profiler plugin; left alone", path));

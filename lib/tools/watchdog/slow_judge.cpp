@@ -192,7 +192,9 @@ class Judge {
         episodes_.push_back(e);
         auto line = words_.describe(f);
         e.because = because(f, now);
+        e.told_why = e.because.find("because: ") != std::string::npos;
         episodes_.back().because = e.because;
+        episodes_.back().told_why = e.told_why;
         if (!e.because.empty()) line += "; " + e.because;
         std::fprintf(stderr, "fabric-watchdog: %s%s\n", at_.c_str(), results::printable(line).c_str());
         if (!o_.exec.empty() && !stop) act(f, line, e.because, stop);
@@ -200,6 +202,15 @@ class Judge {
         auto& e = episodes_[it->second];
         e.to_ns = now;
         if (f.loss > e.worst.loss) e.worst = f;
+        // Evidence that came after the naming (a slowed link's queues fill over seconds): said once, when it comes.
+        if (!e.told_why) {
+          const auto why = because(f, now);
+          if (why.find("because: ") != std::string::npos) {
+            e.told_why = true;
+            std::fprintf(stderr, "fabric-watchdog: %sstill named: %s; %s\n", at_.c_str(),
+                         results::printable(words_.who(f)).c_str(), results::printable(why).c_str());
+          }
+        }
         // The report's: what the host saw over the whole naming (and the seconds before it was named).
         e.because = because(f, now, nullptr, e.from_ns - static_cast<std::int64_t>(kEvidenceS * 1e9), e.from_ns);
       }

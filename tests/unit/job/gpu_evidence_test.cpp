@@ -7,14 +7,13 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <map>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "../fixtures.hpp"
-
 #include "fabricbench/job/host_evidence.hpp"
 #include "fabricbench/job/nvml_gpus.hpp"
 
@@ -82,7 +81,7 @@ TEST(NvmlGpus, ReadsWhatTheDriverSays) {
   EXPECT_EQ(g.last_xid, 79u);
   EXPECT_EQ(g.ecc, 6u);            // 5 corrected, 1 uncorrected
   EXPECT_EQ(g.remapped_rows, 3u);  // 2 and 1
-  EXPECT_EQ(g.nvlink_errors, 8u);  // 2 active links of 18, 4 counters each at 1
+  EXPECT_EQ(g.nvlink_errors, 6u);  // 2 active links of 18, 3 counters each at 1 (not CRC data)
   EXPECT_EQ(g.power_w, 650u);
   EXPECT_EQ(g.temperature_c, 71);
   EXPECT_EQ(g.processes, 20);
@@ -218,7 +217,8 @@ TEST(GpuEvidence, ThePortsARankHoldsOpenAreItsOwn) {
   rank_using(8, 1u << 1);  // holds mlx5_1 open
   const auto from = kStart + 60 * kSec, to = kStart + 69 * kSec;
   EXPECT_EQ(e.because(gpu_rank("h2", 7), from, to), "no evidence on its host");
-  EXPECT_EQ(e.because(gpu_rank("h2", 8), from, to), "because: its mlx5_1 port 1: 450 port errors (0 the minute before)");
+  EXPECT_EQ(e.because(gpu_rank("h2", 8), from, to),
+            "because: its mlx5_1 port 1: 450 port errors (0 the minute before)");
   // A rank on sockets (no RDMA device open) hears of any port of its host.
   EXPECT_EQ(e.because(gpu_rank("h2", 9), from, to),
             "because: its host's mlx5_1 port 1: 450 port errors (0 the minute before)");

@@ -168,7 +168,8 @@ TEST(HostEvidence, AHostsPortsSayWhatChanged) {
   feed_nic(e, "h3", "mlx5_0", kT0, 70, 200, 0, c);  // trained at half the rate all along
   const auto from = kT0 + 60 * kS, to = kT0 + 69 * kS;
   // 9 intervals of 120 errors in the window; none the minute before.
-  EXPECT_EQ(e.because(rank("h2"), from, to), "because: its host's mlx5_3 port 1: 1080 port errors (0 the minute before)");
+  EXPECT_EQ(e.because(rank("h2"), from, to),
+            "because: its host's mlx5_3 port 1: 1080 port errors (0 the minute before)");
   EXPECT_EQ(e.because(rank("h3"), from, to),
             "because: its host's mlx5_0 port 1 runs at 200 of 400 Gb/s (the best port's)");
   EXPECT_EQ(e.because(rank("h1"), from, to), "no evidence on its host");

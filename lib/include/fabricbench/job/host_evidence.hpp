@@ -53,11 +53,11 @@ class HostEvidence {
 
  private:
   std::map<std::pair<std::string, int>, std::deque<slow::HostSample>> samples_;
-  std::map<std::pair<std::string, std::string>, std::deque<slow::NicSample>> nics_;  // by (host, "mlx5_3 port 1")
+  std::map<std::pair<std::string, std::string>, std::deque<slow::NicSample>> nics_;    // by (host, "mlx5_3 port 1")
   std::map<std::pair<std::string, std::uint32_t>, std::deque<slow::GpuSample>> gpus_;  // by (host, pci_key)
   std::map<std::pair<std::string, std::uint32_t>, std::deque<slow::GpuProcess>> gpu_processes_;
-  std::map<std::string, std::string> boot_of_;   // a sampler host's machine
-  std::set<std::pair<std::string, int>> job_;    // (boot id, pid) of the job's processes
+  std::map<std::string, std::string> boot_of_;  // a sampler host's machine
+  std::set<std::pair<std::string, int>> job_;   // (boot id, pid) of the job's processes
   // Whether the ports were sampled in [from_ns, to_ns]: those of `uverbs` (the devices the rank holds open), else
   // all of its host's.
   bool nic_causes(const std::string& host, std::uint32_t uverbs, std::int64_t from_ns, std::int64_t to_ns,

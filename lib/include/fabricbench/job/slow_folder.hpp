@@ -22,8 +22,8 @@ struct SlowSource {
   std::string file, host, gpu_bus_id, visible_devices, launcher_rank, boot_id;
   int pid = 0, cuda_device = -1, profiler_api = 0;
   std::uint32_t version = 0;  // the file's (a sampler's samples are read from kSamplerVersion on)
-  bool sampler = false;     // a watchdog's host samples (writer kWriterSampler), not a rank's records
-  std::string gpu() const;  // "GPU 1 (0000:1b:00.0)", "GPU ?" when unknown
+  bool sampler = false;       // a watchdog's host samples (writer kWriterSampler), not a rank's records
+  std::string gpu() const;    // "GPU 1 (0000:1b:00.0)", "GPU ?" when unknown
   // The physical GPU: its machine's boot id and its bus id; empty when either is unknown.
   std::string physical_gpu() const { return boot_id.empty() || gpu_bus_id.empty() ? "" : boot_id + "/" + gpu_bus_id; }
 };

@@ -51,13 +51,13 @@ static_assert(sizeof(FileHeader) == 256, "the header is 256 bytes");
 inline constexpr std::int32_t kWriterPlugin = 0, kWriterSampler = 1;
 
 enum Flag : std::uint8_t {
-  kHostTimer = 1,   // gpu_*_ns are host CLOCK_MONOTONIC (profiler interface v3)
-  kIncomplete = 2,  // not every kernel channel reported a stop within 30 s: times are partial
-  kProxy = 4,       // a ProxyRecord, not a collective's Record (version 2)
-  kHostSample = 8,  // a HostSample (a watchdog's sampler file)
-  kNicSample = 16,  // a NicSample (a watchdog's sampler file)
-  kGpuSample = 32,  // a GpuSample (a watchdog's sampler file)
-  kGpuProcess = 64, // a GpuProcess (a watchdog's sampler file)
+  kHostTimer = 1,    // gpu_*_ns are host CLOCK_MONOTONIC (profiler interface v3)
+  kIncomplete = 2,   // not every kernel channel reported a stop within 30 s: times are partial
+  kProxy = 4,        // a ProxyRecord, not a collective's Record (version 2)
+  kHostSample = 8,   // a HostSample (a watchdog's sampler file)
+  kNicSample = 16,   // a NicSample (a watchdog's sampler file)
+  kGpuSample = 32,   // a GpuSample (a watchdog's sampler file)
+  kGpuProcess = 64,  // a GpuProcess (a watchdog's sampler file)
 };
 
 struct Record {
@@ -114,10 +114,10 @@ struct HostSample {
   std::uint64_t busiest_wait_ns;  // the most one thread waited for a CPU since the sample before (task schedstat)
   std::uint64_t throttled_us;     // its cgroup's throttled time (cgroup v2 cpu.stat), 0 when none
   std::int32_t pid;
-  std::uint32_t majflt;  // major page faults
-  std::uint32_t uverbs;  // the RDMA devices it holds open: bit N for /dev/infiniband/uverbsN (N < 32)
-  std::uint8_t flags;    // kHostSample, at Record::flags' offset
-  char state;            // /proc/PID/stat's at the sample: R, S, D, T (stopped), t (traced), ...
+  std::uint32_t majflt;        // major page faults
+  std::uint32_t uverbs;        // the RDMA devices it holds open: bit N for /dev/infiniband/uverbsN (N < 32)
+  std::uint8_t flags;          // kHostSample, at Record::flags' offset
+  char state;                  // /proc/PID/stat's at the sample: R, S, D, T (stopped), t (traced), ...
   std::uint8_t stopped_polls;  // of the second's looks at its state (`polls`), how many found it stopped
   std::uint8_t polls;
 };
@@ -127,16 +127,16 @@ static_assert(offsetof(HostSample, host_ns) == offsetof(Record, host_ns), "every
 
 // One GPU a rank of the host uses, as NVML showed it once a second (the same sampler; its GPU by its PCI address).
 struct GpuSample {
-  std::uint64_t reasons;     // NVML's clock event (throttle) reasons now: kReason* bits
-  std::uint32_t pci;         // pci_key() of its bus id
-  std::uint16_t sm_mhz;      // its SM clock now
-  std::uint16_t sm_max_mhz;  // the SM clock's maximum
-  std::uint32_t xids;        // XID events NVML (or the kernel log) reported for it since the sampler began
-  std::uint32_t last_xid;    // the last one's number (79: fallen off the bus, ...), 0 when none
-  std::int64_t host_ns;      // at Record::host_ns' offset
-  std::uint64_t ecc;         // ECC errors, corrected and uncorrected, since the driver loaded (volatile)
+  std::uint64_t reasons;        // NVML's clock event (throttle) reasons now: kReason* bits
+  std::uint32_t pci;            // pci_key() of its bus id
+  std::uint16_t sm_mhz;         // its SM clock now
+  std::uint16_t sm_max_mhz;     // the SM clock's maximum
+  std::uint32_t xids;           // XID events NVML (or the kernel log) reported for it since the sampler began
+  std::uint32_t last_xid;       // the last one's number (79: fallen off the bus, ...), 0 when none
+  std::int64_t host_ns;         // at Record::host_ns' offset
+  std::uint64_t ecc;            // ECC errors, corrected and uncorrected, since the driver loaded (volatile)
   std::uint32_t remapped_rows;  // rows remapped, correctable and uncorrectable
-  std::uint32_t nvlink_errors;  // its NVLinks' replay, recovery and CRC counters, summed (saturates)
+  std::uint32_t nvlink_errors;  // its NVLinks' replay, recovery and CRC flit counters, summed (saturates)
   std::uint32_t power_w;
   std::uint16_t processes;  // compute processes on it, the job's included
   std::uint8_t temperature_c;
@@ -154,8 +154,8 @@ inline constexpr std::uint64_t kReasonPowerCap = 0x4, kReasonHwSlowdown = 0x8, k
 
 // One compute process on a sampled GPU at the sample (one record per process).
 struct GpuProcess {
-  char name[24];        // its program (argv[0]'s last part, else its comm), NUL-padded; "?" when not visible
-  std::int64_t host_ns;  // at Record::host_ns' offset
+  char name[24];             // its program (argv[0]'s last part, else its comm), NUL-padded; "?" when not visible
+  std::int64_t host_ns;      // at Record::host_ns' offset
   std::uint64_t used_bytes;  // its GPU memory
   std::int32_t pid;          // as NVML gives it (the host's PID namespace)
   std::uint32_t pci;         // its GPU's pci_key()
@@ -185,8 +185,8 @@ struct NicSample {
   char device[16];          // "mlx5_3", NUL-padded
   std::uint32_t rate_mbps;  // the port's rate (sysfs "rate"), Mb/s
   std::uint8_t port;
-  std::uint8_t active;  // state ACTIVE and phys_state LinkUp
-  std::int16_t uverbs;  // its /dev/infiniband/uverbsN, -1 when unknown (a rank that holds it open uses the port)
+  std::uint8_t active;      // state ACTIVE and phys_state LinkUp
+  std::int16_t uverbs;      // its /dev/infiniband/uverbsN, -1 when unknown (a rank that holds it open uses the port)
   std::int64_t host_ns;     // at Record::host_ns' offset
   std::uint64_t xmit_wait;  // port_xmit_wait (ticks the port had data and could not send: congestion)
   std::uint64_t errors;     // the error counters ibcheckerrors reads, summed
