@@ -39,15 +39,15 @@ constexpr int max_nvlinks = 18;  // NVML_NVLINK_MAX_LINKS (Hopper/Blackwell)
 
 class Nvml final : public GpuInfo {
  public:
-  static std::unique_ptr<GpuInfo> load(std::string* why) {
-    void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  static std::unique_ptr<GpuInfo> load(std::string* why, const std::string& library) {
+    void* lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
-      *why = "NVML not found (libnvidia-ml.so.1: no NVIDIA driver on this host)";
+      *why = "NVML not found (" + library + ": no NVIDIA driver on this host)";
       return nullptr;
     }
     auto nvml = std::unique_ptr<Nvml>(new Nvml(lib));
     if (!nvml->init_ || !nvml->count_ || !nvml->handle_) {
-      *why = "libnvidia-ml.so.1 lacks nvmlInit_v2/nvmlDeviceGetCount_v2";
+      *why = library + " lacks nvmlInit_v2/nvmlDeviceGetCount_v2";
       return nullptr;
     }
     if (int rc = nvml->init_(); rc != 0) {
@@ -67,6 +67,7 @@ class Nvml final : public GpuInfo {
   }
 
   ~Nvml() override {
+    if (events_ && event_free_) event_free_(events_);
     if (initialized_ && shutdown_) shutdown_();
     dlclose(lib_);
   }
@@ -195,6 +196,65 @@ class Nvml final : public GpuInfo {
     if (!clocks_fn_ || clocks_fn_(dev(gpu), &mask) != 0) return std::nullopt;
     return mask;
   }
+  std::optional<unsigned> sm_clock_mhz(int gpu) const override { return number(clock_fn_, gpu, clock_sm); }
+  // (1.3-1.5 ms of CPU a call on an H200 with driver 580, every other call here 1-6 us: tests/gpu/nvml_cost.py)
+  std::optional<unsigned> sm_max_clock_mhz(int gpu) const override { return number(max_clock_fn_, gpu, clock_sm); }
+  std::optional<unsigned> power_w(int gpu) const override {
+    unsigned mw = 0;
+    if (!power_fn_ || power_fn_(dev(gpu), &mw) != 0) return std::nullopt;
+    return mw / 1000;
+  }
+  std::optional<unsigned> temperature_c(int gpu) const override { return number(temperature_fn_, gpu, 0); }
+  std::optional<std::uint64_t> ecc_corrected(int gpu) const override {
+    unsigned long long n = 0;
+    // NVML_MEMORY_ERROR_TYPE_CORRECTED = 0, NVML_VOLATILE_ECC = 0
+    if (!ecc_fn_ || ecc_fn_(dev(gpu), 0, 0, &n) != 0) return std::nullopt;
+    return n;
+  }
+  std::vector<Process> compute_processes(int gpu) const override {
+    // nvmlProcessInfo_t (v2, v3): pid, usedGpuMemory, gpuInstanceId, computeInstanceId; asked again with room for
+    // all when the first guess was short (NVML_ERROR_INSUFFICIENT_SIZE = 7).
+    struct Info {
+      unsigned pid;
+      unsigned long long used;
+      unsigned gpu_instance, compute_instance;
+    };
+    std::vector<Info> infos(16);
+    std::vector<Process> out;
+    unsigned n = static_cast<unsigned>(infos.size());
+    int rc = processes_fn_ ? processes_fn_(dev(gpu), &n, infos.data()) : -1;
+    if (rc == 7 && n <= 4096) {
+      infos.resize(n + 8);
+      n = static_cast<unsigned>(infos.size());
+      rc = processes_fn_(dev(gpu), &n, infos.data());
+    }
+    for (unsigned i = 0; rc == 0 && i < n && i < infos.size(); ++i)  // (NVML_VALUE_NOT_AVAILABLE: all ones)
+      out.push_back({static_cast<int>(infos[i].pid), infos[i].used == ~0ull ? 0 : infos[i].used});
+    return out;
+  }
+  bool watch_xids() override {
+    constexpr unsigned long long xid_critical_error = 0x8;  // nvmlEventTypeXidCriticalError
+    if (events_ || !event_set_ || !register_ || !event_wait_ || event_set_(&events_) != 0) return events_ != nullptr;
+    bool any = false;
+    for (const Device d : devices_) any |= register_(d, xid_critical_error, events_) == 0;
+    return any;
+  }
+  std::vector<std::pair<int, unsigned>> xid_events() override {
+    // nvmlEventData_t: device, eventType, eventData (the XID), gpuInstanceId, computeInstanceId
+    struct Event {
+      Device device;
+      unsigned long long type, data;
+      unsigned gpu_instance, compute_instance;
+    };
+    std::vector<std::pair<int, unsigned>> out;
+    Event e{};
+    for (int i = 0; events_ && i < 256 && event_wait_(events_, &e, 0) == 0; ++i) {
+      const auto at = std::find(devices_.begin(), devices_.end(), e.device);
+      if ((e.type & 0x8) && at != devices_.end())
+        out.emplace_back(static_cast<int>(at - devices_.begin()), static_cast<unsigned>(e.data));
+    }
+    return out;
+  }
 
  private:
   explicit Nvml(void* lib) : lib_(lib) {
@@ -219,6 +279,22 @@ class Nvml final : public GpuInfo {
     bind(max_width_fn_, "nvmlDeviceGetMaxPcieLinkWidth");
     bind(clocks_fn_, "nvmlDeviceGetCurrentClocksEventReasons");
     if (!clocks_fn_) bind(clocks_fn_, "nvmlDeviceGetCurrentClocksThrottleReasons");  // before driver 535
+    bind(clock_fn_, "nvmlDeviceGetClockInfo");
+    bind(max_clock_fn_, "nvmlDeviceGetMaxClockInfo");
+    bind(power_fn_, "nvmlDeviceGetPowerUsage");
+    bind(temperature_fn_, "nvmlDeviceGetTemperature");
+    bind(processes_fn_, "nvmlDeviceGetComputeRunningProcesses_v3");
+    if (!processes_fn_) bind(processes_fn_, "nvmlDeviceGetComputeRunningProcesses_v2");
+    bind(event_set_, "nvmlEventSetCreate");
+    bind(register_, "nvmlDeviceRegisterEvents");
+    bind(event_wait_, "nvmlEventSetWait_v2");
+    bind(event_free_, "nvmlEventSetFree");
+  }
+  static constexpr int clock_sm = 1;  // NVML_CLOCK_SM (NVML_TEMPERATURE_GPU is 0)
+  std::optional<unsigned> number(int (*fn)(Device, int, unsigned*), int gpu, int which) const {
+    unsigned v = 0;
+    if (!fn || fn(dev(gpu), which, &v) != 0) return std::nullopt;
+    return v;
   }
   template <typename F>
   void bind(F& fn, const char* symbol) {
@@ -256,6 +332,16 @@ class Nvml final : public GpuInfo {
   int (*width_fn_)(Device, unsigned*) = nullptr;
   int (*max_width_fn_)(Device, unsigned*) = nullptr;
   int (*clocks_fn_)(Device, unsigned long long*) = nullptr;
+  int (*clock_fn_)(Device, int, unsigned*) = nullptr;
+  int (*max_clock_fn_)(Device, int, unsigned*) = nullptr;
+  int (*power_fn_)(Device, unsigned*) = nullptr;
+  int (*temperature_fn_)(Device, int, unsigned*) = nullptr;
+  int (*processes_fn_)(Device, unsigned*, void*) = nullptr;
+  int (*event_set_)(void**) = nullptr;
+  int (*register_)(Device, unsigned long long, void*) = nullptr;
+  int (*event_wait_)(void*, void*, unsigned) = nullptr;
+  int (*event_free_)(void*) = nullptr;
+  void* events_ = nullptr;  // nvmlEventSet_t, once watch_xids() made it
 };
 
 }  // namespace
@@ -275,7 +361,7 @@ const std::vector<ClockReason>& clock_reasons() {
   return reasons;
 }
 
-std::unique_ptr<GpuInfo> load_nvml(std::string* why) { return Nvml::load(why); }
+std::unique_ptr<GpuInfo> load_nvml(std::string* why, const std::string& library) { return Nvml::load(why, library); }
 
 double pcie_gbps(unsigned gen, unsigned width) {
   static constexpr std::array<double, 7> lane_gbps{

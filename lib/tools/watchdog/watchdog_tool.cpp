@@ -20,7 +20,6 @@
 #include "fabricbench/error.hpp"
 #include "fabricbench/job/child_process.hpp"
 #include "fabricbench/job/host_sampler.hpp"
-#include "fabricbench/job/nvml_gpus.hpp"
 #include "fabricbench/job/ras.hpp"
 #include "fabricbench/job/stacks.hpp"
 #include "fabricbench/results/hdf5_sink.hpp"
@@ -28,6 +27,7 @@
 #include "fabricbench/results/prometheus.hpp"
 #include "fabricbench/results/result_set.hpp"
 #include "fabricbench/results/terminal_table.hpp"
+#include "fabricbench/tools/watchdog/gpu_samples.hpp"
 #include "fabricbench/tools/watchdog/nic_samples.hpp"
 #include "fabricbench/tools/watchdog/ras_looks.hpp"
 #include "fabricbench/tools/watchdog/slow_judge.hpp"
@@ -194,16 +194,19 @@ int run(const Options& o) {
   job::ChildProcess child(o.command, env, hook ? hook->folder() : "");
   // --slow: this host's samples of the job's processes beside the ranks' records (host_sampler.hpp), to the job's
   // end; what they cost said then.
-  std::optional<job::NvmlGpus> nvml;  // (outlives the sampler that calls it)
+  std::optional<GpuSamples> gpus;  // (outlives the sampler that calls it)
   std::optional<job::HostSampler> sampler;
   if (!o.slow.folder.empty()) {
     char host[256] = {};
     ::gethostname(host, sizeof host - 1);
+    const auto files = facts::HostFiles::for_host(host);
     job::HostSampler::Devices devices;
-    devices.nics = [files = facts::HostFiles::for_host(host)] { return nic_samples(files); };
-    if (nvml.emplace().available())
-      devices.gpus = [&nvml](const std::vector<std::string>& ids, const std::set<int>& own, std::int64_t now) {
-        return nvml->sample(ids, own, now);
+    devices.nics = [files] { return nic_samples(files); };
+    std::string why;
+    auto nvml = facts::load_nvml(&why);
+    if (gpus.emplace(std::move(nvml), why, files).available())
+      devices.gpus = [&gpus](const std::vector<std::string>& ids, const std::set<int>& own, std::int64_t now) {
+        return gpus->sample(ids, own, now);
       };
     sampler.emplace(o.slow.folder, child.pid(), std::move(devices));
   }
@@ -214,7 +217,7 @@ int run(const Options& o) {
                  "GPUs: %s; XIDs: %s\n",
                  kProgram, sampler->samples(), sampler->cpu_s(), sampler->wall_s(),
                  100 * sampler->cpu_s() / std::max(1.0, sampler->wall_s()),
-                 nvml->available() ? "NVML" : nvml->why().c_str(), nvml->xid_source().c_str());
+                 gpus->available() ? "NVML" : gpus->why().c_str(), gpus->xid_source().c_str());
     sampler.reset();
   }
   if (judge) judge->finish(g_stop != 0);

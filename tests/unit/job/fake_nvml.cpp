@@ -1,10 +1,9 @@
-// A stand-in for the driver's libnvidia-ml.so.1 in the tests of the host sampler's GPU reader (nvml_gpus.hpp): the
-// functions it looks up, with NVML's documented signatures and return codes, answering for one GPU at 0000:1b:00.0
+// A stand-in for the driver's libnvidia-ml.so.1 in the tests of facts' NVML loader and the host sampler's GPU reader
+// (facts/gpu_info.hpp, tools/watchdog/gpu_samples.hpp): the functions they look up, with NVML's documented signatures and return codes, answering for one GPU at 0000:1b:00.0
 // that is held down by its power cap, has reported XID 79 once, and runs 20 processes (the test's own among them: more
 // than the reader's first guess, so that it must ask again with room for them all).
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstring>
 
 namespace {
@@ -27,11 +26,20 @@ int g_xids_left = 1;
 extern "C" {
 int nvmlInit_v2() { return kSuccess; }
 int nvmlShutdown() { return kSuccess; }
-int nvmlDeviceGetHandleByPciBusId_v2(const char* id, void** device) {
-  unsigned domain = 0, bus = 0, dev = 0, fn = 0;
-  if (std::sscanf(id, "%x:%x:%x.%x", &domain, &bus, &dev, &fn) != 4 || domain != 0 || bus != 0x1b || dev || fn)
-    return kNotFound;
+int nvmlDeviceGetCount_v2(unsigned* n) {
+  *n = 1;
+  return kSuccess;
+}
+int nvmlDeviceGetHandleByIndex_v2(unsigned i, void** device) {
+  if (i != 0) return kNotFound;
   *device = kGpu;
+  return kSuccess;
+}
+int nvmlDeviceGetPciInfo_v3(void*, unsigned char* info) {  // nvmlPciInfo_t: busIdLegacy[16], domain, bus, device, ...
+  const unsigned domain = 0, bus = 0x1b, device = 0;
+  std::memcpy(info + 16, &domain, 4);
+  std::memcpy(info + 20, &bus, 4);
+  std::memcpy(info + 24, &device, 4);
   return kSuccess;
 }
 int nvmlDeviceGetClockInfo(void*, int type, unsigned* mhz) { return type == 1 ? (*mhz = 1410, kSuccess) : 2; }
@@ -61,9 +69,9 @@ int nvmlDeviceGetNvLinkState(void*, unsigned link, int* active) {
   *active = link < 2;
   return link < 18 ? kSuccess : 2;
 }
-int nvmlDeviceGetNvLinkErrorCounter(void*, unsigned, int, unsigned long long* n) {
+int nvmlDeviceGetNvLinkErrorCounter(void*, unsigned link, int, unsigned long long* n) {
   *n = 1;
-  return kSuccess;
+  return link < 2 ? kSuccess : 2;
 }
 int nvmlDeviceGetPowerUsage(void*, unsigned* mw) {
   *mw = 650000;

@@ -15,13 +15,13 @@
 
 #include "../fixtures.hpp"
 #include "fabricbench/job/host_evidence.hpp"
-#include "fabricbench/job/nvml_gpus.hpp"
+#include "fabricbench/tools/watchdog/gpu_samples.hpp"
 
 namespace gpu_evidence_test {
 
 namespace slow = fabricbench::job::slow;
 using fabricbench::job::HostEvidence;
-using fabricbench::job::NvmlGpus;
+using fabricbench::watchdog::GpuSamples;
 
 constexpr std::int64_t kSec = 1000000000;
 constexpr std::int64_t kStart = 1'700'000'000 * kSec;
@@ -45,27 +45,30 @@ TEST(PciKey, ReadsBothSpellingsOfABusId) {
 
 TEST(XidLine, ReadsTheDriversReportInTheKernelLog) {
   // /dev/kmsg's record ("priority,sequence,usec,flags;text") of the driver's line, as NVIDIA's XID guide shows it.
-  const auto x = fabricbench::job::parse_xid_line(
+  const auto x = fabricbench::watchdog::parse_xid_line(
       "4,1870,5122310434,-;NVRM: Xid (PCI:0000:1b:00): 79, pid=2213, name=python3, GPU has fallen off the bus.");
   ASSERT_TRUE(x.has_value());
   EXPECT_EQ(x->first, slow::pci_key(kBus));
   EXPECT_EQ(x->second, 79u);
-  const auto y = fabricbench::job::parse_xid_line("NVRM: Xid (PCI:0000:c3:00): 48, pid='<unknown>', DBE (0x1,0x2)");
+  const auto y = fabricbench::watchdog::parse_xid_line("NVRM: Xid (PCI:0000:c3:00): 48, pid='<unknown>', DBE (0x1,0x2)");
   ASSERT_TRUE(y.has_value());
   EXPECT_EQ(y->second, 48u);
-  EXPECT_FALSE(fabricbench::job::parse_xid_line("NVRM: loading NVIDIA UNIX x86_64 Kernel Module").has_value());
-  EXPECT_FALSE(fabricbench::job::parse_xid_line("NVRM: Xid (PCI:0000:1b:00): , no number").has_value());
-  EXPECT_FALSE(fabricbench::job::parse_xid_line("NVRM: Xid (PCI:zz): 79, x").has_value());
+  EXPECT_FALSE(fabricbench::watchdog::parse_xid_line("NVRM: loading NVIDIA UNIX x86_64 Kernel Module").has_value());
+  EXPECT_FALSE(fabricbench::watchdog::parse_xid_line("NVRM: Xid (PCI:0000:1b:00): , no number").has_value());
+  EXPECT_FALSE(fabricbench::watchdog::parse_xid_line("NVRM: Xid (PCI:zz): 79, x").has_value());
 }
 
-TEST(NvmlGpus, ReadsWhatTheDriverSays) {
-  NvmlGpus none("libfabricbench-no-such-nvml.so");
+TEST(GpuSamples, ReadWhatTheDriverSays) {
+  std::string why;
+  auto missing = fabricbench::facts::load_nvml(&why, "libfabricbench-no-such-nvml.so");
+  GpuSamples none(std::move(missing), why, fabricbench::facts::HostFiles());
   EXPECT_FALSE(none.available());
   EXPECT_NE(none.why().find("not found"), std::string::npos);
   EXPECT_TRUE(none.sample({kBus}, {}, kStart).empty());
 
-  NvmlGpus nvml(FABRICBENCH_FAKE_NVML);
-  ASSERT_TRUE(nvml.available()) << nvml.why();
+  auto loaded = fabricbench::facts::load_nvml(&why, FABRICBENCH_FAKE_NVML);
+  ASSERT_TRUE(loaded) << why;
+  GpuSamples nvml(std::move(loaded), "", fabricbench::facts::HostFiles());
   EXPECT_EQ(nvml.xid_source(), "NVML's events");
   // Its GPU, one NVML does not know, and its GPU again: one sample of it, its 20 processes.
   const auto records = nvml.sample({kBus, "0000:99:00.0", kBus}, {::getpid()}, kStart);
@@ -81,7 +84,7 @@ TEST(NvmlGpus, ReadsWhatTheDriverSays) {
   EXPECT_EQ(g.last_xid, 79u);
   EXPECT_EQ(g.ecc, 6u);            // 5 corrected, 1 uncorrected
   EXPECT_EQ(g.remapped_rows, 3u);  // 2 and 1
-  EXPECT_EQ(g.nvlink_errors, 6u);  // 2 active links of 18, 3 counters each at 1 (not CRC data)
+  EXPECT_EQ(g.nvlink_errors, 6u);  // 2 links of 18 answer, 3 counters each at 1 (not CRC data)
   EXPECT_EQ(g.power_w, 650u);
   EXPECT_EQ(g.temperature_c, 71);
   EXPECT_EQ(g.processes, 20);

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fabricbench::facts {
@@ -55,6 +56,23 @@ class GpuInfo {
   };
   virtual std::optional<Pcie> pcie(int gpu) const = 0;
   virtual std::optional<std::uint64_t> clock_event_reasons(int gpu) const = 0;  // NVML's bit mask
+
+  // What fabric-watchdog --slow's sampler reads of a rank's GPU once a second (tools/watchdog/gpu_samples.hpp); by
+  // default nothing (a fake that does not say).
+  virtual std::optional<unsigned> sm_clock_mhz(int) const { return std::nullopt; }
+  virtual std::optional<unsigned> sm_max_clock_mhz(int) const { return std::nullopt; }
+  virtual std::optional<unsigned> power_w(int) const { return std::nullopt; }
+  virtual std::optional<unsigned> temperature_c(int) const { return std::nullopt; }
+  virtual std::optional<std::uint64_t> ecc_corrected(int) const { return std::nullopt; }  // volatile
+  struct Process {
+    int pid = 0;                  // as the driver sees it (the host's PID namespace)
+    std::uint64_t used_bytes = 0;  // 0 when not known
+  };
+  virtual std::vector<Process> compute_processes(int) const { return {}; }
+  // XID events: watch_xids() asks for them on every GPU (false where that cannot be had); xid_events() takes those
+  // reported since, without waiting, as (GPU, XID).
+  virtual bool watch_xids() { return false; }
+  virtual std::vector<std::pair<int, unsigned>> xid_events() { return {}; }
 };
 
 // NVML's clocks-event reasons that slow a GPU down for a reason other than idling or an application setting.
@@ -65,8 +83,9 @@ struct ClockReason {
 };
 const std::vector<ClockReason>& clock_reasons();
 
-// libnvidia-ml.so.1 through the loader. nullptr with `why` set when it cannot be loaded or initialized.
-std::unique_ptr<GpuInfo> load_nvml(std::string* why);
+// libnvidia-ml.so.1 (or `library`: a test's stand-in) through the loader. nullptr with `why` set when it cannot be
+// loaded or initialized.
+std::unique_ptr<GpuInfo> load_nvml(std::string* why, const std::string& library = "libnvidia-ml.so.1");
 
 // "%d.%d GB/s" of PCIe: per direction after encoding (gen 1-2: 8b/10b, gen 3+: 128b/130b), 10^9 B/s.
 double pcie_gbps(unsigned gen, unsigned width);

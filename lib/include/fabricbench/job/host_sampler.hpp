@@ -6,7 +6,7 @@
 // pressure (PSI: cpu.pressure, memory.pressure), its fds (the RDMA devices it holds open; its sockets' unsent bytes,
 // by their inodes in its own network namespace's net/tcp and tcp6). A process that ended between the listing and the
 // reading is skipped. Beside them, once a second, the host's devices as the watchdog reads them: its RDMA ports
-// (slow::NicSample) and the GPUs its ranks use (slow::GpuSample, slow::GpuProcess: nvml_gpus.hpp).
+// (slow::NicSample) and the GPUs its ranks use (slow::GpuSample, slow::GpuProcess: tools/watchdog/gpu_samples.hpp).
 #pragma once
 #include <sys/types.h>
 
