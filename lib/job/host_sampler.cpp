@@ -3,10 +3,12 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -88,68 +90,119 @@ void read_cgroup(const std::string& proc_pid, const std::string& cgroup, slow::H
     }
 }
 
-// Its fds: the RDMA devices it holds open (/dev/infiniband/uverbsN: bit N of the sample's mask), and the bytes its TCP
-// sockets hold unsent (the tx_queue of the lines of net/tcp and tcp6 whose inode is one of its fds).
-void read_fds(const std::string& proc_pid, ProcessMemory& m, bool list, slow::HostSample& s) {
+// Its fds: the RDMA devices it holds open (/dev/infiniband/uverbsN: bit N of the sample's mask) and its sockets,
+// whose TCP connections (its network namespace's net/tcp and tcp6, by inode) say the bytes it holds unsent
+// (tx_queue). Listed with `list` only; between listings the connections are looked up through `queues`.
+void read_fds(const std::string& proc, const std::string& proc_pid, ProcessMemory& m, bool list, TcpQueues* queues,
+              slow::HostSample& s) {
   char target[128];
   static constexpr char kUverbs[] = "/dev/infiniband/uverbs";
-  if (list) {
-    m.sockets.clear();
-    m.uverbs = 0;
-    for (const auto& fd : entries(proc_pid + "/fd")) {
-      const auto n = ::readlink((proc_pid + "/fd/" + fd).c_str(), target, sizeof target - 1);
-      if (n <= 0) continue;
-      target[n] = 0;
-      if (n > 9 && std::strncmp(target, "socket:[", 8) == 0)
-        m.sockets.emplace(target + 8, static_cast<std::size_t>(n) - 9);
-      if (std::strncmp(target, kUverbs, sizeof kUverbs - 1) == 0) {
-        const int index = std::atoi(target + sizeof kUverbs - 1);
-        if (index >= 0 && index < 32) m.uverbs |= 1u << index;
-      }
+  if (!list && queues && queues->usable() && m.same_net) {
+    s.uverbs = m.uverbs;
+    if (const auto u = queues->unsent(m.tcp)) {
+      s.tcp_unsent = *u;
+      return;
+    }
+  }
+  std::set<std::string> sockets;
+  m.uverbs = 0;
+  for (const auto& fd : entries(proc_pid + "/fd")) {
+    const auto n = ::readlink((proc_pid + "/fd/" + fd).c_str(), target, sizeof target - 1);
+    if (n <= 0) continue;
+    target[n] = 0;
+    if (n > 9 && std::strncmp(target, "socket:[", 8) == 0) sockets.emplace(target + 8, static_cast<std::size_t>(n) - 9);
+    if (std::strncmp(target, kUverbs, sizeof kUverbs - 1) == 0) {
+      const int index = std::atoi(target + sizeof kUverbs - 1);
+      if (index >= 0 && index < 32) m.uverbs |= 1u << index;
     }
   }
   s.uverbs = m.uverbs;
-  const auto& inodes = m.sockets;
-  std::uint64_t unsent = 0;
-  if (inodes.empty()) return;
-  for (const char* table : {"/net/tcp", "/net/tcp6"}) {
-    std::istringstream lines(read_text(proc_pid + table));
-    std::string line;
-    std::getline(lines, line);  // the header
-    while (std::getline(lines, line)) {
-      std::istringstream in(line);
-      std::vector<std::string> f;
-      for (std::string w; f.size() < 10 && in >> w;) f.push_back(w);
-      if (f.size() < 10 || !inodes.count(f[9])) continue;
-      unsent += std::stoull(f[4].substr(0, f[4].find(':')), nullptr, 16);
+  m.tcp.clear();
+  if (sockets.empty()) return;
+  for (const auto& [table, family] : {std::pair{"/net/tcp", AF_INET}, std::pair{"/net/tcp6", AF_INET6}})
+    for (const auto& [inode, c] :
+         parse_tcp_table(read_text(proc_pid + table), static_cast<std::uint8_t>(family), sockets)) {
+      s.tcp_unsent += c.unsent;
+      m.tcp.push_back(c);
     }
-  }
-  s.tcp_unsent = unsent;
+  // Its connections are looked up from the sampler's own namespace only where they live there.
+  const auto ns = [](const std::string& link) {
+    char t[64];
+    const auto n = ::readlink(link.c_str(), t, sizeof t - 1);
+    return n > 0 ? std::string(t, static_cast<std::size_t>(n)) : std::string();
+  };
+  m.same_net = !ns(proc_pid + "/ns/net").empty() && ns(proc_pid + "/ns/net") == ns(proc + "/self/ns/net");
 }
 
 }  // namespace
 
+namespace {
+std::atomic<int> g_kept{0};  // KeptFiles open in this process
+}  // namespace
+
+KeptFile KeptFile::open(const std::string& path) {
+  KeptFile f;
+  if (g_kept.fetch_add(1) >= kMaxKept) {
+    --g_kept;
+    return f;
+  }
+  f.fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (f.fd_ < 0) --g_kept;
+  return f;
+}
+
+KeptFile& KeptFile::operator=(KeptFile&& o) noexcept {
+  if (this != &o) {
+    this->~KeptFile();
+    fd_ = o.fd_;
+    o.fd_ = -1;
+  }
+  return *this;
+}
+
+KeptFile::~KeptFile() {
+  if (fd_ < 0) return;
+  ::close(fd_);
+  fd_ = -1;
+  --g_kept;
+}
+
+std::string KeptFile::read() const {
+  char buf[512];
+  const auto n = fd_ < 0 ? -1 : ::pread(fd_, buf, sizeof buf, 0);
+  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+}
+
 std::optional<slow::HostSample> read_process(const std::string& proc, const std::string& cgroup, int pid,
-                                             ProcessMemory& memory, bool list_fds) {
+                                             ProcessMemory& memory, bool list_fds, TcpQueues* queues) {
   auto& waits = memory.waits;
   const std::string dir = proc + "/" + std::to_string(pid);
   slow::HostSample s{};
   try {
     if (!read_stat(read_text(dir + "/stat"), s)) return std::nullopt;
     std::map<int, std::uint64_t> now;
+    std::map<int, KeptFile> kept;
     for (const auto& task : entries(dir + "/task")) {
-      std::istringstream in(read_text(dir + "/task/" + task + "/schedstat"));
-      std::uint64_t on_cpu = 0, delay = 0;
-      if (!(in >> on_cpu >> delay)) continue;
       const int tid = std::stoi(task);
+      auto& file = kept[tid];
+      if (const auto it = memory.schedstat.find(tid); it != memory.schedstat.end()) file = std::move(it->second);
+      if (!file.is_open()) file = KeptFile::open(dir + "/task/" + task + "/schedstat");
+      const auto text = file.is_open() ? file.read() : read_text(dir + "/task/" + task + "/schedstat");
+      // "time on a CPU, time waiting for one (run delay), timeslices" in ns
+      char* end = nullptr;
+      std::strtoull(text.c_str(), &end, 10);
+      const char* at = end;
+      const std::uint64_t delay = std::strtoull(at, &end, 10);
+      if (text.empty() || end == at) continue;
       now[tid] = delay;
       const auto before = waits.find(tid);
       if (before != waits.end() && delay >= before->second)
         s.busiest_wait_ns = std::max(s.busiest_wait_ns, delay - before->second);
     }
     waits = std::move(now);
+    memory.schedstat = std::move(kept);  // (the threads gone close theirs)
     read_cgroup(dir, cgroup, s);
-    read_fds(dir, memory, list_fds, s);
+    read_fds(proc, dir, memory, list_fds, queues, s);
   } catch (const std::exception&) {  // a number that is not one: a file of another kind, or a process gone mid-read
     return std::nullopt;
   }
@@ -272,7 +325,7 @@ bool HostSampler::write(const std::vector<int>& pids, const std::map<int, std::p
     const auto known = memory_.find(pid);
     auto& m = memory[pid];
     if (known != memory_.end()) m = std::move(known->second);
-    auto s = read_process(proc_, cgroup_, pid, m, list_fds || known == memory_.end());
+    auto s = read_process(proc_, cgroup_, pid, m, list_fds || known == memory_.end(), &queues_);
     if (!s) continue;
     s->host_ns = now_ns;
     if (const auto p = polls.find(pid); p != polls.end())

@@ -79,7 +79,7 @@ void GpuSamples::read_counters(Gpu& g) const {
   g.ecc = gpus_->ecc_corrected(g.index).value_or(0) + gpus_->ecc_uncorrected(g.index).value_or(0);
   if (const auto r = gpus_->remapped_rows(g.index)) g.remapped = r->correctable + r->uncorrectable;
   g.nvlink = static_cast<std::uint32_t>(std::min<std::uint64_t>(gpus_->nvlink_errors_total(g.index).value_or(0),
-                                                                 std::numeric_limits<std::uint32_t>::max()));
+                                                                std::numeric_limits<std::uint32_t>::max()));
 }
 
 // argv[0]'s last part ("python3"), else its comm; "?" when the process is not visible here (another PID namespace).

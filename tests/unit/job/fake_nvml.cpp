@@ -1,7 +1,8 @@
 // A stand-in for the driver's libnvidia-ml.so.1 in the tests of facts' NVML loader and the host sampler's GPU reader
-// (facts/gpu_info.hpp, tools/watchdog/gpu_samples.hpp): the functions they look up, with NVML's documented signatures and return codes, answering for one GPU at 0000:1b:00.0
-// that is held down by its power cap, has reported XID 79 once, and runs 20 processes (the test's own among them: more
-// than the reader's first guess, so that it must ask again with room for them all).
+// (facts/gpu_info.hpp, tools/watchdog/gpu_samples.hpp): the functions they look up, with NVML's documented signatures
+// and return codes, answering for one GPU at 0000:1b:00.0 that is held down by its power cap, has reported XID 79 once,
+// and runs 20 processes (the test's own among them: more than the reader's first guess, so that it must ask again with
+// room for them all).
 #include <unistd.h>
 
 #include <cstring>

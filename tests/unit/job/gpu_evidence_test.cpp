@@ -50,7 +50,8 @@ TEST(XidLine, ReadsTheDriversReportInTheKernelLog) {
   ASSERT_TRUE(x.has_value());
   EXPECT_EQ(x->first, slow::pci_key(kBus));
   EXPECT_EQ(x->second, 79u);
-  const auto y = fabricbench::watchdog::parse_xid_line("NVRM: Xid (PCI:0000:c3:00): 48, pid='<unknown>', DBE (0x1,0x2)");
+  const auto y =
+      fabricbench::watchdog::parse_xid_line("NVRM: Xid (PCI:0000:c3:00): 48, pid='<unknown>', DBE (0x1,0x2)");
   ASSERT_TRUE(y.has_value());
   EXPECT_EQ(y->second, 48u);
   EXPECT_FALSE(fabricbench::watchdog::parse_xid_line("NVRM: loading NVIDIA UNIX x86_64 Kernel Module").has_value());

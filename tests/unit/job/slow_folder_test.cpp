@@ -1,5 +1,7 @@
 // The folder of profiler records read as the plugin writes it: whole and partial records across polls, a rotation,
 // and what is refused (a foreign file, a link, a folder others can write).
+#include "fabricbench/job/slow_folder.hpp"
+
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -12,7 +14,6 @@
 #include <string>
 
 #include "fabricbench/error.hpp"
-#include "fabricbench/job/slow_folder.hpp"
 
 namespace {
 

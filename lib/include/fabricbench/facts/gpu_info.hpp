@@ -65,7 +65,7 @@ class GpuInfo {
   virtual std::optional<unsigned> temperature_c(int) const { return std::nullopt; }
   virtual std::optional<std::uint64_t> ecc_corrected(int) const { return std::nullopt; }  // volatile
   struct Process {
-    int pid = 0;                  // as the driver sees it (the host's PID namespace)
+    int pid = 0;                   // as the driver sees it (the host's PID namespace)
     std::uint64_t used_bytes = 0;  // 0 when not known
   };
   virtual std::vector<Process> compute_processes(int) const { return {}; }
