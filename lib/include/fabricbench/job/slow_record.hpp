@@ -101,8 +101,6 @@ struct ProxyRecord {
   std::uint8_t flags;   // kProxy, at Record::flags' offset
   std::uint8_t pad[3];
 };
-static_assert(sizeof(ProxyRecord) == 64, "a proxy record is 64 bytes");
-static_assert(offsetof(ProxyRecord, flags) == offsetof(Record, flags), "the kind is read from one byte");
 // One process of the job as its host saw it, once a second (fabric-watchdog --slow's sampler, host_sampler.hpp): the
 // evidence a naming is joined to. Cumulative counters are the kernel's since the process (or cgroup) began.
 struct HostSample {
@@ -121,9 +119,6 @@ struct HostSample {
   std::uint8_t stopped_polls;  // of the second's looks at its state (`polls`), how many found it stopped
   std::uint8_t polls;
 };
-static_assert(sizeof(HostSample) == 64, "a host sample is 64 bytes");
-static_assert(offsetof(HostSample, flags) == offsetof(Record, flags), "the kind is read from one byte");
-static_assert(offsetof(HostSample, host_ns) == offsetof(Record, host_ns), "every record's time at one offset");
 
 // One GPU a rank of the host uses, as NVML showed it once a second (the same sampler; its GPU by its PCI address).
 struct GpuSample {
@@ -144,9 +139,6 @@ struct GpuSample {
   std::uint8_t flags;  // kGpuSample
   std::uint8_t pad2[3];
 };
-static_assert(sizeof(GpuSample) == 64, "a GPU sample is 64 bytes");
-static_assert(offsetof(GpuSample, flags) == offsetof(Record, flags), "the kind is read from one byte");
-static_assert(offsetof(GpuSample, host_ns) == offsetof(Record, host_ns), "every record's time at one offset");
 
 // NVML's clock event reasons (nvmlClocksEventReason*, documented bit values) that hold a busy GPU's clock down.
 inline constexpr std::uint64_t kReasonPowerCap = 0x4, kReasonHwSlowdown = 0x8, kReasonSyncBoost = 0x10,
@@ -164,9 +156,6 @@ struct GpuProcess {
   std::uint8_t flags;  // kGpuProcess
   std::uint8_t pad2[3];
 };
-static_assert(sizeof(GpuProcess) == 64, "a GPU process is 64 bytes");
-static_assert(offsetof(GpuProcess, flags) == offsetof(Record, flags), "the kind is read from one byte");
-static_assert(offsetof(GpuProcess, host_ns) == offsetof(Record, host_ns), "every record's time at one offset");
 
 // A PCI bus id ("0000:1b:00.0", NVML's "00000000:1B:00.0") as one number: domain (16 bits), bus, device and
 // function; 0 when it is not one.
@@ -195,9 +184,17 @@ struct NicSample {
   std::uint8_t flags;  // kNicSample, at Record::flags' offset
   std::uint8_t pad[3];
 };
-static_assert(sizeof(NicSample) == 64, "a NIC sample is 64 bytes");
-static_assert(offsetof(NicSample, flags) == offsetof(Record, flags), "the kind is read from one byte");
-static_assert(offsetof(NicSample, host_ns) == offsetof(Record, host_ns), "every record's time at one offset");
+
+// Every kind of record: 64 bytes, its kind in the byte of Record::flags, its time at Record::host_ns' offset.
+template <typename T>
+constexpr bool laid_out_as_record() {
+  return sizeof(T) == sizeof(Record) && offsetof(T, flags) == offsetof(Record, flags) &&
+         offsetof(T, host_ns) == offsetof(Record, host_ns);
+}
+static_assert(laid_out_as_record<ProxyRecord>() && laid_out_as_record<HostSample>() &&
+                  laid_out_as_record<NicSample>() && laid_out_as_record<GpuSample>() &&
+                  laid_out_as_record<GpuProcess>(),
+              "every record kind is laid out as a Record");
 
 inline bool is_proxy(const Record& r) { return r.flags & kProxy; }
 inline bool is_host_sample(const Record& r) { return r.flags & kHostSample; }
