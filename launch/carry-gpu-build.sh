@@ -13,7 +13,7 @@ out=${1:-$root/.carry}
 rm -rf "$out"
 cmake --install "$root/build-gpu" --prefix "$out" >/dev/null
 mkdir -p "$out/lib"
-cp "$root/build-gpu/tests/fabricbench_unit_tests" "$out/bin/"
+cp "$root/build-gpu/tests/fabricbench_unit_tests" "$root/build-gpu/tests/libfabricbench_fake_nvml.so" "$out/bin/"
 cp -r "$root/build-gpu/tests/fixtures" "$out/bin/"  # next to the unit tests, as in the build tree
 [ -x "$root/build-gpu/tests/nccl_peer" ] && cp "$root/build-gpu/tests/nccl_peer" "$out/bin/"
 # Debian's ip and tc with their libraries (the GPU machine has no iproute2; tests/gpu/hosts.py gives them

@@ -11,7 +11,8 @@ namespace {
 // What one stretch of samples says: shares of its span, rates per second, how often and how much it held unsent.
 struct Stretch {
   std::size_t n = 0, looks = 0, stopped = 0;
-  double span_s = 0, cpu_wait_s = 0, throttled_s = 0, faults = 0, cpu_pressure_s = 0, mem_pressure_s = 0;
+  double span_s = 0, cpu_wait_s = 0, throttled_s = 0, faults = 0, cpu_pressure_s = 0, mem_pressure_s = 0,
+         retransmits = 0;
   std::vector<double> unsent;  // bytes, at each sample
   std::uint32_t uverbs = 0;    // the RDMA devices it held open at the last sample
 };
@@ -28,7 +29,10 @@ Stretch stretch_of(const std::deque<slow::HostSample>& d, std::int64_t from, std
     s.looks += x.polls ? x.polls : 1;
     s.stopped += x.polls ? x.stopped_polls : (x.state == 'T' || x.state == 't');
     s.unsent.push_back(static_cast<double>(x.tcp_unsent));
-    if (first) s.cpu_wait_s += static_cast<double>(x.busiest_wait_ns) * 1e-9;  // (the first's is the time before)
+    if (first) {  // (the first's counts are of the time before it)
+      s.cpu_wait_s += static_cast<double>(x.busiest_wait_ns) * 1e-9;
+      s.retransmits += x.retransmits;
+    }
     if (!first) first = &x;
     last = &x;
   }
@@ -279,6 +283,9 @@ std::vector<HostCause> HostEvidence::causes(const SlowSource& rank, std::int64_t
   add("memory_pressure", mem_p, mem_p_b, 0.05, 3,
       fmt::format("its cgroup's tasks stalled on memory {} of the time (PSI; {} before)", percent(mem_p),
                   percent(mem_p_b)));
+  const double re = now.retransmits / now.span_s, re_b = before.span_s > 0 ? before.retransmits / before.span_s : 0;
+  add("retransmits", re, re_b, 5, 5,
+      fmt::format("its TCP connections retransmitted {:.0f} segments a second ({:.0f} before)", re, re_b));
   add("faults", faults, faults_b, 10, 5,
       fmt::format("{:.0f} major page faults a second ({:.0f} before): it pages", faults, faults_b));
   // Unsent bytes, the window's median against the minute's mean: a healthy job's sockets hold bursts (a gradient

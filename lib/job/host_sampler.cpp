@@ -92,18 +92,26 @@ void read_cgroup(const std::string& proc_pid, const std::string& cgroup, slow::H
 
 // Its fds: the RDMA devices it holds open (/dev/infiniband/uverbsN: bit N of the sample's mask) and its sockets,
 // whose TCP connections (its network namespace's net/tcp and tcp6, by inode) say the bytes it holds unsent
-// (tx_queue). Listed with `list` only; between listings the connections are looked up through `queues`.
+// (tx_queue) and, looked up through `queues`, the segments they retransmitted. Listed with `list` only; between
+// listings the connections known are looked up.
 void read_fds(const std::string& proc, const std::string& proc_pid, ProcessMemory& m, bool list, TcpQueues* queues,
               slow::HostSample& s) {
   char target[128];
   static constexpr char kUverbs[] = "/dev/infiniband/uverbs";
-  if (!list && queues && queues->usable() && m.same_net) {
-    s.uverbs = m.uverbs;
-    if (const auto u = queues->unsent(m.tcp)) {
-      s.tcp_unsent = *u;
-      return;
-    }
-  }
+  // Between listings, the connections known are looked up (unsent bytes, retransmissions); else the table is read.
+  const auto look = [&] {
+    const auto t = queues && queues->usable() && m.same_net ? queues->look(m.tcp) : std::nullopt;
+    if (!t) return false;
+    s.tcp_unsent = t->unsent;
+    std::uint64_t more = 0;
+    for (const auto& [c, n] : t->retrans)
+      if (const auto b = m.retrans.find(c); b != m.retrans.end() && n >= b->second) more += n - b->second;
+    s.retransmits = static_cast<std::uint16_t>(std::min<std::uint64_t>(more, 65535));
+    m.retrans = t->retrans;
+    return true;
+  };
+  s.uverbs = m.uverbs;
+  if (!list && look()) return;
   std::set<std::string> sockets;
   m.uverbs = 0;
   for (const auto& fd : entries(proc_pid + "/fd")) {
@@ -113,18 +121,19 @@ void read_fds(const std::string& proc, const std::string& proc_pid, ProcessMemor
     if (n > 9 && std::strncmp(target, "socket:[", 8) == 0) sockets.emplace(target + 8, static_cast<std::size_t>(n) - 9);
     if (std::strncmp(target, kUverbs, sizeof kUverbs - 1) == 0) {
       const int index = std::atoi(target + sizeof kUverbs - 1);
-      if (index >= 0 && index < 32) m.uverbs |= 1u << index;
+      if (index >= 0 && index < 16) m.uverbs = static_cast<std::uint16_t>(m.uverbs | 1u << index);
     }
   }
   s.uverbs = m.uverbs;
   m.tcp.clear();
-  if (sockets.empty()) return;
-  for (const auto& [table, family] : {std::pair{"/net/tcp", AF_INET}, std::pair{"/net/tcp6", AF_INET6}})
-    for (const auto& [inode, c] :
-         parse_tcp_table(read_text(proc_pid + table), static_cast<std::uint8_t>(family), sockets)) {
-      s.tcp_unsent += c.unsent;
-      m.tcp.push_back(c);
-    }
+  std::uint64_t unsent = 0;
+  if (!sockets.empty())
+    for (const auto& [table, family] : {std::pair{"/net/tcp", AF_INET}, std::pair{"/net/tcp6", AF_INET6}})
+      for (const auto& [inode, c] :
+           parse_tcp_table(read_text(proc_pid + table), static_cast<std::uint8_t>(family), sockets)) {
+        unsent += c.unsent;
+        m.tcp.push_back(c);
+      }
   // Its connections are looked up from the sampler's own namespace only where they live there.
   const auto ns = [](const std::string& link) {
     char t[64];
@@ -132,6 +141,7 @@ void read_fds(const std::string& proc, const std::string& proc_pid, ProcessMemor
     return n > 0 ? std::string(t, static_cast<std::size_t>(n)) : std::string();
   };
   m.same_net = !ns(proc_pid + "/ns/net").empty() && ns(proc_pid + "/ns/net") == ns(proc + "/self/ns/net");
+  if (!look()) s.tcp_unsent = unsent;  // (the table's, where the connections cannot be looked up)
 }
 
 }  // namespace

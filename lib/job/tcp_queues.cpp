@@ -3,12 +3,15 @@
 #include <arpa/inet.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <linux/sock_diag.h>
+#include <linux/tcp.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <sstream>
 #include <tuple>
@@ -61,9 +64,10 @@ TcpQueues::~TcpQueues() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-std::optional<std::uint64_t> TcpQueues::unsent(const std::vector<TcpConnection>& connections) {
+std::optional<TcpQueues::Totals> TcpQueues::look(const std::vector<TcpConnection>& connections) {
   if (fd_ < 0) return std::nullopt;
-  if (connections.empty()) return 0;
+  Totals out;
+  if (connections.empty()) return out;
   struct Request {
     nlmsghdr header;
     inet_diag_req_v2 body;
@@ -80,6 +84,7 @@ std::optional<std::uint64_t> TcpQueues::unsent(const std::vector<TcpConnection>&
     r.body.sdiag_family = c.family;
     r.body.sdiag_protocol = IPPROTO_TCP;
     r.body.idiag_states = ~0u;
+    r.body.idiag_ext = 1u << (INET_DIAG_INFO - 1);  // with its tcp_info
     r.body.id.idiag_sport = c.local_port;
     r.body.id.idiag_dport = c.remote_port;
     std::memcpy(r.body.id.idiag_src, c.local.data(), sizeof r.body.id.idiag_src);
@@ -92,8 +97,8 @@ std::optional<std::uint64_t> TcpQueues::unsent(const std::vector<TcpConnection>&
   if (::sendto(fd_, requests.data(), bytes, 0, reinterpret_cast<sockaddr*>(&kernel), sizeof kernel) !=
       static_cast<ssize_t>(bytes))
     return std::nullopt;
-  // One answer each: the socket (inet_diag_msg), or an error (ENOENT: gone since).
-  std::uint64_t unsent = 0;
+  // One answer each: the socket (inet_diag_msg, then its attributes: tcp_info among them), or an error (ENOENT: gone
+  // since). The sequence number says which connection.
   std::size_t answered = 0;
   alignas(nlmsghdr) char buf[32768];
   while (answered < connections.size()) {
@@ -103,11 +108,18 @@ std::optional<std::uint64_t> TcpQueues::unsent(const std::vector<TcpConnection>&
     auto len = static_cast<unsigned>(n);
     for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
       ++answered;
-      if (h->nlmsg_type == SOCK_DIAG_BY_FAMILY && h->nlmsg_len >= NLMSG_LENGTH(sizeof(inet_diag_msg)))
-        unsent += static_cast<const inet_diag_msg*>(NLMSG_DATA(h))->idiag_wqueue;
+      if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY || h->nlmsg_len < NLMSG_LENGTH(sizeof(inet_diag_msg))) continue;
+      const auto* m = static_cast<const inet_diag_msg*>(NLMSG_DATA(h));
+      out.unsent += m->idiag_wqueue;
+      if (h->nlmsg_seq == 0 || h->nlmsg_seq > connections.size()) continue;
+      auto attr_len = static_cast<int>(h->nlmsg_len - NLMSG_LENGTH(sizeof *m));
+      for (auto* a = reinterpret_cast<const rtattr*>(m + 1); RTA_OK(a, attr_len); a = RTA_NEXT(a, attr_len))
+        if (a->rta_type == INET_DIAG_INFO &&
+            RTA_PAYLOAD(a) >= offsetof(tcp_info, tcpi_total_retrans) + sizeof(std::uint32_t))
+          out.retrans[connections[h->nlmsg_seq - 1]] = static_cast<const tcp_info*>(RTA_DATA(a))->tcpi_total_retrans;
     }
   }
-  return unsent;
+  return out;
 }
 
 }  // namespace fabricbench::job

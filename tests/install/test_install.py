@@ -76,6 +76,7 @@ class OutOfTheTrees(unittest.TestCase):
         moved = self.dir / "moved"
         (moved / "tests").mkdir(parents=True)
         shutil.copy2(BUILD / "tests" / "fabricbench_unit_tests", moved / "tests")
+        shutil.copy2(BUILD / "tests" / "libfabricbench_fake_nvml.so", moved / "tests")  # NVML's stand-in beside it
         shutil.copytree(BUILD / "share", moved / "share")
         # The doctor's parser tests read the GPU machine's logs, which the build put next to the binary: they
         # travel with it, and the binary finds them relative to itself (no FABRICBENCH_FIXTURES).

@@ -67,7 +67,9 @@ TEST(GpuSamples, ReadWhatTheDriverSays) {
   EXPECT_NE(none.why().find("not found"), std::string::npos);
   EXPECT_TRUE(none.sample({kBus}, {}, kStart).empty());
 
-  auto loaded = fabricbench::facts::load_nvml(&why, FABRICBENCH_FAKE_NVML);
+  // The stand-in lies next to this binary (the build puts it there; a moved tree or a carried prefix take it along).
+  const auto fake = std::filesystem::read_symlink("/proc/self/exe").parent_path() / "libfabricbench_fake_nvml.so";
+  auto loaded = fabricbench::facts::load_nvml(&why, fake.string());
   ASSERT_TRUE(loaded) << why;
   GpuSamples nvml(std::move(loaded), "", fabricbench::facts::HostFiles());
   EXPECT_EQ(nvml.xid_source(), "NVML's events");
@@ -193,6 +195,18 @@ TEST(GpuEvidence, PressureOfItsCgroup) {
   EXPECT_EQ(e.because(gpu_rank("h2", 7), from, to),
             "because: its cgroup's tasks waited for a CPU 60% of the time (PSI; 1% before); its cgroup's tasks "
             "stalled on memory 10% of the time (PSI; 0% before)");
+}
+
+TEST(GpuEvidence, RetransmissionsOfItsConnections) {
+  HostEvidence e;
+  for (int i = 0; i < 70; ++i) {  // none a minute, then 40 segments a second
+    slow::HostSample s{};
+    s.pid = 7, s.host_ns = kStart + i * kSec, s.flags = slow::kHostSample, s.state = 'S';
+    s.retransmits = i < 60 ? 0 : 40;
+    e.add("h2", s);
+  }
+  EXPECT_EQ(e.because(gpu_rank("h2", 7), kStart + 60 * kSec, kStart + 69 * kSec),
+            "because: its TCP connections retransmitted 40 segments a second (0 before)");
 }
 
 TEST(GpuEvidence, ThePortsARankHoldsOpenAreItsOwn) {
@@ -323,8 +337,8 @@ TEST(RecordedEvidence, HealthyStretchesSayNoEvidence) {
         for (const auto& f : run.faults) quiet &= t < f.start - 1 || t > f.end + 20;
         if (!quiet) continue;
         for (const auto& rank : run.ranks) {
-          EXPECT_EQ(run.at(rank, t), "no evidence on its host") << job << run_name << " at +" << t << " s, pid "
-                                                                 << rank.pid;
+          EXPECT_EQ(run.at(rank, t), "no evidence on its host")
+              << job << run_name << " at +" << t << " s, pid " << rank.pid;
           ++looked;
         }
       }

@@ -79,13 +79,21 @@ TEST(TcpQueues, LookUpWhatTheTableSays) {
   EXPECT_GT(c.unsent, 0u);
   fabricbench::job::TcpQueues q;
   ASSERT_TRUE(q.usable());
-  EXPECT_EQ(q.unsent({c}), c.unsent);
-  EXPECT_EQ(q.unsent({}), 0u);
+  const auto t = q.look({c});
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->unsent, c.unsent);
+  ASSERT_EQ(t->retrans.size(), 1u);  // its tcp_info came with it, for this very connection
+  EXPECT_EQ(t->retrans.begin()->first.local_port, c.local_port);
+  EXPECT_LT(t->retrans.begin()->second, 100u);  // (the loopback loses nothing; a full window's probe may count)
+  EXPECT_EQ(q.look({})->unsent, 0u);
   ::close(client);
   ::close(peer);
   ::close(server);
   // Gone: counted as nothing, not an error.
-  EXPECT_EQ(q.unsent({c}), 0u);
+  const auto gone = q.look({c});
+  ASSERT_TRUE(gone.has_value());
+  EXPECT_EQ(gone->unsent, 0u);
+  EXPECT_TRUE(gone->retrans.empty());
 }
 
 }  // namespace tcp_queues_test

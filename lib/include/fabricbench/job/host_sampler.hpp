@@ -50,9 +50,10 @@ struct ProcessMemory {
   std::map<int, std::uint64_t> waits;  // each thread's run delay at the sample before, for busiest_wait_ns
   // As its fds were when last listed: the RDMA devices it holds open (bit N: uverbsN), its TCP connections, and
   // whether those are in the sampler's own network namespace (then looked up through `queues`).
-  std::uint32_t uverbs = 0;
+  std::uint16_t uverbs = 0;
   std::vector<TcpConnection> tcp;
   bool same_net = false;
+  std::map<TcpConnection, std::uint32_t> retrans;  // each connection's retransmissions at the sample before
 };
 // One process read from `proc` (a /proc) and `cgroup` (a cgroup v2 mount); `memory` updated. Its fds (and its network
 // namespace's TCP table) are read again with `list_fds` only (a job's process holds hundreds, and opens its sockets

@@ -1,10 +1,10 @@
-// The bytes a process's TCP sockets hold unsent, for fabric-watchdog --slow's host sampler (host_sampler.hpp), at a
-// cost that does not grow with the host's memory. Reading /proc/PID/net/tcp walks the kernel's whole hash table of
-// connections (sized by the host's memory): 0.9 ms of CPU for each of tcp and tcp6 on this 24 GiB machine with a
-// handful of sockets, most of the sampler's time. So the table is read only to learn which connections the
-// process's socket inodes are (with its fds, every 5 s), and each second every known connection is looked up by its
-// addresses and ports through the kernel's socket diagnostics (NETLINK_SOCK_DIAG, one exact lookup each: a hash
-// lookup), all in one message each way.
+// The bytes a process's TCP sockets hold unsent and the segments they retransmitted, for fabric-watchdog --slow's host
+// sampler (host_sampler.hpp), at a cost that does not grow with the host's memory. Reading /proc/PID/net/tcp walks the
+// kernel's whole hash table of connections (sized by the host's memory): 0.9 ms of CPU for each of tcp and tcp6 on this
+// 24 GiB machine with a handful of sockets, most of the sampler's time. So the table is read only to learn which
+// connections the process's socket inodes are (with its fds, every 5 s), and each second every known connection is
+// looked up by its addresses and ports through the kernel's socket diagnostics (NETLINK_SOCK_DIAG, one exact lookup
+// each: a hash lookup), all in one message each way.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -36,9 +36,13 @@ class TcpQueues {
   TcpQueues(const TcpQueues&) = delete;
   TcpQueues& operator=(const TcpQueues&) = delete;
   bool usable() const { return fd_ >= 0; }
-  // The bytes each of `connections` holds unsent now, summed (the ones gone since count 0); empty when the lookups
-  // could not be made (then the caller reads the table).
-  std::optional<std::uint64_t> unsent(const std::vector<TcpConnection>& connections);
+  struct Totals {
+    std::uint64_t unsent = 0;                        // bytes, now, summed
+    std::map<TcpConnection, std::uint32_t> retrans;  // each connection's segments retransmitted since it began
+  };
+  // `connections` now (the ones gone since count nothing); empty when the lookups could not be made (then the caller
+  // reads the table).
+  std::optional<Totals> look(const std::vector<TcpConnection>& connections);
 
  private:
   int fd_ = -1;
