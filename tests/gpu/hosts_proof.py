@@ -10,6 +10,8 @@ fabric-watchdog named, when. Run as root from the repository root with a carried
   evidence   (issue 57) one DDP job of 4 hosts with one fault of each kind the hosts' samplers explain (stall,
              starve, quota, nic-send, neighbour) and what each naming said after "because:"; then the same job
              healthy and alone for 120 s (nothing named; its samplers' folder replayed on CPU says no evidence).
+  neighbour  (issue 57) HOSTS=2 on two GPUs: a DDP job of 50 s, another process's matmuls on the last host's own GPU
+             from 20 to 40 s, and what the naming said after "because:".
   cost       what watching costs a step: the DDP job and the FSDP job on one rig, 30 s each, watched (the plugin in
              its NCCL, a watchdog per host) and not, PAIRS (2) interleaved pairs alternating which goes first; rank
              0's median step from 5 s in, and per job the ratio of the medians.
@@ -110,7 +112,7 @@ def main():
     mode, out = sys.argv[1], pathlib.Path(sys.argv[2])
     gpus = list(range(int(os.environ.get("GPUS", "0")) or len(
         [l for l in os.popen("nvidia-smi -L").read().splitlines() if l.startswith("GPU")])))
-    n = 4
+    n = int(os.environ.get("HOSTS", "4"))
     wmem = int(os.environ.get("HOSTS_WMEM", "0"))  # bytes; 0: the kernel's TCP send buffers (up to 4 MB)
     rigs = [hosts.Rig(n, gpus, tag=f"fb{k}", net=k, wmem_max=wmem).up() for k in range(2)]
     own_gpu = len(gpus) >= 2 * n
@@ -136,10 +138,14 @@ def main():
             jobs.append(hosts.Job(rigs[0], work, "evidence-healthy", 120, [], port=29631).wait())
             summary["evidence"] = evidence(jobs[0])
             summary["samplers"] = [l for j in jobs for _, _, l in j.lines if "this host's sampler" in l]
+        elif mode == "neighbour":  # (issue 57) HOSTS=2 on 2 GPUs: each host's rank on a GPU of its own
+            p = [{"kind": "neighbour", "rank": n - 1, "start": 20, "end": 40}]
+            jobs = [hosts.Job(rigs[0], work, "neighbour-ddp", 50, p, port=29640).wait()]
+            summary["evidence"] = evidence(jobs[0])
         elif mode == "cost":
             summary["cost"] = cost(rigs[0], work, int(os.environ.get("PAIRS", "2")))
         else:
-            raise SystemExit(f"hosts_proof.py: mode {mode!r}: allowed record, ddp, fsdp, evidence, cost")
+            raise SystemExit(f"hosts_proof.py: mode {mode!r}: allowed record, ddp, fsdp, evidence, neighbour, cost")
         for j in jobs:
             summary[j.name] = dict(j.judged(), step_ms=step_ms(j, j.plan))
         faults = [f for j in jobs for f in summary[j.name]["faults"]]
