@@ -12,7 +12,7 @@ namespace {
 struct Stretch {
   std::size_t n = 0, looks = 0, stopped = 0;
   double span_s = 0, cpu_wait_s = 0, throttled_s = 0, faults = 0, cpu_pressure_s = 0, mem_pressure_s = 0,
-         retransmits = 0;
+         retransmits = 0;      // the samples' shares retransmitted, summed (per 100,000)
   std::vector<double> unsent;  // bytes, at each sample
   std::uint32_t uverbs = 0;    // the RDMA devices it held open at the last sample
 };
@@ -283,9 +283,13 @@ std::vector<HostCause> HostEvidence::causes(const SlowSource& rank, std::int64_t
   add("memory_pressure", mem_p, mem_p_b, 0.05, 3,
       fmt::format("its cgroup's tasks stalled on memory {} of the time (PSI; {} before)", percent(mem_p),
                   percent(mem_p_b)));
-  const double re = now.retransmits / now.span_s, re_b = before.span_s > 0 ? before.retransmits / before.span_s : 0;
-  add("retransmits", re, re_b, 5, 5,
-      fmt::format("its TCP connections retransmitted {:.0f} segments a second ({:.0f} before)", re, re_b));
+  // Retransmitted segments as a share of those sent: a spurious retransmission now and then (tail loss probes: 20-60
+  // a second, 0.1% or less, on the GPU machine's healthy rig) is not a lossy link (1% and more).
+  const auto mean = [](const Stretch& x) { return x.n > 1 ? x.retransmits / 1e5 / static_cast<double>(x.n - 1) : 0; };
+  const double re = mean(now), re_b = mean(before);
+  add("retransmits", re, re_b, 0.01, 5,
+      fmt::format("its TCP connections retransmitted {:.1f}% of their segments ({:.1f}% before)", 100 * re,
+                  100 * re_b));
   add("faults", faults, faults_b, 10, 5,
       fmt::format("{:.0f} major page faults a second ({:.0f} before): it pages", faults, faults_b));
   // Unsent bytes, the window's median against the minute's mean: a healthy job's sockets hold bursts (a gradient

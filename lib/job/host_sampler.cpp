@@ -103,11 +103,16 @@ void read_fds(const std::string& proc, const std::string& proc_pid, ProcessMemor
     const auto t = queues && queues->usable() && m.same_net ? queues->look(m.tcp) : std::nullopt;
     if (!t) return false;
     s.tcp_unsent = t->unsent;
-    std::uint64_t more = 0;
-    for (const auto& [c, n] : t->retrans)
-      if (const auto b = m.retrans.find(c); b != m.retrans.end() && n >= b->second) more += n - b->second;
-    s.retransmits = static_cast<std::uint16_t>(std::min<std::uint64_t>(more, 65535));
-    m.retrans = t->retrans;
+    // Of the segments its connections sent since the sample before, the share retransmitted (per 100,000); not of a
+    // trickle (under 1000 segments a second: an idle connection's one probe would read as a share).
+    std::uint64_t again = 0, sent = 0;
+    for (const auto& [c, n] : t->segments)
+      if (const auto b = m.segments.find(c);
+          b != m.segments.end() && n.first >= b->second.first && n.second >= b->second.second)
+        again += n.first - b->second.first, sent += n.second - b->second.second;
+    s.retransmits =
+        static_cast<std::uint16_t>(sent >= 1000 ? std::min<std::uint64_t>(100000 * again / sent, 65535) : 0);
+    m.segments = t->segments;
     return true;
   };
   s.uverbs = m.uverbs;

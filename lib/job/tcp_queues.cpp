@@ -115,8 +115,10 @@ std::optional<TcpQueues::Totals> TcpQueues::look(const std::vector<TcpConnection
       auto attr_len = static_cast<int>(h->nlmsg_len - NLMSG_LENGTH(sizeof *m));
       for (auto* a = reinterpret_cast<const rtattr*>(m + 1); RTA_OK(a, attr_len); a = RTA_NEXT(a, attr_len))
         if (a->rta_type == INET_DIAG_INFO &&
-            RTA_PAYLOAD(a) >= offsetof(tcp_info, tcpi_total_retrans) + sizeof(std::uint32_t))
-          out.retrans[connections[h->nlmsg_seq - 1]] = static_cast<const tcp_info*>(RTA_DATA(a))->tcpi_total_retrans;
+            RTA_PAYLOAD(a) >= offsetof(tcp_info, tcpi_segs_out) + sizeof(std::uint32_t)) {
+          const auto* info = static_cast<const tcp_info*>(RTA_DATA(a));
+          out.segments[connections[h->nlmsg_seq - 1]] = {info->tcpi_total_retrans, info->tcpi_segs_out};
+        }
     }
   }
   return out;

@@ -199,14 +199,15 @@ TEST(GpuEvidence, PressureOfItsCgroup) {
 
 TEST(GpuEvidence, RetransmissionsOfItsConnections) {
   HostEvidence e;
-  for (int i = 0; i < 70; ++i) {  // none a minute, then 40 segments a second
+  for (int i = 0; i < 70; ++i) {  // 0.1% of its segments a minute (spurious: no evidence), then 2.5%
     slow::HostSample s{};
     s.pid = 7, s.host_ns = kStart + i * kSec, s.flags = slow::kHostSample, s.state = 'S';
-    s.retransmits = i < 60 ? 0 : 40;
+    s.retransmits = i < 60 ? 100 : 2500;
     e.add("h2", s);
   }
   EXPECT_EQ(e.because(gpu_rank("h2", 7), kStart + 60 * kSec, kStart + 69 * kSec),
-            "because: its TCP connections retransmitted 40 segments a second (0 before)");
+            "because: its TCP connections retransmitted 2.5% of their segments (0.1% before)");
+  EXPECT_EQ(e.because(gpu_rank("h2", 7), kStart + 30 * kSec, kStart + 39 * kSec), "no evidence on its host");
 }
 
 TEST(GpuEvidence, ThePortsARankHoldsOpenAreItsOwn) {
@@ -293,8 +294,10 @@ struct RecordedRun {
   }
 };
 
-// Three runs: the first set the unsent rule, the second and third (other ranks) were held out.
-const char* const kRuns[] = {"", "-2", "-3"};
+// Four runs: the first set the unsent rule, the others (other ranks) were held out. The fourth run's samplers (and
+// the neighbour's below) counted retransmitted segments a second in the field that now holds their share of the
+// segments sent: zeroed in those fixtures (tests/fixtures/slow/evidence/README).
+const char* const kRuns[] = {"", "-2", "-3", "-4"};
 
 TEST(RecordedEvidence, EachFaultOnTheGpuMachineSaysWhatItWas) {
   const std::map<std::string, std::string> expected = {{"stall", "its process was found stopped"},
@@ -345,6 +348,24 @@ TEST(RecordedEvidence, HealthyStretchesSayNoEvidence) {
       // 120 s healthy: 23 looks at each of 4 ranks; the injected run's faults leave its first 20 s alone.
       EXPECT_GE(looked, job == "healthy" ? 4 * 20 : 4 * 3) << job << run_name;
     }
+}
+
+// Two hosts on two H200s, each rank on a GPU of its own; another process's matmuls on the second's from +24 s: the
+// judge named rank 1 at +32 s, "because: its GPU runs another process: pid 815 python3 (1.2 GiB), seen for 7 s".
+TEST(RecordedEvidence, ANeighbourOnARanksOwnGpu) {
+  const RecordedRun run("neighbour");
+  ASSERT_EQ(run.ranks.size(), 2u);
+  ASSERT_EQ(run.faults.size(), 1u);
+  const auto& f = run.faults[0];
+  for (const auto& rank : run.ranks) {
+    const auto said = run.at(rank, f.start + 8);
+    if (rank.pid == f.pid)
+      EXPECT_NE(said.find("because: its GPU runs another process: pid 815 python3"), std::string::npos) << said;
+    else  // the other host's GPU had none (its sockets wait on the slow one: that it may say)
+      EXPECT_EQ(said.find("another process"), std::string::npos) << said;
+    // Before it (its process began 4 s before its matmuls: its CUDA context already slowed the GPU).
+    EXPECT_EQ(run.at(rank, f.start - 6), "no evidence on its host");
+  }
 }
 
 }  // namespace gpu_evidence_test

@@ -53,7 +53,8 @@ struct ProcessMemory {
   std::uint16_t uverbs = 0;
   std::vector<TcpConnection> tcp;
   bool same_net = false;
-  std::map<TcpConnection, std::uint32_t> retrans;  // each connection's retransmissions at the sample before
+  // Each connection's segments retransmitted and sent at the sample before.
+  std::map<TcpConnection, std::pair<std::uint32_t, std::uint32_t>> segments;
 };
 // One process read from `proc` (a /proc) and `cgroup` (a cgroup v2 mount); `memory` updated. Its fds (and its network
 // namespace's TCP table) are read again with `list_fds` only (a job's process holds hundreds, and opens its sockets

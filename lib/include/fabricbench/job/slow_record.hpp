@@ -114,7 +114,8 @@ struct HostSample {
   std::int32_t pid;
   std::uint32_t majflt;        // major page faults
   std::uint16_t uverbs;        // the RDMA devices it holds open: bit N for /dev/infiniband/uverbsN (N < 16)
-  std::uint16_t retransmits;   // segments its TCP connections retransmitted since the sample before (saturates)
+  std::uint16_t retransmits;   // of the segments its TCP connections sent since the sample before, the share
+                               // retransmitted, per 100,000
   std::uint8_t flags;          // kHostSample, at Record::flags' offset
   char state;                  // /proc/PID/stat's at the sample: R, S, D, T (stopped), t (traced), ...
   std::uint8_t stopped_polls;  // of the second's looks at its state (`polls`), how many found it stopped

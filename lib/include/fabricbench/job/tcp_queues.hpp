@@ -37,8 +37,9 @@ class TcpQueues {
   TcpQueues& operator=(const TcpQueues&) = delete;
   bool usable() const { return fd_ >= 0; }
   struct Totals {
-    std::uint64_t unsent = 0;                        // bytes, now, summed
-    std::map<TcpConnection, std::uint32_t> retrans;  // each connection's segments retransmitted since it began
+    std::uint64_t unsent = 0;  // bytes, now, summed
+    // Each connection's segments retransmitted and sent since it began (tcp_info's tcpi_total_retrans, tcpi_segs_out).
+    std::map<TcpConnection, std::pair<std::uint32_t, std::uint32_t>> segments;
   };
   // `connections` now (the ones gone since count nothing); empty when the lookups could not be made (then the caller
   // reads the table).
