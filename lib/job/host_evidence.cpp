@@ -256,37 +256,58 @@ std::vector<HostCause> HostEvidence::causes(const SlowSource& rank, std::int64_t
   };
   sampled = ports || gpu || now.n > 0;
   if (it == samples_.end() || now.n < 2 || now.span_s <= 0) return by_strength();
-  const auto before = stretch_of(it->second, before_ns - static_cast<std::int64_t>(kBeforeS * 1e9), before_ns);
+  const auto minute = before_ns - static_cast<std::int64_t>(kBeforeS * 1e9);
+  const auto before = stretch_of(it->second, minute, before_ns);
+  // "Before" is its usual at its quietest: the least over the minute and each 5 s of it. A rank named late (its
+  // trouble begun seconds before the window it was first named over: a loaded machine's judge named a stop 10 s in)
+  // still stands against what it was before the trouble.
+  std::vector<Stretch> chunks{before};
+  constexpr std::int64_t kChunk = 5'000'000'000;
+  for (auto t = minute; t < before_ns; t += kChunk)
+    if (auto c = stretch_of(it->second, t, std::min(t + kChunk + 1, before_ns)); c.n >= 2 && c.span_s > 0)
+      chunks.push_back(std::move(c));
+  const auto usual = [&](auto measure) {
+    double b = measure(before);
+    for (const auto& c : chunks) b = std::min(b, measure(c));
+    return b;
+  };
   const auto share = [](double part, double of) { return of > 0 ? std::min(1.0, part / of) : 0.0; };
   // A cause passes its floor and stands at least `factor` times above before (a host that always waits is said
   // too when it had no before: the naming may be at the job's start).
   const auto add = [&](const char* kind, double n, double b, double floor, double factor, std::string words) {
     if (n >= floor && (before.n < 2 || n >= factor * b)) out.push_back({kind, n, b, n / floor, std::move(words)});
   };
-  const double stopped = share(static_cast<double>(now.stopped), static_cast<double>(now.looks));
-  const double stopped_b = share(static_cast<double>(before.stopped), static_cast<double>(before.looks));
+  const auto stopped_of = [&](const Stretch& x) {
+    return share(static_cast<double>(x.stopped), static_cast<double>(x.looks));
+  };
+  const double stopped = stopped_of(now), stopped_b = usual(stopped_of);
   add("stopped", stopped, stopped_b, 0.1, 2,
       fmt::format("its process was found stopped at {} of the looks ({} before)", percent(stopped),
                   percent(stopped_b)));
-  const double wait = share(now.cpu_wait_s, now.span_s), wait_b = share(before.cpu_wait_s, before.span_s);
+  const auto wait_of = [&](const Stretch& x) { return share(x.cpu_wait_s, x.span_s); };
+  const double wait = wait_of(now), wait_b = usual(wait_of);
   add("cpu_wait", wait, wait_b, 0.1, 3,
       fmt::format("its busiest thread waited for a CPU {} of the time ({} before)", percent(wait), percent(wait_b)));
-  const double thr = share(now.throttled_s, now.span_s), thr_b = share(before.throttled_s, before.span_s);
+  const auto thr_of = [&](const Stretch& x) { return share(x.throttled_s, x.span_s); };
+  const double thr = thr_of(now), thr_b = usual(thr_of);
   add("throttled", thr, thr_b, 0.05, 3,
       fmt::format("its cgroup's CPU quota throttled it {} of the time ({} before)", percent(thr), percent(thr_b)));
-  const double faults = now.faults / now.span_s, faults_b = before.span_s > 0 ? before.faults / before.span_s : 0;
-  const double cpu_p = share(now.cpu_pressure_s, now.span_s), cpu_p_b = share(before.cpu_pressure_s, before.span_s);
+  const auto faults_of = [](const Stretch& x) { return x.span_s > 0 ? x.faults / x.span_s : 0; };
+  const double faults = faults_of(now), faults_b = usual(faults_of);
+  const auto cpu_p_of = [&](const Stretch& x) { return share(x.cpu_pressure_s, x.span_s); };
+  const double cpu_p = cpu_p_of(now), cpu_p_b = usual(cpu_p_of);
   add("cpu_pressure", cpu_p, cpu_p_b, 0.2, 3,
       fmt::format("its cgroup's tasks waited for a CPU {} of the time (PSI; {} before)", percent(cpu_p),
                   percent(cpu_p_b)));
-  const double mem_p = share(now.mem_pressure_s, now.span_s), mem_p_b = share(before.mem_pressure_s, before.span_s);
+  const auto mem_p_of = [&](const Stretch& x) { return share(x.mem_pressure_s, x.span_s); };
+  const double mem_p = mem_p_of(now), mem_p_b = usual(mem_p_of);
   add("memory_pressure", mem_p, mem_p_b, 0.05, 3,
       fmt::format("its cgroup's tasks stalled on memory {} of the time (PSI; {} before)", percent(mem_p),
                   percent(mem_p_b)));
   // Retransmitted segments as a share of those sent: a spurious retransmission now and then (tail loss probes: 20-60
   // a second, 0.1% or less, on the GPU machine's healthy rig) is not a lossy link (1% and more).
   const auto mean = [](const Stretch& x) { return x.n > 1 ? x.retransmits / 1e5 / static_cast<double>(x.n - 1) : 0; };
-  const double re = mean(now), re_b = mean(before);
+  const double re = mean(now), re_b = usual(mean);
   add("retransmits", re, re_b, 0.01, 5,
       fmt::format("its TCP connections retransmitted {:.1f}% of their segments ({:.1f}% before)", 100 * re,
                   100 * re_b));

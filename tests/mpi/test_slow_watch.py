@@ -149,7 +149,9 @@ class SlowWatch(LaunchTest):
                       named[0][1])
         self.assertIsNotNone(m, named[0][1])
         self.assertTrue(20 <= int(m.group(1)) <= 80, named[0][1])
-        self.assertLess(int(m.group(2)), int(m.group(1)) / 2, named[0][1])
+        # At most half of it before (the rule's factor of 2): on a loaded machine the naming comes late, and the job's
+        # life before the stop is a second or two, so its quietest 5 s may hold the stop's first looks.
+        self.assertLessEqual(int(m.group(2)), int(m.group(1)) / 2, named[0][1])
         run = self.load("slow/slow-report.h5")
         found = run.tables["slow/findings"]
         self.assertIn("its process was found stopped", found.evidence.iloc[0])
