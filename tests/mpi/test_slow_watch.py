@@ -144,7 +144,11 @@ class SlowWatch(LaunchTest):
         text = "\n".join(line for _, line in self.lines)
         self.assertEqual(rc, 0, text)
         named = self.said(r"slow rank: rank 2 ")
-        self.assertEqual(len(named), 1, text)
+        # Named once; on a loaded machine (CI's, the sanitizer build beside it) the judge may let it go for a look and
+        # name it again: every naming says why.
+        self.assertGreaterEqual(len(named), 1, text)
+        for _, line in named[1:]:
+            self.assertIn("because: its process was found stopped", line)
         m = re.search(r"; because: .*its process was found stopped at (\d+)% of the looks \((\d+)% before\)",
                       named[0][1])
         self.assertIsNotNone(m, named[0][1])
