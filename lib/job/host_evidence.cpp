@@ -48,6 +48,9 @@ Stretch stretch_of(const std::deque<slow::HostSample>& d, std::int64_t from, std
   return s;
 }
 
+
+// `part` of `of`, at most all of it.
+double part(double part, double of) { return of > 0 ? std::min(1.0, part / of) : 0.0; }
 std::string percent(double share) { return fmt::format("{:.0f}%", 100 * share); }
 std::string megabytes(double bytes) { return fmt::format("{:.1f} MB", bytes / 1e6); }
 
@@ -271,39 +274,36 @@ std::vector<HostCause> HostEvidence::causes(const SlowSource& rank, std::int64_t
     for (const auto& c : chunks) b = std::min(b, measure(c));
     return b;
   };
-  const auto share = [](double part, double of) { return of > 0 ? std::min(1.0, part / of) : 0.0; };
   // A cause passes its floor and stands at least `factor` times above before (a host that always waits is said
   // too when it had no before: the naming may be at the job's start).
   const auto add = [&](const char* kind, double n, double b, double floor, double factor, std::string words) {
     if (n >= floor && (before.n < 2 || n >= factor * b)) out.push_back({kind, n, b, n / floor, std::move(words)});
   };
-  const auto stopped_of = [&](const Stretch& x) {
-    return share(static_cast<double>(x.stopped), static_cast<double>(x.looks));
+  // The shares of its window (stopped looks, waiting, throttled, pressure): floor, factor over its usual, words.
+  struct ShareCause {
+    const char* kind;
+    double (*of)(const Stretch&);
+    double floor, factor;
+    const char* words;  // "{}" now, "{}" before
   };
-  const double stopped = stopped_of(now), stopped_b = usual(stopped_of);
-  add("stopped", stopped, stopped_b, 0.1, 2,
-      fmt::format("its process was found stopped at {} of the looks ({} before)", percent(stopped),
-                  percent(stopped_b)));
-  const auto wait_of = [&](const Stretch& x) { return share(x.cpu_wait_s, x.span_s); };
-  const double wait = wait_of(now), wait_b = usual(wait_of);
-  add("cpu_wait", wait, wait_b, 0.1, 3,
-      fmt::format("its busiest thread waited for a CPU {} of the time ({} before)", percent(wait), percent(wait_b)));
-  const auto thr_of = [&](const Stretch& x) { return share(x.throttled_s, x.span_s); };
-  const double thr = thr_of(now), thr_b = usual(thr_of);
-  add("throttled", thr, thr_b, 0.05, 3,
-      fmt::format("its cgroup's CPU quota throttled it {} of the time ({} before)", percent(thr), percent(thr_b)));
+  static constexpr ShareCause kShares[] = {
+      {"stopped", [](const Stretch& x) { return part(static_cast<double>(x.stopped), static_cast<double>(x.looks)); },
+       0.1, 2, "its process was found stopped at {} of the looks ({} before)"},
+      {"cpu_wait", [](const Stretch& x) { return part(x.cpu_wait_s, x.span_s); }, 0.1, 3,
+       "its busiest thread waited for a CPU {} of the time ({} before)"},
+      {"throttled", [](const Stretch& x) { return part(x.throttled_s, x.span_s); }, 0.05, 3,
+       "its cgroup's CPU quota throttled it {} of the time ({} before)"},
+      {"cpu_pressure", [](const Stretch& x) { return part(x.cpu_pressure_s, x.span_s); }, 0.2, 3,
+       "its cgroup's tasks waited for a CPU {} of the time (PSI; {} before)"},
+      {"memory_pressure", [](const Stretch& x) { return part(x.mem_pressure_s, x.span_s); }, 0.05, 3,
+       "its cgroup's tasks stalled on memory {} of the time (PSI; {} before)"},
+  };
+  for (const auto& c : kShares) {
+    const double n = c.of(now), b = usual(c.of);
+    add(c.kind, n, b, c.floor, c.factor, fmt::format(fmt::runtime(c.words), percent(n), percent(b)));
+  }
   const auto faults_of = [](const Stretch& x) { return x.span_s > 0 ? x.faults / x.span_s : 0; };
   const double faults = faults_of(now), faults_b = usual(faults_of);
-  const auto cpu_p_of = [&](const Stretch& x) { return share(x.cpu_pressure_s, x.span_s); };
-  const double cpu_p = cpu_p_of(now), cpu_p_b = usual(cpu_p_of);
-  add("cpu_pressure", cpu_p, cpu_p_b, 0.2, 3,
-      fmt::format("its cgroup's tasks waited for a CPU {} of the time (PSI; {} before)", percent(cpu_p),
-                  percent(cpu_p_b)));
-  const auto mem_p_of = [&](const Stretch& x) { return share(x.mem_pressure_s, x.span_s); };
-  const double mem_p = mem_p_of(now), mem_p_b = usual(mem_p_of);
-  add("memory_pressure", mem_p, mem_p_b, 0.05, 3,
-      fmt::format("its cgroup's tasks stalled on memory {} of the time (PSI; {} before)", percent(mem_p),
-                  percent(mem_p_b)));
   // Retransmitted segments as a share of those sent: a spurious retransmission now and then (tail loss probes: 20-60
   // a second, 0.1% or less, on the GPU machine's healthy rig) is not a lossy link (1% and more).
   const auto mean = [](const Stretch& x) { return x.n > 1 ? x.retransmits / 1e5 / static_cast<double>(x.n - 1) : 0; };
