@@ -200,7 +200,7 @@ class Judge {
         if (!o_.exec.empty() && !stop) act(f, line, e.because, stop);
       } else {
         auto& e = episodes_[it->second];
-        e.to_ns = now;
+        e.to_ns = now, e.missed_ns = 0;
         if (f.loss > e.worst.loss) e.worst = f;
         // Evidence that came after the naming (a slowed link's queues fill over seconds): said once, when it comes.
         if (!e.told_why) {
@@ -215,12 +215,17 @@ class Judge {
         e.because = because(f, now, nullptr, e.from_ns - static_cast<std::int64_t>(kEvidenceS * 1e9), e.from_ns);
       }
     }
+    // Gone once missed for 2 s of looks (or missed at the last): a loaded host may keep a rank's records back for a
+    // look or two, and a naming that went and came back within them is one naming (one line, one --slow-exec).
+    constexpr std::int64_t kGrace = 2000000000;
     for (auto it = open_.begin(); it != open_.end();) {
-      if (seen.count(it->first) || last) {
+      auto& e = episodes_[it->second];
+      const bool missed = !seen.count(it->first);
+      if (missed && e.missed_ns == 0) e.missed_ns = now;
+      if (!missed || (last ? e.missed_ns == now : now - e.missed_ns < kGrace)) {
         ++it;
         continue;
       }
-      const auto& e = episodes_[it->second];
       std::fprintf(stderr, "fabric-watchdog: %sgone: %s, named for %.0f s (the job lost up to %.0f%% to it)\n",
                    at_.c_str(), words_.who(e.first).c_str(), static_cast<double>(e.to_ns - e.from_ns) * 1e-9,
                    100 * e.worst.loss);
