@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "clocks.hpp"
 #include "profiler_abi.hpp"
 #include "recorder.hpp"
 #include "ring.hpp"

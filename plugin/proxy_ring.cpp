@@ -1,6 +1,6 @@
 #include "proxy_ring.hpp"
 
-#include "ring.hpp"
+#include "clocks.hpp"
 
 namespace fabricbench::profiler {
 

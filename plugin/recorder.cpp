@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "clocks.hpp"
+
 namespace fabricbench::profiler {
 namespace slow = job::slow;
 namespace {
@@ -99,19 +101,20 @@ slow::FileHeader g_header{};
 Recorder* Recorder::get(int api) {
   static std::once_flag once;
   std::call_once(once, [api] {
-    const char* folder = std::getenv("FABRICBENCH_SLOW_DIR");
+    const char* folder = std::getenv(slow::kFolderVariable);
     if (!folder || !*folder) {
       std::fprintf(stderr,
-                   "fabricbench NCCL profiler: FABRICBENCH_SLOW_DIR is not set (fabric-watchdog --slow sets "
-                   "it): not recording; NCCL goes on without the plugin\n");
+                   "fabricbench NCCL profiler: %s is not set (fabric-watchdog --slow sets it): not recording; NCCL "
+                   "goes on without the plugin\n",
+                   slow::kFolderVariable);
       return;
     }
     struct stat st {};
     if (::stat(folder, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022)) {
       std::fprintf(stderr,
-                   "fabricbench NCCL profiler: FABRICBENCH_SLOW_DIR=%s is not a folder of this user that "
-                   "only it can write: not recording; NCCL goes on without the plugin\n",
-                   folder);
+                   "fabricbench NCCL profiler: %s=%s is not a folder of this user that only it can write: not "
+                   "recording; NCCL goes on without the plugin\n",
+                   slow::kFolderVariable, folder);
       return;
     }
     g_header = header(api);

@@ -1,22 +1,10 @@
 #include "ring.hpp"
 
-#include <ctime>
+#include "clocks.hpp"
 
 namespace fabricbench::profiler {
 
 namespace slow = job::slow;
-
-std::int64_t monotonic_ns() {
-  timespec t{};
-  ::clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<std::int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
-}
-
-std::int64_t realtime_ns() {
-  timespec t{};
-  ::clock_gettime(CLOCK_REALTIME, &t);
-  return static_cast<std::int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
-}
 
 void Slot::channel_start(std::uint64_t t) {
   // open before started: a writer that sees the new start also sees the channel open

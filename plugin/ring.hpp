@@ -84,8 +84,4 @@ class Ring {
   int nranks_, api_;
 };
 
-// Monotonic and realtime clocks in nanoseconds.
-std::int64_t monotonic_ns();
-std::int64_t realtime_ns();
-
 }  // namespace fabricbench::profiler

@@ -13,7 +13,7 @@ constexpr std::int64_t kSecond = 1000000000;
 
 }  // namespace
 
-std::optional<std::size_t> StragglerJudge::source_of(std::uint64_t comm, int rank) const {
+std::optional<std::size_t> StragglerFinder::source_of(std::uint64_t comm, int rank) const {
   const auto c = ranks_of_.find(comm);
   if (c == ranks_of_.end()) return std::nullopt;
   const auto r = c->second.find(rank);
@@ -21,12 +21,12 @@ std::optional<std::size_t> StragglerJudge::source_of(std::uint64_t comm, int ran
   return r->second;
 }
 
-void StragglerJudge::set_gpu(std::size_t source, std::string physical_gpu) {
+void StragglerFinder::set_gpu(std::size_t source, std::string physical_gpu) {
   if (gpu_of_.size() <= source) gpu_of_.resize(source + 1);
   gpu_of_[source] = std::move(physical_gpu);
 }
 
-std::vector<int> StragglerJudge::sharing_gpu(std::uint64_t comm) const {
+std::vector<int> StragglerFinder::sharing_gpu(std::uint64_t comm) const {
   const auto c = ranks_of_.find(comm);
   if (c == ranks_of_.end() || gpu_of_.empty()) return {};
   std::map<std::string, std::vector<int>> on;
@@ -39,12 +39,12 @@ std::vector<int> StragglerJudge::sharing_gpu(std::uint64_t comm) const {
   return out;
 }
 
-bool StragglerJudge::still_settling(std::uint64_t comm, std::int64_t t_ns) const {
+bool StragglerFinder::still_settling(std::uint64_t comm, std::int64_t t_ns) const {
   const auto it = comm_first_.find(comm);
   return it != comm_first_.end() && static_cast<double>(t_ns - it->second) < s_.settle_s * 1e9;
 }
 
-void StragglerJudge::add_proxy(const slow::ProxyRecord& p) {
+void StragglerFinder::add_proxy(const slow::ProxyRecord& p) {
   const auto first = comm_first_.emplace(p.comm, p.host_ns).first;
   first->second = std::min(first->second, p.host_ns);
   const ConnectionKey key{p.comm, p.rank, p.peer, p.is_send != 0};
@@ -69,7 +69,7 @@ void StragglerJudge::add_proxy(const slow::ProxyRecord& p) {
   if (p.is_send && !small && !still_settling(p.comm, p.host_ns)) proxies_.push_back(p);
 }
 
-void StragglerJudge::add(std::size_t source, const slow::Record& r) {
+void StragglerFinder::add(std::size_t source, const slow::Record& r) {
   if (slow::is_sample(r)) return;  // a host's sample (host_evidence.hpp)
   if (slow::is_proxy(r)) return add_proxy(slow::as_proxy(r));
   if (r.flags & slow::kIncomplete) return;  // partial times would name the wrong rank
@@ -96,7 +96,7 @@ void StragglerJudge::add(std::size_t source, const slow::Record& r) {
   }
 }
 
-void StragglerJudge::finish(const Key& key, Pending& p) {
+void StragglerFinder::finish(const Key& key, Pending& p) {
   if (p.parts.size() < 2) return;
   const auto last = std::min_element(p.parts.begin(), p.parts.end(),
                                      [](const Part& a, const Part& b) { return a.kernel_ns < b.kernel_ns; });
@@ -122,7 +122,7 @@ void StragglerJudge::finish(const Key& key, Pending& p) {
 
 // Collectives that will not complete: with a known size, after 30 s (a rank's records missing: counted per rank);
 // without one (v3), 2 s after their newest record.
-void StragglerJudge::expire(std::int64_t now_ns, bool all) {
+void StragglerFinder::expire(std::int64_t now_ns, bool all) {
   for (auto it = pending_.begin(); it != pending_.end();) {
     auto& p = it->second;
     const bool unsized_done = p.nranks <= 0 && (all || now_ns - p.newest_ns > 2 * kSecond);
@@ -139,9 +139,9 @@ void StragglerJudge::expire(std::int64_t now_ns, bool all) {
   }
 }
 
-void StragglerJudge::close() { expire(0, true); }
+void StragglerFinder::close() { expire(0, true); }
 
-std::vector<std::pair<std::pair<std::uint64_t, int>, std::size_t>> StragglerJudge::quiet_ranks(double after_s) const {
+std::vector<std::pair<std::pair<std::uint64_t, int>, std::size_t>> StragglerFinder::quiet_ranks(double after_s) const {
   std::map<std::uint64_t, std::int64_t> newest;
   for (const auto& [key, t] : last_seen_) newest[key.first] = std::max(newest[key.first], t);
   std::vector<std::pair<std::pair<std::uint64_t, int>, std::size_t>> out;
@@ -151,14 +151,14 @@ std::vector<std::pair<std::pair<std::uint64_t, int>, std::size_t>> StragglerJudg
   return out;
 }
 
-NetworkRuleSettings StragglerJudge::network_rule() const {
+NetworkRuleSettings StragglerFinder::network_rule() const {
   NetworkRuleSettings r;
   r.link_ratio = s_.link_ratio, r.loss = s_.loss, r.loss_gone = s_.loss_gone, r.min_ops = s_.min_link_ops;
   return r;
 }
 
 // A connection's usual: the lower quartile of its readings that end before the present window began.
-OwnUsual StragglerJudge::own_usual(std::uint64_t comm, std::int64_t now_ns) const {
+OwnUsual StragglerFinder::own_usual(std::uint64_t comm, std::int64_t now_ns) const {
   OwnUsual out;
   if (s_.own_history_s <= 0) return out;
   const auto before = now_ns - static_cast<std::int64_t>(s_.link_window_s * 1e9);
@@ -176,7 +176,7 @@ OwnUsual StragglerJudge::own_usual(std::uint64_t comm, std::int64_t now_ns) cons
 }
 
 // The present window's reading of each connection, one every link_window_s; those older than own_history_s go.
-void StragglerJudge::remember(std::uint64_t comm, const std::vector<RatedConnection>& rated, std::int64_t now_ns) {
+void StragglerFinder::remember(std::uint64_t comm, const std::vector<RatedConnection>& rated, std::int64_t now_ns) {
   if (s_.own_history_s <= 0) return;
   const auto every = static_cast<std::int64_t>(s_.link_window_s * 1e9);
   for (const auto& c : rated)
@@ -189,9 +189,9 @@ void StragglerJudge::remember(std::uint64_t comm, const std::vector<RatedConnect
 // One communicator's sends: its link and network findings (`out`, and the keys they hold in `named`), and the ranks
 // its suspect connections (suspect_ratio, whatever they cost) implicate: a rank's network, or a link's receiver (a
 // rank that arrives late makes the sends into it wait; a sender's sends do not wait for its own lateness).
-std::set<int> StragglerJudge::judge_links(std::uint64_t comm, const Sends& sends, double span_s, double inside_loss,
-                                          std::int64_t now_ns, std::vector<SlowFinding>& out, std::set<LinkKey>& named,
-                                          Placements& placing) {
+std::set<int> StragglerFinder::judge_links(std::uint64_t comm, const Sends& sends, double span_s, double inside_loss,
+                                           std::int64_t now_ns, std::vector<SlowFinding>& out, std::set<LinkKey>& named,
+                                           Placements& placing) {
   const auto rule = network_rule();
   const auto own = own_usual(comm, now_ns);
   auto rated = rate_connections(sends.recent, span_s, rule, own);
@@ -256,14 +256,11 @@ std::set<int> StragglerJudge::judge_links(std::uint64_t comm, const Sends& sends
 
 // A finding is said from its `confirm_looks`-th look in a row on: one look's blip (a window caught mid-change) names
 // nobody.
-void StragglerJudge::confirm(SlowWindow& w) {
-  const auto key_of = [](const SlowFinding& f) {
-    return FindingKey{static_cast<int>(f.kind), f.comm, f.rank, f.peer, f.bytes, f.op};
-  };
-  std::map<FindingKey, std::size_t> looks;
+void StragglerFinder::confirm(SlowWindow& w) {
+  std::map<SlowFinding::Key, std::size_t> looks;
   for (const auto& f : w.findings) {
-    const auto before = looks_.find(key_of(f));
-    looks[key_of(f)] = (before == looks_.end() ? 0 : before->second) + 1;
+    const auto before = looks_.find(f.key());
+    looks[f.key()] = (before == looks_.end() ? 0 : before->second) + 1;
   }
   looks_ = std::move(looks);
   // A link is what is left when the connections beside a slow one do not lean to either end; they take longer to
@@ -274,7 +271,7 @@ void StragglerJudge::confirm(SlowWindow& w) {
     return f.kind == SlowFinding::Kind::link && base > 1 ? base + 3 : base;
   };
   w.findings.erase(std::remove_if(w.findings.begin(), w.findings.end(),
-                                  [&](const SlowFinding& f) { return looks_.at(key_of(f)) < needed(f); }),
+                                  [&](const SlowFinding& f) { return looks_.at(f.key()) < needed(f); }),
                    w.findings.end());
 }
 
@@ -283,8 +280,8 @@ void StragglerJudge::confirm(SlowWindow& w) {
 // connection, and which ran shortest is then chance, or a GPU's time slices): not named. One that is: a rank's network
 // named with its kernels agreeing, or a late rank the sends into which wait (the link's receiver): one finding with
 // both kinds of evidence.
-void StragglerJudge::read_together(SlowWindow& w, std::vector<SlowFinding>& placed,
-                                   const std::map<std::uint64_t, std::set<int>>& implicated) {
+void StragglerFinder::read_together(SlowWindow& w, std::vector<SlowFinding>& placed,
+                                    const std::map<std::uint64_t, std::set<int>>& implicated) {
   for (auto it = w.findings.begin(); it != w.findings.end();) {
     const auto imp = implicated.find(it->comm);
     if (it->kind != SlowFinding::Kind::late || imp == implicated.end() || imp->second.empty()) {
@@ -315,7 +312,7 @@ void StragglerJudge::read_together(SlowWindow& w, std::vector<SlowFinding>& plac
 
 // The link and network findings of the window's last link_window_s (a link slowed 2 s ago shows twice as strong
 // over 5 s as over 10; the whole window's collectives still say what the job loses inside them: `inside`).
-void StragglerJudge::place_inside(std::int64_t start, SlowWindow& w, const std::map<std::uint64_t, double>& inside) {
+void StragglerFinder::place_inside(std::int64_t start, SlowWindow& w, const std::map<std::uint64_t, double>& inside) {
   std::map<std::uint64_t, Sends> sends;
   std::map<std::uint64_t, std::pair<std::int64_t, std::int64_t>> spans;
   const std::int64_t from =
@@ -360,7 +357,7 @@ void StragglerJudge::place_inside(std::int64_t start, SlowWindow& w, const std::
   }
 }
 
-SlowWindow StragglerJudge::judge(std::int64_t now_ns) {
+SlowWindow StragglerFinder::find(std::int64_t now_ns) {
   expire(now_ns);
   const std::int64_t start = now_ns - static_cast<std::int64_t>(s_.window_s * 1e9);
   while (!done_.empty() && done_.front().t_ns < start) done_.pop_front();

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "fabricbench/app/run_context.hpp"
-#include "fabricbench/app/shipped_files.hpp"
+#include "fabricbench/app/slow_recording.hpp"
 #include "fabricbench/error.hpp"
 #include "fabricbench/job/slow_folder.hpp"
 #include "fabricbench/job/straggler.hpp"
@@ -30,19 +30,12 @@ double median(const std::vector<double>& v) { return v.empty() ? 0 : timing::med
 }  // namespace
 
 PerRankView::PerRankView() {
-  if (const char* set = std::getenv("NCCL_PROFILER_PLUGIN"); set && *set)
-    throw Error::usage(
-        fmt::format("--per-rank: NCCL_PROFILER_PLUGIN is already set ({}): NCCL loads one profiler plugin", set));
-  const auto plugin = app::profiler_plugin();
-  if (::access(plugin.c_str(), R_OK) != 0)
-    throw Error::usage(
-        fmt::format("--per-rank: the profiler plugin {} is missing (it is installed with the tools)", plugin));
+  const auto recording = app::SlowRecording::check("--per-rank");
   const char* tmp = std::getenv("TMPDIR");
   std::string name = std::string(tmp && *tmp ? tmp : "/tmp") + "/fabric-coll-per-rank-XXXXXX";
   if (!::mkdtemp(name.data())) throw Error::runtime(fmt::format("--per-rank: cannot make a folder {}", name));
   folder_ = name;
-  ::setenv("NCCL_PROFILER_PLUGIN", plugin.c_str(), 1);
-  ::setenv("FABRICBENCH_SLOW_DIR", folder_.c_str(), 1);
+  recording.arm_this_process(folder_);
 }
 
 PerRankView::~PerRankView() {
@@ -66,19 +59,19 @@ void PerRankView::write(const app::RunContext& context) const {
   // them, once 59% of a short run's waiting on healthy H100s) name nobody.
   job::StragglerSettings rules;
   rules.window_s = 1e9, rules.late = 0.5, rules.inside_ratio = 1e9;
-  job::StragglerJudge judge(rules);
+  job::StragglerFinder finder(rules);
   std::size_t total = 0;
   for (std::size_t rank = 0; rank < gathered.size(); ++rank)
-    for (const auto& r : gathered[rank]) judge.add(rank, r), ++total;
+    for (const auto& r : gathered[rank]) finder.add(rank, r), ++total;
   std::int64_t last_ns = 0;
   for (const auto& g : gathered)
     for (const auto& r : g) last_ns = std::max(last_ns, r.host_ns);
-  judge.close();
-  const auto w = judge.judge(last_ns + 1);
+  finder.close();
+  const auto w = finder.find(last_ns + 1);
 
   std::map<int, std::vector<double>> kernels;
   std::map<int, std::size_t> collectives;
-  for (const auto& row : judge.rows()) kernels[row.rank].push_back(row.kernel_s * 1e3), ++collectives[row.rank];
+  for (const auto& row : finder.rows()) kernels[row.rank].push_back(row.kernel_s * 1e3), ++collectives[row.rank];
   double all_waiting = 0;
   for (const auto& r : w.ranks) all_waiting += r.cost_s;
   std::map<int, const job::RankWindow*> late;
@@ -134,7 +127,7 @@ void PerRankView::write(const app::RunContext& context) const {
         f.rank, host, 100 * f.late_fraction, f.collectives, f.wait_median_s * 1e3, share(*late[f.rank])));
   }
   if (w.findings.empty())
-    context.out->note(fmt::format("per rank: no rank made the others wait ({} collectives judged{})", judge.judged(),
+    context.out->note(fmt::format("per rank: no rank made the others wait ({} collectives judged{})", finder.judged(),
                                   w.ranks.empty() ? ""
                                                   : fmt::format("; the most: rank {}, {:.0f}% of the waiting",
                                                                 w.ranks[0].rank, share(w.ranks[0]))));

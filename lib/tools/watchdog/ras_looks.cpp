@@ -26,14 +26,14 @@ std::uint64_t total_ops(const job::RasStatus& s) {
 
 bool Looks::progressing() const { return before && now && total_ops(*now) > total_ops(*before); }
 
-Looks look(const Options& o) {
+Looks look(const RasSettings& o) {
   Looks l;
-  if (!o.ras) return l.why = "--no-ras", l;
+  if (!o.address) return l.why = "--no-ras", l;
   try {
-    const auto first = job::query_ras(*o.ras, o.ras_timeout_s, "--ras");
+    const auto first = job::query_ras(*o.address, o.timeout_s, "--ras");
     const auto start = std::chrono::steady_clock::now();
     std::this_thread::sleep_for(std::chrono::seconds(2));
-    l.last = job::query_ras(*o.ras, o.ras_timeout_s, "--ras");
+    l.last = job::query_ras(*o.address, o.timeout_s, "--ras");
     l.between_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (first.json && l.last.json) l.before = job::parse_ras_json(first.text), l.now = job::parse_ras_json(l.last.text);
   } catch (const std::exception& e) {
@@ -53,7 +53,7 @@ std::vector<pid_t> named_first(std::vector<pid_t> pids, const Looks& looks) {
   return out;
 }
 
-void write_metrics(const Options& o, const std::optional<job::RasStatus>& now, const job::RasStatus* before,
+void write_metrics(const RasSettings& o, const std::optional<job::RasStatus>& now, const job::RasStatus* before,
                    const std::string& why) {
   results::Exposition e(kProgram);
   e.add("nccl_ras_up", "1 when the node's NCCL RAS service answered the last look in JSON", {}, now ? 1 : 0);
@@ -94,9 +94,9 @@ void write_metrics(const Options& o, const std::optional<job::RasStatus>& now, c
   if (!now && !why.empty()) std::fprintf(stderr, "%s: NCCL RAS: %s\n", kProgram, results::printable(why).c_str());
 }
 
-std::optional<job::RasStatus> watch_look(const Options& o, std::string& why) {
+std::optional<job::RasStatus> watch_look(const RasSettings& o, std::string& why) {
   try {
-    const auto reply = job::query_ras(*o.ras, o.ras_timeout_s, "--ras");
+    const auto reply = job::query_ras(*o.address, o.timeout_s, "--ras");
     if (reply.json) return job::parse_ras_json(reply.text);
     why = "this NCCL answers in text only (JSON from 2.28.7)";
   } catch (const std::exception& e) {

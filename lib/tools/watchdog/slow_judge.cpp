@@ -10,6 +10,7 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "fabricbench/error.hpp"
@@ -37,22 +38,22 @@ std::int64_t realtime_ns() {
   return static_cast<std::int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
 }
 
-job::StragglerSettings rules(const SlowOptions& o) {
+job::StragglerSettings rules(const JudgeMode& o) {
   job::StragglerSettings r;
-  r.window_s = o.window_s, r.loss = o.loss, r.loss_gone = o.loss / 2;
+  r.window_s = o.window_s, r.loss = o.loss(), r.loss_gone = o.loss() / 2;
   // A running job's start and every communicator it makes later: NCCL connects its ranks at the first collectives
   // of each kind (docs/slow-ranks.md, "What it leaves out").
   r.settle_s = o.settle_s, r.settle_ops = kSettleCollectives, r.confirm_looks = kConfirmLooks;
   return r;
 }
 
-class Judge {
+class SlowJudge {
  public:
-  Judge(const SlowOptions& o, std::string command_line)
+  SlowJudge(const JudgeMode& o, std::string command_line)
       : o_(o),
         command_line_(std::move(command_line)),
         folder_(o.folder, "--judge"),
-        judge_(rules(o)),
+        finder_(rules(o)),
         words_(folder_.sources(), o.window_s) {}
   // Live: what the folder holds now, judged at the present.
   void look(bool last, const volatile std::sig_atomic_t& stop) {
@@ -105,7 +106,7 @@ class Judge {
     folder_.poll(records, problems);
     for (const auto& sources = folder_.sources(); gpus_told_ < sources.size(); ++gpus_told_) {
       const auto& s = sources[gpus_told_];
-      judge_.set_gpu(gpus_told_, s.physical_gpu());
+      finder_.set_gpu(gpus_told_, s.physical_gpu());
       if (!s.sampler) evidence_.job_process(s.boot_id, s.pid);  // on a GPU, no neighbour of the job
     }
     for (const auto& p : problems) std::fprintf(stderr, "fabric-watchdog: --slow: %s\n", results::printable(p).c_str());
@@ -119,7 +120,7 @@ class Judge {
       if (s.sampler) evidence_.add(s, r);
       return;
     }
-    judge_.add(source, r);
+    finder_.add(source, r);
   }
 
   // What the named rank's host saw from `from` to `now` (a link: its sender's host, else its receiver's); ""
@@ -142,7 +143,7 @@ class Judge {
     std::string kind, peer_kind;
     auto own = at(f.source, kind);
     if (f.kind == Kind::link) {
-      const auto peer = judge_.source_of(f.comm, f.peer);
+      const auto peer = finder_.source_of(f.comm, f.peer);
       const auto theirs = peer ? at(*peer, peer_kind) : std::string();
       if (own.rfind("because", 0) != 0 && theirs.rfind("because", 0) == 0) {
         own = "its receiver's host, " + theirs;
@@ -165,7 +166,7 @@ class Judge {
                    "'PROFILER/Plugin'), or the job does not use NCCL; it runs as before, unjudged\n",
                    results::printable(o_.folder).c_str(), o_.silent_s());
     }
-    auto w = judge_.judge(now);
+    auto w = finder_.find(now);
     evidence_.forget_before(now - static_cast<std::int64_t>((o_.window_s + job::HostEvidence::kBeforeS + 10) * 1e9));
     for (const auto& [comm, ranks] : w.shared_gpu) {
       auto& said = shared_said_[comm];
@@ -180,10 +181,10 @@ class Judge {
                    "nothing and the kernels' rule names none of them (their network is judged as before)\n",
                    at_.c_str(), list.c_str(), comm_text(comm).c_str());
     }
-    std::map<std::string, bool> seen;
+    std::set<job::SlowFinding::Key> seen;
     for (const auto& f : w.findings) {
-      const auto key = SlowWords::key(f);
-      seen[key] = true;
+      const auto key = f.key();
+      seen.insert(key);
       const auto it = open_.find(key);
       if (it == open_.end()) {
         SlowEpisode e;
@@ -231,7 +232,7 @@ class Judge {
                    100 * e.worst.loss);
       it = open_.erase(it);
     }
-    for (const auto& [where, source_index] : judge_.quiet_ranks(o_.window_s))
+    for (const auto& [where, source_index] : finder_.quiet_ranks(o_.window_s))
       if (quiet_said_.emplace(where, true).second) {
         const auto& s = source(source_index);
         std::fprintf(stderr,
@@ -247,8 +248,8 @@ class Judge {
  public:
   // The report as it stands: "running" while the job runs (every 30 s), then the last with its final status.
   void report(const std::string& status, bool last) {
-    if (last) judge_.close();
-    write_slow_report(o_.report, command_line_, {folder_, judge_, episodes_, windows_, records_, o_.window_s}, status,
+    if (last) finder_.close();
+    write_slow_report(o_.report, command_line_, {folder_, finder_, episodes_, windows_, records_, o_.window_s}, status,
                       last);
   }
   void report_now_and_then() {
@@ -267,13 +268,13 @@ class Judge {
   void act(const job::SlowFinding& f, const std::string& line, const std::string& evidence,
            const volatile std::sig_atomic_t& stop) {
     const auto& s = source(f.source);
-    run_action({o_.exec},
-               {"FABRIC_WATCHDOG_SLOW=" + line, "FABRIC_WATCHDOG_SLOW_EVIDENCE=" + evidence,
-                std::string("FABRIC_WATCHDOG_SLOW_KIND=") + SlowWords::kind(f),
-                fmt::format("FABRIC_WATCHDOG_SLOW_RANK={}", f.rank),
-                fmt::format("FABRIC_WATCHDOG_SLOW_PEER={}", f.peer), "FABRIC_WATCHDOG_SLOW_HOST=" + s.host,
-                fmt::format("FABRIC_WATCHDOG_SLOW_PID={}", s.pid), "FABRIC_WATCHDOG_SLOW_COMM=" + comm_text(f.comm)},
-               o_.action_timeout_s, stop);
+    run_action(
+        {o_.exec},
+        {"FABRIC_WATCHDOG_SLOW=" + line, "FABRIC_WATCHDOG_SLOW_EVIDENCE=" + evidence,
+         std::string("FABRIC_WATCHDOG_SLOW_KIND=") + f.kind_name(), fmt::format("FABRIC_WATCHDOG_SLOW_RANK={}", f.rank),
+         fmt::format("FABRIC_WATCHDOG_SLOW_PEER={}", f.peer), "FABRIC_WATCHDOG_SLOW_HOST=" + s.host,
+         fmt::format("FABRIC_WATCHDOG_SLOW_PID={}", s.pid), "FABRIC_WATCHDOG_SLOW_COMM=" + comm_text(f.comm)},
+        o_.action_timeout_s, stop);
   }
 
   void metrics(const job::SlowWindow& w, std::int64_t now) {
@@ -303,7 +304,7 @@ class Judge {
             "a slow rank, link or rank's network named now, with what its host saw (cause: "
             "stopped, cpu_wait, throttled, faults, unsent; none; unsampled)",
             {{"communicator", comm_text(f.comm)},
-             {"kind", SlowWords::kind(f)},
+             {"kind", f.kind_name()},
              {"rank", std::to_string(f.rank)},
              {"host", source(f.source).host},
              {"cause", cause}},
@@ -313,7 +314,7 @@ class Judge {
       if (f.kind != Kind::link && f.kind != Kind::network) continue;
       const auto& s = source(f.source);
       const results::Exposition::Labels l{{"communicator", comm_text(f.comm)},
-                                          {"kind", SlowWords::kind(f)},
+                                          {"kind", f.kind_name()},
                                           {"rank", std::to_string(f.rank)},
                                           {"peer", std::to_string(f.peer)},
                                           {"host", s.host}};
@@ -328,17 +329,17 @@ class Judge {
     }
   }
 
-  const SlowOptions& o_;
+  const JudgeMode& o_;
   std::string command_line_;
   job::SlowFolder folder_;
-  job::StragglerJudge judge_;
+  job::StragglerFinder finder_;
   SlowWords words_;
   std::chrono::steady_clock::time_point next_report_ = std::chrono::steady_clock::now() + kReportEvery;
   std::size_t records_ = 0;
   bool said_silent_ = false;
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
-  std::vector<SlowEpisode> episodes_;        // every naming, in order
-  std::map<std::string, std::size_t> open_;  // the ones named now, by key_of: index in episodes_
+  std::vector<SlowEpisode> episodes_;                  // every naming, in order
+  std::map<job::SlowFinding::Key, std::size_t> open_;  // the ones named now, by their key: index in episodes_
   std::vector<std::pair<std::int64_t, job::RankWindow>> windows_;
   std::string at_;  // --replay: "at +12 s: " before each line
   std::map<std::pair<std::uint64_t, int>, bool> quiet_said_;
@@ -358,8 +359,8 @@ std::string final_status(int sig, bool replay) {
 
 }  // namespace
 
-int judge_slow(const SlowOptions& o, const std::string& command_line, const volatile std::sig_atomic_t& stop) {
-  Judge judge(o, command_line);
+int run_judge(const JudgeMode& o, const std::string& command_line, const volatile std::sig_atomic_t& stop) {
+  SlowJudge judge(o, command_line);
   if (o.replay) {
     judge.replay(stop);
     judge.report(final_status(stop, true), true);

@@ -61,34 +61,6 @@ std::string SlowWords::rank(std::uint64_t, int rank, std::size_t source_index) c
                      results::printable(s.host));
 }
 
-std::string SlowWords::key(const job::SlowFinding& f) {
-  switch (f.kind) {
-    case Kind::late:
-      return fmt::format("late {} {}", f.comm, f.rank);
-    case Kind::inside:
-      return fmt::format("inside {} {} {}", f.comm, f.op, f.bytes);
-    case Kind::link:
-      return fmt::format("link {} {} {}", f.comm, f.rank, f.peer);
-    case Kind::network:
-      return fmt::format("network {} {}", f.comm, f.rank);
-  }
-  return {};
-}
-
-const char* SlowWords::kind(const job::SlowFinding& f) {
-  switch (f.kind) {
-    case Kind::late:
-      return "late";
-    case Kind::inside:
-      return "inside";
-    case Kind::link:
-      return "link";
-    case Kind::network:
-      return "network";
-  }
-  return "?";
-}
-
 std::string SlowWords::who(const job::SlowFinding& f) const {
   switch (f.kind) {
     case Kind::inside:
@@ -206,7 +178,7 @@ class ReportWriter {
       const bool late = f.kind == Kind::late;
       const double ratio = late ? 0 : f.kind == Kind::inside ? f.own_s / f.best_s : f.ratio;
       rows.push_back(results::Row(t)
-                         .set("kind", std::string(SlowWords::kind(f)))
+                         .set("kind", std::string(f.kind_name()))
                          .set("comm", comm_text(f.comm))
                          .set("rank", std::int64_t{f.rank})
                          .set("peer", std::int64_t{f.peer})
@@ -271,8 +243,8 @@ class ReportWriter {
     out_.declare(t);
     out_.section(t, "", {});
     std::vector<results::Row> rows;
-    rows.reserve(d_.judge.rows().size());
-    for (const auto& c : d_.judge.rows())
+    rows.reserve(d_.finder.rows().size());
+    for (const auto& c : d_.finder.rows())
       rows.push_back(results::Row(t)
                          .set("t_ns", c.host_ns)
                          .set("comm", comm_text(c.comm))
@@ -308,17 +280,17 @@ class ReportWriter {
     const auto rate = [](const job::ConnectionTotal& c) {
       return c.bytes ? c.net_s * 1e6 / (static_cast<double>(c.bytes) / (1 << 20)) : 0.0;
     };
-    for (const auto& [k, c] : d_.judge.connections())
-      if (c.bytes && c.ops >= job::StragglerSettings{}.min_link_ops) per_mib[{k.comm, k.is_send}].push_back(rate(c));
+    for (const auto& [k, c] : d_.finder.connections())
+      if (c.bytes && c.ops >= d_.finder.settings().min_link_ops) per_mib[{k.comm, k.is_send}].push_back(rate(c));
     std::map<std::pair<std::uint64_t, bool>, double> median;
     for (auto& [k, v] : per_mib) {
       std::sort(v.begin(), v.end());
       median[k] = v[(v.size() - 1) / 2];
     }
     std::vector<results::Row> rows;
-    for (const auto& [k, c] : d_.judge.connections()) {
+    for (const auto& [k, c] : d_.finder.connections()) {
       const auto host_of = [&](int rank) {
-        const auto src = d_.judge.source_of(k.comm, rank);
+        const auto src = d_.finder.source_of(k.comm, rank);
         return src ? words_.source(*src).host : std::string();
       };
       const double m = median[{k.comm, k.is_send}];
@@ -336,9 +308,9 @@ class ReportWriter {
                          .set("net_us_per_mib", rate(c))
                          .set("ratio", m > 0 ? rate(c) / m : 0.0));
     }
-    if (d_.judge.connections_dropped())
+    if (d_.finder.connections_dropped())
       out_.note(fmt::format("{} proxy record(s) of connections past the first {} kept: not in /slow/connections",
-                            d_.judge.connections_dropped(), job::StragglerJudge::kKeptConnections));
+                            d_.finder.connections_dropped(), job::StragglerFinder::kKeptConnections));
     out_.rows(rows);
   }
 
@@ -376,7 +348,7 @@ class ReportWriter {
     out_.declare(m);
     out_.section(m, "", {});
     std::vector<results::Row> rows;
-    for (const auto& [where, n] : d_.judge.missing()) {
+    for (const auto& [where, n] : d_.finder.missing()) {
       out_.note(
           fmt::format("rank {} of communicator {}: {} collective(s) never reported by it (it exited, or its "
                       "records did not reach the folder)",
@@ -412,7 +384,7 @@ void write_slow_report(const std::string& path, const std::string& command_line,
         "finding(s)",
         d.records,
         std::count_if(d.folder.sources().begin(), d.folder.sources().end(), [](const auto& s) { return !s.sampler; }),
-        d.folder.folder(), d.judge.judged(), d.window_s, d.episodes.size()));
+        d.folder.folder(), d.finder.judged(), d.window_s, d.episodes.size()));
     ReportWriter w(d, out);
     w.findings();
     w.windows();

@@ -11,10 +11,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <initializer_list>
 #include <sstream>
 
-#include "fabricbench/app/shipped_files.hpp"
+#include "fabricbench/app/slow_recording.hpp"
 #include "fabricbench/cli/command_line.hpp"
 #include "fabricbench/error.hpp"
 #include "fabricbench/job/slow_folder.hpp"
@@ -50,24 +49,57 @@ void check_report(const std::string& path, const std::string& option = "--report
   ::unlink(probe.c_str());
 }
 
-// The options `v` holds that the user gave (not defaulted) among `names`: the first, or "".
-std::string given(const po::variables_map& v, std::initializer_list<const char*> names) {
-  for (const char* n : names)
-    if (v.count(n) && !v[n].defaulted()) return n;
+// Which modes take the options some mode refuses (the others every mode takes): a bit each. kSlow is a run with
+// --slow DIR, whose judge takes what JudgeMode takes.
+enum Takes : unsigned { kRun = 1, kMonitor = 2, kJudge = 4, kSlow = 8 };
+struct OptionUse {
+  const char* name;
+  unsigned modes;
+};
+// In the order a refusal looks: the first given is the one named.
+constexpr OptionUse kUses[] = {
+    {"timeout", kRun | kSlow},
+    {"actions", kRun | kSlow},
+    {"action-timeout", kRun | kSlow | kJudge},
+    {"report", kRun | kSlow},
+    {"force", kRun | kSlow | kJudge},
+    {"watch", kRun | kSlow | kMonitor},
+    {"prometheus", kRun | kSlow | kMonitor},
+    {"ras", kRun | kSlow | kMonitor},
+    {"no-ras", kRun | kSlow},
+    {"ras-timeout", kRun | kSlow | kMonitor},
+    {"python-unbuffered", kRun | kSlow},
+    {"no-python-hook", kRun | kSlow},
+    {"slow-window", kSlow | kJudge},
+    {"slow-settle", kSlow | kJudge},
+    {"slow-loss", kSlow | kJudge},
+    {"slow-report", kSlow | kJudge},
+    {"slow-prometheus", kSlow | kJudge},
+    {"slow-exec", kSlow | kJudge},
+    {"replay", kJudge},
+};
+
+// The first option the user gave (not defaulted) that none of `modes` takes, or "".
+std::string refused(const po::variables_map& v, unsigned modes) {
+  for (const auto& u : kUses)
+    if (!(u.modes & modes) && v.count(u.name) && !v[u.name].defaulted()) return u.name;
   return "";
 }
+
+// Whether the user gave `name` (not defaulted).
+bool given(const po::variables_map& v, const char* name) { return v.count(name) && !v[name].defaulted(); }
 
 // The actions --actions names, each a switch of Options; exec:PATH, the one with a value, is apart.
 struct ActionWord {
   std::string_view word;
-  bool Options::*on;
+  bool RunMode::*on;
 };
 constexpr ActionWord kActions[] = {
-    {"stacks", &Options::stacks}, {"kill", &Options::kill}, {"scancel", &Options::scancel}};
+    {"stacks", &RunMode::stacks}, {"kill", &RunMode::kill}, {"scancel", &RunMode::scancel}};
 constexpr std::string_view kExec = "exec:";
 
 // --actions' comma list into `o`: each action at most once, exec:PATH with its path.
-void parse_actions(Options& o, const std::string& action_text) {
+void parse_actions(RunMode& o, const std::string& action_text) {
   std::istringstream actions(action_text);
   std::vector<std::string> seen;
   for (std::string a; std::getline(actions, a, ',');) {
@@ -105,16 +137,10 @@ bool first_task() {
 
 namespace {
 
-// --slow and --judge, and the options only they use.
-void parse_slow(Options& o, const po::variables_map& v) {
-  const bool slow = v.count("slow"), judge = v.count("judge");
-  const auto n =
-      given(v, {"slow-window", "slow-settle", "slow-loss", "slow-report", "slow-prometheus", "slow-exec", "replay"});
-  if (!slow && !judge && !n.empty())
-    throw Error::usage(fmt::format("--{} belongs to --slow DIR (or --judge DIR): give one, or drop --{}", n, n));
-  if (!slow && !judge) return;
-  if (slow && judge) throw Error::usage("--slow and --judge: --slow starts its own judge; give one of them");
-  auto& s = o.slow;
+// The judge's settings: --judge DIR's, or --slow DIR's judge (`slow`).
+JudgeMode parse_judge(const po::variables_map& v, bool slow) {
+  JudgeMode s;
+  const bool judge = !slow;
   s.folder = absolute(v[slow ? "slow" : "judge"].as<std::string>());
   const std::string option = slow ? "--slow" : "--judge";
   if (slow)
@@ -127,10 +153,9 @@ void parse_slow(Options& o, const po::variables_map& v) {
   s.settle_s = cli::parse_duration(v["slow-settle"].as<std::string>(), "--slow-settle", true);
   if (s.settle_s < 0 || s.settle_s > 600)
     throw Error::usage(fmt::format("--slow-settle {}: allowed 0s to 10min", v["slow-settle"].as<std::string>()));
-  const double loss = v["slow-loss"].as<double>();
-  if (!(loss > 0 && loss < 100))
-    throw Error::usage(fmt::format("--slow-loss {}: allowed above 0 and below 100 (percent)", loss));
-  s.loss = loss / 100;
+  s.loss_pct = v["slow-loss"].as<double>();
+  if (!(s.loss_pct > 0 && s.loss_pct < 100))
+    throw Error::usage(fmt::format("--slow-loss {}: allowed above 0 and below 100 (percent)", s.loss_pct));
   s.report = v.count("slow-report") ? v["slow-report"].as<std::string>() : s.folder + "/slow-report.h5";
   s.force = v.count("force") > 0;
   // Only the task that judges writes it (a task started late would otherwise find the first 30 s report).
@@ -148,26 +173,59 @@ void parse_slow(Options& o, const po::variables_map& v) {
   s.action_timeout_s = cli::parse_duration(v["action-timeout"].as<std::string>(), "--action-timeout");
   if (v.count("replay") && !judge) throw Error::usage("--replay judges a folder after the fact: give --judge DIR");
   s.replay = v.count("replay") > 0;
-  if (judge) {
-    if (!o.command.empty())
-      throw Error::usage("--judge judges a folder alone: drop the command after --, or use --slow DIR -- COMMAND");
-    if (const auto n = given(v, {"timeout", "actions", "report", "watch", "prometheus", "ras", "no-ras", "ras-timeout",
-                                 "python-unbuffered", "no-python-hook"});
-        !n.empty())
-      throw Error::usage(fmt::format("--{}: --judge only judges the folder; drop --{}", n, n));
-    o.judge_only = true;
-    return;
+  return s;
+}
+
+// --watch and --prometheus, as the run and the monitor take them.
+RasSettings parse_watch(const po::variables_map& v) {
+  RasSettings r;
+  if (v.count("watch")) r.watch_s = cli::parse_duration(v["watch"].as<std::string>(), "--watch");
+  if (v.count("prometheus")) {
+    if (!v.count("watch")) throw Error::usage("--prometheus is written by --watch's looks: give --watch D too");
+    r.prometheus = v["prometheus"].as<std::string>();
+    results::Exposition::check_writable(r.prometheus);
+  } else if (v.count("watch")) {
+    throw Error::usage("--watch: give --prometheus FILE, the textfile its looks keep");
   }
-  if (o.command.empty()) throw Error::usage("--slow DIR: give the command to watch after --");
-  if (const char* set = std::getenv("NCCL_PROFILER_PLUGIN"); set && *set)
+  if (v.count("watch") && v.count("no-ras")) throw Error::usage("--watch asks NCCL's RAS: drop --no-ras");
+  return r;
+}
+
+// The rest of the run's options: the hang, its actions and its report.
+void parse_run(RunMode& o, const po::variables_map& v) {
+  if (given(v, "ras") || given(v, "ras-timeout"))
+    if (v.count("no-ras"))
+      throw Error::usage(fmt::format("--{} with --no-ras: RAS is not asked; drop one of them",
+                                     given(v, "ras") ? "ras" : "ras-timeout"));
+  o.timeout_s = cli::parse_duration(v["timeout"].as<std::string>(), "--timeout");
+  o.ras.timeout_s = cli::parse_duration(v["ras-timeout"].as<std::string>(), "--ras-timeout");
+  o.action_timeout_s = cli::parse_duration(v["action-timeout"].as<std::string>(), "--action-timeout");
+  if (!v.count("no-ras")) o.ras.address = job::RasAddress::parse(v["ras"].as<std::string>(), "--ras");
+  parse_actions(o, v["actions"].as<std::string>());
+  if (!o.exec.empty() && !runnable(o.exec))
+    throw Error::usage(fmt::format("--actions exec:{}: not an executable file", o.exec));
+  if (v.count("no-python-hook") && !o.stacks)
+    throw Error::usage("--no-python-hook: the hook serves the stacks action, which --actions leaves out; drop it");
+  if (v.count("force") && !v.count("report") && !v.count("slow-report"))
+    throw Error::usage("--force overwrites the --report (or --slow-report) file: give it, or drop --force");
+  if (given(v, "action-timeout") && o.exec.empty() && !o.scancel && !(o.slow && !o.slow->exec.empty()))
     throw Error::usage(
-        fmt::format("--slow: NCCL_PROFILER_PLUGIN is already set ({}): NCCL loads one profiler "
-                    "plugin; unset it or drop --slow",
-                    set));
-  o.plugin = app::profiler_plugin();
-  if (::access(o.plugin.c_str(), R_OK) != 0)
-    throw Error::usage(
-        fmt::format("--slow: the profiler plugin {} is missing (it is installed with the tools)", o.plugin));
+        "--action-timeout bounds the exec: and scancel actions and --slow-exec, none of which is given; drop it");
+  const char* job = std::getenv("SLURM_JOB_ID");
+  if (v.count("report")) {
+    o.report = v["report"].as<std::string>();
+  } else {
+    o.report = fmt::format("fabric-watchdog-{}-{}.h5", job ? job : std::to_string(::getpid()),
+                           results::utc_timestamp().substr(0, 19));
+    for (auto& c : o.report)
+      if (c == ':') c = '-';  // the time's colons: a name every file system and scp take
+  }
+  o.force = v.count("force") > 0;
+  o.unbuffered = v.count("python-unbuffered") > 0;
+  o.python_hook = !v.count("no-python-hook");
+  if (!o.force && ::access(o.report.c_str(), F_OK) == 0)
+    throw Error::usage(fmt::format("--report {}: file exists; choose another path or add --force", o.report));
+  check_report(o.report);
 }
 
 }  // namespace
@@ -244,7 +302,6 @@ Options Options::parse(int argc, char** argv) {
       break;
     }
   for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
-  for (int i = split + 1; i < argc; ++i) o.command.emplace_back(argv[i]);
   const auto d = described();
   po::variables_map v;
   try {
@@ -259,59 +316,66 @@ Options Options::parse(int argc, char** argv) {
     std::fputs(text.str().c_str(), stdout);
     std::exit(0);
   }
-  parse_slow(o, v);
-  if (o.judge_only) return o;
-  if (v.count("watch")) o.watch_s = cli::parse_duration(v["watch"].as<std::string>(), "--watch");
-  if (v.count("prometheus")) {
-    if (!v.count("watch")) throw Error::usage("--prometheus is written by --watch's looks: give --watch D too");
-    o.prometheus = v["prometheus"].as<std::string>();
-    results::Exposition::check_writable(o.prometheus);
-  } else if (v.count("watch")) {
-    throw Error::usage("--watch: give --prometheus FILE, the textfile its looks keep");
+  const bool slow = v.count("slow"), judge = v.count("judge");
+  if (const auto n = refused(v, kRun | kMonitor); !slow && !judge && !n.empty())
+    throw Error::usage(fmt::format("--{} belongs to --slow DIR (or --judge DIR): give one, or drop --{}", n, n));
+  if (slow && judge) throw Error::usage("--slow and --judge: --slow starts its own judge; give one of them");
+  std::vector<std::string> command;
+  for (int i = split + 1; i < argc; ++i) command.emplace_back(argv[i]);
+  if (judge) {
+    auto j = parse_judge(v, false);
+    if (!command.empty())
+      throw Error::usage("--judge judges a folder alone: drop the command after --, or use --slow DIR -- COMMAND");
+    if (const auto n = refused(v, kJudge); !n.empty())
+      throw Error::usage(fmt::format("--{}: --judge only judges the folder; drop --{}", n, n));
+    o.mode = std::move(j);
+    return o;
   }
-  if (v.count("watch") && v.count("no-ras")) throw Error::usage("--watch asks NCCL's RAS: drop --no-ras");
-  if (o.command.empty() && !v.count("watch"))
+  RunMode run;
+  if (slow) {
+    run.slow = parse_judge(v, true);
+    if (command.empty()) throw Error::usage("--slow DIR: give the command to watch after --");
+    run.environment = app::SlowRecording::check("--slow", "; unset it or drop --slow").environment(run.slow->folder);
+  }
+  run.ras = parse_watch(v);
+  if (command.empty() && !v.count("watch"))
     throw Error::usage("give the command to watch after --: fabric-watchdog [OPTIONS] -- COMMAND (or --watch D)");
-  // An option the mode does not use is refused, not ignored.
-  if (const auto n =
-          given(v, {"timeout", "actions", "action-timeout", "report", "force", "python-unbuffered", "no-python-hook"});
-      o.command.empty() && !n.empty())
-    throw Error::usage(
-        fmt::format("--{}: there is no command to watch (--watch alone keeps --prometheus up to date); "
-                    "drop --{} or give the command after --",
-                    n, n));
-  if (const auto n = given(v, {"ras", "ras-timeout"}); v.count("no-ras") && !n.empty())
-    throw Error::usage(fmt::format("--{} with --no-ras: RAS is not asked; drop one of them", n));
-  o.timeout_s = cli::parse_duration(v["timeout"].as<std::string>(), "--timeout");
-  o.ras_timeout_s = cli::parse_duration(v["ras-timeout"].as<std::string>(), "--ras-timeout");
-  o.action_timeout_s = cli::parse_duration(v["action-timeout"].as<std::string>(), "--action-timeout");
-  if (!v.count("no-ras")) o.ras = job::RasAddress::parse(v["ras"].as<std::string>(), "--ras");
-  parse_actions(o, v["actions"].as<std::string>());
-  if (!o.exec.empty() && !runnable(o.exec))
-    throw Error::usage(fmt::format("--actions exec:{}: not an executable file", o.exec));
-  if (v.count("no-python-hook") && !o.stacks)
-    throw Error::usage("--no-python-hook: the hook serves the stacks action, which --actions leaves out; drop it");
-  if (v.count("force") && !v.count("report") && !v.count("slow-report"))
-    throw Error::usage("--force overwrites the --report (or --slow-report) file: give it, or drop --force");
-  if (!given(v, {"action-timeout"}).empty() && o.exec.empty() && !o.scancel && o.slow.exec.empty())
-    throw Error::usage(
-        "--action-timeout bounds the exec: and scancel actions and --slow-exec, none of which is given; drop it");
-  const char* job = std::getenv("SLURM_JOB_ID");
-  if (v.count("report")) {
-    o.report = v["report"].as<std::string>();
-  } else {
-    o.report = fmt::format("fabric-watchdog-{}-{}.h5", job ? job : std::to_string(::getpid()),
-                           results::utc_timestamp().substr(0, 19));
-    for (auto& c : o.report)
-      if (c == ':') c = '-';  // the time's colons: a name every file system and scp take
+  if (command.empty()) {
+    if (const auto n = refused(v, kMonitor); !n.empty())
+      throw Error::usage(
+          fmt::format("--{}: there is no command to watch (--watch alone keeps --prometheus up to date); "
+                      "drop --{} or give the command after --",
+                      n, n));
+    MonitorMode m{run.ras};
+    m.ras.timeout_s = cli::parse_duration(v["ras-timeout"].as<std::string>(), "--ras-timeout");
+    m.ras.address = job::RasAddress::parse(v["ras"].as<std::string>(), "--ras");
+    o.mode = std::move(m);
+    return o;
   }
-  o.force = v.count("force") > 0;
-  o.unbuffered = v.count("python-unbuffered") > 0;
-  o.python_hook = !v.count("no-python-hook");
-  if (!o.force && ::access(o.report.c_str(), F_OK) == 0)
-    throw Error::usage(fmt::format("--report {}: file exists; choose another path or add --force", o.report));
-  if (!o.command.empty()) check_report(o.report);
+  run.command = std::move(command);
+  parse_run(run, v);
+  o.mode = std::move(run);
   return o;
+}
+
+std::vector<std::string> JudgeMode::argv(const std::string& program) const {
+  std::vector<std::string> a{program,
+                             "--judge",
+                             folder,
+                             "--slow-window",
+                             fmt::format("{}s", window_s),
+                             "--slow-settle",
+                             fmt::format("{}s", settle_s),
+                             "--slow-loss",
+                             fmt::format("{}", loss_pct),
+                             "--slow-report",
+                             report,
+                             "--action-timeout",
+                             fmt::format("{}s", action_timeout_s)};
+  if (force) a.push_back("--force");
+  if (!prometheus.empty()) a.insert(a.end(), {"--slow-prometheus", prometheus});
+  if (!exec.empty()) a.insert(a.end(), {"--slow-exec", exec});
+  return a;
 }
 
 }  // namespace fabricbench::watchdog

@@ -49,12 +49,12 @@ std::string hostname() {
 }
 
 // The report: the hang, RAS's findings and tables (as fabric-doctor --nccl-ras), the stacks.
-void report(const Options& o, const job::ChildProcess& child, const Looks& looks, double quiet_s,
-            const std::vector<job::Stack>& stacks, const std::vector<std::string>& done) {
+void report(const RunMode& o, const std::string& command_line, const job::ChildProcess& child, const Looks& looks,
+            double quiet_s, const std::vector<job::Stack>& stacks, const std::vector<std::string>& done) {
   results::ResultSet out;
   out.add(std::make_unique<results::TerminalTable>(stderr));
   out.add(std::make_unique<results::Hdf5Sink>(o.report, o.force));
-  out.begin({kProgram, FABRICBENCH_VERSION, o.command_line, results::utc_timestamp(), 1, {hostname()}});
+  out.begin({kProgram, FABRICBENCH_VERSION, command_line, results::utc_timestamp(), 1, {hostname()}});
   const auto findings_table = doctor::findings_table("doctor", "findings");
   out.declare(findings_table);
   out.note(fmt::format("hang: no output from pid {} for {:.0f} s (--timeout {:.0f} s){}", child.pid(), quiet_s,
@@ -73,9 +73,9 @@ void report(const Options& o, const job::ChildProcess& child, const Looks& looks
                                             return s;
                                           }())}};
   doctor::write_findings(out, findings_table, found, true);
-  if (o.ras && !looks.why.empty() && looks.why != "--no-ras") out.note(fmt::format("NCCL RAS: {}", looks.why));
-  if (o.ras && looks.why.empty())
-    doctor::NcclRasMode(*o.ras, looks.last, looks.now, looks.before, looks.between_s)
+  if (o.ras.address && !looks.why.empty() && looks.why != "--no-ras") out.note(fmt::format("NCCL RAS: {}", looks.why));
+  if (o.ras.address && looks.why.empty())
+    doctor::NcclRasMode(*o.ras.address, looks.last, looks.now, looks.before, looks.between_s)
         .write(out, findings_table, false, false);
   job::write_stacks(out, "watchdog", "stacks", stacks);
   out.finish("complete");
@@ -93,14 +93,14 @@ void catch_stop_signals() {
 }
 
 // --watch without a command: looks until SIGTERM, SIGINT or SIGHUP.
-int monitor(const Options& o) {
+int monitor(const MonitorMode& o) {
   std::optional<job::RasStatus> before;
   while (!g_stop) {
     std::string why;
-    auto now = watch_look(o, why);
-    write_metrics(o, now, before ? &*before : nullptr, why);
+    auto now = watch_look(o.ras, why);
+    write_metrics(o.ras, now, before ? &*before : nullptr, why);
     before = std::move(now);
-    for (auto until = Clock::now() + span(o.watch_s); !g_stop && Clock::now() < until;)
+    for (auto until = Clock::now() + span(o.ras.watch_s); !g_stop && Clock::now() < until;)
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return 0;
@@ -128,25 +128,10 @@ int end_on_signal(job::ChildProcess& child) {
 // --slow's judge: this program again with --judge, its own process (a judge that dies takes nothing of the job).
 class SlowJudgeProcess {
  public:
-  explicit SlowJudgeProcess(const Options& o) {
+  explicit SlowJudgeProcess(const JudgeMode& o) {
     char exe[4096] = {};
     const auto n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-    std::vector<std::string> argv{n > 0 ? std::string(exe, static_cast<std::size_t>(n)) : kProgram,
-                                  "--judge",
-                                  o.slow.folder,
-                                  "--slow-window",
-                                  fmt::format("{}s", o.slow.window_s),
-                                  "--slow-settle",
-                                  fmt::format("{}s", o.slow.settle_s),
-                                  "--slow-loss",
-                                  fmt::format("{}", o.slow.loss * 100),
-                                  "--slow-report",
-                                  o.slow.report,
-                                  "--action-timeout",
-                                  fmt::format("{}s", o.slow.action_timeout_s)};
-    if (o.slow.force) argv.push_back("--force");
-    if (!o.slow.prometheus.empty()) argv.insert(argv.end(), {"--slow-prometheus", o.slow.prometheus});
-    if (!o.slow.exec.empty()) argv.insert(argv.end(), {"--slow-exec", o.slow.exec});
+    const auto argv = o.argv(n > 0 ? std::string(exe, static_cast<std::size_t>(n)) : kProgram);
     process_.emplace(argv, std::vector<std::string>{});
   }
   // Passes its output on; says once when it ended before being asked to.
@@ -174,29 +159,25 @@ class SlowJudgeProcess {
   bool said_ = false;
 };
 
-int watch(const Options& o, job::ChildProcess& child, std::optional<job::PythonStackHook>& hook,
-          std::optional<SlowJudgeProcess>& judge);
+int watch(const RunMode& o, const std::string& command_line, job::ChildProcess& child,
+          std::optional<job::PythonStackHook>& hook, std::optional<SlowJudgeProcess>& judge);
 
-int run(const Options& o) {
-  catch_stop_signals();
-  if (o.judge_only) return judge_slow(o.slow, o.command_line, g_stop);
-  if (o.command.empty()) return monitor(o);
+int run(const RunMode& o, const std::string& command_line) {
   std::optional<job::PythonStackHook> hook;
   std::vector<std::string> env;
   if (o.unbuffered) env.push_back("PYTHONUNBUFFERED=1");
   if (o.stacks && o.python_hook) env.push_back(hook.emplace().env());
   std::optional<SlowJudgeProcess> judge;
-  if (!o.slow.folder.empty()) {
-    env.push_back("NCCL_PROFILER_PLUGIN=" + o.plugin);
-    env.push_back("FABRICBENCH_SLOW_DIR=" + o.slow.folder);
-    if (first_task()) judge.emplace(o);
+  if (o.slow) {
+    env.insert(env.end(), o.environment.begin(), o.environment.end());
+    if (first_task()) judge.emplace(*o.slow);
   }
   job::ChildProcess child(o.command, env, hook ? hook->folder() : "");
   // --slow: this host's samples of the job's processes beside the ranks' records (host_sampler.hpp), to the job's
   // end; what they cost said then.
   std::optional<GpuSamples> gpus;  // (outlives the sampler that calls it)
   std::optional<job::HostSampler> sampler;
-  if (!o.slow.folder.empty()) {
+  if (o.slow) {
     char host[256] = {};
     ::gethostname(host, sizeof host - 1);
     const auto files = facts::HostFiles::for_host(host);
@@ -208,9 +189,9 @@ int run(const Options& o) {
       devices.gpus = [&gpus](const std::vector<std::string>& ids, const std::set<int>& own, std::int64_t now) {
         return gpus->sample(ids, own, now);
       };
-    sampler.emplace(o.slow.folder, child.pid(), std::move(devices));
+    sampler.emplace(o.slow->folder, child.pid(), std::move(devices));
   }
-  const int status = watch(o, child, hook, judge);
+  const int status = watch(o, command_line, child, hook, judge);
   if (sampler) {
     std::fprintf(stderr,
                  "%s: --slow: this host's sampler: %zu sample(s), %.3f s of CPU over %.0f s (%.3f%% of one CPU); "
@@ -224,8 +205,8 @@ int run(const Options& o) {
   return status;
 }
 
-int watch(const Options& o, job::ChildProcess& child, std::optional<job::PythonStackHook>& hook,
-          std::optional<SlowJudgeProcess>& judge) {
+int watch(const RunMode& o, const std::string& command_line, job::ChildProcess& child,
+          std::optional<job::PythonStackHook>& hook, std::optional<SlowJudgeProcess>& judge) {
   auto quiet_since = child.last_output();
   auto next_look = Clock::now();
   std::optional<job::RasStatus> watched;
@@ -233,16 +214,16 @@ int watch(const Options& o, job::ChildProcess& child, std::optional<job::PythonS
     if (judge) judge->pump();
     if (g_stop) return end_on_signal(child);
     quiet_since = std::max(quiet_since, child.last_output());
-    if (o.watch_s > 0 && Clock::now() >= next_look) {
+    if (o.ras.watch_s > 0 && Clock::now() >= next_look) {
       std::string why;
-      auto now = watch_look(o, why);
-      write_metrics(o, now, watched ? &*watched : nullptr, why);
+      auto now = watch_look(o.ras, why);
+      write_metrics(o.ras, now, watched ? &*watched : nullptr, why);
       watched = std::move(now);
-      next_look = Clock::now() + span(o.watch_s);
+      next_look = Clock::now() + span(o.ras.watch_s);
     }
     const double quiet_s = seconds(Clock::now() - quiet_since);
     if (quiet_s < o.timeout_s) continue;
-    const auto looks = look(o);
+    const auto looks = look(o.ras);
     if (g_stop) return end_on_signal(child);
     if (looks.progressing()) {
       std::fprintf(stderr, "%s: no output for %.0f s, but the job's collectives advance (NCCL RAS): not hung\n",
@@ -261,7 +242,7 @@ int watch(const Options& o, job::ChildProcess& child, std::optional<job::PythonS
     if (o.kill) done.push_back("kill");
     if (o.scancel) done.push_back(std::getenv("SLURM_JOB_ID") ? "scancel" : "scancel skipped (no SLURM_JOB_ID)");
     if (!o.exec.empty()) done.push_back("exec:" + o.exec);
-    report(o, child, looks, quiet_s, stacks, done);
+    report(o, command_line, child, looks, quiet_s, stacks, done);
     if (!o.exec.empty() && !g_stop)
       run_action({o.exec}, {"FABRIC_WATCHDOG_REPORT=" + o.report, fmt::format("FABRIC_WATCHDOG_PID={}", child.pid())},
                  o.action_timeout_s, g_stop);
@@ -287,7 +268,13 @@ int watch(const Options& o, job::ChildProcess& child, std::optional<job::PythonS
 }  // namespace
 
 int main(int argc, char** argv) {
-  return main_of(kProgram, [&] { return run(Options::parse(argc, argv)); });
+  return main_of(kProgram, [&] {
+    const auto o = Options::parse(argc, argv);
+    catch_stop_signals();
+    if (const auto* judge = std::get_if<JudgeMode>(&o.mode)) return run_judge(*judge, o.command_line, g_stop);
+    if (const auto* watch = std::get_if<MonitorMode>(&o.mode)) return monitor(*watch);
+    return run(std::get<RunMode>(o.mode), o.command_line);
+  });
 }
 
 }  // namespace fabricbench::watchdog

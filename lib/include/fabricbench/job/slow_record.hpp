@@ -17,6 +17,11 @@
 
 namespace fabricbench::job::slow {
 
+// The contract's variables: the folder the plugin writes its files to (set by fabric-watchdog --slow and fabric-coll
+// --per-rank, through app::SlowRecording), and NCCL's own, which loads the plugin.
+inline constexpr char kFolderVariable[] = "FABRICBENCH_SLOW_DIR";
+inline constexpr char kPluginVariable[] = "NCCL_PROFILER_PLUGIN";
+
 inline constexpr char kMagic[8] = {'F', 'B', 'S', 'L', 'O', 'W', '0', '1'};
 // 1: collectives only; 2: proxy records too. A reader takes both.
 inline constexpr std::uint32_t kVersion = 2;

@@ -30,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -133,7 +134,39 @@ struct SlowFinding {
   double late_fraction = 0, wait_median_s = 0, loss = 0;
   double own_s = 0, best_s = 0;  // inside: its median time now and the best median this job had
   std::size_t collectives = 0;
+
+  // Its identity while it lasts (one naming): its kind, communicator, and what it names of them (the rank, the link
+  // or the collective: op and size), the other fields left out.
+  using Key = std::tuple<Kind, std::uint64_t, int, int, std::string, std::uint64_t>;
+  Key key() const;
+  // "late", "inside", "link", "network": the report's, the textfile's and --slow-exec's word for its kind.
+  const char* kind_name() const;
 };
+
+// What each kind of finding names, and its word (in the order of Kind).
+struct FindingKind {
+  SlowFinding::Kind kind;
+  const char* name;
+  bool rank, peer, collective;  // it names a rank; the link from it to a peer; a collective by op and size
+};
+inline constexpr FindingKind kFindingKinds[] = {
+    {SlowFinding::Kind::late, "late", true, false, false},
+    {SlowFinding::Kind::inside, "inside", false, false, true},
+    {SlowFinding::Kind::link, "link", true, true, false},
+    {SlowFinding::Kind::network, "network", true, false, false},
+};
+static_assert(std::size(kFindingKinds) == 4 && kFindingKinds[0].kind == SlowFinding::Kind::late &&
+                  kFindingKinds[1].kind == SlowFinding::Kind::inside &&
+                  kFindingKinds[2].kind == SlowFinding::Kind::link &&
+                  kFindingKinds[3].kind == SlowFinding::Kind::network,
+              "kFindingKinds: one entry per SlowFinding::Kind, in its order");
+
+inline SlowFinding::Key SlowFinding::key() const {
+  const auto& k = kFindingKinds[static_cast<int>(kind)];
+  return {
+      kind, comm, k.rank ? rank : -1, k.peer ? peer : -1, k.collective ? op : std::string(), k.collective ? bytes : 0};
+}
+inline const char* SlowFinding::kind_name() const { return kFindingKinds[static_cast<int>(kind)].name; }
 
 struct SlowWindow {
   std::int64_t start_ns = 0, end_ns = 0;
@@ -154,14 +187,15 @@ struct RankCollective {
   bool last;
 };
 
-class StragglerJudge {
+class StragglerFinder {
  public:
-  explicit StragglerJudge(StragglerSettings settings = {}) : s_(settings) {}
+  explicit StragglerFinder(StragglerSettings settings = {}) : s_(settings) {}
   // A record from file `source`. A collective is judged once every rank of its communicator reported it (when the
   // size is not known, interface v3: 2 s after its newest record). A proxy record is kept for the window.
   void add(std::size_t source, const slow::Record& r);
   // The window that ends at `now_ns` (CLOCK_REALTIME); collectives older than the window are forgotten.
-  SlowWindow judge(std::int64_t now_ns);
+  SlowWindow find(std::int64_t now_ns);
+  const StragglerSettings& settings() const { return s_; }
   // The last rows per rank and collective (at most kKeptRows).
   const std::deque<RankCollective>& rows() const { return rows_; }
   static constexpr std::size_t kKeptRows = 200000;
@@ -241,11 +275,10 @@ class StragglerJudge {
   // The window's link and network findings (from the proxy sends since `start`), in place of the "inside" ones of
   // their communicators.
   void place_inside(std::int64_t start, SlowWindow& w, const std::map<std::uint64_t, double>& inside);
-  using FindingKey = std::tuple<int, std::uint64_t, int, int, std::uint64_t, std::string>;
   void confirm(SlowWindow& w);
   void read_together(SlowWindow& w, std::vector<SlowFinding>& placed,
                      const std::map<std::uint64_t, std::set<int>>& implicated);
-  std::map<FindingKey, std::size_t> looks_;  // the last look's findings, and for how many looks in a row
+  std::map<SlowFinding::Key, std::size_t> looks_;  // the last look's findings, and for how many looks in a row
 
   StragglerSettings s_;
   std::unordered_map<Key, Pending, KeyHash> pending_;

@@ -22,13 +22,13 @@ struct Looks {
   bool progressing() const;  // the second look counted more operations than the first
 };
 
-Looks look(const Options& o);
+Looks look(const RasSettings& o);
 // `pids` with the processes RAS names (laggards, dead, missing) first, in the order named, then the others.
 std::vector<pid_t> named_first(std::vector<pid_t> pids, const Looks& looks);
 // The textfile of one look: what node_exporter shows between two looks. `before`: the previous look's status.
-void write_metrics(const Options& o, const std::optional<job::RasStatus>& now, const job::RasStatus* before,
+void write_metrics(const RasSettings& o, const std::optional<job::RasStatus>& now, const job::RasStatus* before,
                    const std::string& why);
 // One look of --watch: the status, or nothing (`why` says why).
-std::optional<job::RasStatus> watch_look(const Options& o, std::string& why);
+std::optional<job::RasStatus> watch_look(const RasSettings& o, std::string& why);
 
 }  // namespace fabricbench::watchdog

@@ -22,8 +22,8 @@ struct SlowEpisode {
   job::SlowFinding first, worst;
   std::int64_t from_ns = 0, to_ns = 0;
   std::int64_t missed_ns = 0;  // the first look of a run of looks without it (0: seen at the last look)
-  std::string because;    // what the named rank's host saw (host_evidence.hpp), "" when it took no samples
-  bool told_why = false;  // a line said "because: ..." (at the naming, or when the evidence came later)
+  std::string because;         // what the named rank's host saw (host_evidence.hpp), "" when it took no samples
+  bool told_why = false;       // a line said "because: ..." (at the naming, or when the evidence came later)
 };
 
 class SlowWords {
@@ -35,10 +35,6 @@ class SlowWords {
   std::string who(const job::SlowFinding& f) const;
   std::string describe(const job::SlowFinding& f) const;
   const job::SlowSource& source(std::size_t i) const;
-  // The finding's identity across looks: the same rank, link or collective named again is the same episode.
-  static std::string key(const job::SlowFinding& f);
-  // The kind as the report's column says it.
-  static const char* kind(const job::SlowFinding& f);
 
  private:
   const std::vector<job::SlowSource>& sources_;
@@ -48,7 +44,7 @@ class SlowWords {
 // What the report is written from.
 struct SlowReportData {
   const job::SlowFolder& folder;
-  const job::StragglerJudge& judge;
+  const job::StragglerFinder& finder;
   const std::vector<SlowEpisode>& episodes;
   const std::vector<std::pair<std::int64_t, job::RankWindow>>& windows;
   std::size_t records;
