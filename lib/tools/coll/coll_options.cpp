@@ -39,18 +39,6 @@ std::string choices(const std::vector<T>& table, Name name) {
   return cli::name_choices(names, {cli::NameGroup::all(names.size())});
 }
 
-// "broadcast and reduce": the operations of the table that `has` holds for, for messages naming them.
-template <typename Has>
-std::string ops_that(Has has) {
-  std::vector<std::string> names;
-  for (const auto& c : collectives())
-    if (has(c)) names.emplace_back(c.name);
-  std::string out;
-  for (std::size_t i = 0; i < names.size(); ++i)
-    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
-  return out;
-}
-
 // An option none of the chosen operations or timing modes reads is refused, not ignored (issue 48): an all_reduce
 // run given --root 1 would otherwise look as if the root had mattered. Only what was typed (cli::typed): a --config
 // preset may set them for every run. Called once the values themselves were checked.
@@ -59,10 +47,10 @@ void refuse_unused_options(const cli::po::variables_map& v, const cli::CommonOpt
   const auto op_list = v["op"].as<std::string>();
   if (cli::typed(v, common, "root") && std::none_of(ops.begin(), ops.end(), [](auto* c) { return c->rooted; }))
     throw Error::usage(fmt::format("--root with --op {}: only {} have a root; drop it", op_list,
-                                   ops_that([](const CollectiveOp& c) { return c.rooted; })));
+                                   collectives_that([](const CollectiveOp& c) { return c.rooted; })));
   if (cli::typed(v, common, "redop") && std::none_of(ops.begin(), ops.end(), [](auto* c) { return c->reduces; }))
     throw Error::usage(fmt::format("--redop with --op {}: only {} reduce; drop it", op_list,
-                                   ops_that([](const CollectiveOp& c) { return c.reduces; })));
+                                   collectives_that([](const CollectiveOp& c) { return c.reduces; })));
   // One block of a fixed count is timed with -n, --per-iter and --graph; --min-time 0 says the same and is fine.
   if (!cli::typed(v, common, "min-time") || v["min-time"].as<double>() == 0) return;
   if (common.iterations > 0)

@@ -15,6 +15,7 @@
 
 #include "fabricbench/error.hpp"
 #include "fabricbench/ops/collective.hpp"
+#include "fabricbench/ops/datatype.hpp"
 #include "fabricbench/runtime/mpi.hpp"
 
 namespace fabricbench::ops {
