@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "fabricbench/ops/coll_backend.hpp"
+
 using namespace fabricbench::ops;
 
 TEST(TypeNames, MatchNcclTests) {
@@ -11,4 +13,10 @@ TEST(TypeNames, MatchNcclTests) {
   EXPECT_EQ(type_size(DataType::uint64), 8);
   EXPECT_EQ(to_string(RedOp::avg), "avg");
   EXPECT_EQ(all_data_types().size(), 10u);
+}
+
+TEST(TypeNames, MpiHasNeitherHalfTypesNorAverage) {
+  for (const auto t : all_data_types())
+    EXPECT_EQ(mpi_has(t), t != DataType::float16 && t != DataType::bfloat16) << to_string(t);
+  for (const auto o : all_red_ops()) EXPECT_EQ(mpi_has(o), o != RedOp::avg) << to_string(o);
 }
