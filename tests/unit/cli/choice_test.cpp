@@ -18,7 +18,7 @@ constexpr cli::Choice<Colour> kColours[] = {{"red", Colour::red}, {"green", Colo
 
 // The one line a refused word gives (the test fails when the word is taken).
 template <typename Table>
-std::string refusal(const std::string& text, const std::string& option, const Table& table) {
+std::string choice_refusal(const std::string& text, const std::string& option, const Table& table) {
   try {
     cli::parse_choice(text, option, table);
   } catch (const Error& e) {
@@ -50,16 +50,18 @@ TEST(Choice, EveryEntryParsesToItsValue) {
 }
 
 TEST(Choice, AWrongWordIsOneLineNamingTheOptionAndTheWordsInTheTablesOrder) {
-  EXPECT_EQ(refusal("purple", "--colour", kColours), "--colour 'purple': allowed values are red, green, blue");
-  EXPECT_EQ(refusal("", "--colour", kColours), "--colour '': allowed values are red, green, blue");
-  EXPECT_EQ(refusal("Red", "--colour", kColours), "--colour 'Red': allowed values are red, green, blue");
-  EXPECT_EQ(refusal("red,green", "--colour", kColours), "--colour 'red,green': allowed values are red, green, blue");
+  EXPECT_EQ(choice_refusal("purple", "--colour", kColours), "--colour 'purple': allowed values are red, green, blue");
+  EXPECT_EQ(choice_refusal("", "--colour", kColours), "--colour '': allowed values are red, green, blue");
+  EXPECT_EQ(choice_refusal("Red", "--colour", kColours), "--colour 'Red': allowed values are red, green, blue");
+  EXPECT_EQ(choice_refusal("red,green", "--colour", kColours),
+            "--colour 'red,green': allowed values are red, green, blue");
 }
 
 TEST(Choice, TheToolsRefusalsAreTheirsByteForByte) {
-  EXPECT_EQ(refusal("gpu", "--backend", ops::kBackendKinds), "--backend 'gpu': allowed values are mpi, nccl");
-  EXPECT_EQ(refusal("gpu", "--backend", ops::kBackendChoices), "--backend 'gpu': allowed values are auto, nccl, mpi");
-  EXPECT_EQ(refusal("nope", "--atomic-type", verbs::kAtomicOps),
+  EXPECT_EQ(choice_refusal("gpu", "--backend", ops::kBackendKinds), "--backend 'gpu': allowed values are mpi, nccl");
+  EXPECT_EQ(choice_refusal("gpu", "--backend", ops::kBackendChoices),
+            "--backend 'gpu': allowed values are auto, nccl, mpi");
+  EXPECT_EQ(choice_refusal("nope", "--atomic-type", verbs::kAtomicOps),
             "--atomic-type 'nope': allowed values are fetch_add, cmp_swap");
 }
 
