@@ -268,13 +268,6 @@ bool typed(const po::variables_map& values, const CommonOptions& common, const s
          std::find(common.from_config.begin(), common.from_config.end(), name) == common.from_config.end();
 }
 
-void require_choice(std::string_view option, const std::string& value,
-                    std::initializer_list<std::string_view> allowed) {
-  for (auto a : allowed)
-    if (value == a) return;
-  throw Error::usage(fmt::format("{} '{}': allowed values are {}", option, value, fmt::join(allowed, ", ")));
-}
-
 void require_at_least(std::string_view option, long long value, long long minimum) {
   if (value < minimum) throw Error::usage(fmt::format("{} {}: must be at least {}", option, value, minimum));
 }

@@ -25,13 +25,6 @@ NameGroup NameGroup::all(std::size_t count, std::string word) {
   return g;
 }
 
-std::size_t parse_name(std::string_view option, const std::string& text, const std::vector<std::string>& names) {
-  const auto it = std::find(names.begin(), names.end(), text);
-  if (it == names.end())
-    throw Error::usage(fmt::format("{} '{}': allowed values are {}", option, text, fmt::join(names, ", ")));
-  return static_cast<std::size_t>(it - names.begin());
-}
-
 std::vector<std::size_t> parse_name_list(std::string_view option, std::string_view text,
                                          const std::vector<std::string>& names, const std::vector<NameGroup>& groups) {
   std::vector<std::size_t> out;

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "fabricbench/cli/choice.hpp"
 #include "fabricbench/error.hpp"
 
 namespace fabricbench::memory {
@@ -38,16 +39,13 @@ const MemoryBackend host_backend{MemoryKind::host, host_allocate, host_release, 
 
 }  // namespace
 
+// The words of --memory (fabric-p2p, fabric-verbs), in the order the refusal lists them.
+constexpr cli::Choice<MemoryKind> kMemoryKinds[] = {
+    {"host", MemoryKind::host}, {"pinned", MemoryKind::pinned}, {"device", MemoryKind::device}};
+
 std::string_view to_string(MemoryKind kind) {
-  switch (kind) {
-    case MemoryKind::host:
-      return "host";
-    case MemoryKind::pinned:
-      return "pinned";
-    case MemoryKind::device:
-      return "device";
-  }
-  return "?";
+  const auto name = cli::choice_name(kMemoryKinds, kind);
+  return name.empty() ? "?" : name;
 }
 
 std::string unavailable_reason(MemoryKind kind) {
@@ -56,13 +54,10 @@ std::string unavailable_reason(MemoryKind kind) {
 }
 
 MemoryKind parse_memory_kind(std::string_view text, std::string_view option) {
-  for (auto kind : {MemoryKind::host, MemoryKind::pinned, MemoryKind::device}) {
-    if (text != to_string(kind)) continue;
-    if (auto why = unavailable_reason(kind); !why.empty())
-      throw Error::usage(fmt::format("{} {}: not available here: {}; allowed here: host", option, text, why));
-    return kind;
-  }
-  throw Error::usage(fmt::format("{} '{}': allowed values are host, pinned, device", option, text));
+  const auto kind = cli::parse_choice(text, option, kMemoryKinds);
+  if (auto why = unavailable_reason(kind); !why.empty())
+    throw Error::usage(fmt::format("{} {}: not available here: {}; allowed here: host", option, text, why));
+  return kind;
 }
 
 const MemoryBackend& backend_for(MemoryKind kind) {

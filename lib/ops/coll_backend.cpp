@@ -74,31 +74,33 @@ CaseResult run_case(CollBackend& backend, const CollCase& c, const TimingPlan& p
   return result;
 }
 
-std::string_view to_string(BackendKind kind) { return kind == BackendKind::nccl ? "nccl" : "mpi"; }
+std::string_view to_string(BackendKind kind) { return cli::choice_name(kBackendKinds, kind); }
 
 PairMeasurement CollBackend::exchange(const P2PTest&, const Exchanger&) {
   throw Error::internal(name() + " back end: point-to-point between GPUs is NCCL's only");
 }
 
-BackendKind choose_backend(const std::string& requested, std::string_view option) {
+BackendKind choose_backend(BackendChoice choice, std::string_view option) {
 #ifdef FABRICBENCH_HAVE_NCCL
   const bool nccl_built = true;
 #else
   const bool nccl_built = false;
 #endif
-  if (requested == "auto")
-    return nccl_built && memory::unavailable_reason(memory::MemoryKind::device).empty() ? BackendKind::nccl
-                                                                                        : BackendKind::mpi;
-  if (requested == "mpi") return BackendKind::mpi;
-  if (requested == "nccl") {
-    if (!nccl_built)
-      throw Error::usage(
-          fmt::format("{} nccl: this build has no NCCL (FABRICBENCH_CUDA=OFF or NCCL not found); "
-                      "allowed here: auto, mpi",
-                      option));
-    return BackendKind::nccl;
+  switch (choice) {
+    case BackendChoice::automatic:
+      return nccl_built && memory::unavailable_reason(memory::MemoryKind::device).empty() ? BackendKind::nccl
+                                                                                          : BackendKind::mpi;
+    case BackendChoice::mpi:
+      return BackendKind::mpi;
+    case BackendChoice::nccl:
+      break;
   }
-  throw Error::usage(fmt::format("{} '{}': allowed values are auto, nccl, mpi", option, requested));
+  if (!nccl_built)
+    throw Error::usage(
+        fmt::format("{} nccl: this build has no NCCL (FABRICBENCH_CUDA=OFF or NCCL not found); "
+                    "allowed here: auto, mpi",
+                    option));
+  return BackendKind::nccl;
 }
 
 std::unique_ptr<CollBackend> make_backend(BackendKind kind, const runtime::Communicator& comm, int gpu,

@@ -1,7 +1,9 @@
 #include "fabricbench/ops/collective.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <numeric>
+#include <string>
 
 #include "fabricbench/ops/bandwidth.hpp"
 #include "fabricbench/runtime/mpi.hpp"
@@ -84,24 +86,30 @@ void sendrecv_mpi(const MpiCall& m) {
         "MPI_Sendrecv");
 }
 
+// name, kind, reduces, rooted, counts, busbw factor and its text, NCCL's name, MPI's one buffer, MPI call; one row per
+// CollKind, in its order.
+constexpr CollectiveOp kCollectives[] = {
+    {"all_reduce", CollKind::all_reduce, true, false, same_count, all_reduce_factor, "2(n-1)/n", "AllReduce", false,
+     all_reduce_mpi},
+    {"all_gather", CollKind::all_gather, false, false, all_gather_counts, ring_factor, "(n-1)/n", "AllGather", false,
+     all_gather_mpi},
+    {"reduce_scatter", CollKind::reduce_scatter, true, false, reduce_scatter_counts, ring_factor, "(n-1)/n",
+     "ReduceScatter", false, reduce_scatter_mpi},
+    {"broadcast", CollKind::broadcast, false, true, same_count, one, "1", "Broadcast", true, broadcast_mpi},
+    {"reduce", CollKind::reduce, true, true, same_count, one, "1", "Reduce", false, reduce_mpi},
+    {"alltoall", CollKind::alltoall, false, false, alltoall_counts, ring_factor, "(n-1)/n", "", false, alltoall_mpi},
+    {"sendrecv", CollKind::sendrecv, false, false, same_count, one, "1", "", false, sendrecv_mpi},
+};
+static_assert(indexed_by_kind(kCollectives), "collectives: one row per CollKind, in the enum's order");
+
 }  // namespace
 
 const std::vector<CollectiveOp>& collectives() {
-  // name, kind, reduces, rooted, counts, busbw factor and its text, NCCL's name, MPI's one buffer, MPI call.
-  static const std::vector<CollectiveOp> table{
-      {"all_reduce", CollKind::all_reduce, true, false, same_count, all_reduce_factor, "2(n-1)/n", "AllReduce", false,
-       all_reduce_mpi},
-      {"all_gather", CollKind::all_gather, false, false, all_gather_counts, ring_factor, "(n-1)/n", "AllGather", false,
-       all_gather_mpi},
-      {"reduce_scatter", CollKind::reduce_scatter, true, false, reduce_scatter_counts, ring_factor, "(n-1)/n",
-       "ReduceScatter", false, reduce_scatter_mpi},
-      {"broadcast", CollKind::broadcast, false, true, same_count, one, "1", "Broadcast", true, broadcast_mpi},
-      {"reduce", CollKind::reduce, true, true, same_count, one, "1", "Reduce", false, reduce_mpi},
-      {"alltoall", CollKind::alltoall, false, false, alltoall_counts, ring_factor, "(n-1)/n", "", false, alltoall_mpi},
-      {"sendrecv", CollKind::sendrecv, false, false, same_count, one, "1", "", false, sendrecv_mpi},
-  };
+  static const std::vector<CollectiveOp> table(std::begin(kCollectives), std::end(kCollectives));
   return table;
 }
+
+const CollectiveOp& collective(CollKind kind) { return collectives()[static_cast<std::size_t>(kind)]; }
 
 const CollectiveOp* find_collective(std::string_view name) {
   for (const auto& c : collectives())
@@ -109,51 +117,14 @@ const CollectiveOp* find_collective(std::string_view name) {
   return nullptr;
 }
 
-int type_size(DataType t) {
-  switch (t) {
-    case DataType::int8:
-    case DataType::uint8:
-      return 1;
-    case DataType::float16:
-    case DataType::bfloat16:
-      return 2;
-    case DataType::int32:
-    case DataType::uint32:
-    case DataType::float32:
-      return 4;
-    case DataType::int64:
-    case DataType::uint64:
-    case DataType::float64:
-      return 8;
-  }
-  return 8;
-}
-
-std::string_view to_string(DataType t) {
-  static constexpr std::string_view names[] = {"int8",   "uint8", "int32", "uint32", "int64",
-                                               "uint64", "half",  "float", "double", "bfloat16"};
-  return names[static_cast<int>(t)];
-}
-
-std::string_view to_string(RedOp op) {
-  static constexpr std::string_view names[] = {"sum", "prod", "min", "max", "avg"};
-  return names[static_cast<int>(op)];
-}
-
-const std::vector<DataType>& all_data_types() {
-  static const std::vector<DataType> v{DataType::int8,    DataType::uint8,   DataType::int32,   DataType::uint32,
-                                       DataType::int64,   DataType::uint64,  DataType::float16, DataType::float32,
-                                       DataType::float64, DataType::bfloat16};
-  return v;
-}
-
-const std::vector<RedOp>& all_red_ops() {
-  static const std::vector<RedOp> v{RedOp::sum, RedOp::prod, RedOp::min, RedOp::max, RedOp::avg};
-  return v;
-}
-
-bool is_floating(DataType t) {
-  return t == DataType::float16 || t == DataType::float32 || t == DataType::float64 || t == DataType::bfloat16;
+std::string collectives_that(bool (*has)(const CollectiveOp& op)) {
+  std::vector<std::string_view> names;
+  for (const auto& c : collectives())
+    if (has(c)) names.push_back(c.name);
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    out += std::string(i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + std::string(names[i]);
+  return out;
 }
 
 double combine_rank_times(const std::vector<double>& t, RankCombine how) {

@@ -15,6 +15,7 @@ namespace {
 
 using runtime::check_mpi;
 
+// The one list of the types (and below, the reductions) MPI has: mpi_has reads it.
 MPI_Datatype mpi_type(DataType t) {
   switch (t) {
     case DataType::int8:
@@ -95,9 +96,7 @@ class MpiCollBackend : public CollBackend {
         nranks_(world.size()) {}
 
   std::string name() const override { return "mpi"; }
-  bool supports(DataType t, RedOp op) const override {
-    return mpi_type(t) != MPI_DATATYPE_NULL && mpi_op(op) != MPI_OP_NULL;
-  }
+  bool supports(DataType t, RedOp op) const override { return mpi_has(t) && mpi_has(op); }
   bool synchronous() const override { return true; }
   bool in_place_defined(const CollectiveOp&) const override { return true; }  // MPI_IN_PLACE / MPI_Sendrecv_replace
 
@@ -169,6 +168,9 @@ class MpiCollBackend : public CollBackend {
 };
 
 }  // namespace
+
+bool mpi_has(DataType t) { return mpi_type(t) != MPI_DATATYPE_NULL; }
+bool mpi_has(RedOp op) { return mpi_op(op) != MPI_OP_NULL; }
 
 std::unique_ptr<CollBackend> make_mpi_backend(const runtime::Communicator& world, bool device_memory) {
   return std::make_unique<MpiCollBackend>(world, device_memory);

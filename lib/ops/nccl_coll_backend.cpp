@@ -62,11 +62,6 @@ class NcclCollBackend : public CollBackend {
   NcclCollBackend(const runtime::Communicator& world, std::unique_ptr<NcclComm> comm)
       : world_(world), rank_(world.rank()), nranks_(world.size()), comm_(std::move(comm)) {
     check_cuda(cudaMalloc(&wrong_, sizeof(unsigned long long)), "cudaMalloc");
-    for (const auto& op : collectives()) {
-      const auto k = static_cast<std::size_t>(op.kind);
-      if (calls_.size() <= k) calls_.resize(k + 1);
-      calls_[k] = nccl_launch(op);
-    }
     // Test hook FABRICBENCH_TEST_STALL_NCCL=RANK: that world rank's operations never start, as on a stuck GPU or
     // link: its peers wait for it, and it waits until its own deadline (if any) like they do.
     if (const int stalled = TestHooks::current().stall_nccl_rank; stalled >= 0) {
@@ -110,8 +105,7 @@ class NcclCollBackend : public CollBackend {
     const std::size_t shift = total * (launches_++ % steps);
     const void* s = static_cast<const char*>(input(c)) + shift;
     void* r = static_cast<char*>(output(c)) + shift;
-    calls_.at(static_cast<std::size_t>(c.op->kind))(
-        {s, r, n, t, ts, nccl_op(c.redop), c.root, rank_, nranks_, comm_->get(), stream_.s});
+    nccl_launch(c.op->kind)({s, r, n, t, ts, nccl_op(c.redop), c.root, rank_, nranks_, comm_->get(), stream_.s});
     comm_->settle(deadline());
   }
 
@@ -201,8 +195,7 @@ class NcclCollBackend : public CollBackend {
 
   const runtime::Communicator& world_;
   int rank_, nranks_;
-  std::vector<NcclLaunch> calls_;  // by CollKind
-  std::size_t launches_ = 0;       // since prepare(): picks each launch's buffer offset
+  std::size_t launches_ = 0;  // since prepare(): picks each launch's buffer offset
   bool skip_launches_ = false;
   bool has_deadline_ = false;
   Clock::time_point deadline_;

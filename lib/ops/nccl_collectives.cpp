@@ -1,9 +1,7 @@
-// The NCCL call of each collective of collectives() (collective.cpp has the rest of each one: counts, factor, MPI).
+// The NCCL call of each collective, indexed by CollKind as collectives() is (collective.cpp has the rest of each one:
+// counts, factor, MPI).
 #include "nccl_collectives.hpp"
 
-#include <fmt/format.h>
-
-#include "fabricbench/error.hpp"
 #include "nccl_comm.hpp"
 
 namespace fabricbench::ops {
@@ -49,20 +47,20 @@ void sendrecv_nccl(const NcclCall& c) {
 }
 
 struct Row {
-  std::string_view name;  // CollectiveOp::name
+  CollKind kind;
   NcclLaunch launch;
 };
-constexpr Row kCalls[] = {
-    {"all_reduce", all_reduce_nccl}, {"all_gather", all_gather_nccl}, {"reduce_scatter", reduce_scatter_nccl},
-    {"broadcast", broadcast_nccl},   {"reduce", reduce_nccl},         {"alltoall", alltoall_nccl},
-    {"sendrecv", sendrecv_nccl}};
+constexpr Row kCalls[] = {{CollKind::all_reduce, all_reduce_nccl},
+                          {CollKind::all_gather, all_gather_nccl},
+                          {CollKind::reduce_scatter, reduce_scatter_nccl},
+                          {CollKind::broadcast, broadcast_nccl},
+                          {CollKind::reduce, reduce_nccl},
+                          {CollKind::alltoall, alltoall_nccl},
+                          {CollKind::sendrecv, sendrecv_nccl}};
+static_assert(indexed_by_kind(kCalls), "kCalls: one NCCL call per CollKind, in the enum's order");
 
 }  // namespace
 
-NcclLaunch nccl_launch(const CollectiveOp& op) {
-  for (const auto& row : kCalls)
-    if (row.name == op.name) return row.launch;
-  throw Error::internal(fmt::format("collective {} has no NCCL call (lib/ops/nccl_collectives.cpp)", op.name));
-}
+NcclLaunch nccl_launch(CollKind kind) { return kCalls[static_cast<std::size_t>(kind)].launch; }
 
 }  // namespace fabricbench::ops

@@ -24,8 +24,7 @@ struct NcclCall {
 };
 
 using NcclLaunch = void (*)(const NcclCall& call);
-// The NCCL call of `op`; Error::internal when a collective of the table has none (the back end asks for every one
-// when it is made, so that a missing call fails the first run, not a later size).
-NcclLaunch nccl_launch(const CollectiveOp& op);
+// The NCCL call of the collective of `kind` (its table is checked against CollKind at compile time).
+NcclLaunch nccl_launch(CollKind kind);
 
 }  // namespace fabricbench::ops

@@ -235,9 +235,9 @@ ExitStatus CollBenchmark::run(const app::RunContext& context) {
   else if (reference.known())
     context.out->note(fmt::format("expected bus bandwidth: {:.2f} GB/s ({})", reference.gbps, reference.basis));
   else if (nranks == 1 && context.is_root())
-    context.out->note(
-        "one rank: no link carries data, so no expected bus bandwidth (busbw is nccl-tests' figure: 0 for "
-        "all_reduce, all_gather, reduce_scatter and alltoall)");
+    context.out->note(fmt::format(
+        "one rank: no link carries data, so no expected bus bandwidth (busbw is nccl-tests' figure: 0 for {})",
+        collectives_that([](const CollectiveOp& c) { return c.busbw_factor(1) == 0; })));
   app::ToolLoop loop(context);
   for (std::size_t k = 0; k < ops_.size(); ++k) {
     const auto* op = ops_[k];

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "fabricbench/cli/byte_size.hpp"
+#include "fabricbench/cli/choice.hpp"
 #include "fabricbench/cli/name_list.hpp"
+#include "fabricbench/memory/buffer.hpp"
 #include "fabricbench/runtime/gpu.hpp"
 #include "fabricbench/test_hooks.hpp"
 #include "fabricbench/timing/timed_blocks.hpp"
@@ -39,15 +41,20 @@ std::string choices(const std::vector<T>& table, Name name) {
   return cli::name_choices(names, {cli::NameGroup::all(names.size())});
 }
 
-// "broadcast and reduce": the operations of the table that `has` holds for, for messages naming them.
-template <typename Has>
-std::string ops_that(Has has) {
-  std::vector<std::string> names;
-  for (const auto& c : collectives())
-    if (has(c)) names.emplace_back(c.name);
+// --in-place: which placements each case runs.
+enum class Placements { both, out_of_place, in_place };
+constexpr cli::Choice<Placements> kPlacements[] = {
+    {"both", Placements::both}, {"0", Placements::out_of_place}, {"1", Placements::in_place}};
+// --memory: where the MPI back end's buffers are.
+constexpr cli::Choice<memory::MemoryKind> kMpiMemory[] = {{"host", memory::MemoryKind::host},
+                                                          {"device", memory::MemoryKind::device}};
+
+// "int8, uint8, ...": the entries of `all` MPI has, for the message refusing one it lacks.
+template <typename T>
+std::string mpi_names(const std::vector<T>& all) {
   std::string out;
-  for (std::size_t i = 0; i < names.size(); ++i)
-    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  for (const auto t : all)
+    if (mpi_has(t)) out += (out.empty() ? "" : ", ") + std::string(to_string(t));
   return out;
 }
 
@@ -59,10 +66,10 @@ void refuse_unused_options(const cli::po::variables_map& v, const cli::CommonOpt
   const auto op_list = v["op"].as<std::string>();
   if (cli::typed(v, common, "root") && std::none_of(ops.begin(), ops.end(), [](auto* c) { return c->rooted; }))
     throw Error::usage(fmt::format("--root with --op {}: only {} have a root; drop it", op_list,
-                                   ops_that([](const CollectiveOp& c) { return c.rooted; })));
+                                   collectives_that([](const CollectiveOp& c) { return c.rooted; })));
   if (cli::typed(v, common, "redop") && std::none_of(ops.begin(), ops.end(), [](auto* c) { return c->reduces; }))
     throw Error::usage(fmt::format("--redop with --op {}: only {} reduce; drop it", op_list,
-                                   ops_that([](const CollectiveOp& c) { return c.reduces; })));
+                                   collectives_that([](const CollectiveOp& c) { return c.reduces; })));
   // One block of a fixed count is timed with -n, --per-iter and --graph; --min-time 0 says the same and is fine.
   if (!cli::typed(v, common, "min-time") || v["min-time"].as<double>() == 0) return;
   if (common.iterations > 0)
@@ -123,9 +130,9 @@ void CollBenchmark::configure(const cli::po::variables_map& v, const cli::Common
       throw Error::usage(fmt::format("--root '{}': allowed values are 0 to {} (the ranks) or all", root, nranks - 1));
     roots_.push_back(static_cast<int>(r));
   }
-  const auto in_place = v["in-place"].as<std::string>();
-  cli::require_choice("--in-place", in_place, {"both", "0", "1"});
-  in_place_ = in_place == "both" ? std::vector<bool>{false, true} : std::vector<bool>{in_place == "1"};
+  const auto placements = cli::parse_choice(v["in-place"].as<std::string>(), "--in-place", kPlacements);
+  in_place_ = placements == Placements::both ? std::vector<bool>{false, true}
+                                             : std::vector<bool>{placements == Placements::in_place};
   const int blocking = v["blocking"].as<int>();
   if (blocking != 0 && blocking != 1)
     throw Error::usage(fmt::format("--blocking {}: allowed values are 0 and 1", blocking));
@@ -147,11 +154,10 @@ void CollBenchmark::configure(const cli::po::variables_map& v, const cli::Common
   combine_ = static_cast<RankCombine>(average);
   refuse_unused_options(v, common, ops_, timing_);
 
-  backend_ = choose_backend(v["backend"].as<std::string>());
+  backend_ = choose_backend(cli::parse_choice(v["backend"].as<std::string>(), "--backend", kBackendChoices));
   const std::string backend_name(to_string(backend_));
-  const auto mem = v["memory"].as<std::string>();
-  cli::require_choice("--memory", mem, {"host", "device"});
-  device_memory_ = mem == "device";
+  device_memory_ =
+      cli::parse_choice(v["memory"].as<std::string>(), "--memory", kMpiMemory) == memory::MemoryKind::device;
   if (backend_ == BackendKind::nccl || device_memory_) {
     try {
       gpu_ = runtime::bind_gpu(placement.me().machine_local_rank);
@@ -166,21 +172,19 @@ void CollBenchmark::configure(const cli::po::variables_map& v, const cli::Common
     if (timing_ == TimingMode::events || timing_ == TimingMode::graph)
       throw Error::usage("--per-iter and --graph time CUDA work: they need --backend nccl");
     // "all" means every type and reduction this back end has; naming one it lacks is an error.
-    const auto mpi_has_type = [](DataType t) { return t != DataType::float16 && t != DataType::bfloat16; };
     if (v["dtype"].as<std::string>() == "all")
-      dtypes_.erase(std::remove_if(dtypes_.begin(), dtypes_.end(), [&](DataType t) { return !mpi_has_type(t); }),
+      dtypes_.erase(std::remove_if(dtypes_.begin(), dtypes_.end(), [](DataType t) { return !mpi_has(t); }),
                     dtypes_.end());
     if (v["redop"].as<std::string>() == "all")
-      redops_.erase(std::remove(redops_.begin(), redops_.end(), RedOp::avg), redops_.end());
+      redops_.erase(std::remove_if(redops_.begin(), redops_.end(), [](RedOp o) { return !mpi_has(o); }), redops_.end());
     for (auto t : dtypes_)
-      if (!mpi_has_type(t))
-        throw Error::usage(
-            fmt::format("--dtype {}: MPI has no such type; allowed with --backend mpi: int8, uint8, "
-                        "int32, uint32, int64, uint64, float, double",
-                        to_string(t)));
+      if (!mpi_has(t))
+        throw Error::usage(fmt::format("--dtype {}: MPI has no such type; allowed with --backend mpi: {}", to_string(t),
+                                       mpi_names(all_data_types())));
     for (auto o : redops_)
-      if (o == RedOp::avg)
-        throw Error::usage("--redop avg: MPI has no average; allowed with --backend mpi: sum, prod, min, max");
+      if (!mpi_has(o))
+        throw Error::usage(fmt::format("--redop {}: MPI has no {}; allowed with --backend mpi: {}", to_string(o),
+                                       o == RedOp::avg ? "average" : "such reduction", mpi_names(all_red_ops())));
     require_mpi_counts(ops_, dtypes_, common.sizes.max(), nranks, common.sizes_option);
   } else if (device_memory_) {
     throw Error::usage("--memory applies to --backend mpi only (NCCL always uses device memory)");

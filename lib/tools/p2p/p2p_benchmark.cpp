@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "fabricbench/cli/byte_size.hpp"
+#include "fabricbench/cli/choice.hpp"
 #include "fabricbench/cli/name_list.hpp"
 #include "fabricbench/error.hpp"
 #include "fabricbench/ops/bandwidth.hpp"
@@ -145,10 +146,7 @@ void P2PBenchmark::configure(const cli::po::variables_map& values, const cli::Co
                       "(latency takes 0)",
                       t->name));
   memory_ = memory::parse_memory_kind(values["memory"].as<std::string>(), "--memory");
-  const auto backend = values["backend"].as<std::string>();
-  if (backend != "mpi" && backend != "nccl")
-    throw Error::usage(fmt::format("--backend '{}': allowed values are mpi, nccl", backend));
-  backend_ = backend == "nccl" ? BackendKind::nccl : BackendKind::mpi;
+  backend_ = cli::parse_choice(values["backend"].as<std::string>(), "--backend", kBackendKinds);
   pairs_.emplace(placement.world_size());
   if (backend_ == BackendKind::nccl) {
     if (!values["memory"].defaulted() && memory_ != memory::MemoryKind::device)

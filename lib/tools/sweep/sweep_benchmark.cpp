@@ -13,6 +13,7 @@
 
 #include "fabricbench/app/shipped_files.hpp"
 #include "fabricbench/cli/byte_size.hpp"
+#include "fabricbench/cli/choice.hpp"
 #include "fabricbench/cli/ini_file.hpp"
 #include "fabricbench/cli/name_list.hpp"
 #include "fabricbench/ops/coll_backend.hpp"
@@ -159,7 +160,6 @@ void SweepBenchmark::configure_plan(const cli::po::variables_map& v) {
   if (v.count("plan") && !v["pattern"].defaulted())
     throw Error::usage("--plan and --pattern are the same option: give one");
   const auto pattern = v.count("plan") ? v["plan"].as<std::string>() : v["pattern"].as<std::string>();
-  const auto plan_names = cli::names_of(chosen_plans(), [](Plan p) { return to_string(p); });
   if (v.count("pairs-file")) {
     const auto path = v["pairs-file"].as<std::string>();
     cli::require_text_file(path, "--pairs-file");
@@ -167,7 +167,9 @@ void SweepBenchmark::configure_plan(const cli::po::variables_map& v) {
     if (!in) throw Error::usage(fmt::format("--pairs-file {}: cannot read the file", path));
     job_.schedule = PairSchedule::from_pairs_file(in, job_.hosts, path);
   } else {
-    const auto plan = chosen_plans()[cli::parse_name(v.count("plan") ? "--plan" : "--pattern", pattern, plan_names)];
+    std::vector<cli::Choice<Plan>> plans;
+    for (const auto p : chosen_plans()) plans.push_back({to_string(p), p});
+    const auto plan = cli::parse_choice(pattern, v.count("plan") ? "--plan" : "--pattern", plans);
     // A dry run of a fixed plan counts it (PlanSize): 8192 hosts' all-pairs took 1.7 s and 550 MB to build and copy,
     // 16,384 were refused. Built where a topology adds rounds to it (quick; all-pairs already crosses every leaf pair).
     const bool count = opt_.dry_run && plan != Plan::adaptive && !(opt_.topology && plan == Plan::quick);
@@ -190,9 +192,10 @@ void SweepBenchmark::configure_plan(const cli::po::variables_map& v) {
     throw Error::usage("--sequential with --plan adaptive: the adaptive plan's rounds are its own; use a fixed plan");
   if (opt_.topology && !opt_.adaptive && job_.schedule->built())
     job_.schedule->cover(*opt_.topology, opt_.rails);  // the adaptive plan crosses the leaves itself
-  if (job_.schedule->directed() && (opt_.metrics.size() != 1 || opt_.metrics[0]->name != "p2p_bw"))
+  if (job_.schedule->directed() && (opt_.metrics.size() != 1 || !is_one_way_p2p(*opt_.metrics[0])))
     throw Error::usage(
-        "--pattern shift sends to one node while receiving from another: it measures --metric p2p_bw only");
+        fmt::format("--pattern shift sends to one node while receiving from another: it measures --metric {} only",
+                    metric_names(is_one_way_p2p)));
 }
 
 void SweepBenchmark::configure_measures(const cli::po::variables_map& v, const cli::CommonOptions& common) {
@@ -226,11 +229,10 @@ void SweepBenchmark::configure_measures(const cli::po::variables_map& v, const c
 }
 
 void SweepBenchmark::configure_backend(const cli::po::variables_map& v, const cli::CommonOptions& common) {
-  const auto nccl_comms = v["nccl-comms"].as<std::string>();
-  cli::require_choice("--nccl-comms", nccl_comms, {"split", "init"});
-  opt_.nccl_comms = nccl_comms == "split" ? NcclComms::split : NcclComms::init;
-  opt_.backend = ops::choose_backend(v["backend"].as<std::string>());
-  opt_.gpu_p2p = v["backend"].as<std::string>() == "nccl";
+  opt_.nccl_comms = cli::parse_choice(v["nccl-comms"].as<std::string>(), "--nccl-comms", kNcclComms);
+  const auto backend = cli::parse_choice(v["backend"].as<std::string>(), "--backend", ops::kBackendChoices);
+  opt_.backend = ops::choose_backend(backend);
+  opt_.gpu_p2p = backend == ops::BackendChoice::nccl;
   const bool collectives =
       std::any_of(opt_.metrics.begin(), opt_.metrics.end(), [](const SweepMetric* m) { return m->collective(); });
   const bool on_gpus = opt_.any_on_gpus();

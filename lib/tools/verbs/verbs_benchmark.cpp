@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "fabricbench/cli/byte_size.hpp"
+#include "fabricbench/cli/choice.hpp"
 #include "fabricbench/cli/name_list.hpp"
 #include "fabricbench/runtime/gpu.hpp"
 #include "fabricbench/test_hooks.hpp"
@@ -252,9 +253,7 @@ void VerbsBenchmark::configure(const cli::po::variables_map& values, const cli::
   settings_.qp_timeout = values["qp-timeout"].as<int>();
   cli::require_in_range("--qp-timeout", settings_.qp_timeout, 0, 31);
   if (values.count("mtu")) settings_.mtu = mtu_bytes(parse_mtu(values["mtu"].as<int>()));
-  const auto atomic = values["atomic-type"].as<std::string>();
-  cli::require_choice("--atomic-type", atomic, {"fetch_add", "cmp_swap"});
-  settings_.atomic = atomic == "fetch_add" ? AtomicOp::fetch_add : AtomicOp::compare_swap;
+  settings_.atomic = cli::parse_choice(values["atomic-type"].as<std::string>(), "--atomic-type", kAtomicOps);
   report_gbits_ = values["report-gbits"].as<bool>();
   refuse_unused_options(values, common, tests_);
 

@@ -42,6 +42,29 @@ TEST(CollectiveTable, EveryRowHasItsFactorFromNcclTestsAndItsNcclName) {
   EXPECT_EQ(collectives().size(), known.size());
 }
 
+TEST(CollectiveTable, IsIndexedByKindAndEveryKindMapsToItsNameAndBack) {
+  ASSERT_EQ(collectives().size(), static_cast<std::size_t>(kCollKindCount));
+  for (int k = 0; k < kCollKindCount; ++k) {
+    const auto kind = static_cast<CollKind>(k);
+    const auto& op = collective(kind);
+    EXPECT_EQ(op.kind, kind) << op.name;
+    EXPECT_EQ(&collectives()[static_cast<std::size_t>(k)], &op) << op.name;
+    ASSERT_NE(find_collective(op.name), nullptr) << op.name;
+    EXPECT_EQ(find_collective(op.name)->kind, kind) << op.name;
+  }
+  EXPECT_EQ(collective(CollKind::all_reduce).name, "all_reduce");
+  EXPECT_EQ(collective(CollKind::sendrecv).name, "sendrecv");
+}
+
+TEST(CollectiveTable, NamesTheOperationsOfAProperty) {
+  EXPECT_EQ(collectives_that([](const CollectiveOp& c) { return c.rooted; }), "broadcast and reduce");
+  EXPECT_EQ(collectives_that([](const CollectiveOp& c) { return c.reduces; }), "all_reduce, reduce_scatter and reduce");
+  EXPECT_EQ(collectives_that([](const CollectiveOp& c) { return c.busbw_factor(1) == 0; }),
+            "all_reduce, all_gather, reduce_scatter and alltoall");
+  EXPECT_EQ(collectives_that([](const CollectiveOp& c) { return c.name == "reduce"; }), "reduce");
+  EXPECT_EQ(collectives_that([](const CollectiveOp&) { return false; }), "");
+}
+
 TEST(CollectiveTable, HandComputedBandwidthsPerOperation) {
   // 1 GiB all_reduce on 4 ranks in 5 ms: algbw 214.748 GB/s, busbw x1.5 = 322.123 GB/s.
   const auto* ar = find_collective("all_reduce");
@@ -101,13 +124,4 @@ TEST(CombineRankTimes, AsNcclTestsDashA) {
   EXPECT_DOUBLE_EQ(combine_rank_times(t, RankCombine::average), 4);
   EXPECT_DOUBLE_EQ(combine_rank_times(t, RankCombine::min), 1);
   EXPECT_DOUBLE_EQ(combine_rank_times(t, RankCombine::max), 7);
-}
-
-TEST(TypeNames, MatchNcclTests) {
-  EXPECT_EQ(to_string(DataType::float16), "half");
-  EXPECT_EQ(to_string(DataType::bfloat16), "bfloat16");
-  EXPECT_EQ(type_size(DataType::bfloat16), 2);
-  EXPECT_EQ(type_size(DataType::uint64), 8);
-  EXPECT_EQ(to_string(RedOp::avg), "avg");
-  EXPECT_EQ(all_data_types().size(), 10u);
 }

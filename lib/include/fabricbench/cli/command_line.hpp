@@ -5,7 +5,6 @@
 #pragma once
 #include <boost/program_options.hpp>
 #include <cstdint>
-#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -98,8 +97,6 @@ class CommandLine {
 // A tool refuses an option its mode does not use only then: a config file is a preset for every mode (OSU's window
 // for latency and bandwidth alike) and sets what some of them use.
 bool typed(const po::variables_map& values, const CommonOptions& common, const std::string& name);
-// Throws Error::usage("<option> '<value>': allowed values are a, b, c") unless value is one of `allowed`.
-void require_choice(std::string_view option, const std::string& value, std::initializer_list<std::string_view> allowed);
 // Throw Error::usage("<option> <value>: must be at least <minimum>" / "at most <maximum>").
 void require_at_least(std::string_view option, long long value, long long minimum);
 void require_at_most(std::string_view option, long long value, long long maximum);

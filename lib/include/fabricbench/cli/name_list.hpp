@@ -1,6 +1,7 @@
 // Options that take a comma-separated list of a table's names (fabric-p2p --test latency,bw; fabric-coll --op,
 // --dtype, --redop; fabric-verbs --test; fabric-doctor --checks; fabric-sweep --metric): one parser, and the --help
-// text of the same names, so that neither the error nor the help can drift from the table the tool reads.
+// text of the same names, so that neither the error nor the help can drift from the table the tool reads. One word
+// of a table, not a list: choice.hpp.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -24,10 +25,6 @@ struct NameGroup {
 std::vector<std::size_t> parse_name_list(std::string_view option, std::string_view text,
                                          const std::vector<std::string>& names,
                                          const std::vector<NameGroup>& groups = {});
-
-// The index into `names` of `text`, one name (not a list); otherwise Error::usage in one line:
-//   --plan 'nope': allowed values are all-pairs, quick, shift, adaptive
-std::size_t parse_name(std::string_view option, const std::string& text, const std::vector<std::string>& names);
 
 // What --help says the option takes: "latency, bw, bibw, mbw_mr, or all" (the names, then the groups' words).
 std::string name_choices(const std::vector<std::string>& names, const std::vector<NameGroup>& groups = {});

@@ -1,7 +1,7 @@
 // A collective back end (MPI or NCCL): owns its buffers and library handles, fills inputs, runs one operation,
 // waits, and counts wrong output elements. What every tool shares is here too: the choice of back end
-// (--backend auto|nccl|mpi), the one timing loop (time_case) and one measured case, prepare -> time -> check
-// (run_case), used by fabric-coll and fabric-sweep alike.
+// (--backend: kBackendKinds, kBackendChoices), the one timing loop (time_case) and one measured case, prepare -> time
+// -> check (run_case), used by fabric-coll and fabric-sweep alike.
 #pragma once
 #include <chrono>
 #include <cmath>
@@ -13,8 +13,10 @@
 #include <type_traits>
 #include <vector>
 
+#include "fabricbench/cli/choice.hpp"
 #include "fabricbench/error.hpp"
 #include "fabricbench/ops/collective.hpp"
+#include "fabricbench/ops/datatype.hpp"
 #include "fabricbench/runtime/mpi.hpp"
 
 namespace fabricbench::ops {
@@ -110,11 +112,21 @@ struct CaseResult {
 CaseResult run_case(CollBackend& backend, const CollCase& c, const TimingPlan& plan, const runtime::Communicator& comm,
                     bool check, bool flip_byte = false);
 
+// The one --backend of every tool. fabric-p2p takes a kind (kBackendKinds); fabric-coll and fabric-sweep a choice
+// (kBackendChoices), where auto is NCCL when this build has it and a GPU is visible (choose_backend).
 enum class BackendKind { mpi, nccl };
+inline constexpr cli::Choice<BackendKind> kBackendKinds[] = {{"mpi", BackendKind::mpi}, {"nccl", BackendKind::nccl}};
 std::string_view to_string(BackendKind kind);
-// --backend: "nccl", "mpi" or "auto" (NCCL when this build has it and a GPU is visible). Throws Error::usage naming
-// `option` and what this build allows.
-BackendKind choose_backend(const std::string& requested, std::string_view option = "--backend");
+enum class BackendChoice { automatic, nccl, mpi };
+inline constexpr cli::Choice<BackendChoice> kBackendChoices[] = {
+    {"auto", BackendChoice::automatic}, {"nccl", BackendChoice::nccl}, {"mpi", BackendChoice::mpi}};
+// The kind `choice` stands for here; Error::usage naming `option` for nccl in a build without NCCL.
+BackendKind choose_backend(BackendChoice choice, std::string_view option = "--backend");
+
+// What MPI's predefined datatypes and reductions cover (no half, bfloat16 or average): the MPI back end supports
+// these alone, and fabric-coll's --backend mpi refuses or leaves out the others by this.
+bool mpi_has(DataType t);
+bool mpi_has(RedOp op);
 // The back end of `kind` over `comm`; `gpu` for NCCL, `device_memory` for MPI (CUDA-aware MPI). `abortable`: NCCL
 // builds a non-blocking communicator so that set_deadline() can bound every call (fabric-sweep's pairs).
 std::unique_ptr<CollBackend> make_backend(BackendKind kind, const runtime::Communicator& comm, int gpu,

@@ -16,6 +16,9 @@ namespace fabricbench::ops {
 enum class DataType : int { int8, uint8, int32, uint32, int64, uint64, float16, float32, float64, bfloat16 };
 enum class RedOp : int { sum, prod, min, max, avg };
 enum class CollKind : int { all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, sendrecv };
+// How many kinds there are: a new kind goes last in CollKind and moves this. The tables indexed by CollKind
+// (collectives(), the NCCL calls) hold their rows against it at compile time (collective.hpp, indexed_by_kind).
+inline constexpr int kCollKindCount = static_cast<int>(CollKind::sendrecv) + 1;
 
 // The expected value of one output element, both as wrapped integer bits and as a real number.
 struct Expected {

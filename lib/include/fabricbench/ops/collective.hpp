@@ -1,11 +1,13 @@
 // The collectives of fabric-coll as one table: per operation its element counts and bus-bandwidth factor exactly as
-// nccl-tests defines them, its MPI call and NCCL's name for it, plus the names of types and reduction ops. A
-// collective lives in one block of lib/ops/collective.cpp (counts, factor, MPI call, table row), one block of
+// nccl-tests defines them, its MPI call and NCCL's name for it; both tables are indexed by CollKind. A collective lives
+// in one block of lib/ops/collective.cpp (counts, factor, MPI call, table row), one block of
 // lib/ops/nccl_collectives.cpp (its NCCL call: the file CMake adds when NCCL is found) and one case of
-// ElementRule::expected (coll_data.hpp: the output both back ends check, on the host and in CUDA kernels).
+// ElementRule::expected (coll_data.hpp: the output both back ends check, on the host and in CUDA kernels). Types and
+// reductions: datatype.hpp.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -47,17 +49,26 @@ struct CollectiveOp {
   double busbw_gbps(std::uint64_t bytes, double seconds, int nranks) const;
 };
 
+// Every collective, indexed by CollKind (collectives()[k].kind == k).
 const std::vector<CollectiveOp>& collectives();
+const CollectiveOp& collective(CollKind kind);
+const CollectiveOp* find_collective(std::string_view name);
+// The names of the collectives for which `has` holds, in the table's order, as a message says them: "broadcast and
+// reduce", "all_reduce, all_gather and alltoall".
+std::string collectives_that(bool (*has)(const CollectiveOp& op));
+
+// Whether `rows` holds one row per CollKind in the enum's order (rows[k].kind == k): every table indexed by CollKind
+// says so in a static_assert, so that a kind without its row, or rows out of order, fail the build.
+template <typename Row, std::size_t N>
+constexpr bool indexed_by_kind(const Row (&rows)[N]) {
+  if (N != static_cast<std::size_t>(kCollKindCount)) return false;
+  for (std::size_t k = 0; k < N; ++k)
+    if (rows[k].kind != static_cast<CollKind>(k)) return false;
+  return true;
+}
+
 // How per-rank times combine into the reported time (nccl-tests -a): fabric-coll's rows, fabric-sweep's collectives.
 enum class RankCombine { rank0 = 0, average = 1, min = 2, max = 3 };
 double combine_rank_times(const std::vector<double>& per_rank, RankCombine how);
-const CollectiveOp* find_collective(std::string_view name);
-
-int type_size(DataType t);
-std::string_view to_string(DataType t);
-std::string_view to_string(RedOp op);
-const std::vector<DataType>& all_data_types();
-const std::vector<RedOp>& all_red_ops();
-bool is_floating(DataType t);
 
 }  // namespace fabricbench::ops

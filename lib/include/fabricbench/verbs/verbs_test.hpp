@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fabricbench/cli/choice.hpp"
 #include "fabricbench/ops/iteration_defaults.hpp"
 
 namespace fabricbench::verbs {
@@ -16,6 +17,9 @@ enum class Pattern {
   latency     // one operation at a time; a sample is one iteration's time divided by latency_divisor
 };
 enum class AtomicOp { fetch_add, compare_swap };
+// fabric-verbs --atomic-type: perftest's words.
+inline constexpr cli::Choice<AtomicOp> kAtomicOps[] = {{"fetch_add", AtomicOp::fetch_add},
+                                                       {"cmp_swap", AtomicOp::compare_swap}};
 
 struct VerbsTest {
   std::string_view name;  // "write_bw"

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fabricbench/app/run_context.hpp"
+#include "fabricbench/cli/choice.hpp"
 #include "fabricbench/memory/buffer.hpp"
 #include "fabricbench/ops/coll_backend.hpp"
 #include "fabricbench/ops/collective.hpp"
@@ -53,6 +54,9 @@ std::string metric_names(bool (*has)(const SweepMetric& m));
 inline bool is_bandwidth(const SweepMetric& m) { return m.better == results::Better::higher; }
 inline bool is_latency(const SweepMetric& m) { return m.better == results::Better::lower; }
 inline bool is_collective(const SweepMetric& m) { return m.collective(); }
+// A p2p metric measured one direction at a time: what --pattern shift (each node sends to one and receives from
+// another at once) can measure.
+inline bool is_one_way_p2p(const SweepMetric& m) { return m.family == MetricFamily::p2p && m.both_directions; }
 
 // One metric of one pair in one round, as this rank sees it.
 struct PairSlot {
@@ -132,6 +136,7 @@ class P2PPairTest : public PairTest {
 // How the NCCL back end gets each pair's communicator (--nccl-comms): split each round from one parent over the
 // job (ncclCommSplit), or a fresh one per pair, metric and round (ncclCommInitRank, as before the split).
 enum class NcclComms { split, init };
+inline constexpr cli::Choice<NcclComms> kNcclComms[] = {{"split", NcclComms::split}, {"init", NcclComms::init}};
 
 // fabric-coll's back ends over every rank of both nodes (NCCL communicators abortable under --timeout).
 // The collective metrics over the pair's communicator (`bytes`), and with NCCL the p2p metrics between the pair's
