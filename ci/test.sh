@@ -41,7 +41,12 @@ cmake --build --preset default -j "$jobs"
 
 stamp "tests that mostly wait (label waits), in the background"
 waits_log=$(mktemp)
-ctest --test-dir build -L waits --output-on-failure >"$waits_log" 2>&1 &
+# At nice -10 where root may (beside the MPI jobs, at 0): their fake NCCL jobs' network steps are 50 us sleeps, which
+# a loaded machine stretched 1.3x and more at the normal priority, and the judge then placed a slow link on its
+# receiver's network (2 of 7 runs of that case under load here; 5 of 5 passed at nice -10 under the same load).
+waits_nice=()
+[ "$(id -u)" -eq 0 ] && waits_nice=(nice -n -10)
+"${waits_nice[@]}" ctest --test-dir build -L waits --output-on-failure >"$waits_log" 2>&1 &
 waits=$!
 pids+=("$waits")
 stamp "build (CUDA off, libibverbs off, ASan + UBSan), then the analysis modules, in the background at the idle priority"
