@@ -108,10 +108,13 @@ class SlowWatch(LaunchTest):
         self.assertIn("FABRIC_WATCHDOG_SLOW_COMM=0xabc0fb", acted)
 
     def test_a_stopped_rank_is_named_with_what_its_host_saw(self):
-        """Rank 2's process is stopped 100 ms of every 200 from 3 s to 12 s (SIGSTOP, SIGCONT from outside) while it
-        makes the others wait: the naming says its host saw it stopped (the watchdog's host sampler), the report keeps
-        it, --slow-exec gets it. (--slow-loss 30: named a few seconds into the stop, whose last 5 s, the evidence, then
-        hold enough looks; named at 10%, 2 s in, on a busy machine it saw too few: CI, 2026-11-29.)"""
+        """Rank 2's process is stopped 100 ms of every 200 from 2 s to 12 s (SIGSTOP, SIGCONT from outside) while it
+        makes the others wait (from 3 s of the job, which starts about 0.5 s after the watchdog): the naming says its
+        host saw it stopped (the watchdog's host sampler), the report keeps it, --slow-exec gets it. (--slow-loss 30:
+        named a few seconds into the stop, whose last 5 s, the evidence, then hold enough looks; named at 10%, 2 s in,
+        on a busy machine it saw too few: CI, 2026-11-29. The fake job's waiting is its own, not the stop's: the stop
+        begins a second before it, as a stopped rank's evidence begins with the others' waiting; begun with it, the
+        naming two looks on came before the sampler's looks held the stop's floor, 1 run in 3 idle here.)"""
         action = self.dir / "act.sh"
         action.write_text("#!/bin/sh\nenv | grep ^FABRIC_WATCHDOG_SLOW > \"$(dirname \"$0\")/acted.txt\"\n")
         action.chmod(0o755)
@@ -129,7 +132,7 @@ class SlowWatch(LaunchTest):
                 break
             time.sleep(0.1)
         self.assertIsNotNone(pid)
-        time.sleep(max(0.0, 3.0 - (time.monotonic() - self.t0)))
+        time.sleep(max(0.0, 2.0 - (time.monotonic() - self.t0)))
         end = self.t0 + 12
         causes = set()  # the textfile's cause labels while it is named
         while time.monotonic() < end:
@@ -149,19 +152,22 @@ class SlowWatch(LaunchTest):
         self.assertGreaterEqual(len(named), 1, text)
         for _, line in named[1:]:
             self.assertIn("because: its process was found stopped", line)
-        m = re.search(r"; because: .*its process was found stopped at (\d+)% of the looks \((\d+)% before\)",
-                      named[0][1])
-        self.assertIsNotNone(m, named[0][1])
-        self.assertTrue(20 <= int(m.group(1)) <= 80, named[0][1])
+        # Said at the naming, or where the sampler's looks came in after it, in the one "still named" line.
+        told = [line for _, line in named[:1] + self.said(r"still named: rank 2 ")]
+        m = next((m for m in (re.search(r"; because: .*its process was found stopped at (\d+)% of the looks "
+                                        r"\((\d+)% before\)", line) for line in told) if m), None)
+        self.assertIsNotNone(m, text)
+        self.assertTrue(20 <= int(m.group(1)) <= 80, text)
         # At most half of it before (the rule's factor of 2): on a loaded machine the naming comes late, and the job's
         # life before the stop is a second or two, so its quietest 5 s may hold the stop's first looks.
-        self.assertLessEqual(int(m.group(2)), int(m.group(1)) / 2, named[0][1])
+        self.assertLessEqual(int(m.group(2)), int(m.group(1)) / 2, text)
         run = self.load("slow/slow-report.h5")
         found = run.tables["slow/findings"]
-        self.assertIn("its process was found stopped", found.evidence.iloc[0])
+        self.assertIn("its process was found stopped", found.evidence.iloc[0], text)
         self.assertEqual(len(run.tables["slow/processes"]), 4)  # the ranks; the sampler is not a process of the job
-        self.assertIn("FABRIC_WATCHDOG_SLOW_EVIDENCE=because: its process was found stopped",
-                      (self.dir / "acted.txt").read_text())
+        # The action, at the naming, is told what the naming line said.
+        said = re.search(r"; (because: .*|no evidence on its host)$", named[0][1]).group(1)
+        self.assertIn(f"FABRIC_WATCHDOG_SLOW_EVIDENCE={said}\n", (self.dir / "acted.txt").read_text())
         self.assertIn("stopped", causes)
 
     def test_one_watchdog_per_rank_under_mpirun_and_one_judge(self):
