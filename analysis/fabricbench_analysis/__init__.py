@@ -1,6 +1,8 @@
-"""Read fabricbench HDF5 results into pandas, and export them for Excel. Four parts, each importing only those
-before it: load (HDF5 -> pandas, the files read and written), judge (the answer, comparisons and baselines, rails),
-draw (the pictures) and export (Excel, CSV, JSON lines, HTML, Prometheus); cli.py wires fabric-report to them.
+"""Read fabricbench HDF5 results into pandas, and export them for Excel. Five parts, each importing only those
+before it: read (HDF5 -> pandas, the files read and written), judge (the answer, comparisons and baselines, rails),
+draw (the pictures), export (Excel, CSV, JSON lines, HTML, Prometheus) and imports (nccl-tests, OSU and perftest
+output as fabricbench files; it imports read and judge); cli.py wires fabric-report to them. A part's modules are
+reached by their paths (fabricbench_analysis.judge.compare, fabricbench_analysis.draw.plots).
 
     import fabricbench_analysis as fa
     run = fa.load("fabricbench-p2p-20261121T120000Z.h5")
@@ -14,16 +16,3 @@ from .export.excel import to_excel
 from .read.results import Column, Run, load
 
 __all__ = ["Column", "Run", "load", "to_excel", "to_csv_dir"]
-
-# The module paths docs/analysis.md gave before the package was split (issue 33), kept working for code written
-# against them: `from fabricbench_analysis import compare, plots, rails`. Imported when asked for, not up front
-# (plots imports matplotlib).
-_MOVED = {"compare": ".judge.compare", "rails": ".judge.rails", "plots": ".draw.plots"}
-
-
-def __getattr__(name):
-    if name in _MOVED:
-        import importlib
-
-        return importlib.import_module(_MOVED[name], __name__)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,8 +21,13 @@ void ResultSet::begin(const RunInfo& info) {
 void ResultSet::declare(const TableSpec& table) {
   for (auto& s : sinks_) s->declare(table);
 }
+void ResultSet::add(std::unique_ptr<TerminalTable> terminal) {
+  if (terminal_) throw std::logic_error("a result set has one terminal");
+  terminal_ = terminal.get();
+  sinks_.push_back(std::move(terminal));
+}
 void ResultSet::section(const TableSpec& table, const std::string& title, const std::vector<TerminalColumn>& shown) {
-  for (auto& s : sinks_) s->section(table, title, shown);
+  if (terminal_) terminal_->section(table, title, shown);
 }
 void ResultSet::note(const std::string& line) {
   for (auto& s : sinks_) s->note(line);

@@ -132,7 +132,7 @@ class PipInstall(LaunchTest):
         r = subprocess.run([str(entry), "metrics", str(run)], capture_output=True, text=True, env=env, cwd="/")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn('fabricbench_run_status{tool="fabric-doctor",status="complete"} 1', r.stdout)
-        # The page reaches every subpackage (load, judge, draw, export): all of them were installed.
+        # The page reaches every subpackage (read, judge, draw, export): all of them were installed.
         r = subprocess.run([str(entry), "html", str(run), str(self.dir / "run.html")], capture_output=True, text=True,
                            env=env, cwd="/")
         self.assertEqual(r.returncode, 0, r.stderr)

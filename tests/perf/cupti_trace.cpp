@@ -8,7 +8,7 @@
 // Build (CUDA's CUPTI headers and library; carry libcupti.so.13 where the machine lacks it):
 //   g++ -O2 -std=c++17 -shared -fPIC -DOMPI_SKIP_MPICXX=1 tests/perf/cupti_trace.cpp -o libcupti_trace.so -I/usr/local/cuda/include
 //       $(mpicxx --showme:compile) -L/usr/local/cuda/lib64 -lcupti -Wl,-rpath,'$ORIGIN'  (one line)
-// (docs/perf-nccl-one-gpu.md)
+// (docs/measurements/perf-nccl-one-gpu.md)
 #include <cupti.h>
 #include <mpi.h>
 

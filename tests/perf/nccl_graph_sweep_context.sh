@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Where nccl-tests' extra 0.1-0.2 us per graph-captured operation appears (issue 14; docs/perf-nccl-small-h200x2.md):
+# Where nccl-tests' extra 0.1-0.2 us per graph-captured operation appears (issue 14;
+# docs/measurements/perf-nccl-small-h200x2.md):
 # all_gather in CUDA graphs (-n 200 -G 100) from nccl-tests as a sweep (-b 128 -e 512K, with and without its data
 # check -c) and one size at a time (-b = -e: no buffer rotation across a larger allocation), and from fabric-coll.
 #   tests/perf/nccl_graph_sweep_context.sh BIN NCCL_TESTS      (2 GPUs; a benchmark run, not a test)

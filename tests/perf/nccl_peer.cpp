@@ -8,10 +8,10 @@
 // GRAPH=G (one process per GPU, or one process with one GPU): the `iters` iterations are captured in a CUDA graph,
 // launched once untimed (that launch uploads it; GRAPH_UPLOAD_TIMED=1 times it too, as nccl-tests -G does) and then G
 // times, timed.
-// Knobs for telling a harness's cost from NCCL's (docs/perf-nccl-one-gpu.md): ALLOC=nccl allocates the buffers with
-// ncclMemAlloc as nccl-tests 2.19 does (default cudaMalloc, as fabric-coll); ROTATE=1 moves both buffers on by one
-// message every iteration as both tools do (default: the same region each time); NOGROUP=1 issues a process's one
-// call without ncclGroupStart/End around it, as nccl-tests does with one GPU per process.
+// Knobs for telling a harness's cost from NCCL's (docs/measurements/perf-nccl-one-gpu.md): ALLOC=nccl allocates the
+// buffers with ncclMemAlloc as nccl-tests 2.19 does (default cudaMalloc, as fabric-coll); ROTATE=1 moves both buffers
+// on by one message every iteration as both tools do (default: the same region each time); NOGROUP=1 issues a process's
+// one call without ncclGroupStart/End around it, as nccl-tests does with one GPU per process.
 //   [mpirun -np N] nccl_peer OP MIN_BYTES MAX_BYTES [ITERS=20] [WARMUP=5] [FACTOR=2]
 //   OP: all_reduce all_gather reduce_scatter alltoall sendrecv, or a comma list of them (run in that order); memcpy
 //   (one cudaMemcpyAsync of the size per GPU, no NCCL call: the floor of one rank's out-of-place operation);

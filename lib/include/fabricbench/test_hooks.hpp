@@ -32,7 +32,7 @@ struct TestHooks {
   int late_host = -1;
   double late_ms = 0;
   // FABRICBENCH_TEST_OSU_POLL=1|sync: the NCCL p2p wait as OSU's (cudaStreamQuery and MPI_Iprobe in turn) or with
-  // cudaStreamSynchronize, to measure what the wait costs (docs/perf-p2p-nccl-osu.md).
+  // cudaStreamSynchronize, to measure what the wait costs (docs/measurements/perf-p2p-nccl-osu.md).
   std::string osu_poll;
 
   // The hooks of this process's environment, read at the first call.
