@@ -58,7 +58,7 @@ PairMeasurement nccl_exchange(NcclComm& nccl, cudaStream_t stream, const P2PTest
   };
   // The host waits for the stream by polling it, as the NCCL back end does and OSU's xccl tests do (a spin on
   // cudaStreamQuery): on 2 x H200 this read latency 1-2 us lower than cudaStreamSynchronize, within -4%..+3% of
-  // osu_xccl_latency (docs/perf-p2p-nccl-osu.md), and it bounds the exchange by the deadline.
+  // osu_xccl_latency (docs/measurements/perf-p2p-nccl-osu.md), and it bounds the exchange by the deadline.
   // Test hook FABRICBENCH_TEST_OSU_POLL: "1" waits exactly as OSU does (cudaStreamQuery and MPI_Iprobe in turn),
   // "sync" with cudaStreamSynchronize, to measure what the wait costs.
   enum class Poll { nccl, osu, sync };

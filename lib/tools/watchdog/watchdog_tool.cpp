@@ -39,7 +39,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+double seconds_of(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 Clock::duration span(double s) { return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); }
 
 std::string hostname() {
@@ -49,8 +49,9 @@ std::string hostname() {
 }
 
 // The report: the hang, RAS's findings and tables (as fabric-doctor --nccl-ras), the stacks.
-void report(const RunMode& o, const std::string& command_line, const job::ChildProcess& child, const Looks& looks,
-            double quiet_s, const std::vector<job::Stack>& stacks, const std::vector<std::string>& done) {
+void write_hang_report(const RunMode& o, const std::string& command_line, const job::ChildProcess& child,
+                       const Looks& looks, double quiet_s, const std::vector<job::Stack>& stacks,
+                       const std::vector<std::string>& done) {
   results::ResultSet out;
   out.add(std::make_unique<results::TerminalTable>(stderr));
   out.add(std::make_unique<results::Hdf5Sink>(o.report, o.force));
@@ -221,7 +222,7 @@ int watch(const RunMode& o, const std::string& command_line, job::ChildProcess& 
       watched = std::move(now);
       next_look = Clock::now() + span(o.ras.watch_s);
     }
-    const double quiet_s = seconds(Clock::now() - quiet_since);
+    const double quiet_s = seconds_of(Clock::now() - quiet_since);
     if (quiet_s < o.timeout_s) continue;
     const auto looks = look(o.ras);
     if (g_stop) return end_on_signal(child);
@@ -242,7 +243,7 @@ int watch(const RunMode& o, const std::string& command_line, job::ChildProcess& 
     if (o.kill) done.push_back("kill");
     if (o.scancel) done.push_back(std::getenv("SLURM_JOB_ID") ? "scancel" : "scancel skipped (no SLURM_JOB_ID)");
     if (!o.exec.empty()) done.push_back("exec:" + o.exec);
-    report(o, command_line, child, looks, quiet_s, stacks, done);
+    write_hang_report(o, command_line, child, looks, quiet_s, stacks, done);
     if (!o.exec.empty() && !g_stop)
       run_action({o.exec}, {"FABRIC_WATCHDOG_REPORT=" + o.report, fmt::format("FABRIC_WATCHDOG_PID={}", child.pid())},
                  o.action_timeout_s, g_stop);
