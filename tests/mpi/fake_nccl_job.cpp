@@ -3,7 +3,8 @@
 // NCCL would for one communicator of --ranks processes, each a fork of this one (a process per rank, as a job has),
 // one all-reduce every --period-ms. A healthy rank's kernel runs 0.3-0.5 ms; while rank --slow-rank is slow
 // (--slow-from to --slow-to seconds), the others' kernels run --wait-ms longer: they wait for it. --exit-rank R
-// --exit-at S: that rank leaves early. Without NCCL_PROFILER_PLUGIN it runs unprofiled, as NCCL before 2.23 would.
+// --exit-at S: that rank leaves early. --quiet-from to --quiet-to: a pause within the slow time (the rank is well).
+// Without NCCL_PROFILER_PLUGIN it runs unprofiled, as NCCL before 2.23 would.
 #include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,10 +27,16 @@ namespace {
 struct Args {
   int ranks = 4, slow_rank = -1, exit_rank = -1, api = 5, link_rank = -1, nic_rank = -1;
   bool one_rank = false;
-  double slow_from = 0, slow_to = 0, seconds = 10, period_ms = 50, wait_ms = 20, exit_at = 0, link_ms = 5;
+  double slow_from = 0, slow_to = 0, quiet_from = 0, quiet_to = 0, seconds = 10, period_ms = 50, wait_ms = 20,
+         exit_at = 0, link_ms = 5;
 };
 
 double number(const char* text) { return std::strtod(text, nullptr); }
+
+// Whether the slow rank or link is slow at `s` seconds of the job.
+bool slow_at(const Args& a, double s) {
+  return s >= a.slow_from && s < a.slow_to && !(s >= a.quiet_from && s < a.quiet_to);
+}
 
 std::uint64_t now_ns() {
   return static_cast<std::uint64_t>(
@@ -84,7 +91,7 @@ int run_rank(const Table* t, void* ctx, const Args& a, int rank, Clock::time_poi
     void* h = nullptr;
     t->start_event(ctx, &h, &d);
     t->stop_event(h);
-    const bool slow_now = a.slow_rank >= 0 && s >= a.slow_from && s < a.slow_to;
+    const bool slow_now = a.slow_rank >= 0 && slow_at(a, s);
     // Rank r's base time varies by collective, so that healthy ranks take turns being last.
     std::uint64_t kernel = 300000 + ((seq * 7 + static_cast<std::uint64_t>(rank) * 13) % 5) * 50000;
     if (slow_now && rank != a.slow_rank) kernel += static_cast<std::uint64_t>(a.wait_ms * 1e6);
@@ -101,7 +108,7 @@ int run_rank(const Table* t, void* ctx, const Args& a, int rank, Clock::time_poi
       t->stop_event(ch);
     }
     const int next = (rank + 1) % a.ranks, prev = (rank + a.ranks - 1) % a.ranks;
-    const bool in_time = s >= a.slow_from && s < a.slow_to;
+    const bool in_time = slow_at(a, s);
     const bool slow_send = in_time && (rank == a.link_rank || rank == a.nic_rank || next == a.nic_rank);
     for (int c = 0; c < 2; ++c) {
       proxy_op<Table, Descr>(t, ctx, h, rank, next, c, true, slow_send ? a.link_ms : 0.05);
@@ -154,6 +161,10 @@ int main(int argc, char** argv) {
       a.slow_from = v;
     else if (k == "--slow-to")
       a.slow_to = v;
+    else if (k == "--quiet-from")
+      a.quiet_from = v;
+    else if (k == "--quiet-to")
+      a.quiet_to = v;
     else if (k == "--seconds")
       a.seconds = v;
     else if (k == "--period-ms")

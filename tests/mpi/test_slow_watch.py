@@ -170,6 +170,38 @@ class SlowWatch(LaunchTest):
         self.assertIn(f"FABRIC_WATCHDOG_SLOW_EVIDENCE={said}\n", (self.dir / "acted.txt").read_text())
         self.assertIn("stopped", causes)
 
+    def test_a_rank_named_again_stands_against_its_host_before_its_first_naming(self):
+        """A stopped rank named, let go while it was well, and named again (fixtures/slow/stopped-twice: recorded live
+        here; a loaded judge that loses a naming for a few looks does the same): the second naming says why too. Its
+        host's "before" ends before the first naming, not in the stop itself (CI, 2026-11-29: "no evidence on its host"
+        at the second naming, the stop's own looks taken as the rank's usual)."""
+        folder = self.dir / "records"
+        folder.mkdir(mode=0o700)
+        for f in (FIXTURES / "stopped-twice").glob("*.fbslow"):
+            shutil.copy(f, folder / f.name)
+        r = subprocess.run([str(BIN / "fabric-watchdog"), "--judge", str(folder), "--replay", "--slow-window", "4s",
+                            "--slow-settle", "1s", "--slow-loss", "30", "--slow-report", "report.h5"], cwd=self.dir,
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        named = [int(t) for t in re.findall(r"at \+(\d+) s: slow rank: rank 2 ", r.stderr)]
+        gone = [int(t) for t in re.findall(r"at \+(\d+) s: gone: rank 2 ", r.stderr)]
+        self.assertEqual(len(named), 2, r.stderr)
+        self.assertTrue(gone and named[0] < gone[0] < named[1], r.stderr)
+        stopped = re.findall(r"slow rank: rank 2 .*; because: its process was found stopped at (\d+)% of the looks "
+                             r"\((\d+)% before\)", r.stderr)
+        self.assertEqual(len(stopped), 2, r.stderr)
+        for now, before in stopped:
+            self.assertGreaterEqual(int(now), 30, r.stderr)
+            self.assertLessEqual(int(before), 5, r.stderr)
+        self.assertNotIn("slow rank: rank 0", r.stderr)
+        self.assertNotIn("slow rank: rank 1", r.stderr)
+        self.assertNotIn("slow rank: rank 3", r.stderr)
+        run = self.load("report.h5")
+        found = run.tables["slow/findings"]
+        self.assertEqual(list(found["rank"]), [2, 2])
+        for evidence in found.evidence:
+            self.assertIn("its process was found stopped", evidence)
+
     def test_one_watchdog_per_rank_under_mpirun_and_one_judge(self):
         """mpirun starts a watchdog per rank, each in front of one rank of the job (as srun or torchrun across nodes):
         all write to one folder, only the first task's judge names the slow rank and writes the report."""

@@ -123,6 +123,13 @@ class SlowJudge {
     finder_.add(source, r);
   }
 
+  // The last episode of a finding, open or gone; null when it was never named.
+  const SlowEpisode* last_episode(const job::SlowFinding::Key& key) const {
+    for (auto e = episodes_.rbegin(); e != episodes_.rend(); ++e)
+      if (e->first.key() == key) return &*e;
+    return nullptr;
+  }
+
   // What the named rank's host saw from `from` to `now` (a link: its sender's host, else its receiver's); ""
   // unsampled. At a naming, the last kEvidenceS: the rank has turned slow within the window, often seconds ago.
   static constexpr double kEvidenceS = 5;
@@ -188,11 +195,14 @@ class SlowJudge {
       const auto it = open_.find(key);
       if (it == open_.end()) {
         SlowEpisode e;
-        e.first = e.worst = f, e.from_ns = e.to_ns = now;
+        e.first = e.worst = f, e.from_ns = e.to_ns = e.trouble_ns = now;
+        if (const auto* earlier = last_episode(key);
+            earlier && now - earlier->to_ns <= static_cast<std::int64_t>(job::HostEvidence::kBeforeS * 1e9))
+          e.trouble_ns = earlier->trouble_ns;
         open_[key] = episodes_.size();
         episodes_.push_back(e);
         auto line = words_.describe(f);
-        e.because = because(f, now);
+        e.because = because(f, now, nullptr, 0, e.trouble_ns);
         e.told_why = e.because.find("because: ") != std::string::npos;
         episodes_.back().because = e.because;
         episodes_.back().told_why = e.told_why;
@@ -205,7 +215,7 @@ class SlowJudge {
         if (f.loss > e.worst.loss) e.worst = f;
         // Evidence that came after the naming (a slowed link's queues fill over seconds): said once, when it comes.
         if (!e.told_why) {
-          const auto why = because(f, now);
+          const auto why = because(f, now, nullptr, 0, e.trouble_ns);
           if (why.find("because: ") != std::string::npos) {
             e.told_why = true;
             std::fprintf(stderr, "fabric-watchdog: %sstill named: %s; %s\n", at_.c_str(),
@@ -213,7 +223,7 @@ class SlowJudge {
           }
         }
         // The report's: what the host saw over the whole naming (and the seconds before it was named).
-        e.because = because(f, now, nullptr, e.from_ns - static_cast<std::int64_t>(kEvidenceS * 1e9), e.from_ns);
+        e.because = because(f, now, nullptr, e.from_ns - static_cast<std::int64_t>(kEvidenceS * 1e9), e.trouble_ns);
       }
     }
     // Gone once missed for 2 s of looks (or missed at the last): a loaded host may keep a rank's records back for a

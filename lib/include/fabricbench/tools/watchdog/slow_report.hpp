@@ -22,8 +22,11 @@ struct SlowEpisode {
   job::SlowFinding first, worst;
   std::int64_t from_ns = 0, to_ns = 0;
   std::int64_t missed_ns = 0;  // the first look of a run of looks without it (0: seen at the last look)
-  std::string because;         // what the named rank's host saw (host_evidence.hpp), "" when it took no samples
-  bool told_why = false;       // a line said "because: ..." (at the naming, or when the evidence came later)
+  // When its trouble began: its naming, or the first naming of the same finding gone and named again within the
+  // evidence's minute (a loaded judge lost it for a few looks). The host's "before" ends there.
+  std::int64_t trouble_ns = 0;
+  std::string because;    // what the named rank's host saw (host_evidence.hpp), "" when it took no samples
+  bool told_why = false;  // a line said "because: ..." (at the naming, or when the evidence came later)
 };
 
 class SlowWords {
