@@ -13,54 +13,85 @@ namespace fabricbench::sweep {
 using adaptive::hosts_of;
 
 // Every host judged: a pair that hung while covering split (as in compose), a pair slow in its first test once more,
-// then pairs an earlier round had to leave out, then the circle method's next step, untested pairs only. A pair that
-// meets a busy host, or a host whose hang is not yet resolved, waits; a hung host's pairs are not covered.
+// then pairs an earlier round had to leave out, then the next step of the circle method (duplex: of the shift
+// pattern), untested pairs only. A pair that meets a busy host, or a host whose hang is not yet resolved, waits; a
+// hung host's pairs are not covered. Duplex: a host is at most once a and once b; a re-test or a hung split keeps its
+// hosts to itself.
 std::optional<Round> AdaptivePlan::cover_round(const std::vector<Hung>& hung, int cap_rounds) {
   const int n = hosts_;
+  const bool duplex = options_.duplex_cover;
   state_.covering = covering_ = true;
-  std::vector<char> busy(static_cast<std::size_t>(n), 0);
+  std::vector<char> as_a(static_cast<std::size_t>(n), 0), as_b(static_cast<std::size_t>(n), 0);  // ends taken
+  const auto idle = [&](int h) { return !as_a[h] && !as_b[h]; };
   std::vector<HostPair> round;
-  for (int h = 0; h < n; ++h)
-    if (hung[h] == Hung::unresolved && !busy[h] && hung_with_[h] > h) {
-      busy[hung_with_[h]] = 1;  // rests until its partner's test with another host answers
-      int p = -1;               // another usable host, one never tested with h first
-      for (int c = 0; c < n && (p < 0 || tested_.count(pair_key(h, p))); ++c)
-        if (c != h && !busy[c] && usable(hung, c) && (p < 0 || !tested_.count(pair_key(h, c)))) p = c;
-      if (p >= 0) busy[h] = busy[p] = 1, round.push_back({std::min(h, p), std::max(h, p)});
-    }
-  const auto place = [&](std::vector<std::uint64_t>& keys, bool untested_only) {
-    std::vector<std::uint64_t> later;
-    for (const auto key : keys) {
-      const auto [x, y] = hosts_of(key);
-      if (hung[x] == Hung::hung || hung[y] == Hung::hung || (untested_only && tested_.count(key))) continue;
-      if (busy[x] || busy[y] || !usable(hung, x) || !usable(hung, y)) {
-        later.push_back(key);
-        continue;
-      }
-      busy[x] = busy[y] = 1;
-      round.push_back({x, y});
-    }
-    keys = std::move(later);
+  const auto whole = [&](int x, int y) {
+    as_a[x] = as_b[x] = as_a[y] = as_b[y] = 1;
+    round.push_back({std::min(x, y), std::max(x, y)});
   };
-  place(to_confirm_, false);
-  place(deferred_, true);
+  for (int h = 0; h < n; ++h)
+    if (hung[h] == Hung::unresolved && idle(h) && hung_with_[h] > h) {
+      as_a[hung_with_[h]] = as_b[hung_with_[h]] = 1;  // rests until its partner's test with another host answers
+      int p = -1;                                     // another usable host, one never tested with h first
+      for (int c = 0; c < n && (p < 0 || tested_.count(pair_key(h, p))); ++c)
+        if (c != h && idle(c) && usable(hung, c) && (p < 0 || !tested_.count(pair_key(h, c)))) p = c;
+      if (p >= 0) whole(h, p);
+    }
+  // A pair placed: with its hosts to itself, else (duplex) as a -> b or b -> a where those ends are free.
+  const auto placed = [&](HostPair p, bool alone) {
+    if (alone || !duplex) {
+      if (!idle(p.a) || !idle(p.b)) return false;
+      whole(p.a, p.b);
+      return true;
+    }
+    for (const auto q : {p, HostPair{p.b, p.a}})
+      if (!as_a[q.a] && !as_b[q.b]) {
+        as_a[q.a] = as_b[q.b] = 1;
+        round.push_back(q);
+        return true;
+      }
+    return false;
+  };
+  const auto place = [&](const std::vector<HostPair>& pairs, bool untested_only, bool alone) {
+    std::vector<std::uint64_t> later;
+    for (const auto& p : pairs) {
+      const auto key = pair_key(p.a, p.b);
+      if (hung[p.a] == Hung::hung || hung[p.b] == Hung::hung || (untested_only && tested_.count(key))) continue;
+      if (!usable(hung, p.a) || !usable(hung, p.b) || !placed(p, alone)) later.push_back(key);
+    }
+    return later;
+  };
+  const auto pairs_of = [](const std::vector<std::uint64_t>& keys) {
+    std::vector<HostPair> out;
+    for (const auto key : keys) out.push_back({hosts_of(key).first, hosts_of(key).second});
+    return out;
+  };
+  to_confirm_ = place(pairs_of(to_confirm_), false, true);
+  deferred_ = place(pairs_of(deferred_), true, false);
   const auto before = round.size();
   const int slots = n % 2 == 0 ? n : n + 1, fixed = slots - 1;
-  for (; round.size() == before && cover_step_ < slots - 1; ++cover_step_) {
-    std::vector<std::uint64_t> step;
-    const auto take = [&](int x, int y) {
-      if (x < n && y < n) step.push_back(pair_key(x, y));
-    };
-    take(fixed, cover_step_);
-    for (int k = 1; k < slots / 2; ++k) take((cover_step_ + k) % fixed, (cover_step_ - k + fixed) % fixed);
-    place(step, true);
-    deferred_.insert(deferred_.end(), step.begin(), step.end());
+  const int steps = duplex ? n / 2 : slots - 1;
+  for (; round.size() == before && cover_step_ < steps; ++cover_step_) {
+    std::vector<HostPair> step;
+    if (duplex) {  // shift step d: i sends to i + d (d = n / 2: each pair once)
+      const int d = cover_step_ + 1;
+      for (int i = 0; i < (2 * d == n ? d : n); ++i) step.push_back({i, (i + d) % n});
+    } else {
+      const auto take = [&](int x, int y) {
+        if (x < n && y < n) step.push_back({std::min(x, y), std::max(x, y)});
+      };
+      take(fixed, cover_step_);
+      for (int k = 1; k < slots / 2; ++k) take((cover_step_ + k) % fixed, (cover_step_ - k + fixed) % fixed);
+    }
+    const auto later = place(step, true, false);
+    deferred_.insert(deferred_.end(), later.begin(), later.end());
   }
   state_.hosts_judged = judged_at_cover_;  // judging ended before covering began
   for (int h = 0; h < n; ++h) state_.hosts_hung += hung[h] == Hung::hung;
   if (round.empty() || planned_ >= cap_rounds) return std::nullopt;
   ++planned_;
-  return Round::of(n, std::move(round));
+  auto r = Round::of(n, std::move(round));
+  r.duplex = duplex;
+  return r;
 }
 
 // The round, most urgent first; hosts disjoint. Nothing urgent after screening: covering (with cover_pairs) or done.

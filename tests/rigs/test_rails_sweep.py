@@ -1,7 +1,8 @@
 """fabric-sweep --rails on an emulated two-level fabric with rails (tests/rigs/rails_fabric.sh): 8 hosts x 2 rails,
 per rail leaf bridges under a spine bridge, each rank's MPI on its rail's subnet. Each test injects one fault and
 checks that exactly it is named: a host's rail-1 NIC -> nic; a leaf's rail-1 uplink -> uplink; a whole host ->
-node; one host pair on one rail -> link; nothing -> no verdict; the uplink without --topology -> the slow pairs as
+node; one host pair on one rail -> link; a link, a NIC and a node at once under --plan adaptive --budget, its
+covering in duplex rounds -> all three; nothing -> no verdict; the uplink without --topology -> the slow pairs as
 links, no node or NIC blamed; a rank whose rail-1 traffic leaves by the rail-0 NIC -> path. Relative assertions
 only: the machine is noisy. Needs root."""
 import os
@@ -106,6 +107,31 @@ class RailsFabric(LaunchTest):
         rounds = run.tables["sweep/rounds"]
         self.assertLess(len(rounds), 7, rounds[["round", "kind", "pairs"]])
         self.assertEqual(set(rounds.kind), {"sweep"}, "the plan re-tests by itself")
+
+    def test_the_adaptive_plan_with_a_budget_covers_in_duplex_rounds_and_names_a_link_a_nic_and_a_node(self):
+        # Three faults at once: the pair h1-h7 on rail 1, host 3's rail-1 NIC, all of host 6. With --budget the plan
+        # goes on, once every host is judged, with the pairs never tested, in duplex rounds (each host sending to one
+        # host while receiving from another, then the reverse): every pair on every rail, the link named too.
+        hosts = self.up()
+        rig("shape-link", self.rig, hosts[0], hosts[6], 1, SLOW)
+        rig("shape-nic", self.rig, hosts[2], 1, SLOW)
+        rig("shape-host", self.rig, hosts[5], SLOW)
+        r, run = self.sweep(hosts, extra=["--plan", "adaptive", "--budget", "2m"])
+        pairs = run.tables["sweep/pairs"]
+        detail = r.stderr + str(self.verdicts(run)) + pairs[["round", "host_a", "host_b", "rail", "direction",
+                                                              "value"]].to_string()
+        self.assertEqual(r.returncode, 1, detail)
+        self.assertEqual(sorted(x[:4] for x in self.verdicts(run)),
+                         [("link", hosts[0], hosts[6], 1), ("nic", hosts[2], "", 1), ("node", hosts[5], "", -1)],
+                         detail)
+        rounds = run.tables["sweep/rounds"]
+        # A duplex round holds more pairs than 8 hosts can make disjoint (4).
+        self.assertGreater(rounds.pairs.max(), 4, rounds[["round", "kind", "pairs"]])
+        self.assertRegex(r.stdout + r.stderr, r"then untested pairs while the budget lasted, \d+ rounds of them duplex")
+        measured = {(min(a, b), max(a, b), int(rail)) for a, b, rail in zip(pairs.host_a, pairs.host_b, pairs.rail)}
+        self.assertEqual(len(measured), 28 * 2, "every pair of the 8 hosts on both rails")
+        for direction in ("a->b", "b->a"):
+            self.assertIn(direction, set(pairs.direction))
 
     def test_one_pair_on_one_rail_is_a_link(self):
         hosts = self.up()

@@ -3,7 +3,8 @@
 node, NIC, uplink and hung fault (recall 1.0), all-pairs every link too, and adaptive takes fewer rounds; adaptive with
 a budget that covers every pair finds the links and names the host slow 30% of the time as a node; pervasive noise on
 a clean fabric names no host but one "noise" verdict, the usual noise no verdict. The numbers
-come from the run, not from this file; bad options are refused in one line with exit 2."""
+come from the run, not from this file; adaptive-duplex (covering in duplex rounds) gives the same answers in fewer
+rounds; bad options are refused in one line with exit 2."""
 import json
 import subprocess
 import sys
@@ -31,18 +32,25 @@ if results["adaptive"]["rounds_max"] >= results["all-pairs"]["schedule_rounds"]:
                     f"{results['all-pairs']['schedule_rounds']}")
 # With a budget that fits every pair (63 rounds of 0.8 s, plus judging and hangs), adaptive goes on with untested pairs:
 # the links too, and the host slow 30% of the time named `node` in every seed, no link verdict naming it.
-out = subprocess.run([sim, "--hosts", "64", "--rails", "2", "--leaf", "8", "--seeds", "3", "--plan", "adaptive",
-                      "--budget", "150", "--json"], check=True, capture_output=True, text=True, timeout=50).stdout
-covered = json.loads(out)["results"][0]
-for kind in ("node", "nic", "link", "hung", "uplink"):
-    k = covered["kinds"][kind]
-    if k["injected"] != 3 or k["recall"] != 1.0 or (k["precision"] is not None and k["precision"] < 1.0):
-        failures.append(f"adaptive --budget 150: {kind}: found {k['found']} of {k['injected']}, "
-                        f"{k['true_positives']} of {k['verdicts']} verdicts right")
-flaky = covered["flaky"]
-if flaky["named_node"] != 3 or "link" in flaky["verdicts_naming_it"]:
-    failures.append(f"adaptive --budget 150: flaky host named node in {flaky['named_node']} of 3 seeds, "
-                    f"verdicts naming it {flaky['verdicts_naming_it']}")
+# adaptive-duplex covers in duplex rounds (N pairs a round): the same answers in fewer rounds.
+out = subprocess.run([sim, "--hosts", "64", "--rails", "2", "--leaf", "8", "--seeds", "3", "--plan",
+                      "adaptive,adaptive-duplex", "--budget", "150", "--json"], check=True, capture_output=True,
+                     text=True, timeout=50).stdout
+covered = {r["plan"]: r for r in json.loads(out)["results"]}
+for plan, r in covered.items():
+    for kind in ("node", "nic", "link", "hung", "uplink"):
+        k = r["kinds"][kind]
+        if k["injected"] != 3 or k["recall"] != 1.0 or (k["precision"] is not None and k["precision"] < 1.0):
+            failures.append(f"{plan} --budget 150: {kind}: found {k['found']} of {k['injected']}, "
+                            f"{k['true_positives']} of {k['verdicts']} verdicts right")
+    flaky = r["flaky"]
+    if flaky["named_node"] != 3 or "link" in flaky["verdicts_naming_it"]:
+        failures.append(f"{plan} --budget 150: flaky host named node in {flaky['named_node']} of 3 seeds, "
+                        f"verdicts naming it {flaky['verdicts_naming_it']}")
+# Every pair of 64 hosts: the circle method's 63 rounds against 32 shift steps, each after the same judging rounds.
+if not covered["adaptive-duplex"]["rounds_max"] < 0.75 * covered["adaptive"]["rounds"]:
+    failures.append(f"adaptive-duplex --budget 150: {covered['adaptive-duplex']['rounds_max']} rounds at most, "
+                    f"adaptive {covered['adaptive']['rounds']} on average")
 bad = subprocess.run([sim, "--plan", "everything"], capture_output=True, text=True, timeout=10)
 if bad.returncode != 2 or bad.stderr.count("\n") != 1 or "--plan" not in bad.stderr or "adaptive" not in bad.stderr:
     failures.append(f"--plan everything: exit {bad.returncode}, stderr {bad.stderr!r}")

@@ -24,7 +24,7 @@ using namespace fabricbench::sweep;
 
 namespace {
 
-const std::vector<std::string> plan_names{"all-pairs", "quick", "shift", "adaptive"};
+const std::vector<std::string> plan_names{"all-pairs", "quick", "shift", "adaptive", "adaptive-duplex"};
 
 struct Options {
   std::vector<int> hosts{256};
@@ -32,6 +32,9 @@ struct Options {
   std::uint64_t seed0 = 1;
   std::vector<std::string> plans{"all-pairs", "quick", "adaptive"};
   double budget_s = 0, pair_s = 0.5, setup_s = 0.3, timeout_s = 10;
+  // adaptive-duplex's covering rounds (Round::duplex: each host sends and receives at once, two peers): their pair
+  // tests and setup; below 0, --pair-time and --setup-time.
+  double duplex_pair_s = -1, duplex_setup_s = -1;
   double noise = 0.03;                                   // the lognormal sigma of every pair value (FabricModel::sigma)
   std::vector<std::string> scenarios{"faults", "hung"};  // "clean": no fault at all
   long long max_records = 20'000'000;
@@ -70,7 +73,8 @@ Options parse(int argc, char** argv) {
   Options o;
   const std::string known =
       "--hosts, --rails, --leaf, --seeds, --seeds-fixed, --seed0, --plan, --budget, --retest, "
-      "--pair-time, --setup-time, --timeout, --max-records, --rules, --noise, --scenarios, --json, --explain";
+      "--pair-time, --setup-time, --duplex-pair-time, --duplex-setup-time, --timeout, --max-records, --rules, "
+      "--noise, --scenarios, --json, --explain";
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i], value;
     if (arg == "--json") {
@@ -84,8 +88,9 @@ Options parse(int argc, char** argv) {
     if (arg == "--help" || arg == "-h") {
       std::printf(
           "fabric-sim [--hosts 256,1024] [--rails 8] [--leaf 32] [--seeds 20] [--seeds-fixed S] [--seed0 1]\n"
-          "  [--plan all-pairs,quick,shift,adaptive] [--budget SECONDS] [--retest 1]\n"
-          "  [--pair-time 0.5] [--setup-time 0.3] [--timeout 10] [--max-records 20000000] [--rules FILE]\n"
+          "  [--plan all-pairs,quick,shift,adaptive,adaptive-duplex] [--budget SECONDS] [--retest 1]\n"
+          "  [--pair-time 0.5] [--setup-time 0.3] [--duplex-pair-time S] [--duplex-setup-time S] [--timeout 10]\n"
+          "  [--max-records 20000000] [--rules FILE]\n"
           "  [--noise 0.03] [--scenarios faults,hung,clean] [--json] [--explain]\n");
       std::exit(0);
     }
@@ -120,6 +125,10 @@ Options parse(int argc, char** argv) {
       o.pair_s = number(arg, value, 1e-6, 1e6, "seconds of a round's pair tests, above 0");
     else if (arg == "--setup-time")
       o.setup_s = number(arg, value, 0, 1e6, "seconds of a round's setup, 0 or more");
+    else if (arg == "--duplex-pair-time")
+      o.duplex_pair_s = number(arg, value, 1e-6, 1e6, "seconds of a duplex round's pair tests, above 0");
+    else if (arg == "--duplex-setup-time")
+      o.duplex_setup_s = number(arg, value, 0, 1e6, "seconds of a duplex round's setup, 0 or more");
     else if (arg == "--timeout")
       o.timeout_s = number(arg, value, 0, 1e6, "seconds a round with a hung pair takes, 0 or more");
     else if (arg == "--max-records")
@@ -138,12 +147,14 @@ Options parse(int argc, char** argv) {
       o.plans = split(value);
       for (const auto& p : o.plans)
         if (std::find(plan_names.begin(), plan_names.end(), p) == plan_names.end())
-          usage(fmt::format("--plan '{}': allowed: all-pairs, quick, shift, adaptive", p));
-      if (o.plans.empty()) usage("--plan '': allowed: all-pairs, quick, shift, adaptive");
+          usage(fmt::format("--plan '{}': allowed: all-pairs, quick, shift, adaptive, adaptive-duplex", p));
+      if (o.plans.empty()) usage("--plan '': allowed: all-pairs, quick, shift, adaptive, adaptive-duplex");
     } else
       usage(fmt::format("unknown option {}; allowed: {}", arg, known));
   }
   if (o.seeds_fixed < 0) o.seeds_fixed = o.seeds;
+  if (o.duplex_pair_s < 0) o.duplex_pair_s = o.pair_s;
+  if (o.duplex_setup_s < 0) o.duplex_setup_s = o.setup_s;
   for (int n : o.hosts)
     if (o.leaf > n) usage(fmt::format("--leaf {}: give at most the smallest --hosts ({})", o.leaf, n));
   if (std::find(o.plans.begin(), o.plans.end(), "shift") != o.plans.end() && o.rails > 1)
@@ -184,7 +195,8 @@ RunResult run(const std::string& plan, const sim::FabricModel& model, const Topo
     bool hung = false;
     for (auto i = before; i < records.size(); ++i)
       if (records[i].hung) hung = true, fixed ? (void)resting.insert({records[i].a, records[i].b}) : (void)0;
-    const double t = o.setup_s + (hung ? std::max(o.pair_s, o.timeout_s) : o.pair_s);
+    const double pair_s = r.duplex ? o.duplex_pair_s : o.pair_s;
+    const double t = (r.duplex ? o.duplex_setup_s : o.setup_s) + (hung ? std::max(pair_s, o.timeout_s) : pair_s);
     out.sim_s += t;
     budget.measured(t);
     ++out.rounds;
@@ -214,6 +226,7 @@ RunResult run(const std::string& plan, const sim::FabricModel& model, const Topo
   } else {
     AdaptiveOptions options;
     options.cover_pairs = o.budget_s > 0;  // as fabric-sweep: with a budget, the rest of it covers untested pairs
+    options.duplex_cover = plan == "adaptive-duplex";
     AdaptivePlan adaptive(model.hosts, model.rails, &topo, metrics, rules, seed, options);
     for (;;) {
       const double t0 = cpu_now();
@@ -316,9 +329,10 @@ int main(int argc, char** argv) try {
   std::string json = fmt::format(
       "{{\"options\": {{\"rails\": {}, \"leaf\": {}, \"seeds\": {}, \"seeds_fixed\": {}, "
       "\"seed0\": {}, \"retest\": {}, \"budget_s\": {}, \"pair_time_s\": {}, "
-      "\"setup_time_s\": {}, \"timeout_s\": {}, \"noise\": {}, \"scenarios\": [\"{}\"]}},\n \"results\": [",
-      o.rails, o.leaf, o.seeds, o.seeds_fixed, o.seed0, o.retest, o.budget_s, o.pair_s, o.setup_s, o.timeout_s, o.noise,
-      fmt::join(o.scenarios, "\", \""));
+      "\"setup_time_s\": {}, \"duplex_pair_time_s\": {}, \"duplex_setup_time_s\": {}, \"timeout_s\": {}, \"noise\": "
+      "{}, \"scenarios\": [\"{}\"]}},\n \"results\": [",
+      o.rails, o.leaf, o.seeds, o.seeds_fixed, o.seed0, o.retest, o.budget_s, o.pair_s, o.setup_s, o.duplex_pair_s,
+      o.duplex_setup_s, o.timeout_s, o.noise, fmt::join(o.scenarios, "\", \""));
   std::string table =
       fmt::format("{:<15} {:>6} {:>5} {:>8} {:>10} {:>9} {:>9} {:>9} {:>10}  {}\n", "plan", "hosts", "seeds", "rounds",
                   "sim time", "judge s", "judge max", "plan s", "records", "recall/precision per kind; flaky host");

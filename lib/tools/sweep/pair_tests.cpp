@@ -125,13 +125,13 @@ std::vector<PairRecord> P2PPairTest::run(const PairSlot& s) {
   return out;
 }
 
-PairRecord P2PPairTest::shift(const app::RunContext& context, const runtime::Communicator& leaders, int round, int host,
+PairRecord P2PPairTest::shift(const app::RunContext& context, const runtime::Communicator& ring, int round, int host,
                               int to, int from) {
   const auto* test = ops::find_p2p_test("bibw");  // its exchange: receive a window while sending one
   const auto& o = context.options;
   const auto& defaults = metrics_.front()->defaults;  // shift measures p2p_bw only
   const int iterations = defaults.iterations(bw_bytes_, o.iterations), warmup = defaults.warmup(bw_bytes_, o.warmup);
-  ops::Exchanger x{leaders.get(), host, to, true, send_, recv_, bw_bytes_, iterations, warmup, window_, o.check, false};
+  ops::Exchanger x{ring.get(), host, to, true, send_, recv_, bw_bytes_, iterations, warmup, window_, o.check, false};
   x.from = from, x.mpigraph_steps = true;
   if (host == late_host_) x.late_receives_s = late_receives_s_;
   const auto measure_start = std::chrono::steady_clock::now();

@@ -84,26 +84,42 @@ void PassLoop::run_adaptive(const Pass& pass, RoundTally& tally, int& next_round
   int adaptive_rounds = 0;  // run in this pass
   AdaptiveOptions options;
   options.cover_pairs = !opt_.budget_given.empty();  // the rest of a --budget tests pairs never tested (links)
+  // In duplex rounds where the one metric is a one-way p2p figure over MPI (the shift pattern's exchange measures it):
+  // every host sends to one peer while it receives from another, N pairs a round instead of N / 2.
+  options.duplex_cover = options.cover_pairs && opt_.metrics.size() == 1 && is_one_way_p2p(*opt_.metrics[0]) &&
+                         !opt_.metrics[0]->runs_on_gpus(opt_.gpu_p2p);
   if (context_.is_root())
     plan.emplace(n, opt_.rails, opt_.topology ? &*opt_.topology : nullptr, metrics_, opt_.rules,
                  opt_.seed + static_cast<std::uint64_t>(pass.number - 1), options);
+  int duplex_rounds = 0;
   while (true) {
     std::vector<HostPair> pairs;
+    std::vector<int> duplex{0};
     if (context_.is_root())
-      if (const auto round = plan->next(tally.records)) pairs = round->pairs;
+      if (const auto round = plan->next(tally.records)) pairs = round->pairs, duplex[0] = round->duplex;
     pairs = context_.world.broadcast_array(pairs, 0);
+    duplex = context_.world.broadcast_array(duplex, 0);
     if (pairs.empty()) break;
-    auto measured = run_rounds(pass, {Round::of(n, pairs)}, RoundKind::sweep, next_round++);
+    auto round = Round::of(n, pairs);
+    round.duplex = duplex[0] != 0;
+    auto measured = run_rounds(pass, {round}, RoundKind::sweep, next_round++);
     const bool ran = measured.sweep_rounds > 0;
     tally.add(std::move(measured));
     if (!ran) break;  // the budget left it out
     ++adaptive_rounds;
+    duplex_rounds += round.duplex;
   }
   if (context_.is_root()) {  // the plan read every record: the loop ends at its answer or at a round not run
     tally.adaptive_pairs_tested = plan->pairs_tested(), tally.adaptive_hosts_judged = plan->state().hosts_judged;
+    const auto covering = !plan->state().covering ? std::string()
+                          : duplex_rounds == 0
+                              ? std::string("; then untested pairs while the budget lasted")
+                              : fmt::format(
+                                    "; then untested pairs while the budget lasted, {} rounds of them duplex "
+                                    "(each host sending to one host while receiving from another)",
+                                    duplex_rounds);
     context_.out->note(fmt::format("adaptive plan: {} rounds run, {} of {} hosts judged{}", adaptive_rounds,
-                                   plan->state().hosts_judged, n,
-                                   plan->state().covering ? "; then untested pairs while the budget lasted" : ""));
+                                   plan->state().hosts_judged, n, covering));
   }
 }
 

@@ -1,6 +1,6 @@
-// fabric-sweep's round runner (round_runner.hpp): one round on this rank, in one of three kinds (the shift pattern's
-// ring, --rails' rail pairs, pairs of hosts), each metric's pair test with the host's links read around it, then the
-// wait for the round's other pairs and every rank's records gathered to rank 0.
+// fabric-sweep's round runner (round_runner.hpp): one round on this rank, in one of three kinds (a ring: the shift
+// pattern's step or a duplex round; --rails' rail pairs; pairs of hosts), each metric's pair test with the host's links
+// read around it, then the wait for the round's other pairs and every rank's records gathered to rank 0.
 #include "fabricbench/tools/sweep/round_runner.hpp"
 
 #include <algorithm>
@@ -64,8 +64,8 @@ RoundRunner::Result RoundRunner::run(const app::RunContext& context, const Pass&
                                      RoundKind kind) {
   const auto& world = context.world;
   Step step;
-  if (job_.directed && kind == RoundKind::sweep)
-    run_shift(context, round, index, step);
+  if (round.duplex || (job_.directed && kind == RoundKind::sweep))
+    run_ring(context, round, index, step);
   else if (job_.rails > 1)
     run_rails(context, pass, round, index, step);
   else
@@ -89,18 +89,30 @@ bool RoundRunner::collectives_run(const Pass& pass) const {
          std::any_of(job_.metrics.begin(), job_.metrics.end(), [&](auto* m) { return on_gpus(*m) && !pass.rests(*m); });
 }
 
-void RoundRunner::run_shift(const app::RunContext& context, const Round& round, int index, Step& step) {
+void RoundRunner::run_ring(const app::RunContext& context, const Round& round, int index, Step& step) {
   const auto& world = context.world;
   const int h = job_.host_of_rank[world.rank()];
-  const bool host_leader = context.placement.me().local_rank == 0;
-  const auto leaders = step.split([&] { return world.split(host_leader ? 0 : MPI_UNDEFINED, h); });
-  if (leaders.empty()) return;
-  int to = -1, from = -1;
+  const bool in_ring = job_.rails > 1 || context.placement.me().local_rank == 0;
+  const int rail = job_.rails > 1 ? job_.local_rank : 0;
+  const auto ring = step.split([&] { return world.split(in_ring ? rail : MPI_UNDEFINED, h); });
+  if (ring.empty()) return;
+  int to = MPI_PROC_NULL, from = MPI_PROC_NULL;
   for (const auto& p : round.pairs) {
     if (p.a == h) to = p.b;
     if (p.b == h) from = p.a;
   }
-  step.timed([&] { return std::vector<PairRecord>{tests_.p2p->shift(context, leaders, index, h, to, from)}; });
+  step.timed([&] {
+    std::vector<PairRecord> out;
+    for (int phase = 0; phase < (round.duplex ? 2 : 1); ++phase) {  // a -> b, then (duplex) b -> a
+      const int peer = phase == 0 ? to : from, source = phase == 0 ? from : to;
+      auto rec = tests_.p2p->shift(context, ring, index, h, peer, source);
+      if (peer == MPI_PROC_NULL) continue;
+      if (phase == 1) rec.a = peer, rec.b = h, rec.direction = 1;
+      rec.rail = rail;
+      out.push_back(rec);
+    }
+    return out;
+  });
 }
 
 void RoundRunner::run_rails(const app::RunContext& context, const Pass& pass, const Round& round, int index,

@@ -251,3 +251,80 @@ TEST(AdaptivePlan, AHostThatHangsWhileCoveringIsSplitOffAndTheOtherPairsAreStill
   EXPECT_EQ(plan.state().hosts_hung, 1);
   EXPECT_LE(plan.state().hosts_judged, 16);
 }
+
+// A duplex round: each host at most once a (it sends first) and once b; a pair of hosts at most once.
+void expect_duplex(const Round& r, int hosts) {
+  std::vector<int> as_a(static_cast<std::size_t>(hosts)), as_b(as_a.size());
+  std::set<std::pair<int, int>> pairs;
+  for (const auto& p : r.pairs) {
+    EXPECT_NE(p.a, p.b);
+    EXPECT_LE(++as_a[static_cast<std::size_t>(p.a)], 1) << "host " << p.a << " sends first twice";
+    EXPECT_LE(++as_b[static_cast<std::size_t>(p.b)], 1) << "host " << p.b << " receives first twice";
+    EXPECT_TRUE(pairs.insert(std::minmax(p.a, p.b)).second) << p.a << "-" << p.b << " twice in one round";
+  }
+}
+
+// Duplex covering, every pair tested: N / 2 shift steps instead of the circle method's N - 1 (even and odd N), the
+// rounds before covering as before (disjoint), each covering round duplex and full where nothing was tested.
+TEST(AdaptivePlan, DuplexCoverTestsEveryPairInAboutHalfTheRounds) {
+  for (const int n : {8, 9, 16, 33}) {
+    AdaptiveOptions simplex, duplex;
+    simplex.cover_pairs = duplex.cover_pairs = duplex.duplex_cover = true;
+    AdaptivePlan one_way(n, 1, nullptr, bw, rules(), 3, simplex), both_ways(n, 1, nullptr, bw, rules(), 3, duplex);
+    const auto good = [](int, int, int) { return 1000.0; };
+    const auto a = drive(one_way, 1, good, 400), b = drive(both_ways, 1, good, 400);
+    std::set<std::pair<int, int>> seen;
+    int duplex_rounds = 0, busiest = 0;
+    for (const auto& r : b.rounds) {
+      for (const auto& p : r.pairs) seen.insert(std::minmax(p.a, p.b));
+      if (!r.duplex) {
+        expect_disjoint({r});
+        continue;
+      }
+      ++duplex_rounds;
+      expect_duplex(r, n);
+      busiest = std::max(busiest, static_cast<int>(r.pairs.size()));
+    }
+    EXPECT_EQ(seen.size(), static_cast<std::size_t>(n * (n - 1) / 2)) << n << " hosts";
+    EXPECT_GT(duplex_rounds, 0) << n << " hosts";
+    EXPECT_GT(busiest, n / 2) << n << " hosts: a duplex round holds more pairs than a disjoint one can";
+    EXPECT_LE(duplex_rounds, n / 2) << n << " hosts: the shift steps";
+    EXPECT_LT(b.rounds.size(), a.rounds.size()) << n << " hosts";
+    for (const auto& r : a.rounds) EXPECT_FALSE(r.duplex);
+  }
+}
+
+// Duplex covering keeps what covering did: a slow pair found in a duplex round is confirmed once (in a round of its
+// own ends) and named the link, nothing else; a host that hangs while covering is split off, every other pair tested.
+TEST(AdaptivePlan, DuplexCoverConfirmsASlowPairAndSplitsAHungHost) {
+  AdaptiveOptions o;
+  o.cover_pairs = o.duplex_cover = true;
+  AdaptivePlan plan(16, 1, nullptr, bw, rules(), 5, o);
+  int hangs_of_9 = 0;
+  const auto run = drive(
+      plan, 1,
+      [&](int a, int b, int) -> double {
+        if ((a == 9 || b == 9) && plan.state().covering) return ++hangs_of_9, std::nan("");
+        return std::min(a, b) == 2 && std::max(a, b) == 11 ? 300.0 : 1000.0;
+      },
+      200);
+  std::map<std::pair<int, int>, int> tests;
+  int duplex_rounds = 0;
+  for (const auto& r : run.rounds) {
+    if (r.duplex) ++duplex_rounds, expect_duplex(r, 16);
+    for (const auto& p : r.pairs) ++tests[std::minmax(p.a, p.b)];
+  }
+  EXPECT_GT(duplex_rounds, 0);
+  ASSERT_GT(hangs_of_9, 0) << "host 9 was tested while covering";
+  EXPECT_LE(hangs_of_9, 2) << "its hung pair, then the test that splits it";
+  int others = 0;
+  for (const auto& [pair, count] : tests) others += pair.first != 9 && pair.second != 9;
+  EXPECT_EQ(others, 105) << "every pair of the 15 other hosts";
+  EXPECT_EQ((tests[{2, 11}]), 2) << "the slow pair once more, not again";
+  EXPECT_EQ(plan.state().hosts_hung, 1);
+  const auto j = judge(run.records, bw, rules(), names(16));
+  std::set<std::string> links;
+  for (const auto& v : j.verdicts)
+    if (v.kind == VerdictKind::link) links.insert(std::to_string(v.a) + "-" + std::to_string(v.b));
+  EXPECT_EQ(links, std::set<std::string>{"2-11"});
+}

@@ -52,8 +52,9 @@ struct Exchanger {
   // rank times, from its own first post, its sends' completion and its receives' completion. A step to `peer` lasts
   // the later of this rank's sends and `peer`'s receives (a send completes once the kernel holds it, before the
   // bytes crossed the link); elapsed_s is the sum of those, laps_us each step's. Every rank of `comm` must be in the
-  // call, each with its own `peer` and `from`. Steps run back to back, or a rank's time taken to the end of its own
-  // receives, would time the ring: a rank waits for its left neighbour, who waits for its own, so one slow link
+  // call, each with its own `peer` and `from` (either MPI_PROC_NULL: it sends, or receives, nothing; `from` is
+  // then taken as given, never defaulted to `peer`). Steps run back to back, or a rank's time taken to the end of its
+  // own receives, would time the ring: a rank waits for its left neighbour, who waits for its own, so one slow link
   // slows every pair of its step.
   bool mpigraph_steps = false;
   double late_receives_s = 0;  // test hook, mpigraph_steps only: post each step's receives this long after its sends

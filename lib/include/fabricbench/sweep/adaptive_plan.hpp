@@ -35,6 +35,11 @@ struct AdaptiveOptions {
   // of the time shows in enough of them) until they are all tested; the caller's --budget ends it first (fabric-sweep
   // sets this with --budget). A pair slow in its first test is tested once more (the best of the two stands).
   bool cover_pairs = false;
+  // Covering in duplex rounds (Round::duplex): step d of the shift pattern, host i with i + d, so that every host
+  // sends to one peer while it receives from another and a round covers N pairs instead of N / 2 (N / 2 steps for
+  // every pair, against the circle method's N - 1). Re-tests and hung splits keep both ends of their pair to
+  // themselves.
+  bool duplex_cover = false;
 };
 
 // What the plan made of the records it last saw (for progress lines and the simulator).
@@ -97,7 +102,7 @@ class AdaptivePlan {
   std::vector<std::string> names_;  // placeholders for the assessment's reasons (the plan needs indices only)
   std::vector<int> relabel_;        // the screening rounds' random order of the hosts
   int planned_ = 0;
-  int cover_step_ = 0;       // with cover_pairs: the next round of the circle method to take untested pairs from
+  int cover_step_ = 0;       // with cover_pairs: the next round of the circle method (or shift step) to cover
   bool covering_ = false;    // judging done: the records are no longer assessed
   int judged_at_cover_ = 0;  // hosts judged when covering began (what state() says from then on)
   // Read once per record (the records so far only grow; fewer than last time starts over).

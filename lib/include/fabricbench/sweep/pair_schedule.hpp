@@ -28,6 +28,10 @@ std::string_view kind_name(RoundKind kind);
 struct Round {
   std::vector<HostPair> pairs;
   std::vector<int> resting;  // hosts in no pair this round
+  // Duplex (the adaptive plan's covering, AdaptiveOptions::duplex_cover): a host may be in two pairs, at most once as
+  // a and once as b. Its two directions run as two phases, every a sending to its b, then every b to its a, so that
+  // in each phase a host sends one flow and receives another (a NIC's two directions at once).
+  bool duplex = false;
   // A round of `pairs` among `hosts` hosts; every host in none of them rests.
   static Round of(int hosts, std::vector<HostPair> pairs);
   // Every pair of `rounds` in a round of its own, in their order (--sequential: the plan's rounds and the re-tests').

@@ -112,8 +112,10 @@ class P2PPairTest : public PairTest {
   // rank's pair (if any). Collective over the world.
   void plan_round(const runtime::Communicator& world, const runtime::Communicator* pair);
   double probing_s() const { return budgets_.probing_s; }
-  // mpiGraph's shift: this node sends to `to` while it receives from `from`, on the first ranks of every node.
-  PairRecord shift(const app::RunContext& context, const runtime::Communicator& leaders, int round, int host, int to,
+  // mpiGraph's shift: this node sends to `to` while it receives from `from`, on `ring` (one rank per node: its first,
+  // or with --rails its rail's; every rank of it in the call). Either may be MPI_PROC_NULL (then the record's figure
+  // means nothing where `to` is).
+  PairRecord shift(const app::RunContext& context, const runtime::Communicator& ring, int round, int host, int to,
                    int from);
   std::uint64_t bytes_of(const SweepMetric& m) const;
 

@@ -99,7 +99,10 @@ class RoundRunner {
   // rank per host sends to one host and receives from another); --rails' (rail i's two ranks run every metric, all
   // rails at once); and by host (the host-level metrics on one rank per host, the collective ones on every rank).
   struct Step;
-  void run_shift(const app::RunContext& context, const Round& round, int index, Step& step);
+  // A ring: one rank per host and rail (without --rails each host's first) sends to the host it leads in a pair while
+  // it receives from the host that leads it (MPI_PROC_NULL where it has none); a duplex round (Round::duplex) then
+  // turns every pair around. The shift pattern's step is its first phase.
+  void run_ring(const app::RunContext& context, const Round& round, int index, Step& step);
   void run_rails(const app::RunContext& context, const Pass& pass, const Round& round, int index, Step& step);
   void run_hosts(const app::RunContext& context, const Pass& pass, const Round& round, int index, Step& step);
   // This rank's records of one pair: the metrics of `host_level` (one rank per node) or the collective ones. With
