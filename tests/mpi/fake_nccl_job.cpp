@@ -4,7 +4,9 @@
 // one all-reduce every --period-ms. A healthy rank's kernel runs 0.3-0.5 ms; while rank --slow-rank is slow
 // (--slow-from to --slow-to seconds), the others' kernels run --wait-ms longer: they wait for it. --exit-rank R
 // --exit-at S: that rank leaves early. --quiet-from to --quiet-to: a pause within the slow time (the rank is well).
-// Without NCCL_PROFILER_PLUGIN it runs unprofiled, as NCCL before 2.23 would.
+// Each proxy step is --net-ms in the network (0.5; a slowed link's --link-ms, 5): at 0.05 a loaded machine's wake-ups
+// stretched a healthy connection to 1.3-1.5x its usual, past the 1.25 at which a connection beside a slow one counts
+// (CI, 2026-11-29). Without NCCL_PROFILER_PLUGIN it runs unprofiled, as NCCL before 2.23 would.
 #include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,7 +30,7 @@ struct Args {
   int ranks = 4, slow_rank = -1, exit_rank = -1, api = 5, link_rank = -1, nic_rank = -1;
   bool one_rank = false;
   double slow_from = 0, slow_to = 0, quiet_from = 0, quiet_to = 0, seconds = 10, period_ms = 50, wait_ms = 20,
-         exit_at = 0, link_ms = 5;
+         exit_at = 0, link_ms = 5, net_ms = 0.5;
 };
 
 double number(const char* text) { return std::strtod(text, nullptr); }
@@ -111,8 +113,8 @@ int run_rank(const Table* t, void* ctx, const Args& a, int rank, Clock::time_poi
     const bool in_time = slow_at(a, s);
     const bool slow_send = in_time && (rank == a.link_rank || rank == a.nic_rank || next == a.nic_rank);
     for (int c = 0; c < 2; ++c) {
-      proxy_op<Table, Descr>(t, ctx, h, rank, next, c, true, slow_send ? a.link_ms : 0.05);
-      proxy_op<Table, Descr>(t, ctx, h, rank, prev, c, false, 0.05);
+      proxy_op<Table, Descr>(t, ctx, h, rank, next, c, true, slow_send ? a.link_ms : a.net_ms);
+      proxy_op<Table, Descr>(t, ctx, h, rank, prev, c, false, a.net_ms);
     }
   }
   t->finalize(ctx);
@@ -183,6 +185,8 @@ int main(int argc, char** argv) {
       a.nic_rank = static_cast<int>(v);
     else if (k == "--link-ms")
       a.link_ms = v;
+    else if (k == "--net-ms")
+      a.net_ms = v;
     else {
       std::fprintf(stderr, "fake_nccl_job: unknown option %s\n", argv[i]);
       return 2;
