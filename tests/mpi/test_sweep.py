@@ -437,6 +437,23 @@ class SweepPlanAndBudget(LaunchTest):
         tested = {tuple(sorted(p)) for p in zip(covered.host_a, covered.host_b)}
         self.assertEqual(len(tested), 28, "every pair of 8 hosts")
         self.assertIn("then untested pairs while the budget lasted", r.stdout + r.stderr)
+        self.assertNotIn("duplex", r.stdout + r.stderr, "p2p_latency is a round trip: it covers in disjoint pairs")
+        # p2p_bw (one way): covering in duplex rounds, each host leading one pair and led in another, then the reverse.
+        r = self.mpirun(8, "fabric-sweep", FAKE_HOSTS + ["--output", "duplex.h5", "--sizes", "16K", "-W", "4", "-n",
+                                                         "3", "-w", "1", "--plan", "adaptive", "--metric", "p2p_bw",
+                                                         "--seed", "7", "--budget", "60s"])
+        self.assertIn(r.returncode, (0, 1), r.stderr)
+        self.assertRegex(r.stdout, r"then untested pairs while the budget lasted, [1-9]\d* rounds of them duplex")
+        run = self.load("duplex.h5")
+        pairs = run.tables["sweep/pairs"]
+        self.assertEqual(len({tuple(sorted(p)) for p in zip(pairs.host_a, pairs.host_b)}), 28, "every pair of 8 hosts")
+        self.assertTrue(pairs.value.notna().all() and (pairs.value > 0).all(), pairs.to_string())
+        duplex = [part for _, part in pairs.groupby("round") if len(part) > 8]  # more than 4 disjoint pairs both ways
+        self.assertTrue(duplex, pairs[["round", "host_a", "host_b", "direction"]].to_string())
+        for part in duplex:  # each host sends once in each phase: a -> b from each a, b -> a from each b
+            self.assertEqual(len(set(part[part.direction == "a->b"].host_a)), len(part[part.direction == "a->b"]))
+            self.assertEqual(len(set(part[part.direction == "b->a"].host_b)), len(part[part.direction == "b->a"]))
+            self.assertEqual(len(part[part.direction == "a->b"]), len(part[part.direction == "b->a"]))
         plan = self.mpirun(1, "fabric-sweep", ["--plan", "adaptive", "--dry-run", "--hosts", "1024", "--rails=8",
                                                "--budget", "15m", "--pair-time-estimate", "1s"])
         self.assertEqual(plan.returncode, 0, plan.stderr)
