@@ -90,7 +90,10 @@ std::optional<Round> AdaptivePlan::cover_round(const std::vector<Hung>& hung, in
   if (round.empty() || planned_ >= cap_rounds) return std::nullopt;
   ++planned_;
   auto r = Round::of(n, std::move(round));
-  r.duplex = duplex;
+  // Duplex where a host is in two pairs; a round of disjoint pairs (re-tests, a last few) runs as any other.
+  std::vector<char> in_pair(static_cast<std::size_t>(n), 0);
+  for (const auto& p : r.pairs)
+    for (const int h : {p.a, p.b}) r.duplex = r.duplex || in_pair[h]++;
   return r;
 }
 

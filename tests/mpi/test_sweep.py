@@ -12,6 +12,8 @@ import numpy as np
 from fbtest import BIN, LaunchTest
 
 FAKE_HOSTS = ["--emulate-hosts", "1"]
+# The rigs' rules (a pair suspect below 0.2 of the median): 8 ranks on 2 CPUs scatter more than a cluster.
+LOOSE_RULES = pathlib.Path(__file__).resolve().parents[2] / "configs" / "rigs" / "netns-sweep.ini"
 
 
 def _links_nccl():
@@ -439,13 +441,18 @@ class SweepPlanAndBudget(LaunchTest):
         self.assertIn("then untested pairs while the budget lasted", r.stdout + r.stderr)
         self.assertNotIn("duplex", r.stdout + r.stderr, "p2p_latency is a round trip: it covers in disjoint pairs")
         # p2p_bw (one way): covering in duplex rounds, each host leading one pair and led in another, then the reverse.
-        r = self.mpirun(8, "fabric-sweep", FAKE_HOSTS + ["--output", "duplex.h5", "--sizes", "16K", "-W", "4", "-n",
-                                                         "3", "-w", "1", "--plan", "adaptive", "--metric", "p2p_bw",
-                                                         "--seed", "7", "--budget", "60s"])
-        self.assertIn(r.returncode, (0, 1), r.stderr)
-        self.assertRegex(r.stdout, r"then untested pairs while the budget lasted, [1-9]\d* rounds of them duplex")
-        run = self.load("duplex.h5")
-        pairs = run.tables["sweep/pairs"]
+        # Covering begins once every host is judged; on this machine 8 ranks on 2 CPUs read so unevenly that in 1 run
+        # of 4 the judging rounds tested all 28 pairs first (the judge's noise, not what is tested here): up to 4 runs.
+        for attempt in range(4):
+            r = self.mpirun(8, "fabric-sweep", FAKE_HOSTS + [
+                "--output", f"duplex{attempt}.h5", "--sizes", "16K", "-W", "4", "-n", "3", "-w", "1", "--plan",
+                "adaptive", "--metric", "p2p_bw", "--seed", "7", "--budget", "60s", "--rules", str(LOOSE_RULES)])
+            self.assertIn(r.returncode, (0, 1), r.stderr)
+            if "8 of 8 hosts judged" in r.stdout:
+                break
+        self.assertRegex(r.stdout, r"8 of 8 hosts judged; then untested pairs while the budget lasted, [1-9]\d* "
+                                   r"rounds of them duplex \(each host sending to one host while receiving from another\)")
+        pairs = self.load(f"duplex{attempt}.h5").tables["sweep/pairs"]
         self.assertEqual(len({tuple(sorted(p)) for p in zip(pairs.host_a, pairs.host_b)}), 28, "every pair of 8 hosts")
         self.assertTrue(pairs.value.notna().all() and (pairs.value > 0).all(), pairs.to_string())
         duplex = [part for _, part in pairs.groupby("round") if len(part) > 8]  # more than 4 disjoint pairs both ways
@@ -459,8 +466,14 @@ class SweepPlanAndBudget(LaunchTest):
         self.assertEqual(plan.returncode, 0, plan.stderr)
         self.assertIn("1024 hosts x 8 rails, plan adaptive: its rounds are chosen from the results", plan.stdout)
         self.assertIn("judged every host in 7-8 rounds on average, 33 at most", plan.stdout)
-        # The budget acts on the answer (it was ignored): 900 rounds of 1 s, 512 pairs each.
-        self.assertIn("--budget 15m: about 900 rounds fit, room for 460800 of 523776 pairs", plan.stdout)
+        # The budget acts on the answer (it was ignored): 900 rounds of 1 s, 512 pairs each (p2p_latency, a round trip,
+        # beside p2p_bw); of p2p_bw alone, once every host is judged, duplex rounds of 1024 pairs.
+        self.assertIn("--budget 15m: about 900 rounds fit, room for 460800 of 523776 pairs (every host judged first)\n",
+                      plan.stdout)
+        plan = self.mpirun(1, "fabric-sweep", ["--plan", "adaptive", "--dry-run", "--hosts", "1024", "--rails=8",
+                                               "--budget", "15m", "--pair-time-estimate", "1s", "--metric", "p2p_bw"])
+        self.assertIn("--budget 15m: about 900 rounds fit, room for 523776 of 523776 pairs (every host judged first; "
+                      "then duplex rounds of N pairs)", plan.stdout)
 
 
     def test_dry_run_for_hosts_not_in_the_job(self):
@@ -489,7 +502,8 @@ class SweepPlanAndBudget(LaunchTest):
         # says what a run would hold and that a run refuses it. 8192 hosts took 1.7 s and 550 MB when built.
         for hosts, rounds, pairs, memory, refused in ((8192, 8191, 33550336, "513 MiB", False),
                                                       (16384, 16383, 134209536, "2.00 GiB", True),
-                                                      (100000, 99999, 4999950000, "74.51 GiB", True)):
+                                                      # (a Round of 56 bytes since it holds Round::duplex)
+                                                      (100000, 99999, 4999950000, "74.52 GiB", True)):
             with self.subTest(hosts=hosts):
                 r = self.mpirun(1, "fabric-sweep", ["--dry-run", "--hosts", str(hosts), "--pair-time-estimate", "6s"])
                 self.assertEqual(r.returncode, 0, r.stderr)

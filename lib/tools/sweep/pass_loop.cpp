@@ -84,10 +84,7 @@ void PassLoop::run_adaptive(const Pass& pass, RoundTally& tally, int& next_round
   int adaptive_rounds = 0;  // run in this pass
   AdaptiveOptions options;
   options.cover_pairs = !opt_.budget_given.empty();  // the rest of a --budget tests pairs never tested (links)
-  // In duplex rounds where the one metric is a one-way p2p figure over MPI (the shift pattern's exchange measures it):
-  // every host sends to one peer while it receives from another, N pairs a round instead of N / 2.
-  options.duplex_cover = options.cover_pairs && opt_.metrics.size() == 1 && is_one_way_p2p(*opt_.metrics[0]) &&
-                         !opt_.metrics[0]->runs_on_gpus(opt_.gpu_p2p);
+  options.duplex_cover = opt_.duplex_cover();        // N pairs a round instead of N / 2
   if (context_.is_root())
     plan.emplace(n, opt_.rails, opt_.topology ? &*opt_.topology : nullptr, metrics_, opt_.rules,
                  opt_.seed + static_cast<std::uint64_t>(pass.number - 1), options);

@@ -10,4 +10,9 @@ bool SweepOptions::any_on_gpus() const {
   return std::any_of(metrics.begin(), metrics.end(), [&](const SweepMetric* m) { return on_gpus(*m); });
 }
 
+bool SweepOptions::duplex_cover() const {
+  return adaptive && !budget_given.empty() && metrics.size() == 1 && is_one_way_p2p(*metrics[0]) &&
+         !on_gpus(*metrics[0]);
+}
+
 }  // namespace fabricbench::sweep

@@ -229,8 +229,10 @@ std::string SweepBenchmark::dry_run_answer() const {
     if (budget_.limited()) {  // after judging, the rest of the budget goes to pairs never tested
       const long long n = static_cast<long long>(job_.hosts.size()), all = n * (n - 1) / 2;
       const long long fit = budget_.rounds_that_fit();
-      out += fmt::format("--budget {}: about {} rounds fit, room for {} of {} pairs (every host judged first)\n",
-                         opt_.budget_given, fit, std::min(all, fit * (n / 2)), all);
+      const long long per_round = opt_.duplex_cover() ? n : n / 2;  // duplex: each host leads one pair
+      out += fmt::format("--budget {}: about {} rounds fit, room for {} of {} pairs (every host judged first{})\n",
+                         opt_.budget_given, fit, std::min(all, fit * per_round), all,
+                         opt_.duplex_cover() ? "; then duplex rounds of N pairs" : "");
     }
     return out;
   }

@@ -49,6 +49,9 @@ struct SweepOptions {
   // does.
   bool on_gpus(const SweepMetric& m) const;
   bool any_on_gpus() const;
+  // --plan adaptive with --budget covers untested pairs in duplex rounds (AdaptiveOptions::duplex_cover) where the one
+  // metric is a one-way p2p figure over MPI, which the shift pattern's exchange measures.
+  bool duplex_cover() const;
 };
 
 }  // namespace fabricbench::sweep
