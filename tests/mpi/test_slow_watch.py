@@ -283,7 +283,11 @@ class SlowWatch(LaunchTest):
         self.assertEqual(rc, 0)
         run = self.load("slow/slow-report.h5")
         self.assertEqual(run.attrs["status"], "running")
-        self.assertEqual(list(run.tables["slow/findings"]["rank"]), [1])
+        # Rank 1 and only it (a loaded machine's judge may lose it for over 2 s of looks and name it again: two rows,
+        # a clean-clone check beside a build, 2026-11-29).
+        findings = run.tables["slow/findings"]
+        self.assertGreaterEqual(len(findings), 1)
+        self.assertEqual(set(findings["rank"]), {1})
         self.assertGreater(len(run.tables["slow/collectives"]), 100)
         self.assertFalse((self.dir / "slow" / "slow-report.h5.partial").exists())
 
