@@ -1,6 +1,7 @@
 """fabric-sweep under mpirun on one machine split into fake hosts (--emulate-hosts): the schedule,
 tables, matrices and bad input. Verdicts on real (emulated) hosts are in rigs/test_netns_sweep.py."""
 import pathlib
+import re
 import shutil
 import subprocess
 import tempfile
@@ -452,11 +453,16 @@ class SweepPlanAndBudget(LaunchTest):
                 break
         self.assertRegex(r.stdout, r"8 of 8 hosts judged; then untested pairs while the budget lasted, [1-9]\d* "
                                    r"rounds of them duplex \(each host sending to one host while receiving from another\)")
-        pairs = self.load(f"duplex{attempt}.h5").tables["sweep/pairs"]
+        done = self.load(f"duplex{attempt}.h5")
+        pairs, rounds = done.tables["sweep/pairs"], done.tables["sweep/rounds"]
+        count = int(re.search(r"(\d+) rounds of them duplex", r.stdout).group(1))
+        self.assertEqual(int(rounds.duplex.sum()), count, rounds[["round", "pairs", "duplex"]].to_string())
         self.assertEqual(len({tuple(sorted(p)) for p in zip(pairs.host_a, pairs.host_b)}), 28, "every pair of 8 hosts")
         self.assertTrue(pairs.value.notna().all() and (pairs.value > 0).all(), pairs.to_string())
         duplex = [part for _, part in pairs.groupby("round") if len(part) > 8]  # more than 4 disjoint pairs both ways
         self.assertTrue(duplex, pairs[["round", "host_a", "host_b", "direction"]].to_string())
+        self.assertTrue(set(pairs[pairs["round"].isin(rounds[rounds.duplex == 1]["round"])]["round"]) >=
+                        {int(part["round"].iloc[0]) for part in duplex})
         for part in duplex:  # each host sends once in each phase: a -> b from each a, b -> a from each b
             self.assertEqual(len(set(part[part.direction == "a->b"].host_a)), len(part[part.direction == "a->b"]))
             self.assertEqual(len(set(part[part.direction == "b->a"].host_b)), len(part[part.direction == "b->a"]))

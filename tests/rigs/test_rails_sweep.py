@@ -125,8 +125,9 @@ class RailsFabric(LaunchTest):
                          [("link", hosts[0], hosts[6], 1), ("nic", hosts[2], "", 1), ("node", hosts[5], "", -1)],
                          detail)
         rounds = run.tables["sweep/rounds"]
-        # A duplex round holds more pairs than 8 hosts can make disjoint (4).
-        self.assertGreater(rounds.pairs.max(), 4, rounds[["round", "kind", "pairs"]])
+        # A duplex round holds more pairs than 8 hosts can make disjoint (4); only duplex rounds do.
+        self.assertGreater(rounds.pairs.max(), 4, rounds[["round", "kind", "pairs", "duplex"]])
+        self.assertTrue((rounds[rounds.pairs > 4].duplex == 1).all(), rounds[["round", "pairs", "duplex"]])
         measured = {(min(a, b), max(a, b), int(rail)) for a, b, rail in zip(pairs.host_a, pairs.host_b, pairs.rail)}
         self.assertEqual(len(measured), 28 * 2, "every pair of the 8 hosts on both rails")
         for direction in ("a->b", "b->a"):

@@ -168,7 +168,7 @@ RoundTally PassLoop::run_rounds(const Pass& pass, std::vector<Round> rounds, Rou
       // Rank 0's round ends once its rows are written: the other ranks wait for it at the next split.
       const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - round_start).count();
       untested_.budget.measured(wall);
-      writer_->round_row(pass.number, index, kind, round.pairs.size(), wall, written, measured);
+      writer_->round_row(pass.number, index, kind, round, wall, written, measured);
       tally.add(std::move(written));
     }
     if (!opt_.adaptive) rest_hung_hosts(tally.records, rounds, i + 1);  // the adaptive plan splits a hung pair

@@ -60,7 +60,8 @@ SweepTables::SweepTables() {
   rounds = {
       "sweep",
       "rounds",
-      {key_int("pass"), key_int("round"), key_text("kind", 8), setting_int("pairs"),
+      // duplex: 1 where the round ran both ways at once (Round::duplex: each host leading one pair, led in another).
+      {key_int("pass"), key_int("round"), key_text("kind", 8), setting_int("pairs"), setting_int("duplex"),
        measured("wall_s", Unit::seconds, Better::lower), measured("longest_test_s", Unit::seconds, Better::lower),
        measured("overhead_s", Unit::seconds, Better::lower), measured("setup_s", Unit::seconds, Better::lower),
        // Rank 0's own round, phase by phase (its pair's): where overhead_s goes.
@@ -169,6 +170,7 @@ SweepTables::RoundColumns::RoundColumns(const results::TableSpec& t)
     : pass(t.handle<std::int64_t>("pass")),
       round(t.handle<std::int64_t>("round")),
       pairs(t.handle<std::int64_t>("pairs")),
+      duplex(t.handle<std::int64_t>("duplex")),
       kind(t.handle<std::string>("kind")),
       wall_s(t.handle<double>("wall_s")),
       longest_test_s(t.handle<double>("longest_test_s")),

@@ -170,7 +170,7 @@ RoundTally SweepWriter::round_records(int pass, RoundKind kind, const RoundRunne
   return tally;
 }
 
-void SweepWriter::round_row(int pass, int index, RoundKind kind, std::size_t pairs, double wall_s,
+void SweepWriter::round_row(int pass, int index, RoundKind kind, const Round& plan, double wall_s,
                             const RoundTally& round, const RoundRunner::Result& measured) {
   // The sweep's own cost in this round: everything but its longest pair test (splits, waiting, gathering).
   context_.out->row(
@@ -178,7 +178,8 @@ void SweepWriter::round_row(int pass, int index, RoundKind kind, std::size_t pai
           .set(tables_.round_col.pass, pass)
           .set(tables_.round_col.round, std::int64_t(index))
           .set(tables_.round_col.kind, std::string(kind_name(kind)))
-          .set(tables_.round_col.pairs, std::int64_t(pairs))
+          .set(tables_.round_col.pairs, std::int64_t(plan.pairs.size()))
+          .set(tables_.round_col.duplex, std::int64_t(plan.duplex))
           .set(tables_.round_col.wall_s, wall_s)
           .set(tables_.round_col.longest_test_s, round.test_longest_s)
           .set(tables_.round_col.overhead_s, wall_s - round.test_longest_s)

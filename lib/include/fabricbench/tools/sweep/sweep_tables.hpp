@@ -40,7 +40,7 @@ struct SweepTables {
   struct RoundColumns {
     RoundColumns() = default;
     explicit RoundColumns(const results::TableSpec& t);
-    Int pass, round, pairs;
+    Int pass, round, pairs, duplex;
     Text kind;
     Real wall_s, longest_test_s, overhead_s, setup_s, r0_split_s, r0_test_s, r0_teardown_s, r0_wait_s, r0_report_s;
   };

@@ -56,8 +56,9 @@ class SweepWriter {
   // bytes and each end's counters from both); returns the merged records, the traffic, and the pair rows' setup and
   // measure sums with the round's longest test and setup.
   RoundTally round_records(int pass, RoundKind kind, const RoundRunner::Result& measured);
-  // The round's /sweep/rounds row: `wall_s` from the round's start to its rows written.
-  void round_row(int pass, int index, RoundKind kind, std::size_t pairs, double wall_s, const RoundTally& round,
+  // The round's /sweep/rounds row (`plan`: its pairs and whether it ran duplex): `wall_s` from the round's start to
+  // its rows written.
+  void round_row(int pass, int index, RoundKind kind, const Round& plan, double wall_s, const RoundTally& round,
                  const RoundRunner::Result& measured);
 
   // As the first pass starts: the time a mesh's start_s and the Prometheus file's run start count from.
