@@ -73,7 +73,8 @@ for noise, want_noise in (("0.8", True), ("0.03", False)):
             failures.append(f"--noise {noise}, {row['plan']}: {noise_verdicts} noise verdicts")
 # Counts are whole numbers: a fraction is refused in one line, not truncated (--rails 2.5 ran 2 rails before).
 for option, value in (("--rails", "2.5"), ("--hosts", "64.9"), ("--seeds", "1.5"), ("--seeds", "1e1"),
-                      ("--noise", "9"), ("--scenarios", "chaos")):
+                      ("--noise", "9"), ("--scenarios", "chaos"), ("--duplex-pair-time", "0"),
+                      ("--duplex-setup-time", "-1")):
     bad = subprocess.run([sim, option, value], capture_output=True, text=True, timeout=10)
     if bad.returncode != 2 or bad.stderr.count("\n") != 1 or f"{option} '{value}'" not in bad.stderr:
         failures.append(f"{option} {value}: exit {bad.returncode}, stderr {bad.stderr!r}")
