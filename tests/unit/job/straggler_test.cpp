@@ -493,13 +493,14 @@ TEST(StragglerFinder, CollectivesAreNumberedPerOpAsNcclDoes) {
 namespace {
 
 // A ring of 4 whose kernels say rank `late` arrives last by 27 ms at every collective, and whose sends say 1->2 is
-// slow (20 ms per 1 MiB against 0.1 ms), over 10 s.
-StragglerFinder kernels_and_sends(int late, fabricbench::job::StragglerSettings s = {}) {
+// slow (`slow_ns`, 20 ms, per 1 MiB against 0.1 ms), over 10 s.
+StragglerFinder kernels_and_sends(int late, fabricbench::job::StragglerSettings s = {},
+                                  std::uint64_t slow_ns = 20'000'000) {
   StragglerFinder j(s);
   feed(j, kT0, 0, 100, late);
   for (int i = 0; i < 100; ++i)
     for (int r = 0; r < 4; ++r)
-      j.add(r, send(0x3f, i, r, (r + 1) % 4, 0, kT0 + i * 100 * kMs, r == 1 ? 20'000'000 : 100'000));
+      j.add(r, send(0x3f, i, r, (r + 1) % 4, 0, kT0 + i * 100 * kMs, r == 1 ? slow_ns : 100'000));
   return j;
 }
 
@@ -516,6 +517,17 @@ TEST(StragglerFinder, ALateRankTheNetworkDoesNotImplicateIsNotNamed) {
   StragglerFinder alone;
   feed(alone, kT0, 0, 100, 1);
   ASSERT_EQ(alone.find(kT0 + 99 * 100 * kMs).findings.size(), 1u);
+}
+
+TEST(StragglerFinder, ALateRankIsNamedWhereTheSuspectsCostFarLessThanItsWaiting) {
+  // Rank 1 late by 27 ms at every collective and its own sends (1->2) twice their usual, as a stopped process's sends
+  // stall with it: a suspect that implicates rank 2 but costs 0.1 ms a collective cannot explain 27 ms of waiting.
+  auto j = kernels_and_sends(1, {}, 200'000);
+  const auto w = j.find(kT0 + 99 * 100 * kMs);
+  ASSERT_EQ(w.findings.size(), 1u);
+  EXPECT_EQ(w.findings[0].kind, SlowFinding::Kind::late);
+  EXPECT_EQ(w.findings[0].rank, 1);
+  EXPECT_FALSE(w.findings[0].sends_agree);
 }
 
 TEST(StragglerFinder, ALateRankTheSendsIntoWhichWaitIsNamedOnceWithBoth) {

@@ -263,9 +263,14 @@ class StragglerFinder {
   struct Sends {
     std::vector<const slow::ProxyRecord*> recent, whole;  // the last link_window_s, the whole window
   };
-  std::set<int> judge_links(std::uint64_t comm, const Sends& sends, double span_s, double inside_loss,
-                            std::int64_t now_ns, std::vector<SlowFinding>& out, std::set<LinkKey>& named,
-                            Placements& placing);
+  // What a communicator's suspect connections implicate: the ranks, and the most any of them (or the time its
+  // collectives lose inside) costs the job.
+  struct Suspects {
+    std::set<int> ranks;
+    double cost = 0;
+  };
+  Suspects judge_links(std::uint64_t comm, const Sends& sends, double span_s, double inside_loss, std::int64_t now_ns,
+                       std::vector<SlowFinding>& out, std::set<LinkKey>& named, Placements& placing);
   NetworkRuleSettings network_rule() const;
   // Each connection's readings (time, seconds per byte) by (comm, sender, receiver, size class).
   using ReadingKey = std::tuple<std::uint64_t, int, int, int>;
@@ -277,7 +282,7 @@ class StragglerFinder {
   void place_inside(std::int64_t start, SlowWindow& w, const std::map<std::uint64_t, double>& inside);
   void confirm(SlowWindow& w);
   void read_together(SlowWindow& w, std::vector<SlowFinding>& placed,
-                     const std::map<std::uint64_t, std::set<int>>& implicated);
+                     const std::map<std::uint64_t, Suspects>& implicated);
   std::map<SlowFinding::Key, std::size_t> looks_;  // the last look's findings, and for how many looks in a row
 
   StragglerSettings s_;
