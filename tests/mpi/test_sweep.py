@@ -92,10 +92,12 @@ class SweepStructure(LaunchTest):
     def test_shift_times_a_pair_until_the_receiver_has_the_bytes(self):
         # TCP's eager sends (16 KiB x 4) complete once the kernel holds them, long before a receiver that posts its
         # receives 30 ms late has them: timed on the sends alone, the pairs into node2 read hundreds of MB/s. (node2's
-        # own sends are slow too: asleep, it does not progress them.)
+        # own sends are slow too: asleep, it does not progress them.) 12 iterations: OSU's bandwidth is the bytes over
+        # the whole loop's time, and over 3 one rank descheduled for 20 ms on CI's loaded cores read a pair apart at
+        # 8.3 MB/s, under the 5x margin (clean-clone run of 2026-11-29).
         late_s, step_bytes = 0.030, 4 * 16384
         r = self.mpirun(4, "fabric-sweep", FAKE_HOSTS + ["--output", "late.h5", "-q", "--sizes", "16K", "-W", "4", "-n",
-                                                         "3", "-w", "1", "--retest", "0", "--pattern", "shift",
+                                                         "12", "-w", "1", "--retest", "0", "--pattern", "shift",
                                                          "--metric", "p2p_bw"],
                         transport="tcp", env={"FABRICBENCH_TEST_LATE_RECEIVES": f"2:{late_s * 1e3:g}"})
         self.assertIn(r.returncode, (0, 1), r.stderr)
