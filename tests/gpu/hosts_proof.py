@@ -110,6 +110,7 @@ def run_together(jobs):
 
 def main():
     mode, out = sys.argv[1], pathlib.Path(sys.argv[2])
+    out.mkdir(parents=True, exist_ok=True)  # made first: a run of minutes must not end without its summary
     gpus = list(range(int(os.environ.get("GPUS", "0")) or len(
         [l for l in os.popen("nvidia-smi -L").read().splitlines() if l.startswith("GPU")])))
     n = int(os.environ.get("HOSTS", "4"))
