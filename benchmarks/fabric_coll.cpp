@@ -2,6 +2,6 @@
 #include "fabricbench/tools/coll/coll_benchmark.hpp"
 
 int main(int argc, char** argv) {
-  fabricbench::ops::CollBenchmark benchmark;
+  fabricbench::tools::coll::CollBenchmark benchmark;
   return fabricbench::app::run_benchmark(benchmark, argc, argv);
 }

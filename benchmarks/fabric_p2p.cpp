@@ -2,6 +2,6 @@
 #include "fabricbench/tools/p2p/p2p_benchmark.hpp"
 
 int main(int argc, char** argv) {
-  fabricbench::ops::P2PBenchmark benchmark;
+  fabricbench::tools::p2p::P2PBenchmark benchmark;
   return fabricbench::app::run_benchmark(benchmark, argc, argv);
 }

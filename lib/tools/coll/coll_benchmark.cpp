@@ -12,7 +12,7 @@
 #include "fabricbench/memory/buffer.hpp"
 #include "fabricbench/timing/rank_laps.hpp"
 
-namespace fabricbench::ops {
+namespace fabricbench::tools::coll {
 
 CollBenchmark::CollBenchmark() : table_(make_table()), samples_(table_.samples()), col_(table_) {}
 
@@ -47,7 +47,7 @@ std::string CollBenchmark::summary() const {
   // The factors grouped as the table gives them: "all_reduce 2(n-1)/n; all_gather, reduce_scatter, alltoall (n-1)/n".
   std::string ops;
   std::vector<std::pair<std::string_view, std::string>> factors;
-  for (const auto& c : collectives()) {
+  for (const auto& c : ops::collectives()) {
     ops += (ops.empty() ? "" : ", ") + std::string(c.name);
     auto it = std::find_if(factors.begin(), factors.end(), [&](const auto& f) { return f.first == c.factor_text; });
     if (it == factors.end()) it = factors.insert(factors.end(), {c.factor_text, ""});
@@ -102,7 +102,7 @@ void CollBenchmark::abort() noexcept {
   if (backend_impl_) backend_impl_->abort();
 }
 
-CollBenchmark::Measured CollBenchmark::measure(const app::RunContext& context, const CollCase& c, int warmup,
+CollBenchmark::Measured CollBenchmark::measure(const app::RunContext& context, const ops::CollCase& c, int warmup,
                                                int iterations) {
   const auto& world = context.world;
   const auto r = run_case(*backend_impl_, c, {timing_, warmup, iterations, graph_launches_, min_time_s_}, world,
@@ -118,11 +118,11 @@ CollBenchmark::Measured CollBenchmark::measure(const app::RunContext& context, c
   return m;
 }
 
-results::Row CollBenchmark::make_row(const CollCase& c, const Measured& m, int iterations, int warmup,
+results::Row CollBenchmark::make_row(const ops::CollCase& c, const Measured& m, int iterations, int warmup,
                                      int nranks) const {
   static constexpr const char* timing_names[] = {"host", "blocking", "events", "graph"};
   const auto bytes = c.counts.bytes(type_size(c.dtype));
-  const double algbw = algbw_gbps(bytes, m.time_us * 1e-6);
+  const double algbw = ops::algbw_gbps(bytes, m.time_us * 1e-6);
   const auto laps = m.laps.stats();
   results::Row row(table_);
   row.set(col_.op, std::string(c.op->name))
@@ -147,7 +147,7 @@ results::Row CollBenchmark::make_row(const CollCase& c, const Measured& m, int i
   return row;
 }
 
-void CollBenchmark::run_sizes(const app::RunContext& context, app::ToolLoop& loop, const CollCase& base,
+void CollBenchmark::run_sizes(const app::RunContext& context, app::ToolLoop& loop, const ops::CollCase& base,
                               const std::vector<bool>& modes, const facts::Reference& reference, Busbw& busbw) {
   const auto* op = base.op;
   const auto dtype = base.dtype;
@@ -159,10 +159,10 @@ void CollBenchmark::run_sizes(const app::RunContext& context, app::ToolLoop& loo
       ++skipped;
       continue;
     }
-    const int iterations = nccl_tests_iterations.iterations(bytes, context.options.iterations);
-    const int warmup = nccl_tests_iterations.warmup(bytes, context.options.warmup);
+    const int iterations = ops::nccl_tests_iterations.iterations(bytes, context.options.iterations);
+    const int warmup = ops::nccl_tests_iterations.warmup(bytes, context.options.warmup);
     for (const bool in_place : modes) {
-      const CollCase c{op, dtype, base.redop, base.root, in_place, counts};
+      const ops::CollCase c{op, dtype, base.redop, base.root, in_place, counts};
       loop.step(
           fmt::format("{} {} {} {} at {} B", op->name, in_place ? "in-place" : "out-of-place", to_string(dtype),
                       op->reduces ? to_string(base.redop) : "none", bytes),
@@ -193,7 +193,7 @@ ExitStatus CollBenchmark::run(const app::RunContext& context) {
   const auto& world = context.world;
   const int nranks = world.size();
   const std::string backend_name(to_string(backend_));
-  if (backend_ == BackendKind::nccl) {
+  if (backend_ == ops::BackendKind::nccl) {
     nccl_path_ = std::make_unique<NcclPathLog>();  // before NCCL's first call
     if (context.is_root() && !nccl_path_->why_unnamed().empty())
       context.out->note("the NCCL path is not named on the rows: " + nccl_path_->why_unnamed());
@@ -209,7 +209,7 @@ ExitStatus CollBenchmark::run(const app::RunContext& context) {
     context.out->note(fmt::format(
         "backend: {}  ranks: {}  check: {}  timing: {}{}", backend_name, nranks, context.options.check ? "on" : "off",
         std::array{"host clock", "blocking", "CUDA events", "CUDA graph"}[static_cast<int>(timing_)],
-        timing_ == TimingMode::graph ? fmt::format(" x{}", graph_launches_) : ""));
+        timing_ == ops::TimingMode::graph ? fmt::format(" x{}", graph_launches_) : ""));
   }
   // Bus bandwidth is each rank's share of the busiest link: held against the per-rank reference.
   int ranks_per_host = 1;
@@ -220,12 +220,12 @@ ExitStatus CollBenchmark::run(const app::RunContext& context) {
   }
   // One rank moves nothing over any link (its bus bandwidth is 0 or a copy within the GPU): nothing to hold it against.
   // NCCL across nodes: the network model (the nodes' NICs x a healthy busbw per NIC), where the hosts' NICs are known.
-  const auto network =
-      context.is_root() && backend_ == BackendKind::nccl ? context.expected.across_nodes(hosts) : facts::Reference{};
+  const auto network = context.is_root() && backend_ == ops::BackendKind::nccl ? context.expected.across_nodes(hosts)
+                                                                               : facts::Reference{};
   const auto reference =
       network.known() ? network
       : context.is_root() && nranks > 1
-          ? context.expected.per_rank(hosts, ranks_per_host, backend_ == BackendKind::nccl || device_memory_)
+          ? context.expected.per_rank(hosts, ranks_per_host, backend_ == ops::BackendKind::nccl || device_memory_)
           : facts::Reference{};
   if (reference.known() && facts::is_gpu_link(reference.path))
     context.out->note(
@@ -237,7 +237,7 @@ ExitStatus CollBenchmark::run(const app::RunContext& context) {
   else if (nranks == 1 && context.is_root())
     context.out->note(fmt::format(
         "one rank: no link carries data, so no expected bus bandwidth (busbw is nccl-tests' figure: 0 for {})",
-        collectives_that([](const CollectiveOp& c) { return c.busbw_factor(1) == 0; })));
+        ops::collectives_that([](const ops::CollectiveOp& c) { return c.busbw_factor(1) == 0; })));
   app::ToolLoop loop(context);
   for (std::size_t k = 0; k < ops_.size(); ++k) {
     const auto* op = ops_[k];
@@ -253,10 +253,10 @@ ExitStatus CollBenchmark::run(const app::RunContext& context) {
     if (modes.empty()) continue;
     Busbw busbw;
     for (const auto dtype : dtypes_) {
-      for (const auto redop : op->reduces ? redops_ : std::vector<RedOp>{RedOp::sum}) {
+      for (const auto redop : op->reduces ? redops_ : std::vector<ops::RedOp>{ops::RedOp::sum}) {
         for (const int root : op->rooted ? roots : std::vector<int>{0}) {
-          if (!backend_impl_->supports(dtype, op->reduces ? redop : RedOp::sum)) continue;
-          if (op->reduces && redop == RedOp::avg && !is_floating(dtype)) continue;  // only with "all"
+          if (!backend_impl_->supports(dtype, op->reduces ? redop : ops::RedOp::sum)) continue;
+          if (op->reduces && redop == ops::RedOp::avg && !is_floating(dtype)) continue;  // only with "all"
           if (context.is_root())
             context.out->section(table_, fmt::format("{} ({} ranks, {})", op->name, nranks, backend_name),
                                  terminal_view(modes, reference.known()));
@@ -291,4 +291,4 @@ std::vector<results::TerminalColumn> CollBenchmark::terminal_view(const std::vec
   return shown;
 }
 
-}  // namespace fabricbench::ops
+}  // namespace fabricbench::tools::coll

@@ -8,7 +8,7 @@
 #include "fabricbench/doctor/nccl_transport.hpp"
 #include "fabricbench/job/nccl_log.hpp"
 
-namespace fabricbench::ops {
+namespace fabricbench::tools::coll {
 
 NcclPathLog::NcclPathLog() {
   if (std::getenv("NCCL_DEBUG") != nullptr) {
@@ -35,4 +35,4 @@ std::string NcclPathLog::path() {
   return text_;
 }
 
-}  // namespace fabricbench::ops
+}  // namespace fabricbench::tools::coll

@@ -18,7 +18,7 @@
 #include "fabricbench/results/result_set.hpp"
 #include "fabricbench/timing/sample_stats.hpp"
 
-namespace fabricbench::ops {
+namespace fabricbench::tools::coll {
 namespace {
 
 namespace slow = job::slow;
@@ -133,4 +133,4 @@ void PerRankView::write(const app::RunContext& context) const {
                                                                 w.ranks[0].rank, share(w.ranks[0]))));
 }
 
-}  // namespace fabricbench::ops
+}  // namespace fabricbench::tools::coll

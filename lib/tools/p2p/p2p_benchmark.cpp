@@ -17,16 +17,16 @@
 #include "fabricbench/timing/rank_laps.hpp"
 #include "fabricbench/timing/timed_blocks.hpp"
 
-namespace fabricbench::ops {
+namespace fabricbench::tools::p2p {
 namespace {
 
 // An option the chosen tests never read is refused, not ignored (issue 48): a latency run given -W 16 would
 // otherwise look as if it had measured with that window. Only what was typed: a --config preset sets the window for
 // every test.
 void refuse_unused_options(const cli::po::variables_map& values, const cli::CommonOptions& common,
-                           const std::vector<const P2PTest*>& tests) {
-  const auto windowed =
-      std::any_of(tests.begin(), tests.end(), [](const P2PTest* t) { return t->exchange != Exchange::ping_pong; });
+                           const std::vector<const ops::P2PTest*>& tests) {
+  const auto windowed = std::any_of(tests.begin(), tests.end(),
+                                    [](const ops::P2PTest* t) { return t->exchange != ops::Exchange::ping_pong; });
   if (!windowed && cli::typed(values, common, "window"))
     throw Error::usage(fmt::format("--window with --test {}: the window applies to bw, bibw and mbw_mr; drop it",
                                    values["test"].as<std::string>()));
@@ -69,7 +69,7 @@ std::string P2PBenchmark::summary() const {
       "NCCL (--backend nccl: OSU's xccl benchmarks).\n"
       "Rank i is paired with rank i+N/2 (use --map-by node to put pairs across nodes); all pairs run "
       "at once.\nTests:";
-  for (const auto& t : p2p_tests()) s += fmt::format("\n  {:8} {}", t.name, t.description);
+  for (const auto& t : ops::p2p_tests()) s += fmt::format("\n  {:8} {}", t.name, t.description);
   return s;
 }
 
@@ -108,7 +108,7 @@ void P2PBenchmark::add_options(cli::po::options_description& options) {
   auto add = options.add_options();
   add("test,t", cli::po::value<std::string>()->default_value("all"),
       ("tests, comma-separated: " +
-       cli::name_choices(cli::names_of(p2p_tests(), [](const P2PTest& t) { return t.name; }), {{"all", {}}}) +
+       cli::name_choices(cli::names_of(ops::p2p_tests(), [](const ops::P2PTest& t) { return t.name; }), {{"all", {}}}) +
        " (all: every test, mbw_mr only with more than one pair)")
           .c_str());
   add("window,W", cli::po::value<long long>()->default_value(64),
@@ -126,36 +126,36 @@ void P2PBenchmark::add_options(cli::po::options_description& options) {
 void P2PBenchmark::configure(const cli::po::variables_map& values, const cli::CommonOptions& common,
                              const runtime::Placement& placement) {
   // "all": every test, but a sum over the pairs (mbw_mr) only with more than one pair (with one it is bw again).
-  const auto& table = p2p_tests();
+  const auto& table = ops::p2p_tests();
   cli::NameGroup all{"all", {}};
   for (std::size_t i = 0; i < table.size(); ++i)
-    if (table[i].aggregate != PairAggregate::sum || placement.world_size() > 2) all.members.push_back(i);
+    if (table[i].aggregate != ops::PairAggregate::sum || placement.world_size() > 2) all.members.push_back(i);
   tests_.clear();
   for (const auto i : cli::parse_name_list("--test", values["test"].as<std::string>(),
-                                           cli::names_of(table, [](const P2PTest& t) { return t.name; }), {all}))
+                                           cli::names_of(table, [](const ops::P2PTest& t) { return t.name; }), {all}))
     tests_.push_back(&table[i]);
   const auto window = values["window"].as<long long>();
-  cli::require_in_range("--window", window, 1, max_window);
+  cli::require_in_range("--window", window, 1, ops::max_window);
   window_ = static_cast<int>(window);
   min_time_s_ = timing::TimedBlocks::checked_min_time(values["min-time"].as<double>(), "--min-time");
   refuse_unused_options(values, common, tests_);
   for (const auto* t : tests_)
-    if (t->exchange != Exchange::ping_pong && common.sizes.min() == 0)
+    if (t->exchange != ops::Exchange::ping_pong && common.sizes.min() == 0)
       throw Error::usage(
           fmt::format("--sizes 0: {} measures bandwidth, which needs messages of at least 1 byte "
                       "(latency takes 0)",
                       t->name));
   memory_ = memory::parse_memory_kind(values["memory"].as<std::string>(), "--memory");
-  backend_ = cli::parse_choice(values["backend"].as<std::string>(), "--backend", kBackendKinds);
+  backend_ = cli::parse_choice(values["backend"].as<std::string>(), "--backend", ops::kBackendKinds);
   pairs_.emplace(placement.world_size());
-  if (backend_ == BackendKind::nccl) {
+  if (backend_ == ops::BackendKind::nccl) {
     if (!values["memory"].defaulted() && memory_ != memory::MemoryKind::device)
       throw Error::usage(
           fmt::format("--memory {} with --backend nccl: NCCL moves device memory only (--memory "
                       "device, its default there)",
                       memory::to_string(memory_)));
     memory_ = memory::MemoryKind::device;
-    if (!nccl_p2p_built())
+    if (!ops::nccl_p2p_built())
       throw Error::usage(
           "--backend nccl: this build has no NCCL (configure with CUDA and NCCL found); use --backend mpi");
     // Before NCCL is called: a communicator with two ranks on one GPU fails inside ncclCommInitRank.
@@ -169,7 +169,7 @@ void P2PBenchmark::configure(const cli::po::variables_map& values, const cli::Co
                       me.rank, me.host, gpus, me.machine_local_rank + 1, gpus));
   }
   if (memory_ != memory::MemoryKind::host) gpu_ = runtime::bind_gpu(placement.me().machine_local_rank);
-  if (backend_ == BackendKind::mpi && memory_ == memory::MemoryKind::device && !runtime::mpi_is_cuda_aware())
+  if (backend_ == ops::BackendKind::mpi && memory_ == memory::MemoryKind::device && !runtime::mpi_is_cuda_aware())
     throw Error::usage(
         "--memory device: this MPI library is not CUDA-aware (MPIX_Query_cuda_support); use host or "
         "pinned, or --backend nccl");
@@ -177,17 +177,18 @@ void P2PBenchmark::configure(const cli::po::variables_map& values, const cli::Co
   if (common.iterations > 0) min_time_s_ = 0;  // -n: a count, as OSU's -i
 }
 
-PairMeasurement P2PBenchmark::measure(const P2PTest& test, std::uint64_t bytes, int iterations, int warmup,
-                                      const runtime::Communicator& world) {
+ops::PairMeasurement P2PBenchmark::measure(const ops::P2PTest& test, std::uint64_t bytes, int iterations, int warmup,
+                                           const runtime::Communicator& world) {
   const int me = world.rank();
-  Exchanger x{world.get(), me,     pairs_->peer_of(me), pairs_->leads(me), *send_, *recv_, bytes, iterations, warmup,
-              window_,     check_, flip_byte_};
+  ops::Exchanger x{
+      world.get(), me,     pairs_->peer_of(me), pairs_->leads(me), *send_, *recv_, bytes, iterations, warmup,
+      window_,     check_, flip_byte_};
   x.min_time_s = min_time_s_;
   return nccl_ ? nccl_->run(test, x) : run_exchange(test, x);
 }
 
-void P2PBenchmark::report(const app::RunContext& context, const app::ToolLoop& loop, const P2PTest& test,
-                          std::uint64_t bytes, int iterations, int warmup, const PairMeasurement& mine,
+void P2PBenchmark::report(const app::RunContext& context, const app::ToolLoop& loop, const ops::P2PTest& test,
+                          std::uint64_t bytes, int iterations, int warmup, const ops::PairMeasurement& mine,
                           const facts::CounterReading& grown) {
   const auto& world = context.world;
   // Leaders' elapsed times and laps, and every rank's wrong count, to rank 0.
@@ -199,7 +200,7 @@ void P2PBenchmark::report(const app::RunContext& context, const app::ToolLoop& l
 
   const int pairs = pairs_->pairs();
   double latency_sum = 0, bw_sum = 0, rate_sum = 0, bw_min = INFINITY, spread = NAN;
-  const bool ping_pong = test.exchange == Exchange::ping_pong;
+  const bool ping_pong = test.exchange == ops::Exchange::ping_pong;
   for (int r = 0; r < pairs; ++r) {
     const double t = elapsed[r];
     if (!std::isnan(spreads[r])) spread = std::isnan(spread) ? spreads[r] : std::max(spread, spreads[r]);
@@ -211,11 +212,11 @@ void P2PBenchmark::report(const app::RunContext& context, const app::ToolLoop& l
     const double bw = figure;
     bw_sum += bw;
     bw_min = std::min(bw_min, bw);
-    rate_sum += message_rate_mps(window_, iterations, test.directions, t);
+    rate_sum += ops::message_rate_mps(window_, iterations, test.directions, t);
   }
   // Per-iteration sample: one-way latency for ping-pong, the time of one window otherwise.
   const double sample_scale = ping_pong ? 0.5 : 1.0;
-  const bool mean = test.aggregate == PairAggregate::mean;
+  const bool mean = test.aggregate == ops::PairAggregate::mean;
   results::Row row(table_);
   row.set(col_.test, std::string(test.name)).set(col_.memory, std::string(memory::to_string(memory_)));
   row.set(col_.backend, std::string(to_string(backend_)));
@@ -243,7 +244,7 @@ void P2PBenchmark::report(const app::RunContext& context, const app::ToolLoop& l
   loop.write(row, grown, samples_, [&](std::int64_t index) { return laps.samples(index, sample_scale, pairs); });
 }
 
-facts::Reference P2PBenchmark::reference(const app::RunContext& context, const P2PTest& test) const {
+facts::Reference P2PBenchmark::reference(const app::RunContext& context, const ops::P2PTest& test) const {
   // The slowest pair's stream; a sum over pairs (mbw_mr) as ExpectedShare::pairs_sum; both directions count twice.
   const auto& ranks = context.placement.ranks();
   const bool gpu_memory = memory_ == memory::MemoryKind::device;
@@ -258,23 +259,23 @@ facts::Reference P2PBenchmark::reference(const app::RunContext& context, const P
     if (!slowest.known() || ref.gbps < slowest.gbps) slowest = ref;
   }
   const auto ref =
-      test.aggregate == PairAggregate::sum ? context.expected.pairs_sum(slowest, pairs_->pairs(), hosts) : slowest;
+      test.aggregate == ops::PairAggregate::sum ? context.expected.pairs_sum(slowest, pairs_->pairs(), hosts) : slowest;
   return test.directions == 2 ? ref.scaled(2, "both directions of") : ref;
 }
 
-std::string P2PBenchmark::curve_op(const P2PTest& test) const {
-  return fmt::format("{}p2p_{}", backend_ == BackendKind::nccl ? "nccl_" : "", test.name);
+std::string P2PBenchmark::curve_op(const ops::P2PTest& test) const {
+  return fmt::format("{}p2p_{}", backend_ == ops::BackendKind::nccl ? "nccl_" : "", test.name);
 }
 
-std::string P2PBenchmark::section_title(const P2PTest& test) const {
+std::string P2PBenchmark::section_title(const ops::P2PTest& test) const {
   return fmt::format("{}: {}  (pairs: {}, window: {})", test.name, test.description, pairs_->pairs(),
-                     test.exchange == Exchange::ping_pong ? 1 : window_);
+                     test.exchange == ops::Exchange::ping_pong ? 1 : window_);
 }
 
 std::vector<results::TerminalColumn> P2PBenchmark::terminal_view(const app::RunContext& context,
-                                                                 const P2PTest& test) const {
+                                                                 const ops::P2PTest& test) const {
   std::vector<results::TerminalColumn> shown{{"bytes"}, {"iterations"}};
-  if (test.exchange == Exchange::ping_pong) {
+  if (test.exchange == ops::Exchange::ping_pong) {
     shown.insert(
         shown.end(),
         {{"latency_us"}, {"time_us_median"}, {"time_us_p90"}, {"time_us_p99"}, {"time_us_min"}, {"time_us_max"}});
@@ -294,7 +295,7 @@ ExitStatus P2PBenchmark::run(const app::RunContext& context) {
   check_ = context.options.check;
   send_.emplace(memory_, context.options.sizes.max());
   recv_.emplace(memory_, context.options.sizes.max());
-  if (backend_ == BackendKind::nccl) nccl_ = std::make_unique<NcclP2P>(context.world);
+  if (backend_ == ops::BackendKind::nccl) nccl_ = std::make_unique<ops::NcclP2P>(context.world);
   // Every host's links (NVLink too with GPU memory), read by its first rank around every size.
   app::ToolLoop loop(
       context, facts::LinkWatch(context.world, context.placement.me().host, memory_ == memory::MemoryKind::device));
@@ -313,7 +314,7 @@ ExitStatus P2PBenchmark::run(const app::RunContext& context) {
       loop.step(
           fmt::format("{} at {} B", test.name, bytes),
           [&] { return measure(test, bytes, iterations, warmup, context.world); },
-          [&](const PairMeasurement& mine, const facts::CounterReading& grown) {
+          [&](const ops::PairMeasurement& mine, const facts::CounterReading& grown) {
             loop.count_wrong(mine.wrong);
             report(context, loop, test, bytes, iterations, warmup, mine, grown);
           });
@@ -322,4 +323,4 @@ ExitStatus P2PBenchmark::run(const app::RunContext& context) {
   return loop.finish("bytes");
 }
 
-}  // namespace fabricbench::ops
+}  // namespace fabricbench::tools::p2p

@@ -63,12 +63,12 @@ std::vector<Reader> readers() {
   return {
       {"--config", "sizes = 8,4K,64K\niters = 200\nwarmup = 20\ncheck = 1\ntest = latency,bw\nwindow = 16\n",
        [](const std::string& path) {
-         configure<ops::P2PBenchmark>({"--config", path});
+         configure<tools::p2p::P2PBenchmark>({"--config", path});
        }},
       {"--baseline",
        "[baseline]\ntolerance = 10%\n[results/p2p 1]\ntest = bw\nbytes = 65536\nbw_mbps = 1000\n"
        "tolerance = 5%\n[results/p2p 2]\ntest = latency\nbytes = 8\nlatency_us = 2.5\n",
-       [](const std::string& path) { results::Baseline::load(path, ops::P2PBenchmark::make_table()); }},
+       [](const std::string& path) { results::Baseline::load(path, tools::p2p::P2PBenchmark::make_table()); }},
       {"--expected-rule", "[expected]\nwarn_below_percent = 80\nmin_bytes = 1M\n",
        [](const std::string& path) { facts::ExpectedRule::load(path, true); }},
       {"--rules",
@@ -141,7 +141,8 @@ std::vector<std::pair<std::string, std::string>> corpus(const std::string& seed,
     for (auto& c : bytes) c = static_cast<char>(random());
     out.push_back({"random " + std::to_string(k), bytes});
   }
-  for (std::size_t k = 1; k < 41; ++k) out.push_back({"truncated " + std::to_string(k), seed.substr(0, seed.size() * k / 41)});
+  for (std::size_t k = 1; k < 41; ++k)
+    out.push_back({"truncated " + std::to_string(k), seed.substr(0, seed.size() * k / 41)});
   for (int k = 0; k < 20; ++k) {
     std::string with_nul = seed;
     with_nul.insert(random() % seed.size(), 1, '\0');
@@ -151,7 +152,8 @@ std::vector<std::pair<std::string, std::string>> corpus(const std::string& seed,
     out.push_back({"not UTF-8 " + std::to_string(k), not_utf8});
   }
   out.push_back({"10 MB line", std::string(10u << 20, 'x') + "\n" + seed});
-  out.push_back({"10 MB value", std::regex_replace(seed, std::regex("= [^\n]*"), "= " + std::string(10u << 20, '7'), std::regex_constants::format_first_only)});
+  out.push_back({"10 MB value", std::regex_replace(seed, std::regex("= [^\n]*"), "= " + std::string(10u << 20, '7'),
+                                                   std::regex_constants::format_first_only)});
   // Every number in turn: huge, negative, not a number, beyond a double.
   const std::regex number("[0-9][0-9.]*[%KM]?");
   const auto begin = std::sregex_iterator(seed.begin(), seed.end(), number);
@@ -191,12 +193,14 @@ void one_case(const Reader& r, const std::string& name, const fs::path& path, Ta
   } catch (const Error& e) {
     const std::string what = e.what();
     EXPECT_EQ(e.status(), ExitStatus::usage) << r.option << " " << name << ": " << what;
-    EXPECT_NE(what.find(path.string()), std::string::npos) << r.option << " " << name << ": names no file: " << what.substr(0, 300);
+    EXPECT_NE(what.find(path.string()), std::string::npos)
+        << r.option << " " << name << ": names no file: " << what.substr(0, 300);
     EXPECT_EQ(what.find('\n'), std::string::npos) << r.option << " " << name << ": more than one line";
     EXPECT_LT(what.size(), 600u) << r.option << " " << name << ": " << what.substr(0, 300);
     ++tally.refused;
   } catch (const std::exception& e) {
-    ADD_FAILURE() << r.option << " " << name << ": " << typeid(e).name() << ": " << std::string(e.what()).substr(0, 300);
+    ADD_FAILURE() << r.option << " " << name << ": " << typeid(e).name() << ": "
+                  << std::string(e.what()).substr(0, 300);
   }
 }
 
@@ -211,8 +215,10 @@ TEST(BadFiles, EveryReaderReadsOrRefusesInOneLineNamingTheFile) {
     const auto cases = corpus(r.seed, ++salt);
     for (std::size_t k = 0; k < cases.size(); ++k) {
       const auto path = dir / ("case-" + std::to_string(k) + ".ini");
-      if (cases[k].first == "a directory") fs::create_directories(path);
-      else std::ofstream(path, std::ios::binary) << cases[k].second;
+      if (cases[k].first == "a directory")
+        fs::create_directories(path);
+      else
+        std::ofstream(path, std::ios::binary) << cases[k].second;
       const int before = tally.read;
       one_case(r, cases[k].first, path, tally);
       if (tally.read > before) std::printf("%s: read %s\n", r.option.c_str(), cases[k].first.c_str());
@@ -251,7 +257,8 @@ TEST(BadFiles, ResumeReadsOrRefusesAnyFile) {
     for (auto& c : noise) c = static_cast<char>(random());
     cases.push_back({"random " + std::to_string(k), noise});
   }
-  for (std::size_t k = 1; k < 120; ++k) cases.push_back({"truncated " + std::to_string(k), bytes.substr(0, bytes.size() * k / 120)});
+  for (std::size_t k = 1; k < 120; ++k)
+    cases.push_back({"truncated " + std::to_string(k), bytes.substr(0, bytes.size() * k / 120)});
   for (int k = 0; k < 40; ++k) {
     std::string flipped = bytes;
     flipped[random() % flipped.size()] ^= static_cast<char>(1 + random() % 255);
@@ -262,7 +269,7 @@ TEST(BadFiles, ResumeReadsOrRefusesAnyFile) {
                    configure<sweep::SweepBenchmark>({"--metric", "p2p_bw", "--resume", path});
                  }};
   const char* keep = std::getenv("FABRICBENCH_TEST_KEEP_CASE");  // writes that case's file here and reads only it
-  if (keep)  // where a crash was: the frames on stderr
+  if (keep)                                                      // where a crash was: the frames on stderr
     std::signal(SIGSEGV, [](int) {
       void* frames[64];
       backtrace_symbols_fd(frames, backtrace(frames, 64), 2);

@@ -16,7 +16,7 @@ runtime::Placement placement_of(int ranks) {
 
 // Configures fabric-p2p as rank 0 of `ranks`; returns the usage message, "" if accepted.
 std::string configure(std::vector<std::string> args, int ranks) {
-  ops::P2PBenchmark b;
+  tools::p2p::P2PBenchmark b;
   cli::CommandLine cl(b.program(), b.summary(), b.option_groups());
   b.add_options(cl.tool_options());
   Argv argv("fabric-p2p", std::move(args));

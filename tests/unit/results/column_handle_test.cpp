@@ -23,6 +23,6 @@ TEST(ColumnHandle, NameAndTypeAreCheckedOnceAndTheValueLandsInItsColumn) {
 
 TEST(ColumnHandle, EveryToolMakesItsHandlesWhenItIsBuilt) {
   // A wrong name or type in a tool's handles throws here, before any run.
-  EXPECT_NO_THROW(fabricbench::ops::P2PBenchmark());
-  EXPECT_NO_THROW(fabricbench::ops::CollBenchmark());
+  EXPECT_NO_THROW(fabricbench::tools::p2p::P2PBenchmark());
+  EXPECT_NO_THROW(fabricbench::tools::coll::CollBenchmark());
 }

@@ -12,7 +12,7 @@
 #include "fabricbench/tools/coll/nccl_path_log.hpp"
 #include "fabricbench/tools/coll/per_rank_view.hpp"
 
-namespace fabricbench::ops {
+namespace fabricbench::tools::coll {
 
 class CollBenchmark : public app::Benchmark {
  public:
@@ -40,7 +40,7 @@ class CollBenchmark : public app::Benchmark {
     int blocks = 1;
     double spread = NAN;  // the largest over ranks of each rank's block spread (fraction)
   };
-  Measured measure(const app::RunContext& context, const CollCase& c, int warmup, int iterations);
+  Measured measure(const app::RunContext& context, const ops::CollCase& c, int warmup, int iterations);
   // An op's busbw summed over its rows, for nccl-tests' "Avg bus bandwidth" line.
   struct Busbw {
     double sum = 0;
@@ -48,9 +48,9 @@ class CollBenchmark : public app::Benchmark {
   };
   // One (op, dtype, redop, root) of `base` over every size and each of `modes` (in place or not): a row each on rank
   // 0, held against `reference`, its busbw added to `busbw`.
-  void run_sizes(const app::RunContext& context, app::ToolLoop& loop, const CollCase& base,
+  void run_sizes(const app::RunContext& context, app::ToolLoop& loop, const ops::CollCase& base,
                  const std::vector<bool>& modes, const facts::Reference& reference, Busbw& busbw);
-  results::Row make_row(const CollCase& c, const Measured& m, int iterations, int warmup, int nranks) const;
+  results::Row make_row(const ops::CollCase& c, const Measured& m, int iterations, int warmup, int nranks) const;
   // The terminal view (declared beside the table): one line per size, the in-place modes side by side.
   std::vector<results::TerminalColumn> terminal_view(const std::vector<bool>& modes, bool reference_known) const;
 
@@ -64,22 +64,22 @@ class CollBenchmark : public app::Benchmark {
         iter_us_median, iter_us_p99, iter_us_max, algbw_gbps, busbw_gbps;
   };
   Columns col_;
-  std::vector<const CollectiveOp*> ops_;
-  std::vector<DataType> dtypes_;
-  std::vector<RedOp> redops_;
+  std::vector<const ops::CollectiveOp*> ops_;
+  std::vector<ops::DataType> dtypes_;
+  std::vector<ops::RedOp> redops_;
   std::vector<int> roots_;  // empty: every rank (-r all)
   std::vector<bool> in_place_;
-  BackendKind backend_ = BackendKind::mpi;
+  ops::BackendKind backend_ = ops::BackendKind::mpi;
   bool device_memory_ = false;
-  TimingMode timing_ = TimingMode::host;
+  ops::TimingMode timing_ = ops::TimingMode::host;
   int graph_launches_ = 0;
   double min_time_s_ = 0.1;  // --min-time; 0 with -n and for device timing
-  RankCombine combine_ = RankCombine::average;
+  ops::RankCombine combine_ = ops::RankCombine::average;
   int gpu_ = -1;
   bool flip_byte_ = false;
-  std::unique_ptr<CollBackend> backend_impl_;
+  std::unique_ptr<ops::CollBackend> backend_impl_;
   std::unique_ptr<PerRankView> per_rank_;   // --per-rank
   std::unique_ptr<NcclPathLog> nccl_path_;  // NCCL backend: the path NCCL took, named on each row
 };
 
-}  // namespace fabricbench::ops
+}  // namespace fabricbench::tools::coll

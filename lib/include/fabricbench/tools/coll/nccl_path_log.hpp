@@ -9,7 +9,7 @@
 
 #include "fabricbench/runtime/temp_dir.hpp"
 
-namespace fabricbench::ops {
+namespace fabricbench::tools::coll {
 
 class NcclPathLog {
  public:
@@ -28,4 +28,4 @@ class NcclPathLog {
   std::uintmax_t read_size_ = 0;
 };
 
-}  // namespace fabricbench::ops
+}  // namespace fabricbench::tools::coll

@@ -11,7 +11,7 @@ namespace fabricbench::app {
 struct RunContext;
 }
 
-namespace fabricbench::ops {
+namespace fabricbench::tools::coll {
 
 class PerRankView {
  public:
@@ -28,4 +28,4 @@ class PerRankView {
   std::string folder_;
 };
 
-}  // namespace fabricbench::ops
+}  // namespace fabricbench::tools::coll

@@ -16,7 +16,7 @@
 #include "fabricbench/ops/p2p_exchange.hpp"
 #include "fabricbench/ops/p2p_test.hpp"
 
-namespace fabricbench::ops {
+namespace fabricbench::tools::p2p {
 
 class P2PBenchmark : public app::Benchmark {
  public:
@@ -35,20 +35,20 @@ class P2PBenchmark : public app::Benchmark {
   static results::TableSpec make_table();
 
  private:
-  PairMeasurement measure(const P2PTest& test, std::uint64_t bytes, int iterations, int warmup,
-                          const runtime::Communicator& world);
+  ops::PairMeasurement measure(const ops::P2PTest& test, std::uint64_t bytes, int iterations, int warmup,
+                               const runtime::Communicator& world);
   // Every rank's measurement gathered; rank 0 writes the row (and its samples) through `loop`, with `grown`, the
   // links' growth summed over hosts.
-  void report(const app::RunContext& context, const app::ToolLoop& loop, const P2PTest& test, std::uint64_t bytes,
-              int iterations, int warmup, const PairMeasurement& mine, const facts::CounterReading& grown);
+  void report(const app::RunContext& context, const app::ToolLoop& loop, const ops::P2PTest& test, std::uint64_t bytes,
+              int iterations, int warmup, const ops::PairMeasurement& mine, const facts::CounterReading& grown);
   // The terminal view of `test`'s rows (declared beside the table): its title and the columns it shows.
-  std::string section_title(const P2PTest& test) const;
-  std::vector<results::TerminalColumn> terminal_view(const app::RunContext& context, const P2PTest& test) const;
+  std::string section_title(const ops::P2PTest& test) const;
+  std::vector<results::TerminalColumn> terminal_view(const app::RunContext& context, const ops::P2PTest& test) const;
 
   // The healthy curves' name of `test` over this back end (configs/expected-curves.csv): p2p_bw, nccl_p2p_bw, ...
-  std::string curve_op(const P2PTest& test) const;
+  std::string curve_op(const ops::P2PTest& test) const;
   // What a bandwidth row of `test` is held against (rank 0).
-  facts::Reference reference(const app::RunContext& context, const P2PTest& test) const;
+  facts::Reference reference(const app::RunContext& context, const ops::P2PTest& test) const;
 
   results::TableSpec table_, samples_;
   // Handles of the columns the tool sets (made once, beside the table: a wrong name or type stops every run).
@@ -60,10 +60,11 @@ class P2PBenchmark : public app::Benchmark {
         time_us_median, time_us_mean, time_us_max, time_us_p90, time_us_p99, time_us_stddev;
   };
   Columns col_;
-  std::vector<const P2PTest*> tests_;
+  std::vector<const ops::P2PTest*> tests_;
   memory::MemoryKind memory_ = memory::MemoryKind::host;
-  BackendKind backend_ = BackendKind::mpi;  // --backend: MPI (host, pinned, device where CUDA-aware) or NCCL (device)
-  std::unique_ptr<NcclP2P> nccl_;           // --backend nccl: the job's communicator, made in run()
+  ops::BackendKind backend_ =
+      ops::BackendKind::mpi;            // --backend: MPI (host, pinned, device where CUDA-aware) or NCCL (device)
+  std::unique_ptr<ops::NcclP2P> nccl_;  // --backend nccl: the job's communicator, made in run()
   int window_ = 64;
   int gpu_ = -1;
   bool check_ = false;
@@ -73,4 +74,4 @@ class P2PBenchmark : public app::Benchmark {
   std::optional<memory::Buffer> send_, recv_;
 };
 
-}  // namespace fabricbench::ops
+}  // namespace fabricbench::tools::p2p
