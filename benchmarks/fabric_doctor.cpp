@@ -2,6 +2,6 @@
 #include "fabricbench/tools/doctor/doctor_benchmark.hpp"
 
 int main(int argc, char** argv) {
-  fabricbench::doctor::DoctorBenchmark doctor;
+  fabricbench::tools::doctor::DoctorBenchmark doctor;
   return fabricbench::app::run_benchmark(doctor, argc, argv);
 }

@@ -2,6 +2,6 @@
 #include "fabricbench/tools/verbs/verbs_benchmark.hpp"
 
 int main(int argc, char** argv) {
-  fabricbench::verbs::VerbsBenchmark benchmark;
+  fabricbench::tools::verbs::VerbsBenchmark benchmark;
   return fabricbench::app::run_benchmark(benchmark, argc, argv);
 }

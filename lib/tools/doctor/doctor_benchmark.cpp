@@ -13,7 +13,8 @@
 #include "fabricbench/results/row_gather.hpp"
 #include "fabricbench/runtime/gpu.hpp"
 
-namespace fabricbench::doctor {
+namespace fabricbench::tools::doctor {
+using namespace fabricbench::doctor;  // lib/doctor: what this tool runs
 namespace {
 
 const char* scope_name(Scope s) { return s == Scope::host ? "host" : s == Scope::rank ? "rank" : "job"; }
@@ -218,4 +219,4 @@ ExitStatus DoctorBenchmark::run(const app::RunContext& ctx) {
   return worst == Status::fail || (strict_ && worst == Status::warn) ? ExitStatus::measurement_failed : ExitStatus::ok;
 }
 
-}  // namespace fabricbench::doctor
+}  // namespace fabricbench::tools::doctor

@@ -7,7 +7,8 @@
 
 #include "fabricbench/results/terminal_table.hpp"
 
-namespace fabricbench::doctor {
+namespace fabricbench::tools::doctor {
+using namespace fabricbench::doctor;  // lib/doctor: what this tool runs
 namespace {
 
 // The terminal columns of a section, each as wide as its widest shown value; text to the left.
@@ -142,4 +143,4 @@ ExitStatus NcclLogMode::write(results::ResultSet& out, const results::TableSpec&
   return worst == Status::fail || (strict && worst == Status::warn) ? ExitStatus::measurement_failed : ExitStatus::ok;
 }
 
-}  // namespace fabricbench::doctor
+}  // namespace fabricbench::tools::doctor

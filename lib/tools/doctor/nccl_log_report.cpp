@@ -9,7 +9,8 @@
 #include "fabricbench/doctor/nccl_transport.hpp"
 #include "fabricbench/job/nccl_call.hpp"
 
-namespace fabricbench::doctor {
+namespace fabricbench::tools::doctor {
+using namespace fabricbench::doctor;  // lib/doctor: what this tool runs
 namespace {
 
 using results::Row;
@@ -292,4 +293,4 @@ NcclLogReport report_rows(const NcclLogTables& t, const job::NcclJobLog& job,
   return out;
 }
 
-}  // namespace fabricbench::doctor
+}  // namespace fabricbench::tools::doctor

@@ -13,7 +13,8 @@
 #include "fabricbench/ops/coll_backend.hpp"
 #endif
 
-namespace fabricbench::doctor {
+namespace fabricbench::tools::doctor {
+using namespace fabricbench::doctor;  // lib/doctor: what this tool runs
 
 std::string run_nccl_probe(const runtime::Communicator& world, int gpu, std::string* why) {
 #ifdef FABRICBENCH_HAVE_NCCL
@@ -47,4 +48,4 @@ std::string run_nccl_probe(const runtime::Communicator& world, int gpu, std::str
 #endif
 }
 
-}  // namespace fabricbench::doctor
+}  // namespace fabricbench::tools::doctor

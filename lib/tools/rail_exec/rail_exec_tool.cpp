@@ -19,7 +19,7 @@
 #include "fabricbench/error.hpp"
 #include "fabricbench/facts/rail_binding.hpp"
 
-namespace fabricbench::rail_exec {
+namespace fabricbench::tools::rail_exec {
 namespace {
 
 namespace po = boost::program_options;
@@ -180,4 +180,4 @@ int main(int argc, char** argv) {
   return main_of(kProgram, [&] { return run(parse(argc, argv)); });
 }
 
-}  // namespace fabricbench::rail_exec
+}  // namespace fabricbench::tools::rail_exec

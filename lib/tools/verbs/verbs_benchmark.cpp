@@ -15,7 +15,8 @@
 #include "fabricbench/test_hooks.hpp"
 #include "fabricbench/timing/rank_laps.hpp"
 
-namespace fabricbench::verbs {
+namespace fabricbench::tools::verbs {
+using namespace fabricbench::verbs;  // lib/verbs: what this tool runs
 namespace {
 
 // The NUMA node of the CPU this rank runs on (-1 when the machine does not say).
@@ -443,4 +444,4 @@ ExitStatus VerbsBenchmark::run(const app::RunContext& context) {
   return status;
 }
 
-}  // namespace fabricbench::verbs
+}  // namespace fabricbench::tools::verbs

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <limits>
 
-namespace fabricbench::watchdog {
+namespace fabricbench::tools::watchdog {
 
 namespace slow = job::slow;
 
@@ -130,4 +130,4 @@ std::vector<slow::Record> GpuSamples::sample(const std::vector<std::string>& bus
   return out;
 }
 
-}  // namespace fabricbench::watchdog
+}  // namespace fabricbench::tools::watchdog

@@ -3,7 +3,7 @@
 #include <cstring>
 #include <string>
 
-namespace fabricbench::watchdog {
+namespace fabricbench::tools::watchdog {
 
 std::vector<job::slow::NicSample> nic_samples(const facts::HostFiles& files) {
   std::vector<job::slow::NicSample> out;
@@ -30,4 +30,4 @@ std::vector<job::slow::NicSample> nic_samples(const facts::HostFiles& files) {
   return out;
 }
 
-}  // namespace fabricbench::watchdog
+}  // namespace fabricbench::tools::watchdog

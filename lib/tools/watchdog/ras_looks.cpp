@@ -11,7 +11,7 @@
 #include "fabricbench/results/printable.hpp"
 #include "fabricbench/results/prometheus.hpp"
 
-namespace fabricbench::watchdog {
+namespace fabricbench::tools::watchdog {
 namespace {
 
 std::uint64_t total_ops(const job::RasStatus& s) {
@@ -105,4 +105,4 @@ std::optional<job::RasStatus> watch_look(const RasSettings& o, std::string& why)
   return std::nullopt;
 }
 
-}  // namespace fabricbench::watchdog
+}  // namespace fabricbench::tools::watchdog

@@ -22,7 +22,7 @@
 #include "fabricbench/tools/watchdog/slow_report.hpp"
 #include "fabricbench/tools/watchdog/watchdog_action.hpp"
 
-namespace fabricbench::watchdog {
+namespace fabricbench::tools::watchdog {
 namespace {
 
 namespace slow = job::slow;
@@ -389,4 +389,4 @@ int run_judge(const JudgeMode& o, const std::string& command_line, const volatil
   return 0;
 }
 
-}  // namespace fabricbench::watchdog
+}  // namespace fabricbench::tools::watchdog

@@ -17,7 +17,7 @@
 #include "fabricbench/results/result_set.hpp"
 #include "fabricbench/results/terminal_table.hpp"
 
-namespace fabricbench::watchdog {
+namespace fabricbench::tools::watchdog {
 namespace {
 
 namespace slow = job::slow;
@@ -398,4 +398,4 @@ void write_slow_report(const std::string& path, const std::string& command_line,
     throw Error::runtime(fmt::format("--slow-report {}: cannot replace it: {}", path, std::strerror(errno)));
 }
 
-}  // namespace fabricbench::watchdog
+}  // namespace fabricbench::tools::watchdog

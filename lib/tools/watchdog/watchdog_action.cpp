@@ -9,7 +9,7 @@
 #include "fabricbench/job/child_process.hpp"
 #include "fabricbench/results/printable.hpp"
 
-namespace fabricbench::watchdog {
+namespace fabricbench::tools::watchdog {
 
 void run_action(const std::vector<std::string>& argv, const std::vector<std::string>& env, double timeout_s,
                 const volatile std::sig_atomic_t& stop) {
@@ -34,4 +34,4 @@ void run_action(const std::vector<std::string>& argv, const std::vector<std::str
   }
 }
 
-}  // namespace fabricbench::watchdog
+}  // namespace fabricbench::tools::watchdog

@@ -20,7 +20,7 @@
 #include "fabricbench/results/prometheus.hpp"
 #include "fabricbench/results/result_set.hpp"
 
-namespace fabricbench::watchdog {
+namespace fabricbench::tools::watchdog {
 namespace {
 
 namespace po = boost::program_options;
@@ -378,4 +378,4 @@ std::vector<std::string> JudgeMode::argv(const std::string& program) const {
   return a;
 }
 
-}  // namespace fabricbench::watchdog
+}  // namespace fabricbench::tools::watchdog

@@ -34,7 +34,7 @@
 #include "fabricbench/tools/watchdog/watchdog_action.hpp"
 #include "fabricbench/tools/watchdog/watchdog_options.hpp"
 
-namespace fabricbench::watchdog {
+namespace fabricbench::tools::watchdog {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -278,4 +278,4 @@ int main(int argc, char** argv) {
   });
 }
 
-}  // namespace fabricbench::watchdog
+}  // namespace fabricbench::tools::watchdog

@@ -110,7 +110,7 @@ std::vector<Reader> readers() {
        "[1,0]<stdout>: iteration 2\n"
        "[1,0]<stdout>:n1:10:10 [0] misc/socket.cc:50 NCCL WARN socket closed\n",
        [](const std::string& path) {
-         configure<doctor::DoctorBenchmark>({"--nccl-log", path, "--iteration-marker", "iteration [0-9]+"});
+         configure<tools::doctor::DoctorBenchmark>({"--nccl-log", path, "--iteration-marker", "iteration [0-9]+"});
        }},
       // Greedy markers, which std::regex matched by recursion: a 40 KB line ended in a segmentation fault.
       {"--nccl-log (--iteration-marker '.*iteration.*')",
@@ -121,8 +121,8 @@ std::vector<Reader> readers() {
            "[1,0]<stdout>:n1:10:10 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x7f00 recvbuff 0x7f00 count 262144 "
            "datatype 7 op 0 root 0 comm 0x5a [nranks=2] stream 0x1\n",
        [](const std::string& path) {
-         configure<doctor::DoctorBenchmark>({"--nccl-log", path, "--iteration-marker", ".*iteration.*"});
-         configure<doctor::DoctorBenchmark>({"--nccl-log", path, "--iteration-marker", "(a|b)*iteration"});
+         configure<tools::doctor::DoctorBenchmark>({"--nccl-log", path, "--iteration-marker", ".*iteration.*"});
+         configure<tools::doctor::DoctorBenchmark>({"--nccl-log", path, "--iteration-marker", "(a|b)*iteration"});
        }},
   };
 }

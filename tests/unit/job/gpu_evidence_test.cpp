@@ -21,7 +21,7 @@ namespace gpu_evidence_test {
 
 namespace slow = fabricbench::job::slow;
 using fabricbench::job::HostEvidence;
-using fabricbench::watchdog::GpuSamples;
+using fabricbench::tools::watchdog::GpuSamples;
 
 constexpr std::int64_t kSec = 1000000000;
 constexpr std::int64_t kStart = 1'700'000'000 * kSec;
@@ -45,18 +45,19 @@ TEST(PciKey, ReadsBothSpellingsOfABusId) {
 
 TEST(XidLine, ReadsTheDriversReportInTheKernelLog) {
   // /dev/kmsg's record ("priority,sequence,usec,flags;text") of the driver's line, as NVIDIA's XID guide shows it.
-  const auto x = fabricbench::watchdog::parse_xid_line(
+  const auto x = fabricbench::tools::watchdog::parse_xid_line(
       "4,1870,5122310434,-;NVRM: Xid (PCI:0000:1b:00): 79, pid=2213, name=python3, GPU has fallen off the bus.");
   ASSERT_TRUE(x.has_value());
   EXPECT_EQ(x->first, slow::pci_key(kBus));
   EXPECT_EQ(x->second, 79u);
   const auto y =
-      fabricbench::watchdog::parse_xid_line("NVRM: Xid (PCI:0000:c3:00): 48, pid='<unknown>', DBE (0x1,0x2)");
+      fabricbench::tools::watchdog::parse_xid_line("NVRM: Xid (PCI:0000:c3:00): 48, pid='<unknown>', DBE (0x1,0x2)");
   ASSERT_TRUE(y.has_value());
   EXPECT_EQ(y->second, 48u);
-  EXPECT_FALSE(fabricbench::watchdog::parse_xid_line("NVRM: loading NVIDIA UNIX x86_64 Kernel Module").has_value());
-  EXPECT_FALSE(fabricbench::watchdog::parse_xid_line("NVRM: Xid (PCI:0000:1b:00): , no number").has_value());
-  EXPECT_FALSE(fabricbench::watchdog::parse_xid_line("NVRM: Xid (PCI:zz): 79, x").has_value());
+  EXPECT_FALSE(
+      fabricbench::tools::watchdog::parse_xid_line("NVRM: loading NVIDIA UNIX x86_64 Kernel Module").has_value());
+  EXPECT_FALSE(fabricbench::tools::watchdog::parse_xid_line("NVRM: Xid (PCI:0000:1b:00): , no number").has_value());
+  EXPECT_FALSE(fabricbench::tools::watchdog::parse_xid_line("NVRM: Xid (PCI:zz): 79, x").has_value());
 }
 
 TEST(GpuSamples, ReadWhatTheDriverSays) {

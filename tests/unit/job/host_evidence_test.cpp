@@ -193,7 +193,7 @@ TEST(NicSamples, ReadFromSysfs) {
   write(port / "counters/port_xmit_wait", "123456\n");
   write(port / "counters/port_xmit_data", "999\n");  // not an error
   write(root / "sys/class/infiniband/mlx5_0/device/infiniband_verbs/uverbs2/ibdev", "mlx5_0\n");
-  const auto n = fabricbench::watchdog::nic_samples(fabricbench::facts::HostFiles(root.string()));
+  const auto n = fabricbench::tools::watchdog::nic_samples(fabricbench::facts::HostFiles(root.string()));
   ASSERT_EQ(n.size(), 1u);
   EXPECT_STREQ(n[0].device, "mlx5_0");
   EXPECT_EQ(n[0].port, 1);

@@ -27,6 +27,7 @@ namespace fs = std::filesystem;
 using namespace fabricbench;
 using namespace fabricbench::job;
 using namespace fabricbench::doctor;
+using namespace fabricbench::tools::doctor;
 
 namespace {
 

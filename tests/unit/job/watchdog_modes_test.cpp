@@ -12,7 +12,7 @@
 #include "fabricbench/tools/watchdog/watchdog_options.hpp"
 
 using namespace fabricbench;
-using watchdog::Options;
+using tools::watchdog::Options;
 
 namespace {
 
@@ -46,14 +46,14 @@ class WatchdogModes : public ::testing::Test {
 
 TEST_F(WatchdogModes, EachCommandLineMakesItsMode) {
   const auto report = dir_.path() + "/hang.h5";
-  EXPECT_TRUE(std::holds_alternative<watchdog::RunMode>(parse({"--report", report, "--", "true"}).mode));
+  EXPECT_TRUE(std::holds_alternative<tools::watchdog::RunMode>(parse({"--report", report, "--", "true"}).mode));
   const auto prom = dir_.path() + "/ras.prom";
   const auto monitor = parse({"--watch", "30s", "--prometheus", prom});
-  ASSERT_TRUE(std::holds_alternative<watchdog::MonitorMode>(monitor.mode));
-  EXPECT_EQ(std::get<watchdog::MonitorMode>(monitor.mode).ras.watch_s, 30);
+  ASSERT_TRUE(std::holds_alternative<tools::watchdog::MonitorMode>(monitor.mode));
+  EXPECT_EQ(std::get<tools::watchdog::MonitorMode>(monitor.mode).ras.watch_s, 30);
   const auto judge = parse({"--judge", folder_, "--slow-loss", "7"});
-  ASSERT_TRUE(std::holds_alternative<watchdog::JudgeMode>(judge.mode));
-  EXPECT_DOUBLE_EQ(std::get<watchdog::JudgeMode>(judge.mode).loss(), 0.07);
+  ASSERT_TRUE(std::holds_alternative<tools::watchdog::JudgeMode>(judge.mode));
+  EXPECT_DOUBLE_EQ(std::get<tools::watchdog::JudgeMode>(judge.mode).loss(), 0.07);
 }
 
 TEST_F(WatchdogModes, EachModeRefusesWhatItDoesNotTakeByName) {
@@ -74,13 +74,13 @@ TEST_F(WatchdogModes, TheJudgeSlowStartsParsesBackToItsSettings) {
   const auto o =
       parse({"--judge", folder_, "--slow-window", "3s", "--slow-settle", "2s", "--slow-loss", "7", "--slow-report",
              report, "--slow-prometheus", prom, "--slow-exec", "/bin/true", "--action-timeout", "9s", "--force"});
-  const auto& j = std::get<watchdog::JudgeMode>(o.mode);
+  const auto& j = std::get<tools::watchdog::JudgeMode>(o.mode);
   auto argv = j.argv("fabric-watchdog");
   ASSERT_EQ(argv.front(), "fabric-watchdog");
   argv.erase(argv.begin());
   // The percent as given, not through a fraction and back (7 / 100 * 100 is 7.000000000000001).
   EXPECT_EQ(argv[std::find(argv.begin(), argv.end(), "--slow-loss") - argv.begin() + 1], "7");
-  const auto again = std::get<watchdog::JudgeMode>(parse(argv).mode);
+  const auto again = std::get<tools::watchdog::JudgeMode>(parse(argv).mode);
   EXPECT_EQ(again.folder, j.folder);
   EXPECT_EQ(again.report, report);
   EXPECT_EQ(again.prometheus, prom);

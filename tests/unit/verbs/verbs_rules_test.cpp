@@ -20,7 +20,7 @@ const VerbsTest& test(const char* name) {
 
 // Configures fabric-verbs as rank 0 of 2; returns the usage message, "" if accepted (reaching the device).
 std::string configure(std::vector<std::string> args) {
-  VerbsBenchmark b;
+  tools::verbs::VerbsBenchmark b;
   cli::CommandLine cl(b.program(), b.summary(), b.option_groups());
   b.add_options(cl.tool_options());
   Argv argv("fabric-verbs", std::move(args));
@@ -94,7 +94,8 @@ TEST(VerbsOptions, RejectsBadValuesNamingTheOption) {
   EXPECT_EQ(configure({"--test", "write_bw,"}),
             "--test '': allowed values are write_bw, read_bw, send_bw, atomic_bw, write_lat, read_lat, send_lat, "
             "atomic_lat, all (comma-separated)");
-  EXPECT_EQ(configure({"-s", "64K", "-a"}), "--size, --all-sizes and --sizes each give the sizes: use only one of them");
+  EXPECT_EQ(configure({"-s", "64K", "-a"}),
+            "--size, --all-sizes and --sizes each give the sizes: use only one of them");
   EXPECT_EQ(configure({"-s", "0"}), "--size 0: write_bw needs messages of at least 1 byte");
   EXPECT_EQ(configure({"-s", "4G"}), "--size 4G: at most 2G (one verbs message)");
   EXPECT_EQ(configure({"-q", "0"}), "--qps 0: must be at least 1");
@@ -114,7 +115,7 @@ TEST(VerbsOptions, RejectsBadValuesNamingTheOption) {
 
 TEST(VerbsOptions, PerftestLettersBelongToVerbs) {
   // -b, -q, -x, -m, -i, -e are perftest's here; the common options keep their long names.
-  VerbsBenchmark b;
+  tools::verbs::VerbsBenchmark b;
   cli::CommandLine cl(b.program(), b.summary(), b.option_groups());
   b.add_options(cl.tool_options());
   Argv argv("fabric-verbs", {"-b", "-q", "4", "-x", "3", "-m", "2048", "-i", "1", "-e", "--max-bytes", "1M"});
@@ -130,6 +131,7 @@ TEST(VerbsOptions, PerftestLettersBelongToVerbs) {
 
 TEST(VerbsOptions, NoDeviceIsAUsageErrorNamingTheHost) {
   if (!device_names().empty()) GTEST_SKIP() << "this machine has RDMA devices";
-  EXPECT_EQ(configure({}), "no RDMA device on host h0: libibverbs lists none (looked for /sys/class/infiniband "
-                           "devices with a user-space provider)");
+  EXPECT_EQ(configure({}),
+            "no RDMA device on host h0: libibverbs lists none (looked for /sys/class/infiniband "
+            "devices with a user-space provider)");
 }

@@ -10,7 +10,7 @@
 #include "fabricbench/results/result_set.hpp"
 #include "fabricbench/tools/doctor/nccl_log_report.hpp"
 
-namespace fabricbench::doctor {
+namespace fabricbench::tools::doctor {
 
 class NcclLogMode {
  public:
@@ -27,4 +27,4 @@ class NcclLogMode {
   double seconds_ = 0;
 };
 
-}  // namespace fabricbench::doctor
+}  // namespace fabricbench::tools::doctor

@@ -12,10 +12,10 @@
 // every rank print its line and exit 0. It never starts MPI.
 #pragma once
 
-namespace fabricbench::rail_exec {
+namespace fabricbench::tools::rail_exec {
 
 // The whole tool: no return when the command runs (exec); 0 after --dry-run or --check-map; 2 for bad input (one
 // line), a command that cannot run included.
 int main(int argc, char** argv);
 
-}  // namespace fabricbench::rail_exec
+}  // namespace fabricbench::tools::rail_exec

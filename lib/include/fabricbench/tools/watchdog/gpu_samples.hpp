@@ -18,7 +18,7 @@
 #include "fabricbench/facts/host_files.hpp"
 #include "fabricbench/job/slow_record.hpp"
 
-namespace fabricbench::watchdog {
+namespace fabricbench::tools::watchdog {
 
 // A kernel log line of the NVIDIA driver's XID report ("NVRM: Xid (PCI:0000:1b:00): 79, pid=..., ..."): its GPU's
 // pci_key() and the XID's number; empty for any other line.
@@ -60,4 +60,4 @@ class GpuSamples {
   std::uint64_t samples_ = 0;
 };
 
-}  // namespace fabricbench::watchdog
+}  // namespace fabricbench::tools::watchdog

@@ -7,8 +7,8 @@
 #include "fabricbench/facts/host_files.hpp"
 #include "fabricbench/job/slow_record.hpp"
 
-namespace fabricbench::watchdog {
+namespace fabricbench::tools::watchdog {
 
 std::vector<job::slow::NicSample> nic_samples(const facts::HostFiles& files);
 
-}  // namespace fabricbench::watchdog
+}  // namespace fabricbench::tools::watchdog

@@ -11,7 +11,7 @@
 #include "fabricbench/job/ras.hpp"
 #include "fabricbench/tools/watchdog/watchdog_options.hpp"
 
-namespace fabricbench::watchdog {
+namespace fabricbench::tools::watchdog {
 
 // Two RAS looks 2 s apart; nothing when RAS cannot be asked (`why` says why).
 struct Looks {
@@ -31,4 +31,4 @@ void write_metrics(const RasSettings& o, const std::optional<job::RasStatus>& no
 // One look of --watch: the status, or nothing (`why` says why).
 std::optional<job::RasStatus> watch_look(const RasSettings& o, std::string& why);
 
-}  // namespace fabricbench::watchdog
+}  // namespace fabricbench::tools::watchdog

@@ -9,9 +9,9 @@
 
 #include "fabricbench/tools/watchdog/watchdog_options.hpp"
 
-namespace fabricbench::watchdog {
+namespace fabricbench::tools::watchdog {
 
 // Judges until `stop` is set (then once more: what the ended job wrote last), writes the report; the exit status.
 int run_judge(const JudgeMode& o, const std::string& command_line, const volatile std::sig_atomic_t& stop);
 
-}  // namespace fabricbench::watchdog
+}  // namespace fabricbench::tools::watchdog

@@ -12,7 +12,7 @@
 #include "fabricbench/job/slow_folder.hpp"
 #include "fabricbench/job/straggler.hpp"
 
-namespace fabricbench::watchdog {
+namespace fabricbench::tools::watchdog {
 
 std::string comm_text(std::uint64_t comm);
 std::string utc_text(std::int64_t ns);
@@ -60,4 +60,4 @@ struct SlowReportData {
 void write_slow_report(const std::string& path, const std::string& command_line, const SlowReportData& d,
                        const std::string& status, bool terminal);
 
-}  // namespace fabricbench::watchdog
+}  // namespace fabricbench::tools::watchdog

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-namespace fabricbench::watchdog {
+namespace fabricbench::tools::watchdog {
 
 void run_action(const std::vector<std::string>& argv, const std::vector<std::string>& env, double timeout_s,
                 const volatile std::sig_atomic_t& stop);
 
-}  // namespace fabricbench::watchdog
+}  // namespace fabricbench::tools::watchdog

@@ -13,7 +13,7 @@
 
 #include "fabricbench/job/ras.hpp"
 
-namespace fabricbench::watchdog {
+namespace fabricbench::tools::watchdog {
 
 // The name its messages and files carry.
 inline constexpr const char* kProgram = "fabric-watchdog";
@@ -72,4 +72,4 @@ struct Options {
 // or the only one: the one that judges --slow's folder and writes its report.
 bool first_task();
 
-}  // namespace fabricbench::watchdog
+}  // namespace fabricbench::tools::watchdog

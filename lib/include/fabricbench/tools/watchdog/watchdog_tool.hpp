@@ -8,9 +8,9 @@
 // text on stderr) and the actions: kill (the command's process group), scancel ($SLURM_JOB_ID), exec:PATH.
 #pragma once
 
-namespace fabricbench::watchdog {
+namespace fabricbench::tools::watchdog {
 
 // The whole tool: exit status the command's, 2 for bad options (one line), 3 when it ended a hung job.
 int main(int argc, char** argv);
 
-}  // namespace fabricbench::watchdog
+}  // namespace fabricbench::tools::watchdog
