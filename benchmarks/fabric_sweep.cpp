@@ -2,6 +2,6 @@
 #include "fabricbench/tools/sweep/sweep_benchmark.hpp"
 
 int main(int argc, char** argv) {
-  fabricbench::sweep::SweepBenchmark benchmark;
+  fabricbench::tools::sweep::SweepBenchmark benchmark;
   return fabricbench::app::run_benchmark(benchmark, argc, argv);
 }

@@ -8,7 +8,8 @@
 
 #include "fabricbench/results/row_gather.hpp"
 
-namespace fabricbench::sweep {
+namespace fabricbench::tools::sweep {
+using namespace fabricbench::sweep;  // lib/sweep: what this tool runs
 
 NicBook::Mine NicBook::of_this_rank(const facts::RailMap* rail_map, int rail, const std::string& rdma_opened) {
   const auto given = facts::GivenNics::from(
@@ -73,4 +74,4 @@ const std::vector<std::string>& NicBook::of(const SweepMetric& m, bool nccl_traf
   return nccl_traffic && nccl_named ? nccl_ : mpi_;
 }
 
-}  // namespace fabricbench::sweep
+}  // namespace fabricbench::tools::sweep

@@ -15,7 +15,8 @@
 #include "fabricbench/timing/sample_stats.hpp"
 #include "fabricbench/tools/sweep/pair_test.hpp"
 
-namespace fabricbench::sweep {
+namespace fabricbench::tools::sweep {
+using namespace fabricbench::sweep;  // lib/sweep: what this tool runs
 namespace {
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -325,4 +326,4 @@ std::unique_ptr<PairTest> make_coll_pair_test(ops::BackendKind backend, int gpu,
   return std::make_unique<CollPairTest>(backend, gpu, bytes, latency_bytes, window, comms);
 }
 
-}  // namespace fabricbench::sweep
+}  // namespace fabricbench::tools::sweep

@@ -12,7 +12,8 @@
 
 #include "fabricbench/sweep/adaptive_plan.hpp"
 
-namespace fabricbench::sweep {
+namespace fabricbench::tools::sweep {
+using namespace fabricbench::sweep;  // lib/sweep: what this tool runs
 
 PassLoop::Done PassLoop::run(const std::vector<Round>& rounds, int first_pass, int first_round,
                              const std::vector<PairRecord>& resumed) {
@@ -240,4 +241,4 @@ double PassLoop::round_timeout_s() const {
   return t * static_cast<double>(collectives + 1) + 10;
 }
 
-}  // namespace fabricbench::sweep
+}  // namespace fabricbench::tools::sweep

@@ -8,7 +8,8 @@
 
 #include "fabricbench/facts/rail_nic.hpp"
 
-namespace fabricbench::sweep {
+namespace fabricbench::tools::sweep {
+using namespace fabricbench::sweep;  // lib/sweep: what this tool runs
 
 void RoundRunner::start(const app::RunContext& context, bool nvlink, const std::string& counter_nic) {
   links_ = facts::LinkWatch(context.world, context.placement.me().host, nvlink);
@@ -218,4 +219,4 @@ std::vector<PairRecord> RoundRunner::measure_rail(const app::RunContext& context
   return records;
 }
 
-}  // namespace fabricbench::sweep
+}  // namespace fabricbench::tools::sweep

@@ -20,7 +20,8 @@
 #include "fabricbench/ops/p2p_exchange.hpp"
 #include "fabricbench/runtime/gpu.hpp"
 
-namespace fabricbench::sweep {
+namespace fabricbench::tools::sweep {
+using namespace fabricbench::sweep;  // lib/sweep: what this tool runs
 std::string SweepBenchmark::summary() const {
   std::string s =
       "fabric-sweep: every node pair of the job, the pairs of each round at once; names the bad node or link.\n"
@@ -360,4 +361,4 @@ std::int64_t SweepBenchmark::finish(const app::RunContext& context, SweepWriter&
   return static_cast<std::int64_t>(judgement.verdicts.size()) + (done.any_verdict ? 1 : 0) + writer.changes();
 }
 
-}  // namespace fabricbench::sweep
+}  // namespace fabricbench::tools::sweep

@@ -1,6 +1,7 @@
 #include "fabricbench/tools/sweep/sweep_job.hpp"
 
-namespace fabricbench::sweep {
+namespace fabricbench::tools::sweep {
+using namespace fabricbench::sweep;  // lib/sweep: what this tool runs
 
 std::string_view reason_name(UntestedReason why) {
   switch (why) {
@@ -47,4 +48,4 @@ std::vector<JudgedMetric> SweepJob::judged_metrics(const SweepOptions& opt) cons
   return out;
 }
 
-}  // namespace fabricbench::sweep
+}  // namespace fabricbench::tools::sweep

@@ -10,7 +10,8 @@
 #include "fabricbench/results/prometheus.hpp"
 #include "fabricbench/tools/sweep/sweep_benchmark.hpp"
 
-namespace fabricbench::sweep {
+namespace fabricbench::tools::sweep {
+using namespace fabricbench::sweep;  // lib/sweep: what this tool runs
 
 void SweepBenchmark::configure_mesh(const cli::po::variables_map& v, bool root) {
   opt_.mesh = v.count("repeat") > 0;
@@ -75,4 +76,4 @@ void SweepBenchmark::configure_mesh(const cli::po::variables_map& v, bool root) 
                                    opt_.resume, first_pass_ - 1, first_pass_));
 }
 
-}  // namespace fabricbench::sweep
+}  // namespace fabricbench::tools::sweep

@@ -7,7 +7,8 @@
 #include "fabricbench/ops/p2p_test.hpp"
 #include "fabricbench/tools/sweep/pair_test.hpp"
 
-namespace fabricbench::sweep {
+namespace fabricbench::tools::sweep {
+using namespace fabricbench::sweep;  // lib/sweep: what this tool runs
 
 const std::vector<SweepMetric>& sweep_metrics() {
   using results::Better;
@@ -53,4 +54,4 @@ const ops::CollectiveOp& SweepMetric::op() const {
   return *op;
 }
 
-}  // namespace fabricbench::sweep
+}  // namespace fabricbench::tools::sweep

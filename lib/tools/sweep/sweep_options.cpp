@@ -2,7 +2,8 @@
 
 #include <algorithm>
 
-namespace fabricbench::sweep {
+namespace fabricbench::tools::sweep {
+using namespace fabricbench::sweep;  // lib/sweep: what this tool runs
 
 bool SweepOptions::on_gpus(const SweepMetric& m) const { return m.runs_on_gpus(gpu_p2p); }
 
@@ -15,4 +16,4 @@ bool SweepOptions::duplex_cover() const {
          !on_gpus(*metrics[0]);
 }
 
-}  // namespace fabricbench::sweep
+}  // namespace fabricbench::tools::sweep

@@ -14,7 +14,8 @@
 #include "fabricbench/sweep/plan_size.hpp"
 #include "fabricbench/tools/sweep/sweep_benchmark.hpp"
 
-namespace fabricbench::sweep {
+namespace fabricbench::tools::sweep {
+using namespace fabricbench::sweep;  // lib/sweep: what this tool runs
 namespace {
 
 // Every pair of an excluded host with one of the file's hosts (`before`) that the earlier part's pair rows did not
@@ -319,4 +320,4 @@ std::vector<HostPair> SweepBenchmark::finished_pairs() const {
   return out;
 }
 
-}  // namespace fabricbench::sweep
+}  // namespace fabricbench::tools::sweep

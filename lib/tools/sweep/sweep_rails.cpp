@@ -12,7 +12,8 @@
 #include "fabricbench/results/row_gather.hpp"
 #include "fabricbench/tools/sweep/sweep_benchmark.hpp"
 
-namespace fabricbench::sweep {
+namespace fabricbench::tools::sweep {
+using namespace fabricbench::sweep;  // lib/sweep: what this tool runs
 
 void SweepBenchmark::configure_rails(const cli::po::variables_map& v, const runtime::Placement& placement) {
   job_.local_rank = opt_.planned ? 0 : placement.me().local_rank;
@@ -73,4 +74,4 @@ std::unique_ptr<PairTest> SweepBenchmark::make_rail_rdma_test(const std::string&
   return make_rdma_pair_test(host, settings);
 }
 
-}  // namespace fabricbench::sweep
+}  // namespace fabricbench::tools::sweep

@@ -13,7 +13,8 @@
 #include "fabricbench/tools/sweep/pair_test.hpp"
 #include "fabricbench/verbs/verbs_link.hpp"
 
-namespace fabricbench::sweep {
+namespace fabricbench::tools::sweep {
+using namespace fabricbench::sweep;  // lib/sweep: what this tool runs
 namespace {
 
 class RdmaPairTest : public PairTest {
@@ -83,4 +84,4 @@ std::unique_ptr<PairTest> make_rdma_pair_test(const std::string& host, const Rdm
   return std::make_unique<RdmaPairTest>(host, request, settings);
 }
 
-}  // namespace fabricbench::sweep
+}  // namespace fabricbench::tools::sweep

@@ -2,10 +2,11 @@
 #include "fabricbench/error.hpp"
 #include "fabricbench/tools/sweep/pair_test.hpp"
 
-namespace fabricbench::sweep {
+namespace fabricbench::tools::sweep {
+using namespace fabricbench::sweep;  // lib/sweep: what this tool runs
 
 std::unique_ptr<PairTest> make_rdma_pair_test(const std::string&, const RdmaPairSettings&) {
   throw Error::usage("--metric rdma_bw/rdma_lat: this build has no libibverbs (rebuild with libibverbs-dev)");
 }
 
-}  // namespace fabricbench::sweep
+}  // namespace fabricbench::tools::sweep

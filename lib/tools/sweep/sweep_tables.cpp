@@ -4,7 +4,7 @@
 #include "fabricbench/facts/expected_share.hpp"
 #include "fabricbench/facts/link_counters.hpp"
 
-namespace fabricbench::sweep {
+namespace fabricbench::tools::sweep {
 
 namespace {
 
@@ -248,4 +248,4 @@ SweepTables::TrafficColumns::TrafficColumns(const results::TableSpec& t)
       bytes(t.handle<double>("bytes")),
       payload(t.handle<double>("payload")) {}
 
-}  // namespace fabricbench::sweep
+}  // namespace fabricbench::tools::sweep

@@ -8,7 +8,8 @@
 
 #include "fabricbench/tools/sweep/sweep_benchmark.hpp"
 
-namespace fabricbench::sweep {
+namespace fabricbench::tools::sweep {
+using namespace fabricbench::sweep;  // lib/sweep: what this tool runs
 
 void SweepBenchmark::refuse_unused(const cli::po::variables_map& v) const {
   const auto given = [&](const char* name) { return v.count(name) > 0 && !v[name].defaulted(); };
@@ -35,4 +36,4 @@ void SweepBenchmark::refuse_unused(const cli::po::variables_map& v) const {
     throw Error::usage("--lat-bytes: the message size of the latency metrics; give one (--metric p2p_latency)");
 }
 
-}  // namespace fabricbench::sweep
+}  // namespace fabricbench::tools::sweep

@@ -11,7 +11,8 @@
 #include <map>
 #include <tuple>
 
-namespace fabricbench::sweep {
+namespace fabricbench::tools::sweep {
+using namespace fabricbench::sweep;  // lib/sweep: what this tool runs
 namespace {
 
 // NaN + x = x where only one end had the counter: NaN stays only where neither had it.
@@ -192,4 +193,4 @@ void SweepWriter::round_row(int pass, int index, RoundKind kind, const Round& pl
                std::chrono::duration<double>(std::chrono::steady_clock::now() - measured.measured_at).count()));
 }
 
-}  // namespace fabricbench::sweep
+}  // namespace fabricbench::tools::sweep

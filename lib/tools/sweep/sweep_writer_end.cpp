@@ -11,7 +11,8 @@
 #include "fabricbench/timing/sample_stats.hpp"
 #include "fabricbench/tools/sweep/sweep_writer.hpp"
 
-namespace fabricbench::sweep {
+namespace fabricbench::tools::sweep {
+using namespace fabricbench::sweep;  // lib/sweep: what this tool runs
 
 bool Untested::budget_cut() const {
   return std::any_of(pairs.begin(), pairs.end(),
@@ -274,4 +275,4 @@ void SweepWriter::untested(const RoundTally& tally, const Untested& untested) {
   context_.out->rows(rows);
 }
 
-}  // namespace fabricbench::sweep
+}  // namespace fabricbench::tools::sweep

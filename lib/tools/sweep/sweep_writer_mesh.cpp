@@ -12,7 +12,8 @@
 #include "fabricbench/results/prometheus.hpp"
 #include "fabricbench/tools/sweep/sweep_writer.hpp"
 
-namespace fabricbench::sweep {
+namespace fabricbench::tools::sweep {
+using namespace fabricbench::sweep;  // lib/sweep: what this tool runs
 namespace {
 
 // A value in the metric's unit in Prometheus' base unit, and the figure's name (as fabric-report metrics has them).
@@ -220,4 +221,4 @@ void SweepWriter::prometheus_answer(results::Exposition& e, const Coverage& cove
   }
 }
 
-}  // namespace fabricbench::sweep
+}  // namespace fabricbench::tools::sweep

@@ -75,21 +75,21 @@ std::vector<Reader> readers() {
        "[p2p_bw]\nsuspect_below_fraction_of_median = 0.5\n[p2p_latency]\nsuspect_above_multiple_of_best = 3.0\n"
        "[attribution]\nbad_node_fraction = 0.75\n",
        [](const std::string& path) {
-         configure<sweep::SweepBenchmark>({"--metric", "p2p_bw", "--rules", path});
+         configure<tools::sweep::SweepBenchmark>({"--metric", "p2p_bw", "--rules", path});
        }},
       {"--pairs-file", "# ROUND HOST_A HOST_B\n0 h0 h1\n0 h2 h3\n1 h0 h2\n1 h1 h3\n",
        [](const std::string& path) {
-         configure<sweep::SweepBenchmark>({"--metric", "p2p_bw", "--pairs-file", path});
+         configure<tools::sweep::SweepBenchmark>({"--metric", "p2p_bw", "--pairs-file", path});
        }},
       {"--topology",
        "# two leaves\nSwitchName=leaf1 Nodes=h[0-1] LinkSpeed=400\nSwitchName=leaf2 Nodes=h[2-3]\n"
        "SwitchName=spine Switches=leaf[1-2]\n",
        [](const std::string& path) {
-         configure<sweep::SweepBenchmark>({"--metric", "p2p_bw", "--topology", path});
+         configure<tools::sweep::SweepBenchmark>({"--metric", "p2p_bw", "--topology", path});
        }},
       {"--hostfile", "# the hosts of a dry run\nh0\nh1 slots=8\nh2\nh3\n",
        [](const std::string& path) {
-         configure<sweep::SweepBenchmark>({"--dry-run", "--hostfile", path});
+         configure<tools::sweep::SweepBenchmark>({"--dry-run", "--hostfile", path});
        }},
       {"--expected-rule curves",
        "path,link_gbps,ranks,op,bytes,gbps,source\nnvlink,478.116,2,all_reduce,1048576,80.5,test\n"
@@ -97,7 +97,7 @@ std::vector<Reader> readers() {
        [](const std::string& path) { facts::CurveBook::load(path); }},
       {"--rail-map", "# RAIL NIC\n0 rdma=mlx5_0:1 net=10.91.0.0/24\n",
        [](const std::string& path) {
-         configure<sweep::SweepBenchmark>({"--metric", "p2p_bw", "--rails", "--rail-map", path});
+         configure<tools::sweep::SweepBenchmark>({"--metric", "p2p_bw", "--rails", "--rail-map", path});
        }},
       {"--nccl-log",
        "[1,0]<stdout>:n1:10:10 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
@@ -266,7 +266,7 @@ TEST(BadFiles, ResumeReadsOrRefusesAnyFile) {
   }
   Tally tally;
   const Reader r{"--resume", "", [](const std::string& path) {
-                   configure<sweep::SweepBenchmark>({"--metric", "p2p_bw", "--resume", path});
+                   configure<tools::sweep::SweepBenchmark>({"--metric", "p2p_bw", "--resume", path});
                  }};
   const char* keep = std::getenv("FABRICBENCH_TEST_KEEP_CASE");  // writes that case's file here and reads only it
   if (keep)                                                      // where a crash was: the frames on stderr

@@ -14,6 +14,7 @@
 
 using namespace fabricbench;
 using namespace fabricbench::sweep;
+using namespace fabricbench::tools::sweep;
 
 TEST(SweepMetrics, EachNamesATestOfItsFamilysTable) {
   std::set<std::string_view> names;

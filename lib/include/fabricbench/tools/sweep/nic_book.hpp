@@ -11,7 +11,7 @@
 #include "fabricbench/results/table.hpp"
 #include "fabricbench/tools/sweep/pair_test.hpp"
 
-namespace fabricbench::sweep {
+namespace fabricbench::tools::sweep {
 
 class NicBook {
  public:
@@ -44,4 +44,4 @@ class NicBook {
   std::vector<std::string> mpi_, nccl_, rdma_, counter_;
 };
 
-}  // namespace fabricbench::sweep
+}  // namespace fabricbench::tools::sweep

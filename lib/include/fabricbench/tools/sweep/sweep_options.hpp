@@ -14,7 +14,7 @@
 #include "fabricbench/sweep/verdict.hpp"
 #include "fabricbench/tools/sweep/pair_test.hpp"
 
-namespace fabricbench::sweep {
+namespace fabricbench::tools::sweep {
 
 struct SweepOptions {
   std::vector<const SweepMetric*> metrics;  // --metric
@@ -25,7 +25,7 @@ struct SweepOptions {
   std::uint64_t bw_bytes = 0, lat_bytes = 8;
   int window = 64;
   double pair_time_s = 2, pair_time_relative = 1.5;  // --pair-time
-  Rules rules;                                       // --rules
+  fabricbench::sweep::Rules rules;                   // --rules
   ops::BackendKind backend = ops::BackendKind::mpi;  // --backend
   bool gpu_p2p = false;                     // --backend nccl given: the p2p metrics measure GPU to GPU (runs_on_gpus)
   NcclComms nccl_comms = NcclComms::split;  // --nccl-comms
@@ -39,7 +39,7 @@ struct SweepOptions {
   // --rail-map, --topology.
   int rails = 1;
   std::optional<facts::RailMap> rail_map;
-  std::optional<Topology> topology;
+  std::optional<fabricbench::sweep::Topology> topology;
   // --dry-run (with --hosts/--hostfile: `planned`, the hosts are not the job's).
   bool dry_run = false, planned = false;
   std::string budget_given, estimate_source;  // --budget as given; where the pair-time estimate came from
@@ -54,4 +54,4 @@ struct SweepOptions {
   bool duplex_cover() const;
 };
 
-}  // namespace fabricbench::sweep
+}  // namespace fabricbench::tools::sweep

@@ -8,7 +8,7 @@
 
 #include "fabricbench/results/table.hpp"
 
-namespace fabricbench::sweep {
+namespace fabricbench::tools::sweep {
 
 struct SweepTables {
   SweepTables();
@@ -107,4 +107,4 @@ struct SweepTables {
   TrafficColumns traffic_col;
 };
 
-}  // namespace fabricbench::sweep
+}  // namespace fabricbench::tools::sweep
