@@ -302,13 +302,14 @@ void StragglerFinder::read_together(SlowWindow& w, std::vector<SlowFinding>& pla
       return p.comm == comm && p.kind == SlowFinding::Kind::network && p.rank == rank;
     });
     if (network != placed.end()) network->kernels_agree = true;
+    const bool implicated_rank = imp->second.ranks.count(rank) > 0;
     const bool explained = kExplains * imp->second.cost >= it->loss;
-    if (network != placed.end() || (!imp->second.ranks.count(rank) && explained)) {
+    if (network != placed.end() || (!implicated_rank && explained)) {
       named_.erase({comm, rank});
       it = w.findings.erase(it);
       continue;
     }
-    if (!imp->second.ranks.count(rank)) {
+    if (!implicated_rank) {  // its own lateness: the suspects are too cheap to have made the others wait
       ++it;
       continue;
     }

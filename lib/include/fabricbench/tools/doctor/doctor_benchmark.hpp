@@ -12,6 +12,9 @@
 #include "fabricbench/tools/doctor/nccl_log_mode.hpp"
 
 namespace fabricbench::tools::doctor {
+// What it takes from lib/doctor/ (this namespace hides that one's name).
+using fabricbench::doctor::Check;
+using fabricbench::doctor::NcclRasMode;
 
 // The text of `--list`: every check with its group, scope and one line.
 std::string list_checks();
@@ -40,11 +43,11 @@ class DoctorBenchmark : public app::Benchmark {
 
  private:
   results::TableSpec table_;
-  std::vector<const fabricbench::doctor::Check*> selected_;
+  std::vector<const Check*> selected_;
   bool list_ = false, strict_ = false, show_ok_ = true, json_ = false;
   bool nccl_log_reader_ = false;           // --nccl-log or --nccl-ras given (every rank): a job read, not this host
   std::unique_ptr<NcclLogMode> nccl_log_;  // the logs read (rank 0)
-  std::unique_ptr<fabricbench::doctor::NcclRasMode> nccl_ras_;  // the running job asked (rank 0)
+  std::unique_ptr<NcclRasMode> nccl_ras_;  // the running job asked (rank 0)
   int gpu_ = -1;
   std::string gpu_bus_;
 };

@@ -13,6 +13,8 @@
 #include "fabricbench/results/table.hpp"
 
 namespace fabricbench::tools::doctor {
+// What it takes from lib/doctor/ (this namespace hides that one's name).
+using fabricbench::doctor::Finding;
 
 // /doctor/nccl_ranks, /doctor/nccl_calls (iteration -1: the whole log, s >= 0: after the s-th marker line),
 // /doctor/nccl_sizes, /doctor/nccl_iterations.
@@ -47,8 +49,8 @@ struct NcclLogTables {
 
 // nccl.transport for each of `processes` (in their order), from its log alone (NcclContext::host_facts false; hosts:
 // those in the logs), and its NCCL WARN lines.
-std::vector<std::vector<fabricbench::doctor::Finding>> transport_findings(
-    const job::NcclJobLog& job, const std::vector<const job::NcclProcess*>& processes);
+std::vector<std::vector<Finding>> transport_findings(const job::NcclJobLog& job,
+                                                     const std::vector<const job::NcclProcess*>& processes);
 
 // "0-7,12": ranks as ranges; a process without a rank is named host:pid.
 std::string rank_label(const std::vector<const job::NcclProcess*>& processes);

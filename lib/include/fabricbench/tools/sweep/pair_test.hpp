@@ -18,6 +18,9 @@
 #include "fabricbench/sweep/pair_record.hpp"
 
 namespace fabricbench::tools::sweep {
+// What it takes from lib/sweep/ (this namespace hides that one's name).
+using fabricbench::sweep::HostPair;
+using fabricbench::sweep::PairRecord;
 
 // Which tool's measurement a metric reuses, and over which ranks.
 enum class MetricFamily {
@@ -63,14 +66,14 @@ struct PairSlot {
   const app::RunContext& context;
   const runtime::Communicator& pair;  // host level: the two nodes' first ranks; collectives: every rank of both
   int round;
-  fabricbench::sweep::HostPair hosts;
+  HostPair hosts;
   int rail;    // the local rank of both ends (0 without --rails)
   int metric;  // index into the sweep's metrics
   const SweepMetric& m;
   const std::vector<std::string>& host_names;
   // A record of this slot, direction 0/1 for metrics measured each way, 2 otherwise.
-  fabricbench::sweep::PairRecord record(int direction) const {
-    auto r = fabricbench::sweep::PairRecord::of(round, hosts, metric, m.both_directions ? direction : 2);
+  PairRecord record(int direction) const {
+    auto r = PairRecord::of(round, hosts, metric, m.both_directions ? direction : 2);
     r.rail = rail;
     return r;
   }
@@ -83,7 +86,7 @@ class PairTest {
   virtual ~PairTest() = default;
   // This rank's records of one metric on one pair: each end returns its own, rank 0 merges them. A pair that did
   // not finish within --timeout (where the back end can abort it) gives a record with `hung` set.
-  virtual std::vector<fabricbench::sweep::PairRecord> run(const PairSlot& slot) = 0;
+  virtual std::vector<PairRecord> run(const PairSlot& slot) = 0;
   // The NIC this rank's test opened itself ("mlx5_0:1"; "" where the transport chose it).
   virtual std::string nic() const { return {}; }
   // Collective over the world, on every rank (resting ones too), before a round's tests of this family: `group` is
@@ -106,7 +109,7 @@ class P2PPairTest : public PairTest {
  public:
   P2PPairTest(const std::vector<const SweepMetric*>& metrics, std::uint64_t bw_bytes, std::uint64_t lat_bytes,
               int window, double pair_time_s, double pair_time_relative);
-  std::vector<fabricbench::sweep::PairRecord> run(const PairSlot& slot) override;
+  std::vector<PairRecord> run(const PairSlot& slot) override;
   // The round's budget per slot, agreed over the world: --pair-time in the first round, then max(--pair-time,
   // --pair-time-relative x the fastest pair measured so far, scaled to the requested counts). Also probes this
   // rank's pair (if any). Collective over the world.
@@ -115,8 +118,8 @@ class P2PPairTest : public PairTest {
   // mpiGraph's shift: this node sends to `to` while it receives from `from`, on `ring` (one rank per node: its first,
   // or with --rails its rail's; every rank of it in the call). Either may be MPI_PROC_NULL (then the record's figure
   // means nothing where `to` is).
-  fabricbench::sweep::PairRecord shift(const app::RunContext& context, const runtime::Communicator& ring, int round,
-                                       int host, int to, int from);
+  PairRecord shift(const app::RunContext& context, const runtime::Communicator& ring, int round, int host, int to,
+                   int from);
   std::uint64_t bytes_of(const SweepMetric& m) const;
 
  private:

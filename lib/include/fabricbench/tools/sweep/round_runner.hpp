@@ -19,6 +19,12 @@
 #include "fabricbench/tools/sweep/pair_test.hpp"
 
 namespace fabricbench::tools::sweep {
+// What it takes from lib/sweep/ (this namespace hides that one's name).
+using fabricbench::sweep::HostPair;
+using fabricbench::sweep::NicTraffic;
+using fabricbench::sweep::PairRecord;
+using fabricbench::sweep::Round;
+using fabricbench::sweep::RoundKind;
 
 // The pass in flight: its number (from 1; a resumed mesh goes on from the file's) and whether its bandwidth metrics
 // run (between a mesh's --bw-every passes they rest).
@@ -32,8 +38,8 @@ struct Pass {
 // traffic read around them (--rails), and what they cost; on every rank: how many sweep rounds ran (a --budget may
 // stop them early).
 struct RoundTally {
-  std::vector<fabricbench::sweep::PairRecord> records;
-  std::vector<fabricbench::sweep::NicTraffic> traffic;
+  std::vector<PairRecord> records;
+  std::vector<NicTraffic> traffic;
   int sweep_rounds = 0;
   // Each round's longest pair test and longest setup, summed; every pair row's setup_s and measure_s, summed.
   double test_longest_s = 0, setup_longest_s = 0, pair_setup_s = 0, pair_measure_s = 0;
@@ -79,18 +85,15 @@ class RoundRunner {
   void start(const app::RunContext& context, bool nvlink, const std::string& counter_nic);
 
   struct Result {
-    std::vector<fabricbench::sweep::PairRecord>
-        records;  // rank 0: every rank's, as each end measured them (not yet merged)
-    std::vector<fabricbench::sweep::NicTraffic>
-        traffic;  // rank 0, --rails: each host-rail NIC's bytes around the round
+    std::vector<PairRecord> records;  // rank 0: every rank's, as each end measured them (not yet merged)
+    std::vector<NicTraffic> traffic;  // rank 0, --rails: each host-rail NIC's bytes around the round
     // This rank's steps: the pair (and rail) communicators' splits, the back end's round communicator made and
     // released, its pair tests, and the wait for the round's other pairs.
     double split_s = 0, begin_s = 0, test_s = 0, teardown_s = 0, wait_s = 0;
     std::chrono::steady_clock::time_point measured_at;  // the round's pairs all done (before the gathering)
   };
   // Round `index` of `kind` (collective; rank 0 gets every rank's records).
-  Result run(const app::RunContext& context, const Pass& pass, const fabricbench::sweep::Round& round, int index,
-             fabricbench::sweep::RoundKind kind);
+  Result run(const app::RunContext& context, const Pass& pass, const Round& round, int index, RoundKind kind);
   // Releases the collective back end (NCCL's parent communicator, if any) on every rank at once.
   void finish() { tests_.coll.reset(); }
 
@@ -105,21 +108,18 @@ class RoundRunner {
   // A ring: one rank per host and rail (without --rails each host's first) sends to the host it leads in a pair while
   // it receives from the host that leads it (MPI_PROC_NULL where it has none); a duplex round (Round::duplex) then
   // turns every pair around. The shift pattern's step is its first phase.
-  void run_ring(const app::RunContext& context, const fabricbench::sweep::Round& round, int index, Step& step);
-  void run_rails(const app::RunContext& context, const Pass& pass, const fabricbench::sweep::Round& round, int index,
-                 Step& step);
-  void run_hosts(const app::RunContext& context, const Pass& pass, const fabricbench::sweep::Round& round, int index,
-                 Step& step);
+  void run_ring(const app::RunContext& context, const Round& round, int index, Step& step);
+  void run_rails(const app::RunContext& context, const Pass& pass, const Round& round, int index, Step& step);
+  void run_hosts(const app::RunContext& context, const Pass& pass, const Round& round, int index, Step& step);
   // This rank's records of one pair: the metrics of `host_level` (one rank per node) or the collective ones. With
   // --rails every metric runs on the rail's two ranks (`host_level` is ignored).
-  std::vector<fabricbench::sweep::PairRecord> measure_pair(const app::RunContext& context, const Pass& pass,
-                                                           const runtime::Communicator& pair, int round_index,
-                                                           const fabricbench::sweep::HostPair& hosts, bool host_level);
+  std::vector<PairRecord> measure_pair(const app::RunContext& context, const Pass& pass,
+                                       const runtime::Communicator& pair, int round_index, const HostPair& hosts,
+                                       bool host_level);
   // With --rails: this rank's rail NIC's byte counters around measure_pair (the host's ranks start and end together).
-  std::vector<fabricbench::sweep::PairRecord> measure_rail(const app::RunContext& context, const Pass& pass,
-                                                           const runtime::Communicator& rail, int round_index,
-                                                           const fabricbench::sweep::HostPair& hosts,
-                                                           std::vector<fabricbench::sweep::NicTraffic>& traffic);
+  std::vector<PairRecord> measure_rail(const app::RunContext& context, const Pass& pass,
+                                       const runtime::Communicator& rail, int round_index, const HostPair& hosts,
+                                       std::vector<NicTraffic>& traffic);
 
   Job job_;
   Tests tests_;

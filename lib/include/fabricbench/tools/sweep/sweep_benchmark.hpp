@@ -25,6 +25,11 @@
 #include "fabricbench/tools/sweep/sweep_writer.hpp"
 
 namespace fabricbench::tools::sweep {
+// What it takes from lib/sweep/ (this namespace hides that one's name).
+using fabricbench::sweep::HostPair;
+using fabricbench::sweep::PairRecord;
+using fabricbench::sweep::Round;
+using fabricbench::sweep::RoundBudget;
 
 class SweepBenchmark : public app::Benchmark {
  public:
@@ -47,7 +52,7 @@ class SweepBenchmark : public app::Benchmark {
   // (pass_loop.hpp) then runs the passes, handing each round to the rank-0 writer. finish, rank 0: the topology, what
   // was not tested, the cost, the coverage and the judgement written; returns the verdicts and changes that fail the
   // run.
-  std::vector<fabricbench::sweep::Round> start(const app::RunContext& context, SweepWriter* writer);
+  std::vector<Round> start(const app::RunContext& context, SweepWriter* writer);
   std::int64_t finish(const app::RunContext& context, SweepWriter& writer, PassLoop::Done& done);
   // configure's steps, in order. The job: its hosts (the placement's, or --hosts/--hostfile for a --dry-run) and
   // each rank's host.
@@ -68,7 +73,7 @@ class SweepBenchmark : public app::Benchmark {
   // rank's NUMA node.
   std::unique_ptr<PairTest> make_rail_rdma_test(const std::string& host, int qp_timeout) const;
   // The fixed plan's rounds as they run: with --sequential each pair in a round of its own.
-  std::vector<fabricbench::sweep::Round> rounds_to_run() const;
+  std::vector<Round> rounds_to_run() const;
   // --hosts N or --hostfile FILE (sweep_plan.cpp).
   static std::vector<std::string> planned_hosts(const cli::po::variables_map& values);
   // --resume FILE and --exclude: the file's hosts less the excluded (given, or named hung in the file) must be the
@@ -82,15 +87,15 @@ class SweepBenchmark : public app::Benchmark {
   void configure_budget(const cli::po::variables_map& values);
   // Rank 0: what the earlier part measured, as records (its sweep rounds; with `pass` >= 1, every row of that pass);
   // the unordered pairs it finished (none for a mesh: its unfinished pass runs again whole).
-  std::vector<fabricbench::sweep::PairRecord> resumed_records(int pass = 0) const;
-  std::vector<fabricbench::sweep::HostPair> finished_pairs() const;
+  std::vector<PairRecord> resumed_records(int pass = 0) const;
+  std::vector<HostPair> finished_pairs() const;
 
   // The continuous mesh (sweep_mesh.cpp): --repeat, --every, --prometheus; with --resume, the passes it continues.
   void configure_mesh(const cli::po::variables_map& values, bool root);
-  SweepOptions opt_;                        // what the command line asked for (sweep_options.hpp), set by configure
-  SweepJob job_;                            // the hosts, ranks and schedule (set by configure), the NIC book (by start)
-  SweepTables tables_;                      // the tables it writes, with their columns' handles (sweep_tables.hpp)
-  fabricbench::sweep::RoundBudget budget_;  // --budget, as configured (the pass loop measures its rounds)
+  SweepOptions opt_;    // what the command line asked for (sweep_options.hpp), set by configure
+  SweepJob job_;        // the hosts, ranks and schedule (set by configure), the NIC book (by start)
+  SweepTables tables_;  // the tables it writes, with their columns' handles (sweep_tables.hpp)
+  RoundBudget budget_;  // --budget, as configured (the pass loop measures its rounds)
   int gpu_ = -1;
   // --resume: (rank 0) the pair rows the file holds from the run it continues; with a mesh, the pass (> 1) and the
   // round number it goes on from.

@@ -14,6 +14,11 @@
 #include "fabricbench/tools/sweep/sweep_options.hpp"
 
 namespace fabricbench::tools::sweep {
+// What it takes from lib/sweep/ (this namespace hides that one's name).
+using fabricbench::sweep::Fabric;
+using fabricbench::sweep::JudgedMetric;
+using fabricbench::sweep::PairSchedule;
+using fabricbench::sweep::RoundKind;
 
 // Why a pair was not tested: the --budget ran out, or one of its hosts was left out of a --resume (given with
 // --exclude, or hung in the earlier part).
@@ -24,7 +29,7 @@ std::string_view reason_name(UntestedReason why);
 // A pair the run did not test, and why; round -1: a pair of an excluded host.
 struct UntestedPair {
   int round;
-  fabricbench::sweep::RoundKind kind;
+  RoundKind kind;
   std::string host_a, host_b;
   UntestedReason reason;
 };
@@ -41,7 +46,7 @@ struct SweepJob {
   std::vector<int> host_of_rank;
   int ranks_per_host = 1;  // the most ranks any host has
   int local_rank = 0;
-  std::optional<fabricbench::sweep::PairSchedule> schedule;
+  std::optional<PairSchedule> schedule;
   // --resume: (rank 0) hosts of the file this run goes on without, with why ("--exclude", "hung in the earlier
   // part"), and their pairs the earlier part had not measured.
   std::vector<ExcludedHost> excluded;
@@ -50,13 +55,13 @@ struct SweepJob {
   NicBook nics;  // rank 0: the NIC of each host-rail, per family of traffic (gathered at the run's start)
 
   // What the judge knows of the hardware.
-  fabricbench::sweep::Fabric fabric(const SweepOptions& opt) const;
+  Fabric fabric(const SweepOptions& opt) const;
   // Rank 0: the NICs metric `m`'s traffic went through (per host * rails + rail), and the NIC of host `host`'s rail
   // `rail` among them ("" where the book has none).
   const std::vector<std::string>& nics_of(const SweepOptions& opt, const SweepMetric& m) const;
   std::string nic_of(const SweepOptions& opt, const SweepMetric& m, int host, int rail) const;
   // The metrics asked for, as the judge reads them (with their NICs: after the book was gathered).
-  std::vector<fabricbench::sweep::JudgedMetric> judged_metrics(const SweepOptions& opt) const;
+  std::vector<JudgedMetric> judged_metrics(const SweepOptions& opt) const;
 };
 
 }  // namespace fabricbench::tools::sweep

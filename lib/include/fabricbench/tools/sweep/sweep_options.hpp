@@ -15,6 +15,9 @@
 #include "fabricbench/tools/sweep/pair_test.hpp"
 
 namespace fabricbench::tools::sweep {
+// What it takes from lib/sweep/ (this namespace hides that one's name).
+using fabricbench::sweep::Rules;
+using fabricbench::sweep::Topology;
 
 struct SweepOptions {
   std::vector<const SweepMetric*> metrics;  // --metric
@@ -25,7 +28,7 @@ struct SweepOptions {
   std::uint64_t bw_bytes = 0, lat_bytes = 8;
   int window = 64;
   double pair_time_s = 2, pair_time_relative = 1.5;  // --pair-time
-  fabricbench::sweep::Rules rules;                   // --rules
+  Rules rules;                                       // --rules
   ops::BackendKind backend = ops::BackendKind::mpi;  // --backend
   bool gpu_p2p = false;                     // --backend nccl given: the p2p metrics measure GPU to GPU (runs_on_gpus)
   NcclComms nccl_comms = NcclComms::split;  // --nccl-comms
@@ -39,7 +42,7 @@ struct SweepOptions {
   // --rail-map, --topology.
   int rails = 1;
   std::optional<facts::RailMap> rail_map;
-  std::optional<fabricbench::sweep::Topology> topology;
+  std::optional<Topology> topology;
   // --dry-run (with --hosts/--hostfile: `planned`, the hosts are not the job's).
   bool dry_run = false, planned = false;
   std::string budget_given, estimate_source;  // --budget as given; where the pair-time estimate came from

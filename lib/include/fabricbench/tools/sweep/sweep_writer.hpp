@@ -29,13 +29,22 @@ class Exposition;
 }  // namespace fabricbench::results
 
 namespace fabricbench::tools::sweep {
+// What it takes from lib/sweep/ (this namespace hides that one's name).
+using fabricbench::sweep::Coverage;
+using fabricbench::sweep::JudgedMetric;
+using fabricbench::sweep::Judgement;
+using fabricbench::sweep::MeshHistory;
+using fabricbench::sweep::PairRecord;
+using fabricbench::sweep::Round;
+using fabricbench::sweep::RoundBudget;
+using fabricbench::sweep::RoundKind;
 
 // What a run left untested, as the pass loop hands it over: the pairs (cut by --budget, or of an excluded host), the
 // hosts that rested after a hung pair, and the budget with the rounds it measured.
 struct Untested {
   std::vector<UntestedPair> pairs;
   std::vector<int> resting;
-  fabricbench::sweep::RoundBudget budget;
+  RoundBudget budget;
   std::chrono::steady_clock::time_point started;  // --budget counts from here
   bool budget_cut() const;                        // a pair left out by the budget
 };
@@ -47,68 +56,62 @@ class SweepWriter {
 
   // Before the first round: the run's notes (what is swept, what a --resume skips), the tables it declares, the
   // fixed plan's rounds (/sweep/schedule) and, up to 16 hosts, the pair rows' section on the terminal.
-  void start(const std::vector<fabricbench::sweep::Round>& rounds, std::size_t skipped);
+  void start(const std::vector<Round>& rounds, std::size_t skipped);
   // A mesh's tables, and the history its changes are held against (`resumed`: a resumed mesh's last pass done,
   // judged, numbered `resumed_pass`).
-  void start_mesh(const std::vector<fabricbench::sweep::JudgedMetric>& metrics,
-                  const fabricbench::sweep::Judgement* resumed, int resumed_pass);
+  void start_mesh(const std::vector<JudgedMetric>& metrics, const Judgement* resumed, int resumed_pass);
 
   // After a round: its NIC traffic rows and its pair rows (both ends' records merged: value from the leader, wrong
   // bytes and each end's counters from both); returns the merged records, the traffic, and the pair rows' setup and
   // measure sums with the round's longest test and setup.
-  RoundTally round_records(int pass, fabricbench::sweep::RoundKind kind, const RoundRunner::Result& measured);
+  RoundTally round_records(int pass, RoundKind kind, const RoundRunner::Result& measured);
   // The round's /sweep/rounds row (`plan`: its pairs and whether it ran duplex): `wall_s` from the round's start to
   // its rows written.
-  void round_row(int pass, int index, fabricbench::sweep::RoundKind kind, const fabricbench::sweep::Round& plan,
-                 double wall_s, const RoundTally& round, const RoundRunner::Result& measured);
+  void round_row(int pass, int index, RoundKind kind, const Round& plan, double wall_s, const RoundTally& round,
+                 const RoundRunner::Result& measured);
 
   // As the first pass starts: the time a mesh's start_s and the Prometheus file's run start count from.
   void begin_passes() { mesh_start_epoch_ = static_cast<double>(std::time(nullptr)); }
   // After a mesh's pass: its /sweep/passes row, its changes (/sweep/changes and one line each), the Prometheus file.
   // `tally`: the pass's rounds (for what an adaptive plan reached); `rounds`: round numbers used so far.
   void pass(int pass, const RoundTally& tally, const Untested& untested, const std::string& started, double wall_s,
-            std::size_t rounds, const std::vector<fabricbench::sweep::PairRecord>& records,
-            const fabricbench::sweep::Judgement& judgement, bool last);
+            std::size_t rounds, const std::vector<PairRecord>& records, const Judgement& judgement, bool last);
   // The Prometheus file, replaced whole (a mesh's after each pass; a single sweep's once, at the end).
   void prometheus(int pass, const RoundTally& tally, const Untested& untested, const std::string& started,
-                  const std::vector<fabricbench::sweep::PairRecord>& records,
-                  const fabricbench::sweep::Judgement& judgement, bool last) const;
+                  const std::vector<PairRecord>& records, const Judgement& judgement, bool last) const;
   // Change verdicts so far (a mesh's).
   std::int64_t changes() const { return changes_; }
 
   // What the records tested of what the plan asked for.
-  fabricbench::sweep::Coverage coverage(const std::vector<fabricbench::sweep::PairRecord>& records,
-                                        const RoundTally& tally, const Untested& untested) const;
+  Coverage coverage(const std::vector<PairRecord>& records, const RoundTally& tally, const Untested& untested) const;
   // The switch tree's rows (/sweep/topology) and the per-leaf summaries (/sweep/switches).
-  void topology(const fabricbench::sweep::Judgement& judgement);
+  void topology(const Judgement& judgement);
   // /sweep/untested and the budget's note and attributes (`tally`: the rounds of the whole run).
   void untested(const RoundTally& tally, const Untested& untested);
   // The judge's matrices, per-node medians, verdicts and notes; the values of `records` below the "% of expected"
   // rule in one summary line; the last line's answer.
-  void judgement(const std::vector<fabricbench::sweep::PairRecord>& records,
-                 const fabricbench::sweep::Judgement& judgement, const fabricbench::sweep::Coverage& coverage);
+  void judgement(const std::vector<PairRecord>& records, const Judgement& judgement, const Coverage& coverage);
 
  private:
   // judgement's parts: the matrices (or the worst pairs), each rail's summary and the per-node medians
   // (/sweep/nodes); the verdicts (/sweep/verdicts) and their lines; the one line on the values below expected.
-  void nodes(const fabricbench::sweep::Judgement& judgement);
-  void verdicts(const fabricbench::sweep::Judgement& judgement);
-  void below_expected(const std::vector<fabricbench::sweep::PairRecord>& records);
+  void nodes(const Judgement& judgement);
+  void verdicts(const Judgement& judgement);
+  void below_expected(const std::vector<PairRecord>& records);
   // prometheus' parts: each pair's last figure and each node's median and suspect pairs; the coverage and verdicts.
-  void prometheus_figures(results::Exposition& e, const std::vector<fabricbench::sweep::PairRecord>& records,
-                          const fabricbench::sweep::Judgement& judgement) const;
-  void prometheus_answer(results::Exposition& e, const fabricbench::sweep::Coverage& covered,
-                         const fabricbench::sweep::Judgement& judgement) const;
+  void prometheus_figures(results::Exposition& e, const std::vector<PairRecord>& records,
+                          const Judgement& judgement) const;
+  void prometheus_answer(results::Exposition& e, const Coverage& covered, const Judgement& judgement) const;
   // A pair row's expected_gbps and pct_expected.
-  void stamp_expected(results::Row& row, const fabricbench::sweep::PairRecord& record) const;
-  facts::Reference reference_of(const fabricbench::sweep::PairRecord& record) const;
+  void stamp_expected(results::Row& row, const PairRecord& record) const;
+  facts::Reference reference_of(const PairRecord& record) const;
 
   const app::RunContext& context_;
   const SweepOptions& opt_;
   const SweepJob& job_;
   const SweepTables& tables_;
-  int rounds_planned_ = 0;                                       // the fixed plan's rounds with a pair to test (start)
-  std::optional<fabricbench::sweep::MeshHistory> mesh_history_;  // a mesh's verdicts, pass by pass
+  int rounds_planned_ = 0;                   // the fixed plan's rounds with a pair to test (start)
+  std::optional<MeshHistory> mesh_history_;  // a mesh's verdicts, pass by pass
   std::int64_t changes_ = 0;
   double mesh_start_epoch_ = NAN;  // the first pass's start (Unix time)
 };

@@ -13,6 +13,13 @@
 #include "fabricbench/verbs/verbs_link.hpp"
 
 namespace fabricbench::tools::verbs {
+// What it takes from lib/verbs/ (this namespace hides that one's name).
+using fabricbench::verbs::Device;
+using fabricbench::verbs::PortRequest;
+using fabricbench::verbs::VerbsLink;
+using fabricbench::verbs::VerbsMeasurement;
+using fabricbench::verbs::VerbsSettings;
+using fabricbench::verbs::VerbsTest;
 
 class VerbsBenchmark : public app::Benchmark {
  public:
@@ -33,20 +40,17 @@ class VerbsBenchmark : public app::Benchmark {
 
   static results::TableSpec make_table();
   // The sizes a test runs: --sizes/-s/-a when given, else perftest's default size for the test (exposed for tests).
-  std::vector<std::uint64_t> sizes_for(const fabricbench::verbs::VerbsTest& test,
-                                       const cli::CommonOptions& common) const;
+  std::vector<std::uint64_t> sizes_for(const VerbsTest& test, const cli::CommonOptions& common) const;
 
  private:
   // Rank 0: what a bandwidth row is held against (rank 0's port).
   facts::Reference reference(const app::RunContext& context) const;
   // Every rank's figures gathered; rank 0 writes the row through `loop` with `grown`, the ports' growth.
-  void report(const app::RunContext& context, const app::ToolLoop& loop, const fabricbench::verbs::VerbsTest& test,
-              std::uint64_t bytes, int warmup, const fabricbench::verbs::VerbsMeasurement& mine,
-              const facts::CounterReading& grown);
+  void report(const app::RunContext& context, const app::ToolLoop& loop, const VerbsTest& test, std::uint64_t bytes,
+              int warmup, const VerbsMeasurement& mine, const facts::CounterReading& grown);
   // The terminal view of `test`'s rows (declared beside the table): its title and the columns it shows.
-  std::string section_title(const fabricbench::verbs::VerbsTest& test) const;
-  std::vector<results::TerminalColumn> terminal_view(const app::RunContext& context,
-                                                     const fabricbench::verbs::VerbsTest& test) const;
+  std::string section_title(const VerbsTest& test) const;
+  std::vector<results::TerminalColumn> terminal_view(const app::RunContext& context, const VerbsTest& test) const;
 
   results::TableSpec table_, samples_;
   // Handles of the columns the tool sets (made once, beside the table: a wrong name or type stops every run).
@@ -59,9 +63,9 @@ class VerbsBenchmark : public app::Benchmark {
         bw_peak_gbitps, latency_us, time_us_min, time_us_max, time_us_mean, time_us_stddev, time_us_p99, time_us_p999;
   };
   Columns col_;
-  std::vector<const fabricbench::verbs::VerbsTest*> tests_;
-  fabricbench::verbs::VerbsSettings settings_;
-  fabricbench::verbs::PortRequest request_;
+  std::vector<const VerbsTest*> tests_;
+  VerbsSettings settings_;
+  PortRequest request_;
   memory::MemoryKind memory_ = memory::MemoryKind::host;
   std::optional<std::uint64_t> size_;  // -s
   bool sizes_given_ = false, report_gbits_ = false;
@@ -69,8 +73,8 @@ class VerbsBenchmark : public app::Benchmark {
   int gpu_ = -1;
   int qp_error_at_ = -1;  // test hook FABRICBENCH_TEST_QP_ERROR=K: leaders' QPs to the error state at measurement K
   std::optional<runtime::RankPairs> pairs_;
-  std::unique_ptr<fabricbench::verbs::Device> device_;
-  std::unique_ptr<fabricbench::verbs::VerbsLink> link_;
+  std::unique_ptr<Device> device_;
+  std::unique_ptr<VerbsLink> link_;
 };
 
 }  // namespace fabricbench::tools::verbs
