@@ -3,8 +3,10 @@
 #include "fabricbench/error.hpp"
 
 #ifdef FABRICBENCH_HAVE_NCCL
+#include <chrono>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "fabricbench/test_hooks.hpp"
 #include "nccl_comm.hpp"
@@ -26,8 +28,77 @@ PairMeasurement NcclP2P::run(const P2PTest& test, const Exchanger& x) {
   return nccl_exchange(impl_->nccl, impl_->stream.s, test, x);
 }
 
+namespace {
+
+// mpiGraph's steps over NCCL (Exchanger::mpigraph_steps, fabric-sweep's shift and duplex rounds on GPUs): each step
+// after two barriers of x.comm, this rank's window of sends to x.peer and receives from x.from (either MPI_PROC_NULL:
+// none) in one NCCL group, then the wait for the stream. NCCL ends a group as one, so a rank's step ends when its sends
+// and its receives both have: the step to `peer` is timed by `peer`'s end (its receives done: the bytes arrived), each
+// from its own start after the same barriers. `peer`'s own sends can hold that end back: a slow link also slows the
+// reading of the link into its sender (the one before it on the ring), which the sweep's re-test of a slow pair, on
+// its own, clears (docs/fabric-sweep.md, "Duplex rounds on GPUs"). One message each way per step (x.window 1): NCCL
+// pairs a group's i-th send with its i-th receive, so with a window of them a rank's next receive waited for its last
+// send, and one slow link paced every link of the ring (6 hosts on the GPU machine: 23-38 MB/s on all 12 with one link
+// shaped to 25 MB/s; with one message, only the slow link and the link into its sender). A step past the deadline (the
+// communicator aborted on that rank) ends the steps on every rank at the next barrier; m.hung: `peer` did not end one.
+PairMeasurement nccl_mpigraph_steps(NcclComm& nccl, cudaStream_t stream, const Exchanger& x, NcclBound bound) {
+  constexpr int step_times_tag = 4;
+  if (x.window != 1) throw Error::internal("mpiGraph's steps over NCCL send one message each way per step");
+  const ncclComm_t comm = nccl.get();
+  exchange_pattern(x.me, x.bytes).fill(x.send, x.bytes);
+  if (x.from != MPI_PROC_NULL) memory::clear(x.recv, x.bytes);
+  check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  const auto step = [&] {
+    if (bound.stalled) nccl.stall(bound.deadline);
+    check_nccl(ncclGroupStart(), "ncclGroupStart");
+    if (x.peer != MPI_PROC_NULL)
+      check_nccl(ncclSend(x.send.data(), x.bytes, ncclChar, x.peer, comm, stream), "ncclSend");
+    if (x.from != MPI_PROC_NULL)
+      check_nccl(ncclRecv(x.recv.data(), x.bytes, ncclChar, x.from, comm, stream), "ncclRecv");
+    check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+    nccl.settle(bound.deadline);
+    nccl.wait(stream, bound.deadline);
+  };
+  PairMeasurement m;
+  m.iterations = x.iterations, m.warmup = x.warmup, m.window = 1;
+  // Per step, this rank's end in seconds from its start (-1: not run), the warm-ups untimed; then whether this rank's
+  // own step passed the deadline.
+  const std::size_t steps = static_cast<std::size_t>(x.iterations);
+  std::vector<double> done_s(steps + 1, -1), peer_done_s(steps + 1, 0);
+  int hung = 0, any_hung = 0;
+  runtime::check_mpi(MPI_Barrier(x.comm), "MPI_Barrier");
+  for (int i = -x.warmup; i < x.iterations && !any_hung; ++i) {
+    runtime::check_mpi(MPI_Barrier(x.comm), "MPI_Barrier");
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      step();
+      if (i >= 0) done_s[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    } catch (const Hung&) {
+      hung = 1;
+    }
+    // The steps' first barrier: whether any rank's step passed the deadline.
+    runtime::check_mpi(MPI_Allreduce(&hung, &any_hung, 1, MPI_INT, MPI_MAX, x.comm), "MPI_Allreduce");
+  }
+  // Every rank hands its steps' ends to the rank it received from, whose link they time.
+  done_s[steps] = hung;
+  runtime::check_mpi(
+      MPI_Sendrecv(done_s.data(), x.iterations + 1, MPI_DOUBLE, x.from, step_times_tag, peer_done_s.data(),
+                   x.iterations + 1, MPI_DOUBLE, x.peer, step_times_tag, x.comm, MPI_STATUS_IGNORE),
+      "MPI_Sendrecv");
+  m.hung = peer_done_s[steps] > 0;
+  for (std::size_t i = 0; i < steps && peer_done_s[i] >= 0; ++i) {
+    m.elapsed_s += peer_done_s[i];
+    m.laps_us.push_back(peer_done_s[i] * 1e6);
+  }
+  if (x.from != MPI_PROC_NULL && !any_hung) m.wrong = check_received(x, x.from);
+  return m;
+}
+
+}  // namespace
+
 PairMeasurement nccl_exchange(NcclComm& nccl, cudaStream_t stream, const P2PTest& test, const Exchanger& x,
                               NcclBound bound) {
+  if (x.mpigraph_steps) return nccl_mpigraph_steps(nccl, stream, x, bound);
   const ncclComm_t comm = nccl.get();
   const int peer = x.peer;
   const bool leader = x.leader;

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <utility>
 
+#include "fabricbench/error.hpp"
 #include "fabricbench/ops/collective.hpp"
 #include "fabricbench/ops/p2p_exchange.hpp"
 #include "fabricbench/test_hooks.hpp"
@@ -126,27 +127,44 @@ std::vector<PairRecord> P2PPairTest::run(const PairSlot& s) {
   return out;
 }
 
-PairRecord P2PPairTest::shift(const app::RunContext& context, const runtime::Communicator& ring, int round, int host,
-                              int to, int from) {
-  const auto* test = ops::find_p2p_test("bibw");  // its exchange: receive a window while sending one
+PairRecord PairTest::shift(const app::RunContext&, const runtime::Communicator&, const SweepMetric& m, int, int, int,
+                           int) {
+  throw Error::internal(fmt::format("fabric-sweep: no shift step for {} over this pair test", m.name));
+}
+
+namespace {
+// A shift step's exchange (its test: receive a window while sending one), run by `run` from the Exchanger made here,
+// and its record: one direction's bytes over the steps' times until `to` had them (over MPI the later of this node's
+// sends and `to`'s receives, per step: mpiGraph's send bandwidth where the window outgrows the socket buffers, the
+// link's otherwise; over NCCL `to`'s end).
+template <class Run>
+PairRecord shift_step(const app::RunContext& context, const runtime::Communicator& ring, const SweepMetric& m,
+                      int round, int host, int to, int from, memory::Buffer& send, memory::Buffer& recv,
+                      std::uint64_t bytes, int window, Run&& run) {
   const auto& o = context.options;
-  const auto& defaults = metrics_.front()->defaults;  // shift measures p2p_bw only
-  const int iterations = defaults.iterations(bw_bytes_, o.iterations), warmup = defaults.warmup(bw_bytes_, o.warmup);
-  ops::Exchanger x{ring.get(), host, to, true, send_, recv_, bw_bytes_, iterations, warmup, window_, o.check, false};
+  const int iterations = m.defaults.iterations(bytes, o.iterations), warmup = m.defaults.warmup(bytes, o.warmup);
+  ops::Exchanger x{ring.get(), host, to, true, send, recv, bytes, iterations, warmup, window, o.check, false};
   x.from = from, x.mpigraph_steps = true;
-  if (host == late_host_) x.late_receives_s = late_receives_s_;
   const auto measure_start = std::chrono::steady_clock::now();
-  const auto r = ops::run_exchange(*test, x);
+  const ops::PairMeasurement r = run(*ops::find_p2p_test("bibw"), x);
   const auto stats = timing::SampleStats::of(r.laps_us);
   auto rec = PairRecord::of(round, {host, to}, 0, 0);
   rec.measure_s = seconds_since(measure_start);
-  rec.iterations = iterations, rec.bytes = static_cast<std::int64_t>(bw_bytes_),
-  rec.wrong = static_cast<std::int64_t>(r.wrong);
-  // One direction's bytes over the steps' times until `to` had them (the later of this node's sends and `to`'s
-  // receives, per step): mpiGraph's send bandwidth where the window outgrows the socket buffers, the link's otherwise.
-  rec.value = ops::find_p2p_test("bw")->pair_figure(bw_bytes_, window_, iterations, r.elapsed_s);
-  rec.median_us = stats.median, rec.p99_us = stats.p99, rec.window = window_;
+  rec.iterations = iterations, rec.bytes = static_cast<std::int64_t>(bytes),
+  rec.wrong = static_cast<std::int64_t>(r.wrong), rec.hung = r.hung ? 1 : 0;
+  rec.value = ops::find_p2p_test("bw")->pair_figure(bytes, window, iterations, r.elapsed_s);
+  rec.median_us = stats.median, rec.p99_us = stats.p99, rec.window = window;
   return rec;
+}
+}  // namespace
+
+PairRecord P2PPairTest::shift(const app::RunContext& context, const runtime::Communicator& ring, const SweepMetric& m,
+                              int round, int host, int to, int from) {
+  return shift_step(context, ring, m, round, host, to, from, send_, recv_, bw_bytes_, window_,
+                    [&](const ops::P2PTest& test, ops::Exchanger& x) {
+                      if (host == late_host_) x.late_receives_s = late_receives_s_;
+                      return ops::run_exchange(test, x);
+                    });
 }
 
 namespace {
@@ -197,6 +215,38 @@ class CollPairTest : public PairTest {
   void end_round() override {
     round_.reset();
     round_setup_s_ = 0;
+  }
+
+  // A shift step between the ring's GPUs over the round's communicator (begin_round with the ring as its group), else
+  // a back end of its own over the ring; the window's bytes as one message (the record's bytes, its window 1). With
+  // --timeout the steps have a deadline: past it the communicator is aborted on every rank of the ring and the records
+  // whose receiver did not end a step are hung.
+  PairRecord shift(const app::RunContext& context, const runtime::Communicator& ring, const SweepMetric& m, int round,
+                   int host, int to, int from) override {
+    const double timeout_s = context.options.timeout_s;
+    const auto setup_start = std::chrono::steady_clock::now();
+    std::unique_ptr<ops::CollBackend> own;
+    if (!round_) own = ops::make_backend(backend_, ring, gpu_, false, timeout_s > 0);
+    ops::CollBackend& backend = round_ ? *round_ : *own;
+    const double setup_s = seconds_since(setup_start) + std::exchange(round_setup_s_, 0.0);
+    // The window's bytes as one message each way per step (nccl_p2p.cpp: a window of them paces the ring).
+    const std::uint64_t step_bytes = bytes_ * static_cast<std::uint64_t>(window_);
+    if (!shift_send_) {
+      shift_send_.emplace(memory::MemoryKind::device, step_bytes);
+      shift_recv_.emplace(memory::MemoryKind::device, step_bytes);
+    }
+    if (timeout_s > 0)
+      backend.set_deadline(
+          std::chrono::steady_clock::now() +
+          std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout_s)));
+    auto rec = shift_step(context, ring, m, round, host, to, from, *shift_send_, *shift_recv_, step_bytes, 1,
+                          [&](const ops::P2PTest& test, const ops::Exchanger& x) { return backend.exchange(test, x); });
+    rec.setup_s = setup_s;
+    if (ring.all_sum(static_cast<std::uint64_t>(rec.hung)) > 0) {  // every rank of the ring agrees, over MPI
+      backend.abort();
+      own.reset(), round_.reset();
+    }
+    return rec;
   }
 
   std::vector<PairRecord> run(const PairSlot& s) override {
@@ -271,10 +321,7 @@ class CollPairTest : public PairTest {
     std::uint64_t hung = 0;
     std::vector<PairRecord> out;
     if (end) {
-      if (!send_) {
-        send_.emplace(memory::MemoryKind::device, std::max<std::uint64_t>({bytes_, latency_bytes_, 1}));
-        recv_.emplace(memory::MemoryKind::device, send_->size());
-      }
+      device_buffers();
       const int iterations = s.m.defaults.iterations(bytes, options.iterations);
       const int warmup = s.m.defaults.warmup(bytes, options.warmup);
       for (int direction = 0; direction < s.m.directions() && !hung; ++direction) {
@@ -307,11 +354,18 @@ class CollPairTest : public PairTest {
     return out;
   }
 
+  void device_buffers() {
+    if (send_) return;
+    send_.emplace(memory::MemoryKind::device, std::max<std::uint64_t>({bytes_, latency_bytes_, 1}));
+    recv_.emplace(memory::MemoryKind::device, send_->size());
+  }
+
   ops::BackendKind backend_;
   int gpu_;
   std::uint64_t bytes_, latency_bytes_;
   int window_;
   std::optional<memory::Buffer> send_, recv_;  // device buffers of the p2p metrics, made at their first test
+  std::optional<memory::Buffer> shift_send_, shift_recv_;  // of the shift steps: the window's bytes, at the first
   NcclComms comms_;
   bool init_per_pair_ = false;  // NCCL: one ncclCommInitRank per pair from here on (--nccl-comms init, or a fall-back)
   std::unique_ptr<ops::CommSplitter> splitter_;  // declared before round_: a child goes before its parent

@@ -3,6 +3,8 @@
 // read around it, then the wait for the round's other pairs and every rank's records gathered to rank 0.
 #include "fabricbench/tools/sweep/round_runner.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 
@@ -96,24 +98,40 @@ void RoundRunner::run_ring(const app::RunContext& context, const Round& round, i
   const bool in_ring = job_.rails > 1 || context.placement.me().local_rank == 0;
   const int rail = job_.rails > 1 ? job_.local_rank : 0;
   const auto ring = step.split([&] { return world.split(in_ring ? rail : MPI_UNDEFINED, h); });
-  if (ring.empty()) return;
-  int to = MPI_PROC_NULL, from = MPI_PROC_NULL;
-  for (const auto& p : round.pairs) {
-    if (p.a == h) to = p.b;
-    if (p.b == h) from = p.a;
-  }
-  step.timed([&] {
-    std::vector<PairRecord> out;
-    for (int phase = 0; phase < (round.duplex ? 2 : 1); ++phase) {  // a -> b, then (duplex) b -> a
-      const int peer = phase == 0 ? to : from, source = phase == 0 ? from : to;
-      auto rec = tests_.p2p->shift(context, ring, index, h, peer, source);
-      if (peer == MPI_PROC_NULL) continue;
-      if (phase == 1) rec.a = peer, rec.b = h, rec.direction = 1;
-      rec.rail = rail;
-      out.push_back(rec);
+  // The one metric (a one-way p2p figure): over MPI, or GPU to GPU over the back end's communicator of the ring.
+  const auto& m = *job_.metrics.front();
+  const bool gpus = on_gpus(m);
+  PairTest& test = gpus ? *tests_.coll : static_cast<PairTest&>(*tests_.p2p);
+  if (gpus)
+    step.clocked(step.result.begin_s,
+                 [&] { test.begin_round(context, ring.empty() ? nullptr : &ring, ring.empty() ? -1 : rail, h); });
+  if (!ring.empty()) {
+    int to = MPI_PROC_NULL, from = MPI_PROC_NULL;
+    for (const auto& p : round.pairs) {
+      if (p.a == h) to = p.b;
+      if (p.b == h) from = p.a;
     }
-    return out;
-  });
+    const auto name = [&](int host) { return host == MPI_PROC_NULL ? std::string("none") : job_.hosts[host]; };
+    step.timed([&] {
+      std::vector<PairRecord> out;
+      for (int phase = 0; phase < (round.duplex ? 2 : 1); ++phase) {  // a -> b, then (duplex) b -> a
+        const int peer = phase == 0 ? to : from, source = phase == 0 ? from : to;
+        context.doing(fmt::format("{} {}: sending to {} while receiving from {}",
+                                  round.duplex ? "duplex round" : "shift step", job_.hosts[h], name(peer),
+                                  name(source)));
+        auto rec = test.shift(context, ring, m, index, h, peer, source);
+        if (peer != MPI_PROC_NULL) {
+          if (phase == 1) rec.a = peer, rec.b = h, rec.direction = 1;
+          rec.rail = rail;
+          out.push_back(rec);
+        }
+        // A step past --timeout aborted the ring's communicator (GPUs): the round ends on every rank of the ring.
+        if (gpus && ring.all_sum(static_cast<std::uint64_t>(peer != MPI_PROC_NULL && rec.hung)) > 0) break;
+      }
+      return out;
+    });
+  }
+  if (gpus) step.clocked(step.result.teardown_s, [&] { test.end_round(); });
 }
 
 void RoundRunner::run_rails(const app::RunContext& context, const Pass& pass, const Round& round, int index,

@@ -12,8 +12,7 @@ bool SweepOptions::any_on_gpus() const {
 }
 
 bool SweepOptions::duplex_cover() const {
-  return adaptive && !budget_given.empty() && metrics.size() == 1 && is_one_way_p2p(*metrics[0]) &&
-         !on_gpus(*metrics[0]);
+  return adaptive && !budget_given.empty() && metrics.size() == 1 && is_one_way_p2p(*metrics[0]);
 }
 
 }  // namespace fabricbench::tools::sweep

@@ -95,6 +95,13 @@ class PairTest {
   virtual void begin_round(const app::RunContext& /*context*/, const runtime::Communicator* /*group*/, int /*color*/,
                            int /*key*/) {}
   virtual void end_round() {}
+  // mpiGraph's shift, a step of the shift pattern or a duplex round's phase: this node sends metric `m` (a one-way p2p
+  // figure) to `to` while it receives from `from`, on `ring` (one rank per node: its first, or with --rails its
+  // rail's; ring rank = host index; every rank of it in the call). Either may be MPI_PROC_NULL (then the record's
+  // figure means nothing where `to` is). Over MPI (P2PPairTest) and, with --backend nccl, GPU to GPU over the round's
+  // communicator (begin_round with the ring as `group`); Error::internal elsewhere.
+  virtual PairRecord shift(const app::RunContext& context, const runtime::Communicator& ring, const SweepMetric& m,
+                           int round, int host, int to, int from);
 };
 
 // One round's plan for this rank's p2p pair tests, per (metric, direction) slot.
@@ -115,11 +122,8 @@ class P2PPairTest : public PairTest {
   // rank's pair (if any). Collective over the world.
   void plan_round(const runtime::Communicator& world, const runtime::Communicator* pair);
   double probing_s() const { return budgets_.probing_s; }
-  // mpiGraph's shift: this node sends to `to` while it receives from `from`, on `ring` (one rank per node: its first,
-  // or with --rails its rail's; every rank of it in the call). Either may be MPI_PROC_NULL (then the record's figure
-  // means nothing where `to` is).
-  PairRecord shift(const app::RunContext& context, const runtime::Communicator& ring, int round, int host, int to,
-                   int from);
+  PairRecord shift(const app::RunContext& context, const runtime::Communicator& ring, const SweepMetric& m, int round,
+                   int host, int to, int from) override;
   std::uint64_t bytes_of(const SweepMetric& m) const;
 
  private:

@@ -53,7 +53,8 @@ struct SweepOptions {
   bool on_gpus(const SweepMetric& m) const;
   bool any_on_gpus() const;
   // --plan adaptive with --budget covers untested pairs in duplex rounds (AdaptiveOptions::duplex_cover) where the one
-  // metric is a one-way p2p figure over MPI, which the shift pattern's exchange measures.
+  // metric is a one-way p2p figure, which the shift pattern's exchange measures (over MPI, or with --backend nccl
+  // GPU to GPU).
   bool duplex_cover() const;
 };
 
