@@ -17,7 +17,7 @@ if [ "${1:-}" = "--prebuilt" ]; then
   "$dir/bin/fabricbench_unit_tests" --gtest_brief=1  # finds $dir/bin/fixtures, carried with it
   echo "== GPU tests (prebuilt) =="
   cd tests
-  FABRICBENCH_BIN="$dir/bin" PYTHONPATH="../analysis:." python3 -m unittest -v gpu.test_nccl gpu.test_doctor gpu.test_expected gpu.test_p2p_nccl gpu.test_nccl_ras gpu.test_slow_rank
+  FABRICBENCH_BIN="$dir/bin" PYTHONPATH="../analysis:." python3 -m unittest -v gpu.test_nccl gpu.test_doctor gpu.test_expected gpu.test_p2p_nccl gpu.test_nccl_ras gpu.test_slow_rank gpu.test_sweep_duplex
 else
   . ci/env.sh
   cmake --preset gpu
