@@ -80,6 +80,10 @@ PairMeasurement CollBackend::exchange(const P2PTest&, const Exchanger&) {
   throw Error::internal(name() + " back end: point-to-point between GPUs is NCCL's only");
 }
 
+PairMeasurement CollBackend::shift_steps(const Exchanger&, CollBackend&) {
+  throw Error::internal(name() + " back end: point-to-point between GPUs is NCCL's only");
+}
+
 BackendKind choose_backend(BackendChoice choice, std::string_view option) {
 #ifdef FABRICBENCH_HAVE_NCCL
   const bool nccl_built = true;

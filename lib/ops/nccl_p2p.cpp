@@ -3,6 +3,7 @@
 #include "fabricbench/error.hpp"
 
 #ifdef FABRICBENCH_HAVE_NCCL
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <string>
@@ -30,75 +31,94 @@ PairMeasurement NcclP2P::run(const P2PTest& test, const Exchanger& x) {
 
 namespace {
 
-// mpiGraph's steps over NCCL (Exchanger::mpigraph_steps, fabric-sweep's shift and duplex rounds on GPUs): each step
-// after two barriers of x.comm, this rank's window of sends to x.peer and receives from x.from (either MPI_PROC_NULL:
-// none) in one NCCL group, then the wait for the stream. NCCL ends a group as one, so a rank's step ends when its sends
-// and its receives both have: the step to `peer` is timed by `peer`'s end (its receives done: the bytes arrived), each
-// from its own start after the same barriers. `peer`'s own sends can hold that end back: a slow link also slows the
-// reading of the link into its sender (the one before it on the ring), which the sweep's re-test of a slow pair, on
-// its own, clears (docs/fabric-sweep.md, "Duplex rounds on GPUs"). One message each way per step (x.window 1): NCCL
-// pairs a group's i-th send with its i-th receive, so with a window of them a rank's next receive waited for its last
-// send, and one slow link paced every link of the ring (6 hosts on the GPU machine: 23-38 MB/s on all 12 with one link
-// shaped to 25 MB/s; with one message, only the slow link and the link into its sender). A step past the deadline (the
-// communicator aborted on that rank) ends the steps on every rank at the next barrier; m.hung: `peer` did not end one.
-PairMeasurement nccl_mpigraph_steps(NcclComm& nccl, cudaStream_t stream, const Exchanger& x, NcclBound bound) {
+// Until both lanes' streams are idle, each one's end in seconds from `t0` (0 where it has nothing); past the deadline
+// both communicators are aborted and Hung thrown.
+std::pair<double, double> wait_lanes(NcclLane sends, NcclLane receives, NcclClock::time_point t0,
+                                     const NcclClock::time_point* deadline) {
+  double ends[2] = {0, 0};
+  bool done[2] = {false, false};
+  const NcclLane lanes[2] = {sends, receives};
+  for (unsigned polls = 0; !done[0] || !done[1]; ++polls) {
+    for (int k = 0; k < 2; ++k) {
+      if (done[k]) continue;
+      const cudaError_t rc = cudaStreamQuery(lanes[k].stream);
+      if (rc == cudaSuccess) {
+        done[k] = true;
+        ends[k] = std::chrono::duration<double>(NcclClock::now() - t0).count();
+      } else {
+        if (rc != cudaErrorNotReady) check_cuda(rc, "cudaStreamQuery");
+        lanes[k].comm.check_async();
+      }
+    }
+    if (deadline && (polls & 1023) == 0 && NcclClock::now() > *deadline) {
+      sends.comm.abort(), receives.comm.abort();
+      throw Hung("an NCCL send or receive did not finish by its deadline; its communicators were aborted");
+    }
+  }
+  return {ends[0], ends[1]};
+}
+
+}  // namespace
+
+PairMeasurement nccl_shift_steps(NcclLane sends, NcclLane receives, const Exchanger& x, NcclBound bound) {
   constexpr int step_times_tag = 4;
-  if (x.window != 1) throw Error::internal("mpiGraph's steps over NCCL send one message each way per step");
-  const ncclComm_t comm = nccl.get();
   exchange_pattern(x.me, x.bytes).fill(x.send, x.bytes);
   if (x.from != MPI_PROC_NULL) memory::clear(x.recv, x.bytes);
   check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-  const auto step = [&] {
-    if (bound.stalled) nccl.stall(bound.deadline);
+  const auto step = [&](NcclClock::time_point t0) {
+    if (bound.stalled) sends.comm.stall(bound.deadline);
     check_nccl(ncclGroupStart(), "ncclGroupStart");
-    if (x.peer != MPI_PROC_NULL)
-      check_nccl(ncclSend(x.send.data(), x.bytes, ncclChar, x.peer, comm, stream), "ncclSend");
-    if (x.from != MPI_PROC_NULL)
-      check_nccl(ncclRecv(x.recv.data(), x.bytes, ncclChar, x.from, comm, stream), "ncclRecv");
+    for (int w = 0; w < x.window; ++w) {
+      if (x.peer != MPI_PROC_NULL)
+        check_nccl(ncclSend(x.send.data(), x.bytes, ncclChar, x.peer, sends.comm.get(), sends.stream), "ncclSend");
+      if (x.from != MPI_PROC_NULL)
+        check_nccl(ncclRecv(x.recv.data(), x.bytes, ncclChar, x.from, receives.comm.get(), receives.stream),
+                   "ncclRecv");
+    }
     check_nccl(ncclGroupEnd(), "ncclGroupEnd");
-    nccl.settle(bound.deadline);
-    nccl.wait(stream, bound.deadline);
+    sends.comm.settle(bound.deadline);
+    receives.comm.settle(bound.deadline);
+    return wait_lanes(sends, receives, t0, bound.deadline);
   };
   PairMeasurement m;
-  m.iterations = x.iterations, m.warmup = x.warmup, m.window = 1;
-  // Per step, this rank's end in seconds from its start (-1: not run), the warm-ups untimed; then whether this rank's
-  // own step passed the deadline.
+  m.iterations = x.iterations, m.warmup = x.warmup, m.window = x.window;
+  // Per step, this rank's sends' and receives' ends in seconds from its start (-1: not run), the warm-ups untimed;
+  // the receives' last entry: whether a step of this rank passed the deadline.
   const std::size_t steps = static_cast<std::size_t>(x.iterations);
-  std::vector<double> done_s(steps + 1, -1), peer_done_s(steps + 1, 0);
+  std::vector<double> sent_s(steps, -1), received_s(steps + 1, -1), peer_received_s(steps + 1, 0);
   int hung = 0, any_hung = 0;
   runtime::check_mpi(MPI_Barrier(x.comm), "MPI_Barrier");
   for (int i = -x.warmup; i < x.iterations && !any_hung; ++i) {
     runtime::check_mpi(MPI_Barrier(x.comm), "MPI_Barrier");
-    const auto t0 = std::chrono::steady_clock::now();
     try {
-      step();
-      if (i >= 0) done_s[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const auto [sent, received] = step(NcclClock::now());
+      if (i >= 0) sent_s[i] = sent, received_s[i] = received;
     } catch (const Hung&) {
       hung = 1;
     }
     // The steps' first barrier: whether any rank's step passed the deadline.
     runtime::check_mpi(MPI_Allreduce(&hung, &any_hung, 1, MPI_INT, MPI_MAX, x.comm), "MPI_Allreduce");
   }
-  // Every rank hands its steps' ends to the rank it received from, whose link they time.
-  done_s[steps] = hung;
+  // As over MPI (p2p_exchange.cpp): every rank hands its receive times to the rank it received from, and a step to
+  // `peer` lasts the later of this rank's sends and `peer`'s receives.
+  received_s[steps] = hung;
   runtime::check_mpi(
-      MPI_Sendrecv(done_s.data(), x.iterations + 1, MPI_DOUBLE, x.from, step_times_tag, peer_done_s.data(),
+      MPI_Sendrecv(received_s.data(), x.iterations + 1, MPI_DOUBLE, x.from, step_times_tag, peer_received_s.data(),
                    x.iterations + 1, MPI_DOUBLE, x.peer, step_times_tag, x.comm, MPI_STATUS_IGNORE),
       "MPI_Sendrecv");
-  m.hung = peer_done_s[steps] > 0;
-  for (std::size_t i = 0; i < steps && peer_done_s[i] >= 0; ++i) {
-    m.elapsed_s += peer_done_s[i];
-    m.laps_us.push_back(peer_done_s[i] * 1e6);
+  m.hung = peer_received_s[steps] > 0;
+  for (std::size_t i = 0; i < steps && sent_s[i] >= 0 && peer_received_s[i] >= 0; ++i) {
+    const double step_s = std::max(sent_s[i], peer_received_s[i]);
+    m.elapsed_s += step_s;
+    m.laps_us.push_back(step_s * 1e6);
   }
   if (x.from != MPI_PROC_NULL && !any_hung) m.wrong = check_received(x, x.from);
   return m;
 }
 
-}  // namespace
-
 PairMeasurement nccl_exchange(NcclComm& nccl, cudaStream_t stream, const P2PTest& test, const Exchanger& x,
                               NcclBound bound) {
-  if (x.mpigraph_steps) return nccl_mpigraph_steps(nccl, stream, x, bound);
+  if (x.mpigraph_steps) return nccl_shift_steps({nccl, stream}, {nccl, stream}, x, bound);
   const ncclComm_t comm = nccl.get();
   const int peer = x.peer;
   const bool leader = x.leader;

@@ -219,6 +219,30 @@ std::size_t PairSchedule::cover(const Topology& topology, int rails) {
   return wanted.size();
 }
 
+std::vector<int> Round::lanes() const {
+  std::map<int, std::size_t> sends, receives;  // host -> the pair it sends in (as a), receives in (as b)
+  for (std::size_t i = 0; i < pairs.size(); ++i) sends[pairs[i].a] = i, receives[pairs[i].b] = i;
+  std::vector<int> lane(pairs.size(), -1);
+  // Along the sends from pair `first` (each host sends in one pair and receives in one at most: the pairs make chains
+  // and cycles) until the chain ends or closes.
+  const auto walk = [&](std::size_t first) {
+    std::size_t at = first, last = first;
+    int k = 0;
+    for (; lane[at] < 0; ++k) {
+      lane[at] = k % 2, last = at;
+      const auto next = sends.find(pairs[at].b);
+      if (next == sends.end()) return;
+      at = next->second;
+    }
+    if (at == first && k % 2 == 1 && k > 1) lane[last] = 2;  // an odd cycle: its last pair would meet its first's lane
+  };
+  for (std::size_t i = 0; i < pairs.size(); ++i)
+    if (!receives.count(pairs[i].a)) walk(i);  // chains first, from the pair whose sender receives nothing
+  for (std::size_t i = 0; i < pairs.size(); ++i)
+    if (lane[i] < 0) walk(i);  // the rest are cycles
+  return lane;
+}
+
 Round Round::of(int hosts, std::vector<HostPair> pairs) {
   Round r{std::move(pairs), {}};
   std::vector<bool> busy(static_cast<std::size_t>(hosts), false);

@@ -4,9 +4,9 @@ another (mpiGraph's steps over NCCL), as the MPI back end does. Hosts are networ
 (tests/rigs/netns_cluster.sh, Open MPI across them by its rsh agent), each with its own host name, so NCCL treats each
 as a node and moves every byte over its socket transport through the veths, however many GPUs there are (hosts share
 them; RIGS.md "Several hosts on the GPU machine"). Unshaped: every pair covered, no verdict. One link shaped (HTB + u32
-on both ends, 200 Mbit/s): exactly that link is named, though a duplex step also reads the link into its sender slow
-(NCCL ends a rank's sends and receives together; the slow pair's re-test on its own clears it). The shift pattern
-over NCCL measures every ordered pair. Needs root and the carried iproute2 (launch/carry-gpu-build.sh)."""
+on both ends, 200 Mbit/s) where the plan covers it in a duplex round: exactly that link is named, and no other link
+of that round read slow (each host's sends and receives on communicators of their own). The shift pattern over NCCL
+measures every ordered pair. Needs root and the carried iproute2 (launch/carry-gpu-build.sh)."""
 import os
 import pathlib
 import re
@@ -123,14 +123,10 @@ class DuplexOnGpus(LaunchTest):
         good = pairs[~link(pairs)]
         self.assertLess(pairs[link(pairs)].value.max() * 5, good.value.median(),
                         pairs[["round", "host_a", "host_b", "direction", "value"]].to_string())
-        # Beside it in its duplex round, at most the link into its sender in each phase read slow (NCCL ends a rank's
-        # sends and receives together), not the whole ring; each was re-tested on its own and passed.
+        # Beside it in its duplex round no link read slow: a host's sends and receives go on different communicators
+        # (Round::lanes). On one, NCCL ended them together and the whole ring read slow.
         slow = duplex[~link(duplex) & (duplex.value * 5 < good.value.median())]
-        self.assertLessEqual(len(slow), 2, duplex.to_string())
-        for row in slow.itertuples():
-            ends = [row.host_a, row.host_b]
-            again = good[good.host_a.isin(ends) & good.host_b.isin(ends) & (good["round"] > row.round)]
-            self.assertTrue((again.value * 5 > good.value.median()).any(), good.to_string())
+        self.assertTrue(slow.empty, duplex.to_string())
 
     def test_the_shift_pattern_over_nccl_measures_every_ordered_pair(self):
         r, run = self.sweep("shift.h5", ["--pattern", "shift", "--retest", "0"])

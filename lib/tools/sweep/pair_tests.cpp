@@ -127,24 +127,25 @@ std::vector<PairRecord> P2PPairTest::run(const PairSlot& s) {
   return out;
 }
 
-PairRecord PairTest::shift(const app::RunContext&, const runtime::Communicator&, const SweepMetric& m, int, int, int,
-                           int) {
+PairRecord PairTest::shift(const app::RunContext&, const runtime::Communicator&, const SweepMetric& m, int,
+                           const ShiftStep&) {
   throw Error::internal(fmt::format("fabric-sweep: no shift step for {} over this pair test", m.name));
 }
 
 namespace {
 // A shift step's exchange (its test: receive a window while sending one), run by `run` from the Exchanger made here,
-// and its record: one direction's bytes over the steps' times until `to` had them (over MPI the later of this node's
-// sends and `to`'s receives, per step: mpiGraph's send bandwidth where the window outgrows the socket buffers, the
-// link's otherwise; over NCCL `to`'s end).
+// and its record: one direction's bytes over the steps' times until `to` had them (the later of this node's sends and
+// `to`'s receives, per step: over MPI, mpiGraph's send bandwidth where the window outgrows the socket buffers, the
+// link's otherwise).
 template <class Run>
 PairRecord shift_step(const app::RunContext& context, const runtime::Communicator& ring, const SweepMetric& m,
-                      int round, int host, int to, int from, memory::Buffer& send, memory::Buffer& recv,
-                      std::uint64_t bytes, int window, Run&& run) {
+                      int round, const ShiftStep& step, memory::Buffer& send, memory::Buffer& recv, std::uint64_t bytes,
+                      int window, Run&& run) {
   const auto& o = context.options;
   const int iterations = m.defaults.iterations(bytes, o.iterations), warmup = m.defaults.warmup(bytes, o.warmup);
+  const int host = step.host, to = step.to;
   ops::Exchanger x{ring.get(), host, to, true, send, recv, bytes, iterations, warmup, window, o.check, false};
-  x.from = from, x.mpigraph_steps = true;
+  x.from = step.from, x.mpigraph_steps = true;
   const auto measure_start = std::chrono::steady_clock::now();
   const ops::PairMeasurement r = run(*ops::find_p2p_test("bibw"), x);
   const auto stats = timing::SampleStats::of(r.laps_us);
@@ -159,10 +160,10 @@ PairRecord shift_step(const app::RunContext& context, const runtime::Communicato
 }  // namespace
 
 PairRecord P2PPairTest::shift(const app::RunContext& context, const runtime::Communicator& ring, const SweepMetric& m,
-                              int round, int host, int to, int from) {
-  return shift_step(context, ring, m, round, host, to, from, send_, recv_, bw_bytes_, window_,
+                              int round, const ShiftStep& step) {
+  return shift_step(context, ring, m, round, step, send_, recv_, bw_bytes_, window_,
                     [&](const ops::P2PTest& test, ops::Exchanger& x) {
-                      if (host == late_host_) x.late_receives_s = late_receives_s_;
+                      if (step.host == late_host_) x.late_receives_s = late_receives_s_;
                       return ops::run_exchange(test, x);
                     });
 }
@@ -178,7 +179,8 @@ class CollPairTest : public PairTest {
   // NCCL with --nccl-comms split: one parent over the world, made at the first round; each round every rank splits
   // it and the pair's back end adopts the child. Any failure, and any hang, turns the rest of the sweep to one
   // ncclCommInitRank per pair (run()), said once in a note.
-  void begin_round(const app::RunContext& context, const runtime::Communicator* group, int color, int key) override {
+  void begin_round(const app::RunContext& context, const runtime::Communicator* group, int color, int key,
+                   int comms) override {
     end_round();
     if (backend_ != ops::BackendKind::nccl || init_per_pair_) return;
     const auto note = [&](const std::string& text) {
@@ -202,7 +204,8 @@ class CollPairTest : public PairTest {
                         context.world.size(), created_s, splitter_->sharing()));
       }
       const auto start = std::chrono::steady_clock::now();
-      round_ = splitter_->split(color, key, group);
+      for (int k = 0; k < comms; ++k)
+        round_.push_back(splitter_->split(color < 0 ? color : color * comms + k, key, group));
       round_setup_s_ = seconds_since(start);
     } catch (const ops::SplitGivenUp& e) {
       note(fmt::format("NCCL pair communicators: ncclCommInitRank per pair from here on ({}: {})",
@@ -213,38 +216,37 @@ class CollPairTest : public PairTest {
   }
 
   void end_round() override {
-    round_.reset();
+    round_.clear();
     round_setup_s_ = 0;
   }
 
-  // A shift step between the ring's GPUs over the round's communicator (begin_round with the ring as its group), else
-  // a back end of its own over the ring; the window's bytes as one message (the record's bytes, its window 1). With
-  // --timeout the steps have a deadline: past it the communicator is aborted on every rank of the ring and the records
-  // whose receiver did not end a step are hung.
+  // A shift step between the ring's GPUs over the round's communicators (begin_round with the ring as its group and
+  // the round's lanes), else back ends of its own over the ring: the sends on the step's send lane, the receives on
+  // its receive lane. With --timeout the steps have a deadline: past it the communicators are aborted on every rank
+  // of the ring and the records whose receiver did not end a step are hung.
   PairRecord shift(const app::RunContext& context, const runtime::Communicator& ring, const SweepMetric& m, int round,
-                   int host, int to, int from) override {
+                   const ShiftStep& step) override {
     const double timeout_s = context.options.timeout_s;
     const auto setup_start = std::chrono::steady_clock::now();
-    std::unique_ptr<ops::CollBackend> own;
-    if (!round_) own = ops::make_backend(backend_, ring, gpu_, false, timeout_s > 0);
-    ops::CollBackend& backend = round_ ? *round_ : *own;
+    std::vector<std::unique_ptr<ops::CollBackend>> own;
+    if (round_.empty())
+      for (int k = 0; k < step.lanes; ++k) own.push_back(ops::make_backend(backend_, ring, gpu_, false, timeout_s > 0));
+    auto& lanes = round_.empty() ? own : round_;
     const double setup_s = seconds_since(setup_start) + std::exchange(round_setup_s_, 0.0);
-    // The window's bytes as one message each way per step (nccl_p2p.cpp: a window of them paces the ring).
-    const std::uint64_t step_bytes = bytes_ * static_cast<std::uint64_t>(window_);
-    if (!shift_send_) {
-      shift_send_.emplace(memory::MemoryKind::device, step_bytes);
-      shift_recv_.emplace(memory::MemoryKind::device, step_bytes);
-    }
+    device_buffers();
     if (timeout_s > 0)
-      backend.set_deadline(
-          std::chrono::steady_clock::now() +
-          std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout_s)));
-    auto rec = shift_step(context, ring, m, round, host, to, from, *shift_send_, *shift_recv_, step_bytes, 1,
-                          [&](const ops::P2PTest& test, const ops::Exchanger& x) { return backend.exchange(test, x); });
+      for (auto& lane : lanes)
+        lane->set_deadline(
+            std::chrono::steady_clock::now() +
+            std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout_s)));
+    ops::CollBackend& sends = *lanes.at(static_cast<std::size_t>(step.send_lane));
+    ops::CollBackend& receives = *lanes.at(static_cast<std::size_t>(step.receive_lane));
+    auto rec = shift_step(context, ring, m, round, step, *send_, *recv_, bytes_, window_,
+                          [&](const ops::P2PTest&, const ops::Exchanger& x) { return sends.shift_steps(x, receives); });
     rec.setup_s = setup_s;
     if (ring.all_sum(static_cast<std::uint64_t>(rec.hung)) > 0) {  // every rank of the ring agrees, over MPI
-      backend.abort();
-      own.reset(), round_.reset();
+      for (auto& lane : lanes) lane->abort();
+      own.clear(), round_.clear();
     }
     return rec;
   }
@@ -256,13 +258,13 @@ class CollPairTest : public PairTest {
     // The round's split communicator (its split timed in begin_round, counted on the round's first collective), else
     // a back end of its own.
     std::unique_ptr<ops::CollBackend> own;
-    if (!round_) own = ops::make_backend(backend_, s.pair, gpu_, false, options.timeout_s > 0);
-    ops::CollBackend& backend = round_ ? *round_ : *own;
+    if (round_.empty()) own = ops::make_backend(backend_, s.pair, gpu_, false, options.timeout_s > 0);
+    ops::CollBackend& backend = round_.empty() ? *own : *round_.front();
     const double setup_s = seconds_since(setup_start) + std::exchange(round_setup_s_, 0.0);
     if (s.m.family == MetricFamily::p2p) {
       bool hung = false;
       auto records = run_p2p(s, backend, setup_s, hung);
-      if (hung) own.reset(), round_.reset();  // aborted on every rank of the pair
+      if (hung) own.reset(), round_.clear();  // aborted on every rank of the pair
       return records;
     }
     const auto* op = &s.m.op();
@@ -287,7 +289,7 @@ class CollPairTest : public PairTest {
     rec.iterations = iterations, rec.window = 1, rec.setup_s = setup_s, rec.measure_s = seconds_since(measure_start);
     if (s.pair.all_sum(hung) > 0) {  // every rank of the pair agrees, over MPI, which still works
       backend.abort();               // on every end: a communicator whose peer gave up is not destroyed with it
-      own.reset(), round_.reset();
+      own.reset(), round_.clear();
       rec.hung = 1;
       return {rec};
     }
@@ -365,12 +367,11 @@ class CollPairTest : public PairTest {
   std::uint64_t bytes_, latency_bytes_;
   int window_;
   std::optional<memory::Buffer> send_, recv_;  // device buffers of the p2p metrics, made at their first test
-  std::optional<memory::Buffer> shift_send_, shift_recv_;  // of the shift steps: the window's bytes, at the first
   NcclComms comms_;
   bool init_per_pair_ = false;  // NCCL: one ncclCommInitRank per pair from here on (--nccl-comms init, or a fall-back)
-  std::unique_ptr<ops::CommSplitter> splitter_;  // declared before round_: a child goes before its parent
-  std::unique_ptr<ops::CollBackend> round_;      // this round's back end over the split communicator
-  double round_setup_s_ = 0;                     // its split, on this rank
+  std::unique_ptr<ops::CommSplitter> splitter_;           // declared before round_: a child goes before its parent
+  std::vector<std::unique_ptr<ops::CollBackend>> round_;  // this round's back ends over the split communicators
+  double round_setup_s_ = 0;                              // its split, on this rank
 };
 
 }  // namespace

@@ -98,37 +98,44 @@ void RoundRunner::run_ring(const app::RunContext& context, const Round& round, i
   const bool in_ring = job_.rails > 1 || context.placement.me().local_rank == 0;
   const int rail = job_.rails > 1 ? job_.local_rank : 0;
   const auto ring = step.split([&] { return world.split(in_ring ? rail : MPI_UNDEFINED, h); });
-  // The one metric (a one-way p2p figure): over MPI, or GPU to GPU over the back end's communicator of the ring.
+  // The one metric (a one-way p2p figure): over MPI, or GPU to GPU over the back end's communicators of the ring, one
+  // per lane (Round::lanes: a host sends on one and receives on another).
   const auto& m = *job_.metrics.front();
   const bool gpus = on_gpus(m);
   PairTest& test = gpus ? *tests_.coll : static_cast<PairTest&>(*tests_.p2p);
+  const auto lanes = round.lanes();
+  const int lane_count = lanes.empty() ? 1 : 1 + *std::max_element(lanes.begin(), lanes.end());
   if (gpus)
-    step.clocked(step.result.begin_s,
-                 [&] { test.begin_round(context, ring.empty() ? nullptr : &ring, ring.empty() ? -1 : rail, h); });
+    step.clocked(step.result.begin_s, [&] {
+      test.begin_round(context, ring.empty() ? nullptr : &ring, ring.empty() ? -1 : rail, h, lane_count);
+    });
   if (!ring.empty()) {
-    int to = MPI_PROC_NULL, from = MPI_PROC_NULL;
-    for (const auto& p : round.pairs) {
-      if (p.a == h) to = p.b;
-      if (p.b == h) from = p.a;
+    int out = -1, in = -1;  // the pairs this host sends in (as a) and receives in (as b)
+    for (std::size_t p = 0; p < round.pairs.size(); ++p) {
+      if (round.pairs[p].a == h) out = static_cast<int>(p);
+      if (round.pairs[p].b == h) in = static_cast<int>(p);
     }
+    const int to = out >= 0 ? round.pairs[out].b : MPI_PROC_NULL, from = in >= 0 ? round.pairs[in].a : MPI_PROC_NULL;
+    const int out_lane = out >= 0 ? lanes[out] : in >= 0 ? lanes[in] : 0, in_lane = in >= 0 ? lanes[in] : out_lane;
     const auto name = [&](int host) { return host == MPI_PROC_NULL ? std::string("none") : job_.hosts[host]; };
     step.timed([&] {
-      std::vector<PairRecord> out;
+      std::vector<PairRecord> out_records;
       for (int phase = 0; phase < (round.duplex ? 2 : 1); ++phase) {  // a -> b, then (duplex) b -> a
-        const int peer = phase == 0 ? to : from, source = phase == 0 ? from : to;
+        const ShiftStep s = phase == 0 ? ShiftStep{h, to, from, out_lane, in_lane, lane_count}
+                                       : ShiftStep{h, from, to, in_lane, out_lane, lane_count};
         context.doing(fmt::format("{} {}: sending to {} while receiving from {}",
-                                  round.duplex ? "duplex round" : "shift step", job_.hosts[h], name(peer),
-                                  name(source)));
-        auto rec = test.shift(context, ring, m, index, h, peer, source);
-        if (peer != MPI_PROC_NULL) {
-          if (phase == 1) rec.a = peer, rec.b = h, rec.direction = 1;
+                                  round.duplex ? "duplex round" : "shift step", job_.hosts[h], name(s.to),
+                                  name(s.from)));
+        auto rec = test.shift(context, ring, m, index, s);
+        if (s.to != MPI_PROC_NULL) {
+          if (phase == 1) rec.a = s.to, rec.b = h, rec.direction = 1;
           rec.rail = rail;
-          out.push_back(rec);
+          out_records.push_back(rec);
         }
-        // A step past --timeout aborted the ring's communicator (GPUs): the round ends on every rank of the ring.
-        if (gpus && ring.all_sum(static_cast<std::uint64_t>(peer != MPI_PROC_NULL && rec.hung)) > 0) break;
+        // A step past --timeout aborted the ring's communicators (GPUs): the round ends on every rank of the ring.
+        if (gpus && ring.all_sum(static_cast<std::uint64_t>(s.to != MPI_PROC_NULL && rec.hung)) > 0) break;
       }
-      return out;
+      return out_records;
     });
   }
   if (gpus) step.clocked(step.result.teardown_s, [&] { test.end_round(); });

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -78,6 +79,36 @@ TEST(Round, OneByOneGivesEveryPairARoundOfItsOwnInOrderWithTheOthersResting) {
   ASSERT_GT(pairs, retests.size()) << "some re-test round holds two pairs";
   EXPECT_EQ(Round::one_by_one(6, retests).size(), pairs);
   EXPECT_TRUE(Round::one_by_one(6, {}).empty());
+}
+
+TEST(Round, LanesKeepEveryHostsSendAndReceiveOnDifferentCommunicators) {
+  // Each host's send (as a) and receive (as b) on different lanes, in every component: both ends of a pair see its
+  // lane, so that holds in the reverse phase too.
+  const auto check = [](const Round& r, int most) {
+    const auto lanes = r.lanes();
+    ASSERT_EQ(lanes.size(), r.pairs.size());
+    for (std::size_t i = 0; i < r.pairs.size(); ++i) {
+      EXPECT_GE(lanes[i], 0);
+      EXPECT_LE(lanes[i], most);
+      for (std::size_t j = 0; j < r.pairs.size(); ++j)
+        if (r.pairs[j].a == r.pairs[i].b) EXPECT_NE(lanes[i], lanes[j]) << "host " << r.pairs[i].b;
+    }
+  };
+  // Even cycles (shift of 8 hosts, d = 1..4) and 2-cycles: two lanes.
+  const auto shift = PairSchedule::shift(8).rounds();
+  for (const auto& r : shift) check(r, 1);
+  // An odd cycle (0 -> 1 -> 2 -> 0) needs a third lane, on its last pair only; a chain beside it (3 -> 4 -> 5) and a
+  // pair alone (6 -> 7) alternate from their first pair.
+  Round r;
+  r.pairs = {{0, 1}, {1, 2}, {2, 0}, {4, 5}, {3, 4}, {6, 7}};
+  EXPECT_EQ(r.lanes(), (std::vector<int>{0, 1, 2, 1, 0, 0}));
+  check(r, 2);
+  // A cycle of 5 beside a 4-cycle.
+  Round mixed;
+  mixed.pairs = {{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 0}, {5, 6}, {6, 7}, {7, 8}, {8, 5}};
+  check(mixed, 2);
+  const auto lanes = mixed.lanes();
+  EXPECT_EQ(std::count(lanes.begin(), lanes.end(), 2), 1);
 }
 
 TEST(Quick, OneRoundPairingIWithIPlusHalf) {

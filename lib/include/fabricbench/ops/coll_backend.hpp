@@ -98,6 +98,11 @@ class CollBackend {
   // are ranks of this communicator, `x.comm` the MPI communicator of just the two (with x.mpigraph_steps: of every
   // rank of this one, in the same order; each rank's x.peer and x.from). Error::internal elsewhere.
   virtual PairMeasurement exchange(const P2PTest& test, const Exchanger& x);
+  // mpiGraph's steps (x.mpigraph_steps; x.comm the MPI communicator of every rank of this one, in the same order):
+  // this rank's sends to x.peer on this back end's communicator and its receives from x.from on `receives`' (another
+  // of the same kind over the same ranks; this one where the rank does only one of them), so that neither waits for
+  // the other (NCCL: nccl_shift_steps). Error::internal elsewhere.
+  virtual PairMeasurement shift_steps(const Exchanger& x, CollBackend& receives);
 };
 
 // The one timing loop: warm-up, barrier, `iterations` timed operations, mean time per op and laps.

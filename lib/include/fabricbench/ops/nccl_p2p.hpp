@@ -26,8 +26,8 @@ class NcclP2P {
   NcclP2P& operator=(const NcclP2P&) = delete;
 
   // run_exchange over NCCL: `x.send` and `x.recv` are device buffers, `x.comm` the MPI communicator of the same
-  // ranks in the same order. No budget. With x.mpigraph_steps, mpiGraph's steps (every rank of `comm` in the call,
-  // x.from as given): a step to x.peer is timed by x.peer's end, as NCCL ends a rank's sends and receives together.
+  // ranks in the same order. No budget. With x.mpigraph_steps, mpiGraph's steps on the one communicator (every rank
+  // of `comm` in the call, x.from as given; fabric-sweep's rings put a rank's sends and receives on two).
   PairMeasurement run(const P2PTest& test, const Exchanger& x);
 
  private:

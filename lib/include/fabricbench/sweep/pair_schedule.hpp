@@ -32,6 +32,11 @@ struct Round {
   // a and once as b. Its two directions run as two phases, every a sending to its b, then every b to its a, so that
   // in each phase a host sends one flow and receives another (a NIC's two directions at once).
   bool duplex = false;
+  // A ring round's (shift or duplex) lanes, one per pair: which of the round's GPU communicators carries it, so that
+  // no host sends and receives on the same one (NCCL ends one communicator's operations on a rank together:
+  // lib/ops/nccl_p2p.cpp). 0 and 1 alternate along each chain and cycle of sends (a to b, b to its b, ...), an odd
+  // cycle's last pair 2; the same in the reverse phase. Every rank computes the same from the same pairs.
+  std::vector<int> lanes() const;
   // A round of `pairs` among `hosts` hosts; every host in none of them rests.
   static Round of(int hosts, std::vector<HostPair> pairs);
   // Every pair of `rounds` in a round of its own, in their order (--sequential: the plan's rounds and the re-tests').

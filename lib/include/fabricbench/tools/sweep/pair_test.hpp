@@ -81,6 +81,13 @@ struct PairSlot {
   std::string doing(int direction) const;
 };
 
+// One host's part of a ring step: whom it sends to and receives from (host indices = ring ranks; MPI_PROC_NULL: none)
+// and, on GPUs, the lanes (Round::lanes) its sends and its receives go on, of `lanes` in the round.
+struct ShiftStep {
+  int host, to, from;
+  int send_lane = 0, receive_lane = 0, lanes = 1;
+};
+
 class PairTest {
  public:
   virtual ~PairTest() = default;
@@ -90,18 +97,20 @@ class PairTest {
   // The NIC this rank's test opened itself ("mlx5_0:1"; "" where the transport chose it).
   virtual std::string nic() const { return {}; }
   // Collective over the world, on every rank (resting ones too), before a round's tests of this family: `group` is
-  // this rank's communicator for them (null: it rests), split by `color` (its pair, and rail; < 0 resting) and `key`.
-  // What it prepares for the round (the collectives' communicators split from one parent) is released by end_round.
+  // this rank's communicator for them (null: it rests), split by `color` (its pair, and rail; < 0 resting) and `key`;
+  // `comms` of them (a ring round's lanes, Round::lanes). What it prepares for the round (the collectives'
+  // communicators split from one parent) is released by end_round.
   virtual void begin_round(const app::RunContext& /*context*/, const runtime::Communicator* /*group*/, int /*color*/,
-                           int /*key*/) {}
+                           int /*key*/, int /*comms*/ = 1) {}
   virtual void end_round() {}
   // mpiGraph's shift, a step of the shift pattern or a duplex round's phase: this node sends metric `m` (a one-way p2p
-  // figure) to `to` while it receives from `from`, on `ring` (one rank per node: its first, or with --rails its
-  // rail's; ring rank = host index; every rank of it in the call). Either may be MPI_PROC_NULL (then the record's
+  // figure) to `step.to` while it receives from `step.from`, on `ring` (one rank per node: its first, or with --rails
+  // its rail's; ring rank = host index; every rank of it in the call). Either may be MPI_PROC_NULL (then the record's
   // figure means nothing where `to` is). Over MPI (P2PPairTest) and, with --backend nccl, GPU to GPU over the round's
-  // communicator (begin_round with the ring as `group`); Error::internal elsewhere.
+  // communicators (begin_round with the ring as `group` and the round's lanes), the sends on one lane and the
+  // receives on another; Error::internal elsewhere.
   virtual PairRecord shift(const app::RunContext& context, const runtime::Communicator& ring, const SweepMetric& m,
-                           int round, int host, int to, int from);
+                           int round, const ShiftStep& step);
 };
 
 // One round's plan for this rank's p2p pair tests, per (metric, direction) slot.
@@ -123,7 +132,7 @@ class P2PPairTest : public PairTest {
   void plan_round(const runtime::Communicator& world, const runtime::Communicator* pair);
   double probing_s() const { return budgets_.probing_s; }
   PairRecord shift(const app::RunContext& context, const runtime::Communicator& ring, const SweepMetric& m, int round,
-                   int host, int to, int from) override;
+                   const ShiftStep& step) override;
   std::uint64_t bytes_of(const SweepMetric& m) const;
 
  private:
