@@ -80,7 +80,7 @@ PairMeasurement CollBackend::exchange(const P2PTest&, const Exchanger&) {
   throw Error::internal(name() + " back end: point-to-point between GPUs is NCCL's only");
 }
 
-PairMeasurement CollBackend::shift_steps(const Exchanger&, CollBackend&) {
+PairMeasurement CollBackend::shift_steps(const Exchanger&, CollBackend&, ShiftLanes) {
   throw Error::internal(name() + " back end: point-to-point between GPUs is NCCL's only");
 }
 

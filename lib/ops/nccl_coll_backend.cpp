@@ -179,10 +179,11 @@ class NcclCollBackend : public CollBackend {
   PairMeasurement exchange(const P2PTest& test, const Exchanger& x) override {
     return nccl_exchange(*comm_, stream_.s, test, x, {deadline(), skip_launches_});
   }
-  PairMeasurement shift_steps(const Exchanger& x, CollBackend& receives) override {
+  PairMeasurement shift_steps(const Exchanger& x, CollBackend& receives, ShiftLanes lanes) override {
     auto* other = dynamic_cast<NcclCollBackend*>(&receives);
     if (!other) throw Error::internal("nccl back end: a shift step's receives on a back end of another kind");
-    return nccl_shift_steps({*comm_, stream_.s}, {*other->comm_, other->stream_.s}, x, {deadline(), skip_launches_});
+    return nccl_shift_steps({*comm_, stream_.s}, {*other->comm_, other->stream_.s}, lanes, x,
+                            {deadline(), skip_launches_});
   }
 
  private:

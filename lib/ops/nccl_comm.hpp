@@ -89,16 +89,18 @@ struct NcclLane {
   cudaStream_t stream;
 };
 
-// mpiGraph's steps over NCCL (Exchanger::mpigraph_steps: fabric-sweep's shift and duplex rounds on GPUs): each step
-// after two barriers of x.comm, this rank's window of sends to x.peer on `sends` and of receives from x.from on
-// `receives` (either MPI_PROC_NULL: none) in one NCCL group, then each lane's stream waited for on its own. NCCL ends a
-// rank's operations on one communicator together, so the sends and receives go on different ones (Round::lanes):
-// with both on one, a rank's next receive waited for its last send, and one slow link paced every link of a ring (6
-// hosts on the GPU machine, one link shaped to 25 MB/s: all 12 links of its duplex round read 23-38 MB/s); with one
-// message each way, the slow link and the link into its sender (docs/fabric-sweep.md). A step to x.peer lasts the
-// later of this rank's sends and x.peer's receives, as over MPI. A step past the deadline (its communicators aborted
-// on that rank) ends the steps on every rank at the next barrier; m.hung: x.peer's did.
-PairMeasurement nccl_shift_steps(NcclLane sends, NcclLane receives, const Exchanger& x, NcclBound bound);
+// mpiGraph's steps over NCCL (Exchanger::mpigraph_steps: fabric-sweep's shift and duplex rounds on GPUs): first the
+// connections, lane by lane (`lanes`: the lanes of this rank's sends and receives, of `count`); then each step after
+// two barriers of x.comm, this rank's window of sends to x.peer on `sends` and of receives from x.from on `receives`
+// (either MPI_PROC_NULL: none) in one NCCL group, each lane's stream waited for on its own. NCCL ends a rank's
+// operations on one communicator together, so the sends and receives go on different ones (Round::lanes): with both
+// on one, a rank's next receive waited for its last send, and one slow link paced every link of a ring (6 hosts on
+// the GPU machine, one link shaped to 25 MB/s: all 12 links of its duplex round read 23-38 MB/s; docs/fabric-sweep.md).
+// A step to x.peer lasts the later of this rank's sends and x.peer's receives, as over MPI. A connection or step past
+// the deadline (its communicators aborted on that rank) ends the steps on every rank at the next barrier; m.hung:
+// this rank's sends, or x.peer's receives, did not end.
+PairMeasurement nccl_shift_steps(NcclLane sends, NcclLane receives, ShiftLanes lanes, const Exchanger& x,
+                                 NcclBound bound);
 
 // The NCCL back end over `group` (the MPI communicator of the same ranks, in the same order) with `comm` adopted.
 std::unique_ptr<CollBackend> adopt_nccl_comm(const runtime::Communicator& group, std::unique_ptr<NcclComm> comm);

@@ -31,12 +31,19 @@ PairMeasurement NcclP2P::run(const P2PTest& test, const Exchanger& x) {
 
 namespace {
 
-// Until both lanes' streams are idle, each one's end in seconds from `t0` (0 where it has nothing); past the deadline
-// both communicators are aborted and Hung thrown.
-std::pair<double, double> wait_lanes(NcclLane sends, NcclLane receives, NcclClock::time_point t0,
-                                     const NcclClock::time_point* deadline) {
+// This rank's ends of one step: seconds from its start until its sends, and its receives, were done (0 where it has
+// none; -1: not done by the deadline).
+struct LaneEnds {
+  double sent = 0, received = 0;
+  bool hung() const { return sent < 0 || received < 0; }
+};
+
+// Until the streams of the lanes in use are idle, each one's end from `t0`; past the deadline both communicators are
+// aborted and what had not ended is -1.
+LaneEnds wait_lanes(NcclLane sends, NcclLane receives, bool sending, bool receiving, NcclClock::time_point t0,
+                    const NcclClock::time_point* deadline) {
   double ends[2] = {0, 0};
-  bool done[2] = {false, false};
+  bool done[2] = {!sending, !receiving};
   const NcclLane lanes[2] = {sends, receives};
   for (unsigned polls = 0; !done[0] || !done[1]; ++polls) {
     for (int k = 0; k < 2; ++k) {
@@ -52,7 +59,7 @@ std::pair<double, double> wait_lanes(NcclLane sends, NcclLane receives, NcclCloc
     }
     if (deadline && (polls & 1023) == 0 && NcclClock::now() > *deadline) {
       sends.comm.abort(), receives.comm.abort();
-      throw Hung("an NCCL send or receive did not finish by its deadline; its communicators were aborted");
+      return {done[0] ? ends[0] : -1, done[1] ? ends[1] : -1};
     }
   }
   return {ends[0], ends[1]};
@@ -60,53 +67,71 @@ std::pair<double, double> wait_lanes(NcclLane sends, NcclLane receives, NcclCloc
 
 }  // namespace
 
-PairMeasurement nccl_shift_steps(NcclLane sends, NcclLane receives, const Exchanger& x, NcclBound bound) {
+PairMeasurement nccl_shift_steps(NcclLane sends, NcclLane receives, ShiftLanes lanes, const Exchanger& x,
+                                 NcclBound bound) {
   constexpr int step_times_tag = 4;
   exchange_pattern(x.me, x.bytes).fill(x.send, x.bytes);
   if (x.from != MPI_PROC_NULL) memory::clear(x.recv, x.bytes);
   check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-  const auto step = [&](NcclClock::time_point t0) {
-    if (bound.stalled) sends.comm.stall(bound.deadline);
-    check_nccl(ncclGroupStart(), "ncclGroupStart");
-    for (int w = 0; w < x.window; ++w) {
-      if (x.peer != MPI_PROC_NULL)
-        check_nccl(ncclSend(x.send.data(), x.bytes, ncclChar, x.peer, sends.comm.get(), sends.stream), "ncclSend");
-      if (x.from != MPI_PROC_NULL)
-        check_nccl(ncclRecv(x.recv.data(), x.bytes, ncclChar, x.from, receives.comm.get(), receives.stream),
-                   "ncclRecv");
+  // One step: the window's sends and receives in one NCCL group; with `only` >= 0, one message of that lane's only
+  // (the connections are made lane by lane: each rank has one operation on a lane at most, and its peer the matching
+  // one, where a group of a send and a receive waits for both peers' connections, and a ring of such groups for
+  // every connection of the ring).
+  const auto run_step = [&](int only) -> LaneEnds {
+    const bool send = x.peer != MPI_PROC_NULL && (only < 0 || lanes.send == only);
+    const bool receive = x.from != MPI_PROC_NULL && (only < 0 || lanes.receive == only);
+    const auto t0 = NcclClock::now();
+    try {
+      if (!send && !receive) return {};
+      if (bound.stalled) sends.comm.stall(bound.deadline);
+      check_nccl(ncclGroupStart(), "ncclGroupStart");
+      for (int w = 0; w < (only < 0 ? x.window : 1); ++w) {
+        if (send)
+          check_nccl(ncclSend(x.send.data(), x.bytes, ncclChar, x.peer, sends.comm.get(), sends.stream), "ncclSend");
+        if (receive)
+          check_nccl(ncclRecv(x.recv.data(), x.bytes, ncclChar, x.from, receives.comm.get(), receives.stream),
+                     "ncclRecv");
+      }
+      check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+      if (send) sends.comm.settle(bound.deadline);
+      if (receive) receives.comm.settle(bound.deadline);
+      return wait_lanes(sends, receives, send, receive, t0, bound.deadline);
+    } catch (const Hung&) {  // a call that did not take effect, or the stall test hook: the communicator is aborted
+      return {send ? -1.0 : 0.0, receive ? -1.0 : 0.0};
     }
-    check_nccl(ncclGroupEnd(), "ncclGroupEnd");
-    sends.comm.settle(bound.deadline);
-    receives.comm.settle(bound.deadline);
-    return wait_lanes(sends, receives, t0, bound.deadline);
   };
   PairMeasurement m;
   m.iterations = x.iterations, m.warmup = x.warmup, m.window = x.window;
-  // Per step, this rank's sends' and receives' ends in seconds from its start (-1: not run), the warm-ups untimed;
-  // the receives' last entry: whether a step of this rank passed the deadline.
+  // Per step, this rank's sends' and receives' ends (-1: not run), the warm-ups untimed; the receives' last entry
+  // says whether they ended in every step run.
   const std::size_t steps = static_cast<std::size_t>(x.iterations);
-  std::vector<double> sent_s(steps, -1), received_s(steps + 1, -1), peer_received_s(steps + 1, 0);
-  int hung = 0, any_hung = 0;
-  runtime::check_mpi(MPI_Barrier(x.comm), "MPI_Barrier");
+  std::vector<double> sent_s(steps, -1), received_s(steps + 1, -1), peer_received_s(steps + 1, 1);
+  LaneEnds last;  // the last step run (where one passed the deadline, it tells which side did)
+  int any_hung = 0;
+  const auto agree = [&] {  // the steps' first barrier: whether any rank's step passed the deadline
+    const int hung = last.hung();
+    runtime::check_mpi(MPI_Allreduce(&hung, &any_hung, 1, MPI_INT, MPI_MAX, x.comm), "MPI_Allreduce");
+  };
+  // Lane by lane, each agreed on: the lanes after one past the deadline are not connected (and not measured).
+  for (int lane = 0; lane < lanes.count && !any_hung; ++lane) {
+    runtime::check_mpi(MPI_Barrier(x.comm), "MPI_Barrier");
+    last = run_step(lane);
+    agree();
+  }
   for (int i = -x.warmup; i < x.iterations && !any_hung; ++i) {
     runtime::check_mpi(MPI_Barrier(x.comm), "MPI_Barrier");
-    try {
-      const auto [sent, received] = step(NcclClock::now());
-      if (i >= 0) sent_s[i] = sent, received_s[i] = received;
-    } catch (const Hung&) {
-      hung = 1;
-    }
-    // The steps' first barrier: whether any rank's step passed the deadline.
-    runtime::check_mpi(MPI_Allreduce(&hung, &any_hung, 1, MPI_INT, MPI_MAX, x.comm), "MPI_Allreduce");
+    last = run_step(-1);
+    if (i >= 0) sent_s[i] = last.sent, received_s[i] = last.received;
+    agree();
   }
   // As over MPI (p2p_exchange.cpp): every rank hands its receive times to the rank it received from, and a step to
   // `peer` lasts the later of this rank's sends and `peer`'s receives.
-  received_s[steps] = hung;
+  received_s[steps] = last.received < 0 ? 0 : 1;
   runtime::check_mpi(
       MPI_Sendrecv(received_s.data(), x.iterations + 1, MPI_DOUBLE, x.from, step_times_tag, peer_received_s.data(),
                    x.iterations + 1, MPI_DOUBLE, x.peer, step_times_tag, x.comm, MPI_STATUS_IGNORE),
       "MPI_Sendrecv");
-  m.hung = peer_received_s[steps] > 0;
+  m.hung = x.peer != MPI_PROC_NULL && (last.sent < 0 || peer_received_s[steps] == 0);
   for (std::size_t i = 0; i < steps && sent_s[i] >= 0 && peer_received_s[i] >= 0; ++i) {
     const double step_s = std::max(sent_s[i], peer_received_s[i]);
     m.elapsed_s += step_s;
@@ -118,7 +143,7 @@ PairMeasurement nccl_shift_steps(NcclLane sends, NcclLane receives, const Exchan
 
 PairMeasurement nccl_exchange(NcclComm& nccl, cudaStream_t stream, const P2PTest& test, const Exchanger& x,
                               NcclBound bound) {
-  if (x.mpigraph_steps) return nccl_shift_steps({nccl, stream}, {nccl, stream}, x, bound);
+  if (x.mpigraph_steps) return nccl_shift_steps({nccl, stream}, {nccl, stream}, {}, x, bound);
   const ncclComm_t comm = nccl.get();
   const int peer = x.peer;
   const bool leader = x.leader;

@@ -24,7 +24,7 @@ RULES = ROOT / "configs" / "rigs" / "netns-sweep.ini"
 HOSTS = 6
 SLOW = "200mbit"  # 25 MB/s on the wire; NCCL's sockets between two namespaces carry ~1 GB/s and more here
 ARGS = ["--backend", "nccl", "--metric", "p2p_bw", "--sizes", "1M", "-W", "8", "-n", "4", "-w", "1", "--check",
-        "--rules", str(RULES), "--timeout", "60"]
+        "--rules", str(RULES)]
 # Each host's rank: its own GPU where there are enough (else shared), NCCL's host id its host name, sockets on eth0.
 PER_HOST = ('#!/bin/sh\nh=$(hostname); i=${h##*-h}\n'
             'export CUDA_VISIBLE_DEVICES=$(( (i - 1) % ' + str(max(GPUS, 1)) + ' )) NCCL_HOSTID=$h\n'
@@ -71,10 +71,12 @@ class DuplexOnGpus(LaunchTest):
         rig("down", self.rig, check=False)
         super().tearDown()
 
-    def sweep(self, name, extra):
+    def sweep(self, name, extra, env=None):
         cmd = ["timeout", "400", str(RIG_SCRIPT), "mpirun", self.rig, str(HOSTS), ",".join(self.hosts), "--",
                str(self.wrapper), str(BIN / "fabric-sweep"), "--output", str(self.dir / name)] + ARGS + extra
-        r = subprocess.run(cmd, capture_output=True, text=True, env=self.env(**NCCL_ENV))
+        if "--timeout" not in extra:
+            cmd += ["--timeout", "60"]
+        r = subprocess.run(cmd, capture_output=True, text=True, env=self.env(**NCCL_ENV, **(env or {})))
         return r, (self.load(name) if (self.dir / name).exists() else None)
 
     def verdicts(self, run):
@@ -134,6 +136,25 @@ class DuplexOnGpus(LaunchTest):
         pairs = run.tables["sweep/pairs"]
         self.assertEqual(len(set(zip(pairs.host_a, pairs.host_b))), HOSTS * (HOSTS - 1), pairs.to_string())
         self.assertTrue((pairs.value > 0).all() and (pairs.wrong == 0).all(), pairs.to_string())
+
+    def test_a_stalled_gpu_in_a_ring_step_is_a_hung_verdict_and_the_sweep_completes(self):
+        # FABRICBENCH_TEST_STALL_NCCL: host 3's rank never launches its sends and receives, as a stuck GPU would leave
+        # its ring neighbours waiting. With --timeout each step has a deadline: the ranks past it say so at the next
+        # barrier, every rank of the ring aborts the round's communicators, the links into and out of host 3 are hung
+        # records, and the plan rests the hung pair's hosts for the rest of it.
+        stalled = self.hosts[2]
+        r, run = self.sweep("hung.h5", ["--pattern", "shift", "--retest", "0", "--timeout", "5"],
+                            env={"FABRICBENCH_TEST_STALL_NCCL": "2"})
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertEqual(run.attrs["status"], "complete")
+        pairs = run.tables["sweep/pairs"]
+        hung = pairs[pairs.hung == 1]
+        self.assertGreater(len(hung), 0, pairs.to_string())
+        self.assertTrue(((hung.host_a == stalled) | (hung.host_b == stalled)).all(), hung.to_string())
+        fine = pairs[(pairs.hung == 0) & (pairs.host_a != stalled) & (pairs.host_b != stalled)]
+        self.assertTrue((fine.value > 0).all() and len(fine) > 0, pairs.to_string())
+        verdicts = self.verdicts(run)
+        self.assertTrue(any(kind == "hung" and stalled in (a, b) for kind, a, b in verdicts), verdicts)
 
 
 if __name__ == "__main__":

@@ -127,8 +127,8 @@ std::vector<PairRecord> P2PPairTest::run(const PairSlot& s) {
   return out;
 }
 
-PairRecord PairTest::shift(const app::RunContext&, const runtime::Communicator&, const SweepMetric& m, int,
-                           const ShiftStep&) {
+std::optional<PairRecord> PairTest::shift(const app::RunContext&, const runtime::Communicator&, const SweepMetric& m,
+                                          int, const ShiftStep&) {
   throw Error::internal(fmt::format("fabric-sweep: no shift step for {} over this pair test", m.name));
 }
 
@@ -138,9 +138,9 @@ namespace {
 // `to`'s receives, per step: over MPI, mpiGraph's send bandwidth where the window outgrows the socket buffers, the
 // link's otherwise).
 template <class Run>
-PairRecord shift_step(const app::RunContext& context, const runtime::Communicator& ring, const SweepMetric& m,
-                      int round, const ShiftStep& step, memory::Buffer& send, memory::Buffer& recv, std::uint64_t bytes,
-                      int window, Run&& run) {
+std::optional<PairRecord> shift_step(const app::RunContext& context, const runtime::Communicator& ring,
+                                     const SweepMetric& m, int round, const ShiftStep& step, memory::Buffer& send,
+                                     memory::Buffer& recv, std::uint64_t bytes, int window, Run&& run) {
   const auto& o = context.options;
   const int iterations = m.defaults.iterations(bytes, o.iterations), warmup = m.defaults.warmup(bytes, o.warmup);
   const int host = step.host, to = step.to;
@@ -148,19 +148,23 @@ PairRecord shift_step(const app::RunContext& context, const runtime::Communicato
   x.from = step.from, x.mpigraph_steps = true;
   const auto measure_start = std::chrono::steady_clock::now();
   const ops::PairMeasurement r = run(*ops::find_p2p_test("bibw"), x);
+  // The steps this link ended (on GPUs a step past --timeout stops every link's; over MPI all of them): none, and
+  // not hung, is no record (not measured: the pair is not tested).
+  const int done = static_cast<int>(r.laps_us.size());
+  if (to == MPI_PROC_NULL || (done == 0 && !r.hung)) return std::nullopt;
   const auto stats = timing::SampleStats::of(r.laps_us);
   auto rec = PairRecord::of(round, {host, to}, 0, 0);
   rec.measure_s = seconds_since(measure_start);
-  rec.iterations = iterations, rec.bytes = static_cast<std::int64_t>(bytes),
-  rec.wrong = static_cast<std::int64_t>(r.wrong), rec.hung = r.hung ? 1 : 0;
-  rec.value = ops::find_p2p_test("bw")->pair_figure(bytes, window, iterations, r.elapsed_s);
+  rec.iterations = done, rec.bytes = static_cast<std::int64_t>(bytes), rec.wrong = static_cast<std::int64_t>(r.wrong);
+  rec.hung = r.hung ? 1 : 0;
+  if (!r.hung) rec.value = ops::find_p2p_test("bw")->pair_figure(bytes, window, done, r.elapsed_s);
   rec.median_us = stats.median, rec.p99_us = stats.p99, rec.window = window;
   return rec;
 }
 }  // namespace
 
-PairRecord P2PPairTest::shift(const app::RunContext& context, const runtime::Communicator& ring, const SweepMetric& m,
-                              int round, const ShiftStep& step) {
+std::optional<PairRecord> P2PPairTest::shift(const app::RunContext& context, const runtime::Communicator& ring,
+                                             const SweepMetric& m, int round, const ShiftStep& step) {
   return shift_step(context, ring, m, round, step, send_, recv_, bw_bytes_, window_,
                     [&](const ops::P2PTest& test, ops::Exchanger& x) {
                       if (step.host == late_host_) x.late_receives_s = late_receives_s_;
@@ -224,8 +228,8 @@ class CollPairTest : public PairTest {
   // the round's lanes), else back ends of its own over the ring: the sends on the step's send lane, the receives on
   // its receive lane. With --timeout the steps have a deadline: past it the communicators are aborted on every rank
   // of the ring and the records whose receiver did not end a step are hung.
-  PairRecord shift(const app::RunContext& context, const runtime::Communicator& ring, const SweepMetric& m, int round,
-                   const ShiftStep& step) override {
+  std::optional<PairRecord> shift(const app::RunContext& context, const runtime::Communicator& ring,
+                                  const SweepMetric& m, int round, const ShiftStep& step) override {
     const double timeout_s = context.options.timeout_s;
     const auto setup_start = std::chrono::steady_clock::now();
     std::vector<std::unique_ptr<ops::CollBackend>> own;
@@ -242,9 +246,11 @@ class CollPairTest : public PairTest {
     ops::CollBackend& sends = *lanes.at(static_cast<std::size_t>(step.send_lane));
     ops::CollBackend& receives = *lanes.at(static_cast<std::size_t>(step.receive_lane));
     auto rec = shift_step(context, ring, m, round, step, *send_, *recv_, bytes_, window_,
-                          [&](const ops::P2PTest&, const ops::Exchanger& x) { return sends.shift_steps(x, receives); });
-    rec.setup_s = setup_s;
-    if (ring.all_sum(static_cast<std::uint64_t>(rec.hung)) > 0) {  // every rank of the ring agrees, over MPI
+                          [&](const ops::P2PTest&, const ops::Exchanger& x) {
+                            return sends.shift_steps(x, receives, {step.send_lane, step.receive_lane, step.lanes});
+                          });
+    if (rec) rec->setup_s = setup_s;
+    if (ring.all_sum(static_cast<std::uint64_t>(rec && rec->hung)) > 0) {  // every rank of the ring agrees, over MPI
       for (auto& lane : lanes) lane->abort();
       own.clear(), round_.clear();
     }

@@ -127,13 +127,13 @@ void RoundRunner::run_ring(const app::RunContext& context, const Round& round, i
                                   round.duplex ? "duplex round" : "shift step", job_.hosts[h], name(s.to),
                                   name(s.from)));
         auto rec = test.shift(context, ring, m, index, s);
-        if (s.to != MPI_PROC_NULL) {
-          if (phase == 1) rec.a = s.to, rec.b = h, rec.direction = 1;
-          rec.rail = rail;
-          out_records.push_back(rec);
+        if (rec) {
+          if (phase == 1) rec->a = s.to, rec->b = h, rec->direction = 1;
+          rec->rail = rail;
+          out_records.push_back(*rec);
         }
         // A step past --timeout aborted the ring's communicators (GPUs): the round ends on every rank of the ring.
-        if (gpus && ring.all_sum(static_cast<std::uint64_t>(s.to != MPI_PROC_NULL && rec.hung)) > 0) break;
+        if (gpus && ring.all_sum(static_cast<std::uint64_t>(rec && rec->hung)) > 0) break;
       }
       return out_records;
     });

@@ -67,6 +67,12 @@ struct P2PTest;
 struct Exchanger;
 struct PairMeasurement;
 
+// Of a ring step's communicators (one per lane, fabric-sweep's Round::lanes): the lane of a rank's sends, of its
+// receives, and how many there are.
+struct ShiftLanes {
+  int send = 0, receive = 0, count = 1;
+};
+
 class CollBackend {
  public:
   virtual ~CollBackend() = default;
@@ -101,8 +107,9 @@ class CollBackend {
   // mpiGraph's steps (x.mpigraph_steps; x.comm the MPI communicator of every rank of this one, in the same order):
   // this rank's sends to x.peer on this back end's communicator and its receives from x.from on `receives`' (another
   // of the same kind over the same ranks; this one where the rank does only one of them), so that neither waits for
-  // the other (NCCL: nccl_shift_steps). Error::internal elsewhere.
-  virtual PairMeasurement shift_steps(const Exchanger& x, CollBackend& receives);
+  // the other; `lanes` which of the ring's communicators they are (NCCL: nccl_shift_steps connects lane by lane).
+  // Error::internal elsewhere.
+  virtual PairMeasurement shift_steps(const Exchanger& x, CollBackend& receives, ShiftLanes lanes);
 };
 
 // The one timing loop: warm-up, barrier, `iterations` timed operations, mean time per op and laps.

@@ -105,12 +105,13 @@ class PairTest {
   virtual void end_round() {}
   // mpiGraph's shift, a step of the shift pattern or a duplex round's phase: this node sends metric `m` (a one-way p2p
   // figure) to `step.to` while it receives from `step.from`, on `ring` (one rank per node: its first, or with --rails
-  // its rail's; ring rank = host index; every rank of it in the call). Either may be MPI_PROC_NULL (then the record's
-  // figure means nothing where `to` is). Over MPI (P2PPairTest) and, with --backend nccl, GPU to GPU over the round's
+  // its rail's; ring rank = host index; every rank of it in the call). Either may be MPI_PROC_NULL. The record of the
+  // link to `to` (none where `to` is MPI_PROC_NULL, or where a step past --timeout elsewhere in the ring stopped its
+  // steps before one ended). Over MPI (P2PPairTest) and, with --backend nccl, GPU to GPU over the round's
   // communicators (begin_round with the ring as `group` and the round's lanes), the sends on one lane and the
   // receives on another; Error::internal elsewhere.
-  virtual PairRecord shift(const app::RunContext& context, const runtime::Communicator& ring, const SweepMetric& m,
-                           int round, const ShiftStep& step);
+  virtual std::optional<PairRecord> shift(const app::RunContext& context, const runtime::Communicator& ring,
+                                          const SweepMetric& m, int round, const ShiftStep& step);
 };
 
 // One round's plan for this rank's p2p pair tests, per (metric, direction) slot.
@@ -131,8 +132,8 @@ class P2PPairTest : public PairTest {
   // rank's pair (if any). Collective over the world.
   void plan_round(const runtime::Communicator& world, const runtime::Communicator* pair);
   double probing_s() const { return budgets_.probing_s; }
-  PairRecord shift(const app::RunContext& context, const runtime::Communicator& ring, const SweepMetric& m, int round,
-                   const ShiftStep& step) override;
+  std::optional<PairRecord> shift(const app::RunContext& context, const runtime::Communicator& ring,
+                                  const SweepMetric& m, int round, const ShiftStep& step) override;
   std::uint64_t bytes_of(const SweepMetric& m) const;
 
  private:
