@@ -23,6 +23,12 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// --timeout's deadline from now.
+std::chrono::steady_clock::time_point deadline_in(double timeout_s) {
+  return std::chrono::steady_clock::now() +
+         std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout_s));
+}
+
 // A p2p record from one end's measurement (over MPI or NCCL): what ran, what this end's NIC carried in the timed part
 // (sent + received, for the data-path check) and, on the leader, the figure of what actually ran (a cut test's value
 // is the bandwidth of what it moved) with its laps' median and p99.
@@ -227,7 +233,7 @@ class CollPairTest : public PairTest {
   // A shift step between the ring's GPUs over the round's communicators (begin_round with the ring as its group and
   // the round's lanes), else back ends of its own over the ring: the sends on the step's send lane, the receives on
   // its receive lane. With --timeout the steps have a deadline: past it the communicators are aborted on every rank
-  // of the ring and the records whose receiver did not end a step are hung.
+  // of the ring, and the links it stopped are hung records.
   std::optional<PairRecord> shift(const app::RunContext& context, const runtime::Communicator& ring,
                                   const SweepMetric& m, int round, const ShiftStep& step) override {
     const double timeout_s = context.options.timeout_s;
@@ -239,10 +245,7 @@ class CollPairTest : public PairTest {
     const double setup_s = seconds_since(setup_start) + std::exchange(round_setup_s_, 0.0);
     device_buffers();
     if (timeout_s > 0)
-      for (auto& lane : lanes)
-        lane->set_deadline(
-            std::chrono::steady_clock::now() +
-            std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout_s)));
+      for (auto& lane : lanes) lane->set_deadline(deadline_in(timeout_s));
     ops::CollBackend& sends = *lanes.at(static_cast<std::size_t>(step.send_lane));
     ops::CollBackend& receives = *lanes.at(static_cast<std::size_t>(step.receive_lane));
     auto rec = shift_step(context, ring, m, round, step, *send_, *recv_, bytes_, window_,
@@ -279,10 +282,7 @@ class CollPairTest : public PairTest {
     const int iterations = s.m.defaults.iterations(bytes_, options.iterations);
     const int warmup = s.m.defaults.warmup(bytes_, options.warmup);
     // With --timeout, a back end that can abort one communicator (NCCL) bounds the pair: a hang becomes a verdict.
-    if (options.timeout_s > 0)
-      backend.set_deadline(std::chrono::steady_clock::now() +
-                           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                               std::chrono::duration<double>(options.timeout_s)));
+    if (options.timeout_s > 0) backend.set_deadline(deadline_in(options.timeout_s));
     ops::CaseResult r;
     std::uint64_t hung = 0;
     const auto measure_start = std::chrono::steady_clock::now();
@@ -337,10 +337,7 @@ class CollPairTest : public PairTest {
         s.context.doing(s.doing(direction));
         const ops::Exchanger x{ends.get(), me,      me == 0 ? half : 0, leader, *send_, *recv_, bytes, iterations,
                                warmup,     window_, options.check,      false};
-        if (options.timeout_s > 0)
-          backend.set_deadline(std::chrono::steady_clock::now() +
-                               std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                   std::chrono::duration<double>(options.timeout_s)));
+        if (options.timeout_s > 0) backend.set_deadline(deadline_in(options.timeout_s));
         const auto measure_start = std::chrono::steady_clock::now();
         auto rec = s.record(direction);
         rec.setup_s = direction == 0 ? setup_s : 0;
