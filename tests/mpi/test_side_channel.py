@@ -124,15 +124,17 @@ class SideChannel(LaunchTest):
 
     def test_a_flood_of_strangers_leaves_the_figure_alone(self):
         # Interleaved: four control runs and three flooded ones between them. The flooded runs' median stays within
-        # what the control runs vary by (at least 10%, for two busy vCPUs). With two flooded runs, one run on a vCPU
-        # slowed for a few seconds was half the median: a CI run failed at 0.995 of the line with controls within 3%
-        # ([17221, 17474, 16943] against [14776, 15866]); on the same machine three repeats of seven runs gave ratios of
-        # medians 0.96-1.02.
+        # what the control runs vary by (at least 25%, for two busy vCPUs: a flood that cost the ranks real work, as
+        # answering it would, halves the figure). With two flooded runs, one run on a vCPU slowed for a few seconds
+        # was half the median: a CI run failed at 0.995 of the line with controls within 3% ([17221, 17474, 16943]
+        # against [14776, 15866]); on the same machine three repeats of seven runs gave ratios of medians 0.96-1.02.
+        # With a floor of 10%, a clean-clone run of 2026-11-30 failed at 0.999 of the line: controls 13349-15884,
+        # flooded 9917, 11204 and 19119 (the highest of all seven).
         control, flooded = [], []
         for k, flood in enumerate([False, True, False, True, False, True, False]):
             (flooded if flood else control).append(self.bandwidth(f"r{k}.h5", flood))
         spread = max(control) / min(control)
-        self.assertGreaterEqual(statistics.median(flooded), min(control) / max(spread, 1.10), (control, flooded))
+        self.assertGreaterEqual(statistics.median(flooded), min(control) / max(spread, 1.25), (control, flooded))
 
 
 if __name__ == "__main__":
