@@ -91,14 +91,14 @@ struct NcclLane {
 
 // mpiGraph's steps over NCCL (Exchanger::mpigraph_steps: fabric-sweep's shift and duplex rounds on GPUs): first the
 // connections, lane by lane (`lanes`: the lanes of this rank's sends and receives, of `count`); then each step after
-// two barriers of x.comm, this rank's window of sends to x.peer on `sends` and of receives from x.from on `receives`
-// (either MPI_PROC_NULL: none) in one NCCL group, each lane's stream waited for on its own. NCCL ends a rank's
-// operations on one communicator together, so the sends and receives go on different ones (Round::lanes): with both
-// on one, a rank's next receive waited for its last send, and one slow link paced every link of a ring (6 hosts on
-// the GPU machine, one link shaped to 25 MB/s: all 12 links of its duplex round read 23-38 MB/s; docs/fabric-sweep.md).
-// A step to x.peer lasts the later of this rank's sends and x.peer's receives, as over MPI. A connection or step past
-// the deadline (its communicators aborted on that rank) ends the steps on every rank at the next barrier; m.hung:
-// this rank's sends, or x.peer's receives, did not end.
+// a barrier of x.comm and the ranks' agreement that none passed the deadline, this rank's window of sends to x.peer on
+// `sends` and of receives from x.from on `receives` (either MPI_PROC_NULL: none) in one NCCL group, each lane's stream
+// waited for on its own. NCCL ends a rank's operations on one communicator together, so the sends and receives go on
+// different ones (Round::lanes): with both on one, a rank's next receive waited for its last send, and one slow link
+// paced every link of a ring (6 hosts on the GPU machine, one link shaped to 25 MB/s: all 12 links of its duplex round
+// read 23-38 MB/s; docs/fabric-sweep.md). A step to x.peer lasts the later of this rank's sends and x.peer's receives,
+// as over MPI. A connection or step past the deadline (its communicators aborted on that rank) ends the steps on every
+// rank at the next barrier; m.hung: this rank's sends, or x.peer's receives, did not end.
 PairMeasurement nccl_shift_steps(NcclLane sends, NcclLane receives, ShiftLanes lanes, const Exchanger& x,
                                  NcclBound bound);
 

@@ -143,7 +143,7 @@ PairMeasurement nccl_shift_steps(NcclLane sends, NcclLane receives, ShiftLanes l
 
 PairMeasurement nccl_exchange(NcclComm& nccl, cudaStream_t stream, const P2PTest& test, const Exchanger& x,
                               NcclBound bound) {
-  if (x.mpigraph_steps) return nccl_shift_steps({nccl, stream}, {nccl, stream}, {}, x, bound);
+  if (x.mpigraph_steps) throw Error::internal("mpiGraph's steps over NCCL: nccl_shift_steps, with two communicators");
   const ncclComm_t comm = nccl.get();
   const int peer = x.peer;
   const bool leader = x.leader;

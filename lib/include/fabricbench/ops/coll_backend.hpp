@@ -101,8 +101,7 @@ class CollBackend {
   virtual bool set_deadline(std::chrono::steady_clock::time_point /*deadline*/) { return false; }
   // Point-to-point between two ranks of this back end's communicator over its library, device buffers (NCCL: the
   // exchanges of nccl_p2p.hpp on its communicator and stream; fabric-sweep's GPU p2p metrics). `x.me` and `x.peer`
-  // are ranks of this communicator, `x.comm` the MPI communicator of just the two (with x.mpigraph_steps: of every
-  // rank of this one, in the same order; each rank's x.peer and x.from). Error::internal elsewhere.
+  // are ranks of this communicator, `x.comm` the MPI communicator of just the two. Error::internal elsewhere.
   virtual PairMeasurement exchange(const P2PTest& test, const Exchanger& x);
   // mpiGraph's steps (x.mpigraph_steps; x.comm the MPI communicator of every rank of this one, in the same order):
   // this rank's sends to x.peer on this back end's communicator and its receives from x.from on `receives`' (another

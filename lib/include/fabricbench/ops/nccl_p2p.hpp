@@ -26,8 +26,7 @@ class NcclP2P {
   NcclP2P& operator=(const NcclP2P&) = delete;
 
   // run_exchange over NCCL: `x.send` and `x.recv` are device buffers, `x.comm` the MPI communicator of the same
-  // ranks in the same order. No budget. With x.mpigraph_steps, mpiGraph's steps on the one communicator (every rank
-  // of `comm` in the call, x.from as given; fabric-sweep's rings put a rank's sends and receives on two).
+  // ranks in the same order. No budget, no mpiGraph steps (CollBackend::shift_steps runs those).
   PairMeasurement run(const P2PTest& test, const Exchanger& x);
 
  private:

@@ -25,7 +25,7 @@ struct PairMeasurement {
   std::uint64_t wrong = 0;      // bytes that failed the check on this rank
   int iterations = 0, warmup = 0, window = 0;  // what ran: a time budget may have cut the requested counts
   bool cut = false;                            // the budget cut them
-  bool hung = false;  // mpiGraph's steps over NCCL: `peer` did not end a step by the deadline (steps stopped there)
+  bool hung = false;  // mpiGraph's steps over NCCL: this rank's sends or `peer`'s receives passed the deadline
 };
 
 // How much of a pair test fits a time budget, from probes of one message (or one round trip).
