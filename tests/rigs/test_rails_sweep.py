@@ -22,8 +22,9 @@ SLOW = "100mbit"  # 11-12 MB/s measured (12.5 on the wire); unshaped pairs here 
 # Two or three faults at once under the adaptive plan: after its two screening rounds each host-rail has two pairs,
 # and the faults' pairs pull the median host-rail (the judge's reference) down, on a loaded run to ~50 MB/s and its
 # line (0.2 x) to ~10, the 100 Mbit/s pairs at 11 above it. Run 10 times on 2026-11-30 (after a CI failure): 2 named
-# nothing, 1 was called noise (the slowest healthy-looking pair at 24.7, 2.1x from the faults). At 50 Mbit/s (6.25 on
-# the wire) 12 of 12, then 6 of 6, named both. Every fault at that rate made the rails tests 46% longer (151 -> 221 s): only these two.
+# nothing, 1 was called noise (the slowest healthy-looking pair at 24.7, 2.1x from the faults). At 50 Mbit/s (6.25
+# on the wire) 12 of 12, then 6 of 6, named both. Every fault at that rate made the rails tests 46% longer (151 ->
+# 221 s): only these two use it.
 SLOWER = "50mbit"
 
 
