@@ -101,9 +101,16 @@ class SlurmSweep(SlurmRig):
     def test_srun_and_sbatch_name_the_same_slow_node(self):
         env = self.env(**self.slurm_env)
         args = SLURM_SWEEP_ARGS + ["--metric", "p2p_bw"]
-        r = subprocess.run(["timeout", "300", "srun", "-N", "4", "--ntasks-per-node", "1", "--mpi=pmix",
-                            str(BIN / "fabric-sweep"), "--output", str(self.dir / "srun.h5"), "-q"] + args,
-                           capture_output=True, text=True, env=env, cwd=self.dir)
+        # Open MPI 4.1.4 (Debian's) segfaults in start-up about once in 20 jobs on this rig (docs/operations.md; a
+        # clean-clone run of 2026-11-30: rank 0 dead of SIGSEGV, no file written, srun ended by the timeout). Such a
+        # start, before the sweep wrote anything, is run once more; a crash after the file exists, or twice, fails.
+        for attempt in range(2):
+            r = subprocess.run(["timeout", "300", "srun", "-N", "4", "--ntasks-per-node", "1", "--mpi=pmix",
+                                str(BIN / "fabric-sweep"), "--output", str(self.dir / "srun.h5"), "-q"] + args,
+                               capture_output=True, text=True, env=env, cwd=self.dir)
+            if "Segmentation fault" not in r.stderr or (self.dir / "srun.h5").exists():
+                break
+            print(f"attempt {attempt}: a rank segfaulted before srun.h5 was written; once more", flush=True)
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr + self.story("srun.h5"))
         self.assertEqual(self.verdicts("srun.h5"), [("node", self.hosts[2])], self.story("srun.h5"))
 
