@@ -21,6 +21,7 @@ ci/install-deps.sh
 . ci/env.sh
 jobs=${FABRICBENCH_JOBS:-2}
 tests=${FABRICBENCH_TEST_JOBS:-2}  # what is not RUN_SERIAL (unit cases, analysis modules) runs this many at a time
+waits=${FABRICBENCH_WAIT_JOBS:-4}  # the tests that mostly wait (label waits) run this many at a time
 stamp() { echo "== $1 ($(date -u +%H:%M:%S), $((SECONDS / 60)) min $((SECONDS % 60)) s in) =="; }
 
 vm_build=""
@@ -64,7 +65,7 @@ waits_log=$(mktemp)
 waits_nice=()
 [ "$(id -u)" -eq 0 ] && waits_nice=(nice -n -10)
 waits_rc=0
-"${waits_nice[@]}" ctest --test-dir build -L waits --output-on-failure >"$waits_log" 2>&1 || waits_rc=$?
+"${waits_nice[@]}" ctest --test-dir build -L waits -j "$waits" --output-on-failure >"$waits_log" 2>&1 || waits_rc=$?
 
 stamp "the sanitizer build and the analysis modules, waited for"
 idle_rc=0

@@ -6,11 +6,14 @@ ends its whole job (grandchildren too) and removes its hook folder; a job that c
 reported; actions run without a shell and are bounded."""
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
+import unittest.mock
 
 from fbtest import BIN, LaunchTest
 from mpi.test_nccl_ras import FakeRas
@@ -35,6 +38,20 @@ def gone(pid, within=10.0):
 
 
 class Watchdog(LaunchTest):
+    def setUp(self):
+        super().setUp()
+        # The watchdog makes its hook's folder under TMPDIR: a folder of this test's own, so that tests run side by side
+        # (ci/test.sh runs the label waits several at once) each see only the folders their own watchdogs made.
+        self.tmp = pathlib.Path(tempfile.mkdtemp(prefix="fabricbench-tmp-"))
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+        tmpdir = unittest.mock.patch.dict(os.environ, {"TMPDIR": str(self.tmp)})
+        tmpdir.start()
+        self.addCleanup(tmpdir.stop)
+
+    def hooks(self):
+        """The hook folders this test's watchdogs made and have not removed."""
+        return set(self.tmp.glob("fabric-watchdog-*"))
+
     def watch(self, args, command, timeout=120):
         start = time.monotonic()
         r = subprocess.run([str(BIN / "fabric-watchdog")] + args + ["--"] + command, cwd=self.dir, capture_output=True,
@@ -87,7 +104,7 @@ class Watchdog(LaunchTest):
                "def all_reduce_step():\n    print('step 1', flush=True); time.sleep(120)\n"
                "all_reduce_step()\n")
         env = dict(os.environ, PATH=str(tools), PYTHONPATH=str(user_site))
-        before = set(pathlib.Path("/tmp").glob("fabric-watchdog-*"))
+        before = self.hooks()
         for hook, report in ((True, "hook.h5"), (False, "nohook.h5")):
             args = ["--timeout", "2s", "--no-ras", "--report", report] + ([] if hook else ["--no-python-hook"])
             r = subprocess.run([str(BIN / "fabric-watchdog")] + args + ["--", sys.executable, "-c", job], cwd=self.dir,
@@ -105,7 +122,7 @@ class Watchdog(LaunchTest):
             else:
                 self.assertEqual(set(stacks.tool), {"proc"}, stacks)
                 self.assertNotIn("all_reduce_step", text)
-        self.assertEqual(set(pathlib.Path("/tmp").glob("fabric-watchdog-*")) - before, set(), "the hook's folder removed")
+        self.assertEqual(self.hooks() - before, set(), "the hook's folder removed")
 
     def test_a_laggard_named_from_nccl_ras_when_collectives_stop(self):
         r = self.watch_silent_with_ras("mismatch", "ras.h5")
@@ -157,15 +174,15 @@ class Watchdog(LaunchTest):
         """Before: the watchdog died at once, its job's grandchild ran on and the hook's 0700 folder stayed."""
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             with self.subTest(signal=sig.name):
-                before = set(pathlib.Path("/tmp").glob("fabric-watchdog-*"))
+                before = self.hooks()
                 proc, grandchild = self.start_family()
-                self.assertGreater(len(set(pathlib.Path("/tmp").glob("fabric-watchdog-*")) - before), 0, "hook made")
+                self.assertGreater(len(self.hooks() - before), 0, "hook made")
                 proc.send_signal(sig)
                 out, err = proc.communicate(timeout=30)
                 self.assertEqual(proc.returncode, 128 + sig, err)
                 self.assertIn("passed to the job", err)
                 self.assertTrue(gone(grandchild), f"the job's grandchild {grandchild} still runs")
-                self.assertEqual(set(pathlib.Path("/tmp").glob("fabric-watchdog-*")) - before, set(),
+                self.assertEqual(self.hooks() - before, set(),
                                  "the hook's folder removed")
                 (self.dir / "grandchild.pid").unlink()
 
@@ -183,9 +200,9 @@ class Watchdog(LaunchTest):
     def test_sigkill_of_the_watchdog_still_ends_its_job_and_the_hook_folder(self):
         """No handler runs on SIGKILL: the guard process sees the watchdog gone, ends the job's process group and
         removes the hook's folder (before, every such run left one in /tmp)."""
-        before = set(pathlib.Path("/tmp").glob("fabric-watchdog-*"))
+        before = self.hooks()
         proc, grandchild = self.start_family()
-        made = set(pathlib.Path("/tmp").glob("fabric-watchdog-*")) - before
+        made = self.hooks() - before
         self.assertGreater(len(made), 0, "hook made")
         proc.kill()
         proc.communicate(timeout=30)
