@@ -4,13 +4,15 @@
 # its unit tests run), then run every test but the GPU ones. docs/testing.md ("CI's time") has the measurements behind
 # this order. On two cores the tests are the limit, so the CPU is shared by kind of work:
 # - both trees are Ninja unity builds (16 files a compile: the shared headers parsed once a batch, half the CPU);
-# - the tests that launch MPI jobs (labels mpi and install: RUN_SERIAL, one at a time, as under load
-#   mpi.test_sweep's late receiver and mpi.test_side_channel's flood failed) run at the normal priority while the
-#   sanitizer tree compiles and then the analysis modules (label analysis: they read files and draw, judging nothing
-#   by time) run at the idle priority (SCHED_IDLE: only the CPU the tests leave, handed back the moment one wakes);
+# - the first tree builds and then the tests that launch MPI jobs (labels mpi and install: RUN_SERIAL, one at a time,
+#   as under load mpi.test_sweep's late receiver and mpi.test_side_channel's flood failed) run at the normal priority
+#   while the sanitizer tree compiles (from the start) and the analysis modules (label analysis: they read files and
+#   draw, judging nothing by time; from the end of the first build) run at the idle priority (SCHED_IDLE: only the
+#   CPU the others leave, handed back the moment one wakes);
 # - then the rigs (label rig), one at a time with nothing at the idle priority beside them (their verdicts depend on
 #   the cores: see below);
-# - the modules that mostly wait (label waits) after the MPI jobs, beside the idle work only;
+# - the modules that mostly wait (label waits, a ctest entry per test) after the MPI jobs, FABRICBENCH_WAIT_JOBS (4) at
+#   a time, beside the idle work only;
 # - the unit tests (deadlines of seconds) at the normal priority: build/'s before the MPI tests, the sanitized tree's
 #   after them, FABRICBENCH_TEST_JOBS (2) at a time.
 # The Soft-RoCE guest's image (rigs.test_verbs_rxe) is made while the first tree compiles (downloads and unpacking).
@@ -34,29 +36,41 @@ pids=()
 # A build or test failing below ends the ones in the background, with their children (ninja, ctest).
 trap 'for p in "${pids[@]}"; do pkill -TERM -P "$p"; kill "$p"; done 2>/dev/null || true' EXIT
 
+# The sanitizer tree from the start, in the background at the idle priority: it takes the CPU the first build and then
+# the tests leave (the first build's configuring and linking leave a core idle at times).
+stamp "build (CUDA off, libibverbs off, ASan + UBSan) in the background at the idle priority, from now on"
+minimal_log=$(mktemp)
+(
+  chrt --idle --pid 0 "$BASHPID"
+  fabricbench_configure minimal
+  cmake --build --preset minimal -j "$jobs"
+  stamp "build (CUDA off, libibverbs off, ASan + UBSan): done"
+) >"$minimal_log" 2>&1 &
+minimal=$!
+pids+=("$minimal")
+
 stamp "build (CUDA auto)"
 # Line tables only (-g1) for the C++ here: the same -O2 code as the preset's -g, a fifth less compile time; stacks and
 # backtraces keep their function names and lines.
 fabricbench_configure default -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"
 cmake --build --preset default -j "$jobs"
 
-stamp "build (CUDA off, libibverbs off, ASan + UBSan), then the analysis modules, in the background at the idle priority"
-idle_log=$(mktemp)
+stamp "analysis modules (label analysis), $tests at a time, in the background at the idle priority"
+analysis_log=$(mktemp)
 (
   chrt --idle --pid 0 "$BASHPID"
-  fabricbench_configure minimal
-  cmake --build --preset minimal -j "$jobs"
-  stamp "analysis modules (label analysis), $tests at a time, at the idle priority"
   ctest --test-dir build -L analysis -j "$tests" --output-on-failure
-) >"$idle_log" 2>&1 &
-idle=$!
-pids+=("$idle")
+  stamp "analysis modules (label analysis): done"
+) >"$analysis_log" 2>&1 &
+analysis=$!
+pids+=("$analysis")
 stamp "tests: unit"
 ctest --test-dir build -L unit -j "$tests" --output-on-failure
 stamp "tests: MPI jobs (labels mpi, install), one at a time"
 ctest --test-dir build -L "mpi|install" -LE "gpu|waits|rig" --output-on-failure
 
-# The modules that mostly wait, beside nothing but the idle work, at nice -10 where root may: their fake NCCL jobs'
+# The modules that mostly wait, $waits tests at a time (each under a tenth of a core; 70 s against 255 s one after
+# the other), beside nothing but the idle work, at nice -10 where root may: their fake NCCL jobs'
 # network steps are 50 us sleeps and their slow rank's turns are 50 ms, which the MPI jobs beside them stretched
 # (clean-clone runs of 2026-11-29 with them beside the MPI jobs: a slow link placed on its sender's or receiver's
 # network, a late rank named 10 s in and let go at once; at nice -10 beside them too). Their results are said at the end.
@@ -68,10 +82,14 @@ waits_rc=0
 "${waits_nice[@]}" ctest --test-dir build -L waits -j "$waits" --output-on-failure >"$waits_log" 2>&1 || waits_rc=$?
 
 stamp "the sanitizer build and the analysis modules, waited for"
-idle_rc=0
-wait "$idle" || idle_rc=$?
-cat "$idle_log"
-[ "$idle_rc" -eq 0 ] || { echo "ci/test.sh: the sanitizer build or an analysis module failed (above)"; exit 1; }
+idle_wait() {  # PID LOG WHAT: its log, and the end of the run if it failed
+  local rc=0
+  wait "$1" || rc=$?
+  cat "$2"
+  [ "$rc" -eq 0 ] || { echo "ci/test.sh: $3 failed (above)"; exit 1; }
+}
+idle_wait "$minimal" "$minimal_log" "the sanitizer build"
+idle_wait "$analysis" "$analysis_log" "an analysis module"
 # The rigs judge speed on two shared cores: nothing at the idle priority beside them. Ranks that poll with
 # mpi_yield_when_idle hand the core to any runnable task at each yield; with the idle work beside, three clean-clone
 # runs of four lost a verdict (a slowed node "too noisy to judge" or not named, a NIC and a node "too noisy").
