@@ -78,6 +78,8 @@ class SoftRoceGuest(unittest.TestCase):
         ], BIN)
         print("guest seconds per case: " + ", ".join(f"{c.name} {c.seconds:.1f}" for c in cls.cases.values()),
               file=sys.stderr)
+        # The slowed rail's margin, kept in ctest's log (LastTest.log) for each run: the sweep's own tables.
+        print(cls.cases["rails_slow"].stdout, file=sys.stderr)
 
     @classmethod
     def tearDownClass(cls):
