@@ -168,6 +168,30 @@ TEST(DoctorFiles, RdmaPortsFromSysfs) {
   EXPECT_EQ(find(f, "rdma.ibacm", "ibacm")->status, Status::ok);
 }
 
+// The GID table as the kernel shows it: empty entries read as zeros (their type files refuse to be read, here absent).
+// A RoCE v2 entry anywhere in the table counts, past empty ones too; a table of v1 entries only does not.
+TEST(DoctorFiles, RoceV2GidAnywhereInTheTable) {
+  const std::string zero = "0000:0000:0000:0000:0000:0000:0000:0000\n";
+  Tree t;
+  t.port("rxe0", 1, "4: ACTIVE", "5: LinkUp", "Ethernet", "10 Gb/sec (1X QDR)");
+  t.port("rxe1", 1, "4: ACTIVE", "5: LinkUp", "Ethernet", "10 Gb/sec (1X QDR)");
+  const std::string a = "/sys/class/infiniband/rxe0/ports/1", b = "/sys/class/infiniband/rxe1/ports/1";
+  t.file(a + "/gids/0", "fe80:0000:0000:0000:0000:00ff:fe00:0001\n").file(a + "/gid_attrs/types/0", "IB/RoCE v1\n");
+  for (int i = 1; i < 12; ++i) t.file(a + "/gids/" + std::to_string(i), zero);
+  t.file(a + "/gids/7", "0000:0000:0000:0000:0000:ffff:0a00:0001\n").file(a + "/gid_attrs/types/7", "RoCE v2\n");
+  for (int i = 0; i < 12; ++i) t.file(b + "/gids/" + std::to_string(i), i < 3 ? "fe80::1\n" : zero);
+  for (int i = 0; i < 3; ++i) t.file(b + "/gid_attrs/types/" + std::to_string(i), "IB/RoCE v1\n");
+  // The listing is of gid_attrs/types: every index of the table has one (unused ones unreadable).
+  for (int i = 0; i < 12; ++i)
+    for (const auto& port : {a, b})
+      if (!fs::exists(t.root() + port + "/gid_attrs/types/" + std::to_string(i)))
+        t.file(port + "/gid_attrs/types/" + std::to_string(i), "");
+  const auto ports = read_rdma_ports(t.files());
+  ASSERT_EQ(ports.size(), 2u);
+  EXPECT_TRUE(ports[0].roce_v2);
+  EXPECT_FALSE(ports[1].roce_v2);
+}
+
 TEST(DoctorFiles, RoceWithoutV2GidFails) {
   Tree t;
   t.port("mlx5_3", 1, "4: ACTIVE", "5: LinkUp", "Ethernet", "100 Gb/sec (4X EDR)", "IB/RoCE v1", "eth3");
