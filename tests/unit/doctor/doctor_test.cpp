@@ -168,7 +168,7 @@ TEST(DoctorFiles, RdmaPortsFromSysfs) {
   EXPECT_EQ(find(f, "rdma.ibacm", "ibacm")->status, Status::ok);
 }
 
-// The GID table as the kernel shows it: empty entries read as zeros (their type files refuse to be read, here absent).
+// The GID table as the kernel shows it: empty entries read as zeros (their type files refuse to be read: here empty).
 // A RoCE v2 entry anywhere in the table counts, past empty ones too; a table of v1 entries only does not.
 TEST(DoctorFiles, RoceV2GidAnywhereInTheTable) {
   const std::string zero = "0000:0000:0000:0000:0000:0000:0000:0000\n";
