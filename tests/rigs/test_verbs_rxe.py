@@ -35,7 +35,7 @@ RAILS_SWEEP = (f"mpirun --allow-run-as-root -np 8 --oversubscribe --bind-to none
                f"-W 16 -n 40 -w 10 "
                # One pair at a time: 4 pairs' 8 processes at once on the guest's 2 CPUs spread the healthy pairs 1.4-20
                # MiB/s, down to the slowed NIC's 0.9 ("too noisy to judge" in CI and here, 2 of 2); one at a time they
-               # measure 13-24 and the NIC stands 10x below, in about the same time (the rounds 1 min 20 s).
+               # measured 13-24 with 64K messages in a fast phase of the machine, and the rounds took about as long.
                f"--sequential "
                # The rig's own line, a quarter of the median (configs/rigs/rxe-rails.ini says why); the build tree's copy
                # of configs/, which the guest sees at the same path. The cheap host checks are fabric-doctor's case.
