@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Installs what fabricbench needs on Debian 12 / Ubuntu (apt, when root); without root it only says what is missing.
+#   ci/install-deps.sh build   what the build needs (compilers, CMake, Ninja, the libraries' development packages,
+#                              GoogleTest): ci/test.sh installs these first and the rest while the build runs
 #   ci/install-deps.sh main    what the main job (launch/quickstart.sh) uses: the build, the analysis package's
 #                              plots and workbooks (matplotlib, openpyxl: the next steps it prints, fabric-report
 #                              plot, html and excel, run), and as root the emulated cluster (iproute2) and the
@@ -9,15 +11,15 @@
 #                              the Slurm rig (slurm-wlm, munge)
 set -euo pipefail
 mode=${1:-tests}
-case "$mode" in main | tests) ;; *) echo "ci/install-deps.sh: '$mode': allowed values are main, tests" >&2; exit 2 ;; esac
+case "$mode" in build | main | tests) ;; *) echo "ci/install-deps.sh: '$mode': allowed values are build, main, tests" >&2; exit 2 ;; esac
 packages=(build-essential cmake ninja-build libopenmpi-dev openmpi-bin libhdf5-dev libboost-program-options-dev libfmt-dev
-          libgtest-dev googletest libibverbs-dev python3-h5py python3-pandas python3-numpy python3-openpyxl
-          python3-matplotlib)
+          libgtest-dev googletest libibverbs-dev)
+[ "$mode" != build ] && packages+=(python3-h5py python3-pandas python3-numpy python3-openpyxl python3-matplotlib)
 [ "$mode" = tests ] && packages+=(prometheus python3-prometheus-client python3-venv python3-setuptools python3-pip
                                   chromium python3-hypothesis)
 # The rigs (emulated cluster, Soft-RoCE guest, real Slurm) run as root only; then their tools are installed too.
 # The Soft-RoCE guest is a Debian image built with mmdebstrap (cached outside the clone) booted under QEMU.
-if [ "$(id -u)" -eq 0 ]; then
+if [ "$(id -u)" -eq 0 ] && [ "$mode" != build ]; then
   packages+=(iproute2 util-linux qemu-system-x86 mmdebstrap e2fsprogs)
   [ "$mode" = tests ] && packages+=(slurm-wlm munge)
 fi
@@ -32,5 +34,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "fabricbench: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
+# The package lists once: not again within the hour of the last update that changed them (ci/test.sh installs in
+# two steps).
+[ -n "$(find /var/lib/apt/lists -maxdepth 0 -mmin -60 2>/dev/null)" ] || apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

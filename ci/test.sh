@@ -15,26 +15,42 @@
 #   a time, beside the idle work only;
 # - the unit tests (deadlines of seconds) at the normal priority: build/'s before the MPI tests, the sanitized tree's
 #   after them, FABRICBENCH_TEST_JOBS (2) at a time.
-# The Soft-RoCE guest's image (rigs.test_verbs_rxe) is made while the first tree compiles (downloads and unpacking).
-# Build trees: build/ and build-minimal/.
+# On a fresh machine apt installs what the build needs first, and the rest (the analysis package's, the rigs' tools)
+# while the first tree compiles; then the Soft-RoCE guest's image (rigs.test_verbs_rxe) is made beside it (downloads and
+# unpacking). Build trees: build/ and build-minimal/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ci/install-deps.sh
+ci/install-deps.sh build
 . ci/env.sh
 jobs=${FABRICBENCH_JOBS:-2}
 tests=${FABRICBENCH_TEST_JOBS:-2}  # what is not RUN_SERIAL (unit cases, analysis modules) runs this many at a time
 waits=${FABRICBENCH_WAIT_JOBS:-4}  # the tests that mostly wait (label waits) run this many at a time
 stamp() { echo "== $1 ($(date -u +%H:%M:%S), $((SECONDS / 60)) min $((SECONDS % 60)) s in) =="; }
 
-vm_build=""
-if [ "$(id -u)" -eq 0 ] && command -v mmdebstrap >/dev/null && command -v qemu-system-x86_64 >/dev/null; then
-  vm_log=$(mktemp)
-  tests/rigs/rxe_vm.sh build >"$vm_log" 2>&1 &
-  vm_build=$!
-fi
 pids=()
-# A build or test failing below ends the ones in the background, with their children (ninja, ctest).
+# A build or test failing below ends the ones in the background, with their children (ninja, ctest, apt).
 trap 'for p in "${pids[@]}"; do pkill -TERM -P "$p"; kill "$p"; done 2>/dev/null || true' EXIT
+deps_log=$(mktemp)
+deps_rc=$(mktemp)  # the install's exit status, once it ended
+(
+  rc=0
+  ci/install-deps.sh tests || rc=$?
+  echo "$rc" >"$deps_rc"
+  exit "$rc"
+) >"$deps_log" 2>&1 &
+deps=$!
+pids+=("$deps")
+# The guest's image once its tools are there; a failure here is said before the rigs (the rig test builds again).
+vm_log=$(mktemp)
+(
+  until [ -s "$deps_rc" ]; do sleep 1; done
+  if [ "$(cat "$deps_rc")" = 0 ] && [ "$(id -u)" -eq 0 ] && command -v mmdebstrap >/dev/null &&
+     command -v qemu-system-x86_64 >/dev/null; then
+    tests/rigs/rxe_vm.sh build
+  fi
+) >"$vm_log" 2>&1 &
+vm_build=$!
+pids+=("$vm_build")
 
 # The sanitizer tree from the start, in the background at the idle priority: it takes the CPU the first build and then
 # the tests leave (the first build's configuring and linking leave a core idle at times).
@@ -54,6 +70,15 @@ stamp "build (CUDA auto)"
 # backtraces keep their function names and lines.
 fabricbench_configure default -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"
 cmake --build --preset default -j "$jobs"
+
+joined() {  # PID LOG WHAT: waits for a job of the background, prints its log, ends the run if it failed
+  local rc=0
+  wait "$1" || rc=$?
+  cat "$2"
+  [ "$rc" -eq 0 ] || { echo "ci/test.sh: $3 failed (above)"; exit 1; }
+}
+stamp "the tests' packages, waited for"
+joined "$deps" "$deps_log" "installing the tests' packages"
 
 stamp "analysis modules (label analysis), $tests at a time, in the background at the idle priority"
 analysis_log=$(mktemp)
@@ -82,20 +107,12 @@ waits_rc=0
 "${waits_nice[@]}" ctest --test-dir build -L waits -j "$waits" --output-on-failure >"$waits_log" 2>&1 || waits_rc=$?
 
 stamp "the sanitizer build and the analysis modules, waited for"
-joined() {  # PID LOG WHAT: waits for a job of the background, prints its log, ends the run if it failed
-  local rc=0
-  wait "$1" || rc=$?
-  cat "$2"
-  [ "$rc" -eq 0 ] || { echo "ci/test.sh: $3 failed (above)"; exit 1; }
-}
 joined "$minimal" "$minimal_log" "the sanitizer build"
 joined "$analysis" "$analysis_log" "an analysis module"
 # The rigs judge speed on two shared cores: nothing at the idle priority beside them. Ranks that poll with
 # mpi_yield_when_idle hand the core to any runnable task at each yield; with the idle work beside, three clean-clone
 # runs of four lost a verdict (a slowed node "too noisy to judge" or not named, a NIC and a node "too noisy").
-if [ -n "$vm_build" ]; then
-  wait "$vm_build" || { echo "rxe_vm.sh build failed (rigs.test_verbs_rxe builds again and says why):"; tail -5 "$vm_log"; }
-fi
+wait "$vm_build" || { echo "rxe_vm.sh build failed (rigs.test_verbs_rxe builds again and says why):"; tail -5 "$vm_log"; }
 stamp "tests: rigs (label rig), one at a time, alone"
 log=$(mktemp)
 ctest --test-dir build -L rig -LE gpu --output-on-failure | tee "$log"

@@ -1,6 +1,6 @@
 """The main command's install (ci/install-deps.sh main, run by launch/quickstart.sh) leaves the results usable: the
 next steps the tools print (`# plots: fabric-report plot FILE`; html, excel) import matplotlib and openpyxl, which
-the main set must hold. The script is run as a user (a fake `id`) with a fake `dpkg-query` that finds nothing
+the main set must hold; the build's set (installed first by ci/test.sh) holds what CMake requires. The script is run as a user (a fake `id`) with a fake `dpkg-query` that finds nothing
 installed: it names every package of the set it would install."""
 import os
 import pathlib
@@ -37,6 +37,18 @@ class MainInstall(unittest.TestCase):
         self.assertEqual(imported, {"matplotlib", "openpyxl"})
         self.assertLessEqual({f"python3-{m}" for m in imported}, main)
         self.assertLessEqual(main, would_install("tests"))  # the tests' set holds the main one's
+
+    def test_the_build_set_holds_what_cmake_finds_and_no_more(self):
+        # ci/test.sh installs this set first and builds while the rest installs: what the top CMakeLists.txt
+        # requires (find_package ... REQUIRED) must be in it, and nothing of the analysis package or the rigs.
+        build = would_install("build")
+        required = set(re.findall(r"find_package\((\w+) REQUIRED", (ROOT / "CMakeLists.txt").read_text()))
+        self.assertEqual(required, {"MPI", "HDF5", "Boost", "fmt", "GTest"})
+        for package in ("libopenmpi-dev", "libhdf5-dev", "libboost-program-options-dev", "libfmt-dev", "libgtest-dev",
+                        "cmake", "ninja-build", "build-essential"):
+            self.assertIn(package, build)
+        self.assertLess(build, would_install("main"))
+        self.assertFalse({p for p in build if p.startswith("python3")}, build)
 
 
 if __name__ == "__main__":
