@@ -46,9 +46,11 @@ std::string why_gdr_off(const job::NcclLog& log, const std::set<std::string>& ni
   std::vector<std::string> disabled;
   std::set<std::string> rest;
   const auto nic_of = [](const std::string& name) { return name.substr(0, name.find(':')); };
-  for (const auto& [hca, support] : log.gdr_support)
-    if (!support.first && std::any_of(nics.begin(), nics.end(), [&](const auto& n) { return nic_of(n) == hca; }))
+  for (const auto& gdr : log.gdr_support) {
+    const std::string& hca = gdr.first;  // a name of its own: C++17 lambdas do not capture structured bindings
+    if (!gdr.second.first && std::any_of(nics.begin(), nics.end(), [&](const auto& n) { return nic_of(n) == hca; }))
       disabled.push_back(hca);
+  }
   const bool every_nic_refuses =
       !log.gdr_support.empty() &&
       std::none_of(log.gdr_support.begin(), log.gdr_support.end(), [](const auto& g) { return g.second.first; });

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <tuple>
 
@@ -69,8 +70,11 @@ CurveBook CurveBook::load(const std::string& path) {
     };
     const double link = positive(f[1], "link_gbps"), ranks = positive(f[2], "ranks");
     const double bytes = positive(f[4], "bytes"), gbps = positive(f[5], "gbps");
-    if (ranks != std::floor(ranks) || bytes != std::floor(bytes))
-      throw Error::usage(fmt::format("{}: ranks and bytes are whole numbers", where));
+    // Bounded before the conversions below: a double past int's or uint64's range does not convert (undefined).
+    if (ranks != std::floor(ranks) || bytes != std::floor(bytes) || ranks > std::numeric_limits<int>::max() ||
+        bytes >= 0x1p63)
+      throw Error::usage(fmt::format("{}: ranks and bytes are whole numbers (ranks up to {}, bytes below 2^63)", where,
+                                     std::numeric_limits<int>::max()));
     if (f[0].empty() || f[3].empty()) throw Error::usage(fmt::format("{}: path and op must not be empty", where));
     auto& c = by_key[{f[0], link, int(ranks), f[3]}];
     c.path = f[0], c.link_gbps = link, c.ranks = int(ranks), c.op = f[3], c.source = f[6];

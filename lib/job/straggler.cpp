@@ -129,9 +129,11 @@ void StragglerFinder::expire(std::int64_t now_ns, bool all) {
     if (unsized_done) finish(it->first, p);
     if (unsized_done || all || now_ns - p.newest_ns > 30 * kSecond) {
       if (!unsized_done)
-        for (const auto& [rank, source] : ranks_of_[it->first.comm])
+        for (const auto& entry : ranks_of_[it->first.comm]) {
+          const auto rank = entry.first;  // a name of its own: C++17 lambdas do not capture structured bindings
           if (std::none_of(p.parts.begin(), p.parts.end(), [&](const Part& q) { return q.rank == rank; }))
             ++missing_[{it->first.comm, rank}];
+        }
       it = pending_.erase(it);
     } else {
       ++it;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <tuple>
 
 #include "fabricbench/facts/rail_nic.hpp"
 
@@ -147,7 +148,8 @@ void RoundRunner::run_rails(const app::RunContext& context, const Pass& pass, co
   // NCCL_TESTS_SPLIT_MASK does: rail i's two ranks run every metric, all rails at once.
   const auto& world = context.world;
   const int me = world.rank();
-  const auto [k, role] = pair_of(round, job_.host_of_rank[me]);
+  int k = 0, role = 0;  // not a structured binding: the lambdas below capture them (C++17)
+  std::tie(k, role) = pair_of(round, job_.host_of_rank[me]);
   const bool collectives = collectives_run(pass);
   const auto pair = step.split([&] { return world.split(k >= 0 ? k : MPI_UNDEFINED, role * world.size() + me); });
   runtime::Communicator rail;
@@ -170,7 +172,8 @@ void RoundRunner::run_hosts(const app::RunContext& context, const Pass& pass, co
                             Step& step) {
   const auto& world = context.world;
   const int me = world.rank();
-  const auto [k, role] = pair_of(round, job_.host_of_rank[me]);
+  int k = 0, role = 0;  // not a structured binding: the lambdas below capture them (C++17)
+  std::tie(k, role) = pair_of(round, job_.host_of_rank[me]);
   const bool host_leader = context.placement.me().local_rank == 0;
   const bool any_host_level =
       std::any_of(job_.metrics.begin(), job_.metrics.end(), [&](auto* m) { return !on_gpus(*m); });

@@ -288,7 +288,9 @@ class ReportWriter {
       median[k] = v[(v.size() - 1) / 2];
     }
     std::vector<results::Row> rows;
-    for (const auto& [k, c] : d_.finder.connections()) {
+    for (const auto& connection : d_.finder.connections()) {
+      const auto& k = connection.first;  // not a structured binding: host_of captures it (C++17)
+      const auto& c = connection.second;
       const auto host_of = [&](int rank) {
         const auto src = d_.finder.source_of(k.comm, rank);
         return src ? words_.source(*src).host : std::string();

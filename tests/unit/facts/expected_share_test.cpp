@@ -194,6 +194,9 @@ TEST(ExpectedCurve, BookReadsCurvesAndFindsThemByLinkWithinTwoPercent) {
            {"d.csv", std::string(kHeader) + "nvlink,478,2,all_reduce,8,1,x\nnvlink,478,2,all_reduce,8,2,x\n",
             "given twice"},
            {"f.csv", std::string(kHeader) + "nvlink,478,2\n", "7 fields wanted"},
+           // Past int's or uint64's range: refused, not converted (undefined; clang's UBSan saw 1e+26 -> int).
+           {"r.csv", std::string(kHeader) + "nvlink,478,1e26,all_reduce,8,1,x\n", "ranks up to 2147483647"},
+           {"b.csv", std::string(kHeader) + "nvlink,478,2,all_reduce,1e20,1,x\n", "bytes below 2^63"},
            {"e.csv", "# nothing\n", "no header line"}}) {
     try {
       CurveBook::load(write_file(name, text));
