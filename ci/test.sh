@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
 # The README's test command: install (apt, when root), build with CUDA auto-detected (GCC), and again with CUDA and
 # libibverbs off under AddressSanitizer and UndefinedBehaviorSanitizer with clang (every target: the CUDA-off path
-# compiled and its unit tests run; two compilers' errors and warnings), then run every test but the GPU ones. docs/testing.md ("CI's time") has the measurements behind
-# this order. On two cores the tests are the limit, so the CPU is shared by kind of work:
+# compiled and its unit tests run; two compilers' errors and warnings), then run every test but the GPU ones.
+# docs/testing.md ("CI's time") has the measurements behind this order. On two cores the tests are the limit, so the
+# CPU is shared by kind of work:
 # - both trees are Ninja unity builds (16 files a compile: the shared headers parsed once a batch, half the CPU);
 # - the first tree builds and then the tests that launch MPI jobs (labels mpi and install: RUN_SERIAL, one at a time,
 #   as under load mpi.test_sweep's late receiver and mpi.test_side_channel's flood failed) run at the normal priority
 #   while the sanitizer tree compiles (from the start) and the analysis modules (label analysis: they read files and
 #   draw, judging nothing by time; from the end of the first build) run at the idle priority (SCHED_IDLE: only the
 #   CPU the others leave, handed back the moment one wakes);
-# - then the rigs (label rig), one at a time with nothing at the idle priority beside them (their verdicts depend on
-#   the cores: see below);
 # - the modules that mostly wait (label waits, a ctest entry per test) after the MPI jobs, FABRICBENCH_WAIT_JOBS (4) at
-#   a time, beside the idle work only;
+#   a time, beside the idle work only, which from then on includes the Soft-RoCE guest's rig (its verdicts are
+#   measured inside the guest);
+# - then the other rigs (label rig), one at a time with nothing at the idle priority beside them (their verdicts
+#   depend on the cores: see below);
 # - the unit tests (deadlines of seconds) at the normal priority: build/'s before the MPI tests, the sanitized tree's
 #   after them, FABRICBENCH_TEST_JOBS (2) at a time.
 # On a fresh machine apt installs what the build needs first, and the rest (the analysis package's, the rigs' tools)
-# while the first tree compiles; then the Soft-RoCE guest's image (rigs.test_verbs_rxe) is made beside it (downloads and
-# unpacking). Build trees: build/ and build-minimal/.
+# while the first tree compiles; then the Soft-RoCE guest's image (rigs.test_verbs_rxe) is made at the idle priority
+# (downloads and unpacking). Build trees: build/ and build-minimal/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ci/install-deps.sh build
