@@ -99,25 +99,25 @@ analysis_log=$(mktemp)
 ) >"$analysis_log" 2>&1 &
 analysis=$!
 pids+=("$analysis")
-# The Soft-RoCE guest's rigs, each in a boot of its own, in the background at the idle priority: the fabric-verbs
-# cases from now on, beside the MPI jobs (which take 0.6 of the two cores: 128 s of CPU in 206, 2026-11-30; the guest's
-# cases judge no rate, and a job of theirs stretched only waits longer); the rails sweep once the MPI jobs are done
-# (mpi_done), beside the waiting modules (and the fabric-verbs cases' end, where they took longer).
+# The Soft-RoCE guest's rigs, one boot after the other, in the background at the idle priority: the fabric-verbs cases
+# now, beside the MPI jobs (which take 0.6 of the two cores: 128 s of CPU in 206, 2026-11-30; the guest's cases judge
+# no rate, and a job of theirs stretched only waits longer); the rails sweep once the MPI jobs are done (mpi_done),
+# beside the waiting modules.
 guest_log=$(mktemp)
-rails_log=$(mktemp)
 mpi_done=$(mktemp -u)
-guest_rig() {  # NAME [FILE]: the rig test rigs.NAME once the image is made (and FILE exists)
+(
   chrt --idle --pid 0 "$BASHPID"
-  until [ -s "$vm_rc" ] && [ -e "${2:-$vm_rc}" ]; do sleep 1; done
-  [ "$(cat "$vm_rc")" = 0 ] || { echo "rxe_vm.sh build failed (the rig builds again, says why):"; tail -5 "$vm_log"; }
-  stamp "the Soft-RoCE guest's rig $1, in the background at the idle priority"
-  ctest --test-dir build -R "^py[.]rigs[.]$1\$" -LE gpu --output-on-failure
-}
-guest_rig test_verbs_rxe >"$guest_log" 2>&1 &
+  until [ -s "$vm_rc" ]; do sleep 1; done
+  [ "$(cat "$vm_rc")" = 0 ] || { echo "rxe_vm.sh build failed (the guest's rigs build again and say why):"; tail -5 "$vm_log"; }
+  rc=0
+  ctest --test-dir build -R '^py[.]rigs[.]test_verbs_rxe$' -LE gpu --output-on-failure || rc=$?
+  until [ -e "$mpi_done" ]; do sleep 1; done
+  stamp "the Soft-RoCE guest's rails (rigs.test_rails_rxe), in the background at the idle priority"
+  ctest --test-dir build -R '^py[.]rigs[.]test_rails_rxe$' -LE gpu --output-on-failure || rc=$?
+  exit "$rc"
+) >"$guest_log" 2>&1 &
 guest=$!
-guest_rig test_rails_rxe "$mpi_done" >"$rails_log" 2>&1 &
-rails=$!
-pids+=("$guest" "$rails")
+pids+=("$guest")
 stamp "tests: unit"
 ctest --test-dir build -L unit -j "$tests" --output-on-failure
 stamp "tests: MPI jobs (labels mpi, install), one at a time"
@@ -143,9 +143,8 @@ joined "$minimal" "$minimal_log" "the sanitizer build"
 joined "$analysis" "$analysis_log" "an analysis module"
 stamp "the Soft-RoCE guest's rigs, waited for"
 log=$(mktemp)
-joined "$guest" "$guest_log" "the Soft-RoCE guest's fabric-verbs cases"
-joined "$rails" "$rails_log" "the Soft-RoCE guest's rails"
-cat "$guest_log" "$rails_log" >"$log"
+joined "$guest" "$guest_log" "the Soft-RoCE guest's rigs"
+cp "$guest_log" "$log"
 # The other rigs judge speed on two shared cores: nothing at the idle priority beside them. Ranks that poll with
 # mpi_yield_when_idle hand the core to any runnable task at each yield; with the idle work beside, three clean-clone
 # runs of four lost a verdict (a slowed node "too noisy to judge" or not named, a NIC and a node "too noisy").
