@@ -11,18 +11,15 @@
 #   draw, judging nothing by time; from the end of the first build) run at the idle priority (SCHED_IDLE: only the
 #   CPU the others leave, handed back the moment one wakes);
 # - the modules that mostly wait (label waits, a ctest entry per test) after the MPI jobs, FABRICBENCH_WAIT_JOBS (4) at
-#   a time, beside the idle work only;
-# - the Soft-RoCE guest's two rigs, each a boot of its own, at the idle priority too (what they judge is measured inside
-#   the guest, whose ranks yield to the guest's own scheduler): its fabric-verbs cases (rigs.test_verbs_rxe, which judge
-#   nothing by rate) from the end of the first build, beside the MPI jobs; its rails sweep (rigs.test_rails_rxe, whose
-#   verdicts compare rates) after them, beside the waiting modules, which leave it about 1.5 cores;
+#   a time, beside the idle work only, which from then on includes the Soft-RoCE guest's rig (its verdicts are
+#   measured inside the guest);
 # - then the other rigs (label rig), one at a time with nothing at the idle priority beside them (their verdicts
 #   depend on the cores: see below);
 # - the unit tests (deadlines of seconds) at the normal priority: build/'s before the MPI tests, the sanitized tree's
 #   after them, FABRICBENCH_TEST_JOBS (2) at a time.
 # On a fresh machine apt installs what the build needs first, and the rest (the analysis package's, the rigs' tools)
-# while the first tree compiles; then the Soft-RoCE guest's image is made at the idle priority (downloads and
-# unpacking). Build trees: build/ and build-minimal/.
+# while the first tree compiles; then the Soft-RoCE guest's image (rigs.test_verbs_rxe) is made at the idle priority
+# (downloads and unpacking). Build trees: build/ and build-minimal/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ci/install-deps.sh build
@@ -45,20 +42,18 @@ deps_rc=$(mktemp)  # the install's exit status, once it ended
 ) >"$deps_log" 2>&1 &
 deps=$!
 pids+=("$deps")
-# The guest's image once its tools are there; a failure here is said before the rigs (the rig tests build again).
+# The guest's image once its tools are there; a failure here is said before the rigs (the rig test builds again).
 vm_log=$(mktemp)
-vm_rc=$(mktemp)  # the image build's exit status, once it ended (the guest's rigs start after it)
 (
-  rc=0
   until [ -s "$deps_rc" ]; do sleep 1; done
   if [ "$(cat "$deps_rc")" = 0 ] && [ "$(id -u)" -eq 0 ] && command -v mmdebstrap >/dev/null &&
      command -v qemu-system-x86_64 >/dev/null; then
-    chrt --idle --pid 0 "$BASHPID"  # needed from the MPI jobs on: the CPU the builds leave
-    tests/rigs/rxe_vm.sh build || rc=$?
+    chrt --idle --pid 0 "$BASHPID"  # needed from the waiting modules on: the CPU the builds leave
+    tests/rigs/rxe_vm.sh build
   fi
-  echo "$rc" >"$vm_rc"
 ) >"$vm_log" 2>&1 &
-pids+=("$!")
+vm_build=$!
+pids+=("$vm_build")
 
 # The sanitizer tree from the start, in the background at the idle priority: it takes the CPU the first build and then
 # the tests leave (the first build's configuring and linking leave a core idle at times).
@@ -99,38 +94,28 @@ analysis_log=$(mktemp)
 ) >"$analysis_log" 2>&1 &
 analysis=$!
 pids+=("$analysis")
-# The Soft-RoCE guest's rigs, one boot after the other, in the background at the idle priority: the fabric-verbs cases
-# now, beside the MPI jobs (which take 0.6 of the two cores: 128 s of CPU in 206, 2026-11-30; the guest's cases judge
-# no rate, and a job of theirs stretched only waits longer); the rails sweep once the MPI jobs are done (mpi_done),
-# beside the waiting modules.
-guest_log=$(mktemp)
-mpi_done=$(mktemp -u)
-(
-  chrt --idle --pid 0 "$BASHPID"
-  until [ -s "$vm_rc" ]; do sleep 1; done
-  [ "$(cat "$vm_rc")" = 0 ] || { echo "rxe_vm.sh build failed (the guest's rigs build again and say why):"; tail -5 "$vm_log"; }
-  rc=0
-  ctest --test-dir build -R '^py[.]rigs[.]test_verbs_rxe$' -LE gpu --output-on-failure || rc=$?
-  until [ -e "$mpi_done" ]; do sleep 1; done
-  stamp "the Soft-RoCE guest's rails (rigs.test_rails_rxe), in the background at the idle priority"
-  ctest --test-dir build -R '^py[.]rigs[.]test_rails_rxe$' -LE gpu --output-on-failure || rc=$?
-  exit "$rc"
-) >"$guest_log" 2>&1 &
-guest=$!
-pids+=("$guest")
 stamp "tests: unit"
 ctest --test-dir build -L unit -j "$tests" --output-on-failure
 stamp "tests: MPI jobs (labels mpi, install), one at a time"
 ctest --test-dir build -L "mpi|install" -LE "gpu|waits|rig" --output-on-failure
-touch "$mpi_done"
 
 # The modules that mostly wait, $waits tests at a time (each under a tenth of a core; 70 s against 255 s one after
 # the other), beside nothing but the idle work, at nice -10 where root may: their fake NCCL jobs'
 # network steps are 50 us sleeps and their slow rank's turns are 50 ms, which the MPI jobs beside them stretched
 # (clean-clone runs of 2026-11-29 with them beside the MPI jobs: a slow link placed on its sender's or receiver's
 # network, a late rank named 10 s in and let go at once; at nice -10 beside them too). Their results are said at the end.
-# Beside them, at the idle priority, the Soft-RoCE guest's rails: QEMU's threads only take the CPU the waiting modules
-# leave, and hand it back the moment one of theirs wakes.
+# Beside them, also at the idle priority, the Soft-RoCE guest's rig (rigs.test_verbs_rxe, 2.5 min): what it judges is
+# measured inside the guest, whose ranks yield to the guest's own scheduler; on this side QEMU's threads only take the
+# CPU the waiting modules leave (about 1.5 cores), and hand it back the moment one of theirs wakes.
+wait "$vm_build" || { echo "rxe_vm.sh build failed (rigs.test_verbs_rxe builds again and says why):"; tail -5 "$vm_log"; }
+stamp "the Soft-RoCE guest's rig (rigs.test_verbs_rxe) in the background at the idle priority"
+guest_log=$(mktemp)
+(
+  chrt --idle --pid 0 "$BASHPID"
+  ctest --test-dir build -R '^py[.]rigs[.]test_verbs_rxe$' -LE gpu --output-on-failure
+) >"$guest_log" 2>&1 &
+guest=$!
+pids+=("$guest")
 stamp "tests that mostly wait (label waits), beside the idle work only"
 waits_log=$(mktemp)
 waits_nice=()
@@ -141,15 +126,15 @@ waits_rc=0
 stamp "the sanitizer build and the analysis modules, waited for"
 joined "$minimal" "$minimal_log" "the sanitizer build"
 joined "$analysis" "$analysis_log" "an analysis module"
-stamp "the Soft-RoCE guest's rigs, waited for"
+stamp "the Soft-RoCE guest's rig, waited for"
 log=$(mktemp)
-joined "$guest" "$guest_log" "the Soft-RoCE guest's rigs"
+joined "$guest" "$guest_log" "the Soft-RoCE guest's rig"
 cp "$guest_log" "$log"
 # The other rigs judge speed on two shared cores: nothing at the idle priority beside them. Ranks that poll with
 # mpi_yield_when_idle hand the core to any runnable task at each yield; with the idle work beside, three clean-clone
 # runs of four lost a verdict (a slowed node "too noisy to judge" or not named, a NIC and a node "too noisy").
 stamp "tests: rigs (label rig), one at a time, alone"
-ctest --test-dir build -L rig -LE gpu -E '^py[.]rigs[.]test_(verbs|rails)_rxe$' --output-on-failure | tee -a "$log"
+ctest --test-dir build -L rig -LE gpu -E '^py[.]rigs[.]test_verbs_rxe$' --output-on-failure | tee -a "$log"
 # Here the GoogleTest cases run in $tests shards of one process each (GTEST_TOTAL_SHARDS): 34 s against 100 s for a
 # process per case (a sanitized process takes 0.3 s to start), and every case beside the others in one process, where
 # build/'s run above has each alone. Beside them at nice 10 (in the CPU the shards leave as the first ends) the unit
