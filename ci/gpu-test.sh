@@ -14,7 +14,10 @@ if [ "${1:-}" = "--prebuilt" ]; then
   dir=$(cd "$2" && pwd)
   export LD_LIBRARY_PATH="$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   echo "== unit tests (prebuilt) =="
-  "$dir/bin/fabricbench_unit_tests" --gtest_brief=1  # finds $dir/bin/fixtures, carried with it
+  # The fixtures beside the unit tests where a prefix has them, else the repository's (launch/carry-gpu-build.sh
+  # leaves them out).
+  [ -d "$dir/bin/fixtures" ] || export FABRICBENCH_FIXTURES="$PWD/tests/fixtures"
+  "$dir/bin/fabricbench_unit_tests" --gtest_brief=1
   echo "== GPU tests (prebuilt) =="
   cd tests
   FABRICBENCH_BIN="$dir/bin" PYTHONPATH="../analysis:." python3 -m unittest -v gpu.test_nccl gpu.test_doctor gpu.test_expected gpu.test_p2p_nccl gpu.test_nccl_ras gpu.test_slow_rank gpu.test_sweep_duplex
